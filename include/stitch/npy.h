@@ -1,0 +1,19 @@
+// numpy .npy files (format version 1.0-3.0): little-endian, C order.
+#pragma once
+
+#include <string>
+
+#include "stitch/tensor.h"
+
+namespace stitch {
+
+// Throws UserError("PATH: ...") for a missing file, a bad magic or header, Fortran
+// order, big-endian data, a dtype Stitch has no type for, or a truncated payload.
+Tensor read_npy(const std::string& path);
+Tensor parse_npy(const std::string& bytes, const std::string& what);  // `what` names the source in errors
+// Writes version 1.0, C order, little-endian. numpy has no bfloat16; how bf16
+// is stored is documented in docs/npy.md.
+void write_npy(const std::string& path, const Tensor& t);
+std::string serialize_npy(const Tensor& t);
+
+}  // namespace stitch

@@ -1,0 +1,61 @@
+// A dense host tensor: dtype, concrete shape, C-order bytes. The currency of
+// the interpreter, the CLI and the tests.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stitch/dtype.h"
+
+namespace stitch {
+
+// IEEE binary16 and bfloat16 conversions, round to nearest even; NaN stays NaN.
+uint16_t f32_to_f16_bits(float f);
+float f16_bits_to_f32(uint16_t h);
+uint16_t f32_to_bf16_bits(float f);
+float bf16_bits_to_f32(uint16_t h);
+// Direct from double (no double rounding through f32).
+uint16_t f64_to_f16_bits(double d);
+uint16_t f64_to_bf16_bits(double d);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(DType dtype, std::vector<int64_t> shape);  // zero-filled
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return bytes_.size(); }
+
+  std::byte* raw() { return bytes_.data(); }
+  const std::byte* raw() const { return bytes_.data(); }
+  template <class T> T* data() { return reinterpret_cast<T*>(bytes_.data()); }
+  template <class T> const T* data() const { return reinterpret_cast<const T*>(bytes_.data()); }
+
+  // Element access through a wide type, for tests and the interpreter's edges.
+  // get_f64 converts any dtype exactly to double (i64 beyond 2^53 rounds);
+  // set_f64 rounds to the dtype (floats: nearest even; ints: truncate toward
+  // zero, saturate, NaN -> 0; bool: nonzero -> true).
+  double get_f64(int64_t i) const;
+  void set_f64(int64_t i, double v);
+  int64_t get_i64(int64_t i) const;  // integer and bool dtypes, exact
+  void set_i64(int64_t i, int64_t v);  // integer dtypes wrap (two's complement)
+
+  std::string str(int max_elements = 16) const;  // "f32[2, 3] {1, 2, ...}"
+
+ private:
+  DType dtype_ = DType::f32;
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 0;
+  std::vector<std::byte> bytes_;
+};
+
+// Fills with values drawn from a seeded generator: floats uniform in [-2, 2),
+// integers in [-8, 8) (i8 too), bools 50/50. Same seed, same tensor on every machine.
+void fill_random(Tensor& t, uint64_t seed);
+
+}  // namespace stitch

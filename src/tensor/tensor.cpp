@@ -1,0 +1,301 @@
+#include "stitch/tensor.h"
+
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "stitch/error.h"
+
+namespace stitch {
+
+namespace {
+
+// Rounds a double once, to nearest even, into a binary format with
+// `exp_bits` exponent bits and `mant_bits` stored significand bits (IEEE layout,
+// sign on top). Rounding straight from double, never through float, is what
+// keeps f64 -> f16 free of double rounding.
+uint16_t round_f64_to_narrow(double d, int exp_bits, int mant_bits) {
+  const uint64_t bits = std::bit_cast<uint64_t>(d);
+  const uint64_t sign = (bits >> 63) << (exp_bits + mant_bits);
+  const uint64_t magnitude = bits & 0x7FFF'FFFF'FFFF'FFFFull;
+  const uint64_t max_exp_field = (uint64_t{1} << exp_bits) - 1;
+  const uint64_t inf = max_exp_field << mant_bits;
+
+  constexpr uint64_t kF64Inf = 0x7FF0'0000'0000'0000ull;
+  if (magnitude >= kF64Inf) {
+    if (magnitude == kF64Inf) return static_cast<uint16_t>(sign | inf);
+    // Keep the top payload bits and force the quiet bit so the result stays a NaN.
+    const uint64_t payload = (magnitude & 0x000F'FFFF'FFFF'FFFFull) >> (52 - mant_bits);
+    return static_cast<uint16_t>(sign | inf | (uint64_t{1} << (mant_bits - 1)) | payload);
+  }
+  const int64_t f64_exp_field = static_cast<int64_t>(magnitude >> 52);
+  // f64 subnormals are far below half the narrow format's smallest subnormal.
+  if (f64_exp_field == 0) return static_cast<uint16_t>(sign);
+
+  const int64_t bias = (int64_t{1} << (exp_bits - 1)) - 1;
+  const int64_t exponent = f64_exp_field - 1023;
+  const uint64_t significand = (magnitude & 0x000F'FFFF'FFFF'FFFFull) | (uint64_t{1} << 52);
+  // Below the narrow format's normal range the ulp stays at its smallest.
+  const int64_t ulp_exponent = std::max(exponent, 1 - bias);
+  const int64_t dropped_bits = 52 - mant_bits + (ulp_exponent - exponent);
+  // significand < 2^53 <= half an ulp: rounds to zero.
+  if (dropped_bits > 53) return static_cast<uint16_t>(sign);
+
+  uint64_t kept = significand >> dropped_bits;
+  const uint64_t remainder = significand & ((uint64_t{1} << dropped_bits) - 1);
+  const uint64_t half = uint64_t{1} << (dropped_bits - 1);
+  if (remainder > half || (remainder == half && (kept & 1))) ++kept;
+
+  // `kept` carries the implicit bit for normals, so adding it to the biased
+  // exponent minus one encodes normals and subnormals alike, and a carry out of
+  // the significand bumps the exponent as it should.
+  const int64_t encoded = ((ulp_exponent + bias - 1) << mant_bits) + static_cast<int64_t>(kept);
+  if (encoded >= static_cast<int64_t>(inf)) return static_cast<uint16_t>(sign | inf);
+  return static_cast<uint16_t>(sign | static_cast<uint64_t>(encoded));
+}
+
+// Integers above 2^53 round on the way to double; rounding to odd there makes
+// the second rounding (to f16 or bf16, far fewer bits) come out as a single one.
+double int64_to_f64_round_to_odd(int64_t v) {
+  const bool negative = v < 0;
+  uint64_t magnitude = negative ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  const int excess_bits = std::max(0, std::bit_width(magnitude) - 53);
+  if (excess_bits > 0) {
+    const bool sticky = (magnitude & ((uint64_t{1} << excess_bits) - 1)) != 0;
+    magnitude = (magnitude >> excess_bits) | (sticky ? 1 : 0);
+  }
+  const double result = std::ldexp(static_cast<double>(magnitude), excess_bits);
+  return negative ? -result : result;
+}
+
+template <class Int>
+Int saturating_f64_to_int(double v) {
+  if (std::isnan(v)) return 0;
+  // Compared in double: the limits of i8 and i32 are exact, and 2^63 is the
+  // first double above the i64 range, so every comparison is exact.
+  constexpr double kMin = static_cast<double>(std::numeric_limits<Int>::min());
+  constexpr double kAboveMax = -kMin;
+  if (v <= kMin) return std::numeric_limits<Int>::min();
+  if (v >= kAboveMax) return std::numeric_limits<Int>::max();
+  return static_cast<Int>(v);
+}
+
+template <class T>
+T load(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+template <class T>
+void store(std::byte* p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+// splitmix64 (Steele, Lea, Flood 2014): a few integer operations, so every
+// machine and compiler draws the same stream for a seed.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E37'79B9'7F4A'7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58'476D'1CE4'E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D0'49BB'1331'11EBull;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// Significand bits including the implicit one.
+int float_precision(DType t) {
+  switch (t) {
+    case DType::f16: return 11;
+    case DType::bf16: return 8;
+    case DType::f32: return 24;
+    case DType::f64: return 53;
+    default: STITCH_ASSERT(false, "not a float dtype");
+  }
+}
+
+void append_element(std::string& out, const Tensor& t, int64_t i) {
+  char buf[64];
+  std::to_chars_result r{};
+  switch (t.dtype()) {
+    case DType::boolean:
+      out += t.get_i64(i) != 0 ? "true" : "false";
+      return;
+    case DType::i8:
+    case DType::i32:
+    case DType::i64:
+      r = std::to_chars(buf, buf + sizeof buf, t.get_i64(i));
+      break;
+    case DType::f64:
+      r = std::to_chars(buf, buf + sizeof buf, t.get_f64(i));
+      break;
+    // Shortest text that reads back as the same float; every f16 and bf16 value is a float.
+    case DType::f16:
+    case DType::bf16:
+    case DType::f32:
+      r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(t.get_f64(i)));
+      break;
+  }
+  out.append(buf, r.ptr);
+}
+
+}  // namespace
+
+uint16_t f64_to_f16_bits(double d) { return round_f64_to_narrow(d, 5, 10); }
+uint16_t f64_to_bf16_bits(double d) { return round_f64_to_narrow(d, 8, 7); }
+uint16_t f32_to_f16_bits(float f) { return f64_to_f16_bits(static_cast<double>(f)); }
+
+uint16_t f32_to_bf16_bits(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  if ((bits & 0x7FFF'FFFFu) > 0x7F80'0000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  // Adding 0x7FFF plus the lowest kept bit rounds to nearest even in one step;
+  // a carry into the exponent is the correct result, up to infinity.
+  const uint32_t lowest_kept_bit = (bits >> 16) & 1u;
+  return static_cast<uint16_t>((bits + 0x7FFFu + lowest_kept_bit) >> 16);
+}
+
+float bf16_bits_to_f32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+
+float f16_bits_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp_field = (h >> 10) & 0x1Fu;
+  const uint32_t mantissa = h & 0x3FFu;
+  if (exp_field == 0) {
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  if (exp_field == 0x1F) return std::bit_cast<float>(sign | 0x7F80'0000u | (mantissa << 13));
+  return std::bit_cast<float>(sign | ((exp_field - 15 + 127) << 23) | (mantissa << 13));
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+  const int64_t element_size = dtype_size(dtype_);
+  int64_t numel = 1;
+  int64_t nonzero_extent = element_size;
+  for (int64_t d : shape_) {
+    STITCH_ASSERT(d >= 0, "negative dimension in tensor shape");
+    if (d == 0) {
+      numel = 0;
+      continue;
+    }
+    STITCH_ASSERT(nonzero_extent <= std::numeric_limits<int64_t>::max() / d,
+                  "tensor byte size overflows int64");
+    nonzero_extent *= d;
+    numel *= d;
+  }
+  numel_ = numel;
+  bytes_.resize(static_cast<size_t>(numel_ * element_size));
+}
+
+double Tensor::get_f64(int64_t i) const {
+  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
+  const std::byte* p = bytes_.data() + i * dtype_size(dtype_);
+  switch (dtype_) {
+    case DType::f16: return f16_bits_to_f32(load<uint16_t>(p));
+    case DType::bf16: return bf16_bits_to_f32(load<uint16_t>(p));
+    case DType::f32: return load<float>(p);
+    case DType::f64: return load<double>(p);
+    case DType::i8: return load<int8_t>(p);
+    case DType::i32: return load<int32_t>(p);
+    case DType::i64: return static_cast<double>(load<int64_t>(p));
+    case DType::boolean: return load<uint8_t>(p) != 0 ? 1.0 : 0.0;
+  }
+  STITCH_ASSERT(false, "unknown dtype");
+}
+
+void Tensor::set_f64(int64_t i, double v) {
+  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
+  std::byte* p = bytes_.data() + i * dtype_size(dtype_);
+  switch (dtype_) {
+    case DType::f16: return store(p, f64_to_f16_bits(v));
+    case DType::bf16: return store(p, f64_to_bf16_bits(v));
+    case DType::f32: return store(p, static_cast<float>(v));
+    case DType::f64: return store(p, v);
+    case DType::i8: return store(p, saturating_f64_to_int<int8_t>(v));
+    case DType::i32: return store(p, saturating_f64_to_int<int32_t>(v));
+    case DType::i64: return store(p, saturating_f64_to_int<int64_t>(v));
+    // NaN compares unequal to zero, so it reads as true, as in numpy.
+    case DType::boolean: return store(p, static_cast<uint8_t>(v != 0.0 ? 1 : 0));
+  }
+  STITCH_ASSERT(false, "unknown dtype");
+}
+
+int64_t Tensor::get_i64(int64_t i) const {
+  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
+  const std::byte* p = bytes_.data() + i * dtype_size(dtype_);
+  switch (dtype_) {
+    case DType::i8: return load<int8_t>(p);
+    case DType::i32: return load<int32_t>(p);
+    case DType::i64: return load<int64_t>(p);
+    case DType::boolean: return load<uint8_t>(p) != 0 ? 1 : 0;
+    case DType::f16:
+    case DType::bf16:
+    case DType::f32:
+    case DType::f64: return saturating_f64_to_int<int64_t>(get_f64(i));
+  }
+  STITCH_ASSERT(false, "unknown dtype");
+}
+
+void Tensor::set_i64(int64_t i, int64_t v) {
+  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
+  std::byte* p = bytes_.data() + i * dtype_size(dtype_);
+  switch (dtype_) {
+    // Narrowing to a signed type is modular since C++20.
+    case DType::i8: return store(p, static_cast<int8_t>(v));
+    case DType::i32: return store(p, static_cast<int32_t>(v));
+    case DType::i64: return store(p, v);
+    case DType::boolean: return store(p, static_cast<uint8_t>(v != 0 ? 1 : 0));
+    case DType::f16: return store(p, f64_to_f16_bits(int64_to_f64_round_to_odd(v)));
+    case DType::bf16: return store(p, f64_to_bf16_bits(int64_to_f64_round_to_odd(v)));
+    case DType::f32: return store(p, static_cast<float>(v));
+    case DType::f64: return store(p, static_cast<double>(v));
+  }
+  STITCH_ASSERT(false, "unknown dtype");
+}
+
+std::string Tensor::str(int max_elements) const {
+  std::string out(dtype_name(dtype_));
+  out += '[';
+  for (size_t d = 0; d < shape_.size(); ++d) {
+    if (d > 0) out += ", ";
+    out += std::to_string(shape_[d]);
+  }
+  out += "] {";
+  const int64_t shown = std::min<int64_t>(numel_, std::max(max_elements, 0));
+  for (int64_t i = 0; i < shown; ++i) {
+    if (i > 0) out += ", ";
+    append_element(out, *this, i);
+  }
+  if (shown < numel_) out += shown > 0 ? ", ..." : "...";
+  out += '}';
+  return out;
+}
+
+void fill_random(Tensor& t, uint64_t seed) {
+  SplitMix64 rng(seed);
+  const DType dtype = t.dtype();
+  if (is_float(dtype)) {
+    // k * 2^(2-p) - 2 for a p-bit k is exact in a p-bit significand, so no
+    // rounding can push a value onto 2 and every dtype sees the same grid shape.
+    const int precision = float_precision(dtype);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const uint64_t k = rng.next() >> (64 - precision);
+      t.set_f64(i, std::ldexp(static_cast<double>(k), 2 - precision) - 2.0);
+    }
+    return;
+  }
+  const int value_bits = is_bool(dtype) ? 1 : 4;
+  const int64_t offset = is_bool(dtype) ? 0 : 8;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    t.set_i64(i, static_cast<int64_t>(rng.next() >> (64 - value_bits)) - offset);
+  }
+}
+
+}  // namespace stitch

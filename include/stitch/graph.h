@@ -65,6 +65,7 @@ class Graph {
                    const std::string& name, SourceLoc loc = {});
   void add_output(const std::string& name, ValueId v);
   void clear_outputs() { outputs_.clear(); }
+  void rename_value(ValueId v, const std::string& name);  // name must be free
 
   bool has_name(const std::string& name) const;
   // A name not yet used in this graph, derived from `hint`.

@@ -58,6 +58,14 @@ void Graph::add_output(const std::string& name, ValueId v) {
   outputs_.push_back({name, v});
 }
 
+void Graph::rename_value(ValueId v, const std::string& name) {
+  STITCH_ASSERT(!has_name(name), "rename to a taken name " + name);
+  name_index_.erase(values_[v.index].name);
+  values_[v.index].name = name;
+  name_index_[name] = v.index;
+  value(v);
+}
+
 bool Graph::operator==(const Graph& o) const {
   if (name_ != o.name_ || params_.size() != o.params_.size() || nodes_.size() != o.nodes_.size() ||
       outputs_.size() != o.outputs_.size()) {

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what Stitch needs from Debian's packages (only what is missing),
+# then configures and builds. Idempotent: a second run installs nothing.
+#   scripts/setup.sh [build-dir]       (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build}
+
+# Why each package is here: docs/dependencies.md.
+packages=(
+  cmake ninja-build g++ pkg-config
+  libfmt-dev libcli11-dev nlohmann-json3-dev
+  googletest libgtest-dev libgmock-dev
+  clang libclang-rt-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON >/dev/null
+ninja -C "$build_dir"

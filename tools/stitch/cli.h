@@ -1,0 +1,45 @@
+// Shared pieces of the `stitch` subcommands (DESIGN.md, CLI).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "stitch/graph.h"
+#include "stitch/tensor.h"
+
+namespace stitch::cli {
+
+// Exit statuses (docs/cli.md): 0 success, 1 a check failed, 2 bad usage or
+// bad input, 3 an internal error in Stitch.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInternal = 3;
+
+// The graph named `graph_name` in `m`, or the first; UserError if absent.
+const Graph& select_graph(const Module& m, const std::string& graph_name, const std::string& file);
+
+struct InputSpec {
+  std::vector<std::string> bindings;  // NAME=FILE.npy
+  std::vector<std::string> dims;      // SYMBOL=N
+  bool random = false;
+  uint64_t seed = 0;
+};
+
+// One tensor per parameter of `g`: from --input files, else random when a
+// seed was given. UserError for a missing, unknown or repeated input, or a
+// symbolic dim that neither an input nor --dim fixes.
+std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec);
+
+// Prints the graph after each canonicalisation pass when STITCH_DUMP names
+// "graph" (or "all"); returns the canonical graph.
+Graph canonicalize_with_dumps(const Graph& g);
+bool dump_enabled(const std::string& stage);
+
+int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
+                const std::string& planner, const InputSpec& inputs, const std::string& output_dir,
+                bool print_values);
+int print_command(const std::string& file, const std::string& graph_name, bool canonical);
+
+}  // namespace stitch::cli

@@ -1,0 +1,190 @@
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "cli.h"
+#include "ir/canonicalize.h"
+#include "stitch/interpreter.h"
+#include "stitch/npy.h"
+#include "stitch/text.h"
+
+namespace stitch::cli {
+
+namespace {
+
+std::pair<std::string, std::string> split_binding(const std::string& s, const char* option) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
+    throw UserError(fmt::format("{} expects NAME=VALUE, got '{}'", option, s));
+  }
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+std::string param_list(const Graph& g) {
+  std::string out;
+  for (ValueId p : g.params()) out += (out.empty() ? "" : ", ") + g.value_name(p);
+  return out.empty() ? "none" : out;
+}
+
+uint64_t param_seed(uint64_t seed, size_t index) {
+  // Distinct, reproducible streams per parameter.
+  return seed * 0x9E3779B97F4A7C15ull + (index + 1) * 0xBF58476D1CE4E5B9ull;
+}
+
+void summarize(const std::string& name, const Tensor& t) {
+  std::string shape;
+  for (int d = 0; d < t.rank(); ++d) shape += (d ? ", " : "") + std::to_string(t.shape()[d]);
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t nans = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = t.get_f64(i);
+    if (std::isnan(v)) {
+      ++nans;
+      continue;
+    }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  int64_t finite = t.numel() - nans;
+  std::cout << fmt::format("{}: {}[{}]", name, dtype_name(t.dtype()), shape);
+  if (finite > 0) {
+    std::cout << fmt::format("  min={:.6g} max={:.6g} mean={:.6g}", lo, hi, sum / static_cast<double>(finite));
+  }
+  if (nans) std::cout << fmt::format("  nan={}", nans);
+  std::cout << "\n";
+}
+
+}  // namespace
+
+bool dump_enabled(const std::string& stage) {
+  const char* env = std::getenv("STITCH_DUMP");
+  if (!env) return false;
+  std::string list = std::string(",") + env + ",";
+  return list.find("," + stage + ",") != std::string::npos || list.find(",all,") != std::string::npos;
+}
+
+Graph canonicalize_with_dumps(const Graph& g) {
+  if (!dump_enabled("graph")) return canonicalize(g);
+  std::cerr << "// STITCH_DUMP graph: as parsed\n" << print_graph(g);
+  return canonicalize(g, [](const std::string& pass, const Graph& after) {
+    std::cerr << "// STITCH_DUMP graph: after " << pass << "\n" << print_graph(after);
+  });
+}
+
+const Graph& select_graph(const Module& m, const std::string& graph_name, const std::string& file) {
+  if (m.graphs.empty()) throw UserError(fmt::format("{}: no graph defined", file));
+  if (graph_name.empty()) return m.graphs.front();
+  if (const Graph* g = m.find(graph_name)) return *g;
+  std::string names;
+  for (const Graph& g : m.graphs) names += (names.empty() ? "" : ", ") + g.name();
+  throw UserError(fmt::format("{}: no graph named '{}' (graphs: {})", file, graph_name, names));
+}
+
+std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec) {
+  std::map<std::string, Tensor> given;
+  for (const std::string& b : spec.bindings) {
+    auto [name, path] = split_binding(b, "--input");
+    if (!g.find_value(name).valid() || g.value(g.find_value(name)).producer >= 0) {
+      throw UserError(fmt::format("--input {}: graph '{}' has no parameter '{}' (parameters: {})", b, g.name(),
+                                  name, param_list(g)));
+    }
+    if (given.count(name)) throw UserError(fmt::format("--input: parameter '{}' is bound twice", name));
+    given.emplace(name, read_npy(path));
+  }
+  SymbolBindings dims;
+  for (const std::string& d : spec.dims) {
+    auto [name, text] = split_binding(d, "--dim");
+    char* end = nullptr;
+    long long n = std::strtoll(text.c_str(), &end, 10);
+    if (*end != '\0' || n < 0) throw UserError(fmt::format("--dim {}: '{}' is not a non-negative integer", d, text));
+    dims[name] = n;
+  }
+  // Symbols fixed by the given files take precedence over --dim only when they
+  // agree; bind_inputs reports any disagreement later with both names.
+  for (ValueId p : g.params()) {
+    auto it = given.find(g.value_name(p));
+    if (it == given.end()) continue;
+    const Shape& s = g.type(p).shape;
+    for (size_t d = 0; d < s.size() && d < it->second.shape().size(); ++d) {
+      if (s[d].is_symbolic()) dims.emplace(s[d].name(), it->second.shape()[d]);
+    }
+  }
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < g.params().size(); ++i) {
+    ValueId p = g.params()[i];
+    const std::string& name = g.value_name(p);
+    if (auto it = given.find(name); it != given.end()) {
+      inputs.push_back(std::move(it->second));
+      continue;
+    }
+    if (!spec.random) {
+      throw UserError(fmt::format("missing input '{}' (give --input {}=FILE.npy or --random-inputs SEED)", name,
+                                  name));
+    }
+    const TensorType& t = g.type(p);
+    for (const Dim& d : t.shape) {
+      if (d.is_symbolic() && !dims.count(d.name())) {
+        throw UserError(fmt::format("random input '{}': symbolic dim {} is not bound (give --dim {}=N or an --input "
+                                    "that fixes it)", name, d.name(), d.name()));
+      }
+    }
+    Tensor tensor(t.dtype, concrete_shape(t.shape, dims));
+    fill_random(tensor, param_seed(spec.seed, i));
+    inputs.push_back(std::move(tensor));
+  }
+  return inputs;
+}
+
+int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
+                const std::string& /*planner*/, const InputSpec& spec, const std::string& output_dir,
+                bool print_values) {
+  Module m = parse_file(file);
+  const Graph& g = select_graph(m, graph_name, file);
+  if (backend != "interp") {
+    throw UserError(fmt::format("backend '{}' is not built into this version of stitch yet; use --backend interp",
+                                backend));
+  }
+  Graph canonical = canonicalize_with_dumps(g);
+  std::vector<Tensor> inputs = gather_inputs(canonical, spec);
+  std::vector<Tensor> results = interpret(canonical, inputs);
+
+  std::set<std::string> written;
+  if (!output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(output_dir, ec);
+    if (ec) throw UserError(fmt::format("--output-dir {}: {}", output_dir, ec.message()));
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::string& name = canonical.outputs()[i].name;
+    if (!written.insert(name).second) continue;
+    if (!output_dir.empty()) write_npy((std::filesystem::path(output_dir) / (name + ".npy")).string(), results[i]);
+    if (print_values) {
+      std::cout << name << " = " << results[i].str(1000) << "\n";
+    } else {
+      summarize(name, results[i]);
+    }
+  }
+  return kExitOk;
+}
+
+int print_command(const std::string& file, const std::string& graph_name, bool canonical) {
+  Module m = parse_file(file);
+  std::vector<const Graph*> selected;
+  if (graph_name.empty()) {
+    for (const Graph& g : m.graphs) selected.push_back(&g);
+  } else {
+    selected.push_back(&select_graph(m, graph_name, file));
+  }
+  for (size_t i = 0; i < selected.size(); ++i) {
+    if (i) std::cout << "\n";
+    std::cout << print_graph(canonical ? canonicalize_with_dumps(*selected[i]) : *selected[i]);
+  }
+  return kExitOk;
+}
+
+}  // namespace stitch::cli

@@ -1,0 +1,224 @@
+// The `stitch` binary end to end: the acceptance paths of the CLI and its
+// exit statuses on bad input (DESIGN.md, CLI).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+
+#include "stitch/npy.h"
+
+namespace stitch {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_cli(const std::string& args) {
+  std::string cmd = std::string(STITCH_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("stitch_e2e_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  std::string write_npy_file(const std::string& name, const Tensor& t) {
+    fs::path p = dir_ / name;
+    stitch::write_npy(p.string(), t);
+    return p.string();
+  }
+  std::string src(const std::string& rel) { return std::string(STITCH_SOURCE_DIR) + "/" + rel; }
+
+  fs::path dir_;
+};
+
+const char* kAxpy = R"(# y = a*x + b, with a symbolic batch
+graph axpy(x: f32[B, 4], b: f32[4]) -> (f32[B, 4]) {
+  y = add(mul(x, 2.0), b)
+  return y
+}
+)";
+
+TEST_F(Cli, LayerNormWorkloadWritesItsResult) {
+  fs::path out = dir_ / "out";
+  Result r = run_cli("run " + src("bench/workloads/layernorm.stitch") +
+                     " --graph layernorm_small --backend interp --random-inputs 1 --output-dir " + out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(out)) {
+    EXPECT_EQ(e.path().extension(), ".npy");
+    Tensor t = read_npy(e.path().string());
+    EXPECT_EQ(t.dtype(), DType::f32);
+    EXPECT_GT(t.numel(), 0);
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(Cli, InputsBindByNameAndResultsAreExact) {
+  Tensor x(DType::f32, {2, 4}), b(DType::f32, {4});
+  for (int i = 0; i < 8; ++i) x.set_f64(i, i);
+  for (int i = 0; i < 4; ++i) b.set_f64(i, 100 * i);
+  std::string file = write("axpy.stitch", kAxpy);
+  Result r = run_cli("run " + file + " --input x=" + write_npy_file("x.npy", x) + " --input b=" +
+                     write_npy_file("b.npy", b) + " --output-dir " + (dir_ / "o").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  Tensor y = read_npy((dir_ / "o" / "y.npy").string());
+  ASSERT_EQ(y.shape(), (std::vector<int64_t>{2, 4}));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y.get_f64(i), 2.0 * i + 100 * (i % 4));
+}
+
+TEST_F(Cli, PrintShowsValues) {
+  std::string file = write("axpy.stitch", kAxpy);
+  Result r = run_cli("run " + file + " --random-inputs 3 --dim B=2 --print");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("y = "), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, RandomInputsAreReproducible) {
+  std::string file = write("axpy.stitch", kAxpy);
+  Result a = run_cli("run " + file + " --random-inputs 7 --dim B=3 --print");
+  Result b = run_cli("run " + file + " --random-inputs 7 --dim B=3 --print");
+  Result c = run_cli("run " + file + " --random-inputs 8 --dim B=3 --print");
+  ASSERT_EQ(a.status, 0) << a.output;
+  EXPECT_EQ(a.output, b.output);
+  EXPECT_NE(a.output, c.output);
+}
+
+struct BadRun {
+  const char* name;
+  std::string args;       // after "run FILE"
+  std::string expected;   // a substring of the message
+};
+
+TEST_F(Cli, BadInputsExitTwoWithAClearMessage) {
+  std::string file = write("axpy.stitch", kAxpy);
+  Tensor x(DType::f32, {2, 4}), x_i32(DType::i32, {2, 4}), x_wide(DType::f32, {2, 5}), b(DType::f32, {4}),
+      b3(DType::f32, {3}), x3(DType::f32, {3, 4});
+  std::string xf = write_npy_file("x.npy", x), bf = write_npy_file("b.npy", b);
+  std::string xi = write_npy_file("xi.npy", x_i32), xw = write_npy_file("xw.npy", x_wide);
+  std::string b3f = write_npy_file("b3.npy", b3);
+  std::string garbage = write("garbage.npy", "not an npy file");
+  std::vector<BadRun> cases = {
+      {"missing input", "--input x=" + xf, "missing input 'b'"},
+      {"extra input", "--input x=" + xf + " --input b=" + bf + " --input z=" + bf, "has no parameter 'z'"},
+      {"bound twice", "--input x=" + xf + " --input x=" + xf + " --input b=" + bf, "bound twice"},
+      {"dtype mismatch", "--input x=" + xi + " --input b=" + bf, "input 'x': expected f32[B, 4], got i32[2, 4]"},
+      {"shape mismatch", "--input x=" + xw + " --input b=" + bf, "dim 1 is 5, not 4"},
+      {"static mismatch", "--input x=" + xf + " --input b=" + b3f, "input 'b': expected f32[4], got f32[3]"},
+      {"unbound symbol", "--random-inputs 1", "symbolic dim B is not bound"},
+      {"bad npy", "--input x=" + garbage + " --input b=" + bf, "garbage.npy"},
+      {"missing npy", "--input x=" + (dir_ / "nope.npy").string() + " --input b=" + bf, "nope.npy"},
+      {"bad binding syntax", "--input x", "expects NAME=VALUE"},
+      {"unknown graph", "--graph nope --random-inputs 1", "no graph named 'nope' (graphs: axpy)"},
+      {"unknown backend", "--backend tpu", "backend"},
+      {"unknown option", "--frobnicate", "frobnicate"},
+  };
+  for (const BadRun& c : cases) {
+    Result r = run_cli("run " + file + " " + c.args);
+    EXPECT_EQ(r.status, 2) << c.name << ": " << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.name << ": " << r.output;
+  }
+}
+
+TEST_F(Cli, SymbolicDimsMustBindConsistently) {
+  std::string file = write("two.stitch", R"(graph g(a: f32[N, 2], b: f32[N, 2]) {
+  c = add(a, b)
+  return c
+}
+)");
+  Tensor a(DType::f32, {3, 2}), b(DType::f32, {5, 2});
+  Result r = run_cli("run " + file + " --input a=" + write_npy_file("a.npy", a) + " --input b=" +
+                     write_npy_file("b.npy", b));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("input 'b': dim 0 binds N = 5, but input 'a' bound N = 3"), std::string::npos)
+      << r.output;
+  Tensor b3(DType::f32, {3, 2});
+  r = run_cli("run " + file + " --input a=" + write_npy_file("a.npy", a) + " --input b=" +
+              write_npy_file("b3.npy", b3));
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+TEST_F(Cli, MalformedFileReportsFileLineColumn) {
+  std::string file = write("bad.stitch", "graph g(x: f32[4]) {\n  y = exp(x\n  return y\n}\n");
+  Result r = run_cli("run " + file + " --random-inputs 1");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output.rfind(file + ":3:", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find(": error: "), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, UnknownOpAndBadAxisAreLocated) {
+  std::string file = write("bad.stitch", "graph g(x: f32[4]) {\n  y = reduce_sum(x, axes=[3])\n  return y\n}\n");
+  Result r = run_cli("print " + file);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output.rfind(file + ":2:", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("axis 3 is out of range for rank 1"), std::string::npos) << r.output;
+  file = write("bad2.stitch", "graph g(x: f32[4]) {\n  y = frob(x)\n  return y\n}\n");
+  r = run_cli("run " + file + " --random-inputs 1");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown op 'frob'"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, MissingFileAndNoArgumentsExitTwo) {
+  EXPECT_EQ(run_cli("run " + (dir_ / "absent.stitch").string()).status, 2);
+  EXPECT_EQ(run_cli("").status, 2);
+  EXPECT_EQ(run_cli("frobnicate").status, 2);
+  EXPECT_EQ(run_cli("--help").status, 0);
+}
+
+TEST_F(Cli, PrintGivesTheCanonicalFormWhichReparses) {
+  std::string file = write("axpy.stitch", kAxpy);
+  Result r = run_cli("print " + file);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("broadcast("), std::string::npos) << r.output;
+  std::string again = write("again.stitch", r.output);
+  Result r2 = run_cli("print " + again);
+  ASSERT_EQ(r2.status, 0) << r2.output;
+  EXPECT_EQ(r.output, r2.output);
+}
+
+TEST_F(Cli, EveryWorkloadRunsOnItsSmallGraph) {
+  for (const auto& e : fs::directory_iterator(src("bench/workloads"))) {
+    if (e.path().extension() != ".stitch") continue;
+    std::string stem = e.path().stem().string();
+    Result r = run_cli("print " + e.path().string());
+    ASSERT_EQ(r.status, 0) << stem << ": " << r.output;
+    // Every workload ships a small variant named <graph>_small for tests.
+    std::string graph_name;
+    size_t at = r.output.find("graph ");
+    size_t paren = r.output.find('(', at);
+    graph_name = r.output.substr(at + 6, paren - at - 6);
+    r = run_cli("run " + e.path().string() + " --graph " + graph_name + "_small --random-inputs 5 --output-dir " +
+                (dir_ / stem).string());
+    EXPECT_EQ(r.status, 0) << stem << ": " << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace stitch

@@ -11,8 +11,9 @@ namespace stitch {
 // order, big-endian data, a dtype Stitch has no type for, or a truncated payload.
 Tensor read_npy(const std::string& path);
 Tensor parse_npy(const std::string& bytes, const std::string& what);  // `what` names the source in errors
-// Writes version 1.0, C order, little-endian. numpy has no bfloat16; how bf16
-// is stored is documented in docs/npy.md.
+// Writes version 1.0 (2.0 when the header needs it), C order, little-endian,
+// byte for byte what np.save writes. numpy has no bfloat16: bf16 is written
+// with descr '<V2', as np.save writes an ml_dtypes.bfloat16 array (docs/npy.md).
 void write_npy(const std::string& path, const Tensor& t);
 std::string serialize_npy(const Tensor& t);
 

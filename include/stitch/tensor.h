@@ -42,8 +42,11 @@ class Tensor {
   // zero, saturate, NaN -> 0; bool: nonzero -> true).
   double get_f64(int64_t i) const;
   void set_f64(int64_t i, double v);
-  int64_t get_i64(int64_t i) const;  // integer and bool dtypes, exact
-  void set_i64(int64_t i, int64_t v);  // integer dtypes wrap (two's complement)
+  // Exact for integer and bool dtypes; floats truncate, saturate, NaN -> 0.
+  int64_t get_i64(int64_t i) const;
+  // Integer dtypes wrap (two's complement); bool: nonzero -> true; floats
+  // round once to nearest even, even above 2^53.
+  void set_i64(int64_t i, int64_t v);
 
   std::string str(int max_elements = 16) const;  // "f32[2, 3] {1, 2, ...}"
 
@@ -54,8 +57,9 @@ class Tensor {
   std::vector<std::byte> bytes_;
 };
 
-// Fills with values drawn from a seeded generator: floats uniform in [-2, 2),
-// integers in [-8, 8) (i8 too), bools 50/50. Same seed, same tensor on every machine.
+// Fills with values drawn from a seeded generator (splitmix64): floats uniform
+// on a grid of the dtype's precision in [-2, 2), integers in [-8, 8) (i8 too),
+// bools 50/50. Same seed, same tensor on every machine and compiler.
 void fill_random(Tensor& t, uint64_t seed);
 
 }  // namespace stitch

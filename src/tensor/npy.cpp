@@ -31,12 +31,12 @@ constexpr size_t kHeaderAlignment = 64;
 }
 
 // Header text comes from untrusted bytes; show it printable and short.
-std::string quoted(std::string_view text) {
+std::string printable(std::string_view text) {
   constexpr size_t kMaxShown = 40;
   std::string out = "'";
   for (size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7F && c != '\\' && c != '\'') {
+    if (c >= 0x20 && c < 0x7F && c != '\\') {
       out += static_cast<char>(c);
     } else {
       constexpr char kHex[] = "0123456789abcdef";
@@ -54,9 +54,10 @@ struct DescrSpelling {
   DType dtype;
 };
 
-// What numpy writes for each dtype, then spellings other writers use for the
-// same bytes: byte order is meaningless for one-byte types, plain numpy writes
-// a 2-byte void as '|V2', and str(dtype) under ml_dtypes is 'bfloat16'.
+// The first spelling of each dtype is the one written: numpy's own, and for
+// bf16 what np.save writes for an ml_dtypes.bfloat16 array. The rest are read
+// as the same bytes: byte order means nothing for one-byte types, plain numpy
+// saves a 2-byte void as '|V2', and str(dtype) under ml_dtypes is 'bfloat16'.
 constexpr DescrSpelling kDescrs[] = {
     {"<f2", DType::f16},  {"<V2", DType::bf16},     {"<f4", DType::f32},  {"<f8", DType::f64},
     {"|i1", DType::i8},   {"<i4", DType::i32},      {"<i8", DType::i64},  {"|b1", DType::boolean},
@@ -76,19 +77,19 @@ DType dtype_for_descr(std::string_view descr, const std::string& what) {
     if (s.descr == descr) return s.dtype;
   }
   if (descr.size() >= 3 && descr[0] == '>') {
-    fail(what, "big-endian data (dtype " + quoted(descr) +
+    fail(what, "big-endian data (dtype " + printable(descr) +
                    ") is not supported; save with a.astype(a.dtype.newbyteorder('<'))");
   }
   if (descr.size() >= 2 && descr[1] == 'u') {
-    fail(what, "unsigned dtype " + quoted(descr) +
+    fail(what, "unsigned dtype " + printable(descr) +
                    " is not supported (Stitch has no unsigned types); save with a.astype(np.int64)");
   }
-  fail(what, "unsupported dtype " + quoted(descr) +
+  fail(what, "unsupported dtype " + printable(descr) +
                  "; Stitch reads <f2 <f4 <f8 |i1 <i4 <i8 |b1 and <V2 (bfloat16, docs/npy.md)");
 }
 
 struct NpyHeader {
-  std::optional<DType> dtype;
+  std::optional<std::string> descr;
   std::optional<bool> fortran_order;
   std::optional<std::vector<int64_t>> shape;
 };
@@ -108,10 +109,10 @@ class HeaderParser {
       const std::string key = parse_string();
       expect(':');
       if (key == "descr") {
-        if (header.dtype) fail_malformed("duplicate key 'descr'");
+        if (header.descr) fail_malformed("duplicate key 'descr'");
         skip_space();
         if (at('[')) fail(what_, "structured dtypes are not supported");
-        header.dtype = dtype_for_descr(parse_string(), what_);
+        header.descr = parse_string();
       } else if (key == "fortran_order") {
         if (header.fortran_order) fail_malformed("duplicate key 'fortran_order'");
         header.fortran_order = parse_bool();
@@ -119,7 +120,7 @@ class HeaderParser {
         if (header.shape) fail_malformed("duplicate key 'shape'");
         header.shape = parse_shape();
       } else {
-        fail_malformed("unexpected key " + quoted(key));
+        fail_malformed("unexpected key " + printable(key));
       }
       skip_space();
       if (at(',')) {
@@ -132,7 +133,7 @@ class HeaderParser {
     ++pos_;
     skip_space();
     if (pos_ != text_.size()) fail_malformed("unexpected text after the closing '}'");
-    if (!header.dtype) fail_malformed("no 'descr' key");
+    if (!header.descr) fail_malformed("no 'descr' key");
     if (!header.fortran_order) fail_malformed("no 'fortran_order' key");
     if (!header.shape) fail_malformed("no 'shape' key");
     return header;
@@ -141,7 +142,7 @@ class HeaderParser {
  private:
   [[noreturn]] void fail_malformed(const std::string& message) const {
     fail(what_, "malformed .npy header: " + message + " at offset " + std::to_string(pos_) +
-                    " of " + quoted(text_));
+                    " of " + printable(text_));
   }
 
   void skip_space() {
@@ -165,11 +166,11 @@ class HeaderParser {
     if (!at('\'') && !at('"')) fail_malformed("expected a string");
     const char quote = text_[pos_++];
     const size_t start = pos_;
-    while (pos_ < text_.size() && text_[pos_] != quote) {
-      if (text_[pos_] == '\\' || text_[pos_] == '\n') fail_malformed("unsupported string literal");
+    while (pos_ < text_.size() && text_[pos_] != quote && text_[pos_] != '\n') {
+      if (text_[pos_] == '\\') fail_malformed("unsupported string literal");
       ++pos_;
     }
-    if (pos_ == text_.size()) fail_malformed("unterminated string");
+    if (pos_ == text_.size() || text_[pos_] == '\n') fail_malformed("unterminated string");
     return std::string(text_.substr(start, pos_++ - start));
   }
 
@@ -297,20 +298,21 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   // Version 1.0/2.0 headers are latin-1 and 3.0 ones UTF-8; every accepted
   // header is ASCII, so bytes compare the same under either.
   const NpyHeader header = HeaderParser(data.substr(header_start, header_length), what).parse();
+  const DType dtype = dtype_for_descr(*header.descr, what);
   if (*header.fortran_order) {
     fail(what, "Fortran-order arrays are not supported; save with np.ascontiguousarray");
   }
 
-  const uint64_t expected = payload_bytes(*header.dtype, *header.shape, what);
+  const uint64_t expected = payload_bytes(dtype, *header.shape, what);
   const size_t payload_start = header_start + header_length;
   const uint64_t actual = data.size() - payload_start;
   if (actual != expected) {
     fail(what, std::string(actual < expected ? "truncated" : "oversized") + " payload: " +
-                   std::string(dtype_name(*header.dtype)) + shape_repr(*header.shape) + " needs " +
+                   std::string(dtype_name(dtype)) + shape_repr(*header.shape) + " needs " +
                    std::to_string(expected) + " bytes of data, the file has " + std::to_string(actual));
   }
 
-  Tensor tensor(*header.dtype, *header.shape);
+  Tensor tensor(dtype, *header.shape);
   if (tensor.nbytes() > 0) std::memcpy(tensor.raw(), data.data() + payload_start, tensor.nbytes());
   // A bool byte other than 0 or 1 is not a valid C++ bool; numpy reads it as true.
   if (tensor.dtype() == DType::boolean) {

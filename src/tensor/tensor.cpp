@@ -61,7 +61,7 @@ uint16_t round_f64_to_narrow(double d, int exp_bits, int mant_bits) {
 double int64_to_f64_round_to_odd(int64_t v) {
   const bool negative = v < 0;
   uint64_t magnitude = negative ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
-  const int excess_bits = std::max(0, std::bit_width(magnitude) - 53);
+  const int excess_bits = std::max(0, static_cast<int>(std::bit_width(magnitude)) - 53);
   if (excess_bits > 0) {
     const bool sticky = (magnitude & ((uint64_t{1} << excess_bits) - 1)) != 0;
     magnitude = (magnitude >> excess_bits) | (sticky ? 1 : 0);

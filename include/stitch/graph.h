@@ -83,6 +83,8 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<GraphOutput> outputs_;
   std::unordered_map<std::string, int32_t> name_index_;  // name -> value index
+  // Per hint, the next suffix to try, so generating n names is O(n) overall.
+  mutable std::unordered_map<std::string, int> next_suffix_;
 };
 
 // A file holds one or more graphs; the first is the entry.

@@ -24,8 +24,9 @@ bool Graph::has_name(const std::string& name) const { return name_index_.count(n
 std::string Graph::fresh_name(const std::string& hint) const {
   std::string base = hint.empty() ? "t" : hint;
   if (!has_name(base)) return base;
-  for (int i = 1;; ++i) {
-    std::string candidate = fmt::format("{}_{}", base, i);
+  int& next = next_suffix_.try_emplace(base, 1).first->second;
+  for (;; ++next) {
+    std::string candidate = fmt::format("{}_{}", base, next);
     if (!has_name(candidate)) return candidate;
   }
 }

@@ -1,0 +1,42 @@
+// Test helpers for the interpreter: build small tensors and compare results
+// under the tolerances docs/semantics.md documents. Deliberately written from
+// the dtype definitions alone, sharing no code with the interpreter.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stitch/tensor.h"
+
+namespace stitch::testing {
+
+struct Tolerance {
+  enum class Kind {
+    Exact,        // equal values; NaN matches NaN; -0 matches +0
+    SignedExact,  // Exact, and zeros must carry the same sign
+    Ulps,         // within `ulps` units in the last place of the dtype, at the expected value
+    Bound,        // |got - want| <= bound[i], a per-element absolute bound
+  };
+  Kind kind = Kind::Exact;
+  int ulps = 0;
+  const Tensor* bound = nullptr;
+
+  static Tolerance exact() { return {}; }
+  static Tolerance signed_exact() { return {Kind::SignedExact, 0, nullptr}; }
+  static Tolerance within_ulps(int n) { return {Kind::Ulps, n, nullptr}; }
+  static Tolerance per_element(const Tensor& bound) { return {Kind::Bound, 0, &bound}; }
+};
+
+// The spacing of the float dtype's values at |x| (its smallest subnormal at 0).
+double ulp_of(DType dtype, double x);
+
+::testing::AssertionResult tensors_match(const Tensor& got, const Tensor& want, const Tolerance& tol);
+
+// Small tensors from literal values (row-major); floats round to the dtype.
+Tensor float_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<double>& values);
+Tensor int_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<int64_t>& values);
+
+}  // namespace stitch::testing

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -80,8 +81,11 @@ class GraphBuilder {
 
   Graph g_;
   std::unordered_set<std::string> reserved_;
+  // Per hint, the smallest suffix not yet known to be taken, so n generated
+  // names cost O(n), not O(n^2) (a file of 20k literals took 20 s). A name
+  // freed later is merely skipped; uniqueness is still checked.
+  mutable std::unordered_map<std::string, int> next_suffix_;
   SourceLoc loc_;
-  int anon_counter_ = 0;
 };
 
 }  // namespace stitch

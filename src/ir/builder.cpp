@@ -20,8 +20,9 @@ std::string GraphBuilder::fresh_name(const std::string& hint) const {
   std::string base = hint.empty() ? "t" : hint;
   auto taken = [&](const std::string& n) { return g_.has_name(n) || reserved_.count(n); };
   if (!taken(base)) return base;
-  for (int i = 1;; ++i) {
-    std::string candidate = fmt::format("{}_{}", base, i);
+  int& next = next_suffix_.try_emplace(base, 1).first->second;
+  for (;; ++next) {
+    std::string candidate = fmt::format("{}_{}", base, next);
     if (!taken(candidate)) return candidate;
   }
 }

@@ -60,7 +60,9 @@ std::string_view kind_name(AttrKind k) {
 void check_schema(OpKind k, Attrs& attrs) {
   std::string_view op = op_name(k);
   std::vector<AttrSpec> schema = attr_schema(k);
-  for (const auto& [name, value] : attrs.items()) {
+  for (const auto& item : attrs.items()) {
+    // Not a structured binding: clang 14 (the fuzzer's compiler) cannot capture one in a lambda.
+    const std::string& name = item.first;
     auto it = std::find_if(schema.begin(), schema.end(), [&](const AttrSpec& s) { return name == s.name; });
     if (it == schema.end()) {
       std::string allowed;
@@ -152,14 +154,15 @@ AttrValue normalize_scalar(OpKind k, const AttrValue& value, DType dtype) {
     throw UserError(fmt::format("{}: value {} is not an integer, as {} needs", op_name(k), value.str(),
                                 dtype_name(dtype)));
   }
+  // Range-check a float before converting it: an out-of-range conversion is undefined behaviour.
+  if (value.is_float() && (x < -9.2233720368547758e18 || x >= 9.2233720368547758e18)) {
+    throw UserError(fmt::format("{}: value {} does not fit {}", op_name(k), value.str(), dtype_name(dtype)));
+  }
   int64_t i = value.is_int() ? value.as_int() : static_cast<int64_t>(x);
   int64_t lo = dtype == DType::i8 ? -128 : dtype == DType::i32 ? std::numeric_limits<int32_t>::min()
                                                                : std::numeric_limits<int64_t>::min();
   int64_t hi = dtype == DType::i8 ? 127 : dtype == DType::i32 ? std::numeric_limits<int32_t>::max()
                                                               : std::numeric_limits<int64_t>::max();
-  if (value.is_float() && (x < -9.2233720368547758e18 || x >= 9.2233720368547758e18)) {
-    throw UserError(fmt::format("{}: value {} does not fit {}", op_name(k), value.str(), dtype_name(dtype)));
-  }
   if (i < lo || i > hi) {
     throw UserError(fmt::format("{}: value {} does not fit {}", op_name(k), value.str(), dtype_name(dtype)));
   }
@@ -266,7 +269,8 @@ TensorType infer_slice(const TensorType& x, Attrs& attrs) {
     int64_t e = std::max(clamp_bound(stop[i].extent()), s);
     start[i] = s;
     stop[i] = Dim(e);
-    out.push_back(Dim((e - s + step[i] - 1) / step[i]));
+    // ceil((e - s) / step) without forming e - s + step - 1, which overflows for huge steps.
+    out.push_back(Dim((e - s) / step[i] + ((e - s) % step[i] != 0)));
   }
   attrs.set("start", AttrValue(start));
   attrs.set("stop", AttrValue(stop));
@@ -321,6 +325,9 @@ TensorType infer_concat(const std::vector<TensorType>& in, Attrs& attrs) {
     if (d.is_symbolic()) {
       symbolic = true;
     } else {
+      if (d.extent() > std::numeric_limits<int64_t>::max() - total) {
+        throw UserError(fmt::format("concat: axis {} of the result would exceed 2^63 - 1 elements", axis));
+      }
       total += d.extent();
     }
   }
@@ -517,6 +524,10 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, Attrs& attrs)
           if (low[d] || high[d]) throw UserError(fmt::format("pad: axis {} has symbolic extent {}", d, x.shape[d].name()));
           out.push_back(x.shape[d]);
         } else {
+          int64_t room = std::numeric_limits<int64_t>::max() - x.shape[d].extent();
+          if (low[d] > room || high[d] > room - low[d]) {
+            throw UserError(fmt::format("pad: axis {} of the result would exceed 2^63 - 1 elements", d));
+          }
           out.push_back(Dim(x.shape[d].extent() + low[d] + high[d]));
         }
       }
@@ -540,7 +551,8 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, Attrs& attrs)
       return {x.dtype, out};
     }
     case OpKind::Iota: {
-      const Shape& shape = attrs.get("shape").as_shape();
+      // A copy: the attrs.set calls below may reallocate the attribute storage.
+      Shape shape = attrs.get("shape").as_shape();
       check_dims(k, shape, "shape");
       const AttrValue* t = attrs.find("dtype");
       DType dtype = t ? t->as_dtype() : DType::i64;

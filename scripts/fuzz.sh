@@ -9,7 +9,8 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_BUILD_FUZZERS=ON -DSTITCH_BUILD_TESTS=OFF >/dev/null
 ninja -C build-fuzz parser_fuzzer npy_fuzzer
 mkdir -p build-fuzz/corpus/parser build-fuzz/corpus/npy
-common=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
+common=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+        -artifact_prefix=build-fuzz/)
 echo "fuzz: parser_fuzzer for ${seconds}s"
 build-fuzz/fuzz/parser_fuzzer "${common[@]}" -dict=fuzz/parser.dict \
   build-fuzz/corpus/parser tests/ir/corpus bench/workloads 2>&1 | tail -n 8

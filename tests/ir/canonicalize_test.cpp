@@ -27,7 +27,9 @@ TEST(Canonicalize, BroadcastsBecomeExplicitAndScalarConstantsSplat) {
   EXPECT_EQ(count_ops(c, OpKind::Broadcast), 1);
   ASSERT_EQ(count_ops(c, OpKind::Constant), 1);
   for (const Node& n : c.nodes()) {
-    if (n.op == OpKind::Constant) EXPECT_EQ(c.type(n.output).shape, (Shape{Dim::symbol("B"), 8}));
+    if (n.op == OpKind::Constant) {
+      EXPECT_EQ(c.type(n.output).shape, (Shape{Dim::symbol("B"), 8}));
+    }
   }
   EXPECT_EQ(c.outputs()[0].name, "y");
   EXPECT_EQ(c.value_name(c.outputs()[0].value), "y");

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,8 @@
 #include <optional>
 #include <string_view>
 #include <system_error>
+
+#include <unistd.h>
 
 #include "stitch/error.h"
 
@@ -356,13 +359,27 @@ std::string serialize_npy(const Tensor& t) {
   return out;
 }
 
+// Written to a temporary file beside `path`, then renamed over it, so a failed
+// or interrupted write never leaves a truncated result where a good one was.
 void write_npy(const std::string& path, const Tensor& t) {
   const std::string bytes = serialize_npy(t);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) fail(path, std::string("cannot write: ") + std::strerror(errno));
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      int err = errno;
+      std::remove(tmp.c_str());
+      fail(path, std::string("cannot write: ") + std::strerror(err));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    fail(path, std::string("cannot write: ") + std::strerror(err));
+  }
 }
 
 }  // namespace stitch

@@ -361,6 +361,8 @@ class Parser {
       fail(peek(), fmt::format("expected an argument (a value name, a call or a number), got {}", describe(peek())));
     }
     if (at(TokenKind::LParen, 1)) return parse_call(next(), depth + 1);
+    // The usual cause is a call left open on the line before.
+    if (peek().text == "return") fail(peek(), "expected an argument, got 'return' (is a ')' missing?)");
     e.kind = Expr::Kind::Value;
     e.name = next().text;
     return e;

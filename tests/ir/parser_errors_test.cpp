@@ -23,6 +23,8 @@ const BadInput kCases[] = {
     // Syntax.
     {"missing_close_paren", body("  y = exp(x\n  return y\n"),
      "t.stitch:3:3: error: expected ',' or ')' in the arguments of 'exp', got 'return'"},
+    {"open_call_before_return", body("  y = add(x,\n  return y\n"),
+     "t.stitch:3:3: error: expected an argument, got 'return' (is a ')' missing?)"},
     {"missing_comma", body("  y = add(x x)\n  return y\n"),
      "t.stitch:2:13: error: expected ',' or ')' in the arguments of 'add', got 'x'"},
     {"missing_close_bracket", body("  y = reduce_sum(x, axes=[0)\n  return y\n"),

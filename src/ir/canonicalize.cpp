@@ -116,9 +116,11 @@ Graph fold_layout_identities(const Graph& g) {
           rw.bind(n, reshaped_constant(rw, d, in, out.shape, g.value_name(n.output)));
           continue;
         }
-        // reshape(reshape(x)) and broadcast(broadcast(x)) are one op.
+        // reshape(reshape(x)) and broadcast(broadcast(x)) are one op, or none
+        // when x already has the result's type.
         if (n.op != OpKind::Slice && producer && producer->op == n.op) {
-          rw.bind(n, rw.copy(n, {producer->inputs[0]}));
+          ValueId inner = producer->inputs[0];
+          rw.bind(n, d.type(inner) == out ? inner : rw.copy(n, {inner}));
           continue;
         }
         break;

@@ -4,8 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-
 #include <cmath>
+#include <cstring>
 
 namespace stitch::testing {
 
@@ -75,6 +75,32 @@ double ulp_of(DType dtype, double x) {
   }
   if (count == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << count << " of " << want.numel() << " elements differ:" << mismatches;
+}
+
+::testing::AssertionResult tensors_bitwise_equal(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
+    return ::testing::AssertionFailure() << "got " << dtype_name(got.dtype()) << shape_text(got.shape())
+                                         << ", want " << dtype_name(want.dtype()) << shape_text(want.shape());
+  }
+  const int size = dtype_size(want.dtype());
+  std::string mismatches;
+  int count = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const std::byte* g = got.raw() + i * size;
+    const std::byte* w = want.raw() + i * size;
+    if (std::memcmp(g, w, size) == 0) continue;
+    if (++count > 8) continue;
+    auto bits = [size](const std::byte* p) {
+      uint64_t v = 0;
+      std::memcpy(&v, p, size);  // little-endian hosts only, as the .npy reader assumes
+      return fmt::format("{:#0{}x}", v, 2 + 2 * size);
+    };
+    mismatches += fmt::format("\n  element {}: got {} ({}), want {} ({})", i, got.get_f64(i), bits(g),
+                              want.get_f64(i), bits(w));
+  }
+  if (count == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << count << " of " << want.numel() << " elements differ in their bits:"
+                                       << mismatches;
 }
 
 Tensor float_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<double>& values) {

@@ -1,6 +1,7 @@
-// Test helpers for the interpreter: build small tensors and compare results
-// under the tolerances docs/semantics.md documents. Deliberately written from
-// the dtype definitions alone, sharing no code with the interpreter.
+// Test helpers shared by the test modules: build small tensors and compare
+// results under the tolerances docs/semantics.md documents, or bit for bit.
+// Deliberately written from the dtype definitions alone, sharing no code with
+// the interpreter.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -34,6 +35,10 @@ struct Tolerance {
 double ulp_of(DType dtype, double x);
 
 ::testing::AssertionResult tensors_match(const Tensor& got, const Tensor& want, const Tolerance& tol);
+
+// Same dtype, shape and bytes: NaN payloads and signs of zero included. For
+// two runs that must agree exactly (a graph and its canonical form).
+::testing::AssertionResult tensors_bitwise_equal(const Tensor& got, const Tensor& want);
 
 // Small tensors from literal values (row-major); floats round to the dtype.
 Tensor float_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<double>& values);

@@ -20,8 +20,9 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-Result run_cli(const std::string& args) {
-  std::string cmd = std::string(STITCH_CLI) + " " + args + " 2>&1";
+// `env` is a prefix of VAR=value settings for the command, or empty.
+Result run_cli(const std::string& args, const std::string& env = "") {
+  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(STITCH_CLI) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
   std::string out;
@@ -201,6 +202,19 @@ TEST_F(Cli, PrintGivesTheCanonicalFormWhichReparses) {
   Result r2 = run_cli("print " + again);
   ASSERT_EQ(r2.status, 0) << r2.output;
   EXPECT_EQ(r.output, r2.output);
+}
+
+TEST_F(Cli, DumpPrintsTheGraphAfterEveryCanonicalisationPass) {
+  std::string file = write("axpy.stitch", kAxpy);
+  Result r = run_cli("run " + file + " --random-inputs 1 --dim B=2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("STITCH_DUMP"), std::string::npos) << r.output;
+  Result dumped = run_cli("run " + file + " --random-inputs 1 --dim B=2", "STITCH_DUMP=graph");
+  ASSERT_EQ(dumped.status, 0) << dumped.output;
+  for (const char* stage : {"as parsed", "after explicit-broadcasts", "after fold-layout-identities", "after cse",
+                            "after dce"}) {
+    EXPECT_NE(dumped.output.find(std::string("// STITCH_DUMP graph: ") + stage), std::string::npos) << stage;
+  }
 }
 
 TEST_F(Cli, EveryWorkloadRunsOnItsSmallGraph) {

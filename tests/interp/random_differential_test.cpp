@@ -8,8 +8,6 @@
 // STITCH_SOAK_GRAPHS=N runs N graphs instead of the normal count (docs/testing.md).
 #include <gtest/gtest.h>
 
-#include <cstdio>
-
 #include "ir/canonicalize.h"
 #include "random_graph.h"
 #include "stitch/interpreter.h"
@@ -20,10 +18,8 @@ namespace stitch {
 namespace {
 
 using testing::random_graph;
-using testing::reproducer;
 
 constexpr uint64_t kNormalGraphs = 3000;
-constexpr int kMaxReports = 5;
 
 std::string bindings_text(const SymbolBindings& symbols) {
   std::string out;
@@ -47,37 +43,14 @@ std::string canonical_difference(const Graph& g, const std::vector<Tensor>& inpu
 }
 
 TEST(RandomDifferential, CanonicalizationKeepsResultsBitIdentical) {
-  testing::SeedRange seeds = testing::random_seed_range(kNormalGraphs);
-  int reports = 0;
-  for (uint64_t seed = seeds.first; seed < seeds.first + seeds.count && reports < kMaxReports; ++seed) {
-    testing::RandomGraphOptions opts = testing::varied_options(seed);
-    Graph g;
-    try {
-      g = random_graph(opts);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "seed " << seed << ": the generator failed: " << e.what();
-      ++reports;
-      continue;
-    }
-    SymbolBindings symbols = testing::random_symbol_bindings(g, seed, opts.max_symbol_extent);
+  testing::check_random_graphs(kNormalGraphs, [](const testing::RandomCase& c) -> std::string {
+    SymbolBindings symbols = testing::random_symbol_bindings(c.graph, c.seed, c.options.max_symbol_extent);
     // Half the seeds see ±0, ±inf, NaN and integer extremes in their inputs.
-    std::vector<Tensor> inputs = testing::random_inputs(g, seed, symbols, seed % 2 == 1);
-    std::string failure;
-    try {
-      failure = canonical_difference(g, inputs);
-    } catch (const std::exception& e) {
-      // The generator promises graphs the interpreter accepts, so even a UserError is a bug.
-      failure = std::string("exception: ") + e.what();
-    }
-    if (!failure.empty()) {
-      ADD_FAILURE() << failure << "\nsymbols: " << bindings_text(symbols) << "\n" << reproducer(seed, g);
-      ++reports;
-    }
-  }
-  if (seeds.soak) {
-    std::printf("soak: %llu random graphs from seed %llu\n", static_cast<unsigned long long>(seeds.count),
-                static_cast<unsigned long long>(seeds.first));
-  }
+    std::vector<Tensor> inputs = testing::random_inputs(c.graph, c.seed, symbols, c.seed % 2 == 1);
+    // The generator promises graphs the interpreter accepts, so even a UserError is a bug.
+    std::string failure = canonical_difference(c.graph, inputs);
+    return failure.empty() ? "" : failure + "\nsymbols: " + bindings_text(symbols);
+  });
 }
 
 TEST(RandomDifferential, InputsAreDeterministicAndBindEverySymbol) {

@@ -22,8 +22,6 @@ using testing::reproducer;
 using testing::varied_options;
 
 constexpr uint64_t kNormalGraphs = 2000;
-// A broken invariant usually fails every seed; a few reports are enough to debug it.
-constexpr int kMaxReports = 5;
 
 // Parses `text`, which must hold exactly one graph; the error text on failure.
 ::testing::AssertionResult parses_to(const std::string& text, Graph& out) {
@@ -66,29 +64,7 @@ std::string round_trip_failure(const Graph& g) {
 }
 
 TEST(RandomRoundTrip, PrintParseAndCanonicalize) {
-  testing::SeedRange seeds = testing::random_seed_range(kNormalGraphs);
-  int reports = 0;
-  for (uint64_t seed = seeds.first; seed < seeds.first + seeds.count && reports < kMaxReports; ++seed) {
-    RandomGraphOptions opts = varied_options(seed);
-    Graph g;
-    try {
-      g = random_graph(opts);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "seed " << seed << ": the generator failed: " << e.what();
-      ++reports;
-      continue;
-    }
-    std::string failure;
-    try {
-      failure = round_trip_failure(g);
-    } catch (const std::exception& e) {
-      failure = std::string("exception: ") + e.what();
-    }
-    if (!failure.empty()) {
-      ADD_FAILURE() << failure << "\n" << reproducer(seed, g);
-      ++reports;
-    }
-  }
+  testing::check_random_graphs(kNormalGraphs, [](const testing::RandomCase& c) { return round_trip_failure(c.graph); });
 }
 
 // Reproducers of bugs the random graphs found, reduced by hand.

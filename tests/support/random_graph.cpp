@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
@@ -397,6 +398,37 @@ std::string reproducer(uint64_t seed, const Graph& g) {
   std::string filter = test ? fmt::format(" --gtest_filter={}.{}", test->test_suite_name(), test->name()) : "";
   return fmt::format("seed {} (rerun it alone: STITCH_SOAK_FIRST_SEED={} STITCH_SOAK_GRAPHS=1 <test binary>{})\n{}",
                      seed, seed, filter, print_graph(g));
+}
+
+void check_random_graphs(uint64_t normal_count, const std::function<std::string(const RandomCase&)>& check,
+                         int max_reports) {
+  SeedRange seeds = random_seed_range(normal_count);
+  int reports = 0;
+  for (uint64_t seed = seeds.first; seed < seeds.first + seeds.count && reports < max_reports; ++seed) {
+    RandomGraphOptions opts = varied_options(seed);
+    Graph g;
+    try {
+      g = random_graph(opts);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "seed " << seed << ": the generator failed: " << e.what();
+      ++reports;
+      continue;
+    }
+    std::string failure;
+    try {
+      failure = check({seed, opts, g});
+    } catch (const std::exception& e) {
+      failure = std::string("exception: ") + e.what();
+    }
+    if (!failure.empty()) {
+      ADD_FAILURE() << failure << "\n" << reproducer(seed, g);
+      ++reports;
+    }
+  }
+  if (seeds.soak) {
+    std::printf("soak: %llu random graphs from seed %llu\n", static_cast<unsigned long long>(seeds.count),
+                static_cast<unsigned long long>(seeds.first));
+  }
 }
 
 }  // namespace stitch::testing

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -104,5 +105,21 @@ SeedRange random_seed_range(uint64_t normal_count);
 // What a failure report needs to reproduce a graph: the seed, the command
 // that reruns it alone, and the graph text.
 std::string reproducer(uint64_t seed, const Graph& g);
+
+// One graph of a random suite, as handed to its check.
+struct RandomCase {
+  uint64_t seed;
+  const RandomGraphOptions& options;
+  const Graph& graph;
+};
+
+// The loop every random suite runs: for each seed of random_seed_range(
+// normal_count), builds the graph of varied_options(seed) and calls `check`,
+// which returns a description of the first failure or "" (an exception is a
+// failure too). Each failure is reported with its reproducer; after
+// `max_reports` of them the rest is skipped, since a broken invariant usually
+// fails every seed.
+void check_random_graphs(uint64_t normal_count, const std::function<std::string(const RandomCase&)>& check,
+                         int max_reports = 5);
 
 }  // namespace stitch::testing

@@ -1,0 +1,142 @@
+// The Kernel IR (DESIGN.md, Kernel IR; docs/kernel-ir.md): one kernel per fused
+// group, structured enough for both the CUDA and the C++ emitter.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "kir/expr.h"
+
+namespace stitch::kir {
+
+// Lanes per warp on every NVIDIA GPU Stitch targets; the C++ emitter keeps the
+// same grouping so warp compositions compute the same thing on both back ends.
+inline constexpr int64_t kWarpSize = 32;
+
+enum class Access : uint8_t { Read, Write, ReadWrite };
+
+// serial/unroll/vector run inside one thread; grid/block/warp distribute
+// iterations over blocks, a block's threads, and a warp's lanes.
+enum class LoopLevel : uint8_t { Serial, Unroll, Vector, Grid, Block, Warp };
+
+// A warp reduction combines the 32 lanes of each warp by shuffles; a block
+// reduction combines all threads of the block through a shared scratch buffer.
+enum class ReduceScope : uint8_t { Warp, Block };
+
+std::string_view access_name(Access a);
+std::string_view loop_level_name(LoopLevel l);
+std::string_view reduce_scope_name(ReduceScope s);
+bool is_parallel(LoopLevel l);  // grid, block, warp
+
+// A global buffer passed by the caller. Strides empty means row-major contiguous.
+struct BufferParam {
+  std::string name;
+  DType dtype;
+  std::vector<Expr> shape;    // i64 over scalar parameters and literals
+  std::vector<Expr> strides;  // in elements; empty or one per dimension
+  Access access;
+};
+
+// A scalar passed by value: symbolic extents (i64) so a new batch size does
+// not recompile, or a runtime constant such as an epsilon.
+struct ScalarParam {
+  std::string name;
+  DType dtype;
+};
+
+// Block-shared memory, one-dimensional; its lifetime is one block.
+struct SharedBuffer {
+  std::string name;
+  DType dtype;
+  int64_t count;
+};
+
+struct Launch {
+  Expr grid;               // number of blocks, i64 over scalar parameters
+  int64_t block_size = 1;  // threads per block, a constant so shared sizes are static
+};
+
+struct Stmt;
+using StmtList = std::vector<Stmt>;
+
+struct ForStmt {
+  std::string var;  // i64, 0 .. extent-1
+  Expr extent;
+  LoopLevel level;
+  StmtList body;
+};
+
+struct IfStmt {
+  Expr cond;  // bool
+  StmtList then_body;
+  StmtList else_body;
+};
+
+// A scalar local of the current thread; `init` may be absent.
+struct LetStmt {
+  std::string name;
+  DType dtype;
+  Expr init;
+};
+
+struct AssignStmt {
+  std::string name;
+  Expr value;
+};
+
+// A per-thread array, indexed with one i64 index.
+struct LocalArrayStmt {
+  std::string name;
+  DType dtype;
+  int64_t count;
+};
+
+// buffer[index...] = value, on a global parameter, a shared buffer or a local array.
+struct StoreStmt {
+  std::string buffer;
+  std::vector<Expr> index;
+  Expr value;
+};
+
+// Synchronises the threads of a block (__syncthreads; a phase split on the CPU).
+struct BarrierStmt {};
+
+// `result` (and for argmax/argmin `index_result`, the index of the first
+// extremum) is defined after the statement and holds the same value in every
+// participating thread. `op` is a combining reduction of ops.def: reduce_sum,
+// reduce_prod, reduce_max, reduce_min, reduce_any, reduce_all, argmax, argmin.
+struct ReduceStmt {
+  ReduceScope scope;
+  OpKind op;
+  Expr value;
+  Expr index;  // i64 position of `value`; argmax/argmin only
+  std::string result;
+  std::string index_result;   // argmax/argmin only
+  std::string scratch;        // block scope: shared buffer for per-warp partial values
+  std::string index_scratch;  // block argmax/argmin: shared buffer for partial indices
+};
+
+struct Stmt {
+  std::variant<ForStmt, IfStmt, LetStmt, AssignStmt, LocalArrayStmt, StoreStmt, BarrierStmt,
+               ReduceStmt>
+      node;
+};
+
+struct Kernel {
+  std::string name;
+  // The calling convention: buffers in order, then scalars in order.
+  std::vector<BufferParam> buffers;
+  std::vector<ScalarParam> scalars;
+  Launch launch;
+  std::vector<SharedBuffer> shared;
+  StmtList body;
+
+  const BufferParam* find_buffer(std::string_view name) const;
+  const ScalarParam* find_scalar(std::string_view name) const;
+  const SharedBuffer* find_shared(std::string_view name) const;
+};
+
+}  // namespace stitch::kir

@@ -1,0 +1,75 @@
+// A fusion plan (DESIGN.md, Fusion planners): which nodes share a kernel, and
+// for every producer -> consumer edge left between kernels, why.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stitch/graph.h"
+
+namespace stitch {
+
+// What kind of kernel a group becomes, decided by its roots.
+enum class GroupKind : uint8_t {
+  Loop,       // elementwise / broadcast / layout / gather roots: one thread per output element
+  Reduction,  // at least one root is a reduction: XLA's "input fusion"
+  Library,    // a dot: a BLAS call, never fused
+};
+
+std::string_view group_kind_name(GroupKind k);
+
+// One kernel. A node may appear in several groups: a cheap producer is
+// recomputed inside every consumer kernel that absorbed it (duplication).
+// The group listing a node among its roots is that node's home: the one
+// kernel that writes the node's value to memory for other kernels or the
+// graph outputs. A node that is in groups but in no group's roots is never
+// materialised.
+struct FusionGroup {
+  GroupKind kind = GroupKind::Loop;
+  std::vector<int> nodes;  // indices into Graph::nodes(), ascending (topological)
+  std::vector<int> roots;  // subset of nodes, ascending: the values this kernel writes
+
+  bool contains(int node) const;
+};
+
+// A producer -> consumer pair left in different kernels, or two sibling
+// groups that were not merged, with the reason (STYLE.md §4).
+struct FusionRefusal {
+  enum class Relation : uint8_t { ProducerConsumer, Siblings };
+  int producer = -1;  // for Siblings: a root of the first group
+  int consumer = -1;  // for Siblings: a root of the second group
+  std::string reason;
+  Relation relation = Relation::ProducerConsumer;
+};
+
+struct FusionPlan {
+  std::string graph_name;
+  std::string planner;
+  std::vector<FusionGroup> groups;  // in an order where every group's inputs come from earlier groups
+  std::vector<FusionRefusal> refusals;
+
+  std::vector<int> groups_containing(int node) const;
+  int home_group(int node) const;  // -1 when the node is never materialised
+};
+
+// Sorts nodes and roots, derives each group's kind, orders the groups
+// topologically (ties by their smallest root) and the refusals by node.
+// Asserts that every unfused producer -> consumer edge carries a reason.
+void finalize_plan(const Graph& g, FusionPlan& plan);
+
+// "name = op(a, b)" for node `index`.
+std::string describe_node(const Graph& g, int index);
+
+// The deterministic text form that golden tests pin:
+//   plan softmax_small (planner xla): 3 groups
+//   group 0 [reduction] root y_max: y_max = reduce_max(x)
+//   duplicated: c in groups 1, 2
+//   not fused: y_max -> y_max_bcast: <reason>
+std::string print_plan(const Graph& g, const FusionPlan& plan);
+
+// Graphviz: one cluster per group; a duplicated node is drawn in each cluster
+// that computes it; an edge between clusters is labelled with its refusal.
+std::string print_plan_dot(const Graph& g, const FusionPlan& plan);
+
+}  // namespace stitch

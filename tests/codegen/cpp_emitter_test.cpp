@@ -1,0 +1,113 @@
+// Golden text of emitted C++ for one tiny kernel (the OpenMP grid loop, the
+// phase loops around a barrier), the compiler's diagnostics on a broken source,
+// and the explicit refusal of constructs the emitter does not handle yet.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "codegen/cpu/cpp_emitter.h"
+#include "example_kernels.h"
+#include "runtime/cpu/cpu_compiler.h"
+#include "stitch/error.h"
+
+namespace stitch::codegen::cpu::testing {
+namespace {
+
+// y[b, t] = x[b, (t + 1) % 32]: each thread reads what its neighbour cached.
+Kernel rotate_kernel() {
+  KernelBuilder kb("rotate");
+  Expr n = kb.scalar_param("N");
+  kb.buffer_param("x", DType::f32, {n, int_const(32)}, Access::Read);
+  kb.buffer_param("y", DType::f32, {n, int_const(32)}, Access::Write);
+  kb.launch(n, 32);
+  kb.shared("s", DType::f32, 32);
+  kb.grid("b", n, [&](const Expr& b) {
+    kb.block("t", 32, [&](const Expr& t) {
+      Expr next = kb.let("next", (t + 1) % 32);
+      kb.store("s", {t}, kb.load("x", {b, t}));
+      kb.barrier();
+      kb.store("y", {b, t}, kb.load("s", {next}));
+    });
+  });
+  return kb.finish();
+}
+
+TEST(CppEmitter, GoldenThreadRegionSplitAtBarrier) {
+  EXPECT_EQ(emit_cpp_kernel(rotate_kernel()),
+            R"(extern "C" void rotate(void* const* stitch_buffers, const int64_t* stitch_scalars) {
+  const float* const x = static_cast<const float*>(stitch_buffers[0]);
+  float* const y = static_cast<float*>(stitch_buffers[1]);
+  const int64_t N = static_cast<int64_t>(stitch_scalars[0]);
+  const int64_t stitch_grid = N;
+  #pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < stitch_grid; ++b) {
+    float s[32];
+    {  // thread region: 32 threads, 2 phase(s)
+      int64_t next[32];
+      // phase 1 of 2
+      for (int64_t t = 0; t < 32; ++t) {
+        next[t] = (stitch_add<int64_t>(t, int64_t(1LL)) % int64_t(32LL));
+        s[t] = x[(b) * (int64_t(32LL)) + (t)];
+      }
+      // phase 2 of 2
+      for (int64_t t = 0; t < 32; ++t) {
+        y[(b) * (int64_t(32LL)) + (t)] = s[next[t]];
+      }
+    }
+  }
+}
+)");
+}
+
+TEST(CppEmitter, TranslationUnitEmbedsTheHelperHeaderOnce) {
+  const std::string tu = emit_cpp_translation_unit({rotate_kernel(), add_relu_kernel()});
+  EXPECT_NE(tu.find("stitch_round_f64_to_narrow"), std::string::npos);
+  EXPECT_EQ(tu.find("static inline T stitch_max"), tu.rfind("static inline T stitch_max"));
+  EXPECT_NE(tu.find("extern \"C\" void rotate("), std::string::npos);
+  EXPECT_NE(tu.find("#pragma omp simd"), std::string::npos);  // add_relu's vector loop
+}
+
+TEST(CppEmitter, BarrierInsideLoopOfThreadRegionIsRefused) {
+  KernelBuilder kb("nested_barrier");
+  Expr n = kb.scalar_param("N");
+  kb.buffer_param("y", DType::f32, {n, int_const(32)}, Access::Write);
+  kb.launch(n, 32);
+  kb.grid("b", n, [&](const Expr& b) {
+    kb.block("t", 32, [&](const Expr& t) {
+      kb.serial("i", int_const(2), [&](const Expr&) { kb.barrier(); });
+      kb.store("y", {b, t}, float_const(1.0, DType::f32));
+    });
+  });
+  Kernel k = kb.finish();
+  try {
+    emit_cpp_kernel(k);
+    FAIL() << "expected InternalError";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("C++ emitter: a barrier or reduction nested in control flow of a "
+                                         "thread region not supported yet"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CpuCompiler, CommandIsPrintableAndCarriesTheFlags) {
+  const std::string command = runtime::cpu::compile_command({}, "/tmp/k.cpp", "/tmp/k.so");
+  EXPECT_EQ(command,
+            "c++ -std=c++17 -O3 -march=native -fopenmp -fPIC -shared -ffp-contract=off -o '/tmp/k.so' "
+            "'/tmp/k.cpp'");
+}
+
+TEST(CpuCompiler, BrokenSourceReportsTheCompilersMessage) {
+  try {
+    runtime::cpu::compile_shared_object("extern \"C\" void broken() { undeclared_thing(); }\n",
+                                        std::filesystem::path(STITCH_BINARY_DIR) / "codegen_broken_test.so");
+    FAIL() << "expected CompileError";
+  } catch (const runtime::cpu::CompileError& e) {
+    EXPECT_NE(e.diagnostics().find("undeclared_thing"), std::string::npos) << e.diagnostics();
+    EXPECT_NE(std::string(e.what()).find("undeclared_thing"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("-fopenmp"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace stitch::codegen::cpu::testing

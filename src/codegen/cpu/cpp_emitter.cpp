@@ -510,6 +510,8 @@ class KernelEmitter {
 
   // Row-major (or explicitly strided) element offset of a global buffer access.
   std::string global_offset(const kir::BufferParam& b, const std::vector<Expr>& index) {
+    // A rank-0 buffer holds one element and is accessed with no index.
+    if (index.empty()) return "0";
     std::string offset;
     if (!b.strides.empty()) {
       for (size_t d = 0; d < index.size(); ++d) {

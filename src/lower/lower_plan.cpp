@@ -1,0 +1,38 @@
+#include "lower/lower_plan.h"
+
+namespace stitch::lower {
+
+std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, const std::string& prefix) {
+  std::vector<LoweredGroup> out;
+  for (size_t i = 0; i < plan.groups.size(); ++i) {
+    const FusionGroup& group = plan.groups[i];
+    LoweredGroup lowered;
+    lowered.group = static_cast<int>(i);
+    if (group.kind != GroupKind::Loop) {
+      lowered.not_lowered_reason =
+          "not lowered yet: " + std::string(group_kind_name(group.kind)) + " groups have no lowering";
+    } else {
+      for (int n : group.nodes) {
+        OpKind op = g.nodes()[n].op;
+        if (!is_loop_lowerable(op)) {
+          lowered.not_lowered_reason = "not lowered yet: op " + std::string(op_name(op)) + " in a loop group";
+          break;
+        }
+      }
+      const Shape& shape = g.type(g.nodes()[group.roots.front()].output).shape;
+      for (int r : group.roots) {
+        if (lowered.not_lowered_reason.empty() && g.type(g.nodes()[r].output).shape != shape) {
+          lowered.not_lowered_reason = "not lowered yet: loop group roots of different shapes";
+        }
+      }
+    }
+    if (lowered.not_lowered_reason.empty()) {
+      lowered.kernel = lower_loop_group(g, group, prefix + "_g" + std::to_string(i));
+      lowered.signature = loop_group_signature(g, group);
+    }
+    out.push_back(std::move(lowered));
+  }
+  return out;
+}
+
+}  // namespace stitch::lower

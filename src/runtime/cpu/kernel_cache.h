@@ -1,0 +1,69 @@
+// The on-disk level of the kernel cache (DESIGN.md, Runtime; docs/kernel-cache.md):
+// a compiled shared object is stored under a key that hashes everything that
+// decides its bytes, so a second run with the same kernels skips the system
+// compiler. The in-memory level (by graph structural hash) sits above this one.
+#pragma once
+
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "runtime/cpu/cpu_compiler.h"
+
+namespace stitch::runtime::cpu {
+
+// SHA-256 of `data` as 64 lowercase hex digits. Implemented here (no new
+// dependency); a cryptographic hash makes accidental key collisions a non-issue.
+std::string sha256_hex(std::string_view data);
+
+// $STITCH_CACHE_DIR, else $XDG_CACHE_HOME/stitch, else $HOME/.cache/stitch.
+// Throws UserError when none of the three is set.
+std::filesystem::path default_cache_directory();
+
+// `compiler --version`, run once per compiler per process; throws CompileError
+// when the compiler cannot be run.
+std::string compiler_version(const std::string& compiler);
+
+// What the generated code may be specialised for: the machine name plus the
+// CPU's model name and feature flags from /proc/cpuinfo, since -march=native
+// resolves to exactly these features.
+std::string target_description();
+
+struct CacheStats {
+  int hits = 0;                // a verified entry was loaded, no compiler run
+  int misses = 0;              // no entry: compiled and stored
+  int recompiled_corrupt = 0;  // an entry failed verification: compiled and replaced
+};
+
+// Not copyable (it owns a mutex); load_or_compile may be called from several
+// threads, and several processes may share one directory.
+class KernelCache {
+ public:
+  // The directory is created on the first store, not here, so constructing a
+  // cache never touches the disk.
+  explicit KernelCache(std::filesystem::path directory = default_cache_directory());
+
+  // The cached shared object for `source` compiled with `options`, compiling and
+  // storing it on a miss or a corrupt entry. Throws CompileError as
+  // compile_shared_object does.
+  CpuModule load_or_compile(const std::string& source, const CompilerOptions& options = {});
+
+  // The entry key: SHA-256 over source, command line, compiler version and target.
+  std::string key(const std::string& source, const CompilerOptions& options) const;
+  std::filesystem::path shared_object_path(const std::string& key) const;
+  std::filesystem::path checksum_path(const std::string& key) const;
+
+  const std::filesystem::path& directory() const { return directory_; }
+  CacheStats stats() const;
+
+ private:
+  bool entry_is_valid(const std::string& key) const;
+  void compile_into_entry(const std::string& key, const std::string& source, const CompilerOptions& options);
+
+  std::filesystem::path directory_;
+  mutable std::mutex stats_mutex_;
+  CacheStats stats_;
+};
+
+}  // namespace stitch::runtime::cpu

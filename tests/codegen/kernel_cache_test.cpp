@@ -1,0 +1,243 @@
+// The on-disk kernel cache (docs/kernel-cache.md). Every test uses its own
+// temporary cache directory and a wrapper "compiler" that records each real
+// compile in a file, so a hit is shown not to run the compiler without relying
+// on timing. Compiles are few, tiny and unoptimised: they are the slow part.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/cpu/kernel_cache.h"
+
+namespace stitch::runtime::cpu::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A kernel-ABI function returning `value` through its first buffer, so the
+// loaded object is checked by calling it, not just by dlopen succeeding.
+std::string constant_kernel_source(int value) {
+  return "#include <cstdint>\nextern \"C\" void answer(void* const* b, const int64_t*) { *static_cast<int*>(b[0]) = " +
+         std::to_string(value) + "; }\n";
+}
+
+int call_answer(const CpuModule& module) {
+  int result = -1;
+  void* buffers[] = {&result};
+  module.function("answer")(buffers, nullptr);
+  return result;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Unlinks before writing: the test process may have the old file mapped (it
+// loaded it), and changing a mapped object in place would crash this process,
+// not exercise the cache.
+void replace_file(const fs::path& path, const std::string& bytes) {
+  fs::remove(path);
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+class KernelCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "stitch-kernel-cache-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    cache_dir_ = root_ / "cache";
+    compile_log_ = root_ / "compiles.log";
+    const fs::path wrapper = root_ / "counting-c++";
+    // Only real compiles (with -o) are counted; `--version` probes are not.
+    std::ofstream(wrapper) << "#!/bin/sh\n"
+                              "case \" $* \" in *\" -o \"*) echo compile >> '"
+                           << compile_log_.string() << "' ;; esac\nexec c++ \"$@\"\n";
+    fs::permissions(wrapper, fs::perms::owner_all);
+    options_.compiler = wrapper.string();
+    options_.flags = {"-std=c++17", "-O0", "-fPIC", "-shared"};
+  }
+
+  void TearDown() override { fs::remove_all(root_); }
+
+  int compiles() const {
+    std::ifstream in(compile_log_);
+    int lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    return lines;
+  }
+
+  fs::path root_;
+  fs::path cache_dir_;
+  fs::path compile_log_;
+  CompilerOptions options_;
+};
+
+TEST(KernelCacheSha256, MatchesFips180Vectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // 56 bytes: the padding spills into a second block.
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(KernelCacheDirectory, FollowsStitchCacheDirThenXdgThenHome) {
+  const auto saved = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  };
+  const auto restore = [](const char* name, const std::optional<std::string>& value) {
+    if (value) setenv(name, value->c_str(), 1);
+    else unsetenv(name);
+  };
+  const auto stitch = saved("STITCH_CACHE_DIR"), xdg = saved("XDG_CACHE_HOME"), home = saved("HOME");
+  setenv("STITCH_CACHE_DIR", "/tmp/a", 1);
+  setenv("XDG_CACHE_HOME", "/tmp/b", 1);
+  setenv("HOME", "/tmp/c", 1);
+  EXPECT_EQ(default_cache_directory(), fs::path("/tmp/a"));
+  unsetenv("STITCH_CACHE_DIR");
+  EXPECT_EQ(default_cache_directory(), fs::path("/tmp/b/stitch"));
+  unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(default_cache_directory(), fs::path("/tmp/c/.cache/stitch"));
+  restore("STITCH_CACHE_DIR", stitch);
+  restore("XDG_CACHE_HOME", xdg);
+  restore("HOME", home);
+}
+
+TEST_F(KernelCacheTest, MissThenHitWithoutRunningTheCompiler) {
+  KernelCache cache(cache_dir_);
+  const std::string source = constant_kernel_source(41);
+  EXPECT_EQ(call_answer(cache.load_or_compile(source, options_)), 41);
+  EXPECT_EQ(compiles(), 1);
+  const std::string key = cache.key(source, options_);
+  EXPECT_TRUE(fs::is_regular_file(cache.shared_object_path(key)));
+  EXPECT_EQ(read_text(cache.checksum_path(key)), sha256_hex(read_text(cache.shared_object_path(key))));
+
+  EXPECT_EQ(call_answer(cache.load_or_compile(source, options_)), 41);
+  // A second cache object stands for a later process sharing the directory.
+  KernelCache later(cache_dir_);
+  EXPECT_EQ(call_answer(later.load_or_compile(source, options_)), 41);
+  EXPECT_EQ(compiles(), 1);
+  EXPECT_EQ(cache.stats().misses, 1);
+  EXPECT_EQ(cache.stats().hits, 1);
+  EXPECT_EQ(later.stats().hits, 1);
+  EXPECT_EQ(later.stats().misses, 0);
+  // Only the entry remains: the scratch directory of the compile is gone.
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(cache_dir_ / "cpu")) files.push_back(entry.path().filename());
+  EXPECT_EQ(files.size(), 2u);
+}
+
+TEST_F(KernelCacheTest, KeyCoversSourceFlagsAndCompiler) {
+  KernelCache cache(cache_dir_);
+  const std::string key = cache.key(constant_kernel_source(1), options_);
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_EQ(key, cache.key(constant_kernel_source(1), options_));
+  EXPECT_NE(key, cache.key(constant_kernel_source(2), options_));
+  CompilerOptions other_flags = options_;
+  other_flags.flags.push_back("-DSTITCH_UNUSED");
+  EXPECT_NE(key, cache.key(constant_kernel_source(1), other_flags));
+  CompilerOptions other_compiler = options_;
+  other_compiler.compiler = "c++";
+  EXPECT_NE(key, cache.key(constant_kernel_source(1), other_compiler));
+  EXPECT_EQ(compiles(), 0);
+}
+
+TEST_F(KernelCacheTest, CorruptOrIncompleteEntriesAreRecompiled) {
+  KernelCache cache(cache_dir_);
+  const std::string source = constant_kernel_source(7);
+  const std::string key = cache.key(source, options_);
+  ASSERT_EQ(call_answer(cache.load_or_compile(source, options_)), 7);
+  const fs::path shared_object = cache.shared_object_path(key);
+  const std::string good = read_text(shared_object);
+
+  replace_file(shared_object, good.substr(0, good.size() / 2));  // truncated
+  EXPECT_EQ(call_answer(cache.load_or_compile(source, options_)), 7);
+  EXPECT_EQ(cache.stats().recompiled_corrupt, 1);
+
+  std::string flipped = read_text(shared_object);
+  flipped[flipped.size() / 2] ^= 0x5a;
+  replace_file(shared_object, flipped);
+  EXPECT_EQ(call_answer(cache.load_or_compile(source, options_)), 7);
+  EXPECT_EQ(cache.stats().recompiled_corrupt, 2);
+
+  replace_file(shared_object, "");
+  EXPECT_EQ(call_answer(cache.load_or_compile(source, options_)), 7);
+  EXPECT_EQ(cache.stats().recompiled_corrupt, 3);
+
+  fs::remove(cache.checksum_path(key));
+  EXPECT_EQ(call_answer(cache.load_or_compile(source, options_)), 7);
+  EXPECT_EQ(cache.stats().recompiled_corrupt, 4);
+
+  EXPECT_EQ(compiles(), 5);
+  EXPECT_EQ(cache.stats().misses, 1);
+  EXPECT_EQ(cache.stats().hits, 0);
+  // The repaired entry is a hit again.
+  EXPECT_EQ(call_answer(cache.load_or_compile(source, options_)), 7);
+  EXPECT_EQ(cache.stats().hits, 1);
+  EXPECT_EQ(compiles(), 5);
+}
+
+TEST_F(KernelCacheTest, ConcurrentProcessesCompilingOneKeyAllSucceed) {
+  constexpr int kProcesses = 3;
+  const std::string source = constant_kernel_source(1234);
+  // Children block on the pipe until the parent closes it, so they all find
+  // the entry missing and compile at the same time.
+  int start[2];
+  ASSERT_EQ(pipe(start), 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcesses; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(start[1]);
+      char byte;
+      while (read(start[0], &byte, 1) > 0) {
+      }
+      int status = 1;
+      try {
+        KernelCache cache(cache_dir_);
+        status = call_answer(cache.load_or_compile(source, options_)) == 1234 ? 0 : 2;
+      } catch (...) {
+        status = 3;
+      }
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  close(start[0]);
+  close(start[1]);
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+  EXPECT_GE(compiles(), 1);
+  EXPECT_LE(compiles(), kProcesses);
+
+  // Whichever writer won, the entry is complete and a hit.
+  KernelCache cache(cache_dir_);
+  EXPECT_EQ(call_answer(cache.load_or_compile(source, options_)), 1234);
+  EXPECT_EQ(cache.stats().hits, 1);
+  int leftover_scratch = 0;
+  for (const auto& entry : fs::directory_iterator(cache_dir_ / "cpu")) {
+    leftover_scratch += entry.path().filename().string().rfind(".tmp-", 0) == 0;
+  }
+  EXPECT_EQ(leftover_scratch, 0);
+}
+
+}  // namespace
+}  // namespace stitch::runtime::cpu::testing

@@ -1,5 +1,7 @@
 #include "lower/lower_plan.h"
 
+#include "lower/lower_reduction_group.h"
+
 namespace stitch::lower {
 
 std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, const std::string& prefix) {
@@ -8,7 +10,10 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
     const FusionGroup& group = plan.groups[i];
     LoweredGroup lowered;
     lowered.group = static_cast<int>(i);
-    if (group.kind != GroupKind::Loop) {
+    if (group.kind == GroupKind::Reduction) {
+      std::string problem = reduction_group_problem(g, group);
+      if (!problem.empty()) lowered.not_lowered_reason = "not lowered yet: " + problem;
+    } else if (group.kind != GroupKind::Loop) {
       lowered.not_lowered_reason =
           "not lowered yet: " + std::string(group_kind_name(group.kind)) + " groups have no lowering";
     } else {
@@ -27,7 +32,9 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
       }
     }
     if (lowered.not_lowered_reason.empty()) {
-      lowered.kernel = lower_loop_group(g, group, prefix + "_g" + std::to_string(i));
+      std::string name = prefix + "_g" + std::to_string(i);
+      lowered.kernel = group.kind == GroupKind::Reduction ? lower_reduction_group(g, group, name)
+                                                          : lower_loop_group(g, group, name);
       lowered.signature = loop_group_signature(g, group);
     }
     out.push_back(std::move(lowered));

@@ -22,7 +22,8 @@ struct LoweredGroup {
 
 // One entry per group of `plan`, in plan order. Kernels are named
 // "<prefix>_g<index>". A loop group with an op outside is_loop_lowerable, a
-// reduction group and a library group come back without a kernel and a reason.
+// reduction group with a reduction_group_problem and a library group come
+// back without a kernel and a reason.
 std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, const std::string& prefix);
 
 }  // namespace stitch::lower

@@ -1,0 +1,74 @@
+// Shared machinery of the group lowerings (docs/lowering.md, Expressions):
+// index arithmetic with literal folding, the buffer parameters of a group's
+// signature, and the evaluation of a group's value at a multi-index, walking
+// backwards through elementwise and layout ops. Loop and reduction kernels
+// differ only in how they iterate; both evaluate values through GroupExpr.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "fusion/fusion_plan.h"
+#include "kir/kernel_builder.h"
+#include "lower/lower_loop_group.h"
+#include "stitch/graph.h"
+
+namespace stitch::lower {
+
+using Index = std::vector<kir::Expr>;
+
+// KIR names are emitted unchanged as C++ identifiers, so graph names are
+// reduced to [A-Za-z0-9_].
+std::string sanitize(const std::string& name);
+std::string symbol_param(const std::string& symbol);
+
+kir::Expr add_i(const kir::Expr& a, const kir::Expr& b);
+kir::Expr sub_i(const kir::Expr& a, const kir::Expr& b);
+kir::Expr mul_i(const kir::Expr& a, const kir::Expr& b);
+kir::Expr dim_expr(const Dim& d);
+kir::Expr element_count_expr(const Shape& s);
+kir::Expr literal(double value, DType dtype);
+kir::Expr literal(const AttrValue& value, DType dtype);
+
+class GroupExpr {
+ public:
+  GroupExpr(const Graph& g, const FusionGroup& group, kir::KernelBuilder& kb);
+
+  // Declares the scalar and buffer parameters of `sig` (in_/out_ names).
+  void declare_params(const GroupSignature& sig);
+  const std::string& buffer(ValueId v) const { return buffer_of_.at(v.index); }
+
+  // The value of `v` at `idx`: a load when v comes from outside the group,
+  // otherwise the expression of its producer, memoised per (value, index).
+  kir::Expr eval(ValueId v, const Index& idx);
+
+  // C-order multi-index of `lin` in `shape`, one local per dimension, named
+  // `<prefix><k>` when a prefix is given, fresh `j<n>` names otherwise.
+  Index delinearize(const kir::Expr& lin, const Shape& shape, const std::string& prefix = "");
+  kir::Expr linearize(const Index& idx, const Shape& shape);
+
+  // Runs fn with a fresh memo scope: locals defined in a nested body are out
+  // of scope after it, so their memo entries must be forgotten.
+  void scoped(const std::function<void()>& fn);
+  std::string fresh(const std::string& prefix) { return prefix + std::to_string(counter_++); }
+
+ private:
+  std::string memo_key(ValueId v, const Index& idx) const;
+  const kir::Expr* find_memo(const std::string& key) const;
+  kir::Expr eval_node(const Node& node, const Index& idx);
+  kir::Expr eval_concat(const Node& node, const Index& idx);
+  kir::Expr eval_pad(const Node& node, const Index& idx);
+
+  const Graph& g_;
+  kir::KernelBuilder& kb_;
+  std::unordered_set<int> in_group_;
+  std::unordered_map<int, std::string> buffer_of_;
+  std::vector<std::map<std::string, kir::Expr>> memo_{1};
+  int counter_ = 0;
+};
+
+}  // namespace stitch::lower

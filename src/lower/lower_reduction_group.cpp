@@ -1,0 +1,263 @@
+// Reduction-group lowering: the roots share one input shape and one set of
+// reduced axes, so one kernel iterates (output element, reduced element) and
+// keeps one accumulator per root. Producers are evaluated inline at each
+// reduced element through GroupExpr. Floats accumulate in f32 (f64 for f64):
+// the emitters cannot reduce f16/bf16 and the Graph IR's rule asks for f32.
+#include "lower/lower_reduction_group.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "kir/kernel_builder.h"
+#include "lower/group_expr.h"
+#include "stitch/error.h"
+
+namespace stitch::lower {
+namespace {
+
+using kir::Expr;
+
+bool is_supported_reduction(OpKind op) {
+  switch (op) {
+    case OpKind::ReduceSum:
+    case OpKind::ReduceProd:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
+    case OpKind::ReduceMean:
+    case OpKind::ReduceAny:
+    case OpKind::ReduceAll: return true;
+    default: return false;
+  }
+}
+
+DType accumulator_dtype(DType t) { return (t == DType::f16 || t == DType::bf16) ? DType::f32 : t; }
+
+// The op that combines two partial results, and the KIR reduction of it.
+OpKind combine_op(OpKind op) {
+  switch (op) {
+    case OpKind::ReduceProd: return OpKind::Mul;
+    case OpKind::ReduceMax: return OpKind::Max;
+    case OpKind::ReduceMin: return OpKind::Min;
+    case OpKind::ReduceAny: return OpKind::Or;
+    case OpKind::ReduceAll: return OpKind::And;
+    default: return OpKind::Add;
+  }
+}
+
+OpKind block_op(OpKind op) { return op == OpKind::ReduceMean ? OpKind::ReduceSum : op; }
+
+// The empty-slice results of docs/semantics.md: sum -0 (so a slice of -0
+// sums to -0), prod 1, max -inf / the integer minimum, min +inf / maximum.
+Expr identity(OpKind op, DType t) {
+  switch (op) {
+    case OpKind::ReduceAny: return kir::bool_const(false);
+    case OpKind::ReduceAll: return kir::bool_const(true);
+    case OpKind::ReduceProd: return literal(1.0, t);
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin: {
+      bool max = op == OpKind::ReduceMax;
+      if (is_float(t)) return kir::float_const(max ? -INFINITY : INFINITY, t);
+      int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+      if (t == DType::i8) lo = -128, hi = 127;
+      if (t == DType::i32) lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+      return kir::int_const(max ? lo : hi, t);
+    }
+    default: return is_float(t) ? kir::float_const(-0.0, t) : literal(0.0, t);
+  }
+}
+
+const Node& root_node(const Graph& g, const FusionGroup& group, size_t k) { return g.nodes()[group.roots[k]]; }
+
+class ReductionLowerer {
+ public:
+  ReductionLowerer(const Graph& g, const FusionGroup& group, const std::string& name)
+      : g_(g), group_(group), kb_(name) {}
+
+  kir::Kernel run() {
+    std::string problem = reduction_group_problem(g_, group_);
+    STITCH_ASSERT(problem.empty(), "lower_reduction_group: " + problem);
+    const Node& first = root_node(g_, group_, 0);
+    in_shape_ = g_.type(first.inputs[0]).shape;
+    out_shape_ = g_.type(first.output).shape;
+    for (int64_t a : first.attrs.get("axes").as_ints()) reduced_.insert(static_cast<size_t>(a));
+    for (size_t d = 0; d < in_shape_.size(); ++d) {
+      if (reduced_.count(d)) red_shape_.push_back(in_shape_[d]);
+    }
+    ex_.declare_params(loop_group_signature(g_, group_));
+
+    // Row schedule when the reduced axes are the innermost ones: a block's
+    // threads then read consecutive elements of one row.
+    bool row = true;
+    for (size_t d = in_shape_.size() - red_shape_.size(); d < in_shape_.size(); ++d) row = row && reduced_.count(d);
+    if (row) {
+      lower_rows();
+    } else {
+      lower_columns();
+    }
+    return kb_.finish();
+  }
+
+ private:
+  // The input index of reduced element `r` (an index into red_shape_) of
+  // output element `out` (an index into out_shape_; keepdims 1s skipped).
+  Index input_index(const Index& out, const Index& r) {
+    Index idx;
+    size_t ko = 0, kr = 0;
+    bool keepdims = out_shape_.size() == in_shape_.size();
+    for (size_t d = 0; d < in_shape_.size(); ++d) {
+      if (reduced_.count(d)) {
+        idx.push_back(r[kr++]);
+        if (keepdims) ++ko;
+      } else {
+        idx.push_back(out[ko++]);
+      }
+    }
+    return idx;
+  }
+
+  // Declares one accumulator per root, initialised to its identity.
+  std::vector<Expr> init_accumulators() {
+    std::vector<Expr> acc;
+    for (size_t k = 0; k < group_.roots.size(); ++k) {
+      const Node& n = root_node(g_, group_, k);
+      DType t = accumulator_dtype(g_.type(n.output).dtype);
+      acc.push_back(kb_.let("acc" + std::to_string(k), identity(n.op, t)));
+    }
+    return acc;
+  }
+
+  // Folds reduced element `lin` (a linear index over red_shape_) into each
+  // accumulator; the producers shared by sibling roots are evaluated once.
+  void accumulate(const std::vector<Expr>& acc, const Index& out, const Expr& lin) {
+    Index idx = input_index(out, ex_.delinearize(lin, red_shape_));
+    for (size_t k = 0; k < group_.roots.size(); ++k) {
+      const Node& n = root_node(g_, group_, k);
+      Expr v = ex_.eval(n.inputs[0], idx);
+      if (v.dtype() != acc[k].dtype()) v = kir::cast(v, acc[k].dtype());
+      kb_.assign(acc[k], kir::op(combine_op(n.op), {acc[k], v}));
+    }
+  }
+
+  // The root's value from its full accumulation: mean divides by the count,
+  // f16/bf16 round once from the f32 accumulator.
+  Expr finish_value(size_t k, const Expr& total) {
+    const Node& n = root_node(g_, group_, k);
+    Expr v = total;
+    if (n.op == OpKind::ReduceMean) v = kir::op(OpKind::Div, {v, kir::cast(element_count_expr(red_shape_), v.dtype())});
+    DType t = g_.type(n.output).dtype;
+    return v.dtype() == t ? v : kir::cast(v, t);
+  }
+
+  void lower_rows() {
+    Expr rows = element_count_expr(out_shape_);
+    Expr len = element_count_expr(red_shape_);
+    int64_t static_len = -1;
+    kir::is_int_constant(len, &static_len);
+    // A short static row needs fewer threads; the block reduction wants a
+    // multiple of 32.
+    int64_t threads = kRowBlockThreads;
+    if (static_len >= 0) threads = std::clamp<int64_t>((static_len + 31) / 32 * 32, 32, kRowBlockThreads);
+    Expr steps = static_len >= 0 ? kir::int_const((static_len + threads - 1) / threads) : (len + (threads - 1)) / threads;
+    bool guard = static_len < 0 || static_len % threads != 0;
+    std::vector<std::string> scratch;
+    for (size_t k = 0; k < group_.roots.size(); ++k) {
+      const Node& n = root_node(g_, group_, k);
+      scratch.push_back("scratch" + std::to_string(k));
+      kb_.shared(scratch.back(), accumulator_dtype(g_.type(n.output).dtype), threads / kir::kWarpSize);
+    }
+    kb_.launch(rows, threads);
+    kb_.grid("blk", rows, [&](const Expr& b) {
+      kb_.block("thr", threads, [&](const Expr& t) {
+        Index out = ex_.delinearize(b, out_shape_, "o");
+        std::vector<Expr> acc = init_accumulators();
+        kb_.serial("step", steps, [&](const Expr& s) {
+          ex_.scoped([&] {
+            Expr lin = kb_.let(ex_.fresh("r"), add_i(mul_i(s, kir::int_const(threads)), t));
+            if (guard) {
+              kb_.if_then(kir::op(OpKind::Lt, {lin, len}), [&] { ex_.scoped([&] { accumulate(acc, out, lin); }); });
+            } else {
+              accumulate(acc, out, lin);
+            }
+          });
+        });
+        std::vector<Expr> totals;
+        for (size_t k = 0; k < group_.roots.size(); ++k) {
+          OpKind op = block_op(root_node(g_, group_, k).op);
+          totals.push_back(kb_.block_reduce(op, acc[k], "total" + std::to_string(k), scratch[k]));
+        }
+        kb_.if_then(kir::op(OpKind::Eq, {t, kir::int_const(0)}), [&] {
+          for (size_t k = 0; k < group_.roots.size(); ++k) {
+            kb_.store(ex_.buffer(root_node(g_, group_, k).output), out, finish_value(k, totals[k]));
+          }
+        });
+      });
+    });
+  }
+
+  // One thread per output element, looping serially over the reduced
+  // elements: correct for any axes, but a thread's consecutive reads are a
+  // row apart (coalesced across threads on a GPU, strided on the CPU).
+  void lower_columns() {
+    constexpr int64_t threads = kColumnBlockThreads;
+    Expr count = element_count_expr(out_shape_);
+    Expr len = element_count_expr(red_shape_);
+    int64_t static_count = 0;
+    bool is_static = kir::is_int_constant(count, &static_count);
+    Expr blocks = is_static ? kir::int_const((static_count + threads - 1) / threads) : (count + (threads - 1)) / threads;
+    kb_.launch(blocks, threads);
+    kb_.grid("blk", blocks, [&](const Expr& b) {
+      kb_.block("thr", threads, [&](const Expr& t) {
+        Expr lin = kb_.let("lin", add_i(mul_i(b, kir::int_const(threads)), t));
+        kb_.if_then(kir::op(OpKind::Lt, {lin, count}), [&] {
+          ex_.scoped([&] {
+            Index out = ex_.delinearize(lin, out_shape_, "o");
+            std::vector<Expr> acc = init_accumulators();
+            kb_.serial("red", len, [&](const Expr& r) { ex_.scoped([&] { accumulate(acc, out, r); }); });
+            for (size_t k = 0; k < group_.roots.size(); ++k) {
+              kb_.store(ex_.buffer(root_node(g_, group_, k).output), out, finish_value(k, acc[k]));
+            }
+          });
+        });
+      });
+    });
+  }
+
+  const Graph& g_;
+  const FusionGroup& group_;
+  kir::KernelBuilder kb_;
+  GroupExpr ex_{g_, group_, kb_};
+  Shape in_shape_, out_shape_, red_shape_;
+  std::set<size_t> reduced_;
+};
+
+}  // namespace
+
+std::string reduction_group_problem(const Graph& g, const FusionGroup& group) {
+  if (group.kind != GroupKind::Reduction) return "not a reduction group";
+  if (group.roots.empty()) return "group has no roots";
+  for (int n : group.nodes) {
+    const Node& node = g.nodes()[n];
+    bool root = std::find(group.roots.begin(), group.roots.end(), n) != group.roots.end();
+    if (root ? !is_supported_reduction(node.op) : !is_loop_lowerable(node.op)) {
+      return "op " + std::string(op_name(node.op)) + " in a reduction group";
+    }
+  }
+  const Node& first = g.nodes()[group.roots.front()];
+  for (int r : group.roots) {
+    const Node& n = g.nodes()[r];
+    if (g.type(n.inputs[0]).shape != g.type(first.inputs[0]).shape ||
+        g.type(n.output).shape != g.type(first.output).shape ||
+        n.attrs.get("axes").as_ints() != first.attrs.get("axes").as_ints()) {
+      return "reduction roots of different shapes or axes";
+    }
+  }
+  return "";
+}
+
+kir::Kernel lower_reduction_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name) {
+  return ReductionLowerer(g, group, kernel_name).run();
+}
+
+}  // namespace stitch::lower

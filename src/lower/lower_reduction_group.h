@@ -1,0 +1,30 @@
+// Lowering of a reduction fusion group (XLA's input fusion: reduction roots
+// with their producers absorbed) to Kernel IR (docs/lowering.md, Reduction
+// groups).
+#pragma once
+
+#include <string>
+
+#include "fusion/fusion_plan.h"
+#include "kir/kernel.h"
+#include "lower/lower_loop_group.h"
+#include "stitch/graph.h"
+
+namespace stitch::lower {
+
+// Threads of a row-reduction block, at most: one block per output element,
+// its threads striding over the reduced elements.
+inline constexpr int64_t kRowBlockThreads = 256;
+// Threads of a column-reduction block: one thread per output element.
+inline constexpr int64_t kColumnBlockThreads = 256;
+
+// Why `group` cannot be lowered by lower_reduction_group, or "" when it can:
+// every root a reduce_sum/prod/max/min/mean/any/all over one input shape with
+// the same axes and result shape, every other node is_loop_lowerable.
+std::string reduction_group_problem(const Graph& g, const FusionGroup& group);
+
+// The signature is loop_group_signature's (inputs read, roots written, symbols).
+// Raises InternalError when reduction_group_problem is not empty. Verified.
+kir::Kernel lower_reduction_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name);
+
+}  // namespace stitch::lower

@@ -13,6 +13,9 @@
 namespace stitch::codegen::cpu::testing {
 namespace {
 
+using namespace stitch::kir;
+using namespace stitch::kir::examples;
+
 // y[b, t] = x[b, (t + 1) % 32]: each thread reads what its neighbour cached.
 Kernel rotate_kernel() {
   KernelBuilder kb("rotate");

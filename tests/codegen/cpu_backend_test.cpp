@@ -15,6 +15,9 @@
 namespace stitch::codegen::cpu::testing {
 namespace {
 
+using namespace stitch::kir;
+using namespace stitch::kir::examples;
+
 using runtime::cpu::CpuModule;
 using runtime::cpu::run_kernel;
 using runtime::cpu::scalar_slot;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "example_kernels.h"
 #include "kir/kernel_builder.h"
 #include "kir/printer.h"
 #include "kir/verifier.h"
@@ -12,26 +13,10 @@
 namespace stitch::kir {
 namespace {
 
-Expr lt(Expr a, Expr b) { return op(OpKind::Lt, {std::move(a), std::move(b)}); }
-Expr ceil_div(Expr a, int64_t b) { return (std::move(a) + (b - 1)) / b; }
+using namespace examples;
 
 TEST(KernelPrinter, ElementwiseWithVectorLoop) {
-  KernelBuilder kb("add_relu");
-  Expr n = kb.scalar_param("N");
-  kb.buffer_param("x", DType::f32, {n, int_const(1024)}, Access::Read);
-  kb.buffer_param("y", DType::f32, {n, int_const(1024)}, Access::Read);
-  kb.buffer_param("out", DType::f32, {n, int_const(1024)}, Access::Write);
-  kb.launch(n, 256);
-  kb.grid("b", n, [&](const Expr& b) {
-    kb.block("t", 256, [&](const Expr& t) {
-      kb.loop("v", int_const(4), LoopLevel::Vector, [&](const Expr& v) {
-        Expr c = kb.let("c", t * 4 + v);
-        Expr sum = op(OpKind::Add, {kb.load("x", {b, c}), kb.load("y", {b, c})});
-        kb.store("out", {b, c}, op(OpKind::Relu, {sum}));
-      });
-    });
-  });
-  Kernel k = kb.finish();
+  Kernel k = examples::add_relu_kernel();
   EXPECT_EQ(print_kernel(k),
             "kernel add_relu(x: global f32[N, 1024] read, y: global f32[N, 1024] read, "
             "out: global f32[N, 1024] write, N: i64) launch(grid=N, block=256) {\n"
@@ -47,32 +32,8 @@ TEST(KernelPrinter, ElementwiseWithVectorLoop) {
 }
 
 TEST(KernelPrinter, RowReductionThroughSharedMemory) {
-  KernelBuilder kb("row_normalize");
-  Expr n = kb.scalar_param("N");
-  kb.buffer_param("x", DType::f32, {n, int_const(1024)}, Access::Read);
-  kb.buffer_param("y", DType::f32, {n, int_const(1024)}, Access::Write);
-  kb.launch(n, 256);
-  kb.shared("row", DType::f32, 1024);
-  kb.shared("partials", DType::f32, 8);
-  kb.grid("b", n, [&](const Expr& b) {
-    kb.block("t", 256, [&](const Expr& t) {
-      Expr acc = kb.let("acc", float_const(0.0, DType::f32));
-      kb.serial("i", int_const(4), [&](const Expr& i) {
-        Expr c = kb.let("c", i * 256 + t);
-        Expr v = kb.let("v", kb.load("x", {b, c}));
-        kb.store("row", {c}, v);
-        kb.assign(acc, acc + v);
-      });
-      Expr sum = kb.block_reduce(OpKind::ReduceSum, acc, "sum", "partials");
-      kb.barrier();
-      // Each thread reads elements another thread cached: the barrier is needed.
-      kb.serial("j", int_const(4), [&](const Expr& j) {
-        Expr c = kb.let("c2", (j * 256 + t + 1) % 1024);
-        kb.store("y", {b, c}, kb.load("row", {c}) / sum);
-      });
-    });
-  });
-  EXPECT_EQ(print_kernel(kb.finish()),
+  Kernel k = examples::row_normalize_kernel();
+  EXPECT_EQ(print_kernel(k),
             "kernel row_normalize(x: global f32[N, 1024] read, y: global f32[N, 1024] write, N: i64) "
             "launch(grid=N, block=256) {\n"
             "  shared row: f32[1024]\n"
@@ -98,29 +59,8 @@ TEST(KernelPrinter, RowReductionThroughSharedMemory) {
 }
 
 TEST(KernelPrinter, WarpShuffleRowReduction) {
-  KernelBuilder kb("row_max");
-  Expr m = kb.scalar_param("M");
-  kb.buffer_param("x", DType::f32, {m, int_const(128)}, Access::Read);
-  kb.buffer_param("y", DType::f32, {m}, Access::Write);
-  Expr grid = ceil_div(m, 8);
-  kb.launch(grid, 256);
-  kb.grid("b", grid, [&](const Expr& b) {
-    kb.block("w", 8, [&](const Expr& w) {
-      kb.warp("l", [&](const Expr& l) {
-        Expr row = kb.let("row", b * 8 + w);
-        Expr acc = kb.let("acc", float_const(-INFINITY, DType::f32));
-        kb.if_then(lt(row, m), [&] {
-          kb.loop("i", int_const(4), LoopLevel::Unroll, [&](const Expr& i) {
-            kb.assign(acc, op(OpKind::Max, {acc, kb.load("x", {row, i * 32 + l})}));
-          });
-        });
-        Expr best = kb.warp_reduce(OpKind::ReduceMax, acc, "best");
-        Expr first_lane = op(OpKind::Eq, {l, int_const(0)});
-        kb.if_then(op(OpKind::And, {lt(row, m), first_lane}), [&] { kb.store("y", {row}, best); });
-      });
-    });
-  });
-  EXPECT_EQ(print_kernel(kb.finish()),
+  Kernel k = examples::row_max_kernel();
+  EXPECT_EQ(print_kernel(k),
             "kernel row_max(x: global f32[M, 128] read, y: global f32[M] write, M: i64) "
             "launch(grid=div(add(M, 7), 8), block=256) {\n"
             "  for b in grid(div(add(M, 7), 8)) {\n"
@@ -144,33 +84,8 @@ TEST(KernelPrinter, WarpShuffleRowReduction) {
 }
 
 TEST(KernelPrinter, PackedKernelWithBlockRanges) {
-  KernelBuilder kb("packed");
-  Expr n = kb.scalar_param("N");
-  Expr m = kb.scalar_param("M");
-  kb.buffer_param("a", DType::f32, {n}, Access::Read);
-  kb.buffer_param("ya", DType::f32, {n}, Access::Write);
-  kb.buffer_param("c", DType::f64, {m}, Access::Read);
-  kb.buffer_param("yc", DType::f64, {m}, Access::Write, {int_const(2)});
-  Expr grid = ceil_div(n, 256) + ceil_div(m, 256);
-  kb.launch(grid, 256);
-  kb.grid("b", grid, [&](const Expr& b) {
-    Expr blocks_a = kb.let("blocks_a", ceil_div(n, 256));
-    kb.if_then(
-        lt(b, blocks_a),
-        [&] {
-          kb.block("t", 256, [&](const Expr& t) {
-            Expr i = kb.let("i", b * 256 + t);
-            kb.if_then(lt(i, n), [&] { kb.store("ya", {i}, op(OpKind::Exp, {kb.load("a", {i})})); });
-          });
-        },
-        [&] {
-          kb.block("t2", 256, [&](const Expr& t) {
-            Expr j = kb.let("j", (b - blocks_a) * 256 + t);
-            kb.if_then(lt(j, m), [&] { kb.store("yc", {j}, op(OpKind::Neg, {kb.load("c", {j})})); });
-          });
-        });
-  });
-  EXPECT_EQ(print_kernel(kb.finish()),
+  Kernel k = examples::packed_kernel();
+  EXPECT_EQ(print_kernel(k),
             "kernel packed(a: global f32[N] read, ya: global f32[N] write, c: global f64[M] read, "
             "yc: global f64[M] strides[2] write, N: i64, M: i64) "
             "launch(grid=add(div(add(N, 255), 256), div(add(M, 255), 256)), block=256) {\n"
@@ -196,23 +111,8 @@ TEST(KernelPrinter, PackedKernelWithBlockRanges) {
 }
 
 TEST(KernelPrinter, BlockArgmaxWithLocalArray) {
-  KernelBuilder kb("row_argmax");
-  Expr n = kb.scalar_param("N");
-  kb.buffer_param("x", DType::f16, {n, int_const(64)}, Access::Read);
-  kb.buffer_param("idx", DType::i64, {n}, Access::Write);
-  kb.launch(n, 64);
-  kb.shared("vals", DType::f32, 2);
-  kb.shared("poss", DType::i64, 2);
-  kb.grid("b", n, [&](const Expr& b) {
-    kb.block("t", 64, [&](const Expr& t) {
-      kb.local_array("cache", DType::f32, 1);
-      kb.store("cache", {int_const(0)}, cast(kb.load("x", {b, t}), DType::f32));
-      auto [best, at] = kb.block_arg_reduce(OpKind::ArgMax, kb.load("cache", {int_const(0)}), t, "best",
-                                            "at", "vals", "poss");
-      kb.if_then(op(OpKind::Eq, {t, int_const(0)}), [&] { kb.store("idx", {b}, at); });
-    });
-  });
-  EXPECT_EQ(print_kernel(kb.finish()),
+  Kernel k = examples::row_argmax_kernel();
+  EXPECT_EQ(print_kernel(k),
             "kernel row_argmax(x: global f16[N, 64] read, idx: global i64[N] write, N: i64) "
             "launch(grid=N, block=64) {\n"
             "  shared vals: f32[2]\n"

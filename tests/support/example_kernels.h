@@ -1,14 +1,12 @@
-// The hand-built example kernels of tests/kir/printer_test.cpp, one per
-// composition, rebuilt here so the C++ back end compiles and runs each of them.
+// Hand-built example kernels, one per composition: the Kernel IR printer's
+// golden tests print them and the C++ back end's tests compile and run them.
 #pragma once
 
 #include <cmath>
 
 #include "kir/kernel_builder.h"
 
-namespace stitch::codegen::cpu::testing {
-
-using namespace stitch::kir;
+namespace stitch::kir::examples {
 
 inline Expr lt(Expr a, Expr b) { return op(OpKind::Lt, {std::move(a), std::move(b)}); }
 inline Expr ceil_div(Expr a, int64_t b) { return (std::move(a) + (b - 1)) / b; }
@@ -142,4 +140,4 @@ inline Kernel row_argmax_kernel() {
   return kb.finish();
 }
 
-}  // namespace stitch::codegen::cpu::testing
+}  // namespace stitch::kir::examples

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -232,6 +233,65 @@ TEST_F(Cli, EveryWorkloadRunsOnItsSmallGraph) {
                 (dir_ / stem).string());
     EXPECT_EQ(r.status, 0) << stem << ": " << r.output;
   }
+}
+
+// --backend cpu compiles through the kernel cache; each test gets its own
+// STITCH_CACHE_DIR so a hit can only come from the same test.
+TEST_F(Cli, CpuBackendMatchesInterpreterOnLayerNorm) {
+  std::string env = "STITCH_CACHE_DIR=" + (dir_ / "cache").string();
+  std::string common = "run " + src("bench/workloads/layernorm.stitch") + " --graph layernorm_small --random-inputs 4";
+  Result interp = run_cli(common + " --backend interp --output-dir " + (dir_ / "interp").string());
+  ASSERT_EQ(interp.status, 0) << interp.output;
+  Result cpu = run_cli(common + " --backend cpu --planner xla --output-dir " + (dir_ / "cpu").string(), env);
+  ASSERT_EQ(cpu.status, 0) << cpu.output;
+  Tensor want = read_npy((dir_ / "interp" / "y.npy").string());
+  Tensor got = read_npy((dir_ / "cpu" / "y.npy").string());
+  ASSERT_EQ(got.dtype(), want.dtype());
+  ASSERT_EQ(got.shape(), want.shape());
+  // f32 row reductions of length 100 in another order, plus rsqrt: the bound
+  // of tests/lower ((32 + 4 * 100) ulps of 1 + |want|), rounded up.
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    ASSERT_NEAR(got.get_f64(i), want.get_f64(i), 1e-4 * (1 + std::fabs(want.get_f64(i)))) << "element " << i;
+  }
+}
+
+TEST_F(Cli, CpuBackendSecondRunHitsTheKernelCache) {
+  std::string env = "STITCH_DUMP=cache STITCH_CACHE_DIR=" + (dir_ / "cache").string();
+  std::string args = "run " + src("bench/workloads/layernorm.stitch") +
+                     " --graph layernorm_small --backend cpu --planner xla --random-inputs 4";
+  Result first = run_cli(args, env);
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_NE(first.output.find("cache: hits=0 misses=1"), std::string::npos) << first.output;
+  Result second = run_cli(args, env);
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_NE(second.output.find("cache: hits=1 misses=0"), std::string::npos) << second.output;
+}
+
+TEST_F(Cli, CpuBackendDumpsPlanKernelsAndSource) {
+  std::string env = "STITCH_DUMP=plan,kir,source STITCH_CACHE_DIR=" + (dir_ / "cache").string();
+  Result r = run_cli("run " + src("bench/workloads/softmax.stitch") +
+                         " --graph softmax_small --backend cpu --planner none --random-inputs 1",
+                     env);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("plan softmax_small (planner none)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kernel k_softmax_small_g0("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("extern \"C\""), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, CpuBackendRefusesWhatItCannotRunYet) {
+  std::string env = "STITCH_CACHE_DIR=" + (dir_ / "cache").string();
+  std::string mm = write("mm.stitch", R"(graph mm(a: f32[4, 8], b: f32[8, 3]) -> (f32[4, 3]) {
+  c = relu(dot(a, b))
+  return c
+}
+)");
+  Result r = run_cli("run " + mm + " --backend cpu --random-inputs 1", env);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot run this graph yet"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("use --backend interp"), std::string::npos) << r.output;
+  r = run_cli("run " + mm + " --backend cpu --planner stitch --random-inputs 1", env);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--planner none or xla"), std::string::npos) << r.output;
 }
 
 }  // namespace

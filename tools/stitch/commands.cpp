@@ -4,10 +4,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "cli.h"
+#include "fusion/planner.h"
 #include "ir/canonicalize.h"
+#include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/npy.h"
 #include "stitch/text.h"
@@ -140,18 +143,43 @@ std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec) {
   return inputs;
 }
 
+namespace {
+
+// --backend cpu: plan, lower, compile through the on-disk kernel cache, run.
+std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs) {
+  // The stitch planner is not implemented yet, so xla is the default here.
+  std::optional<PlannerKind> kind = parse_planner_kind(planner.empty() ? "xla" : planner);
+  if (!kind || (*kind != PlannerKind::None && *kind != PlannerKind::Xla)) {
+    throw UserError(fmt::format("--backend cpu supports --planner none or xla; planner '{}' is not implemented yet",
+                                planner));
+  }
+  runtime::cpu::KernelCache cache;
+  auto dump = [](std::string_view stage, const std::string& text) {
+    if (dump_enabled(std::string(stage))) std::cerr << "// STITCH_DUMP " << stage << "\n" << text;
+  };
+  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, *kind, cache, dump);
+  if (dump_enabled("cache")) {
+    runtime::cpu::CacheStats s = cache.stats();
+    std::cerr << fmt::format("cache: hits={} misses={}\n", s.hits, s.misses);
+  }
+  return exe.run(inputs);
+}
+
+}  // namespace
+
 int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
-                const std::string& /*planner*/, const InputSpec& spec, const std::string& output_dir,
+                const std::string& planner, const InputSpec& spec, const std::string& output_dir,
                 bool print_values) {
   Module m = parse_file(file);
   const Graph& g = select_graph(m, graph_name, file);
-  if (backend != "interp") {
-    throw UserError(fmt::format("backend '{}' is not built into this version of stitch yet; use --backend interp",
-                                backend));
+  if (backend != "interp" && backend != "cpu") {
+    throw UserError(fmt::format("backend '{}' is not built into this version of stitch yet; use --backend interp "
+                                "or --backend cpu", backend));
   }
   Graph canonical = canonicalize_with_dumps(g);
   std::vector<Tensor> inputs = gather_inputs(canonical, spec);
-  std::vector<Tensor> results = interpret(canonical, inputs);
+  std::vector<Tensor> results =
+      backend == "cpu" ? run_on_cpu(canonical, planner, inputs) : interpret(canonical, inputs);
 
   std::set<std::string> written;
   if (!output_dir.empty()) {

@@ -18,7 +18,7 @@ int dispatch(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "stitch 0.1");
 
-  std::string file, graph_name, backend = "interp", planner = "stitch", output_dir;
+  std::string file, graph_name, backend = "interp", planner, output_dir;
   bool print_values = false;
   InputSpec inputs;
 
@@ -26,7 +26,7 @@ int dispatch(int argc, char** argv) {
   run->add_option("FILE", file, "a .stitch file")->required();
   run->add_option("--graph", graph_name, "graph to run (default: the first in the file)");
   run->add_option("--backend", backend, "where to run it")->check(CLI::IsMember({"interp", "cpu", "cuda"}));
-  run->add_option("--planner", planner, "fusion planner (ignored by the interpreter)")
+  run->add_option("--planner", planner, "fusion planner (ignored by the interpreter; cpu: none or xla, default xla)")
       ->check(CLI::IsMember({"none", "xla", "stitch", "ilp"}));
   run->add_option("--input", inputs.bindings, "bind a parameter: NAME=FILE.npy (repeatable)");
   run->add_option("--random-inputs", inputs.seed, "fill unbound parameters with seeded random values")

@@ -19,3 +19,14 @@ echo "== the canonical form of softmax_small (composite expanded, broadcasts exp
 echo "== full-size LayerNorm on the interpreter, results written as .npy"
 time "$stitch" run bench/workloads/layernorm.stitch --backend interp --random-inputs 1 --output-dir "$out/ln"
 ls -l "$out/ln"
+
+echo "== the same LayerNorm fused by the xla planner and run on the CPU back end (cold, then from the kernel cache)"
+export STITCH_CACHE_DIR="$out/cache"
+for attempt in cold cached; do
+  echo "-- $attempt"
+  time STITCH_DUMP=cache "$stitch" run bench/workloads/layernorm.stitch --backend cpu --planner xla --random-inputs 1 \
+    --output-dir "$out/ln_cpu"
+done
+echo "== the fusion plan of softmax_small under xla"
+STITCH_DUMP=plan "$stitch" run bench/workloads/softmax.stitch --graph softmax_small --backend cpu --planner xla \
+  --random-inputs 1 2>&1 >/dev/null | head -n 20

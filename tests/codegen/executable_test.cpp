@@ -21,6 +21,7 @@
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
+#include "tensor_compare.h"
 
 namespace stitch::runtime::cpu {
 namespace {
@@ -96,30 +97,6 @@ std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
   return inputs;
 }
 
-double machine_epsilon(DType t) {
-  switch (t) {
-    case DType::f16: return std::ldexp(1.0, -10);
-    case DType::bf16: return std::ldexp(1.0, -7);
-    case DType::f64: return std::ldexp(1.0, -52);
-    default: return std::ldexp(1.0, -23);
-  }
-}
-
-// Empty when every element is within the case's bound, else the first miss.
-std::string compare(const Case& c, const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape()) return "dtype or shape differs";
-  bool bounded = is_float(want.dtype()) && (c.transcendental || c.reduction_length > 0);
-  double scale = (c.transcendental ? 32.0 : 0.0) + 4.0 * static_cast<double>(c.reduction_length);
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double g = got.get_f64(i), w = want.get_f64(i);
-    if (std::isnan(g) && std::isnan(w)) continue;
-    double bound = bounded ? scale * machine_epsilon(want.dtype()) * (1 + std::fabs(w)) : 0.0;
-    if (!(std::fabs(g - w) <= bound)) {
-      return "element " + std::to_string(i) + ": got " + std::to_string(g) + ", want " + std::to_string(w);
-    }
-  }
-  return "";
-}
 
 class Executable : public ::testing::Test {
  protected:
@@ -155,7 +132,9 @@ class Executable : public ::testing::Test {
     std::vector<Tensor> want = interpret(c.source, inputs);
     std::vector<Tensor> got = executable(name, planner).run(inputs);
     ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(compare(c, got[i], want[i]), "") << "output " << i;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(testing::matches_interpreter(got[i], want[i], c.transcendental, c.reduction_length)) << "output " << i;
+    }
   }
 
   static fs::path cache_dir_;

@@ -280,25 +280,6 @@ std::vector<Tensor> run_lowered(const CpuModule& module, const Case& c, const st
   return outputs;
 }
 
-double machine_epsilon(DType t) {
-  switch (t) {
-    case DType::f16: return std::ldexp(1.0, -10);
-    case DType::bf16: return std::ldexp(1.0, -7);
-    case DType::f64: return std::ldexp(1.0, -52);
-    default: return std::ldexp(1.0, -23);
-  }
-}
-
-// `base` ulps for transcendental chains plus 4 * n for an f32/f64 accumulation
-// of length n in another order than the interpreter's.
-Tensor composite_bound(const Tensor& want, double base, int64_t reduction_length) {
-  Tensor bound(DType::f64, want.shape());
-  double eps = machine_epsilon(want.dtype());
-  double scale = base + 4.0 * static_cast<double>(reduction_length);
-  for (int64_t i = 0; i < want.numel(); ++i) bound.set_f64(i, scale * eps * (1 + std::fabs(want.get_f64(i))));
-  return bound;
-}
-
 TEST_F(LoopLowering, EveryGroupOfEveryTestGraphIsLowered) {
   for (const Case& c : *cases_) {
     for (const LoweredGroup& l : c.lowered) {
@@ -316,12 +297,7 @@ TEST_F(LoopLowering, MatchesInterpreter) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       SCOPED_TRACE("output " + std::to_string(i));
-      if (is_float(want[i].dtype()) && (c.transcendental || c.reduction_length > 0)) {
-        Tensor bound = composite_bound(want[i], c.transcendental ? 32 : 0, c.reduction_length);
-        EXPECT_TRUE(stitch::testing::tensors_match(got[i], want[i], Tolerance::per_element(bound)));
-      } else {
-        EXPECT_TRUE(stitch::testing::tensors_match(got[i], want[i], Tolerance::exact()));
-      }
+      EXPECT_TRUE(stitch::testing::matches_interpreter(got[i], want[i], c.transcendental, c.reduction_length));
     }
   }
 }
@@ -345,7 +321,7 @@ TEST_F(LoopLowering, SymbolicReductionReusesKernel) {
     std::vector<Tensor> want = interpret(c.source, inputs);
     std::vector<Tensor> got = run_lowered(*module_, c, inputs);
     int64_t n = std::max<int64_t>(50, batch);
-    EXPECT_TRUE(stitch::testing::tensors_match(got[0], want[0], Tolerance::per_element(composite_bound(want[0], 32, n))))
+    EXPECT_TRUE(stitch::testing::matches_interpreter(got[0], want[0], true, n))
         << "B = " << batch;
     EXPECT_TRUE(stitch::testing::tensors_match(got[1], want[1], Tolerance::exact())) << "B = " << batch;
   }

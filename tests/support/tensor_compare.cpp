@@ -117,4 +117,19 @@ Tensor int_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<int
   return t;
 }
 
+::testing::AssertionResult matches_interpreter(const Tensor& got, const Tensor& want, bool transcendental,
+                                               int64_t reduction_length) {
+  if (!is_float(want.dtype()) || (!transcendental && reduction_length == 0)) {
+    return tensors_match(got, want, Tolerance::exact());
+  }
+  const double eps = want.dtype() == DType::f16    ? std::ldexp(1.0, -10)
+                     : want.dtype() == DType::bf16 ? std::ldexp(1.0, -7)
+                     : want.dtype() == DType::f64  ? std::ldexp(1.0, -52)
+                                                   : std::ldexp(1.0, -23);
+  const double scale = (transcendental ? 32.0 : 0.0) + 4.0 * static_cast<double>(reduction_length);
+  Tensor bound(DType::f64, want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i) bound.set_f64(i, scale * eps * (1 + std::fabs(want.get_f64(i))));
+  return tensors_match(got, want, Tolerance::per_element(bound));
+}
+
 }  // namespace stitch::testing

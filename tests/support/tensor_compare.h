@@ -40,6 +40,13 @@ double ulp_of(DType dtype, double x);
 // two runs that must agree exactly (a graph and its canonical form).
 ::testing::AssertionResult tensors_bitwise_equal(const Tensor& got, const Tensor& want);
 
+// The documented tolerance of a compiled back end against the interpreter
+// (docs/lowering.md): exact, except floats of a graph with transcendental ops
+// (32 eps) or reductions of length n (a further 4 n eps, for accumulating in
+// f32 in another order), both relative to 1 + |want|.
+::testing::AssertionResult matches_interpreter(const Tensor& got, const Tensor& want, bool transcendental,
+                                               int64_t reduction_length);
+
 // Small tensors from literal values (row-major); floats round to the dtype.
 Tensor float_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<double>& values);
 Tensor int_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<int64_t>& values);

@@ -487,9 +487,9 @@ class KernelEmitter {
       case OpKind::ReduceAll: line(fmt::format("{0} = {0} && {1};", result, operand)); break;
       case OpKind::ArgMax:
       case OpKind::ArgMin:
-        line(fmt::format("stitch_{}_step<{}>({}, {}, {}, {}[{} + stitch_i]);",
-                         r.op == OpKind::ArgMax ? "argmax" : "argmin", type, result, index_result, operand,
-                         indices, first));
+        line(fmt::format("stitch_arg_extreme_step<{}, {}>({}, {}, {}, {}[{} + stitch_i]);",
+                         r.op == OpKind::ArgMax ? "true" : "false", type, result, index_result, operand, indices,
+                         first));
         break;
       default: unsupported(fmt::format("the reduction {}", op_name(r.op)));
     }

@@ -259,30 +259,16 @@ static inline Int stitch_float_to_int(F value) {
 
 // argmax/argmin combine step: NaN is the extreme and the first NaN wins; ties
 // (and -0 vs +0) keep the smaller index.
-template <class T>
-static inline void stitch_argmax_step(T& best, int64_t& best_index, T value, int64_t index) {
+template <bool kMax, class T>
+static inline void stitch_arg_extreme_step(T& best, int64_t& best_index, T value, int64_t index) {
   const bool best_nan = best != best;
   const bool value_nan = value != value;
   bool take;
   if (best_nan || value_nan) {
     take = value_nan && (!best_nan || index < best_index);
   } else {
-    take = value > best || (value == best && index < best_index);
-  }
-  if (take) {
-    best = value;
-    best_index = index;
-  }
-}
-template <class T>
-static inline void stitch_argmin_step(T& best, int64_t& best_index, T value, int64_t index) {
-  const bool best_nan = best != best;
-  const bool value_nan = value != value;
-  bool take;
-  if (best_nan || value_nan) {
-    take = value_nan && (!best_nan || index < best_index);
-  } else {
-    take = value < best || (value == best && index < best_index);
+    const bool beats = kMax ? value > best : value < best;
+    take = beats || (value == best && index < best_index);
   }
   if (take) {
     best = value;

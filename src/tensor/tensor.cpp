@@ -7,54 +7,12 @@
 #include <limits>
 
 #include "stitch/error.h"
+#include "tensor/narrow_float.h"
 
 namespace stitch {
 
 namespace {
 
-// Rounds a double once, to nearest even, into a binary format with
-// `exp_bits` exponent bits and `mant_bits` stored significand bits (IEEE layout,
-// sign on top). Rounding straight from double, never through float, is what
-// keeps f64 -> f16 free of double rounding.
-uint16_t round_f64_to_narrow(double d, int exp_bits, int mant_bits) {
-  const uint64_t bits = std::bit_cast<uint64_t>(d);
-  const uint64_t sign = (bits >> 63) << (exp_bits + mant_bits);
-  const uint64_t magnitude = bits & 0x7FFF'FFFF'FFFF'FFFFull;
-  const uint64_t max_exp_field = (uint64_t{1} << exp_bits) - 1;
-  const uint64_t inf = max_exp_field << mant_bits;
-
-  constexpr uint64_t kF64Inf = 0x7FF0'0000'0000'0000ull;
-  if (magnitude >= kF64Inf) {
-    if (magnitude == kF64Inf) return static_cast<uint16_t>(sign | inf);
-    // Keep the top payload bits and force the quiet bit so the result stays a NaN.
-    const uint64_t payload = (magnitude & 0x000F'FFFF'FFFF'FFFFull) >> (52 - mant_bits);
-    return static_cast<uint16_t>(sign | inf | (uint64_t{1} << (mant_bits - 1)) | payload);
-  }
-  const int64_t f64_exp_field = static_cast<int64_t>(magnitude >> 52);
-  // f64 subnormals are far below half the narrow format's smallest subnormal.
-  if (f64_exp_field == 0) return static_cast<uint16_t>(sign);
-
-  const int64_t bias = (int64_t{1} << (exp_bits - 1)) - 1;
-  const int64_t exponent = f64_exp_field - 1023;
-  const uint64_t significand = (magnitude & 0x000F'FFFF'FFFF'FFFFull) | (uint64_t{1} << 52);
-  // Below the narrow format's normal range the ulp stays at its smallest.
-  const int64_t ulp_exponent = std::max(exponent, 1 - bias);
-  const int64_t dropped_bits = 52 - mant_bits + (ulp_exponent - exponent);
-  // significand < 2^53 <= half an ulp: rounds to zero.
-  if (dropped_bits > 53) return static_cast<uint16_t>(sign);
-
-  uint64_t kept = significand >> dropped_bits;
-  const uint64_t remainder = significand & ((uint64_t{1} << dropped_bits) - 1);
-  const uint64_t half = uint64_t{1} << (dropped_bits - 1);
-  if (remainder > half || (remainder == half && (kept & 1))) ++kept;
-
-  // `kept` carries the implicit bit for normals, so adding it to the biased
-  // exponent minus one encodes normals and subnormals alike, and a carry out of
-  // the significand bumps the exponent as it should.
-  const int64_t encoded = ((ulp_exponent + bias - 1) << mant_bits) + static_cast<int64_t>(kept);
-  if (encoded >= static_cast<int64_t>(inf)) return static_cast<uint16_t>(sign | inf);
-  return static_cast<uint16_t>(sign | static_cast<uint64_t>(encoded));
-}
 
 // Integers above 2^53 round on the way to double; rounding to odd there makes
 // the second rounding (to f16 or bf16, far fewer bits) come out as a single one.
@@ -148,8 +106,8 @@ void append_element(std::string& out, const Tensor& t, int64_t i) {
 
 }  // namespace
 
-uint16_t f64_to_f16_bits(double d) { return round_f64_to_narrow(d, 5, 10); }
-uint16_t f64_to_bf16_bits(double d) { return round_f64_to_narrow(d, 8, 7); }
+uint16_t f64_to_f16_bits(double d) { return stitch_f64_to_f16_bits(d); }
+uint16_t f64_to_bf16_bits(double d) { return stitch_f64_to_bf16_bits(d); }
 uint16_t f32_to_f16_bits(float f) { return f64_to_f16_bits(static_cast<double>(f)); }
 
 uint16_t f32_to_bf16_bits(float f) {
@@ -161,19 +119,8 @@ uint16_t f32_to_bf16_bits(float f) {
   return static_cast<uint16_t>((bits + 0x7FFFu + lowest_kept_bit) >> 16);
 }
 
-float bf16_bits_to_f32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
-
-float f16_bits_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp_field = (h >> 10) & 0x1Fu;
-  const uint32_t mantissa = h & 0x3FFu;
-  if (exp_field == 0) {
-    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-    return sign ? -magnitude : magnitude;
-  }
-  if (exp_field == 0x1F) return std::bit_cast<float>(sign | 0x7F80'0000u | (mantissa << 13));
-  return std::bit_cast<float>(sign | ((exp_field - 15 + 127) << 23) | (mantissa << 13));
-}
+float bf16_bits_to_f32(uint16_t h) { return stitch_bf16_bits_to_f32(h); }
+float f16_bits_to_f32(uint16_t h) { return stitch_f16_bits_to_f32(h); }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
   const int64_t element_size = dtype_size(dtype_);

@@ -12,6 +12,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev
   clang libclang-rt-dev
+  libopenblas-dev libsleef-dev
 )
 
 missing=()

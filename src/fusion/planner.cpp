@@ -1,5 +1,10 @@
 #include "fusion/planner.h"
 
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <string>
+
 namespace stitch {
 
 std::string_view planner_name(PlannerKind k) {
@@ -18,10 +23,23 @@ std::optional<PlannerKind> parse_planner_kind(std::string_view name) {
   return std::nullopt;
 }
 
-FusionPlan plan(const Graph& g, PlannerKind kind) {
+int resolve_max_fusions(const PlanOptions& options) {
+  if (options.max_fusions >= 0) return options.max_fusions;
+  const char* env = std::getenv("STITCH_MAX_FUSIONS");
+  if (!env || !*env) return -1;
+  char* end = nullptr;
+  long long n = std::strtoll(env, &end, 10);
+  if (*end != '\0' || n < 0 || n > 1'000'000'000) {
+    throw UserError(fmt::format("STITCH_MAX_FUSIONS='{}' is not a non-negative integer", env));
+  }
+  return static_cast<int>(n);
+}
+
+FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options) {
+  const int max_fusions = resolve_max_fusions(options);
   switch (kind) {
     case PlannerKind::None: return plan_none(g);
-    case PlannerKind::Xla: return plan_xla(g);
+    case PlannerKind::Xla: return plan_xla(g, max_fusions);
     case PlannerKind::Stitch:
     case PlannerKind::Ilp:
       throw UserError("planner '" + std::string(planner_name(kind)) + "' is not implemented yet");

@@ -14,12 +14,25 @@ enum class PlannerKind : uint8_t { None, Xla, Stitch, Ilp };
 std::string_view planner_name(PlannerKind k);
 std::optional<PlannerKind> parse_planner_kind(std::string_view name);
 
+struct PlanOptions {
+  // At most this many fusions (a producer absorbed into a consumer's group, or
+  // two sibling groups merged) are applied, in the planner's order; the rest
+  // are refused with the reason "STITCH_MAX_FUSIONS ...", for bisecting a
+  // wrong result. -1: take the cap from $STITCH_MAX_FUSIONS, no cap if unset.
+  int max_fusions = -1;
+};
+
+// The cap `options` asks for: max_fusions, or $STITCH_MAX_FUSIONS when that
+// is -1 (UserError unless a non-negative integer), or -1 for none.
+int resolve_max_fusions(const PlanOptions& options);
+
 // Throws UserError for a planner that is not implemented yet (stitch, ilp).
-FusionPlan plan(const Graph& g, PlannerKind kind);
+FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options = {});
 
 // Operator-at-a-time: one kernel per op.
 FusionPlan plan_none(const Graph& g);
-// The XLA rules (docs/fusion.md): thread composition only.
-FusionPlan plan_xla(const Graph& g);
+// The XLA rules (docs/fusion.md): thread composition only. max_fusions as
+// resolved (-1: no cap).
+FusionPlan plan_xla(const Graph& g, int max_fusions = -1);
 
 }  // namespace stitch

@@ -45,7 +45,7 @@ std::optional<std::string> absorb_refusal(const Graph& g, int producer, int cons
 
 class XlaPlanner {
  public:
-  explicit XlaPlanner(const Graph& g) : g_(g), groups_of_(g.nodes().size()) {
+  XlaPlanner(const Graph& g, int max_fusions) : g_(g), max_fusions_(max_fusions), groups_of_(g.nodes().size()) {
     const int n = static_cast<int>(g.nodes().size());
     consumers_.resize(n);
     is_output_.assign(n, false);
@@ -93,10 +93,24 @@ class XlaPlanner {
   std::optional<std::string> limit_refusal(int gi, int node) const {
     std::vector<int> nodes = groups_[gi].nodes;
     nodes.push_back(node);
-    return check_group_limits(g_, nodes, static_cast<int>(groups_[gi].roots.size()));
+    if (auto reason = check_group_limits(g_, nodes, static_cast<int>(groups_[gi].roots.size()))) return reason;
+    return budget_refusal();
   }
 
+  // STITCH_MAX_FUSIONS (PlanOptions::max_fusions): every fusion applied
+  // spends one; once spent, every further fusion is refused.
+  std::optional<std::string> budget_refusal() const {
+    if (max_fusions_ < 0 || fusions_ < max_fusions_) return std::nullopt;
+    return fmt::format("STITCH_MAX_FUSIONS={} fusions already applied", max_fusions_);
+  }
+
+  // A fusion: `node` absorbed into group `gi`.
   void add_to_group(int gi, int node) {
+    ++fusions_;
+    insert_node(gi, node);
+  }
+
+  void insert_node(int gi, int node) {
     auto& nodes = groups_[gi].nodes;
     nodes.insert(std::upper_bound(nodes.begin(), nodes.end(), node), node);
     groups_of_[node].push_back(gi);
@@ -225,10 +239,13 @@ class XlaPlanner {
                                FusionRefusal::Relation::Siblings});
           continue;
         }
-        if (auto reason = check_merge_legality(g_, groups_, a, b)) {
+        std::optional<std::string> reason = check_merge_legality(g_, groups_, a, b);
+        if (!reason) reason = budget_refusal();
+        if (reason) {
           refusals_.push_back({ra, rb, *reason, FusionRefusal::Relation::Siblings});
           continue;
         }
+        ++fusions_;
         merge_into(a, b);
       }
     }
@@ -240,7 +257,7 @@ class XlaPlanner {
     for (int n : src.nodes) {
       auto& of = groups_of_[n];
       of.erase(std::remove(of.begin(), of.end(), from), of.end());
-      if (!dst.contains(n)) add_to_group(into, n);
+      if (!dst.contains(n)) insert_node(into, n);
     }
     dst.roots.insert(dst.roots.end(), src.roots.begin(), src.roots.end());
     std::sort(dst.roots.begin(), dst.roots.end());
@@ -249,6 +266,8 @@ class XlaPlanner {
   }
 
   const Graph& g_;
+  const int max_fusions_;  // -1: no cap
+  int fusions_ = 0;        // applied so far
   std::vector<FusionGroup> groups_;     // emptied when merged away
   std::vector<std::vector<int>> groups_of_;  // node -> groups computing it
   std::vector<std::vector<int>> consumers_;  // node -> distinct consumer nodes, ascending
@@ -258,6 +277,6 @@ class XlaPlanner {
 
 }  // namespace
 
-FusionPlan plan_xla(const Graph& g) { return XlaPlanner(g).run(); }
+FusionPlan plan_xla(const Graph& g, int max_fusions) { return XlaPlanner(g, max_fusions).run(); }
 
 }  // namespace stitch

@@ -187,28 +187,21 @@ TEST_F(Executable, ReusedBuffersDoNotCorruptALongChain) {
   expect_matches_interpreter("long_chain", PlannerKind::Xla, 3);
 }
 
-TEST_F(Executable, SecondCompileOfTheSameGraphHitsTheCache) {
+TEST_F(Executable, SecondCompileOfTheSameGraphHitsTheMemoryLevel) {
   Graph canonical = canonicalize(cases_->at("swish_small").source);
   CpuExecutable first = CpuExecutable::compile(canonical, PlannerKind::Xla, *cache_);
   CpuExecutable second = CpuExecutable::compile(canonical, PlannerKind::Xla, *cache_);
-  EXPECT_EQ(second.cache_stats().hits, 1);
+  EXPECT_EQ(second.cache_stats().memory_hits, 1);
+  EXPECT_EQ(second.cache_stats().hits, 0);
   EXPECT_EQ(second.cache_stats().misses, 0);
   EXPECT_EQ(first.source(), second.source());
-}
-
-TEST_F(Executable, LibraryGroupIsAClearUserError) {
-  Graph g = canonicalize(parse_module(R"(graph mm(a: f32[4, 8], b: f32[8, 3]) -> (f32[4, 3]) {
-  c = dot(a, b)
-  return c
-})").graphs.front());
-  try {
-    CpuExecutable::compile(g, PlannerKind::Xla, *cache_);
-    FAIL() << "expected a UserError";
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("--backend cpu cannot run this graph yet: group 0"), std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("use --backend interp"), std::string::npos) << e.what();
-  }
+  // A fresh cache object on the same directory has no memory level yet: it
+  // loads the shared object from disk without running the compiler.
+  KernelCache other(cache_dir_);
+  CpuExecutable third = CpuExecutable::compile(canonical, PlannerKind::Xla, other);
+  EXPECT_EQ(third.cache_stats().memory_hits, 0);
+  EXPECT_EQ(third.cache_stats().hits, 1);
+  EXPECT_EQ(third.cache_stats().misses, 0);
 }
 
 TEST_F(Executable, WrongInputsAreUserErrors) {

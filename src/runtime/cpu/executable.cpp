@@ -4,14 +4,37 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iostream>
 #include <map>
 
 #include "codegen/cpu/cpp_emitter.h"
+#include "ir/structural_key.h"
 #include "kir/printer.h"
+#include "runtime/cpu/dot_call.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
 
 namespace stitch::runtime::cpu {
+
+// One entry of the launch list.
+struct Step {
+  enum class Kind : uint8_t { Kernel, Dot };
+  Kind kind = Kind::Kernel;
+  KernelFunction function = nullptr;  // Kernel
+  int node = -1;                      // Dot: the dot node
+  lower::GroupSignature signature;    // values read and written
+};
+
+struct CompiledGraph {
+  FusionPlan plan;
+  std::vector<Step> steps;
+  std::string source;
+  CpuModule module;  // keeps the kernels' shared object loaded
+  // Set when compile() fell back; with `interpret`, run() uses the reference
+  // interpreter because no plan compiled.
+  std::string fallback;
+  bool interpret = false;
+};
 
 namespace {
 
@@ -28,81 +51,245 @@ int64_t value_bytes(const Graph& g, ValueId v, const SymbolBindings& bindings) {
   return n;
 }
 
+// A plan lowered group by group: kernels for loop and reduction groups, a
+// dot step for library groups, or the reason the first group does not lower.
+struct LoweredPlan {
+  FusionPlan plan;
+  std::vector<lower::LoweredGroup> groups;
+  std::vector<kir::Kernel> kernels;
+  std::string unsupported;  // "" when every group lowers
+};
+
+LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::string& prefix) {
+  LoweredPlan out;
+  out.groups = lower::lower_plan(g, plan, prefix);
+  for (lower::LoweredGroup& l : out.groups) {
+    const FusionGroup& group = plan.groups[l.group];
+    if (group.kind == GroupKind::Library) {
+      l.signature = lower::loop_group_signature(g, group);
+      continue;
+    }
+    if (l.kernel) {
+      out.kernels.push_back(*l.kernel);
+      continue;
+    }
+    if (out.unsupported.empty()) {
+      std::string what = fmt::format("{}: {}", group_kind_name(group.kind),
+                                     group.roots.empty() ? std::string("no roots") : describe_node(g, group.roots.front()));
+      out.unsupported = fmt::format("group {} ({}): {}", l.group, what, l.not_lowered_reason);
+    }
+  }
+  out.plan = std::move(plan);
+  return out;
+}
+
+std::string unsupported_message(const std::string& reason) {
+  return fmt::format("--backend cpu cannot run this graph yet: {}; use --backend interp", reason);
+}
+
+// The launch list of `lowered`, with kernel entry points from `module`.
+std::vector<Step> make_steps(const LoweredPlan& lowered, const CpuModule& module) {
+  std::vector<Step> steps;
+  for (const lower::LoweredGroup& l : lowered.groups) {
+    Step step;
+    step.signature = l.signature;
+    const FusionGroup& group = lowered.plan.groups[l.group];
+    if (group.kind == GroupKind::Library) {
+      STITCH_ASSERT(group.nodes.size() == 1, "a library group holds exactly one dot");
+      step.kind = Step::Kind::Dot;
+      step.node = group.nodes.front();
+    } else {
+      step.function = module.function(l.kernel->name);
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+std::string print_kernels(const std::vector<kir::Kernel>& kernels) {
+  std::string text;
+  for (const kir::Kernel& k : kernels) text += kir::print_kernel(k);
+  return text;
+}
+
+std::string memory_key(const Graph& g, PlannerKind planner, int max_fusions, const CompilerOptions& compiler) {
+  std::string text = structural_key(g);
+  text += fmt::format("planner {}\nmax_fusions {}\ncompiler {}\n", planner_name(planner), max_fusions,
+                      compiler.compiler);
+  for (const std::string& f : compiler.flags) text += f + "\n";
+  return sha256_hex(text);
+}
+
+CacheStats stats_delta(const CacheStats& before, const CacheStats& after) {
+  return {after.memory_hits - before.memory_hits, after.hits - before.hits, after.misses - before.misses,
+          after.recompiled_corrupt - before.recompiled_corrupt};
+}
+
+// Emits, compiles and loads `lowered`; nullptr and a message in `error` when
+// the compiler rejects it (or the test seam says it would).
+std::shared_ptr<CompiledGraph> try_build(const LoweredPlan& lowered, KernelCache& cache,
+                                         const CompileOptions& options, std::string& error) {
+  auto compiled = std::make_shared<CompiledGraph>();
+  compiled->source = codegen::cpu::emit_cpp_translation_unit(lowered.kernels);
+  if (options.dump) options.dump("source", compiled->source);
+  if (options.reject_plan && options.reject_plan(lowered.plan)) {
+    error = "the translation unit was rejected by CompileOptions::reject_plan (test seam)";
+    return nullptr;
+  }
+  try {
+    compiled->module = cache.load_or_compile(compiled->source, options.compiler);
+  } catch (const CompileError& e) {
+    error = e.what();
+    return nullptr;
+  }
+  compiled->steps = make_steps(lowered, compiled->module);
+  compiled->plan = lowered.plan;
+  return compiled;
+}
+
 }  // namespace
 
-CpuExecutable::CpuExecutable(Graph graph, FusionPlan plan, std::vector<lower::LoweredGroup> groups,
-                             std::string source, CpuModule module)
-    : graph_(std::move(graph)),
-      plan_(std::move(plan)),
-      groups_(std::move(groups)),
-      source_(std::move(source)),
-      module_(std::move(module)) {
-  for (const lower::LoweredGroup& l : groups_) functions_.push_back(module_.function(l.kernel->name));
-}
+CpuExecutable::CpuExecutable(Graph graph, std::shared_ptr<const CompiledGraph> compiled)
+    : graph_(std::move(graph)), compiled_(std::move(compiled)) {}
+
+int CpuExecutable::kernel_count() const { return static_cast<int>(compiled_->steps.size()); }
+const FusionPlan& CpuExecutable::plan() const { return compiled_->plan; }
+const std::string& CpuExecutable::source() const { return compiled_->source; }
+const std::string& CpuExecutable::fallback() const { return compiled_->fallback; }
 
 CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
                                      const DumpHook& dump) {
-  FusionPlan fusion_plan = stitch::plan(canonical_graph, planner);
-  if (dump) dump("plan", print_plan(canonical_graph, fusion_plan));
-  std::vector<lower::LoweredGroup> lowered =
-      lower::lower_plan(canonical_graph, fusion_plan, kernel_prefix(canonical_graph.name()));
-  for (const lower::LoweredGroup& l : lowered) {
-    if (l.kernel) continue;
-    const FusionGroup& group = fusion_plan.groups[l.group];
-    std::string what = fmt::format("{}: {}", group_kind_name(group.kind),
-                                   group.roots.empty() ? std::string("no roots")
-                                                       : describe_node(canonical_graph, group.roots.front()));
-    throw UserError(fmt::format("--backend cpu cannot run this graph yet: group {} ({}): {}; use --backend interp",
-                                l.group, what, l.not_lowered_reason));
+  CompileOptions options;
+  options.dump = dump;
+  return compile(canonical_graph, planner, cache, options);
+}
+
+CpuExecutable CpuExecutable::compile(const Graph& g, PlannerKind planner, KernelCache& cache,
+                                     const CompileOptions& options) {
+  const CacheStats before = cache.stats();
+  const int max_fusions = resolve_max_fusions(options.plan);
+  const std::string key = memory_key(g, planner, max_fusions, options.compiler);
+  if (std::shared_ptr<const CompiledGraph> hit = cache.find_compiled_graph(key)) {
+    CpuExecutable exe(g, std::move(hit));
+    exe.cache_stats_ = stats_delta(before, cache.stats());
+    return exe;
   }
-  std::vector<kir::Kernel> kernels;
-  for (const lower::LoweredGroup& l : lowered) kernels.push_back(*l.kernel);
-  if (dump) {
-    std::string text;
-    for (const kir::Kernel& k : kernels) text += kir::print_kernel(k);
-    dump("kir", text);
+
+  PlanOptions plan_options;
+  plan_options.max_fusions = max_fusions;
+  FusionPlan fusion_plan = stitch::plan(g, planner, plan_options);
+  if (options.dump) options.dump("plan", print_plan(g, fusion_plan));
+  LoweredPlan lowered = lower_whole_plan(g, std::move(fusion_plan), kernel_prefix(g.name()));
+  if (!lowered.unsupported.empty()) throw UserError(unsupported_message(lowered.unsupported));
+  if (options.dump) options.dump("kir", print_kernels(lowered.kernels));
+
+  auto warn = [&](const std::string& message) {
+    if (options.warn) {
+      options.warn(message);
+    } else {
+      std::cerr << "stitch: warning: " << message << "\n";
+    }
+  };
+  std::string error;
+  std::shared_ptr<CompiledGraph> compiled = try_build(lowered, cache, options, error);
+  if (!compiled && planner != PlannerKind::None) {
+    // A fused kernel the compiler rejects must not cost the user the result:
+    // one kernel per op is the smallest fusion there is.
+    std::string note = fmt::format("compiling the fused kernels of graph '{}' (planner {}) failed:\n{}\n",
+                                   g.name(), planner_name(planner), error);
+    LoweredPlan unfused = lower_whole_plan(g, plan_none(g), kernel_prefix(g.name()));
+    STITCH_ASSERT(unfused.unsupported.empty(), "the unfused plan lowers whenever the fused one does");
+    compiled = try_build(unfused, cache, options, error);
+    if (compiled) {
+      compiled->fallback = note + "falling back to the unfused plan (planner none)";
+      warn(compiled->fallback);
+    } else {
+      note += fmt::format("the unfused plan failed too:\n{}\n", error);
+    }
+    error = note;
   }
-  std::string source = codegen::cpu::emit_cpp_translation_unit(kernels);
-  if (dump) dump("source", source);
-  CacheStats before = cache.stats();
-  CpuModule module = cache.load_or_compile(source);
-  CacheStats after = cache.stats();
-  CpuExecutable exe(canonical_graph, std::move(fusion_plan), std::move(lowered), std::move(source),
-                    std::move(module));
-  exe.cache_stats_ = {after.hits - before.hits, after.misses - before.misses,
-                      after.recompiled_corrupt - before.recompiled_corrupt};
+  if (!compiled) {
+    // Nothing compiled: the reference interpreter still gives the result.
+    compiled = std::make_shared<CompiledGraph>();
+    compiled->plan = plan_none(g);
+    compiled->interpret = true;
+    compiled->fallback = fmt::format("{}\nrunning graph '{}' on the reference interpreter instead (slow)",
+                                     error, g.name());
+    warn(compiled->fallback);
+  }
+  cache.store_compiled_graph(key, compiled);
+  CpuExecutable exe(g, std::move(compiled));
+  exe.cache_stats_ = stats_delta(before, cache.stats());
   return exe;
+}
+
+std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>& graphs, PlannerKind planner,
+                                                        KernelCache& cache, const PlanOptions& plan_options) {
+  const int max_fusions = resolve_max_fusions(plan_options);
+  PlanOptions resolved;
+  resolved.max_fusions = max_fusions;
+  std::vector<LoweredPlan> lowered;
+  std::vector<kir::Kernel> kernels;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    lowered.push_back(lower_whole_plan(graphs[i], stitch::plan(graphs[i], planner, resolved),
+                                       kernel_prefix(graphs[i].name()) + "_b" + std::to_string(i)));
+    if (!lowered.back().unsupported.empty()) {
+      throw UserError(fmt::format("graph {} ('{}'): {}", i, graphs[i].name(), unsupported_message(lowered.back().unsupported)));
+    }
+    kernels.insert(kernels.end(), lowered.back().kernels.begin(), lowered.back().kernels.end());
+  }
+  const CacheStats before = cache.stats();
+  const std::string source = codegen::cpu::emit_cpp_translation_unit(kernels);
+  CpuModule module = cache.load_or_compile(source);
+  const CacheStats delta = stats_delta(before, cache.stats());
+  std::vector<CpuExecutable> out;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    auto compiled = std::make_shared<CompiledGraph>();
+    compiled->steps = make_steps(lowered[i], module);
+    compiled->plan = std::move(lowered[i].plan);
+    compiled->source = source;
+    compiled->module = module;
+    out.push_back(CpuExecutable(graphs[i], std::move(compiled)));
+    out.back().cache_stats_ = delta;
+  }
+  return out;
+}
+
+std::string CpuExecutable::unsupported_reason(const Graph& g, PlannerKind planner, const PlanOptions& plan_options) {
+  return lower_whole_plan(g, stitch::plan(g, planner, plan_options), "k").unsupported;
 }
 
 std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
   const Graph& g = graph_;
+  if (compiled_->interpret) return interpret(g, inputs);
   SymbolBindings bindings = bind_inputs(g, inputs);
-  const int group_count = static_cast<int>(groups_.size());
+  const std::vector<Step>& steps = compiled_->steps;
+  const int step_count = static_cast<int>(steps.size());
 
   // Graph outputs get tensors of their own (they are returned); every other
   // group root is an intermediate that lives in the pool from its producing
-  // group to its last consumer.
+  // step to its last consumer.
   std::map<int, Tensor> outputs;  // by value index
   for (const GraphOutput& o : g.outputs()) {
     if (g.value(o.value).producer >= 0 && !outputs.count(o.value.index)) {
       outputs.emplace(o.value.index, Tensor(g.type(o.value).dtype, concrete_shape(g.type(o.value).shape, bindings)));
     }
   }
-  std::map<int, int> last_use;  // intermediate value index -> last group reading it
-  for (int i = 0; i < group_count; ++i) {
-    for (ValueId v : groups_[i].signature.outputs) {
+  std::map<int, int> last_use;  // intermediate value index -> last step reading it
+  for (int i = 0; i < step_count; ++i) {
+    for (ValueId v : steps[i].signature.outputs) {
       if (!outputs.count(v.index)) last_use[v.index] = i;
     }
   }
-  for (int i = 0; i < group_count; ++i) {
-    for (ValueId v : groups_[i].signature.inputs) {
+  for (int i = 0; i < step_count; ++i) {
+    for (ValueId v : steps[i].signature.inputs) {
       if (auto it = last_use.find(v.index); it != last_use.end()) it->second = std::max(it->second, i);
     }
   }
 
   std::vector<std::vector<std::byte>> pool;
-  std::vector<int> free_buffers;          // indices into pool
-  std::map<int, int> buffer_of;           // intermediate value index -> pool index
+  std::vector<int> free_buffers;           // indices into pool
+  std::map<int, int> buffer_of;            // intermediate value index -> pool index
   std::map<int, const std::byte*> params;  // parameter value index -> input data
   for (size_t i = 0; i < g.params().size(); ++i) params[g.params()[i].index] = inputs[i].raw();
 
@@ -113,11 +300,11 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
     throw InternalError(fmt::format("cpu executable: value {} has no buffer", g.value_name(v)), __FILE__, __LINE__);
   };
 
-  for (int i = 0; i < group_count; ++i) {
-    const lower::GroupSignature& sig = groups_[i].signature;
-    // Inputs of this group stay held until after it ran, so a root never
+  for (int i = 0; i < step_count; ++i) {
+    const Step& step = steps[i];
+    // Inputs of this step stay held until after it ran, so a root never
     // shares a buffer with a value the same kernel reads.
-    for (ValueId v : sig.outputs) {
+    for (ValueId v : step.signature.outputs) {
       if (outputs.count(v.index)) continue;
       size_t bytes = static_cast<size_t>(value_bytes(g, v, bindings));
       // Best fit: the smallest free buffer that is large enough.
@@ -135,12 +322,19 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
         pool.emplace_back(bytes);
       }
     }
-    std::vector<void*> buffers;
-    for (ValueId v : sig.inputs) buffers.push_back(address_of(v));
-    for (ValueId v : sig.outputs) buffers.push_back(address_of(v));
-    std::vector<int64_t> scalars;
-    for (const std::string& s : sig.symbols) scalars.push_back(scalar_slot(bindings.at(s)));
-    functions_[i](buffers.data(), scalars.data());
+    if (step.kind == Step::Kind::Dot) {
+      const Node& n = g.nodes()[step.node];
+      run_dot(g.type(n.output).dtype, concrete_shape(g.type(n.inputs[0]).shape, bindings),
+              concrete_shape(g.type(n.inputs[1]).shape, bindings), concrete_shape(g.type(n.output).shape, bindings),
+              address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output));
+    } else {
+      std::vector<void*> buffers;
+      for (ValueId v : step.signature.inputs) buffers.push_back(address_of(v));
+      for (ValueId v : step.signature.outputs) buffers.push_back(address_of(v));
+      std::vector<int64_t> scalars;
+      for (const std::string& s : step.signature.symbols) scalars.push_back(scalar_slot(bindings.at(s)));
+      step.function(buffers.data(), scalars.data());
+    }
     for (auto& [value, last] : last_use) {
       if (last == i) free_buffers.push_back(buffer_of.at(value));
     }

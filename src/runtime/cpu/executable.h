@@ -1,10 +1,13 @@
 // A whole graph compiled for the CPU (DESIGN.md, Runtime): plan, lower every
 // group, emit all kernels into one translation unit, load it through the
-// kernel cache, then run the kernels in plan order with planned buffers.
+// kernel cache, then run the launch list in plan order with planned buffers.
+// Dots are library calls (dot_call.h). docs/cpu-backend.md describes the
+// fallback when the system compiler rejects a fused kernel.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,41 +24,74 @@ namespace stitch::runtime::cpu {
 // available, so a caller can dump the plan even when lowering then fails.
 using DumpHook = std::function<void(std::string_view stage, const std::string& text)>;
 
+struct CompileOptions {
+  PlanOptions plan;  // max_fusions: -1 reads STITCH_MAX_FUSIONS
+  CompilerOptions compiler;
+  DumpHook dump;
+  // Where the loud report of a compile failure and its fallback goes; stderr
+  // ("stitch: warning: ...") when empty.
+  std::function<void(const std::string&)> warn;
+  // Test seam: a plan for which this returns true is treated as if the
+  // system compiler had rejected its translation unit, so the fallback path
+  // can be tested without a broken compiler.
+  std::function<bool(const FusionPlan&)> reject_plan;
+};
+
+// Everything compile() derives from the graph's structure; shared (immutable)
+// by every executable of structurally equal graphs through the in-memory level
+// of the kernel cache.
+struct CompiledGraph;
+
 class CpuExecutable {
  public:
-  // Throws UserError naming the first group that does not lower yet (the CPU
-  // back end has no fallback), or for a planner that is not implemented.
+  // Throws UserError naming the first group that does not lower (an op the
+  // CPU back end does not implement), or for a planner that is not
+  // implemented. A translation unit the compiler rejects is reported through
+  // options.warn and replaced: by the unfused plan, and if that fails too, by
+  // the reference interpreter; the result is always computed.
   static CpuExecutable compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
-                               const DumpHook& dump = {});
+                               const CompileOptions& options = {});
+  static CpuExecutable compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
+                               const DumpHook& dump);
+
+  // For test suites: every graph's kernels in one translation unit, one
+  // compiler run. No fallback: a compile failure throws CompileError.
+  // Throws UserError when any group of any graph does not lower.
+  static std::vector<CpuExecutable> compile_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
+                                                  KernelCache& cache, const PlanOptions& plan_options = {});
+
+  // "" when compile() would lower every group of `canonical_graph`' plan;
+  // otherwise why not (the first group that does not lower).
+  static std::string unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
+                                        const PlanOptions& plan_options = {});
 
   // One tensor per graph output, in order. Checks the inputs as the
   // interpreter does (bind_inputs). Intermediates live in pooled buffers that
   // are reused once their last consumer has run.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
-  int kernel_count() const { return static_cast<int>(groups_.size()); }
+  // Kernels launched plus library calls made per run.
+  int kernel_count() const;
   // Bytes of intermediate buffers the last run() allocated: the peak, since
   // the pool only grows within a run. 0 before the first run.
   int64_t peak_intermediate_bytes() const { return peak_intermediate_bytes_; }
   // How many pooled buffers the last run() used for how many intermediates.
   int intermediate_buffer_count() const { return intermediate_buffer_count_; }
   int intermediate_value_count() const { return intermediate_value_count_; }
-  // The cache's hits and misses caused by this compile (one load per graph).
+  // The cache's hits and misses caused by this compile.
   const CacheStats& cache_stats() const { return cache_stats_; }
 
-  const FusionPlan& plan() const { return plan_; }
-  const std::string& source() const { return source_; }
+  // The plan that runs (after any fallback).
+  const FusionPlan& plan() const;
+  const std::string& source() const;
+  // Empty unless compile() fell back; then what failed and what runs instead.
+  const std::string& fallback() const;
 
  private:
-  CpuExecutable(Graph graph, FusionPlan plan, std::vector<lower::LoweredGroup> groups, std::string source,
-                CpuModule module);
+  CpuExecutable(Graph graph, std::shared_ptr<const CompiledGraph> compiled);
 
   Graph graph_;
-  FusionPlan plan_;
-  std::vector<lower::LoweredGroup> groups_;  // every one with a kernel
-  std::vector<KernelFunction> functions_;    // parallel to groups_
-  std::string source_;
-  CpuModule module_;
+  std::shared_ptr<const CompiledGraph> compiled_;
   CacheStats cache_stats_;
   int64_t peak_intermediate_bytes_ = 0;
   int intermediate_buffer_count_ = 0;

@@ -207,6 +207,19 @@ CacheStats KernelCache::stats() const {
   return stats_;
 }
 
+std::shared_ptr<const CompiledGraph> KernelCache::find_compiled_graph(const std::string& key) {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  auto it = compiled_graphs_.find(key);
+  if (it == compiled_graphs_.end()) return nullptr;
+  ++stats_.memory_hits;
+  return it->second;
+}
+
+void KernelCache::store_compiled_graph(const std::string& key, std::shared_ptr<const CompiledGraph> compiled) {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  compiled_graphs_[key] = std::move(compiled);
+}
+
 bool KernelCache::entry_is_valid(const std::string& key) const {
   const std::string checksum = read_bytes(checksum_path(key));
   if (checksum.empty()) return false;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -30,7 +32,10 @@ std::string compiler_version(const std::string& compiler);
 // resolves to exactly these features.
 std::string target_description();
 
+struct CompiledGraph;  // executable.h
+
 struct CacheStats {
+  int memory_hits = 0;         // a structurally equal graph was compiled before: no codegen, no load
   int hits = 0;                // a verified entry was loaded, no compiler run
   int misses = 0;              // no entry: compiled and stored
   int recompiled_corrupt = 0;  // an entry failed verification: compiled and replaced
@@ -54,6 +59,12 @@ class KernelCache {
   std::filesystem::path shared_object_path(const std::string& key) const;
   std::filesystem::path checksum_path(const std::string& key) const;
 
+  // The in-memory level (DESIGN.md, Runtime): compiled graphs by their
+  // structural key, for the lifetime of this cache object. find counts a
+  // memory hit when it finds one.
+  std::shared_ptr<const CompiledGraph> find_compiled_graph(const std::string& key);
+  void store_compiled_graph(const std::string& key, std::shared_ptr<const CompiledGraph> compiled);
+
   const std::filesystem::path& directory() const { return directory_; }
   CacheStats stats() const;
 
@@ -62,8 +73,9 @@ class KernelCache {
   void compile_into_entry(const std::string& key, const std::string& source, const CompilerOptions& options);
 
   std::filesystem::path directory_;
-  mutable std::mutex stats_mutex_;
+  mutable std::mutex stats_mutex_;  // guards stats_ and compiled_graphs_
   CacheStats stats_;
+  std::map<std::string, std::shared_ptr<const CompiledGraph>> compiled_graphs_;
 };
 
 }  // namespace stitch::runtime::cpu

@@ -1,0 +1,167 @@
+#include "runtime/cpu/dot_call.h"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "stitch/error.h"
+#include "tensor/narrow_float.h"
+
+namespace stitch::runtime::cpu {
+
+namespace {
+
+struct MatmulProblem {
+  int64_t m = 0, k = 0, n = 0;
+  std::vector<int64_t> batch;  // the output's batch dims
+  // Element offsets of each batch's matrices, in batch order (broadcast dims repeat).
+  std::vector<int64_t> a_offsets, b_offsets;
+};
+
+// Element strides of `dims` (a batch prefix of a contiguous operand whose
+// matrix holds `matrix` elements) broadcast against `out_batch`, right-aligned.
+std::vector<int64_t> batch_strides(const std::vector<int64_t>& dims, const std::vector<int64_t>& out_batch,
+                                   int64_t matrix) {
+  std::vector<int64_t> strides(out_batch.size(), 0);
+  int64_t stride = matrix;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const size_t d = dims.size() - 1 - i;
+    const size_t o = out_batch.size() - 1 - i;
+    strides[o] = dims[d] == 1 ? 0 : stride;
+    stride *= dims[d];
+  }
+  return strides;
+}
+
+MatmulProblem matmul_problem(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                             const std::vector<int64_t>& out) {
+  const bool a_vector = a.size() == 1;
+  const bool b_vector = b.size() == 1;
+  MatmulProblem p;
+  p.m = a_vector ? 1 : a[a.size() - 2];
+  p.k = a.back();
+  p.n = b_vector ? 1 : b.back();
+  const size_t matrix_dims = (a_vector ? 0 : 1) + (b_vector ? 0 : 1);
+  STITCH_ASSERT(out.size() >= matrix_dims, "dot result rank below its matrix dims");
+  p.batch.assign(out.begin(), out.end() - static_cast<std::ptrdiff_t>(matrix_dims));
+  std::vector<int64_t> a_batch(a.begin(), a.end() - (a_vector ? 1 : 2));
+  std::vector<int64_t> b_batch(b.begin(), b.end() - (b_vector ? 1 : 2));
+  STITCH_ASSERT(a_batch.size() <= p.batch.size() && b_batch.size() <= p.batch.size(), "dot operand batch rank above the result's");
+  const std::vector<int64_t> a_strides = batch_strides(a_batch, p.batch, p.m * p.k);
+  const std::vector<int64_t> b_strides = batch_strides(b_batch, p.batch, p.k * p.n);
+  int64_t count = 1;
+  for (int64_t d : p.batch) count *= d;
+  std::vector<int64_t> index(p.batch.size(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t a_off = 0, b_off = 0;
+    for (size_t d = 0; d < index.size(); ++d) {
+      a_off += index[d] * a_strides[d];
+      b_off += index[d] * b_strides[d];
+    }
+    p.a_offsets.push_back(a_off);
+    p.b_offsets.push_back(b_off);
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < p.batch[d]) break;
+      index[d] = 0;
+    }
+  }
+  return p;
+}
+
+// Row-major C[m x n] = A[m x k] B[k x n] through CBLAS, one call per batch.
+template <class T>
+void gemm_batches(const MatmulProblem& p, const T* a, const T* b, T* c) {
+  const int64_t c_size = p.m * p.n;
+  if (c_size == 0) return;
+  if (p.k == 0) {
+    std::fill(c, c + c_size * static_cast<int64_t>(p.a_offsets.size()), T{0});
+    return;
+  }
+  const blasint m = static_cast<blasint>(p.m), n = static_cast<blasint>(p.n), k = static_cast<blasint>(p.k);
+  for (size_t i = 0; i < p.a_offsets.size(); ++i) {
+    if constexpr (std::is_same_v<T, float>) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a + p.a_offsets[i], k,
+                  b + p.b_offsets[i], n, 0.0f, c + static_cast<int64_t>(i) * c_size, n);
+    } else {
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a + p.a_offsets[i], k,
+                  b + p.b_offsets[i], n, 0.0, c + static_cast<int64_t>(i) * c_size, n);
+    }
+  }
+}
+
+// Integer products wrap in two's complement at 64 bits, then the sum is
+// narrowed to T, exactly as the interpreter does (docs/semantics.md).
+template <class T>
+void integer_matmul(const MatmulProblem& p, const T* a, const T* b, T* c) {
+  std::vector<uint64_t> row(static_cast<size_t>(p.n));
+  for (size_t batch = 0; batch < p.a_offsets.size(); ++batch) {
+    const T* ab = a + p.a_offsets[batch];
+    const T* bb = b + p.b_offsets[batch];
+    T* cb = c + static_cast<int64_t>(batch) * p.m * p.n;
+    for (int64_t i = 0; i < p.m; ++i) {
+      std::fill(row.begin(), row.end(), 0);
+      for (int64_t kk = 0; kk < p.k; ++kk) {
+        const uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(ab[i * p.k + kk]));
+        for (int64_t j = 0; j < p.n; ++j) row[j] += x * static_cast<uint64_t>(static_cast<int64_t>(bb[kk * p.n + j]));
+      }
+      for (int64_t j = 0; j < p.n; ++j) cb[i * p.n + j] = static_cast<T>(static_cast<int64_t>(row[j]));
+    }
+  }
+}
+
+// f16 / bf16: widen to f32 (exact), sgemm, round each result once.
+void narrow_matmul(const MatmulProblem& p, DType dtype, const std::vector<int64_t>& a_shape,
+                   const std::vector<int64_t>& b_shape, const uint16_t* a, const uint16_t* b, uint16_t* c) {
+  auto widen = [&](const uint16_t* src, int64_t count) {
+    std::vector<float> out(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      out[i] = dtype == DType::f16 ? stitch_f16_bits_to_f32(src[i]) : stitch_bf16_bits_to_f32(src[i]);
+    }
+    return out;
+  };
+  auto numel = [](const std::vector<int64_t>& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+  };
+  const std::vector<float> wa = widen(a, numel(a_shape));
+  const std::vector<float> wb = widen(b, numel(b_shape));
+  const int64_t c_count = p.m * p.n * static_cast<int64_t>(p.a_offsets.size());
+  std::vector<float> wc(static_cast<size_t>(c_count));
+  gemm_batches<float>(p, wa.data(), wb.data(), wc.data());
+  for (int64_t i = 0; i < c_count; ++i) {
+    c[i] = dtype == DType::f16 ? stitch_f64_to_f16_bits(wc[i]) : stitch_f64_to_bf16_bits(wc[i]);
+  }
+}
+
+}  // namespace
+
+void run_dot(DType dtype, const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
+             const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out) {
+  const MatmulProblem p = matmul_problem(a_shape, b_shape, out_shape);
+  switch (dtype) {
+    case DType::f32:
+      return gemm_batches(p, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(out));
+    case DType::f64:
+      return gemm_batches(p, static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(out));
+    case DType::f16:
+    case DType::bf16:
+      return narrow_matmul(p, dtype, a_shape, b_shape, static_cast<const uint16_t*>(a),
+                           static_cast<const uint16_t*>(b), static_cast<uint16_t*>(out));
+    case DType::i8:
+      return integer_matmul(p, static_cast<const int8_t*>(a), static_cast<const int8_t*>(b), static_cast<int8_t*>(out));
+    case DType::i32:
+      return integer_matmul(p, static_cast<const int32_t*>(a), static_cast<const int32_t*>(b),
+                            static_cast<int32_t*>(out));
+    case DType::i64:
+      return integer_matmul(p, static_cast<const int64_t*>(a), static_cast<const int64_t*>(b),
+                            static_cast<int64_t*>(out));
+    default:
+      throw InternalError(fmt::format("dot library call: no implementation for dtype {}", dtype_name(dtype)),
+                          __FILE__, __LINE__);
+  }
+}
+
+}  // namespace stitch::runtime::cpu

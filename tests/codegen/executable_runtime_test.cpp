@@ -1,0 +1,225 @@
+// CpuExecutable beyond the generated kernels: dots as BLAS library calls, the
+// fallback when the compiler rejects a plan, STITCH_MAX_FUSIONS, and
+// compile_batch. Every result is compared with the reference interpreter.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "ir/canonicalize.h"
+#include "runtime/cpu/executable.h"
+#include "stitch/error.h"
+#include "stitch/interpreter.h"
+#include "stitch/text.h"
+#include "tensor_compare.h"
+
+namespace stitch::runtime::cpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+Graph canonical_graph(const char* text) { return canonicalize(parse_module(text).graphs.front()); }
+
+std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed, const SymbolBindings& symbols = {}) {
+  std::vector<Tensor> inputs;
+  for (ValueId p : g.params()) {
+    Tensor t(g.type(p).dtype, concrete_shape(g.type(p).shape, symbols));
+    fill_random(t, seed++);
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+class ExecutableRuntime : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cache_dir_ = fs::temp_directory_path() / ("stitch_executable_runtime_test_" + std::to_string(::getpid()));
+    fs::remove_all(cache_dir_);
+    cache_ = std::make_unique<KernelCache>(cache_dir_);
+  }
+  static void TearDownTestSuite() {
+    cache_.reset();
+    fs::remove_all(cache_dir_);
+  }
+
+  static void expect_matches(CpuExecutable& exe, const Graph& g, int64_t reduction_length,
+                             const SymbolBindings& symbols = {}) {
+    std::vector<Tensor> inputs = random_inputs(g, 5, symbols);
+    std::vector<Tensor> want = interpret(g, inputs);
+    std::vector<Tensor> got = exe.run(inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(testing::matches_interpreter(got[i], want[i], false, reduction_length))
+          << g.name() << " output " << i;
+    }
+  }
+
+  static fs::path cache_dir_;
+  static std::unique_ptr<KernelCache> cache_;
+};
+
+fs::path ExecutableRuntime::cache_dir_;
+std::unique_ptr<KernelCache> ExecutableRuntime::cache_;
+
+// Every dot shape class numpy matmul has (matrix, vector operands, batch
+// broadcast, empty contraction) in every dtype the type rules allow, with
+// fused elementwise work around them.
+const char* const kDots = R"(graph dots(a: f32[5, 7], b: f32[7, 3], v: f32[7], ba: f32[2, 1, 4, 7], bb: f32[3, 7, 6],
+                  d1: f64[4, 9], d2: f64[9, 2], h1: f16[3, 8], h2: f16[8, 5], g1: bf16[3, 8], g2: bf16[8, 5],
+                  i1: i32[4, 6], i2: i32[6, 3], e1: f32[3, 0], e2: f32[0, 4], j1: i8[2, 5], j2: i8[5, 2])
+    -> (f32[5, 3], f32[5], f32[3], f32[], f32[2, 3, 4, 6], f64[4, 2], f16[3, 5], bf16[3, 5], i32[4, 3],
+        f32[3, 4], i8[2, 2]) {
+  a2 = mul(a, 2.0)
+  mm = dot(a2, b)
+  r = add(mm, 1.0)
+  mv = dot(a, v)
+  vm = dot(v, b)
+  vv = dot(v, v)
+  bmm = dot(ba, bb)
+  dd = dot(d1, d2)
+  hh = dot(h1, h2)
+  gg = dot(g1, g2)
+  ii = dot(i1, i2)
+  ee = dot(e1, e2)
+  jj = dot(j1, j2)
+  return r, mv, vm, vv, bmm, dd, hh, gg, ii, ee, jj
+})";
+
+TEST_F(ExecutableRuntime, DotsAreLibraryCallsMatchingTheInterpreter) {
+  Graph g = canonical_graph(kDots);
+  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
+    SCOPED_TRACE(std::string(planner_name(planner)));
+    CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_);
+    int library = 0;
+    for (const FusionGroup& group : exe.plan().groups) library += group.kind == GroupKind::Library;
+    EXPECT_EQ(library, 11);
+    expect_matches(exe, g, 9);
+  }
+}
+
+TEST_F(ExecutableRuntime, BatchedDotWithSymbolicBatch) {
+  Graph g = canonical_graph(R"(graph bdot(x: f32[B, 4, 8], w: f32[8, 16]) -> (f32[B, 4, 16]) {
+  y = dot(x, w)
+  z = tanh(y)
+  return z
+})");
+  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_);
+  std::vector<Tensor> inputs = random_inputs(g, 3, {{"B", 3}});
+  std::vector<Tensor> want = interpret(g, inputs);
+  std::vector<Tensor> got = exe.run(inputs);
+  EXPECT_TRUE(testing::matches_interpreter(got[0], want[0], true, 8));
+}
+
+const char* const kFusable = R"(graph fusable(x: f32[16, 32], y: f32[16, 32]) -> (f32[16, 32], f32[16]) {
+  a = mul(x, y)
+  b = exp(a)
+  c = add(b, x)
+  s = reduce_sum(c, axes=[1])
+  m = reduce_max(c, axes=[1])
+  t = add(s, m)
+  return c, t
+})";
+
+TEST_F(ExecutableRuntime, RejectedFusedPlanFallsBackToTheUnfusedPlanLoudly) {
+  Graph g = canonical_graph(kFusable);
+  std::vector<std::string> warnings;
+  CompileOptions options;
+  options.warn = [&](const std::string& w) { warnings.push_back(w); };
+  options.reject_plan = [](const FusionPlan& p) { return p.planner == "xla"; };
+  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_, options);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("falling back to the unfused plan"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("fusable"), std::string::npos) << warnings[0];
+  EXPECT_EQ(exe.plan().planner, "none");
+  EXPECT_EQ(exe.fallback(), warnings[0]);
+  expect_matches(exe, g, 32);
+}
+
+TEST_F(ExecutableRuntime, NothingCompilesRunsTheInterpreterLoudly) {
+  Graph g = canonical_graph(kFusable);
+  std::vector<std::string> warnings;
+  CompileOptions options;
+  options.warn = [&](const std::string& w) { warnings.push_back(w); };
+  options.reject_plan = [](const FusionPlan&) { return true; };
+  // A different planner cap gives a different in-memory key: this compile is
+  // not answered by an earlier test's executable.
+  options.plan.max_fusions = 1000;
+  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_, options);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("the unfused plan failed too"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("reference interpreter"), std::string::npos) << warnings[0];
+  expect_matches(exe, g, 32);
+}
+
+TEST_F(ExecutableRuntime, ARealCompilerErrorFallsBack) {
+  // An unknown flag makes the system compiler fail on every unit: a real
+  // CompileError, not the test seam.
+  Graph g = canonical_graph(kFusable);
+  std::vector<std::string> warnings;
+  CompileOptions options;
+  options.warn = [&](const std::string& w) { warnings.push_back(w); };
+  options.compiler.flags.push_back("--stitch-no-such-flag");
+  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_, options);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("stitch-no-such-flag"), std::string::npos) << warnings[0];
+  expect_matches(exe, g, 32);
+}
+
+TEST_F(ExecutableRuntime, MaxFusionsCapsTheXlaPlan) {
+  Graph g = canonical_graph(kFusable);
+  auto groups = [&](int cap) {
+    PlanOptions o;
+    o.max_fusions = cap;
+    return plan(g, PlannerKind::Xla, o).groups.size();
+  };
+  const size_t unfused = plan(g, PlannerKind::None).groups.size();
+  EXPECT_EQ(groups(0), unfused);
+  EXPECT_LT(groups(-1), unfused);
+  EXPECT_LE(groups(1), unfused);
+  EXPECT_GT(groups(1), groups(-1));
+  PlanOptions capped;
+  capped.max_fusions = 0;
+  FusionPlan p = plan(g, PlannerKind::Xla, capped);
+  bool named = false;
+  for (const FusionRefusal& r : p.refusals) named |= r.reason.find("STITCH_MAX_FUSIONS=0") != std::string::npos;
+  EXPECT_TRUE(named) << print_plan(g, p);
+
+  CompileOptions options;
+  options.plan.max_fusions = 2;
+  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_, options);
+  expect_matches(exe, g, 32);
+}
+
+TEST_F(ExecutableRuntime, MaxFusionsFromTheEnvironment) {
+  Graph g = canonical_graph(kFusable);
+  ::setenv("STITCH_MAX_FUSIONS", "0", 1);
+  const size_t capped = plan(g, PlannerKind::Xla).groups.size();
+  ::setenv("STITCH_MAX_FUSIONS", "lots", 1);
+  EXPECT_THROW(plan(g, PlannerKind::Xla), UserError);
+  ::unsetenv("STITCH_MAX_FUSIONS");
+  EXPECT_EQ(capped, plan(g, PlannerKind::None).groups.size());
+  EXPECT_LT(plan(g, PlannerKind::Xla).groups.size(), capped);
+}
+
+TEST_F(ExecutableRuntime, CompileBatchSharesOneTranslationUnit) {
+  std::vector<Graph> graphs = {canonical_graph(kFusable), canonical_graph(R"(graph other(x: f32[N, 8]) -> (f32[N]) {
+  y = sigmoid(x)
+  s = reduce_sum(y, axes=[1])
+  return s
+})")};
+  KernelCache cache(cache_dir_ / "batch");
+  std::vector<CpuExecutable> exes = CpuExecutable::compile_batch(graphs, PlannerKind::Xla, cache);
+  ASSERT_EQ(exes.size(), 2u);
+  EXPECT_EQ(cache.stats().misses, 1);
+  EXPECT_EQ(exes[0].source(), exes[1].source());
+  expect_matches(exes[0], graphs[0], 32);
+  std::vector<Tensor> inputs = random_inputs(graphs[1], 1, {{"N", 5}});
+  EXPECT_TRUE(testing::matches_interpreter(exes[1].run(inputs)[0], interpret(graphs[1], inputs)[0], true, 8));
+  EXPECT_EQ(CpuExecutable::unsupported_reason(graphs[1], PlannerKind::Xla), "");
+}
+
+}  // namespace
+}  // namespace stitch::runtime::cpu

@@ -186,6 +186,7 @@ Expr GroupExpr::eval_node(const Node& node, const Index& idx) {
     case OpKind::Constant: return literal(attrs.get("value"), type.dtype);
     case OpKind::Concat: return eval_concat(node, idx);
     case OpKind::Pad: return eval_pad(node, idx);
+    case OpKind::Gather: return eval_gather(node, idx);
     default: break;
   }
   Index operands;
@@ -236,6 +237,39 @@ Expr GroupExpr::eval_pad(const Node& node, const Index& idx) {
   }
   Expr result = kb_.let(fresh("p"), fill);
   kb_.if_then(inside, [&] { scoped([&] { kb_.assign(result, eval(node.inputs[0], j)); }); });
+  return result;
+}
+
+// numpy `take`: the output index splits into x's leading dims, the index
+// operand's dims and x's trailing dims; the loaded (or computed) index picks
+// the position along `axis`, negatives counting from the end. In-range
+// indices give exactly the interpreter's element. An out-of-range index is a
+// user error there; a kernel cannot raise one, so it is clamped into the axis
+// to keep the load in bounds (docs/lowering.md, Gather).
+Expr GroupExpr::eval_gather(const Node& node, const Index& idx) {
+  const int64_t axis = node.attrs.get("axis").as_int();
+  const Shape& x_shape = g_.type(node.inputs[0]).shape;
+  const size_t index_rank = g_.type(node.inputs[1]).shape.size();
+  Index at(idx.begin() + axis, idx.begin() + axis + static_cast<int64_t>(index_rank));
+  Expr loaded = eval(node.inputs[1], at);
+  Expr raw = kb_.let(fresh("k"), loaded.dtype() == DType::i64 ? loaded : kir::cast(loaded, DType::i64));
+  Expr n = dim_expr(x_shape[axis]);
+  Expr wrapped = kir::op(OpKind::Select, {kir::op(OpKind::Lt, {raw, kir::int_const(0)}), add_i(raw, n), raw});
+  Expr clamped = kir::op(OpKind::Max, {kir::op(OpKind::Min, {wrapped, sub_i(n, kir::int_const(1))}),
+                                       kir::int_const(0)});
+  Expr position = kb_.let(fresh("g"), clamped);
+  Index j(idx.begin(), idx.begin() + axis);
+  j.push_back(position);
+  j.insert(j.end(), idx.begin() + axis + static_cast<int64_t>(index_rank), idx.end());
+  DType dtype = g_.type(node.output).dtype;
+  int64_t extent = 0;
+  if (kir::is_int_constant(n, &extent)) {
+    // An empty axis with a non-empty index is always out of range: no load.
+    return extent > 0 ? eval(node.inputs[0], j) : literal(0.0, dtype);
+  }
+  Expr result = kb_.let(fresh("t"), literal(0.0, dtype));
+  kb_.if_then(kir::op(OpKind::Gt, {n, kir::int_const(0)}),
+              [&] { scoped([&] { kb_.assign(result, eval(node.inputs[0], j)); }); });
   return result;
 }
 

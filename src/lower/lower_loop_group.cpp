@@ -1,8 +1,12 @@
 // Loop-group lowering: one flat loop over the roots' elements, each element's
 // value an expression tree built by walking the group backwards from the roots
-// (docs/lowering.md); group_expr.h evaluates the values.
+// (docs/lowering.md); group_expr.h evaluates the values. Roots of different
+// element counts are packed into one kernel as block ranges.
 #include "lower/lower_loop_group.h"
 
+#include <algorithm>
+#include <functional>
+#include <iterator>
 #include <set>
 
 #include "kir/kernel_builder.h"
@@ -28,47 +32,111 @@ class LoopLowerer {
                     "lower_loop_group: op " + std::string(op_name(node.op)) + " of " +
                         g_.value_name(node.output) + " is not supported yet");
     }
-    const Shape& shape = g_.type(g_.nodes()[group_.roots.front()].output).shape;
-    for (int r : group_.roots) {
-      STITCH_ASSERT(g_.type(g_.nodes()[r].output).shape == shape,
-                    "lower_loop_group: roots of different shapes (" + g_.value_name(g_.nodes()[r].output) + ")");
-    }
-
     GroupSignature sig = loop_group_signature(g_, group_);
     ex_.declare_params(sig);
 
-    constexpr int64_t kPerBlock = kLoopBlockThreads * kLoopElementsPerThread;
-    Expr count = element_count_expr(shape);
-    int64_t static_count = 0;
-    bool is_static_count = kir::is_int_constant(count, &static_count);
-    Expr blocks = is_static_count ? kir::int_const((static_count + kPerBlock - 1) / kPerBlock)
-                                  : (count + (kPerBlock - 1)) / kPerBlock;
-    // A static count that fills every block needs no tail guard.
-    bool guard = !is_static_count || static_count % kPerBlock != 0;
-    kb_.launch(blocks, kLoopBlockThreads);
-    kb_.grid("blk", blocks, [&](const Expr& b) {
-      kb_.block("thr", kLoopBlockThreads, [&](const Expr& t) {
-        kb_.loop("part", kir::int_const(kLoopElementsPerThread), kir::LoopLevel::Unroll, [&](const Expr& u) {
-          Expr lin = kb_.let("lin", (b * kLoopElementsPerThread + u) * kLoopBlockThreads + t);
-          auto body = [&] {
-            Index idx = ex_.delinearize(lin, shape, "i");
-            for (int r : group_.roots) {
-              ValueId out = g_.nodes()[r].output;
-              kb_.store(ex_.buffer(out), idx, ex_.eval(out, idx));
-            }
-          };
-          if (guard) {
-            kb_.if_then(kir::op(OpKind::Lt, {lin, count}), body);
-          } else {
-            body();
-          }
-        });
-      });
+    std::vector<BlockRange> ranges = block_ranges();
+    Expr grid = kir::int_const(0);
+    for (BlockRange& r : ranges) {
+      r.first_block = grid;
+      grid = add_i(grid, r.blocks);
+    }
+    kb_.launch(grid, kLoopBlockThreads);
+    kb_.grid("blk", grid, [&](const Expr& b) {
+      if (ranges.size() == 1) {
+        emit_range(ranges.front(), b, "");
+        return;
+      }
+      // Kernel packing with block ranges: an if chain on the block index, a
+      // block-uniform condition, selects which roots this block computes.
+      std::function<void(size_t)> chain = [&](size_t k) {
+        auto body = [&] {
+          ex_.scoped([&] {
+            std::string suffix = std::to_string(k);
+            emit_range(ranges[k], kb_.let("b" + suffix, sub_i(b, ranges[k].first_block)), suffix);
+          });
+        };
+        if (k + 1 == ranges.size()) {
+          body();
+          return;
+        }
+        kb_.if_then(kir::op(OpKind::Lt, {b, add_i(ranges[k].first_block, ranges[k].blocks)}), body,
+                    [&] { chain(k + 1); });
+      };
+      chain(0);
     });
     return kb_.finish();
   }
 
  private:
+  // Roots with one element count share one loop (each root shape delinearises
+  // the same linear index); each distinct count gets its own block range.
+  struct BlockRange {
+    Expr count;
+    std::vector<std::vector<int>> roots_by_shape;
+    Expr blocks;
+    Expr first_block;
+  };
+
+  std::vector<BlockRange> block_ranges() const {
+    std::vector<BlockRange> ranges;
+    for (int r : group_.roots) {
+      const Shape& shape = g_.type(g_.nodes()[r].output).shape;
+      Expr count = element_count_expr(shape);
+      auto range = std::find_if(ranges.begin(), ranges.end(), [&](const BlockRange& x) { return x.count == count; });
+      if (range == ranges.end()) {
+        ranges.push_back({count, {}, {}, {}});
+        range = std::prev(ranges.end());
+      }
+      auto same_shape = std::find_if(range->roots_by_shape.begin(), range->roots_by_shape.end(), [&](const auto& rs) {
+        return g_.type(g_.nodes()[rs.front()].output).shape == shape;
+      });
+      if (same_shape == range->roots_by_shape.end()) {
+        range->roots_by_shape.push_back({r});
+      } else {
+        same_shape->push_back(r);
+      }
+    }
+    for (BlockRange& r : ranges) {
+      int64_t n = 0;
+      r.blocks = kir::is_int_constant(r.count, &n) ? kir::int_const((n + kPerBlock - 1) / kPerBlock)
+                                                   : (r.count + (kPerBlock - 1)) / kPerBlock;
+    }
+    return ranges;
+  }
+
+  // The thread loop of one block range; `b` is the block index within it.
+  // Names carry `suffix` since KIR names are unique in the whole kernel.
+  void emit_range(const BlockRange& range, const Expr& b, const std::string& suffix) {
+    int64_t static_count = 0;
+    // A static count that fills every block needs no tail guard.
+    bool guard = !kir::is_int_constant(range.count, &static_count) || static_count % kPerBlock != 0;
+    kb_.block("thr" + suffix, kLoopBlockThreads, [&](const Expr& t) {
+      kb_.loop("part" + suffix, kir::int_const(kLoopElementsPerThread), kir::LoopLevel::Unroll, [&](const Expr& u) {
+        Expr lin = kb_.let("lin" + suffix, (b * kLoopElementsPerThread + u) * kLoopBlockThreads + t);
+        auto body = [&] {
+          for (size_t s = 0; s < range.roots_by_shape.size(); ++s) {
+            const std::vector<int>& roots = range.roots_by_shape[s];
+            bool only_shape = range.roots_by_shape.size() == 1 && suffix.empty();
+            std::string prefix = only_shape ? "i" : "i" + suffix + "_" + std::to_string(s) + "_";
+            Index idx = ex_.delinearize(lin, g_.type(g_.nodes()[roots.front()].output).shape, prefix);
+            for (int r : roots) {
+              ValueId out = g_.nodes()[r].output;
+              kb_.store(ex_.buffer(out), idx, ex_.eval(out, idx));
+            }
+          }
+        };
+        if (guard) {
+          kb_.if_then(kir::op(OpKind::Lt, {lin, range.count}), body);
+        } else {
+          body();
+        }
+      });
+    });
+  }
+
+  static constexpr int64_t kPerBlock = kLoopBlockThreads * kLoopElementsPerThread;
+
   const Graph& g_;
   const FusionGroup& group_;
   kir::KernelBuilder kb_;
@@ -87,7 +155,8 @@ bool is_loop_lowerable(OpKind op) {
     case OpKind::Concat:
     case OpKind::Pad:
     case OpKind::Iota:
-    case OpKind::Constant: return true;
+    case OpKind::Constant:
+    case OpKind::Gather: return true;
     default: return false;
   }
 }

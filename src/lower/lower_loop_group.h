@@ -33,9 +33,12 @@ bool is_loop_lowerable(OpKind op);
 // The signature lower_loop_group gives `group`'s kernel.
 GroupSignature loop_group_signature(const Graph& g, const FusionGroup& group);
 
-// One kernel computing every root of `group` (kind loop, all roots of one shape,
-// every node is_loop_lowerable); anything else raises InternalError naming the
-// node or the problem. The kernel is verified.
+// One kernel computing every root of `group` (kind loop, every node
+// is_loop_lowerable); anything else raises InternalError naming the node or
+// the problem. Roots may differ in shape (kernel packing, DESIGN.md Schedules
+// and compositions): roots with the same element count share one loop, each
+// distinct count gets its own range of blocks of the one grid. The kernel is
+// verified.
 kir::Kernel lower_loop_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name);
 
 }  // namespace stitch::lower

@@ -24,12 +24,6 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
           break;
         }
       }
-      const Shape& shape = g.type(g.nodes()[group.roots.front()].output).shape;
-      for (int r : group.roots) {
-        if (lowered.not_lowered_reason.empty() && g.type(g.nodes()[r].output).shape != shape) {
-          lowered.not_lowered_reason = "not lowered yet: loop group roots of different shapes";
-        }
-      }
     }
     if (lowered.not_lowered_reason.empty()) {
       std::string name = prefix + "_g" + std::to_string(i);

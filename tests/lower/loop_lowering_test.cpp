@@ -404,23 +404,5 @@ TEST(LowerPlan, ArgmaxGroupsAreMarkedNotLowered) {
   EXPECT_THROW(lower_reduction_group(g, p.groups.front(), "am"), InternalError);
 }
 
-TEST(LowerPlan, LoopGroupWithGatherIsMarkedNotLowered) {
-  Graph g = canonicalize(from_text(R"(graph take(x: f32[10, 4], i: i32[3]) -> (f32[3, 4]) {
-  y = exp(gather(x, i, axis=0))
-  return y
-})"));
-  FusionPlan p = plan(g, PlannerKind::Xla);
-  std::vector<LoweredGroup> lowered = lower_plan(g, p, "take");
-  bool gather_seen = false;
-  for (const LoweredGroup& l : lowered) {
-    if (l.not_lowered_reason == "not lowered yet: op gather in a loop group") {
-      gather_seen = true;
-      EXPECT_FALSE(l.kernel);
-    }
-  }
-  EXPECT_TRUE(gather_seen);
-  EXPECT_THROW(lower_loop_group(g, p.groups.front(), "take"), InternalError);
-}
-
 }  // namespace
 }  // namespace stitch::lower

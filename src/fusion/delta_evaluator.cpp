@@ -1,0 +1,77 @@
+#include "fusion/delta_evaluator.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stitch {
+
+double TargetModel::bandwidth(int64_t bytes) const {
+  const auto& c = bandwidth_curve;
+  if (c.empty()) return 1e10;
+  if (bytes <= c.front().first) return c.front().second;
+  if (bytes >= c.back().first) return c.back().second;
+  auto hi = std::lower_bound(c.begin(), c.end(), bytes, [](const auto& p, int64_t b) { return p.first < b; });
+  auto lo = hi - 1;
+  const double t = (std::log(static_cast<double>(bytes)) - std::log(static_cast<double>(lo->first))) /
+                   (std::log(static_cast<double>(hi->first)) - std::log(static_cast<double>(lo->first)));
+  return lo->second + t * (hi->second - lo->second);
+}
+
+double TargetModel::memory_seconds(int64_t bytes) const {
+  return bytes <= 0 ? 0.0 : static_cast<double>(bytes) / bandwidth(bytes);
+}
+
+TargetModel cpu_target_model() {
+  TargetModel t;
+  t.name = "cpu";
+  // GB/s of an OpenMP copy at each footprint (bytes read + written), median
+  // of repeats, 2 cores; docs/fusion.md gives the machine and the date.
+  const std::pair<int64_t, double> measured[] = {
+      {int64_t{1} << 12, 4.1e9},  {int64_t{1} << 14, 15.0e9}, {int64_t{1} << 16, 54.0e9},
+      {int64_t{1} << 18, 100.7e9}, {int64_t{1} << 20, 137.4e9}, {int64_t{1} << 22, 106.8e9},
+      {int64_t{1} << 24, 58.9e9}, {int64_t{1} << 26, 32.1e9},  {int64_t{1} << 28, 11.2e9},
+      {int64_t{1} << 30, 12.0e9}};
+  t.bandwidth_curve.assign(std::begin(measured), std::end(measured));
+  t.launch_seconds = 2e-6;
+  t.expensive_op_seconds = 0.25e-9;
+  return t;
+}
+
+double DeltaEvaluator::expensive_seconds(const Graph& g, const FusionGroup& group) const {
+  double seconds = 0;
+  for (int n : group.nodes) {
+    OpCategory c = op_info(g.nodes()[n].op).category;
+    if (c != OpCategory::HeavyElementwise) continue;
+    const ValueId out = g.nodes()[n].output;
+    const double elements = static_cast<double>(bytes_.value_bytes(g, out)) / dtype_size(g.type(out).dtype);
+    seconds += elements * target_.expensive_op_seconds;
+  }
+  return seconds;
+}
+
+double DeltaEvaluator::group_seconds(const Graph& g, const FusionGroup& group) const {
+  PlanCost c = bytes_.group_cost(g, group);
+  return target_.memory_seconds(c.bytes_moved()) + target_.launch_seconds + expensive_seconds(g, group);
+}
+
+double DeltaEvaluator::plan_seconds(const Graph& g, const FusionPlan& plan) const {
+  double total = 0;
+  for (const FusionGroup& group : plan.groups) total += group_seconds(g, group);
+  return total;
+}
+
+FusionDelta DeltaEvaluator::delta(const Graph& g, const FusionGroup& a, const FusionGroup& b,
+                                  const FusionGroup& merged, bool b_still_runs) const {
+  FusionDelta d;
+  auto memory = [&](const FusionGroup& group) { return target_.memory_seconds(bytes_.group_cost(g, group).bytes_moved()); };
+  d.saved_memory = memory(a) - memory(merged);
+  if (b_still_runs) {
+    d.penalty = expensive_seconds(g, b);
+  } else {
+    d.saved_memory += memory(b);
+    d.saved_launches = target_.launch_seconds;
+  }
+  return d;
+}
+
+}  // namespace stitch

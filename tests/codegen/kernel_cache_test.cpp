@@ -4,6 +4,8 @@
 // on timing. Compiles are few, tiny and unoptimised: they are the slow part.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -135,10 +137,35 @@ TEST_F(KernelCacheTest, MissThenHitWithoutRunningTheCompiler) {
   EXPECT_EQ(cache.stats().hits, 1);
   EXPECT_EQ(later.stats().hits, 1);
   EXPECT_EQ(later.stats().misses, 0);
-  // Only the entry remains: the scratch directory of the compile is gone.
+  // Only the entry and the compiler stamps remain: the scratch directory of
+  // the compile is gone.
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(cache_dir_ / "cpu")) files.push_back(entry.path().filename());
-  EXPECT_EQ(files.size(), 2u);
+  EXPECT_EQ(files.size(), 3u);
+  EXPECT_TRUE(fs::is_directory(cache_dir_ / "cpu" / "compilers"));
+}
+
+TEST_F(KernelCacheTest, CompilerVersionIsStampedSoAHitStartsNoProcess) {
+  KernelCache cache(cache_dir_);
+  const std::string source = constant_kernel_source(5);
+  const std::string key = cache.key(source, options_);
+  std::vector<fs::path> stamps;
+  for (const auto& entry : fs::directory_iterator(cache_dir_ / "cpu" / "compilers")) stamps.push_back(entry.path());
+  ASSERT_EQ(stamps.size(), 1u);
+  const std::string stamp = read_text(stamps[0]);
+  // path, then "size mtime", then the version text.
+  EXPECT_EQ(stamp.rfind(fs::canonical(options_.compiler).string() + "\n", 0), 0u) << stamp;
+  const size_t version_start = stamp.find('\n', stamp.find('\n') + 1) + 1;
+  EXPECT_EQ(stamp.substr(version_start), compiler_version(options_.compiler));
+  // A later cache reads the stamp instead of asking the compiler: a doctored
+  // version in the stamp changes the key.
+  replace_file(stamps[0], stamp.substr(0, version_start) + "doctored version\n");
+  EXPECT_NE(KernelCache(cache_dir_).key(source, options_), key);
+  // Touching the compiler binary invalidates the stamp: the real version is
+  // asked for again and the key comes back.
+  fs::last_write_time(options_.compiler, fs::last_write_time(options_.compiler) + std::chrono::seconds(5));
+  EXPECT_EQ(KernelCache(cache_dir_).key(source, options_), key);
+  EXPECT_EQ(compiles(), 0);
 }
 
 TEST_F(KernelCacheTest, KeyCoversSourceFlagsAndCompiler) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -184,12 +185,73 @@ std::string target_description() {
 
 KernelCache::KernelCache(std::filesystem::path directory) : directory_(std::move(directory)) {}
 
+namespace {
+
+// The file `compiler` names: itself when it holds a '/', else the first
+// executable of that name on $PATH; symlinks resolved (Debian's alternatives
+// chain c++ -> g++ -> g++-12). Empty when not found.
+std::filesystem::path resolve_compiler(const std::string& compiler) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (compiler.find('/') != std::string::npos) {
+    fs::path p = fs::canonical(compiler, ec);
+    return ec ? fs::path() : p;
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty()) continue;
+    fs::path candidate = fs::path(dir) / compiler;
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      fs::path p = fs::canonical(candidate, ec);
+      if (!ec) return p;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string KernelCache::stamped_compiler_version(const std::string& compiler) const {
+  namespace fs = std::filesystem;
+  const fs::path binary = resolve_compiler(compiler);
+  std::error_code ec;
+  const auto size = binary.empty() ? 0 : fs::file_size(binary, ec);
+  if (binary.empty() || ec) return compiler_version(compiler);
+  const auto mtime = fs::last_write_time(binary, ec).time_since_epoch().count();
+  if (ec) return compiler_version(compiler);
+  // The stamp names the binary, its size and modification time; a reinstalled
+  // or upgraded compiler changes them and the stamp is rewritten.
+  const std::string identity = fmt::format("{}\n{} {}\n", binary.string(), size, mtime);
+  const fs::path stamp = directory_ / "cpu" / "compilers" / (sha256_hex(binary.string()) + ".txt");
+  if (fs::exists(stamp, ec)) {
+    const std::string text = read_bytes(stamp);
+    if (text.size() > identity.size() && text.compare(0, identity.size(), identity) == 0) {
+      return text.substr(identity.size());
+    }
+  }
+  const std::string version = compiler_version(compiler);
+  fs::create_directories(stamp.parent_path(), ec);
+  if (!ec) {
+    // Same protocol as the entries: a complete temporary file renamed into place.
+    static std::atomic<int> counter{0};
+    const fs::path tmp = stamp.parent_path() / fmt::format(".stamp-{}-{}", ::getpid(), counter++);
+    try {
+      write_bytes(tmp, identity + version);
+      rename_into_place(tmp, stamp);
+    } catch (const std::exception&) {
+      fs::remove(tmp, ec);  // a cache that cannot store a stamp still works, only slower
+    }
+  }
+  return version;
+}
+
 std::string KernelCache::key(const std::string& source, const CompilerOptions& options) const {
   std::string material = "stitch-kernel-cache-v1\n";
   append_field(material, "source", source);
   // Fixed placeholder paths: the real ones are temporary and differ every compile.
   append_field(material, "command", compile_command(options, "kernel.cpp", "kernel.so"));
-  append_field(material, "compiler-version", compiler_version(options.compiler));
+  append_field(material, "compiler-version", stamped_compiler_version(options.compiler));
   append_field(material, "target", target_description());
   return sha256_hex(material);
 }

@@ -70,6 +70,10 @@ class KernelCache {
 
  private:
   bool entry_is_valid(const std::string& key) const;
+  // compiler_version, remembered in <dir>/cpu/compilers/ against the
+  // compiler binary's path, size and modification time, so that a cache hit
+  // in a new process starts no compiler process at all.
+  std::string stamped_compiler_version(const std::string& compiler) const;
   void compile_into_entry(const std::string& key, const std::string& source, const CompilerOptions& options);
 
   std::filesystem::path directory_;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/planner.h"
 #include "stitch/graph.h"
 #include "stitch/tensor.h"
 
@@ -41,5 +42,41 @@ int run_command(const std::string& file, const std::string& graph_name, const st
                 const std::string& planner, const InputSpec& inputs, const std::string& output_dir,
                 bool print_values);
 int print_command(const std::string& file, const std::string& graph_name, bool canonical);
+
+// A planner named on the command line; UserError naming the implemented ones
+// for a planner that does not exist yet (stitch, ilp).
+PlannerKind implemented_planner(const std::string& name);
+
+// SYMBOL=N bindings from --dim options; UserError on a malformed one.
+SymbolBindings parse_dims(const std::vector<std::string>& dims);
+
+// stitch plan (plan_command.cpp): the groups and the reason for every unfused edge.
+int plan_command(const std::string& file, const std::string& graph_name, const std::string& planner,
+                 const std::string& format, const std::vector<std::string>& dims, const std::string& output);
+// stitch emit (plan_command.cpp): the generated translation unit.
+int emit_command(const std::string& file, const std::string& graph_name, const std::string& backend,
+                 const std::string& planner);
+
+struct CheckOptions {
+  std::string graph_name;          // empty: every graph of every file
+  std::vector<std::string> dims;   // SYMBOL=N; unbound symbols take kDefaultCheckDim
+  uint64_t seed = 1;
+  bool allow_unsupported = false;  // unsupported paths do not fail the check
+};
+inline constexpr int64_t kDefaultCheckDim = 3;
+// stitch check (check_command.cpp).
+int check_command(const std::vector<std::string>& files, const CheckOptions& options);
+
+struct BenchOptions {
+  std::string graph_name;  // empty: the first (entry) graph of each file
+  std::string backend = "cpu";
+  std::vector<std::string> planners = {"none", "xla"};
+  int repeat = 10;
+  int warmup = 2;
+  std::string json_path;  // empty: no JSON
+  std::vector<std::string> dims;
+};
+// stitch bench (bench_command.cpp).
+int bench_command(const std::vector<std::string>& files, const BenchOptions& options);
 
 }  // namespace stitch::cli

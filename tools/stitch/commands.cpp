@@ -88,6 +88,27 @@ const Graph& select_graph(const Module& m, const std::string& graph_name, const 
   throw UserError(fmt::format("{}: no graph named '{}' (graphs: {})", file, graph_name, names));
 }
 
+SymbolBindings parse_dims(const std::vector<std::string>& specs) {
+  SymbolBindings dims;
+  for (const std::string& d : specs) {
+    auto [name, text] = split_binding(d, "--dim");
+    char* end = nullptr;
+    long long n = std::strtoll(text.c_str(), &end, 10);
+    if (*end != '\0' || n < 0) throw UserError(fmt::format("--dim {}: '{}' is not a non-negative integer", d, text));
+    dims[name] = n;
+  }
+  return dims;
+}
+
+PlannerKind implemented_planner(const std::string& name) {
+  std::optional<PlannerKind> kind = parse_planner_kind(name);
+  if (!kind) throw UserError(fmt::format("unknown planner '{}' (planners: none, xla, stitch, ilp)", name));
+  if (*kind != PlannerKind::None && *kind != PlannerKind::Xla) {
+    throw UserError(fmt::format("planner '{}' is not implemented yet; use none or xla", name));
+  }
+  return *kind;
+}
+
 std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec) {
   std::map<std::string, Tensor> given;
   for (const std::string& b : spec.bindings) {
@@ -99,14 +120,7 @@ std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec) {
     if (given.count(name)) throw UserError(fmt::format("--input: parameter '{}' is bound twice", name));
     given.emplace(name, read_npy(path));
   }
-  SymbolBindings dims;
-  for (const std::string& d : spec.dims) {
-    auto [name, text] = split_binding(d, "--dim");
-    char* end = nullptr;
-    long long n = std::strtoll(text.c_str(), &end, 10);
-    if (*end != '\0' || n < 0) throw UserError(fmt::format("--dim {}: '{}' is not a non-negative integer", d, text));
-    dims[name] = n;
-  }
+  SymbolBindings dims = parse_dims(spec.dims);
   // Symbols fixed by the given files take precedence over --dim only when they
   // agree; bind_inputs reports any disagreement later with both names.
   for (ValueId p : g.params()) {

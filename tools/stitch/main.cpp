@@ -18,14 +18,14 @@ int dispatch(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "stitch 0.1");
 
-  std::string file, graph_name, backend = "interp", planner, output_dir;
+  std::string file, graph_name, backend = "cpu", planner, output_dir;
   bool print_values = false;
   InputSpec inputs;
 
   CLI::App* run = app.add_subcommand("run", "Run a graph and write or print its results");
   run->add_option("FILE", file, "a .stitch file")->required();
   run->add_option("--graph", graph_name, "graph to run (default: the first in the file)");
-  run->add_option("--backend", backend, "where to run it")->check(CLI::IsMember({"interp", "cpu", "cuda"}));
+  run->add_option("--backend", backend, "where to run it (default cpu)")->check(CLI::IsMember({"interp", "cpu", "cuda"}));
   run->add_option("--planner", planner, "fusion planner (ignored by the interpreter; cpu: none or xla, default xla)")
       ->check(CLI::IsMember({"none", "xla", "stitch", "ilp"}));
   run->add_option("--input", inputs.bindings, "bind a parameter: NAME=FILE.npy (repeatable)");
@@ -41,6 +41,46 @@ int dispatch(int argc, char** argv) {
   print->add_option("--graph", graph_name, "print only this graph");
   print->add_flag("--raw", raw, "print as parsed, before canonicalisation");
 
+  std::string plan_planner = "xla", format = "text", output;
+  std::vector<std::string> plan_dims;
+  CLI::App* plan = app.add_subcommand("plan", "Print a graph's fusion plan and why unfused neighbours stay apart");
+  plan->add_option("FILE", file, "a .stitch file")->required();
+  plan->add_option("--graph", graph_name, "graph to plan (default: the first in the file)");
+  plan->add_option("--planner", plan_planner, "fusion planner (default xla)");
+  plan->add_option("--format", format, "text or dot (html is not supported yet)");
+  plan->add_option("--dim", plan_dims, "bind a symbolic dim for the byte counts: SYMBOL=N (repeatable)");
+  plan->add_option("-o,--output", output, "write to this file instead of stdout");
+
+  std::string emit_backend = "cpu", emit_planner = "xla";
+  CLI::App* emit = app.add_subcommand("emit", "Print the generated source of a graph's kernels");
+  emit->add_option("FILE", file, "a .stitch file")->required();
+  emit->add_option("--graph", graph_name, "graph to compile (default: the first in the file)");
+  emit->add_option("--backend", emit_backend, "cpu (cuda is not built yet)");
+  emit->add_option("--planner", emit_planner, "fusion planner (default xla)");
+
+  std::vector<std::string> files;
+  CheckOptions check_options;
+  CLI::App* check = app.add_subcommand("check", "Compare every planner x back end with the interpreter");
+  check->add_option("FILE", files, "one or more .stitch files")->required();
+  check->add_option("--graph", check_options.graph_name, "check only this graph of each file (default: all)");
+  check->add_option("--dim", check_options.dims,
+                    fmt::format("bind a symbolic dim: SYMBOL=N (repeatable; default {})", kDefaultCheckDim));
+  check->add_option("--seed", check_options.seed, "seed of the random inputs (default 1)");
+  check->add_flag("--allow-unsupported", check_options.allow_unsupported,
+                  "do not fail when a back end cannot run a graph yet");
+
+  BenchOptions bench_options;
+  CLI::App* bench = app.add_subcommand("bench", "Time workloads per planner against copy bandwidth");
+  bench->add_option("FILE", files, "one or more .stitch files")->required();
+  bench->add_option("--graph", bench_options.graph_name, "graph to time in every file (default: the first)");
+  bench->add_option("--backend", bench_options.backend, "cpu (default)");
+  bench->add_option("--planners", bench_options.planners, "comma-separated planners (default none,xla)")
+      ->delimiter(',');
+  bench->add_option("--repeat", bench_options.repeat, "timed runs per measurement (default 10)");
+  bench->add_option("--warmup", bench_options.warmup, "untimed runs first (default 2)");
+  bench->add_option("--json", bench_options.json_path, "write the results as JSON (docs/benchmarks.md)");
+  bench->add_option("--dim", bench_options.dims, "bind a symbolic dim: SYMBOL=N (repeatable)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -55,6 +95,10 @@ int dispatch(int argc, char** argv) {
   }
   if (*run) return run_command(file, graph_name, backend, planner, inputs, output_dir, print_values);
   if (*print) return print_command(file, graph_name, !raw);
+  if (*plan) return plan_command(file, graph_name, plan_planner, format, plan_dims, output);
+  if (*emit) return emit_command(file, graph_name, emit_backend, emit_planner);
+  if (*check) return check_command(files, check_options);
+  if (*bench) return bench_command(files, bench_options);
   return kExitBadInput;
 }
 

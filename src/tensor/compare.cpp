@@ -1,0 +1,117 @@
+#include "tensor/compare.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace stitch {
+
+namespace {
+
+struct FloatFormat {
+  int precision;     // significand bits, including the implicit one
+  int min_exponent;  // of the smallest normal number
+};
+
+FloatFormat format_of(DType dtype) {
+  switch (dtype) {
+    case DType::f16: return {11, -14};
+    case DType::bf16: return {8, -126};
+    case DType::f32: return {24, -126};
+    default: return {53, -1022};
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+bool float_elements_match(double got, double want, const Tolerance& tol, DType dtype, int64_t i) {
+  if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got);
+  if (std::isinf(want) || std::isinf(got)) return got == want;
+  switch (tol.kind) {
+    case Tolerance::Kind::Exact: return got == want;
+    case Tolerance::Kind::SignedExact: return got == want && std::signbit(got) == std::signbit(want);
+    case Tolerance::Kind::Ulps: return std::fabs(got - want) <= tol.ulps * ulp_of(dtype, want);
+    case Tolerance::Kind::Bound: return std::fabs(got - want) <= tol.bound->get_f64(i);
+  }
+  return false;
+}
+
+}  // namespace
+
+double ulp_of(DType dtype, double x) {
+  const FloatFormat f = format_of(dtype);
+  const int exponent = (x == 0 || !std::isfinite(x)) ? f.min_exponent : std::max(std::ilogb(x), f.min_exponent);
+  return std::ldexp(1.0, exponent - f.precision + 1);
+}
+
+std::string TensorComparison::describe() const {
+  if (!type_mismatch.empty()) return type_mismatch;
+  if (ok) return "";
+  return fmt::format("{} of {} elements differ:{}", mismatches, elements, first_mismatches);
+}
+
+TensorComparison compare_tensors(const Tensor& got, const Tensor& want, const Tolerance& tol) {
+  TensorComparison c;
+  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
+    c.ok = false;
+    c.type_mismatch = fmt::format("got {}{}, want {}{}", dtype_name(got.dtype()), shape_text(got.shape()),
+                                  dtype_name(want.dtype()), shape_text(want.shape()));
+    return c;
+  }
+  if (tol.bound && tol.bound->numel() != want.numel()) {
+    c.ok = false;
+    c.type_mismatch = fmt::format("the bound has {} elements, want {}", tol.bound->numel(), want.numel());
+    return c;
+  }
+  c.elements = want.numel();
+  const bool floats = is_float(want.dtype());
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    bool ok;
+    std::string got_text, want_text;
+    if (floats) {
+      const double g = got.get_f64(i), w = want.get_f64(i);
+      ok = float_elements_match(g, w, tol, want.dtype(), i);
+      if (std::isfinite(g) && std::isfinite(w)) {
+        const double abs_error = std::fabs(g - w);
+        c.max_abs_error = std::max(c.max_abs_error, abs_error);
+        c.max_rel_error = std::max(c.max_rel_error, w == 0 ? abs_error : abs_error / std::fabs(w));
+      }
+      if (ok) continue;
+      got_text = fmt::format("{}", g);
+      want_text = fmt::format("{}", w);
+    } else {
+      const int64_t g = got.get_i64(i), w = want.get_i64(i);
+      ok = g == w;
+      if (!ok) {
+        // Integers compare exactly; the error columns still say how far off.
+        const double abs_error = std::fabs(static_cast<double>(g) - static_cast<double>(w));
+        c.max_abs_error = std::max(c.max_abs_error, abs_error);
+        c.max_rel_error = std::max(c.max_rel_error, w == 0 ? abs_error : abs_error / std::fabs(double(w)));
+      }
+      if (ok) continue;
+      got_text = std::to_string(g);
+      want_text = std::to_string(w);
+    }
+    if (++c.mismatches <= 8) c.first_mismatches += fmt::format("\n  element {}: got {}, want {}", i, got_text, want_text);
+  }
+  c.ok = c.mismatches == 0;
+  return c;
+}
+
+TensorComparison compare_with_interpreter(const Tensor& got, const Tensor& want, const ErrorAllowance& allowance) {
+  if (!is_float(want.dtype()) || (!allowance.transcendental && allowance.reduction_length == 0)) {
+    return compare_tensors(got, want, Tolerance::exact());
+  }
+  const double eps = want.dtype() == DType::f16    ? std::ldexp(1.0, -10)
+                     : want.dtype() == DType::bf16 ? std::ldexp(1.0, -7)
+                     : want.dtype() == DType::f64  ? std::ldexp(1.0, -52)
+                                                   : std::ldexp(1.0, -23);
+  const double scale = (allowance.transcendental ? 32.0 : 0.0) + 4.0 * static_cast<double>(allowance.reduction_length);
+  Tensor bound(DType::f64, want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i) bound.set_f64(i, scale * eps * (1 + std::fabs(want.get_f64(i))));
+  return compare_tensors(got, want, Tolerance::per_element(bound));
+}
+
+}  // namespace stitch

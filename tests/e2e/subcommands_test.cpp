@@ -1,0 +1,197 @@
+// `stitch plan`, `emit`, `check` and `bench` end to end (docs/cli.md), and
+// `run`'s default back end.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+namespace stitch {
+namespace {
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+class Subcommands : public CliTest {
+ protected:
+  std::string softmax() { return src("bench/workloads/softmax.stitch") + " --graph softmax_small"; }
+};
+
+TEST_F(Subcommands, PlanTextListsGroupsBytesAndWhyEdgesStayUnfused) {
+  CliResult r = run_cli("plan " + softmax());
+  ASSERT_EQ(r.status, 0) << r.output;
+  // xla (the default) splits softmax around its two reductions: 4 kernels.
+  EXPECT_EQ(r.output.rfind("plan softmax_small (planner xla): 4 groups\n", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("group 0 [reduction] root y_max: y_max = reduce_max(x)\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("not fused: y_max -> y_max_bcast: xla does not fuse a consumer into a reduction's kernel"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(count(r.output, "not fused: "), 4) << r.output;
+  // x is f32[37, 100]: group 0 reads 14800 bytes and writes 37 floats.
+  EXPECT_NE(r.output.find("bytes group 0: 14800 read, 148 written\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bytes total: 59496 read, 29896 written, 4 kernels\n"), std::string::npos) << r.output;
+
+  CliResult none = run_cli("plan " + softmax() + " --planner none");
+  ASSERT_EQ(none.status, 0) << none.output;
+  // Operator at a time: one group per op of the canonical graph, every edge refused.
+  EXPECT_NE(none.output.find("(planner none): 7 groups"), std::string::npos) << none.output;
+  EXPECT_EQ(count(none.output, "\ngroup "), 7) << none.output;
+}
+
+TEST_F(Subcommands, PlanDotHasOneClusterPerGroupAndLabelledUnfusedEdges) {
+  CliResult r = run_cli("plan " + softmax() + " --format dot");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("digraph \"softmax_small\" {", 0), 0u) << r.output;
+  EXPECT_EQ(count(r.output, "subgraph cluster_"), 4) << r.output;
+  EXPECT_EQ(count(r.output, "style=dashed"), 4) << r.output;
+  EXPECT_NE(r.output.find("label=\"exp has 2 consumers; xla does not duplicate an expensive op\""),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.substr(r.output.size() - 2), "}\n");
+
+  std::string out = (dir_ / "plan.dot").string();
+  CliResult to_file = run_cli("plan " + softmax() + " --format dot -o " + out);
+  ASSERT_EQ(to_file.status, 0) << to_file.output;
+  EXPECT_EQ(to_file.output, "");
+  EXPECT_EQ(read(out), r.output);
+}
+
+TEST_F(Subcommands, EmitPrintsOneKernelPerGroup) {
+  CliResult r = run_cli("emit " + softmax());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(count(r.output, "extern \"C\" void k_softmax_small_g"), 4) << r.output;
+  CliResult none = run_cli("emit " + softmax() + " --planner none");
+  ASSERT_EQ(none.status, 0) << none.output;
+  EXPECT_EQ(count(none.output, "extern \"C\" void k_softmax_small_g"), 7) << none.output;
+}
+
+TEST_F(Subcommands, CheckPassesOnEveryGraphOfAWorkload) {
+  CliResult r = run_cli("check " + src("bench/workloads/add.stitch") + " " + src("bench/workloads/layernorm.stitch") +
+                        " --dim N=5 --dim B=2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // Three graphs per file, two planners, one output each.
+  EXPECT_NE(r.output.find("12 ok, 0 failed, 0 unsupported, 0 bad input"), std::string::npos) << r.output;
+  EXPECT_EQ(count(r.output, "MISMATCH"), 0) << r.output;
+  for (const char* row : {"add_dyn", "layernorm_small", "layernorm_dyn"}) {
+    EXPECT_EQ(count(r.output, std::string("\n") + row + " "), 2) << row << "\n" << r.output;
+  }
+  // Elementwise adds compare exactly; layer norm allows for its reductions
+  // (two of length 100 plus rsqrt: (32 + 4 * 200) eps of 1 + |want|).
+  EXPECT_NE(r.output.find("exact  ok"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("832eps  ok"), std::string::npos) << r.output;
+}
+
+TEST_F(Subcommands, CheckFailsWhenAResultIsWrong) {
+  std::string file = src("bench/workloads/add.stitch") + " --graph add_small";
+  CliResult r = run_cli("check " + file, "STITCH_TEST_PERTURB_CHECK=1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(count(r.output, "MISMATCH: 1 of 3001 elements differ"), 2) << r.output;
+  EXPECT_NE(r.output.find("0 ok, 2 failed"), std::string::npos) << r.output;
+  // The hook is the only difference: without it the same check passes.
+  EXPECT_EQ(run_cli("check " + file).status, 0);
+}
+
+TEST_F(Subcommands, CheckBindsUnboundSymbolsToThree) {
+  std::string file = write("dyn.stitch", R"(graph g(x: f32[N, 4]) -> (f32[N]) {
+  s = reduce_sum(x, axes=[1])
+  return s
+}
+)");
+  CliResult r = run_cli("check " + file);
+  ASSERT_EQ(r.status, 0) << r.output;
+  // Row reductions of length 4: 16 eps.
+  EXPECT_NE(r.output.find("16eps  ok"), std::string::npos) << r.output;
+}
+
+TEST_F(Subcommands, CheckCountsUnsupportedPathsAsFailuresUnlessAllowed) {
+  // argmax does not lower to a CPU kernel yet; the sum beside it does.
+  std::string file = write("am.stitch", R"(graph am(x: f32[4, 8]) -> (i64[4]) {
+  i = argmax(x, axes=[1])
+  return i
+}
+graph sum(x: f32[4, 8]) -> (f32[4]) {
+  s = reduce_sum(x, axes=[1])
+  return s
+}
+)");
+  CliResult r = run_cli("check " + file);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(count(r.output, "unsupported: --backend cpu cannot run this graph yet"), 2) << r.output;
+  EXPECT_NE(r.output.find("2 ok, 0 failed, 2 unsupported"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("pass --allow-unsupported"), std::string::npos) << r.output;
+  CliResult allowed = run_cli("check " + file + " --allow-unsupported");
+  EXPECT_EQ(allowed.status, 0) << allowed.output;
+  EXPECT_NE(allowed.output.find("2 ok, 0 failed, 2 unsupported"), std::string::npos) << allowed.output;
+  // A mismatch still fails when unsupported paths are allowed.
+  EXPECT_EQ(run_cli("check " + file + " --graph sum --allow-unsupported", "STITCH_TEST_PERTURB_CHECK=1").status, 1);
+}
+
+TEST_F(Subcommands, BenchWritesTheDocumentedJson) {
+  std::string json_path = (dir_ / "bench.json").string();
+  CliResult r = run_cli("bench " + src("bench/workloads/softmax.stitch") + " --graph softmax_small --repeat 2 --warmup 1 --json " +
+              json_path);
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json doc = nlohmann::json::parse(read(json_path));
+  EXPECT_EQ(doc["backend"], "cpu");
+  EXPECT_GT(doc["copy_gbps"].get<double>(), 0);
+  for (const char* key : {"cpu", "cores", "compiler", "date"}) EXPECT_TRUE(doc["machine"].contains(key)) << key;
+  ASSERT_EQ(doc["results"].size(), 2u) << doc.dump(2);
+  const char* planners[] = {"none", "xla"};
+  const int kernels[] = {7, 4};
+  for (size_t i = 0; i < 2; ++i) {
+    const nlohmann::json& row = doc["results"][i];
+    EXPECT_EQ(row["workload"], "softmax_small");
+    EXPECT_EQ(row["planner"], planners[i]);
+    EXPECT_EQ(row["kernels"], kernels[i]);
+    // x and y, f32[37, 100] each.
+    EXPECT_EQ(row["bytes_min"], 2 * 37 * 100 * 4);
+    double median_s = row["median_s"].get<double>();
+    EXPECT_GT(median_s, 0);
+    EXPECT_DOUBLE_EQ(row["gbps"].get<double>(), 29600 / median_s / 1e9);
+    EXPECT_DOUBLE_EQ(row["fraction_of_copy"].get<double>(),
+                     row["gbps"].get<double>() / row["copy_gbps"].get<double>());
+    EXPECT_GT(row["compile_s"].get<double>(), 0);
+    EXPECT_GT(row["load_s"].get<double>(), 0);
+  }
+}
+
+TEST_F(Subcommands, BadInputsExitTwoWithAClearMessage) {
+  std::string add = src("bench/workloads/add.stitch");
+  struct Case {
+    std::string args;
+    std::string expected;
+  };
+  std::vector<Case> cases = {
+      {"plan " + add + " --format html", "--format html is not supported yet"},
+      {"plan " + add + " --planner stitch", "planner 'stitch' is not implemented yet"},
+      {"plan " + add + " --planner fastest", "unknown planner 'fastest'"},
+      {"plan " + add + " --graph nope", "no graph named 'nope'"},
+      {"emit " + add + " --backend cuda", "--backend cuda: that back end is not built yet"},
+      {"emit " + add + " --planner ilp", "planner 'ilp' is not implemented yet"},
+      {"check " + (dir_ / "absent.stitch").string(), "absent.stitch"},
+      {"check " + add + " --graph nope", "no graph named 'nope'"},
+      {"check " + add + " --dim N=x", "--dim N=x: 'x' is not a non-negative integer"},
+      {"bench " + add + " --backend cuda", "--backend cuda: that back end is not built yet"},
+      {"bench " + add + " --planners none,stitch", "planner 'stitch' is not implemented yet"},
+      {"bench " + add + " --repeat 0", "--repeat must be at least 1"},
+      {"bench " + add + " --graph add_dyn", "symbolic dim N is not bound"},
+      {"bench", "FILE is required"},
+  };
+  for (const Case& c : cases) {
+    CliResult r = run_cli(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << ": " << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.args << ": " << r.output;
+  }
+}
+
+TEST_F(Subcommands, RunUsesTheCpuBackendByDefault) {
+  CliResult r = run_cli("run " + softmax() + " --random-inputs 1", "STITCH_DUMP=cache");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("cache: hits=0 misses=1"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace stitch

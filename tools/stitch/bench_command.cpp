@@ -1,0 +1,265 @@
+// `stitch bench` (DESIGN.md, Benchmarks; docs/benchmarks.md): time each
+// workload under each planner and put the result next to a copy of the same
+// byte footprint, measured in the same run with the same compiler and flags.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "cli.h"
+#include "runtime/cpu/executable.h"
+#include "runtime/cpu/kernel_cache.h"
+#include "stitch/text.h"
+
+namespace stitch::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// `warmup` untimed calls, then the median of `repeat` timed ones.
+template <class F>
+double median_seconds(int warmup, int repeat, F&& call) {
+  for (int i = 0; i < warmup; ++i) call();
+  std::vector<double> times;
+  for (int i = 0; i < repeat; ++i) {
+    Clock::time_point start = Clock::now();
+    call();
+    times.push_back(seconds_since(start));
+  }
+  return median(std::move(times));
+}
+
+// The copy the workloads are compared with: the same shape of code the C++
+// emitter produces for an elementwise kernel (an OpenMP static loop over
+// floats), compiled through the kernel cache with the JIT's own command line.
+constexpr const char* kCopySource = R"(#include <cstdint>
+extern "C" void stitch_bench_copy(void* const* buffers, const int64_t* scalars) {
+  const float* __restrict src = static_cast<const float*>(buffers[0]);
+  float* __restrict dst = static_cast<float*>(buffers[1]);
+  const int64_t n = scalars[0];
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+)";
+
+class CopyBenchmark {
+ public:
+  explicit CopyBenchmark(runtime::cpu::KernelCache& cache)
+      : module_(cache.load_or_compile(kCopySource)), copy_(module_.function("stitch_bench_copy")) {}
+
+  // GB/s (1e9 B/s) of copying bytes/2 bytes: bytes/2 read plus bytes/2 written.
+  double gbps(int64_t bytes, int warmup, int repeat) {
+    const int64_t n = std::max<int64_t>(bytes / 2 / static_cast<int64_t>(sizeof(float)), 1);
+    std::vector<float> src(n, 1.0f), dst(n, 0.0f);
+    void* buffers[2] = {src.data(), dst.data()};
+    int64_t scalars[1] = {n};
+    double s = median_seconds(warmup, repeat, [&] { copy_(buffers, scalars); });
+    return static_cast<double>(2 * n * static_cast<int64_t>(sizeof(float))) / s / 1e9;
+  }
+
+ private:
+  runtime::cpu::CpuModule module_;
+  runtime::cpu::KernelFunction copy_;
+};
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+json machine_description() {
+  std::string model = "unknown";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  runtime::cpu::CompilerOptions options;
+  std::string flags;
+  for (const std::string& f : options.flags) flags += (flags.empty() ? "" : " ") + f;
+  return json{{"cpu", model},
+              {"cores", std::thread::hardware_concurrency()},
+              {"hostname", host},
+              {"compiler", first_line(runtime::cpu::compiler_version(options.compiler))},
+              {"compiler_flags", flags},
+              {"date", date}};
+}
+
+int64_t tensor_bytes(const Tensor& t) { return t.numel() * dtype_size(t.dtype()); }
+
+// Every input read once plus every output written once (a value returned
+// twice is written once).
+int64_t minimal_bytes(const Graph& g, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+  int64_t bytes = 0;
+  for (const Tensor& t : inputs) bytes += tensor_bytes(t);
+  std::set<int> written;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (written.insert(g.outputs()[i].value.index).second) bytes += tensor_bytes(outputs[i]);
+  }
+  return bytes;
+}
+
+// A fresh directory for the cold-compile measurement, removed afterwards.
+class TemporaryDirectory {
+ public:
+  TemporaryDirectory() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() / fmt::format("stitch-bench-{}-{}", getpid(), counter++);
+    fs::remove_all(path_);
+  }
+  ~TemporaryDirectory() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+struct Workload {
+  std::string name;
+  Graph canonical;
+  std::vector<Tensor> inputs;
+};
+
+void print_header() {
+  std::cout << fmt::format("{:<28} {:<7} {:>7} {:>12} {:>11} {:>8} {:>9} {:>8} {:>9} {:>9}\n", "workload", "planner",
+                           "kernels", "bytes_min", "median_s", "gbps", "copy_gbps", "of_copy", "compile_s", "load_s");
+}
+
+}  // namespace
+
+int bench_command(const std::vector<std::string>& files, const BenchOptions& options) {
+  if (options.backend != "cpu") {
+    throw UserError(fmt::format("--backend {}: that back end is not built yet; use --backend cpu", options.backend));
+  }
+  if (options.repeat < 1) throw UserError("--repeat must be at least 1");
+  if (options.warmup < 0) throw UserError("--warmup must not be negative");
+  std::vector<PlannerKind> planners;
+  for (const std::string& p : options.planners) planners.push_back(implemented_planner(p));
+  if (planners.empty()) throw UserError("--planners names no planner");
+
+  // Parse and bind everything first, so bad input fails before minutes of timing.
+  std::vector<Workload> workloads;
+  for (const std::string& file : files) {
+    Module m = parse_file(file);
+    Workload w;
+    w.canonical = canonicalize_with_dumps(select_graph(m, options.graph_name, file));
+    w.name = w.canonical.name();
+    InputSpec spec;
+    spec.random = true;
+    spec.seed = 1;
+    spec.dims = options.dims;
+    w.inputs = gather_inputs(w.canonical, spec);
+    workloads.push_back(std::move(w));
+  }
+
+  runtime::cpu::KernelCache cache;
+  CopyBenchmark copy(cache);
+  json results = json::array();
+  json unsupported = json::array();
+  std::vector<double> copy_rates;
+  print_header();
+  for (const Workload& w : workloads) {
+    double copy_gbps = -1;
+    int64_t bytes_min = -1;
+    for (PlannerKind planner : planners) {
+      const std::string planner_text(planner_name(planner));
+      TemporaryDirectory cold_directory;
+      double compile_s = 0, load_s = 0, memory_hit_s = 0;
+      std::optional<runtime::cpu::CpuExecutable> exe;
+      try {
+        runtime::cpu::KernelCache cold(cold_directory.path());
+        Clock::time_point start = Clock::now();
+        runtime::cpu::CpuExecutable::compile(w.canonical, planner, cold);
+        compile_s = seconds_since(start);
+        runtime::cpu::KernelCache warm(cold_directory.path());
+        start = Clock::now();
+        runtime::cpu::CpuExecutable::compile(w.canonical, planner, warm);
+        load_s = seconds_since(start);
+        // Same KernelCache object again: its in-memory level answers.
+        start = Clock::now();
+        exe.emplace(runtime::cpu::CpuExecutable::compile(w.canonical, planner, warm));
+        memory_hit_s = seconds_since(start);
+      } catch (const UserError& e) {
+        std::cout << fmt::format("{:<28} {:<7} unsupported: {}\n", w.name, planner_text, e.what());
+        unsupported.push_back({{"workload", w.name}, {"planner", planner_text}, {"reason", e.what()}});
+        continue;
+      }
+      if (!exe->fallback().empty()) {
+        std::cout << fmt::format("{:<28} {:<7} fell back (timed anyway): {}\n", w.name, planner_text, exe->fallback());
+      }
+      std::vector<Tensor> outputs = exe->run(w.inputs);
+      if (bytes_min < 0) {
+        bytes_min = minimal_bytes(w.canonical, w.inputs, outputs);
+        copy_gbps = copy.gbps(bytes_min, options.warmup, options.repeat);
+        copy_rates.push_back(copy_gbps);
+      }
+      outputs.clear();
+      double median_s = median_seconds(options.warmup, options.repeat, [&] { exe->run(w.inputs); });
+      double gbps = static_cast<double>(bytes_min) / median_s / 1e9;
+      std::cout << fmt::format("{:<28} {:<7} {:>7} {:>12} {:>11.6f} {:>8.2f} {:>9.2f} {:>8.3f} {:>9.3f} {:>9.4f}\n",
+                               w.name, planner_text, exe->kernel_count(), bytes_min, median_s, gbps, copy_gbps,
+                               gbps / copy_gbps, compile_s, load_s);
+      results.push_back({{"workload", w.name},
+                         {"planner", planner_text},
+                         {"kernels", exe->kernel_count()},
+                         {"bytes_min", bytes_min},
+                         {"median_s", median_s},
+                         {"gbps", gbps},
+                         {"fraction_of_copy", gbps / copy_gbps},
+                         {"copy_gbps", copy_gbps},
+                         {"compile_s", compile_s},
+                         {"load_s", load_s},
+                         {"memory_hit_s", memory_hit_s},
+                         {"peak_intermediate_bytes", exe->peak_intermediate_bytes()},
+                         {"fallback", exe->fallback()}});
+    }
+  }
+  // One figure for the whole run: the median of the per-workload copies.
+  double copy_gbps = copy_rates.empty() ? 0 : median(copy_rates);
+  std::cout << fmt::format("copy_gbps (median over workloads): {:.2f}\n", copy_gbps);
+  if (!options.json_path.empty()) {
+    json doc = {{"machine", machine_description()},
+                {"backend", options.backend},
+                {"copy_gbps", copy_gbps},
+                {"repeat", options.repeat},
+                {"warmup", options.warmup},
+                {"results", results},
+                {"unsupported", unsupported}};
+    std::ofstream out(options.json_path);
+    out << doc.dump(2) << "\n";
+    out.close();
+    if (!out) throw UserError(fmt::format("--json {}: cannot write the file", options.json_path));
+  }
+  return kExitOk;
+}
+
+}  // namespace stitch::cli

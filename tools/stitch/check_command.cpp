@@ -1,0 +1,219 @@
+// `stitch check` (docs/cli.md): every implemented planner x every available
+// back end against the reference interpreter, with the tolerance of
+// docs/testing.md derived per output from the ops that feed it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <set>
+
+#include "cli.h"
+#include "ir/canonicalize.h"
+#include "runtime/cpu/executable.h"
+#include "stitch/interpreter.h"
+#include "stitch/ops.h"
+#include "stitch/text.h"
+#include "tensor/compare.h"
+
+namespace stitch::cli {
+
+namespace {
+
+// div, sqrt and rem are correctly rounded (docs/semantics.md, "What back ends
+// may differ in"); every other heavy elementwise op may be a few ulp off.
+bool is_transcendental(OpKind op) {
+  return op_info(op).category == OpCategory::HeavyElementwise && op != OpKind::Div && op != OpKind::Sqrt &&
+         op != OpKind::Rem;
+}
+
+// Sums, products and means round differently in another order; max, min,
+// their arg forms and any/all give the same answer in every order.
+bool is_accumulating(OpKind op) {
+  return op == OpKind::ReduceSum || op == OpKind::ReduceProd || op == OpKind::ReduceMean;
+}
+
+int64_t numel_of(const Graph& g, ValueId v, const SymbolBindings& dims) {
+  int64_t n = 1;
+  for (int64_t d : concrete_shape(g.type(v).shape, dims)) n *= d;
+  return n;
+}
+
+// The allowance for one output: the ops in its cone. Reduction lengths add up
+// along the cone, since a chained reduction (layer norm's variance after its
+// mean) inherits the first one's rounding error.
+ErrorAllowance allowance_for(const Graph& g, ValueId output, const SymbolBindings& dims) {
+  ErrorAllowance a;
+  std::set<int> seen;
+  std::vector<int> work;
+  if (g.value(output).producer >= 0) work.push_back(g.value(output).producer);
+  while (!work.empty()) {
+    int n = work.back();
+    work.pop_back();
+    if (!seen.insert(n).second) continue;
+    const Node& node = g.nodes()[n];
+    if (is_transcendental(node.op)) a.transcendental = true;
+    if (!node.inputs.empty() && is_float(g.type(node.inputs[0]).dtype)) {
+      if (is_accumulating(node.op)) {
+        int64_t out = numel_of(g, node.output, dims);
+        a.reduction_length += out > 0 ? numel_of(g, node.inputs[0], dims) / out : 0;
+      } else if (node.op == OpKind::Dot) {
+        std::vector<int64_t> lhs = concrete_shape(g.type(node.inputs[0]).shape, dims);
+        a.reduction_length += lhs.empty() ? 1 : lhs.back();
+      }
+    }
+    for (ValueId in : node.inputs) {
+      if (g.value(in).producer >= 0) work.push_back(g.value(in).producer);
+    }
+  }
+  return a;
+}
+
+std::string tolerance_text(const Tensor& want, const ErrorAllowance& a) {
+  if (!is_float(want.dtype()) || (!a.transcendental && a.reduction_length == 0)) return "exact";
+  if (a.reduction_length == 0) return "32eps";
+  return fmt::format("{}eps", (a.transcendental ? 32 : 0) + 4 * a.reduction_length);
+}
+
+// Test-only (docs/testing.md): STITCH_TEST_PERTURB_CHECK=1 changes element 0
+// of the first compiled output, so the tests can see `stitch check` catch a
+// wrong result without a real miscompile.
+void perturb_for_tests(std::vector<Tensor>& results) {
+  const char* env = std::getenv("STITCH_TEST_PERTURB_CHECK");
+  if (!env || std::string(env) != "1" || results.empty() || results[0].numel() == 0) return;
+  Tensor& t = results[0];
+  if (t.dtype() == DType::boolean) {
+    t.set_i64(0, t.get_i64(0) == 0 ? 1 : 0);
+  } else if (is_float(t.dtype())) {
+    t.set_f64(0, t.get_f64(0) + 1.0);
+  } else {
+    t.set_i64(0, t.get_i64(0) + 1);
+  }
+}
+
+struct Tally {
+  int rows = 0;
+  int mismatches = 0;
+  int unsupported = 0;
+  int errors = 0;
+};
+
+void print_row(const std::string& graph, const std::string& planner, const std::string& backend,
+               const std::string& output, const std::string& abs_err, const std::string& rel_err,
+               const std::string& tolerance, const std::string& status) {
+  std::cout << fmt::format("{:<24} {:<7} {:<7} {:<16} {:>12} {:>12} {:>10}  {}\n", graph, planner, backend, output,
+                           abs_err, rel_err, tolerance, status);
+}
+
+void check_graph(const Graph& graph, const CheckOptions& options, runtime::cpu::KernelCache& cache, Tally& tally) {
+  const std::string& name = graph.name();
+  // One row for a whole planner (or, with planner "-", the whole graph).
+  auto report = [&](const std::string& planner, const std::string& status, int& counter) {
+    print_row(name, planner, "cpu", "-", "-", "-", "-", status);
+    ++tally.rows;
+    ++counter;
+  };
+  Graph canonical;
+  std::vector<Tensor> inputs, want;
+  SymbolBindings dims;
+  try {
+    canonical = canonicalize(graph);
+    InputSpec spec;
+    spec.random = true;
+    spec.seed = options.seed;
+    spec.dims = options.dims;
+    dims = parse_dims(options.dims);
+    for (ValueId p : canonical.params()) {
+      for (const Dim& d : canonical.type(p).shape) {
+        if (d.is_symbolic() && dims.emplace(d.name(), kDefaultCheckDim).second) {
+          spec.dims.push_back(fmt::format("{}={}", d.name(), kDefaultCheckDim));
+        }
+      }
+    }
+    inputs = gather_inputs(canonical, spec);
+    want = interpret(canonical, inputs);
+  } catch (const UserError& e) {
+    report("-", "error: " + e.formatted(), tally.errors);
+    return;
+  }
+  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
+    const std::string planner_text(planner_name(planner));
+    std::vector<Tensor> got;
+    try {
+      runtime::cpu::CompileOptions compile_options;
+      compile_options.warn = [](const std::string&) {};  // the fallback is reported as a row below
+      runtime::cpu::CpuExecutable exe =
+          runtime::cpu::CpuExecutable::compile(canonical, planner, cache, compile_options);
+      if (!exe.fallback().empty()) {
+        // The result would still be right, but this planner x back end did not run.
+        report(planner_text, "FAILED: the compiler rejected the plan: " + exe.fallback(), tally.mismatches);
+        continue;
+      }
+      got = exe.run(inputs);
+    } catch (const UserError& e) {
+      // The CPU back end's way of saying a group does not lower yet.
+      report(planner_text, std::string("unsupported: ") + e.what(), tally.unsupported);
+      continue;
+    } catch (const runtime::cpu::CompileError& e) {
+      // Generated code the compiler rejects is a Stitch bug: it fails the check.
+      report(planner_text, fmt::format("FAILED: {}\n{}", e.what(), e.diagnostics()), tally.mismatches);
+      continue;
+    }
+    perturb_for_tests(got);
+    for (size_t i = 0; i < want.size(); ++i) {
+      const GraphOutput& out = canonical.outputs()[i];
+      ErrorAllowance allowance = allowance_for(canonical, out.value, dims);
+      TensorComparison c = compare_with_interpreter(got[i], want[i], allowance);
+      ++tally.rows;
+      if (!c.ok) ++tally.mismatches;
+      std::string status = c.ok ? "ok" : "MISMATCH";
+      if (!c.ok) {
+        std::string detail = c.describe();
+        std::replace(detail.begin(), detail.end(), '\n', ' ');
+        status += ": " + detail;
+      }
+      print_row(name, planner_text, "cpu", out.name, fmt::format("{:.3g}", c.max_abs_error),
+                fmt::format("{:.3g}", c.max_rel_error), tolerance_text(want[i], allowance), status);
+    }
+  }
+}
+
+}  // namespace
+
+int check_command(const std::vector<std::string>& files, const CheckOptions& options) {
+  // Parse everything first: a malformed file is bad input, reported before any run.
+  std::vector<Module> modules;
+  std::vector<std::vector<const Graph*>> selected;
+  for (const std::string& file : files) {
+    modules.push_back(parse_file(file));
+  }
+  for (size_t f = 0; f < files.size(); ++f) {
+    std::vector<const Graph*> graphs;
+    if (options.graph_name.empty()) {
+      for (const Graph& g : modules[f].graphs) graphs.push_back(&g);
+      if (graphs.empty()) throw UserError(fmt::format("{}: no graph defined", files[f]));
+    } else {
+      graphs.push_back(&select_graph(modules[f], options.graph_name, files[f]));
+    }
+    selected.push_back(std::move(graphs));
+  }
+  runtime::cpu::KernelCache cache;
+  Tally tally;
+  print_row("graph", "planner", "backend", "output", "max_abs_err", "max_rel_err", "tolerance", "status");
+  for (const auto& graphs : selected) {
+    for (const Graph* g : graphs) check_graph(*g, options, cache, tally);
+  }
+  int ok = tally.rows - tally.mismatches - tally.unsupported - tally.errors;
+  std::cout << fmt::format("{} ok, {} failed, {} unsupported, {} bad input\n", ok, tally.mismatches,
+                           tally.unsupported, tally.errors);
+  if (tally.mismatches > 0) return kExitCheckFailed;
+  if (tally.unsupported > 0 && !options.allow_unsupported) {
+    std::cout << "unsupported paths fail the check; pass --allow-unsupported to accept them\n";
+    return kExitCheckFailed;
+  }
+  if (tally.errors > 0) return kExitBadInput;
+  return kExitOk;
+}
+
+}  // namespace stitch::cli

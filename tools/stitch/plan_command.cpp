@@ -1,0 +1,73 @@
+// `stitch plan` and `stitch emit` (docs/cli.md): the fusion plan and the
+// generated source, the two artefacts a user inspects before running.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "cli.h"
+#include "fusion/cost_model.h"
+#include "fusion/planner.h"
+#include "runtime/cpu/executable.h"
+#include "stitch/text.h"
+
+namespace stitch::cli {
+
+namespace {
+
+// print_plan's listing followed by what each kernel moves: the groups' kinds,
+// nodes and roots come from the plan printer, the bytes from the cost model
+// (symbols not bound by --dim take the model's default extent).
+std::string plan_text(const Graph& g, const FusionPlan& plan, const FusionCostModel& model) {
+  std::string out = print_plan(g, plan);
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    PlanCost c = model.group_cost(g, plan.groups[gi]);
+    out += fmt::format("bytes group {}: {} read, {} written\n", gi, c.bytes_read, c.bytes_written);
+  }
+  PlanCost total = model.plan_cost(g, plan);
+  out += fmt::format("bytes total: {} read, {} written, {} kernels\n", total.bytes_read, total.bytes_written,
+                     total.launches);
+  return out;
+}
+
+}  // namespace
+
+int plan_command(const std::string& file, const std::string& graph_name, const std::string& planner,
+                 const std::string& format, const std::vector<std::string>& dims, const std::string& output) {
+  if (format != "text" && format != "dot") {
+    throw UserError(fmt::format("--format {} is not supported yet; use --format text or --format dot", format));
+  }
+  PlannerKind kind = implemented_planner(planner);
+  SymbolBindings bindings = parse_dims(dims);
+  Module m = parse_file(file);
+  Graph canonical = canonicalize_with_dumps(select_graph(m, graph_name, file));
+  FusionPlan fusion_plan = plan(canonical, kind);
+  std::string text = format == "dot" ? print_plan_dot(canonical, fusion_plan)
+                                     : plan_text(canonical, fusion_plan, FusionCostModel(bindings));
+  if (output.empty()) {
+    std::cout << text;
+    return kExitOk;
+  }
+  std::ofstream out(output);
+  out << text;
+  out.close();
+  if (!out) throw UserError(fmt::format("-o {}: cannot write the file", output));
+  return kExitOk;
+}
+
+int emit_command(const std::string& file, const std::string& graph_name, const std::string& backend,
+                 const std::string& planner) {
+  if (backend != "cpu") {
+    throw UserError(fmt::format("--backend {}: that back end is not built yet; use --backend cpu", backend));
+  }
+  PlannerKind kind = implemented_planner(planner);
+  Module m = parse_file(file);
+  Graph canonical = canonicalize_with_dumps(select_graph(m, graph_name, file));
+  // Through the executable, so the text is exactly what `stitch run` compiles.
+  runtime::cpu::KernelCache cache;
+  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, kind, cache);
+  std::cout << exe.source();
+  return kExitOk;
+}
+
+}  // namespace stitch::cli

@@ -178,10 +178,10 @@ GroupSignature loop_group_signature(const Graph& g, const FusionGroup& group) {
       note_symbols(in);
     }
   }
-  for (int r : group.roots) {
-    sig.outputs.push_back(g.nodes()[r].output);
-    note_symbols(g.nodes()[r].output);
-  }
+  for (int r : group.roots) sig.outputs.push_back(g.nodes()[r].output);
+  // A symbol may appear only inside the group (a broadcast to [B, 3] reduced
+  // over B), and the kernel still iterates over it.
+  for (int n : group.nodes) note_symbols(g.nodes()[n].output);
   sig.symbols.assign(symbols.begin(), symbols.end());
   return sig;
 }

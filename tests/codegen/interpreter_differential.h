@@ -1,0 +1,44 @@
+// Shared by the CPU back end's differential suites (random graphs, workload
+// corpus): the documented allowance of each output (docs/testing.md), an
+// output-by-output comparison with the interpreter, and a scratch kernel
+// cache directory per test run.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "stitch/graph.h"
+#include "stitch/tensor.h"
+#include "tensor/compare.h"
+
+namespace stitch::testing {
+
+// The allowance of `output` from the ops in its cone, as `stitch check`
+// computes it: transcendental when any heavy elementwise op other than div,
+// sqrt and rem feeds it; the float reduction (and dot) lengths along the cone
+// added up, since a chained reduction inherits the first one's error.
+ErrorAllowance output_allowance(const Graph& g, ValueId output, const SymbolBindings& symbols);
+
+// "" when every output of `got` matches `want` under output_allowance of
+// `g` (the graph the interpreter ran), else what differs, output by output.
+std::string compare_with_interpreter_outputs(const Graph& g, const SymbolBindings& symbols,
+                                             const std::vector<Tensor>& got, const std::vector<Tensor>& want);
+
+// A fresh directory under the system temporary directory, removed with
+// everything in it when the object goes: one kernel cache per test run, so a
+// run never hits kernels an earlier build compiled.
+class ScratchDirectory {
+ public:
+  explicit ScratchDirectory(const std::string& prefix);
+  ~ScratchDirectory();
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace stitch::testing

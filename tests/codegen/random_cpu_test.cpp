@@ -1,0 +1,186 @@
+// Random graphs (tests/support/random_graph.h) through the whole CPU back end
+// (plan, lower, emit, compile, run) against the interpreter, for the none and
+// xla planners, with the documented tolerance of each output
+// (docs/testing.md, "CPU back end against the interpreter").
+//
+// Compiling is what costs (g++ -O3 takes 15-20 s for 50 graphs' kernels):
+// graphs are compiled up to kBatchSize to a translation unit with
+// CpuExecutable::compile_batch, into a kernel cache of this run's own, and
+// the seeds are split into kShards tests (seed % kShards) so that ctest -j
+// spreads them over the cores. A graph with a group the back end cannot lower
+// yet is counted and left out, but only for the known gaps (kKnownGaps); any
+// other reason fails. STITCH_SOAK_GRAPHS=N (from STITCH_SOAK_FIRST_SEED) runs
+// N seeds instead, each in the shard it has in a normal run.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <ostream>
+
+#include "interpreter_differential.h"
+#include "ir/canonicalize.h"
+#include "random_graph.h"
+#include "runtime/cpu/executable.h"
+#include "stitch/interpreter.h"
+
+namespace stitch {
+namespace {
+
+using runtime::cpu::CpuExecutable;
+using runtime::cpu::KernelCache;
+
+constexpr uint64_t kNormalSeeds = 260;
+constexpr uint64_t kShards = 5;
+// At least 200 graphs per planner compared in a normal run.
+constexpr int kMinComparedPerShard = 40;
+constexpr size_t kBatchSize = 50;
+constexpr int kMaxReports = 5;
+
+// Ops the CPU back end does not lower yet; a graph is left out only when the
+// reason names one of them (lower_plan's "not lowered yet" texts).
+const char* const kKnownGaps[] = {"op argmax", "op argmin"};
+
+// The known gap `reason` names, or "" for any other reason.
+std::string known_gap(const std::string& reason) {
+  for (const char* gap : kKnownGaps) {
+    if (reason.find(gap) != std::string::npos) return gap;
+  }
+  return "";
+}
+
+struct Case {
+  uint64_t seed = 0;
+  testing::RandomGraphOptions options;
+  Graph source;     // the interpreter runs this one
+  Graph canonical;  // the back end compiles this one
+};
+
+struct Shard {
+  PlannerKind planner;
+  uint64_t index;
+};
+
+// For gtest's messages ("where GetParam() = xla shard 2").
+void PrintTo(const Shard& s, std::ostream* os) { *os << planner_name(s.planner) << " shard " << s.index; }
+
+class RandomCpuDifferential : public ::testing::TestWithParam<Shard> {
+ protected:
+  PlannerKind planner() const { return GetParam().planner; }
+
+  void report(const Case& c, const std::string& failure) {
+    if (++reports_ > kMaxReports) return;
+    ADD_FAILURE() << "planner " << planner_name(planner()) << ": " << failure << "\n"
+                  << testing::reproducer(c.seed, c.source);
+  }
+
+  // Runs every case of one compiled batch and compares each output.
+  void check_batch(const std::vector<Case>& batch, std::vector<CpuExecutable>& exes) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const Case& c = batch[i];
+      SymbolBindings symbols = testing::random_symbol_bindings(c.source, c.seed, c.options.max_symbol_extent);
+      // Half the seeds see ±0, ±inf, NaN and integer extremes in their inputs.
+      std::vector<Tensor> inputs = testing::random_inputs(c.source, c.seed, symbols, c.seed % 2 == 1);
+      try {
+        std::vector<Tensor> want = interpret(c.source, inputs);
+        std::vector<Tensor> got = exes[i].run(inputs);
+        std::string failure = testing::compare_with_interpreter_outputs(c.source, symbols, got, want);
+        if (!failure.empty()) report(c, failure);
+        ++compared_;
+      } catch (const std::exception& e) {
+        report(c, std::string("exception: ") + e.what());
+      }
+    }
+  }
+
+  // One translation unit for the whole batch; when it fails, each graph
+  // alone, so the report names the graph at fault.
+  void compile_and_check(const std::vector<Case>& batch, KernelCache& cache) {
+    std::vector<Graph> graphs;
+    for (const Case& c : batch) graphs.push_back(c.canonical);
+    std::vector<CpuExecutable> exes;
+    try {
+      exes = CpuExecutable::compile_batch(graphs, planner(), cache);
+      ++compiles_;
+    } catch (const std::exception& batch_error) {
+      for (const Case& c : batch) {
+        try {
+          std::vector<CpuExecutable> one = CpuExecutable::compile_batch({c.canonical}, planner(), cache);
+          check_batch({c}, one);
+        } catch (const std::exception& e) {
+          report(c, std::string("compile: ") + e.what());
+        }
+      }
+      return;
+    }
+    check_batch(batch, exes);
+  }
+
+  int reports_ = 0;
+  int compared_ = 0;
+  int compiles_ = 0;
+};
+
+TEST_P(RandomCpuDifferential, MatchesInterpreter) {
+  const PlannerKind planner = GetParam().planner;
+  auto start = std::chrono::steady_clock::now();
+  testing::ScratchDirectory cache_dir("stitch-random-cpu-test");
+  KernelCache cache(cache_dir.path());
+  testing::SeedRange seeds = testing::random_seed_range(kNormalSeeds);
+  std::map<std::string, int> left_out;  // by known gap
+  std::vector<Case> batch;
+  for (uint64_t seed = seeds.first; seed < seeds.first + seeds.count && reports_ < kMaxReports; ++seed) {
+    if (seed % kShards != GetParam().index) continue;
+    Case c;
+    c.seed = seed;
+    c.options = testing::varied_options(seed);
+    std::string reason;
+    try {
+      c.source = testing::random_graph(c.options);
+      c.canonical = canonicalize(c.source);
+      reason = CpuExecutable::unsupported_reason(c.canonical, planner);
+    } catch (const std::exception& e) {
+      report(c, std::string("generating, canonicalising or lowering: ") + e.what());
+      continue;
+    }
+    if (!reason.empty()) {
+      std::string gap = known_gap(reason);
+      if (gap.empty()) report(c, "the back end cannot lower this graph: " + reason);
+      ++left_out[gap.empty() ? reason : gap];
+      continue;
+    }
+    batch.push_back(std::move(c));
+    if (batch.size() == kBatchSize) {
+      compile_and_check(batch, cache);
+      batch.clear();
+    }
+  }
+  if (!batch.empty()) compile_and_check(batch, cache);
+
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string gaps;
+  for (const auto& [gap, count] : left_out) gaps += (gaps.empty() ? "" : ", ") + std::to_string(count) + " with " + gap;
+  std::printf("random cpu (%s, shard %d of %d): %d graphs compared, left out: %s; %d compiles, %.1f s\n",
+              std::string(planner_name(planner)).c_str(), static_cast<int>(GetParam().index),
+              static_cast<int>(kShards), compared_, gaps.empty() ? "none" : gaps.c_str(), compiles_, seconds);
+  if (!seeds.soak) {
+    EXPECT_GE(compared_, kMinComparedPerShard) << "too few random graphs reach the CPU back end";
+  }
+}
+
+std::vector<Shard> all_shards() {
+  std::vector<Shard> shards;
+  for (PlannerKind p : {PlannerKind::None, PlannerKind::Xla}) {
+    for (uint64_t i = 0; i < kShards; ++i) shards.push_back({p, i});
+  }
+  return shards;
+}
+
+INSTANTIATE_TEST_SUITE_P(Planners, RandomCpuDifferential, ::testing::ValuesIn(all_shards()),
+                         [](const ::testing::TestParamInfo<Shard>& info) {
+                           return std::string(planner_name(info.param.planner)) + "_" +
+                                  std::to_string(info.param.index);
+                         });
+
+}  // namespace
+}  // namespace stitch

@@ -38,7 +38,7 @@ struct Kernel {
 };
 
 // Graphs whose every xla group is lowered and run in plan order.
-const char* const kGatherGraphs[] = {
+const char* const kGraphs[] = {
     // Index read from a buffer, i32 and i64, negative indices, every dtype of x.
     R"(graph take_rows(x: f32[6, 5], i: i32[4]) -> (f32[4, 5]) {
   y = exp(gather(x, i, axis=0))
@@ -71,6 +71,13 @@ const char* const kGatherGraphs[] = {
   y = add(gather(x, i, axis=0), 1.0)
   return y
 })",
+    // Not a gather: B appears in no buffer of the reduction kernel, only in
+    // the broadcast inside it (the kernel still needs sym_B).
+    R"(graph symbol_inside(x: f32[3], y: f32[B]) -> (f32[3], f32[B]) {
+  s = reduce_max(broadcast(x, shape=[B, 3]), axes=[0])
+  z = neg(y)
+  return s, z
+})",
     // A gather absorbed into a reduction's producers.
     R"(graph take_reduce(x: f32[10, 6], i: i64[3]) -> (f32[3]) {
   s = reduce_max(gather(x, i, axis=0), axes=[1])
@@ -100,8 +107,8 @@ class GatherPacking : public ::testing::Test {
   static void SetUpTestSuite() {
     // Kernels point at these graphs: no reallocation once they are built.
     graphs_ = std::make_unique<std::vector<Graph>>();
-    graphs_->reserve(std::size(kGatherGraphs) + 1);
-    for (const char* text : kGatherGraphs) graphs_->push_back(from_text(text));
+    graphs_->reserve(std::size(kGraphs) + 1);
+    for (const char* text : kGraphs) graphs_->push_back(from_text(text));
     kernels_ = std::make_unique<std::vector<Kernel>>();
     for (const Graph& g : *graphs_) {
       FusionPlan p = plan(g, PlannerKind::Xla);
@@ -227,6 +234,10 @@ TEST_F(GatherPacking, GatherFromBufferIndices) {
   check_graph("take_middle", {}, {6, -7, 3, 0, -1, 2});
   check_graph("take_ints", {}, {-9, 8, 0, -3});
   check_graph("take_reduce", {}, {-10, 9, 4});
+}
+
+TEST_F(GatherPacking, SymbolUsedOnlyInsideTheGroup) {
+  for (int64_t batch : {1, 4, 33}) check_graph("symbol_inside", {{"B", batch}}, {});
 }
 
 TEST_F(GatherPacking, GatherOfComputedIndices) { check_graph("take_computed", {}, {0, 13, -21, 7, 100}); }

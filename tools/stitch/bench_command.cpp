@@ -11,9 +11,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "cli.h"
 #include "runtime/cpu/executable.h"
@@ -166,18 +168,22 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
   for (const std::string& p : options.planners) planners.push_back(implemented_planner(p));
   if (planners.empty()) throw UserError("--planners names no planner");
 
-  // Parse and bind everything first, so bad input fails before minutes of timing.
+  // Parse everything and check the dims first, so bad input fails before minutes of timing.
   std::vector<Workload> workloads;
   for (const std::string& file : files) {
     Module m = parse_file(file);
     Workload w;
     w.canonical = canonicalize_with_dumps(select_graph(m, options.graph_name, file));
     w.name = w.canonical.name();
-    InputSpec spec;
-    spec.random = true;
-    spec.seed = 1;
-    spec.dims = options.dims;
-    w.inputs = gather_inputs(w.canonical, spec);
+    SymbolBindings dims = parse_dims(options.dims);
+    for (ValueId p : w.canonical.params()) {
+      for (const Dim& d : w.canonical.type(p).shape) {
+        if (d.is_symbolic() && !dims.count(d.name())) {
+          throw UserError(fmt::format("{}: graph '{}': symbolic dim {} is not bound (give --dim {}=N)", file,
+                                      w.name, d.name(), d.name()));
+        }
+      }
+    }
     workloads.push_back(std::move(w));
   }
 
@@ -187,7 +193,13 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
   json unsupported = json::array();
   std::vector<double> copy_rates;
   print_header();
-  for (const Workload& w : workloads) {
+  for (Workload& w : workloads) {
+    // Inputs one workload at a time: the corpus's inputs together would take gigabytes.
+    InputSpec spec;
+    spec.random = true;
+    spec.seed = 1;
+    spec.dims = options.dims;
+    w.inputs = gather_inputs(w.canonical, spec);
     double copy_gbps = -1;
     int64_t bytes_min = -1;
     for (PlannerKind planner : planners) {
@@ -227,7 +239,8 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
       double gbps = static_cast<double>(bytes_min) / median_s / 1e9;
       std::cout << fmt::format("{:<28} {:<7} {:>7} {:>12} {:>11.6f} {:>8.2f} {:>9.2f} {:>8.3f} {:>9.3f} {:>9.4f}\n",
                                w.name, planner_text, exe->kernel_count(), bytes_min, median_s, gbps, copy_gbps,
-                               gbps / copy_gbps, compile_s, load_s);
+                               gbps / copy_gbps, compile_s, load_s)
+                << std::flush;  // progress, when the output goes to a file
       results.push_back({{"workload", w.name},
                          {"planner", planner_text},
                          {"kernels", exe->kernel_count()},
@@ -242,6 +255,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
                          {"peak_intermediate_bytes", exe->peak_intermediate_bytes()},
                          {"fallback", exe->fallback()}});
     }
+    w.inputs.clear();
   }
   // One figure for the whole run: the median of the per-workload copies.
   double copy_gbps = copy_rates.empty() ? 0 : median(copy_rates);

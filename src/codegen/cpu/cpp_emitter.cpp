@@ -1,6 +1,9 @@
 #include "codegen/cpu/cpp_emitter.h"
 
 #include <charconv>
+#include <functional>
+#include <map>
+#include <optional>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -353,6 +356,8 @@ class KernelEmitter {
     line(fmt::format("{{  // thread region: {} threads, {} phase(s)", region_.threads, phases.size()));
     ++depth_;
     in_region_ = true;
+    region_.body = body;
+    analyse_region(*body);
     declare_cross_phase_values(phases);
     for (size_t p = 0; p < phases.size(); ++p) {
       if (phases[p].stmts.empty() && !phases[p].reduction) continue;
@@ -366,8 +371,130 @@ class KernelEmitter {
     line("}");
   }
 
-  // Thread-private values that live across a phase boundary become per-thread
-  // arrays; reduction results (uniform, or one per warp) are declared here too.
+  // Which names differ between the threads of the region (a fixpoint: a
+  // local assigned a varying value, or under varying control, varies), and
+  // which varying lets are index arithmetic cheap enough to recompute in every
+  // thread loop that reads them instead of keeping one value per thread.
+  void analyse_region(const StmtList& body) {
+    varying_.clear();
+    remat_.clear();
+    remat_order_.clear();
+    for (const std::string* v : {&region_.thread_var, &region_.warp_var, &region_.lane_var}) {
+      if (!v->empty()) varying_.insert(*v);
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      mark_varying(body, false, changed);
+    }
+    std::set<std::string> assigned;
+    collect_lets(body, assigned);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto it = remat_.begin(); it != remat_.end();) {
+        std::set<std::string> used;
+        collect_names(it->second->init, used);
+        bool ok = !assigned.count(it->first) && !has_load(it->second->init);
+        for (const std::string& n : used) ok = ok && (!varying_.count(n) || remat_.count(n) || is_thread_var(n));
+        if (ok) {
+          ++it;
+        } else {
+          it = remat_.erase(it);
+          changed = true;
+        }
+      }
+    }
+    std::erase_if(remat_order_, [&](const kir::LetStmt* let) { return !remat_.count(let->name); });
+  }
+
+  bool is_thread_var(const std::string& n) const {
+    return n == region_.thread_var || n == region_.warp_var || n == region_.lane_var;
+  }
+
+  static bool has_load(const Expr& e) {
+    if (e->kind == ExprKind::Load) return true;
+    for (const Expr& operand : e->operands) {
+      if (has_load(operand)) return true;
+    }
+    return false;
+  }
+
+  // Varying lets of integer or bool type are remat candidates; `assigned`
+  // collects every assigned name (those are never recomputed).
+  void collect_lets(const StmtList& stmts, std::set<std::string>& assigned) {
+    for (const Stmt& s : stmts) {
+      if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) {
+        if (let->init.defined() && varying_.count(let->name) && !is_float(let->dtype)) {
+          remat_[let->name] = let;
+          remat_order_.push_back(let);
+        }
+      } else if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) {
+        assigned.insert(a->name);
+      } else if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
+        collect_lets(f->body, assigned);
+      } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
+        collect_lets(i->then_body, assigned);
+        collect_lets(i->else_body, assigned);
+      }
+    }
+  }
+
+  bool expr_varies(const Expr& e) const {
+    if (!e.defined()) return false;
+    if (e->kind == ExprKind::Var) return varying_.count(e->name) > 0;
+    // Shared buffers and local arrays hold per-thread data; treat loads from them as varying.
+    if (e->kind == ExprKind::Load && !k_.find_buffer(e->name)) return true;
+    for (const Expr& operand : e->operands) {
+      if (expr_varies(operand)) return true;
+    }
+    return false;
+  }
+
+  void mark(const std::string& name, bool varies, bool& changed) {
+    if (varies && varying_.insert(name).second) changed = true;
+  }
+
+  void mark_varying(const StmtList& stmts, bool control, bool& changed) {
+    for (const Stmt& s : stmts) {
+      if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
+        const bool c = control || expr_varies(f->extent);
+        mark(f->var, c, changed);
+        mark_varying(f->body, c, changed);
+      } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
+        const bool c = control || expr_varies(i->cond);
+        mark_varying(i->then_body, c, changed);
+        mark_varying(i->else_body, c, changed);
+      } else if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) {
+        mark(let->name, control || expr_varies(let->init), changed);
+      } else if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) {
+        mark(a->name, control || expr_varies(a->value), changed);
+      } else if (const auto* arr = std::get_if<kir::LocalArrayStmt>(&s.node)) {
+        mark(arr->name, true, changed);
+      } else if (const auto* r = std::get_if<kir::ReduceStmt>(&s.node); r && r->scope == ReduceScope::Warp) {
+        mark(r->result, true, changed);
+        if (!r->index_result.empty()) mark(r->index_result, true, changed);
+      }
+    }
+  }
+
+  // `names` plus everything the definitions of its remat lets read, transitively.
+  void expand_remat(std::set<std::string>& names) const {
+    std::vector<std::string> work(names.begin(), names.end());
+    while (!work.empty()) {
+      std::string n = work.back();
+      work.pop_back();
+      auto it = remat_.find(n);
+      if (it == remat_.end()) continue;
+      std::set<std::string> used;
+      collect_names(it->second->init, used);
+      for (const std::string& u : used) {
+        if (names.insert(u).second) work.push_back(u);
+      }
+    }
+  }
+
+  // Values that live across a phase boundary: uniform ones become one scalar
+  // per block, remat lets are recomputed, the rest become per-thread arrays.
+  // Reduction results (uniform, or one per warp) are declared here too.
   void declare_cross_phase_values(const std::vector<Phase>& phases) {
     std::vector<std::set<std::string>> used_after(phases.size());
     for (size_t p = phases.size(); p-- > 0;) {
@@ -378,12 +505,19 @@ class KernelEmitter {
           collect_names(r->value, used_after[p]);
           collect_names(r->index, used_after[p]);
         }
+        expand_remat(used_after[p]);
       }
     }
     const std::string& tid = region_.thread_index;
     for (size_t p = 0; p < phases.size(); ++p) {
       for (const Stmt* s : phases[p].stmts) {
         if (const auto* let = std::get_if<kir::LetStmt>(&s->node); let && used_after[p].count(let->name)) {
+          if (remat_.count(let->name)) continue;
+          if (!varying_.count(let->name)) {
+            line(fmt::format("{} {}{{}};", compute_type(let->dtype), let->name));
+            remember_per_thread(let->name, let->name);
+            continue;
+          }
           line(fmt::format("{} {}[{}];", compute_type(let->dtype), let->name, region_.threads));
           remember_per_thread(let->name, fmt::format("{}[{}]", let->name, tid));
         }
@@ -426,35 +560,225 @@ class KernelEmitter {
     }
   }
 
+  // A phase runs its statements for every thread. The thread loop is pushed
+  // inside uniform loops and ifs (threads of one phase are independent, so
+  // the interchange is legal), which puts it innermost on contiguous data
+  // where it vectorises; uniform lets are computed once per block.
   void emit_phase(const Phase& phase, size_t index, size_t count) {
     line(fmt::format("// phase {} of {}", index + 1, count));
-    if (!region_.lane_var.empty()) {
+    sink(phase.stmts);
+    if (const kir::ReduceStmt* r = phase.reduction) {
+      // Each thread publishes its operand; the combine step after the loop reads all.
+      std::set<std::string> used;
+      collect_names(r->value, used);
+      collect_names(r->index, used);
+      thread_loop(used, {}, false, [&] {
+        line(fmt::format("stitch_values_{}[{}] = {};", index, region_.thread_index, expr(r->value)));
+        if (r->index.defined()) {
+          line(fmt::format("stitch_indices_{}[{}] = {};", index, region_.thread_index, expr(r->index)));
+        }
+      });
+    }
+  }
+
+  bool sinkable(const Stmt& s) const {
+    if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) return !varying_.count(let->name);
+    if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) return !varying_.count(a->name);
+    if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
+      return (f->level == LoopLevel::Serial || f->level == LoopLevel::Unroll) && !expr_varies(f->extent);
+    }
+    if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) return !expr_varies(i->cond);
+    return false;
+  }
+
+  // `if (thread == 0) { ... }` of a plain region: run once, not as a loop.
+  bool is_first_thread_only(const Stmt& s) const {
+    const auto* i = std::get_if<kir::IfStmt>(&s.node);
+    if (!i || !i->else_body.empty() || region_.thread_var.empty()) return false;
+    const Expr& c = i->cond;
+    if (c->kind != ExprKind::Op || c->op != OpKind::Eq) return false;
+    const Expr& a = c->operands[0];
+    const Expr& b = c->operands[1];
+    int64_t zero = -1;
+    return a->kind == ExprKind::Var && a->name == region_.thread_var && kir::is_int_constant(b, &zero) && zero == 0;
+  }
+
+  void sink(const std::vector<const Stmt*>& stmts) {
+    std::vector<const Stmt*> run;
+    for (const Stmt* s : stmts) {
+      if (is_first_thread_only(*s)) {
+        flush_run(run);
+        const auto& body = std::get<kir::IfStmt>(s->node).then_body;
+        std::set<std::string> used, defined;
+        collect_names(body, used);
+        for (const Stmt& b : body) collect_definitions(b, defined);
+        thread_loop(used, defined, true, [&] { emit_body(body); });
+      } else if (sinkable(*s)) {
+        flush_run(run);
+        emit_sunk(*s);
+      } else {
+        run.push_back(s);
+      }
+    }
+    flush_run(run);
+  }
+
+  static std::vector<const Stmt*> pointers(const StmtList& stmts) {
+    std::vector<const Stmt*> out;
+    for (const Stmt& s : stmts) out.push_back(&s);
+    return out;
+  }
+
+  void emit_sunk(const Stmt& s) {
+    if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
+      check_identifier(f->var);
+      int64_t count = 0;
+      if (f->level == LoopLevel::Unroll && kir::is_int_constant(f->extent, &count)) {
+        line(fmt::format("#pragma GCC unroll {}", count));
+      }
+      line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", f->var, expr(f->extent)));
+      ++depth_;
+      sink(pointers(f->body));
+      --depth_;
+      line("}");
+    } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
+      line(fmt::format("if ({}) {{", expr(i->cond)));
+      ++depth_;
+      sink(pointers(i->then_body));
+      --depth_;
+      if (!i->else_body.empty()) {
+        line("} else {");
+        ++depth_;
+        sink(pointers(i->else_body));
+        --depth_;
+      }
+      line("}");
+    } else {
+      emit_stmt(s);
+    }
+  }
+
+  // Every let and local array defined in `s`, at any depth.
+  static void collect_definitions(const Stmt& s, std::set<std::string>& names) {
+    if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) names.insert(let->name);
+    if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
+      for (const Stmt& b : f->body) collect_definitions(b, names);
+    }
+    if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
+      for (const Stmt& b : i->then_body) collect_definitions(b, names);
+      for (const Stmt& b : i->else_body) collect_definitions(b, names);
+    }
+  }
+
+  // True when a `vector` loop sits inside: OpenMP forbids a simd loop in a simd loop.
+  static bool has_vector_loop(const StmtList& stmts) {
+    for (const Stmt& s : stmts) {
+      if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
+        if (f->level == LoopLevel::Vector || has_vector_loop(f->body)) return true;
+      } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
+        if (has_vector_loop(i->then_body) || has_vector_loop(i->else_body)) return true;
+      }
+    }
+    return false;
+  }
+
+  // Names mentioned anywhere in the region outside `run`.
+  void collect_names_outside(const StmtList& stmts, const std::set<const Stmt*>& run,
+                             std::set<std::string>& names) const {
+    for (const Stmt& s : stmts) {
+      if (run.count(&s)) continue;
+      if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
+        collect_names(f->extent, names);
+        collect_names_outside(f->body, run, names);
+      } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
+        collect_names(i->cond, names);
+        collect_names_outside(i->then_body, run, names);
+        collect_names_outside(i->else_body, run, names);
+      } else {
+        collect_names(s, names);
+      }
+    }
+  }
+
+  // One thread loop over a run of statements that must run per thread.
+  // Their lets read after the run become per-thread arrays.
+  void flush_run(std::vector<const Stmt*>& run) {
+    if (run.empty()) return;
+    std::set<std::string> used;
+    for (const Stmt* s : run) collect_names(*s, used);
+    std::set<std::string> outside;
+    collect_names_outside(*region_.body, std::set<const Stmt*>(run.begin(), run.end()), outside);
+    expand_remat(outside);
+    // Remat lets are emitted by thread_loop wherever they are read.
+    std::erase_if(run, [&](const Stmt* s) {
+      const auto* let = std::get_if<kir::LetStmt>(&s->node);
+      return let && remat_.count(let->name);
+    });
+    if (run.empty()) return;
+    std::set<std::string> defined;
+    bool vector_loop = false;
+    for (const Stmt* s : run) {
+      vector_loop = vector_loop || has_vector_loop({*s});
+      if (const auto* let = std::get_if<kir::LetStmt>(&s->node)) {
+        defined.insert(let->name);
+        if (outside.count(let->name) && !remat_.count(let->name) && !per_thread_.count(let->name)) {
+          line(fmt::format("{} {}[{}];", compute_type(let->dtype), let->name, region_.threads));
+          remember_per_thread(let->name, fmt::format("{}[{}]", let->name, region_.thread_index));
+        }
+      } else if (const auto* arr = std::get_if<kir::LocalArrayStmt>(&s->node)) {
+        defined.insert(arr->name);
+        if (outside.count(arr->name) && !per_thread_.count(arr->name)) {
+          line(fmt::format("{} {}[{}][{}];", compute_type(arr->dtype), arr->name, region_.threads, arr->count));
+          remember_per_thread(arr->name, fmt::format("{}[{}]", arr->name, region_.thread_index));
+        }
+      }
+    }
+    for (const Stmt* s : run) collect_definitions(*s, defined);
+    thread_loop(used, defined, false, [&] {
+      for (const Stmt* s : run) emit_stmt(*s);
+    }, vector_loop);
+    run.clear();
+  }
+
+  // Emits a loop over the block's threads (or, `first_only`, thread 0 alone)
+  // around `body`, first recomputing the remat lets it reads.
+  void thread_loop(std::set<std::string> used, const std::set<std::string>& defined, bool first_only,
+                   const std::function<void()>& body, bool no_simd = false) {
+    expand_remat(used);
+    if (first_only) {
+      line("{  // thread 0 only");
+      ++depth_;
+      line(fmt::format("const int64_t {} = 0;", region_.thread_var));
+      line(fmt::format("(void){};", region_.thread_var));
+    } else if (!region_.lane_var.empty()) {
       line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", region_.warp_var,
                        region_.threads / kir::kWarpSize));
       ++depth_;
+      if (!no_simd) line("#pragma omp simd");
       line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", region_.lane_var, kir::kWarpSize));
+      ++depth_;
     } else {
+      if (!no_simd) line("#pragma omp simd");
       line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", region_.thread_var, region_.threads));
+      ++depth_;
     }
-    ++depth_;
-    for (const Stmt* s : phase.stmts) emit_stmt(*s);
-    if (const kir::ReduceStmt* r = phase.reduction) {
-      // Each thread publishes its operand; the combine step after the loop reads all.
-      line(fmt::format("stitch_values_{}[{}] = {};", index, region_.thread_index, expr(r->value)));
-      if (r->index.defined()) {
-        line(fmt::format("stitch_indices_{}[{}] = {};", index, region_.thread_index, expr(r->index)));
+    for (const kir::LetStmt* let : remat_order_) {
+      if (used.count(let->name) && !defined.count(let->name)) {
+        line(fmt::format("const {} {} = {};", compute_type(let->dtype), let->name, expr(let->init)));
       }
     }
+    body();
     --depth_;
     line("}");
-    if (!region_.lane_var.empty()) {
+    if (!first_only && !region_.lane_var.empty()) {
       --depth_;
       line("}");
     }
   }
 
-  // Combines the published operands sequentially in thread order, per warp or
-  // over the whole block, into the reduction's result.
+  // Combines the published operands into the reduction's result by a
+  // pairwise tree (per warp of 32, or over the block): each level is one
+  // vectorisable loop. The order is the emitter's to choose (docs/kernel-ir.md).
   void emit_reduction_combine(const kir::ReduceStmt& r, size_t phase) {
     const bool warp = r.scope == ReduceScope::Warp;
     const int64_t group = warp ? kir::kWarpSize : region_.threads;
@@ -472,29 +796,37 @@ class KernelEmitter {
       first = fmt::format("stitch_warp * {}", kir::kWarpSize);
     }
     const std::string type = compute_type(r.value.dtype());
-    line(fmt::format("{} = {}[{}];", result, values, first));
-    const bool is_arg = r.op == OpKind::ArgMax || r.op == OpKind::ArgMin;
-    if (is_arg) line(fmt::format("{} = {}[{}];", index_result, indices, first));
-    line(fmt::format("for (int64_t stitch_i = 1; stitch_i < {}; ++stitch_i) {{", group));
+    line(fmt::format("for (int64_t stitch_n = {}; stitch_n > 1;) {{", group));
     ++depth_;
-    const std::string operand = fmt::format("{}[{} + stitch_i]", values, first);
+    line("const int64_t stitch_half = (stitch_n + 1) / 2;");
+    line("#pragma omp simd");
+    line("for (int64_t stitch_i = 0; stitch_i < stitch_n - stitch_half; ++stitch_i) {");
+    ++depth_;
+    const std::string left = fmt::format("{}[{} + stitch_i]", values, first);
+    const std::string right = fmt::format("{}[{} + stitch_half + stitch_i]", values, first);
     switch (r.op) {
-      case OpKind::ReduceSum: line(fmt::format("{0} = stitch_add<{1}>({0}, {2});", result, type, operand)); break;
-      case OpKind::ReduceProd: line(fmt::format("{0} = stitch_mul<{1}>({0}, {2});", result, type, operand)); break;
-      case OpKind::ReduceMax: line(fmt::format("{0} = stitch_max<{1}>({0}, {2});", result, type, operand)); break;
-      case OpKind::ReduceMin: line(fmt::format("{0} = stitch_min<{1}>({0}, {2});", result, type, operand)); break;
-      case OpKind::ReduceAny: line(fmt::format("{0} = {0} || {1};", result, operand)); break;
-      case OpKind::ReduceAll: line(fmt::format("{0} = {0} && {1};", result, operand)); break;
+      case OpKind::ReduceSum: line(fmt::format("{0} = stitch_add<{1}>({0}, {2});", left, type, right)); break;
+      case OpKind::ReduceProd: line(fmt::format("{0} = stitch_mul<{1}>({0}, {2});", left, type, right)); break;
+      case OpKind::ReduceMax: line(fmt::format("{0} = stitch_max<{1}>({0}, {2});", left, type, right)); break;
+      case OpKind::ReduceMin: line(fmt::format("{0} = stitch_min<{1}>({0}, {2});", left, type, right)); break;
+      case OpKind::ReduceAny: line(fmt::format("{0} = {0} || {1};", left, right)); break;
+      case OpKind::ReduceAll: line(fmt::format("{0} = {0} && {1};", left, right)); break;
       case OpKind::ArgMax:
       case OpKind::ArgMin:
-        line(fmt::format("stitch_arg_extreme_step<{}, {}>({}, {}, {}, {}[{} + stitch_i]);",
-                         r.op == OpKind::ArgMax ? "true" : "false", type, result, index_result, operand, indices,
+        line(fmt::format("stitch_arg_extreme_step<{}, {}>({}, {}[{} + stitch_i], {}, {}[{} + stitch_half + stitch_i]);",
+                         r.op == OpKind::ArgMax ? "true" : "false", type, left, indices, first, right, indices,
                          first));
         break;
       default: unsupported(fmt::format("the reduction {}", op_name(r.op)));
     }
     --depth_;
     line("}");
+    line("stitch_n = stitch_half;");
+    --depth_;
+    line("}");
+    line(fmt::format("{} = {}[{}];", result, values, first));
+    const bool is_arg = r.op == OpKind::ArgMax || r.op == OpKind::ArgMin;
+    if (is_arg) line(fmt::format("{} = {}[{}];", index_result, indices, first));
     if (warp) {
       --depth_;
       line("}");
@@ -520,11 +852,59 @@ class KernelEmitter {
       }
       return offset;
     }
+    if (std::optional<Expr> linear = cancelled_offset(b, index)) return expr(*linear);
     offset = expr(index.at(0));
     for (size_t d = 1; d < index.size(); ++d) {
       offset = fmt::format("({}) * ({}) + ({})", offset, expr(b.shape[d]), expr(index[d]));
     }
     return offset;
+  }
+
+  // The definition behind a remat let, or `e` itself.
+  const Expr& resolve(const Expr& e) const {
+    if (e->kind == ExprKind::Var) {
+      if (auto it = remat_.find(e->name); it != remat_.end()) return resolve(it->second->init);
+    }
+    return e;
+  }
+
+  // `e` is `x OP c` for the literal c: returns x.
+  static std::optional<Expr> literal_operand(const Expr& e, OpKind op, int64_t c) {
+    int64_t value = 0;
+    if (e->kind != ExprKind::Op || e->op != op || !kir::is_int_constant(e->operands[1], &value) || value != c) {
+      return std::nullopt;
+    }
+    return e->operands[0];
+  }
+
+  // A row-major index that delinearises one linear value X in the buffer's
+  // own shape, index k = (X / S_k) % d_k (X / S_0 for k = 0, S_k the product
+  // of the inner static dims): the offset is X itself (X >= 0), which keeps a
+  // loop group's access contiguous instead of a div/mod gather.
+  std::optional<Expr> cancelled_offset(const kir::BufferParam& b, const std::vector<Expr>& index) const {
+    if (index.size() < 2 || !b.strides.empty()) return std::nullopt;
+    std::optional<Expr> x;
+    int64_t stride = 1;
+    for (size_t k = index.size(); k-- > 0;) {
+      const Expr& e = resolve(index[k]);
+      int64_t dim = 0;
+      const bool static_dim = kir::is_int_constant(b.shape[k], &dim);
+      if (k > 0 && static_dim && dim == 1 && kir::is_int_constant(e, &dim) && dim == 0) continue;
+      Expr q = e;
+      if (k > 0) {
+        if (!static_dim || dim <= 0) return std::nullopt;
+        std::optional<Expr> inner = literal_operand(e, OpKind::Rem, dim);
+        if (!inner) return std::nullopt;
+        q = *inner;
+      }
+      std::optional<Expr> base = q;
+      if (stride != 1) base = literal_operand(resolve(q), OpKind::Div, stride);
+      if (!base) return std::nullopt;
+      if (x && !(resolve(*x) == resolve(*base))) return std::nullopt;
+      if (!x) x = base;
+      if (k > 0) stride *= dim;
+    }
+    return x;
   }
 
   std::string expr(const Expr& e) {
@@ -579,7 +959,9 @@ class KernelEmitter {
       case OpKind::Exp2: return std_call("exp2");
       case OpKind::Log: return std_call("log");
       case OpKind::Log2: return std_call("log2");
-      case OpKind::Log1p: return std_call("log1p");
+      case OpKind::Log1p:
+        if (!is_float(in)) unsupported(fmt::format("log1p on {}", dtype_name(in)));
+        return call("stitch_log1p");
       case OpKind::Expm1: return std_call("expm1");
       case OpKind::Sqrt: return std_call("sqrt");
       case OpKind::Sin: return std_call("sin");
@@ -660,6 +1042,7 @@ class KernelEmitter {
   }
 
   struct Region {
+    const StmtList* body = nullptr;  // the region's statements (inside the warp loop, if split)
     std::string thread_var;  // a plain region: the thread index
     std::string warp_var;    // a warp-split region: the warp index ...
     std::string lane_var;    // ... and the lane
@@ -675,6 +1058,11 @@ class KernelEmitter {
   // Names whose C++ text is not the name itself: per-thread arrays and per-warp results.
   std::unordered_map<std::string, std::string> per_thread_;
   std::vector<std::string> region_names_;
+  // Per region: names that differ between threads, and the varying index
+  // lets recomputed in each thread loop (in program order).
+  std::set<std::string> varying_;
+  std::map<std::string, const kir::LetStmt*> remat_;
+  std::vector<const kir::LetStmt*> remat_order_;
 };
 
 }  // namespace

@@ -9,6 +9,38 @@
 #include <limits>
 #include <type_traits>
 
+// ---- vector math (docs/cpu-backend.md, Vector math) ----
+// `declare simd` tells GCC that these C library functions have vector variants
+// under the x86 vector-function ABI (_ZGVdN8v_expf, _ZGVeN16v_expf, ...), so
+// loops calling them vectorise without -ffast-math. The variants come from
+// SLEEF's GNU-ABI library (-lsleefgnuabi), whose unsuffixed names are its
+// 1.0-ulp functions; scalar remainders still call glibc. notinbranch only:
+// SLEEF has masked variants for AVX-512 alone, and a masked call GCC chose for
+// another ISA would be an unresolved symbol at dlopen.
+#define STITCH_VECTOR_MATH_1(name)                                           \
+  _Pragma("omp declare simd notinbranch") float name##f(float) noexcept; \
+  _Pragma("omp declare simd notinbranch") double name(double) noexcept;
+#define STITCH_VECTOR_MATH_2(name)                                                  \
+  _Pragma("omp declare simd notinbranch") float name##f(float, float) noexcept; \
+  _Pragma("omp declare simd notinbranch") double name(double, double) noexcept;
+extern "C" {
+STITCH_VECTOR_MATH_1(exp)
+STITCH_VECTOR_MATH_1(exp2)
+STITCH_VECTOR_MATH_1(expm1)
+STITCH_VECTOR_MATH_1(log)
+STITCH_VECTOR_MATH_1(log2)
+STITCH_VECTOR_MATH_1(log1p)
+STITCH_VECTOR_MATH_1(sin)
+STITCH_VECTOR_MATH_1(cos)
+STITCH_VECTOR_MATH_1(tan)
+STITCH_VECTOR_MATH_1(tanh)
+STITCH_VECTOR_MATH_1(erf)
+STITCH_VECTOR_MATH_2(pow)
+STITCH_VECTOR_MATH_2(atan2)
+}
+#undef STITCH_VECTOR_MATH_1
+#undef STITCH_VECTOR_MATH_2
+
 // ---- f16 / bf16: stored as uint16_t bit patterns, computed in float ----
 // The conversions come from src/tensor/narrow_float.h, embedded just before this file.
 
@@ -166,12 +198,24 @@ template <class T>
 static inline T stitch_rsqrt(T x) { return T(1) / std::sqrt(x); }
 template <class T>
 static inline T stitch_reciprocal(T x) { return T(1) / x; }
-// Never overflows: exp of a non-positive argument only.
+// SLEEF's log1p returns inf above 1e38 (f32) / 1e307 (f64); there 1 + x
+// rounds to x, so log(x) is log1p(x) within its rounding. Both are computed
+// and selected, so the loop still vectorises.
+template <class T>
+static inline T stitch_log1p(T x) {
+  const T large = std::is_same_v<T, float> ? T(1e38f) : T(1e307);
+  const T direct = std::log1p(x);
+  const T via_log = std::log(x);
+  return x > large ? via_log : direct;
+}
+// Never overflows: exp of a non-positive argument only. Branch-free (both
+// quotients, then a select) so a loop over it vectorises; the same roundings
+// as 1 / (1 + exp(-x)) for x >= 0 and e / (1 + e) otherwise.
 template <class T>
 static inline T stitch_sigmoid(T x) {
-  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-  const T e = std::exp(x);
-  return e / (T(1) + e);
+  const T e = std::exp(-std::fabs(x));
+  const T d = T(1) + e;
+  return x >= 0 ? T(1) / d : e / d;
 }
 template <class T>
 static inline bool stitch_isnan(T x) {

@@ -65,6 +65,7 @@ std::string compile_command(const CompilerOptions& options, const std::filesyste
   std::string command = options.compiler;
   for (const std::string& flag : options.flags) command += " " + flag;
   command += " -o " + shell_quote(output_path.string()) + " " + shell_quote(source_path.string());
+  for (const std::string& library : options.libraries) command += " " + library;
   return command;
 }
 

@@ -32,8 +32,15 @@ struct CompilerOptions {
   std::string compiler = "c++";
   // OpenMP and -march=native apply to generated code only, never to Stitch itself.
   // -ffp-contract=off: a*b+c stays two roundings, as docs/semantics.md requires.
-  std::vector<std::string> flags = {"-std=c++17", "-O3",   "-march=native", "-fopenmp",
-                                    "-fPIC",      "-shared", "-ffp-contract=off"};
+  // -fno-math-errno and -fno-trapping-math change no value (generated code never
+  // reads errno or the FP exception flags) but let sqrt, floor, ceil and
+  // nearbyint vectorise; no -ffast-math (docs/cpu-backend.md, Vector math).
+  std::vector<std::string> flags = {"-std=c++17",        "-O3",   "-march=native",    "-fopenmp",
+                                    "-fPIC",             "-shared", "-ffp-contract=off", "-fno-math-errno",
+                                    "-fno-trapping-math"};
+  // After the source, so the linker sees the vector-math references first:
+  // SLEEF's GNU-ABI vector variants of the `declare simd` functions.
+  std::vector<std::string> libraries = {"-lsleefgnuabi"};
 };
 
 // The exact command line that compiles `source_path` into `output_path`.

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <map>
 #include <ostream>
+#include <set>
 
 #include "interpreter_differential.h"
 #include "ir/canonicalize.h"
@@ -35,6 +36,11 @@ constexpr uint64_t kShards = 5;
 // At least 200 graphs per planner compared in a normal run.
 constexpr int kMinComparedPerShard = 40;
 constexpr size_t kBatchSize = 50;
+// Each shard of a normal run compares at least one graph with each of these
+// (op names, "reduction" for any reduce_*, dtypes of values, "symbolic dims").
+const char* const kMustCover[] = {"broadcast", "transpose", "slice", "concat", "gather", "reshape", "pad",
+                                  "iota", "reduction", "dot", "cast", "select", "f16", "bf16", "f32", "f64",
+                                  "i8", "i32", "i64", "bool", "symbolic dims"};
 constexpr int kMaxReports = 5;
 
 // Ops the CPU back end does not lower yet; a graph is left out only when the
@@ -87,6 +93,7 @@ class RandomCpuDifferential : public ::testing::TestWithParam<Shard> {
         std::string failure = testing::compare_with_interpreter_outputs(c.source, symbols, got, want);
         if (!failure.empty()) report(c, failure);
         ++compared_;
+        note_coverage(c.source);
       } catch (const std::exception& e) {
         report(c, std::string("exception: ") + e.what());
       }
@@ -116,6 +123,22 @@ class RandomCpuDifferential : public ::testing::TestWithParam<Shard> {
     check_batch(batch, exes);
   }
 
+  // How many compared graphs contain each feature the suite must reach.
+  void note_coverage(const Graph& g) {
+    std::set<std::string> features;
+    for (const Node& n : g.nodes()) {
+      features.insert(is_reduction(n.op) ? "reduction" : std::string(op_name(n.op)));
+      features.insert(std::string(dtype_name(g.type(n.output).dtype)));
+    }
+    for (ValueId p : g.params()) {
+      for (const Dim& d : g.type(p).shape) {
+        if (d.is_symbolic()) features.insert("symbolic dims");
+      }
+    }
+    for (const std::string& f : features) ++coverage_[f];
+  }
+
+  std::map<std::string, int> coverage_;
   int reports_ = 0;
   int compared_ = 0;
   int compiles_ = 0;
@@ -163,8 +186,12 @@ TEST_P(RandomCpuDifferential, MatchesInterpreter) {
   std::printf("random cpu (%s, shard %d of %d): %d graphs compared, left out: %s; %d compiles, %.1f s\n",
               std::string(planner_name(planner)).c_str(), static_cast<int>(GetParam().index),
               static_cast<int>(kShards), compared_, gaps.empty() ? "none" : gaps.c_str(), compiles_, seconds);
+  std::string covered;
+  for (const auto& [feature, count] : coverage_) covered += (covered.empty() ? "" : ", ") + feature + " " + std::to_string(count);
+  std::printf("  graphs with: %s\n", covered.c_str());
   if (!seeds.soak) {
     EXPECT_GE(compared_, kMinComparedPerShard) << "too few random graphs reach the CPU back end";
+    for (const char* feature : kMustCover) EXPECT_GT(coverage_[feature], 0) << "no compared graph has " << feature;
   }
 }
 

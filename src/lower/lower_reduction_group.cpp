@@ -27,10 +27,19 @@ bool is_supported_reduction(OpKind op) {
     case OpKind::ReduceMin:
     case OpKind::ReduceMean:
     case OpKind::ReduceAny:
-    case OpKind::ReduceAll: return true;
+    case OpKind::ReduceAll:
+    case OpKind::ArgMax:
+    case OpKind::ArgMin: return true;
     default: return false;
   }
 }
+
+bool is_arg(OpKind op) { return op == OpKind::ArgMax || op == OpKind::ArgMin; }
+
+// An arg reduction's index before its thread has seen an element: larger than
+// every real index, so a thread's first element always replaces it and the
+// combine's tie rule (smaller index wins) never picks it over a real one.
+constexpr int64_t kNoIndex = std::numeric_limits<int64_t>::max();
 
 DType accumulator_dtype(DType t) { return (t == DType::f16 || t == DType::bf16) ? DType::f32 : t; }
 
@@ -47,6 +56,13 @@ OpKind combine_op(OpKind op) {
 }
 
 OpKind block_op(OpKind op) { return op == OpKind::ReduceMean ? OpKind::ReduceSum : op; }
+
+// argmax starts from max's identity, argmin from min's.
+OpKind identity_op(OpKind op) {
+  if (op == OpKind::ArgMax) return OpKind::ReduceMax;
+  if (op == OpKind::ArgMin) return OpKind::ReduceMin;
+  return op;
+}
 
 // The empty-slice results of docs/semantics.md: sum -0 (so a slice of -0
 // sums to -0), prod 1, max -inf / the integer minimum, min +inf / maximum.
@@ -69,6 +85,19 @@ Expr identity(OpKind op, DType t) {
 }
 
 const Node& root_node(const Graph& g, const FusionGroup& group, size_t k) { return g.nodes()[group.roots[k]]; }
+
+// The dtype a root accumulates in: its result's, widened, or for argmax/argmin
+// its input's (the index is an i64 beside it).
+DType accumulator_dtype(const Graph& g, const Node& n) {
+  return accumulator_dtype(g.type(is_arg(n.op) ? n.inputs[0] : n.output).dtype);
+}
+
+// One root's running state: the combined value, and for argmax/argmin the
+// index of the extremum so far.
+struct Accumulator {
+  Expr value;
+  Expr index;
+};
 
 class ReductionLowerer {
  public:
@@ -118,33 +147,57 @@ class ReductionLowerer {
   }
 
   // Declares one accumulator per root, initialised to its identity.
-  std::vector<Expr> init_accumulators() {
-    std::vector<Expr> acc;
+  std::vector<Accumulator> init_accumulators() {
+    std::vector<Accumulator> acc;
     for (size_t k = 0; k < group_.roots.size(); ++k) {
       const Node& n = root_node(g_, group_, k);
-      DType t = accumulator_dtype(g_.type(n.output).dtype);
-      acc.push_back(kb_.let("acc" + std::to_string(k), identity(n.op, t)));
+      Accumulator a;
+      a.value = kb_.let("acc" + std::to_string(k), identity(identity_op(n.op), accumulator_dtype(g_, n)));
+      if (is_arg(n.op)) a.index = kb_.let("accidx" + std::to_string(k), kir::int_const(kNoIndex));
+      acc.push_back(a);
     }
     return acc;
   }
 
+  // argmax/argmin step over elements in increasing index order: take `v` when
+  // it is strictly beyond the best (so ties keep the first index), when it is
+  // the first NaN (NaN counts as the extreme), or when nothing was seen yet.
+  void accumulate_arg(OpKind op, const Accumulator& a, const Expr& v, const Expr& index) {
+    Expr take = kir::op(op == OpKind::ArgMax ? OpKind::Gt : OpKind::Lt, {v, a.value});
+    if (is_float(v.dtype())) {
+      Expr first_nan = kir::op(OpKind::And, {kir::op(OpKind::IsNan, {v}),
+                                             kir::op(OpKind::Not, {kir::op(OpKind::IsNan, {a.value})})});
+      take = kir::op(OpKind::Or, {take, first_nan});
+    }
+    take = kir::op(OpKind::Or, {take, kir::op(OpKind::Eq, {a.index, kir::int_const(kNoIndex)})});
+    Expr t = kb_.let(ex_.fresh("take"), take);
+    kb_.assign(a.value, kir::op(OpKind::Select, {t, v, a.value}));
+    kb_.assign(a.index, kir::op(OpKind::Select, {t, index, a.index}));
+  }
+
   // Folds reduced element `lin` (a linear index over red_shape_) into each
   // accumulator; the producers shared by sibling roots are evaluated once.
-  void accumulate(const std::vector<Expr>& acc, const Index& out, const Expr& lin) {
+  // An arg reduction has one reduced axis, so `lin` is the index along it.
+  void accumulate(const std::vector<Accumulator>& acc, const Index& out, const Expr& lin) {
     Index idx = input_index(out, ex_.delinearize(lin, red_shape_));
     for (size_t k = 0; k < group_.roots.size(); ++k) {
       const Node& n = root_node(g_, group_, k);
       Expr v = ex_.eval(n.inputs[0], idx);
-      if (v.dtype() != acc[k].dtype()) v = kir::cast(v, acc[k].dtype());
-      kb_.assign(acc[k], kir::op(combine_op(n.op), {acc[k], v}));
+      if (v.dtype() != acc[k].value.dtype()) v = kir::cast(v, acc[k].value.dtype());
+      if (is_arg(n.op)) {
+        accumulate_arg(n.op, acc[k], v, lin);
+      } else {
+        kb_.assign(acc[k].value, kir::op(combine_op(n.op), {acc[k].value, v}));
+      }
     }
   }
 
   // The root's value from its full accumulation: mean divides by the count,
   // f16/bf16 round once from the f32 accumulator.
-  Expr finish_value(size_t k, const Expr& total) {
+  Expr finish_value(size_t k, const Accumulator& total) {
     const Node& n = root_node(g_, group_, k);
-    Expr v = total;
+    if (is_arg(n.op)) return total.index;
+    Expr v = total.value;
     if (n.op == OpKind::ReduceMean) v = kir::op(OpKind::Div, {v, kir::cast(element_count_expr(red_shape_), v.dtype())});
     DType t = g_.type(n.output).dtype;
     return v.dtype() == t ? v : kir::cast(v, t);
@@ -165,13 +218,14 @@ class ReductionLowerer {
     for (size_t k = 0; k < group_.roots.size(); ++k) {
       const Node& n = root_node(g_, group_, k);
       scratch.push_back("scratch" + std::to_string(k));
-      kb_.shared(scratch.back(), accumulator_dtype(g_.type(n.output).dtype), threads / kir::kWarpSize);
+      kb_.shared(scratch.back(), accumulator_dtype(g_, n), threads / kir::kWarpSize);
+      if (is_arg(n.op)) kb_.shared(scratch.back() + "_index", DType::i64, threads / kir::kWarpSize);
     }
     kb_.launch(rows, threads);
     kb_.grid("blk", rows, [&](const Expr& b) {
       kb_.block("thr", threads, [&](const Expr& t) {
         Index out = ex_.delinearize(b, out_shape_, "o");
-        std::vector<Expr> acc = init_accumulators();
+        std::vector<Accumulator> acc = init_accumulators();
         kb_.serial("step", steps, [&](const Expr& s) {
           ex_.scoped([&] {
             Expr lin = kb_.let(ex_.fresh("r"), add_i(mul_i(s, kir::int_const(threads)), t));
@@ -182,10 +236,17 @@ class ReductionLowerer {
             }
           });
         });
-        std::vector<Expr> totals;
+        std::vector<Accumulator> totals;
         for (size_t k = 0; k < group_.roots.size(); ++k) {
           OpKind op = block_op(root_node(g_, group_, k).op);
-          totals.push_back(kb_.block_reduce(op, acc[k], "total" + std::to_string(k), scratch[k]));
+          const std::string name = "total" + std::to_string(k);
+          if (is_arg(op)) {
+            auto [value, index] = kb_.block_arg_reduce(op, acc[k].value, acc[k].index, name, name + "_index",
+                                                       scratch[k], scratch[k] + "_index");
+            totals.push_back({value, index});
+          } else {
+            totals.push_back({kb_.block_reduce(op, acc[k].value, name, scratch[k]), Expr()});
+          }
         }
         kb_.if_then(kir::op(OpKind::Eq, {t, kir::int_const(0)}), [&] {
           for (size_t k = 0; k < group_.roots.size(); ++k) {
@@ -213,7 +274,7 @@ class ReductionLowerer {
         kb_.if_then(kir::op(OpKind::Lt, {lin, count}), [&] {
           ex_.scoped([&] {
             Index out = ex_.delinearize(lin, out_shape_, "o");
-            std::vector<Expr> acc = init_accumulators();
+            std::vector<Accumulator> acc = init_accumulators();
             kb_.serial("red", len, [&](const Expr& r) { ex_.scoped([&] { accumulate(acc, out, r); }); });
             for (size_t k = 0; k < group_.roots.size(); ++k) {
               kb_.store(ex_.buffer(root_node(g_, group_, k).output), out, finish_value(k, acc[k]));
@@ -247,6 +308,11 @@ std::string reduction_group_problem(const Graph& g, const FusionGroup& group) {
   const Node& first = g.nodes()[group.roots.front()];
   for (int r : group.roots) {
     const Node& n = g.nodes()[r];
+    if (is_arg(n.op)) {
+      // numpy raises here and so does the interpreter; a kernel would return an index.
+      const Dim& axis = g.type(n.inputs[0]).shape[static_cast<size_t>(n.attrs.get("axes").as_ints().at(0))];
+      if (axis.is_static() && axis.extent() == 0) return std::string(op_name(n.op)) + " over an empty axis";
+    }
     if (g.type(n.inputs[0]).shape != g.type(first.inputs[0]).shape ||
         g.type(n.output).shape != g.type(first.output).shape ||
         n.attrs.get("axes").as_ints() != first.attrs.get("axes").as_ints()) {

@@ -19,7 +19,8 @@ inline constexpr int64_t kRowBlockThreads = 256;
 inline constexpr int64_t kColumnBlockThreads = 256;
 
 // Why `group` cannot be lowered by lower_reduction_group, or "" when it can:
-// every root a reduce_sum/prod/max/min/mean/any/all over one input shape with
+// every root a reduce_sum/prod/max/min/mean/any/all or argmax/argmin (not over
+// an axis of static extent 0, a user error at run time) over one input shape with
 // the same axes and result shape, every other node is_loop_lowerable.
 std::string reduction_group_problem(const Graph& g, const FusionGroup& group);
 

@@ -391,18 +391,5 @@ TEST_F(LoopLowering, SwishSmallGolden) {
 )");
 }
 
-TEST(LowerPlan, ArgmaxGroupsAreMarkedNotLowered) {
-  Graph g = canonicalize(from_text(R"(graph am(x: f32[10, 4]) -> (i64[10]) {
-  y = argmax(exp(x), axes=[1])
-  return y
-})"));
-  FusionPlan p = plan(g, PlannerKind::Xla);
-  std::vector<LoweredGroup> lowered = lower_plan(g, p, "am");
-  ASSERT_EQ(lowered.size(), 1u);
-  EXPECT_FALSE(lowered[0].kernel);
-  EXPECT_EQ(lowered[0].not_lowered_reason, "not lowered yet: op argmax in a reduction group");
-  EXPECT_THROW(lower_reduction_group(g, p.groups.front(), "am"), InternalError);
-}
-
 }  // namespace
 }  // namespace stitch::lower

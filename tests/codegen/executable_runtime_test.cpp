@@ -204,6 +204,39 @@ TEST_F(ExecutableRuntime, MaxFusionsFromTheEnvironment) {
   EXPECT_LT(plan(g, PlannerKind::Xla).groups.size(), capped);
 }
 
+TEST_F(ExecutableRuntime, RepeatedRunsReuseOutputsAndTheWorkspace) {
+  Graph g = canonical_graph(R"(graph twice(x: f32[64, 32]) -> (f32[64, 32], f32[64], f32[64, 32], f32[]) {
+  a = exp(x)
+  s = reduce_sum(a, axes=[1])
+  b = mul(a, 3.0)
+  t = reduce_max(s)
+  return b, s, b, t
+})");
+  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::None, *cache_);
+  std::vector<Tensor> outputs;
+  std::vector<Tensor> first = random_inputs(g, 1), second = random_inputs(g, 2);
+  exe.run(first, outputs);
+  ASSERT_EQ(outputs.size(), 4u);
+  const std::byte* b_data = outputs[0].raw();
+  const int64_t peak = exe.peak_intermediate_bytes();
+  EXPECT_GT(peak, 0);
+  exe.run(second, outputs);
+  // Written in place: same storage, new values; the repeated output is a copy.
+  EXPECT_EQ(outputs[0].raw(), b_data);
+  EXPECT_EQ(exe.peak_intermediate_bytes(), peak);
+  std::vector<Tensor> want = interpret(g, second);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(testing::matches_interpreter(outputs[i], want[i], true, 64)) << "output " << i;
+  }
+  EXPECT_NE(outputs[2].raw(), outputs[0].raw());
+  // A wrongly shaped tensor in the outputs is replaced, not written past.
+  outputs[1] = Tensor(DType::f32, {3});
+  outputs.pop_back();
+  exe.run(first, outputs);
+  ASSERT_EQ(outputs.size(), 4u);
+  EXPECT_TRUE(testing::matches_interpreter(outputs[1], interpret(g, first)[1], true, 64));
+}
+
 TEST_F(ExecutableRuntime, CompileBatchSharesOneTranslationUnit) {
   std::vector<Graph> graphs = {canonical_graph(kFusable), canonical_graph(R"(graph other(x: f32[N, 8]) -> (f32[N]) {
   y = sigmoid(x)

@@ -260,25 +260,43 @@ std::string CpuExecutable::unsupported_reason(const Graph& g, PlannerKind planne
 }
 
 std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> outputs;
+  run(inputs, outputs);
+  return outputs;
+}
+
+void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& results) {
   const Graph& g = graph_;
-  if (compiled_->interpret) return interpret(g, inputs);
+  if (compiled_->interpret) {
+    results = interpret(g, inputs);
+    return;
+  }
   SymbolBindings bindings = bind_inputs(g, inputs);
   const std::vector<Step>& steps = compiled_->steps;
   const int step_count = static_cast<int>(steps.size());
 
-  // Graph outputs get tensors of their own (they are returned); every other
-  // group root is an intermediate that lives in the pool from its producing
-  // step to its last consumer.
-  std::map<int, Tensor> outputs;  // by value index
-  for (const GraphOutput& o : g.outputs()) {
-    if (g.value(o.value).producer >= 0 && !outputs.count(o.value.index)) {
-      outputs.emplace(o.value.index, Tensor(g.type(o.value).dtype, concrete_shape(g.type(o.value).shape, bindings)));
-    }
+  // Graph outputs are written straight into `results` (the first output slot
+  // returning a value); every other value a step writes is an intermediate
+  // that lives in the workspace from its producing step to its last consumer.
+  results.resize(g.outputs().size());
+  std::map<int, size_t> output_slot;  // value index -> first result slot holding it
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ValueId v = g.outputs()[i].value;
+    if (g.value(v).producer < 0 || output_slot.count(v.index)) continue;
+    output_slot.emplace(v.index, i);
+    const DType dtype = g.type(v).dtype;
+    std::vector<int64_t> shape = concrete_shape(g.type(v).shape, bindings);
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    // A default-constructed Tensor has no storage, whatever it claims.
+    const bool reusable = results[i].dtype() == dtype && results[i].shape() == shape &&
+                          results[i].nbytes() == static_cast<size_t>(numel * dtype_size(dtype));
+    if (!reusable) results[i] = Tensor(dtype, std::move(shape));
   }
   std::map<int, int> last_use;  // intermediate value index -> last step reading it
   for (int i = 0; i < step_count; ++i) {
     for (ValueId v : steps[i].signature.outputs) {
-      if (!outputs.count(v.index)) last_use[v.index] = i;
+      if (!output_slot.count(v.index)) last_use[v.index] = i;
     }
   }
   for (int i = 0; i < step_count; ++i) {
@@ -287,27 +305,33 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
     }
   }
 
-  std::vector<std::vector<std::byte>> pool;
-  std::vector<int> free_buffers;           // indices into pool
+  // Buffer planning: best fit from the free workspace buffers, growing the
+  // workspace only when none fits. Within a run a buffer is free again after
+  // the last reader of its value; every buffer is free when a run starts.
+  std::vector<std::vector<std::byte>>& pool = workspace_;
+  std::vector<int> free_buffers(pool.size());  // indices into pool
+  for (size_t i = 0; i < pool.size(); ++i) free_buffers[i] = static_cast<int>(i);
   std::map<int, int> buffer_of;            // intermediate value index -> pool index
   std::map<int, const std::byte*> params;  // parameter value index -> input data
   for (size_t i = 0; i < g.params().size(); ++i) params[g.params()[i].index] = inputs[i].raw();
+  int buffers_used = 0;
+  int64_t bytes_used = 0;
 
   auto address_of = [&](ValueId v) -> void* {
     if (auto it = params.find(v.index); it != params.end()) return const_cast<std::byte*>(it->second);
-    if (auto it = outputs.find(v.index); it != outputs.end()) return it->second.raw();
+    if (auto it = output_slot.find(v.index); it != output_slot.end()) return results[it->second].raw();
     if (auto it = buffer_of.find(v.index); it != buffer_of.end()) return pool[it->second].data();
     throw InternalError(fmt::format("cpu executable: value {} has no buffer", g.value_name(v)), __FILE__, __LINE__);
   };
 
+  std::vector<bool> touched(pool.size(), false);
   for (int i = 0; i < step_count; ++i) {
     const Step& step = steps[i];
     // Inputs of this step stay held until after it ran, so a root never
     // shares a buffer with a value the same kernel reads.
     for (ValueId v : step.signature.outputs) {
-      if (outputs.count(v.index)) continue;
+      if (output_slot.count(v.index)) continue;
       size_t bytes = static_cast<size_t>(value_bytes(g, v, bindings));
-      // Best fit: the smallest free buffer that is large enough.
       auto best = free_buffers.end();
       for (auto it = free_buffers.begin(); it != free_buffers.end(); ++it) {
         if (pool[*it].size() >= bytes && (best == free_buffers.end() || pool[*it].size() < pool[*best].size())) {
@@ -320,6 +344,13 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
       } else {
         buffer_of[v.index] = static_cast<int>(pool.size());
         pool.emplace_back(bytes);
+        touched.push_back(false);
+      }
+      const int b = buffer_of[v.index];
+      if (!touched[b]) {
+        touched[b] = true;
+        ++buffers_used;
+        bytes_used += static_cast<int64_t>(pool[b].size());
       }
     }
     if (step.kind == Step::Kind::Dot) {
@@ -340,23 +371,24 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
     }
   }
 
-  peak_intermediate_bytes_ = 0;
-  for (const std::vector<std::byte>& b : pool) peak_intermediate_bytes_ += static_cast<int64_t>(b.size());
-  intermediate_buffer_count_ = static_cast<int>(pool.size());
+  // The peak of this run: the workspace buffers it used (a buffer left from
+  // a larger earlier run counts with its full size).
+  peak_intermediate_bytes_ = bytes_used;
+  intermediate_buffer_count_ = buffers_used;
   intermediate_value_count_ = static_cast<int>(last_use.size());
 
-  // A value returned twice, or a parameter returned as is, gets its own copy.
-  std::vector<Tensor> results;
-  for (const GraphOutput& o : g.outputs()) {
-    if (g.value(o.value).producer < 0) {
-      for (size_t i = 0; i < g.params().size(); ++i) {
-        if (g.params()[i] == o.value) results.push_back(inputs[i]);
+  // A value returned twice gets a copy in its later slots; a parameter
+  // returned as is, a copy of the input.
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ValueId v = g.outputs()[i].value;
+    if (g.value(v).producer < 0) {
+      for (size_t p = 0; p < g.params().size(); ++p) {
+        if (g.params()[p] == v) results[i] = inputs[p];
       }
-    } else {
-      results.push_back(outputs.at(o.value.index));
+    } else if (output_slot.at(v.index) != i) {
+      results[i] = results[output_slot.at(v.index)];
     }
   }
-  return results;
 }
 
 }  // namespace stitch::runtime::cpu

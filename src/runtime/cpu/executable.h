@@ -67,8 +67,14 @@ class CpuExecutable {
 
   // One tensor per graph output, in order. Checks the inputs as the
   // interpreter does (bind_inputs). Intermediates live in pooled buffers that
-  // are reused once their last consumer has run.
+  // are reused once their last consumer has run, and kept for the next run
+  // (a workspace, like a framework's caching allocator), so a repeated run
+  // does not page-fault fresh memory. Not for concurrent calls.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  // The same, writing into `outputs`: a tensor of the right dtype and shape
+  // is written in place, anything else (or a missing one) is replaced. For
+  // repeated runs (benchmarks, serving) that must not allocate.
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 
   // Kernels launched plus library calls made per run.
   int kernel_count() const;
@@ -92,6 +98,7 @@ class CpuExecutable {
 
   Graph graph_;
   std::shared_ptr<const CompiledGraph> compiled_;
+  std::vector<std::vector<std::byte>> workspace_;  // intermediate buffers, kept across runs
   CacheStats cache_stats_;
   int64_t peak_intermediate_bytes_ = 0;
   int intermediate_buffer_count_ = 0;

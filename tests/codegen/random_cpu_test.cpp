@@ -187,7 +187,9 @@ TEST_P(RandomCpuDifferential, MatchesInterpreter) {
               std::string(planner_name(planner)).c_str(), static_cast<int>(GetParam().index),
               static_cast<int>(kShards), compared_, gaps.empty() ? "none" : gaps.c_str(), compiles_, seconds);
   std::string covered;
-  for (const auto& [feature, count] : coverage_) covered += (covered.empty() ? "" : ", ") + feature + " " + std::to_string(count);
+  for (const auto& [feature, count] : coverage_) {
+    covered += (covered.empty() ? "" : ", ") + feature + " " + std::to_string(count);
+  }
   std::printf("  graphs with: %s\n", covered.c_str());
   if (!seeds.soak) {
     EXPECT_GE(compared_, kMinComparedPerShard) << "too few random graphs reach the CPU back end";

@@ -215,7 +215,8 @@ class GatherPacking : public ::testing::Test {
     std::vector<Tensor> want = interpret(g, inputs);
     std::unordered_map<int, Tensor> got = run(ks, inputs);
     for (size_t i = 0; i < g.outputs().size(); ++i) {
-      EXPECT_TRUE(stitch::testing::tensors_match(got.at(g.outputs()[i].value.index), want[i], Tolerance::signed_exact()))
+      const Tensor& out = got.at(g.outputs()[i].value.index);
+      EXPECT_TRUE(stitch::testing::tensors_match(out, want[i], Tolerance::signed_exact()))
           << id << " output " << g.outputs()[i].name;
     }
   }

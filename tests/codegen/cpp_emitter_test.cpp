@@ -99,7 +99,7 @@ TEST(CpuCompiler, CommandIsPrintableAndCarriesTheFlags) {
   const std::string command = runtime::cpu::compile_command({}, "/tmp/k.cpp", "/tmp/k.so");
   EXPECT_EQ(command,
             "c++ -std=c++17 -O3 -march=native -fopenmp -fPIC -shared -ffp-contract=off -fno-math-errno "
-            "-fno-trapping-math -o '/tmp/k.so' '/tmp/k.cpp' -lsleefgnuabi");
+            "-fno-trapping-math -mprefer-vector-width=512 -o '/tmp/k.so' '/tmp/k.cpp' -lsleefgnuabi");
 }
 
 TEST(CpuCompiler, BrokenSourceReportsTheCompilersMessage) {

@@ -1,18 +1,16 @@
 #include "codegen/cpu/cpp_emitter.h"
 
-#include <charconv>
 #include <functional>
 #include <map>
 #include <optional>
-#include <cmath>
-#include <limits>
 #include <set>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "codegen/cpu/cpu_runtime_text.h"
+#include "codegen/cpu/cpp_text.h"
+#include "codegen/cpu/kir_scan.h"
 #include "kir/verifier.h"
 #include "stitch/error.h"
 
@@ -26,141 +24,6 @@ using kir::LoopLevel;
 using kir::ReduceScope;
 using kir::Stmt;
 using kir::StmtList;
-
-[[noreturn]] void unsupported(const std::string& what) {
-  fail_internal(fmt::format("C++ emitter: {} not supported yet", what), __FILE__, __LINE__);
-}
-
-// The C++ type a value of `t` is computed in: f16 and bf16 compute in float.
-std::string compute_type(DType t) {
-  switch (t) {
-    case DType::f16:
-    case DType::bf16:
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-    case DType::i8: return "int8_t";
-    case DType::i32: return "int32_t";
-    case DType::i64: return "int64_t";
-    case DType::boolean: return "bool";
-  }
-  STITCH_ASSERT(false, "unknown dtype");
-}
-
-// The C++ type a global buffer element is stored as.
-std::string storage_type(DType t) {
-  return t == DType::f16 || t == DType::bf16 ? "uint16_t" : compute_type(t);
-}
-
-bool is_narrow_float(DType t) { return t == DType::f16 || t == DType::bf16; }
-
-// Rounds a float or double expression to an f16/bf16 compute value.
-std::string round_to_narrow(DType t, const std::string& value) {
-  return fmt::format("{}({})", t == DType::f16 ? "stitch_round_f16" : "stitch_round_bf16", value);
-}
-
-const std::unordered_set<std::string_view>& cpp_reserved_words() {
-  static const std::unordered_set<std::string_view> words = {
-      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char",
-      "class", "const", "constexpr", "continue", "default", "delete", "do", "double", "else",
-      "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if",
-      "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "nullptr",
-      "operator", "or", "private", "protected", "public", "register", "return", "short",
-      "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "true",
-      "try", "typedef", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
-      "while", "xor", "std", "int8_t", "int32_t", "int64_t", "uint16_t"};
-  return words;
-}
-
-// KIR names go into C++ unchanged, so the generated code reads like the printed
-// kernel; a name C++ would misread is refused rather than silently renamed.
-void check_identifier(const std::string& name) {
-  bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-  for (char c : name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-  if (!valid || cpp_reserved_words().count(name) || name.rfind("stitch_", 0) == 0 ||
-      name.rfind("__", 0) == 0) {
-    unsupported(fmt::format("the name '{}' (a C++ keyword, reserved or not an identifier)", name));
-  }
-}
-
-std::string float_literal(double v, DType t) {
-  const std::string type = t == DType::f64 ? "double" : "float";
-  if (std::isnan(v)) return fmt::format("std::numeric_limits<{}>::quiet_NaN()", type);
-  if (std::isinf(v)) {
-    return fmt::format("{}std::numeric_limits<{}>::infinity()", v < 0 ? "-" : "", type);
-  }
-  char buf[64];
-  // Shortest round-trip text of the double, then rounded once to the dtype by
-  // the compiler (f32) or by the narrow rounding helper (f16, bf16).
-  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  std::string digits(buf, r.ptr);
-  if (t == DType::f32) return fmt::format("float({})", digits);
-  if (is_narrow_float(t)) return round_to_narrow(t, digits);
-  return fmt::format("double({})", digits);
-}
-
-std::string int_literal(int64_t v, DType t) {
-  if (t == DType::boolean) return v != 0 ? "true" : "false";
-  // The most negative value has no literal of its own in C++.
-  if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";
-  if (t == DType::i64) return fmt::format("int64_t({}LL)", v);
-  return fmt::format("{}({})", compute_type(t), v);
-}
-
-// Every Var name, assigned local, loaded and stored buffer that `stmts` mentions.
-void collect_names(const Expr& e, std::set<std::string>& names) {
-  if (!e.defined()) return;
-  if (e->kind == ExprKind::Var || e->kind == ExprKind::Load) names.insert(e->name);
-  for (const Expr& operand : e->operands) collect_names(operand, names);
-}
-
-void collect_names(const StmtList& stmts, std::set<std::string>& names);
-
-void collect_names(const Stmt& s, std::set<std::string>& names) {
-  std::visit(
-      [&](const auto& n) {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, kir::ForStmt>) {
-          collect_names(n.extent, names);
-          collect_names(n.body, names);
-        } else if constexpr (std::is_same_v<T, kir::IfStmt>) {
-          collect_names(n.cond, names);
-          collect_names(n.then_body, names);
-          collect_names(n.else_body, names);
-        } else if constexpr (std::is_same_v<T, kir::LetStmt>) {
-          collect_names(n.init, names);
-        } else if constexpr (std::is_same_v<T, kir::AssignStmt>) {
-          names.insert(n.name);
-          collect_names(n.value, names);
-        } else if constexpr (std::is_same_v<T, kir::StoreStmt>) {
-          names.insert(n.buffer);
-          for (const Expr& i : n.index) collect_names(i, names);
-          collect_names(n.value, names);
-        } else if constexpr (std::is_same_v<T, kir::ReduceStmt>) {
-          collect_names(n.value, names);
-          collect_names(n.index, names);
-        }
-      },
-      s.node);
-}
-
-void collect_names(const StmtList& stmts, std::set<std::string>& names) {
-  for (const Stmt& s : stmts) collect_names(s, names);
-}
-
-// True when a barrier or reduction sits anywhere inside `s` (not at its top).
-bool has_nested_sync(const StmtList& stmts) {
-  for (const Stmt& s : stmts) {
-    if (std::holds_alternative<kir::BarrierStmt>(s.node) ||
-        std::holds_alternative<kir::ReduceStmt>(s.node)) {
-      return true;
-    }
-    if (const auto* f = std::get_if<kir::ForStmt>(&s.node); f && has_nested_sync(f->body)) return true;
-    if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
-      if (has_nested_sync(i->then_body) || has_nested_sync(i->else_body)) return true;
-    }
-  }
-  return false;
-}
 
 // A phase: the statements between two synchronisation points of a thread
 // region, and the reduction (if any) that ends it.
@@ -410,13 +273,6 @@ class KernelEmitter {
     return n == region_.thread_var || n == region_.warp_var || n == region_.lane_var;
   }
 
-  static bool has_load(const Expr& e) {
-    if (e->kind == ExprKind::Load) return true;
-    for (const Expr& operand : e->operands) {
-      if (has_load(operand)) return true;
-    }
-    return false;
-  }
 
   // Varying lets of integer or bool type are remat candidates; `assigned`
   // collects every assigned name (those are never recomputed).
@@ -658,29 +514,7 @@ class KernelEmitter {
     }
   }
 
-  // Every let and local array defined in `s`, at any depth.
-  static void collect_definitions(const Stmt& s, std::set<std::string>& names) {
-    if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) names.insert(let->name);
-    if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
-      for (const Stmt& b : f->body) collect_definitions(b, names);
-    }
-    if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
-      for (const Stmt& b : i->then_body) collect_definitions(b, names);
-      for (const Stmt& b : i->else_body) collect_definitions(b, names);
-    }
-  }
 
-  // True when a `vector` loop sits inside: OpenMP forbids a simd loop in a simd loop.
-  static bool has_vector_loop(const StmtList& stmts) {
-    for (const Stmt& s : stmts) {
-      if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
-        if (f->level == LoopLevel::Vector || has_vector_loop(f->body)) return true;
-      } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
-        if (has_vector_loop(i->then_body) || has_vector_loop(i->else_body)) return true;
-      }
-    }
-    return false;
-  }
 
   // Names mentioned anywhere in the region outside `run`.
   void collect_names_outside(const StmtList& stmts, const std::set<const Stmt*>& run,
@@ -930,115 +764,15 @@ class KernelEmitter {
 
   std::string op(const Expr& e) {
     const DType result = e->dtype;
-    if (e->op == OpKind::Cast) return cast(expr(e->operands[0]), e->operands[0].dtype(), result);
+    if (e->op == OpKind::Cast) return cast_text(expr(e->operands[0]), e->operands[0].dtype(), result);
     std::vector<std::string> a;
     for (const Expr& operand : e->operands) a.push_back(expr(operand));
     const DType in = e->operands[0].dtype();
     const std::string t = compute_type(in);
-    std::string text = math(e->op, in, t, a, e);
+    std::string text = op_text(e->op, in, t, a, e);
     // Each f16/bf16 op rounds once to its dtype; comparisons yield bool.
     if (is_narrow_float(result)) return round_to_narrow(result, text);
     return text;
-  }
-
-  std::string math(OpKind k, DType in, const std::string& t, const std::vector<std::string>& a, const Expr& e) {
-    auto call = [&](std::string_view helper) {
-      std::string args;
-      for (size_t i = 0; i < a.size(); ++i) args += (i ? ", " : "") + a[i];
-      return fmt::format("{}<{}>({})", helper, t, args);
-    };
-    auto std_call = [&](std::string_view fn) {
-      if (!is_float(in)) unsupported(fmt::format("{} on {}", op_name(k), dtype_name(in)));
-      return a.size() == 1 ? fmt::format("std::{}({})", fn, a[0]) : fmt::format("std::{}({}, {})", fn, a[0], a[1]);
-    };
-    const bool boolean = in == DType::boolean;
-    switch (k) {
-      case OpKind::Neg: return call("stitch_neg");
-      case OpKind::Abs: return call("stitch_abs");
-      case OpKind::Exp: return std_call("exp");
-      case OpKind::Exp2: return std_call("exp2");
-      case OpKind::Log: return std_call("log");
-      case OpKind::Log2: return std_call("log2");
-      case OpKind::Log1p:
-        if (!is_float(in)) unsupported(fmt::format("log1p on {}", dtype_name(in)));
-        return call("stitch_log1p");
-      case OpKind::Expm1: return std_call("expm1");
-      case OpKind::Sqrt: return std_call("sqrt");
-      case OpKind::Sin: return std_call("sin");
-      case OpKind::Cos: return std_call("cos");
-      case OpKind::Tan: return std_call("tan");
-      case OpKind::Tanh: return std_call("tanh");
-      case OpKind::Erf: return std_call("erf");
-      case OpKind::Floor: return std_call("floor");
-      case OpKind::Ceil: return std_call("ceil");
-      case OpKind::Atan2: return std_call("atan2");
-      case OpKind::Rsqrt: return call("stitch_rsqrt");
-      case OpKind::Reciprocal: return call("stitch_reciprocal");
-      case OpKind::Sigmoid: return call("stitch_sigmoid");
-      case OpKind::Relu: return call("stitch_relu");
-      case OpKind::Round: return call("stitch_round");
-      case OpKind::Sign: return call("stitch_sign");
-      case OpKind::IsNan: return call("stitch_isnan");
-      case OpKind::IsInf: return call("stitch_isinf");
-      case OpKind::Not: return boolean ? fmt::format("(!{})", a[0]) : fmt::format("static_cast<{}>(~{})", t, a[0]);
-      case OpKind::Add: return call("stitch_add");
-      case OpKind::Sub: return call("stitch_sub");
-      case OpKind::Mul: return call("stitch_mul");
-      case OpKind::Div:
-      case OpKind::Rem: {
-        // A positive literal divisor needs no zero or -1 check (docs/kernel-ir.md).
-        int64_t divisor = 0;
-        if (in == DType::i64 && kir::is_int_constant(e->operands[1], &divisor) && divisor > 0) {
-          return fmt::format("({} {} {})", a[0], k == OpKind::Div ? '/' : '%', a[1]);
-        }
-        return call(k == OpKind::Div ? "stitch_div" : "stitch_rem");
-      }
-      case OpKind::Pow: return is_float(in) ? std_call("pow") : call("stitch_ipow");
-      case OpKind::Max: return call("stitch_max");
-      case OpKind::Min: return call("stitch_min");
-      case OpKind::And:
-        return boolean ? fmt::format("({} && {})", a[0], a[1]) : fmt::format("static_cast<{}>({} & {})", t, a[0], a[1]);
-      case OpKind::Or:
-        return boolean ? fmt::format("({} || {})", a[0], a[1]) : fmt::format("static_cast<{}>({} | {})", t, a[0], a[1]);
-      case OpKind::Xor:
-        return boolean ? fmt::format("({} != {})", a[0], a[1]) : fmt::format("static_cast<{}>({} ^ {})", t, a[0], a[1]);
-      case OpKind::Eq: return fmt::format("({} == {})", a[0], a[1]);
-      case OpKind::Ne: return fmt::format("({} != {})", a[0], a[1]);
-      case OpKind::Lt: return fmt::format("({} < {})", a[0], a[1]);
-      case OpKind::Le: return fmt::format("({} <= {})", a[0], a[1]);
-      case OpKind::Gt: return fmt::format("({} > {})", a[0], a[1]);
-      case OpKind::Ge: return fmt::format("({} >= {})", a[0], a[1]);
-      case OpKind::Select: {
-        const std::string type = compute_type(e->operands[1].dtype());
-        return fmt::format("({} ? static_cast<{}>({}) : static_cast<{}>({}))", a[0], type, a[1], type, a[2]);
-      }
-      case OpKind::Clamp: return call("stitch_clamp");
-      default: unsupported(fmt::format("the op {}", op_name(k)));
-    }
-  }
-
-  // docs/semantics.md, Casts. `value` is in `from`'s compute type.
-  std::string cast(const std::string& value, DType from, DType to) {
-    if (from == to) return value;
-    const std::string target = compute_type(to);
-    if (to == DType::boolean) return fmt::format("({} != 0)", value);
-    if (from == DType::boolean) {
-      return is_narrow_float(to) ? fmt::format("({} ? 1.0f : 0.0f)", value) : fmt::format("static_cast<{}>({})", target, value);
-    }
-    if (is_float(from) && is_float(to)) {
-      if (is_narrow_float(to)) return round_to_narrow(to, fmt::format("static_cast<double>({})", value));
-      return fmt::format("static_cast<{}>({})", target, value);
-    }
-    if (is_float(from)) return fmt::format("stitch_float_to_int<{}>({})", target, value);
-    if (is_float(to)) {
-      // i64 -> f32/f64 is one rounding in C++; to a narrow float, round to odd first.
-      if (is_narrow_float(to)) {
-        return round_to_narrow(to, fmt::format("stitch_i64_to_f64_round_to_odd({})", value));
-      }
-      return fmt::format("static_cast<{}>({})", target, value);
-    }
-    // Integer -> integer wraps (modulo 2^n, as GCC and C++20 define it).
-    return fmt::format("static_cast<{}>({})", target, value);
   }
 
   struct Region {

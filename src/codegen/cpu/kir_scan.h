@@ -1,0 +1,25 @@
+// Read-only scans of Kernel IR statements that the C++ emitter's phase
+// splitting and thread-loop placement need (docs/cpu-backend.md).
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "kir/kernel.h"
+
+namespace stitch::codegen::cpu {
+
+// Every Var name, assigned local, loaded and stored buffer mentioned.
+void collect_names(const kir::Expr& e, std::set<std::string>& names);
+void collect_names(const kir::Stmt& s, std::set<std::string>& names);
+void collect_names(const kir::StmtList& stmts, std::set<std::string>& names);
+
+// True when a barrier or reduction sits anywhere in `stmts`.
+bool has_nested_sync(const kir::StmtList& stmts);
+bool has_load(const kir::Expr& e);
+// Every let and local array defined in `s`, at any depth.
+void collect_definitions(const kir::Stmt& s, std::set<std::string>& names);
+// True when a `vector` loop sits inside: OpenMP forbids a simd loop in a simd loop.
+bool has_vector_loop(const kir::StmtList& stmts);
+
+}  // namespace stitch::codegen::cpu

@@ -258,29 +258,37 @@ class ReductionLowerer {
   }
 
   // One thread per output element, looping serially over the reduced
-  // elements: correct for any axes, but a thread's consecutive reads are a
-  // row apart (coalesced across threads on a GPU, strided on the CPU).
+  // elements: correct for any axes; neighbouring threads read neighbouring
+  // outputs' elements (coalesced on a GPU). The threads past the end read the
+  // last output's elements and do not store, so the loop needs no
+  // thread-dependent guard and the CPU emitter can vectorise across threads.
   void lower_columns() {
     constexpr int64_t threads = kColumnBlockThreads;
     Expr count = element_count_expr(out_shape_);
     Expr len = element_count_expr(red_shape_);
     int64_t static_count = 0;
     bool is_static = kir::is_int_constant(count, &static_count);
+    bool guard = !is_static || static_count % threads != 0;
     Expr blocks = is_static ? kir::int_const((static_count + threads - 1) / threads) : (count + (threads - 1)) / threads;
     kb_.launch(blocks, threads);
     kb_.grid("blk", blocks, [&](const Expr& b) {
       kb_.block("thr", threads, [&](const Expr& t) {
         Expr lin = kb_.let("lin", add_i(mul_i(b, kir::int_const(threads)), t));
-        kb_.if_then(kir::op(OpKind::Lt, {lin, count}), [&] {
-          ex_.scoped([&] {
-            Index out = ex_.delinearize(lin, out_shape_, "o");
-            std::vector<Accumulator> acc = init_accumulators();
-            kb_.serial("red", len, [&](const Expr& r) { ex_.scoped([&] { accumulate(acc, out, r); }); });
-            for (size_t k = 0; k < group_.roots.size(); ++k) {
-              kb_.store(ex_.buffer(root_node(g_, group_, k).output), out, finish_value(k, acc[k]));
-            }
-          });
-        });
+        // No block is launched when count is 0, so count - 1 >= 0 here.
+        Expr read = guard ? kb_.let("lin_read", kir::op(OpKind::Min, {lin, sub_i(count, kir::int_const(1))})) : lin;
+        Index out = ex_.delinearize(read, out_shape_, "o");
+        std::vector<Accumulator> acc = init_accumulators();
+        kb_.serial("red", len, [&](const Expr& r) { ex_.scoped([&] { accumulate(acc, out, r); }); });
+        auto store = [&] {
+          for (size_t k = 0; k < group_.roots.size(); ++k) {
+            kb_.store(ex_.buffer(root_node(g_, group_, k).output), out, finish_value(k, acc[k]));
+          }
+        };
+        if (guard) {
+          kb_.if_then(kir::op(OpKind::Lt, {lin, count}), store);
+        } else {
+          store();
+        }
       });
     });
   }

@@ -83,6 +83,10 @@ void GroupExpr::declare_params(const GroupSignature& sig) {
   };
   for (ValueId v : sig.inputs) declare(v, "in_", kir::Access::Read);
   for (ValueId v : sig.outputs) declare(v, "out_", kir::Access::Write);
+  if (sig.status) {
+    status_buffer_ = "status";
+    kb_.buffer_param(status_buffer_, DType::i32, {kir::int_const(1)}, kir::Access::Write);
+  }
 }
 
 
@@ -254,6 +258,16 @@ Expr GroupExpr::eval_gather(const Node& node, const Index& idx) {
   Expr loaded = eval(node.inputs[1], at);
   Expr raw = kb_.let(fresh("k"), loaded.dtype() == DType::i64 ? loaded : kir::cast(loaded, DType::i64));
   Expr n = dim_expr(x_shape[axis]);
+  // The interpreter rejects an index outside [-n, n) (docs/semantics.md,
+  // gather); the kernel reports it through the status buffer, and the
+  // executable turns that into the same UserError after the launch.
+  if (status_buffer_.empty()) {
+    throw InternalError("lowering a gather without a status buffer in the signature", __FILE__, __LINE__);
+  }
+  const int64_t node_index = &node - g_.nodes().data();
+  kb_.if_then(kir::op(OpKind::Or, {kir::op(OpKind::Lt, {raw, kir::op(OpKind::Neg, {n})}),
+                                   kir::op(OpKind::Ge, {raw, n})}),
+              [&] { kb_.store(status_buffer_, {kir::int_const(0)}, literal(static_cast<double>(node_index + 1), DType::i32)); });
   Expr wrapped = kir::op(OpKind::Select, {kir::op(OpKind::Lt, {raw, kir::int_const(0)}), add_i(raw, n), raw});
   Expr clamped = kir::op(OpKind::Max, {kir::op(OpKind::Min, {wrapped, sub_i(n, kir::int_const(1))}),
                                        kir::int_const(0)});

@@ -68,6 +68,7 @@ class GroupExpr {
   kir::KernelBuilder& kb_;
   std::unordered_set<int> in_group_;
   std::unordered_map<int, std::string> buffer_of_;
+  std::string status_buffer_;  // set by declare_params when the signature has one
   std::vector<std::map<std::string, kir::Expr>> memo_{1};
   int counter_ = 0;
 };

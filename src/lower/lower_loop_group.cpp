@@ -179,6 +179,7 @@ GroupSignature loop_group_signature(const Graph& g, const FusionGroup& group) {
     }
   }
   for (int r : group.roots) sig.outputs.push_back(g.nodes()[r].output);
+  for (int n : group.nodes) sig.status |= g.nodes()[n].op == OpKind::Gather;
   // A symbol may appear only inside the group (a broadcast to [B, 3] reduced
   // over B), and the kernel still iterates over it.
   for (int n : group.nodes) note_symbols(g.nodes()[n].output);

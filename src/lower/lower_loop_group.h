@@ -25,6 +25,10 @@ struct GroupSignature {
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   std::vector<std::string> symbols;  // sorted; scalar j is the extent of symbols[j]
+  // The kernel can meet input the interpreter rejects (an out-of-range gather
+  // index): a last buffer parameter `status` (i32[1]) that the caller
+  // zeroes and the kernel sets to 1 + the offending node's index.
+  bool status = false;
 };
 
 // Whether `op` may appear in a group lower_loop_group accepts.

@@ -237,6 +237,34 @@ TEST_F(ExecutableRuntime, RepeatedRunsReuseOutputsAndTheWorkspace) {
   EXPECT_TRUE(testing::matches_interpreter(outputs[1], interpret(g, first)[1], true, 64));
 }
 
+TEST_F(ExecutableRuntime, OutOfRangeGatherIndexIsTheInterpretersUserError) {
+  Graph g = canonical_graph(R"(graph take(x: f32[5, 3], i: i64[4]) -> (f32[4, 3]) {
+  y = gather(x, i, axis=0)
+  z = mul(y, 2.0)
+  return z
+})");
+  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
+    CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_);
+    Tensor x(DType::f32, {5, 3});
+    fill_random(x, 1);
+    std::vector<Tensor> good = {x, testing::int_tensor(DType::i64, {4}, {0, -5, 4, -1})};
+    std::vector<Tensor> got = exe.run(good);
+    EXPECT_TRUE(testing::matches_interpreter(got[0], interpret(g, good)[0], false, 0));
+    for (int64_t bad_index : {int64_t{5}, int64_t{-6}, int64_t{1} << 40}) {
+      std::vector<Tensor> bad = {x, testing::int_tensor(DType::i64, {4}, {0, bad_index, 1, 2})};
+      EXPECT_THROW(interpret(g, bad), UserError);
+      try {
+        exe.run(bad);
+        ADD_FAILURE() << "index " << bad_index << " was accepted";
+      } catch (const UserError& e) {
+        EXPECT_NE(std::string(e.what()).find("out of range for axis 0 of extent 5"), std::string::npos) << e.what();
+      }
+    }
+    // The executable is still usable after a rejected input.
+    EXPECT_TRUE(testing::matches_interpreter(exe.run(good)[0], interpret(g, good)[0], false, 0));
+  }
+}
+
 TEST_F(ExecutableRuntime, CompileBatchSharesOneTranslationUnit) {
   std::vector<Graph> graphs = {canonical_graph(kFusable), canonical_graph(R"(graph other(x: f32[N, 8]) -> (f32[N]) {
   y = sigmoid(x)

@@ -196,9 +196,13 @@ class GatherPacking : public ::testing::Test {
         values[v.index] = Tensor(g.type(v).dtype, concrete_shape(g.type(v).shape, bindings));
       }
       for (ValueId v : k->signature.outputs) buffers.push_back(&values.at(v.index));
+      Tensor status(DType::i32, {1});
+      if (k->signature.status) buffers.push_back(&status);
       std::vector<int64_t> scalars;
       for (const std::string& s : k->signature.symbols) scalars.push_back(runtime::cpu::scalar_slot(bindings.at(s)));
       runtime::cpu::run_kernel(*module_, k->kernel, buffers, scalars);
+      last_status_ = static_cast<int>(status.get_f64(0));
+      if (last_status_ != 0) break;
     }
     return values;
   }
@@ -224,7 +228,10 @@ class GatherPacking : public ::testing::Test {
   static std::unique_ptr<std::vector<Graph>> graphs_;
   static std::unique_ptr<std::vector<Kernel>> kernels_;
   static std::unique_ptr<CpuModule> module_;
+  static int last_status_;  // the status word of the last kernel run (0: no input rejected)
 };
+
+int GatherPacking::last_status_ = 0;
 
 std::unique_ptr<std::vector<Graph>> GatherPacking::graphs_;
 std::unique_ptr<std::vector<Kernel>> GatherPacking::kernels_;
@@ -249,15 +256,27 @@ TEST_F(GatherPacking, GatherWithSymbolicExtents) {
   check_graph("take_symbolic", {{"B", 1}, {"N", 2000}}, {0, -1});
 }
 
-// The gathered position is clamped into the axis, so even an index the
-// interpreter rejects never reads outside the operand (docs/lowering.md).
-TEST_F(GatherPacking, OutOfRangeIndexIsClampedIntoTheAxis) {
+// An index the interpreter rejects is reported through the status word (1 +
+// the gather's node index), and the load stays inside the operand: the
+// position is clamped into the axis (docs/lowering.md).
+TEST_F(GatherPacking, OutOfRangeIndexIsReportedAndNeverReadsOutside) {
   const Kernel& k = find("take_rows");
   ValueId y = k.graph->outputs()[0].value;
+  int gather = -1;
+  for (size_t n = 0; n < k.graph->nodes().size(); ++n) {
+    if (k.graph->nodes()[n].op == OpKind::Gather) gather = static_cast<int>(n);
+  }
+  ASSERT_GE(gather, 0);
   std::vector<Tensor> bad = inputs_for(*k.graph, {}, {6, -7, 1000000, -1000000});
   EXPECT_THROW(interpret(*k.graph, bad), UserError);
+  Tensor from_bad = run({&k}, bad).at(y.index);
+  EXPECT_EQ(last_status_, gather + 1);
   std::vector<Tensor> clamped = inputs_for(*k.graph, {}, {5, 0, 5, 0});
-  EXPECT_TRUE(stitch::testing::tensors_bitwise_equal(run({&k}, bad).at(y.index), run({&k}, clamped).at(y.index)));
+  EXPECT_TRUE(stitch::testing::tensors_bitwise_equal(from_bad, run({&k}, clamped).at(y.index)));
+  EXPECT_EQ(last_status_, 0);
+  // One bad index among good ones is enough.
+  run({&k}, inputs_for(*k.graph, {}, {1, 2, -6, 6}));
+  EXPECT_EQ(last_status_, gather + 1);
 }
 
 TEST_F(GatherPacking, PackedRootsMatchInterpreter) {
@@ -293,10 +312,10 @@ TEST_F(GatherPacking, PackedKernelShapes) {
   EXPECT_EQ(same.find("if lt(blk"), std::string::npos) << same;
 }
 
-// The index is loaded once, wrapped, clamped, and the load of x guarded by
-// the symbolic extent.
+// The index is loaded once, checked (an out-of-range one sets the status
+// word), wrapped, clamped, and the load of x guarded by the symbolic extent.
 TEST_F(GatherPacking, SymbolicGatherGolden) {
-  EXPECT_EQ(kir::print_kernel(find("take_symbolic").kernel), R"(kernel k_take_symbolic_g0(in_x: global f32[sym_B, 4] read, in_i: global i32[sym_N] read, out_y: global f32[sym_N, 4] write, sym_B: i64, sym_N: i64) launch(grid=div(add(mul(sym_N, 4), 1023), 1024), block=256) {
+  EXPECT_EQ(kir::print_kernel(find("take_symbolic").kernel), R"(kernel k_take_symbolic_g0(in_x: global f32[sym_B, 4] read, in_i: global i32[sym_N] read, out_y: global f32[sym_N, 4] write, status: global i32[1] write, sym_B: i64, sym_N: i64) launch(grid=div(add(mul(sym_N, 4), 1023), 1024), block=256) {
   for blk in grid(div(add(mul(sym_N, 4), 1023), 1024)) {
     for thr in block(256) {
       for part in unroll(4) {
@@ -305,6 +324,9 @@ TEST_F(GatherPacking, SymbolicGatherGolden) {
           let i1: i64 = rem(lin, 4)
           let i0: i64 = div(lin, 4)
           let k0: i64 = cast(in_i[i0], to=i64)
+          if or(lt(k0, neg(sym_B)), ge(k0, sym_B)) {
+            status[0] = 1:i32
+          }
           let g1: i64 = max(min(select(lt(k0, 0), add(k0, sym_B), k0), sub(sym_B, 1)), 0)
           let t2: f32 = 0.0:f32
           if gt(sym_B, 0) {

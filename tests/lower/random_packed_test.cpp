@@ -117,9 +117,13 @@ TEST(RandomPackedKernels, WholeGraphInOneKernelMatchesInterpreter) {
       values[v.index] = Tensor(g.type(v).dtype, concrete_shape(g.type(v).shape, symbols));
     }
     for (ValueId v : c.signature.outputs) buffers.push_back(&values.at(v.index));
+    Tensor status(DType::i32, {1});
+    if (c.signature.status) buffers.push_back(&status);
     std::vector<int64_t> scalars;
     for (const std::string& s : c.signature.symbols) scalars.push_back(runtime::cpu::scalar_slot(symbols.at(s)));
     runtime::cpu::run_kernel(module, kernels[i], buffers, scalars);
+    EXPECT_EQ(status.get_f64(0), 0) << "a generated gather index was reported out of range\n"
+                                    << testing::reproducer(c.seed, c.source);
     for (size_t o = 0; o < want.size(); ++o) {
       auto match = testing::matches_interpreter(values.at(g.outputs()[o].value.index), want[o], c.transcendental, 0);
       if (!match) {

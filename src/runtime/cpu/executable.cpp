@@ -106,6 +106,20 @@ std::vector<Step> make_steps(const LoweredPlan& lowered, const CpuModule& module
   return steps;
 }
 
+// A kernel met input the interpreter rejects (GroupSignature::status): the
+// same UserError the interpreter raises, naming the node.
+[[noreturn]] void throw_rejected_input(const Graph& g, int node, const SymbolBindings& bindings) {
+  STITCH_ASSERT(node >= 0 && node < static_cast<int>(g.nodes().size()), "kernel status names no node");
+  const Node& n = g.nodes()[node];
+  if (n.op == OpKind::Gather) {
+    const int64_t axis = n.attrs.get("axis").as_int();
+    const int64_t extent = concrete_shape(g.type(n.inputs[0]).shape, bindings)[axis];
+    throw UserError(fmt::format("{}: gather: an index is out of range for axis {} of extent {} (valid: [{}, {}))",
+                                describe_node(g, node), axis, extent, -extent, extent));
+  }
+  throw UserError(fmt::format("{}: the kernel rejected its input", describe_node(g, node)));
+}
+
 std::string print_kernels(const std::vector<kir::Kernel>& kernels) {
   std::string text;
   for (const kir::Kernel& k : kernels) text += kir::print_kernel(k);
@@ -362,9 +376,12 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
       std::vector<void*> buffers;
       for (ValueId v : step.signature.inputs) buffers.push_back(address_of(v));
       for (ValueId v : step.signature.outputs) buffers.push_back(address_of(v));
+      int32_t status = 0;
+      if (step.signature.status) buffers.push_back(&status);
       std::vector<int64_t> scalars;
       for (const std::string& s : step.signature.symbols) scalars.push_back(scalar_slot(bindings.at(s)));
       step.function(buffers.data(), scalars.data());
+      if (status != 0) throw_rejected_input(g, status - 1, bindings);
     }
     for (auto& [value, last] : last_use) {
       if (last == i) free_buffers.push_back(buffer_of.at(value));

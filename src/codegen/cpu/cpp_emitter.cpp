@@ -1,5 +1,6 @@
 #include "codegen/cpu/cpp_emitter.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "codegen/cpu/cpu_runtime_text.h"
 #include "codegen/cpu/cpp_text.h"
+#include "codegen/cpu/index_facts.h"
 #include "codegen/cpu/kir_scan.h"
 #include "kir/verifier.h"
 #include "stitch/error.h"
@@ -86,6 +88,7 @@ class KernelEmitter {
 
   void emit_grid_loop(const kir::ForStmt& f) {
     check_identifier(f.var);
+    facts_.note_loop_extent(f.var, f.extent);
     line(fmt::format("const int64_t stitch_grid = {};", expr(f.extent)));
     line("#pragma omp parallel for schedule(static)");
     line(fmt::format("for (int64_t {0} = 0; {0} < stitch_grid; ++{0}) {{", f.var));
@@ -113,6 +116,7 @@ class KernelEmitter {
     if (f.level == LoopLevel::Grid || f.level == LoopLevel::Warp) {
       unsupported(fmt::format("a {} loop in this position", kir::loop_level_name(f.level)));
     }
+    facts_.note_loop_extent(f.var, f.extent);
     if (f.level == LoopLevel::Vector) line("#pragma omp simd");
     if (f.level == LoopLevel::Unroll) {
       int64_t count = 0;
@@ -201,6 +205,10 @@ class KernelEmitter {
       region_.thread_var = region.var;
       region_.threads = extent;
       region_.thread_index = region.var;
+      facts_.set_extent(region.var, extent);
+    } else {
+      facts_.set_extent(region_.warp_var, extent);
+      facts_.set_extent(region_.lane_var, kir::kWarpSize);
     }
 
     std::vector<Phase> phases(1);
@@ -488,6 +496,7 @@ class KernelEmitter {
   void emit_sunk(const Stmt& s) {
     if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
       check_identifier(f->var);
+      facts_.note_loop_extent(f->var, f->extent);
       int64_t count = 0;
       if (f->level == LoopLevel::Unroll && kir::is_int_constant(f->extent, &count)) {
         line(fmt::format("#pragma GCC unroll {}", count));
@@ -686,7 +695,7 @@ class KernelEmitter {
       }
       return offset;
     }
-    if (std::optional<Expr> linear = cancelled_offset(b, index)) return expr(*linear);
+    if (std::optional<Expr> linear = facts_.cancelled_offset(b, index)) return expr(*linear);
     offset = expr(index.at(0));
     for (size_t d = 1; d < index.size(); ++d) {
       offset = fmt::format("({}) * ({}) + ({})", offset, expr(b.shape[d]), expr(index[d]));
@@ -694,51 +703,31 @@ class KernelEmitter {
     return offset;
   }
 
-  // The definition behind a remat let, or `e` itself.
-  const Expr& resolve(const Expr& e) const {
-    if (e->kind == ExprKind::Var) {
-      if (auto it = remat_.find(e->name); it != remat_.end()) return resolve(it->second->init);
-    }
-    return e;
-  }
-
-  // `e` is `x OP c` for the literal c: returns x.
-  static std::optional<Expr> literal_operand(const Expr& e, OpKind op, int64_t c) {
-    int64_t value = 0;
-    if (e->kind != ExprKind::Op || e->op != op || !kir::is_int_constant(e->operands[1], &value) || value != c) {
+  // `(U + t) / C` and `(U + t) % C`, t the thread (or lane) variable of extent
+  // T, U uniform, non-negative and a multiple of T, T dividing C: the quotient
+  // is U / C and the remainder (U % C) + t. The loop lowering's linear index
+  // has this form, and it turns a per-thread gather (mean[lin / 1024],
+  // gamma[lin % 1024]) into a broadcast and a contiguous load.
+  std::optional<std::string> split_thread_division(const Expr& e) {
+    int64_t c = 0;
+    if (!in_region_ || e->dtype != DType::i64 || (e->op != OpKind::Div && e->op != OpKind::Rem) ||
+        !kir::is_int_constant(e->operands[1], &c) || c <= 0) {
       return std::nullopt;
     }
-    return e->operands[0];
-  }
-
-  // A row-major index that delinearises one linear value X in the buffer's
-  // own shape, index k = (X / S_k) % d_k (X / S_0 for k = 0, S_k the product
-  // of the inner static dims): the offset is X itself (X >= 0), which keeps a
-  // loop group's access contiguous instead of a div/mod gather.
-  std::optional<Expr> cancelled_offset(const kir::BufferParam& b, const std::vector<Expr>& index) const {
-    if (index.size() < 2 || !b.strides.empty()) return std::nullopt;
-    std::optional<Expr> x;
-    int64_t stride = 1;
-    for (size_t k = index.size(); k-- > 0;) {
-      const Expr& e = resolve(index[k]);
-      int64_t dim = 0;
-      const bool static_dim = kir::is_int_constant(b.shape[k], &dim);
-      if (k > 0 && static_dim && dim == 1 && kir::is_int_constant(e, &dim) && dim == 0) continue;
-      Expr q = e;
-      if (k > 0) {
-        if (!static_dim || dim <= 0) return std::nullopt;
-        std::optional<Expr> inner = literal_operand(e, OpKind::Rem, dim);
-        if (!inner) return std::nullopt;
-        q = *inner;
-      }
-      std::optional<Expr> base = q;
-      if (stride != 1) base = literal_operand(resolve(q), OpKind::Div, stride);
-      if (!base) return std::nullopt;
-      if (x && !(resolve(*x) == resolve(*base))) return std::nullopt;
-      if (!x) x = base;
-      if (k > 0) stride *= dim;
+    const Expr& x = facts_.resolve(e->operands[0]);
+    if (x->kind != ExprKind::Op || x->op != OpKind::Add) return std::nullopt;
+    const Expr& u = x->operands[0];
+    const Expr& t = x->operands[1];
+    if (t->kind != ExprKind::Var || !(t->name == region_.thread_var || t->name == region_.lane_var)) {
+      return std::nullopt;
     }
-    return x;
+    const int64_t threads = facts_.extent(t->name);
+    std::optional<std::pair<__int128, __int128>> range = facts_.value_range(u);
+    if (expr_varies(u) || !range || range->first < 0 || c % threads != 0 || facts_.known_multiple(u) % threads != 0) {
+      return std::nullopt;
+    }
+    if (e->op == OpKind::Div) return fmt::format("({} / int64_t({}LL))", expr(u), c);
+    return fmt::format("(({} % int64_t({}LL)) + {})", expr(u), c, t->name);
   }
 
   std::string expr(const Expr& e) {
@@ -769,6 +758,14 @@ class KernelEmitter {
     for (const Expr& operand : e->operands) a.push_back(expr(operand));
     const DType in = e->operands[0].dtype();
     const std::string t = compute_type(in);
+    if (std::optional<std::string> split = split_thread_division(e)) return *split;
+    if (in == DType::i64 && (e->op == OpKind::Add || e->op == OpKind::Sub || e->op == OpKind::Mul) &&
+        facts_.value_range(e)) {
+      // Provably no overflow: plain signed arithmetic, which GCC's induction
+      // analysis sees through (the wrapping helper turned contiguous loads into gathers).
+      const char* sign = e->op == OpKind::Add ? "+" : e->op == OpKind::Sub ? "-" : "*";
+      return fmt::format("({} {} {})", a[0], sign, a[1]);
+    }
     std::string text = op_text(e->op, in, t, a, e);
     // Each f16/bf16 op rounds once to its dtype; comparisons yield bool.
     if (is_narrow_float(result)) return round_to_narrow(result, text);
@@ -797,6 +794,7 @@ class KernelEmitter {
   std::set<std::string> varying_;
   std::map<std::string, const kir::LetStmt*> remat_;
   std::vector<const kir::LetStmt*> remat_order_;
+  IndexFacts facts_{remat_};
 };
 
 }  // namespace

@@ -1,0 +1,46 @@
+// What the C++ emitter can prove about i64 index expressions of one kernel
+// (docs/cpu-backend.md, Thread loops): value ranges from loop extents and
+// literals, known power-of-two factors, and the linear value behind a
+// delinearised index. It looks through the lets the emitter recomputes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kir/kernel.h"
+
+namespace stitch::codegen::cpu {
+
+class IndexFacts {
+ public:
+  using Range = std::pair<__int128, __int128>;
+
+  // `lets`: the varying index lets the emitter recomputes (name -> definition),
+  // owned and updated by the emitter per thread region.
+  explicit IndexFacts(const std::map<std::string, const kir::LetStmt*>& lets) : lets_(lets) {}
+
+  // Loop variables of constant extent (names are unique in a kernel).
+  void note_loop_extent(const std::string& var, const kir::Expr& extent);
+  void set_extent(const std::string& var, int64_t extent) { loop_extent_[var] = extent; }
+  int64_t extent(const std::string& var) const { return loop_extent_.at(var); }
+
+  // The definition behind a recomputed let, or `e` itself.
+  const kir::Expr& resolve(const kir::Expr& e) const;
+  // Bounds of `e` when every intermediate provably stays within 2^62.
+  std::optional<Range> value_range(const kir::Expr& e) const;
+  // The largest power of two known to divide `e` (1 when nothing is known).
+  int64_t known_multiple(const kir::Expr& e) const;
+  // A row-major index that delinearises one linear value X in the buffer's
+  // own shape: X, else nothing.
+  std::optional<kir::Expr> cancelled_offset(const kir::BufferParam& b, const std::vector<kir::Expr>& index) const;
+
+ private:
+  const std::map<std::string, const kir::LetStmt*>& lets_;
+  std::map<std::string, int64_t> loop_extent_;
+};
+
+}  // namespace stitch::codegen::cpu

@@ -3,7 +3,7 @@
 // Benchmarks). Per workload (entry graph = the file's first graph) it prints
 // one JSON document: median seconds of N timed runs after warm-up, minimal
 // bytes, GB/s, and the reference's largest difference from each compiled
-// variant.
+// variant (absolute, and relative to 1 + |reference|).
 //
 //   stitch_bench_reference [--repeat N] [--workloads layernorm,softmax,swish]
 //                          [--source-dir DIR]   (writes DIR/<workload>_<planner>.cpp)
@@ -60,7 +60,7 @@ Difference compare(const Tensor& want, const Tensor& got) {
     const double w = want.get_f64(i), g = got.get_f64(i);
     const double abs = std::fabs(w - g);
     d.max_abs = std::max(d.max_abs, abs);
-    d.max_rel = std::max(d.max_rel, abs / std::max(std::fabs(w), 1e-30));
+    d.max_rel = std::max(d.max_rel, abs / (1.0 + std::fabs(w)));
   }
   return d;
 }

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -262,6 +263,63 @@ TEST_F(ExecutableRuntime, OutOfRangeGatherIndexIsTheInterpretersUserError) {
     }
     // The executable is still usable after a rejected input.
     EXPECT_TRUE(testing::matches_interpreter(exe.run(good)[0], interpret(g, good)[0], false, 0));
+  }
+}
+
+TEST_F(ExecutableRuntime, PowOfAHalfKeepsPowsValuesAtMinusZeroAndMinusInfinity) {
+  // GCC's vectoriser turns pow(x, 0.5) into a square root without -fmath-errno
+  // (found by the random packed suite, seed 1349); the runtime helper keeps pow's
+  // +0 at -0 and +inf at -inf, in vectorised loops too (1024 elements).
+  Graph g = canonical_graph(R"(graph half(x: f32[1024], d: f64[1024]) -> (f32[1024], f64[1024]) {
+  y = pow(x, 0.5)
+  e = pow(d, 0.5)
+  return y, e
+})");
+  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_);
+  std::vector<Tensor> inputs = random_inputs(g, 9);
+  const double specials[] = {-0.0, 0.0, -INFINITY, INFINITY, NAN, -1.0, 4.0, 1e-40};
+  for (Tensor& t : inputs) {
+    for (int64_t i = 0; i < t.numel(); i += 3) t.set_f64(i, specials[(i / 3) % 8]);
+  }
+  std::vector<Tensor> want = interpret(g, inputs);
+  std::vector<Tensor> got = exe.run(inputs);
+  for (size_t o = 0; o < 2; ++o) {
+    for (int64_t i = 0; i < got[o].numel(); i += 3) {
+      const double w = want[o].get_f64(i), v = got[o].get_f64(i);
+      EXPECT_TRUE((std::isnan(w) && std::isnan(v)) || (w == v && std::signbit(w) == std::signbit(v)))
+          << "output " << o << " element " << i << ": pow(" << inputs[o].get_f64(i) << ", 0.5) = " << v
+          << ", interpreter " << w;
+    }
+    EXPECT_TRUE(testing::matches_interpreter(got[o], want[o], true, 0));
+  }
+}
+
+TEST_F(ExecutableRuntime, ArgmaxOverAnAxisEmptyAtRunTimeIsTheInterpretersUserError) {
+  Graph g = canonical_graph(R"(graph am(x: f32[3, N]) -> (i64[3], i64[3]) {
+  i = argmax(x, axes=[1])
+  j = argmin(x, axes=[1])
+  return i, j
+})");
+  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
+    CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_);
+    std::vector<Tensor> empty = random_inputs(g, 1, {{"N", 0}});
+    std::string want;
+    try {
+      interpret(g, empty);
+    } catch (const UserError& e) {
+      want = e.what();
+    }
+    ASSERT_FALSE(want.empty());
+    try {
+      exe.run(empty);
+      ADD_FAILURE() << "an empty argmax axis was accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(want.find(e.what()), std::string::npos) << e.what() << " vs " << want;
+    }
+    std::vector<Tensor> full = random_inputs(g, 1, {{"N", 5}});
+    std::vector<Tensor> got = exe.run(full);
+    std::vector<Tensor> ref = interpret(g, full);
+    for (size_t o = 0; o < 2; ++o) EXPECT_TRUE(testing::matches_interpreter(got[o], ref[o], false, 0));
   }
 }
 

@@ -148,7 +148,7 @@ std::string op_text(OpKind k, DType in, const std::string& t, const std::vector<
       }
       return call(k == OpKind::Div ? "stitch_div" : "stitch_rem");
     }
-    case OpKind::Pow: return is_float(in) ? std_call("pow") : call("stitch_ipow");
+    case OpKind::Pow: return call(is_float(in) ? "stitch_pow" : "stitch_ipow");
     case OpKind::Max: return call("stitch_max");
     case OpKind::Min: return call("stitch_min");
     case OpKind::And:

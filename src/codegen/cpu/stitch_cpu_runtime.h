@@ -198,6 +198,19 @@ template <class T>
 static inline T stitch_rsqrt(T x) { return T(1) / std::sqrt(x); }
 template <class T>
 static inline T stitch_reciprocal(T x) { return T(1) / x; }
+// Float pow. Once errno is off (-fno-math-errno), GCC 12's vectoriser rewrites
+// pow(x, 0.5) as a vector square root, which differs from pow at -0 (sqrt
+// gives -0, pow +0) and -inf (NaN, pow +inf). The exponent 0.5 is therefore
+// spelled out here with pow's values at those points (+ 0 turns -0 into +0),
+// and selected, so a literal 0.5 folds to the square root and no pow(x, 0.5)
+// is left for the vectoriser, while other exponents still vectorise.
+template <class T>
+static inline T stitch_pow(T x, T y) {
+  const T inf = std::numeric_limits<T>::infinity();
+  const T half = x == -inf ? inf : std::sqrt(x) + T(0);
+  const T general = std::pow(x, y);
+  return y == T(0.5) ? half : general;
+}
 // SLEEF's log1p returns inf above 1e38 (f32) / 1e307 (f64); there 1 + x
 // rounds to x, so log(x) is log1p(x) within its rounding. Both are computed
 // and selected, so the loop still vectorises.

@@ -23,6 +23,9 @@ struct Step {
   KernelFunction function = nullptr;  // Kernel
   int node = -1;                      // Dot: the dot node
   lower::GroupSignature signature;    // values read and written
+  // argmax/argmin roots: an axis they reduce that is empty at run time is the
+  // interpreter's UserError, checked before the launch.
+  std::vector<int> arg_reductions;
 };
 
 struct CompiledGraph {
@@ -88,7 +91,7 @@ std::string unsupported_message(const std::string& reason) {
 }
 
 // The launch list of `lowered`, with kernel entry points from `module`.
-std::vector<Step> make_steps(const LoweredPlan& lowered, const CpuModule& module) {
+std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module) {
   std::vector<Step> steps;
   for (const lower::LoweredGroup& l : lowered.groups) {
     Step step;
@@ -100,6 +103,10 @@ std::vector<Step> make_steps(const LoweredPlan& lowered, const CpuModule& module
       step.node = group.nodes.front();
     } else {
       step.function = module.function(l.kernel->name);
+    }
+    for (int n : group.nodes) {
+      const OpKind op = g.nodes()[n].op;
+      if (op == OpKind::ArgMax || op == OpKind::ArgMin) step.arg_reductions.push_back(n);
     }
     steps.push_back(std::move(step));
   }
@@ -118,6 +125,18 @@ std::vector<Step> make_steps(const LoweredPlan& lowered, const CpuModule& module
                                 describe_node(g, node), axis, extent, -extent, extent));
   }
   throw UserError(fmt::format("{}: the kernel rejected its input", describe_node(g, node)));
+}
+
+// argmax/argmin over an axis that is empty at run time (a symbol bound to 0)
+// has no answer: the interpreter's UserError, word for word.
+void check_arg_reduction_extent(const Graph& g, int node, const SymbolBindings& bindings) {
+  const Node& n = g.nodes()[node];
+  const std::vector<int64_t> shape = concrete_shape(g.type(n.inputs[0]).shape, bindings);
+  for (int64_t axis : n.attrs.get("axes").as_ints()) {
+    if (shape[axis] != 0) continue;
+    throw UserError(fmt::format("{} '{}': axis {} has extent 0, and an empty axis has no {}", op_name(n.op),
+                                g.value_name(n.output), axis, n.op == OpKind::ArgMax ? "maximum" : "minimum"));
+  }
 }
 
 std::string print_kernels(const std::vector<kir::Kernel>& kernels) {
@@ -141,7 +160,7 @@ CacheStats stats_delta(const CacheStats& before, const CacheStats& after) {
 
 // Emits, compiles and loads `lowered`; nullptr and a message in `error` when
 // the compiler rejects it (or the test seam says it would).
-std::shared_ptr<CompiledGraph> try_build(const LoweredPlan& lowered, KernelCache& cache,
+std::shared_ptr<CompiledGraph> try_build(const Graph& g, const LoweredPlan& lowered, KernelCache& cache,
                                          const CompileOptions& options, std::string& error) {
   auto compiled = std::make_shared<CompiledGraph>();
   compiled->source = codegen::cpu::emit_cpp_translation_unit(lowered.kernels);
@@ -156,7 +175,7 @@ std::shared_ptr<CompiledGraph> try_build(const LoweredPlan& lowered, KernelCache
     error = e.what();
     return nullptr;
   }
-  compiled->steps = make_steps(lowered, compiled->module);
+  compiled->steps = make_steps(g, lowered, compiled->module);
   compiled->plan = lowered.plan;
   return compiled;
 }
@@ -205,7 +224,7 @@ CpuExecutable CpuExecutable::compile(const Graph& g, PlannerKind planner, Kernel
     }
   };
   std::string error;
-  std::shared_ptr<CompiledGraph> compiled = try_build(lowered, cache, options, error);
+  std::shared_ptr<CompiledGraph> compiled = try_build(g, lowered, cache, options, error);
   if (!compiled && planner != PlannerKind::None) {
     // A fused kernel the compiler rejects must not cost the user the result:
     // one kernel per op is the smallest fusion there is.
@@ -213,7 +232,7 @@ CpuExecutable CpuExecutable::compile(const Graph& g, PlannerKind planner, Kernel
                                    g.name(), planner_name(planner), error);
     LoweredPlan unfused = lower_whole_plan(g, plan_none(g), kernel_prefix(g.name()));
     STITCH_ASSERT(unfused.unsupported.empty(), "the unfused plan lowers whenever the fused one does");
-    compiled = try_build(unfused, cache, options, error);
+    compiled = try_build(g, unfused, cache, options, error);
     if (compiled) {
       compiled->fallback = note + "falling back to the unfused plan (planner none)";
       warn(compiled->fallback);
@@ -259,7 +278,7 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
   std::vector<CpuExecutable> out;
   for (size_t i = 0; i < graphs.size(); ++i) {
     auto compiled = std::make_shared<CompiledGraph>();
-    compiled->steps = make_steps(lowered[i], module);
+    compiled->steps = make_steps(graphs[i], lowered[i], module);
     compiled->plan = std::move(lowered[i].plan);
     compiled->source = source;
     compiled->module = module;
@@ -367,6 +386,7 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
         bytes_used += static_cast<int64_t>(pool[b].size());
       }
     }
+    for (int node : step.arg_reductions) check_arg_reduction_extent(g, node, bindings);
     if (step.kind == Step::Kind::Dot) {
       const Node& n = g.nodes()[step.node];
       run_dot(g.type(n.output).dtype, concrete_shape(g.type(n.inputs[0]).shape, bindings),

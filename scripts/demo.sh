@@ -30,3 +30,13 @@ done
 echo "== the fusion plan of softmax_small under xla"
 STITCH_DUMP=plan "$stitch" run bench/workloads/softmax.stitch --graph softmax_small --backend cpu --planner xla \
   --random-inputs 1 2>&1 >/dev/null | head -n 20
+
+echo "== stitch check: every planner x the CPU back end against the interpreter"
+for w in softmax layernorm bias_gelu; do
+  "$stitch" check "bench/workloads/$w.stitch" --graph "${w}_small"
+done
+
+echo "== stitch bench: none vs xla against the copy bandwidth measured in the same run (full-size graphs)"
+"$stitch" bench bench/workloads/swish.stitch bench/workloads/layernorm.stitch bench/workloads/softmax.stitch \
+  --planners none,xla --repeat 5 --warmup 1
+

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace stitch {
 
@@ -112,6 +113,56 @@ TensorComparison compare_with_interpreter(const Tensor& got, const Tensor& want,
   Tensor bound(DType::f64, want.shape());
   for (int64_t i = 0; i < want.numel(); ++i) bound.set_f64(i, scale * eps * (1 + std::fabs(want.get_f64(i))));
   return compare_tensors(got, want, Tolerance::per_element(bound));
+}
+
+namespace {
+
+// div, sqrt and rem are correctly rounded (docs/semantics.md, "What back ends
+// may differ in"); every other heavy elementwise op may be a few ulp off.
+bool is_transcendental(OpKind op) {
+  return op_info(op).category == OpCategory::HeavyElementwise && op != OpKind::Div && op != OpKind::Sqrt &&
+         op != OpKind::Rem;
+}
+
+// Sums, products and means round differently in another order; max, min,
+// their arg forms and any/all give the same answer in every order.
+bool is_accumulating(OpKind op) {
+  return op == OpKind::ReduceSum || op == OpKind::ReduceProd || op == OpKind::ReduceMean;
+}
+
+int64_t numel_of(const Graph& g, ValueId v, const SymbolBindings& symbols) {
+  int64_t n = 1;
+  for (int64_t d : concrete_shape(g.type(v).shape, symbols)) n *= d;
+  return n;
+}
+
+}  // namespace
+
+ErrorAllowance output_allowance(const Graph& g, ValueId output, const SymbolBindings& symbols) {
+  ErrorAllowance a;
+  std::set<int> seen;
+  std::vector<int> work;
+  if (g.value(output).producer >= 0) work.push_back(g.value(output).producer);
+  while (!work.empty()) {
+    int n = work.back();
+    work.pop_back();
+    if (!seen.insert(n).second) continue;
+    const Node& node = g.nodes()[n];
+    if (is_transcendental(node.op)) a.transcendental = true;
+    if (!node.inputs.empty() && is_float(g.type(node.inputs[0]).dtype)) {
+      if (is_accumulating(node.op)) {
+        int64_t out = numel_of(g, node.output, symbols);
+        a.reduction_length += out > 0 ? numel_of(g, node.inputs[0], symbols) / out : 0;
+      } else if (node.op == OpKind::Dot) {
+        std::vector<int64_t> lhs = concrete_shape(g.type(node.inputs[0]).shape, symbols);
+        a.reduction_length += lhs.empty() ? 1 : lhs.back();
+      }
+    }
+    for (ValueId in : node.inputs) {
+      if (g.value(in).producer >= 0) work.push_back(g.value(in).producer);
+    }
+  }
+  return a;
 }
 
 }  // namespace stitch

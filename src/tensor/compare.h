@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "stitch/graph.h"
 #include "stitch/tensor.h"
 
 namespace stitch {
@@ -62,5 +63,12 @@ struct ErrorAllowance {
 // in another order), both relative to 1 + |want|; eps is the dtype's machine
 // epsilon.
 TensorComparison compare_with_interpreter(const Tensor& got, const Tensor& want, const ErrorAllowance& allowance);
+
+// The allowance of graph output `output`, from the ops in its cone: any
+// transcendental op (div, sqrt and rem are correctly rounded and do not count),
+// and the lengths of the float sums, products, means and dots feeding it,
+// added up along the cone (a variance after its mean inherits the mean's
+// rounding). Symbols take `symbols`' extents.
+ErrorAllowance output_allowance(const Graph& g, ValueId output, const SymbolBindings& symbols);
 
 }  // namespace stitch

@@ -15,14 +15,9 @@
 
 namespace stitch::testing {
 
-// The allowance of `output` from the ops in its cone, as `stitch check`
-// computes it: transcendental when any heavy elementwise op other than div,
-// sqrt and rem feeds it; the float reduction (and dot) lengths along the cone
-// added up, since a chained reduction inherits the first one's error.
-ErrorAllowance output_allowance(const Graph& g, ValueId output, const SymbolBindings& symbols);
-
-// "" when every output of `got` matches `want` under output_allowance of
-// `g` (the graph the interpreter ran), else what differs, output by output.
+// "" when every output of `got` matches `want` under the allowance
+// stitch::output_allowance (src/tensor/compare.h) gives it in `g` (the graph
+// the interpreter ran), else what differs, output by output.
 std::string compare_with_interpreter_outputs(const Graph& g, const SymbolBindings& symbols,
                                              const std::vector<Tensor>& got, const std::vector<Tensor>& want);
 

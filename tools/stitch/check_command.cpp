@@ -21,55 +21,6 @@ namespace stitch::cli {
 
 namespace {
 
-// div, sqrt and rem are correctly rounded (docs/semantics.md, "What back ends
-// may differ in"); every other heavy elementwise op may be a few ulp off.
-bool is_transcendental(OpKind op) {
-  return op_info(op).category == OpCategory::HeavyElementwise && op != OpKind::Div && op != OpKind::Sqrt &&
-         op != OpKind::Rem;
-}
-
-// Sums, products and means round differently in another order; max, min,
-// their arg forms and any/all give the same answer in every order.
-bool is_accumulating(OpKind op) {
-  return op == OpKind::ReduceSum || op == OpKind::ReduceProd || op == OpKind::ReduceMean;
-}
-
-int64_t numel_of(const Graph& g, ValueId v, const SymbolBindings& dims) {
-  int64_t n = 1;
-  for (int64_t d : concrete_shape(g.type(v).shape, dims)) n *= d;
-  return n;
-}
-
-// The allowance for one output: the ops in its cone. Reduction lengths add up
-// along the cone, since a chained reduction (layer norm's variance after its
-// mean) inherits the first one's rounding error.
-ErrorAllowance allowance_for(const Graph& g, ValueId output, const SymbolBindings& dims) {
-  ErrorAllowance a;
-  std::set<int> seen;
-  std::vector<int> work;
-  if (g.value(output).producer >= 0) work.push_back(g.value(output).producer);
-  while (!work.empty()) {
-    int n = work.back();
-    work.pop_back();
-    if (!seen.insert(n).second) continue;
-    const Node& node = g.nodes()[n];
-    if (is_transcendental(node.op)) a.transcendental = true;
-    if (!node.inputs.empty() && is_float(g.type(node.inputs[0]).dtype)) {
-      if (is_accumulating(node.op)) {
-        int64_t out = numel_of(g, node.output, dims);
-        a.reduction_length += out > 0 ? numel_of(g, node.inputs[0], dims) / out : 0;
-      } else if (node.op == OpKind::Dot) {
-        std::vector<int64_t> lhs = concrete_shape(g.type(node.inputs[0]).shape, dims);
-        a.reduction_length += lhs.empty() ? 1 : lhs.back();
-      }
-    }
-    for (ValueId in : node.inputs) {
-      if (g.value(in).producer >= 0) work.push_back(g.value(in).producer);
-    }
-  }
-  return a;
-}
-
 std::string tolerance_text(const Tensor& want, const ErrorAllowance& a) {
   if (!is_float(want.dtype()) || (!a.transcendental && a.reduction_length == 0)) return "exact";
   if (a.reduction_length == 0) return "32eps";
@@ -163,7 +114,7 @@ void check_graph(const Graph& graph, const CheckOptions& options, runtime::cpu::
     perturb_for_tests(got);
     for (size_t i = 0; i < want.size(); ++i) {
       const GraphOutput& out = canonical.outputs()[i];
-      ErrorAllowance allowance = allowance_for(canonical, out.value, dims);
+      ErrorAllowance allowance = output_allowance(canonical, out.value, dims);
       TensorComparison c = compare_with_interpreter(got[i], want[i], allowance);
       ++tally.rows;
       if (!c.ok) ++tally.mismatches;

@@ -27,10 +27,10 @@ TargetModel cpu_target_model() {
   // GB/s of an OpenMP copy at each footprint (bytes read + written), median
   // of repeats, 2 cores; docs/fusion.md gives the machine and the date.
   const std::pair<int64_t, double> measured[] = {
-      {int64_t{1} << 12, 4.1e9},  {int64_t{1} << 14, 15.0e9}, {int64_t{1} << 16, 54.0e9},
-      {int64_t{1} << 18, 100.7e9}, {int64_t{1} << 20, 137.4e9}, {int64_t{1} << 22, 106.8e9},
-      {int64_t{1} << 24, 58.9e9}, {int64_t{1} << 26, 32.1e9},  {int64_t{1} << 28, 11.2e9},
-      {int64_t{1} << 30, 12.0e9}};
+      {int64_t{1} << 12, 4.1e9},   {int64_t{1} << 14, 15.2e9}, {int64_t{1} << 16, 56.2e9},
+      {int64_t{1} << 18, 100.1e9}, {int64_t{1} << 20, 135.0e9}, {int64_t{1} << 22, 79.2e9},
+      {int64_t{1} << 24, 51.8e9},  {int64_t{1} << 26, 47.3e9},  {int64_t{1} << 28, 21.7e9},
+      {int64_t{1} << 30, 22.0e9}};
   t.bandwidth_curve.assign(std::begin(measured), std::end(measured));
   t.launch_seconds = 2e-6;
   t.expensive_op_seconds = 0.25e-9;

@@ -323,6 +323,32 @@ TEST_F(ExecutableRuntime, ArgmaxOverAnAxisEmptyAtRunTimeIsTheInterpretersUserErr
   }
 }
 
+TEST_F(ExecutableRuntime, FullReductionsRunSplitIntoRowsAndPartials) {
+  Graph g = canonical_graph(R"(graph full(x: f32[65536], y: f32[65536], i: i32[4, 32768], b: bool[131072],
+                  d: f64[2, 65536]) -> (f32[], f32[1], f32[], i32[], bool[], f64[]) {
+  s = reduce_sum(mul(x, y))
+  m = reduce_mean(x, axes=[0], keepdims=true)
+  n = reduce_min(x)
+  k = reduce_sum(i, axes=[0, 1])
+  a = reduce_all(b)
+  p = reduce_max(d, axes=[0, 1])
+  return s, m, n, k, a, p
+})");
+  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
+    SCOPED_TRACE(std::string(planner_name(planner)));
+    CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_);
+    EXPECT_NE(exe.graph(), g);  // the CPU runs the split graph
+    int reshapes = 0;
+    for (const Node& n : exe.graph().nodes()) reshapes += n.op == OpKind::Reshape;
+    EXPECT_GE(reshapes, 6);
+    expect_matches(exe, g, 131072);
+    // A memory hit rebuilds the same split graph the cached launch list indexes.
+    CpuExecutable again = CpuExecutable::compile(g, planner, *cache_);
+    EXPECT_EQ(again.cache_stats().memory_hits, 1);
+    expect_matches(again, g, 131072);
+  }
+}
+
 TEST_F(ExecutableRuntime, CompileBatchSharesOneTranslationUnit) {
   std::vector<Graph> graphs = {canonical_graph(kFusable), canonical_graph(R"(graph other(x: f32[N, 8]) -> (f32[N]) {
   y = sigmoid(x)

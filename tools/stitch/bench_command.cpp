@@ -245,7 +245,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
       // The traffic the plan really moves (each kernel reads its inputs and
       // writes its roots once): how close the kernels themselves run to copy.
       const int64_t plan_bytes =
-          FusionCostModel(bind_inputs(w.canonical, w.inputs)).plan_cost(w.canonical, exe->plan()).bytes_moved();
+          FusionCostModel(bind_inputs(w.canonical, w.inputs)).plan_cost(exe->graph(), exe->plan()).bytes_moved();
       const double plan_gbps = static_cast<double>(plan_bytes) / median_s / 1e9;
       std::cout << fmt::format(
                        "{:<28} {:<7} {:>7} {:>12} {:>11.6f} {:>8.2f} {:>9.2f} {:>8.3f} {:>8.3f} {:>9.3f} {:>9.4f}\n",

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "ir/split_reductions.h"
 #include "fusion/cost_model.h"
 #include "fusion/planner.h"
 #include "runtime/cpu/executable.h"
@@ -40,7 +41,10 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   PlannerKind kind = implemented_planner(planner);
   SymbolBindings bindings = parse_dims(dims);
   Module m = parse_file(file);
-  Graph canonical = canonicalize_with_dumps(select_graph(m, graph_name, file));
+  // The plan of the graph the CPU back end runs: after its target rewrite
+  // (full reductions split, src/ir/split_reductions.h), so this is the plan
+  // `stitch run` executes.
+  Graph canonical = split_full_reductions(canonicalize_with_dumps(select_graph(m, graph_name, file)));
   FusionPlan fusion_plan = plan(canonical, kind);
   std::string text = format == "dot" ? print_plan_dot(canonical, fusion_plan)
                                      : plan_text(canonical, fusion_plan, FusionCostModel(bindings));

@@ -8,7 +8,9 @@
 #include <map>
 
 #include "codegen/cpu/cpp_emitter.h"
+#include "ir/split_reductions.h"
 #include "ir/structural_key.h"
+#include "stitch/text.h"
 #include "kir/printer.h"
 #include "runtime/cpu/dot_call.h"
 #include "stitch/error.h"
@@ -197,15 +199,22 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   return compile(canonical_graph, planner, cache, options);
 }
 
-CpuExecutable CpuExecutable::compile(const Graph& g, PlannerKind planner, KernelCache& cache,
+CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
                                      const CompileOptions& options) {
   const CacheStats before = cache.stats();
   const int max_fusions = resolve_max_fusions(options.plan);
-  const std::string key = memory_key(g, planner, max_fusions, options.compiler);
+  const std::string key = memory_key(canonical_graph, planner, max_fusions, options.compiler);
+  // The graph the CPU runs: full reductions split so that they use every core
+  // (src/ir/split_reductions.h). Deterministic, so a memory hit rebuilds the
+  // same value numbering the cached steps refer to.
+  const Graph g = split_full_reductions(canonical_graph);
   if (std::shared_ptr<const CompiledGraph> hit = cache.find_compiled_graph(key)) {
     CpuExecutable exe(g, std::move(hit));
     exe.cache_stats_ = stats_delta(before, cache.stats());
     return exe;
+  }
+  if (options.dump && g != canonical_graph) {
+    options.dump("graph", "// after split-full-reductions (cpu target)\n" + print_graph(g));
   }
 
   PlanOptions plan_options;
@@ -256,13 +265,16 @@ CpuExecutable CpuExecutable::compile(const Graph& g, PlannerKind planner, Kernel
   return exe;
 }
 
-std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>& graphs, PlannerKind planner,
+std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
                                                         KernelCache& cache, const PlanOptions& plan_options) {
   const int max_fusions = resolve_max_fusions(plan_options);
   PlanOptions resolved;
   resolved.max_fusions = max_fusions;
   std::vector<LoweredPlan> lowered;
   std::vector<kir::Kernel> kernels;
+  std::vector<Graph> targets;
+  for (const Graph& g : canonical_graphs) targets.push_back(split_full_reductions(g));
+  const std::vector<Graph>& graphs = targets;
   for (size_t i = 0; i < graphs.size(); ++i) {
     lowered.push_back(lower_whole_plan(graphs[i], stitch::plan(graphs[i], planner, resolved),
                                        kernel_prefix(graphs[i].name()) + "_b" + std::to_string(i)));
@@ -288,7 +300,9 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
   return out;
 }
 
-std::string CpuExecutable::unsupported_reason(const Graph& g, PlannerKind planner, const PlanOptions& plan_options) {
+std::string CpuExecutable::unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
+                                              const PlanOptions& plan_options) {
+  const Graph g = split_full_reductions(canonical_graph);
   return lower_whole_plan(g, stitch::plan(g, planner, plan_options), "k").unsupported;
 }
 

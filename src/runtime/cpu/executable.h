@@ -87,6 +87,9 @@ class CpuExecutable {
   // The cache's hits and misses caused by this compile.
   const CacheStats& cache_stats() const { return cache_stats_; }
 
+  // The graph that runs: the canonical graph given to compile() after the
+  // CPU's target rewrites (split full reductions); plan() indexes its nodes.
+  const Graph& graph() const { return graph_; }
   // The plan that runs (after any fallback).
   const FusionPlan& plan() const;
   const std::string& source() const;

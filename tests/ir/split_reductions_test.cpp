@@ -1,0 +1,122 @@
+// The CPU's target rewrite of full reductions into rows plus partials
+// (src/ir/split_reductions.h): which reductions qualify, the structure of the
+// rewrite, and that the interpreter gives the same values within the
+// tolerance of a reduction of the whole length.
+#include <gtest/gtest.h>
+
+#include "ir/canonicalize.h"
+#include "ir/split_reductions.h"
+#include "ir/verifier.h"
+#include "stitch/interpreter.h"
+#include "stitch/text.h"
+#include "tensor_compare.h"
+
+namespace stitch {
+namespace {
+
+Graph canonical(const char* text) { return canonicalize(parse_module(text).graphs.front()); }
+
+std::string ops(const Graph& g) {
+  std::string out;
+  for (const Node& n : g.nodes()) out += std::string(op_name(n.op)) + " ";
+  return out;
+}
+
+TEST(SplitFullReductions, ASumOfEveryElementBecomesRowsThenPartials) {
+  Graph g = canonical(R"(graph dot(a: f32[512, 256], b: f32[512, 256]) -> (f32[]) {
+  s = reduce_sum(mul(a, b), axes=[0, 1])
+  return s
+})");
+  Graph split = split_full_reductions(g);
+  EXPECT_TRUE(verify(split, {.canonical = true}).empty());
+  EXPECT_EQ(ops(split), "mul reshape reduce_sum reduce_sum ");
+  // 131072 elements: the largest power of two up to 64 whose parts keep >= 1024.
+  EXPECT_EQ(shape_str(split.type(split.nodes()[1].output).shape), "[64, 2048]");
+  EXPECT_EQ(shape_str(split.type(split.nodes()[2].output).shape), "[64]");
+  EXPECT_EQ(split.outputs()[0].name, "s");
+  EXPECT_EQ(split.value_name(split.outputs()[0].value), "s");
+  EXPECT_EQ(split.type(split.outputs()[0].value), g.type(g.outputs()[0].value));
+}
+
+TEST(SplitFullReductions, KeepdimsEndsInAReshapeToTheOriginalShape) {
+  Graph g = canonical(R"(graph m(x: f32[256, 512]) -> (f32[1, 1]) {
+  m = reduce_max(x, axes=[0, 1], keepdims=true)
+  return m
+})");
+  Graph split = split_full_reductions(g);
+  EXPECT_EQ(ops(split), "reshape reduce_max reduce_max reshape ");
+  EXPECT_EQ(split.type(split.outputs()[0].value), g.type(g.outputs()[0].value));
+}
+
+TEST(SplitFullReductions, WhatStaysWhole) {
+  const char* const kept[] = {
+      // too short
+      R"(graph g(x: f32[1024]) -> (f32[]) {
+  s = reduce_sum(x)
+  return s
+})",
+      // not every axis
+      R"(graph g(x: f32[512, 512]) -> (f32[512]) {
+  s = reduce_sum(x, axes=[1])
+  return s
+})",
+      // symbolic extent
+      R"(graph g(x: f32[B, 65536]) -> (f32[]) {
+  s = reduce_sum(x, axes=[0, 1])
+  return s
+})",
+      // f16 partials would round once more
+      R"(graph g(x: f16[131072]) -> (f16[]) {
+  s = reduce_sum(x)
+  return s
+})",
+      // an arg reduction's index is not a partial of partials
+      R"(graph g(x: f32[131072]) -> (i64[]) {
+  s = argmax(x, axes=[0])
+  return s
+})",
+      // no power of two divides it
+      R"(graph g(x: f32[131073]) -> (f32[]) {
+  s = reduce_sum(x)
+  return s
+})"};
+  for (const char* text : kept) {
+    Graph g = canonical(text);
+    EXPECT_EQ(split_full_reductions(g), g) << text;
+  }
+}
+
+TEST(SplitFullReductions, TheInterpreterAgreesWithinTheReductionTolerance) {
+  Graph g = canonical(R"(graph all(x: f32[65536], i: i32[4, 32768], b: bool[131072], d: f64[2, 65536]) ->
+    (f32[], f32[], f32[], i32[], bool[], f64[]) {
+  s = reduce_sum(x)
+  m = reduce_mean(x)
+  n = reduce_min(x)
+  k = reduce_sum(i, axes=[0, 1])
+  a = reduce_any(b)
+  p = reduce_prod(d, axes=[0, 1])
+  return s, m, n, k, a, p
+})");
+  Graph split = split_full_reductions(g);
+  EXPECT_NE(split, g);
+  std::vector<Tensor> inputs;
+  uint64_t seed = 3;
+  for (ValueId p : g.params()) {
+    Tensor t(g.type(p).dtype, concrete_shape(g.type(p).shape, {}));
+    fill_random(t, seed++);
+    inputs.push_back(std::move(t));
+  }
+  std::vector<Tensor> want = interpret(g, inputs);
+  std::vector<Tensor> got = interpret(split, inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(testing::matches_interpreter(got[i], want[i], false, 131072)) << "output " << i;
+  }
+  // max, min, any and integer sums are exact whatever the order.
+  EXPECT_TRUE(testing::tensors_bitwise_equal(got[2], want[2]));
+  EXPECT_TRUE(testing::tensors_bitwise_equal(got[3], want[3]));
+  EXPECT_TRUE(testing::tensors_bitwise_equal(got[4], want[4]));
+}
+
+}  // namespace
+}  // namespace stitch

@@ -108,6 +108,10 @@ class LoopLowerer {
   // The thread loop of one block range; `b` is the block index within it.
   // Names carry `suffix` since KIR names are unique in the whole kernel.
   void emit_range(const BlockRange& range, const Expr& b, const std::string& suffix) {
+    if (suffix.empty() && range.roots_by_shape.size() == 1 && strip_schedule_applies(range)) {
+      emit_column_strips(range, b);
+      return;
+    }
     int64_t static_count = 0;
     // A static count that fills every block needs no tail guard.
     bool guard = !kir::is_int_constant(range.count, &static_count) || static_count % kPerBlock != 0;
@@ -130,6 +134,58 @@ class LoopLowerer {
           kb_.if_then(kir::op(OpKind::Lt, {lin, range.count}), body);
         } else {
           body();
+        }
+      });
+    });
+  }
+
+  // Column strips (docs/lowering.md, Transposes): when a transpose moves its
+  // operand's innermost axis, the row-major order reads that operand with a
+  // stride of a whole row per element, touching a new page and cache line
+  // every time. A block then covers kLoopElementsPerThread consecutive rows
+  // of one strip of kLoopBlockThreads columns instead of one run of elements,
+  // and consecutive blocks walk down the strip: the operand's lines and pages
+  // are reused by the next rows while still cached. Writes stay contiguous
+  // across threads. Static shapes whose strips fill every block only.
+  bool strip_schedule_applies(const BlockRange& range) const {
+    const Shape& shape = g_.type(g_.nodes()[range.roots_by_shape.front().front()].output).shape;
+    if (shape.size() < 2) return false;
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < shape.size(); ++d) {
+      if (!shape[d].is_static()) return false;
+      rows *= shape[d].extent();
+    }
+    if (!shape.back().is_static()) return false;
+    const int64_t columns = shape.back().extent();
+    if (columns % kLoopBlockThreads != 0 || rows % kLoopElementsPerThread != 0 ||
+        rows < 2 * kLoopElementsPerThread) {
+      return false;
+    }
+    for (int n : group_.nodes) {
+      const Node& node = g_.nodes()[n];
+      if (node.op != OpKind::Transpose) continue;
+      const std::vector<int64_t> perm = node.attrs.get("perm").as_ints();
+      if (!perm.empty() && perm.back() != static_cast<int64_t>(perm.size()) - 1) return true;
+    }
+    return false;
+  }
+
+  void emit_column_strips(const BlockRange& range, const Expr& b) {
+    const std::vector<int>& roots = range.roots_by_shape.front();
+    const Shape& shape = g_.type(g_.nodes()[roots.front()].output).shape;
+    const Shape leading(shape.begin(), shape.end() - 1);
+    int64_t rows = 1;
+    for (const Dim& d : leading) rows *= d.extent();
+    const Expr row_groups = kir::int_const(rows / kLoopElementsPerThread);
+    Expr first_row = kb_.let("row0", mul_i(kir::op(OpKind::Rem, {b, row_groups}), kir::int_const(kLoopElementsPerThread)));
+    Expr first_column = kb_.let("col0", mul_i(kir::op(OpKind::Div, {b, row_groups}), kir::int_const(kLoopBlockThreads)));
+    kb_.block("thr", kLoopBlockThreads, [&](const Expr& t) {
+      kb_.loop("part", kir::int_const(kLoopElementsPerThread), kir::LoopLevel::Unroll, [&](const Expr& u) {
+        Index idx = ex_.delinearize(add_i(first_row, u), leading, "i");
+        idx.push_back(kb_.let("i" + std::to_string(shape.size() - 1), add_i(first_column, t)));
+        for (int r : roots) {
+          ValueId out = g_.nodes()[r].output;
+          kb_.store(ex_.buffer(out), idx, ex_.eval(out, idx));
         }
       });
     });

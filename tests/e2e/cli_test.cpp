@@ -2,6 +2,10 @@
 // exit statuses on bad input (DESIGN.md, CLI).
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include <array>
+
 #include <cmath>
 #include <filesystem>
 
@@ -221,6 +225,40 @@ TEST_F(Cli, CpuBackendSecondRunHitsTheKernelCache) {
   Result second = run_cli(args, env);
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_NE(second.output.find("cache: hits=1 misses=0"), std::string::npos) << second.output;
+}
+
+TEST_F(Cli, CpuBackendSecondRunStartsNoCompilerProcess) {
+  // `c++` on PATH is a wrapper that logs every invocation (compiles and
+  // --version probes alike) and then runs the real compiler.
+  FILE* which = popen("command -v c++", "r");
+  ASSERT_NE(which, nullptr);
+  std::array<char, 4096> buf{};
+  std::string real = fgets(buf.data(), buf.size(), which) ? std::string(buf.data()) : "";
+  pclose(which);
+  while (!real.empty() && (real.back() == '\n' || real.back() == ' ')) real.pop_back();
+  ASSERT_FALSE(real.empty());
+  fs::create_directories(dir_ / "bin");
+  const fs::path log = dir_ / "compiler.log";
+  write("bin/c++", "#!/bin/sh\necho \"$*\" >> '" + log.string() + "'\nexec '" + real + "' \"$@\"\n");
+  fs::permissions(dir_ / "bin" / "c++", fs::perms::owner_all);
+  auto invocations = [&] {
+    std::ifstream in(log);
+    int lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    return lines;
+  };
+  std::string env = "PATH=" + (dir_ / "bin").string() + ":$PATH STITCH_DUMP=cache STITCH_CACHE_DIR=" +
+                    (dir_ / "cache").string();
+  std::string args = "run " + src("bench/workloads/swish.stitch") + " --graph swish_small --random-inputs 2";
+  Result first = run_cli(args, env);
+  ASSERT_EQ(first.status, 0) << first.output;
+  const int after_first = invocations();
+  EXPECT_GE(after_first, 2) << "expected a --version probe and a compile";
+  Result second = run_cli(args, env);
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_NE(second.output.find("cache: hits=1 misses=0"), std::string::npos) << second.output;
+  EXPECT_EQ(invocations(), after_first) << "the second run started the compiler";
+  EXPECT_EQ(first.output.substr(first.output.find("y:")), second.output.substr(second.output.find("y:")));
 }
 
 TEST_F(Cli, CpuBackendDumpsPlanKernelsAndSource) {

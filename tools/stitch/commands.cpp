@@ -176,7 +176,13 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
     runtime::cpu::CacheStats s = cache.stats();
     std::cerr << fmt::format("cache: hits={} misses={}\n", s.hits, s.misses);
   }
-  return exe.run(inputs);
+  std::vector<Tensor> results = exe.run(inputs);
+  if (dump_enabled("buffers")) {
+    std::cerr << fmt::format("buffers: {} kernels and library calls, {} intermediates in {} buffers, peak {} bytes\n",
+                             exe.kernel_count(), exe.intermediate_value_count(), exe.intermediate_buffer_count(),
+                             exe.peak_intermediate_bytes());
+  }
+  return results;
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 // bytes, GB/s, and the reference's largest difference from each compiled
 // variant (absolute, and relative to 1 + |reference|).
 //
-//   stitch_bench_reference [--repeat N] [--workloads layernorm,softmax,swish]
+//   stitch_bench_reference [--repeat N] [--workloads layernorm,softmax,swish,gelu_tanh]
 //                          [--source-dir DIR]   (writes DIR/<workload>_<planner>.cpp)
 //
 // Variants: reference; none and xla through CpuExecutable::run (which also
@@ -139,6 +139,8 @@ nlohmann::json bench_workload(const std::string& name, int repeat, runtime::cpu:
     run_reference = [&] { reference_softmax(x, y, shape[0], shape[1]); };
   } else if (name == "swish") {
     run_reference = [&] { reference_swish(x, y, reference.numel()); };
+  } else if (name == "gelu_tanh") {
+    run_reference = [&] { reference_gelu_tanh(x, y, reference.numel()); };
   } else {
     throw std::runtime_error("no reference for workload " + name);
   }
@@ -184,7 +186,7 @@ nlohmann::json bench_workload(const std::string& name, int repeat, runtime::cpu:
 
 int main(int argc, char** argv) {
   int repeat = 10;
-  std::vector<std::string> workloads = {"layernorm", "softmax", "swish"};
+  std::vector<std::string> workloads = {"layernorm", "softmax", "swish", "gelu_tanh"};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--repeat") {

@@ -55,6 +55,16 @@ void reference_swish(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * stitch_sigmoid<float>(x[i]);
 }
 
+void reference_gelu_tanh(const float* x, float* y, int64_t n) {
+  const float k = 0.7978845608028654f;  // sqrt(2 / pi), rounded to f32 as the literal is
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float poly = v + (v * v) * v * 0.044715f;
+    y[i] = (v * 0.5f) * (std::tanh(poly * k) + 1.0f);
+  }
+}
+
 void reference_copy(const float* x, float* y, int64_t n) {
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) y[i] = x[i];

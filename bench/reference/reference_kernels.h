@@ -1,4 +1,4 @@
-// Hand-written fused C++ kernels for three bench workloads: the practical
+// Hand-written fused C++ kernels for four bench workloads: the practical
 // performance limit of the CPU back end on this machine (docs/cpu-backend.md,
 // Benchmarks). OpenMP over rows, vectorised inner loops, and the same vector
 // math as generated code (the declarations of stitch_cpu_runtime.h), compiled
@@ -19,6 +19,10 @@ void reference_softmax(const float* x, float* y, int64_t rows, int64_t cols);
 
 // y = x * sigmoid(x), sigmoid as docs/semantics.md defines it.
 void reference_swish(const float* x, float* y, int64_t n);
+
+// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the gelu composite's
+// tanh approximation in its rounding order.
+void reference_gelu_tanh(const float* x, float* y, int64_t n);
 
 // y = x, the copy bandwidth on the same footprint.
 void reference_copy(const float* x, float* y, int64_t n);

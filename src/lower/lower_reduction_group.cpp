@@ -19,20 +19,8 @@ namespace {
 
 using kir::Expr;
 
-bool is_supported_reduction(OpKind op) {
-  switch (op) {
-    case OpKind::ReduceSum:
-    case OpKind::ReduceProd:
-    case OpKind::ReduceMax:
-    case OpKind::ReduceMin:
-    case OpKind::ReduceMean:
-    case OpKind::ReduceAny:
-    case OpKind::ReduceAll:
-    case OpKind::ArgMax:
-    case OpKind::ArgMin: return true;
-    default: return false;
-  }
-}
+// Every reduction op (reduce_* and argmax/argmin) lowers as a root.
+bool is_supported_reduction(OpKind op) { return is_reduction(op); }
 
 bool is_arg(OpKind op) { return op == OpKind::ArgMax || op == OpKind::ArgMin; }
 

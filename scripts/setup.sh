@@ -13,6 +13,7 @@ packages=(
   googletest libgtest-dev libgmock-dev
   clang libclang-rt-dev
   libopenblas-dev libsleef-dev
+  libonnx-dev libprotobuf-dev
 )
 
 missing=()

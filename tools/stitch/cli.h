@@ -28,10 +28,16 @@ struct InputSpec {
   uint64_t seed = 0;
 };
 
-// One tensor per parameter of `g`: from --input files, else random when a
-// seed was given. UserError for a missing, unknown or repeated input, or a
-// symbolic dim that neither an input nor --dim fixes.
-std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec);
+// A `.stitch` file parsed, or a `.onnx` model imported as one graph whose
+// initializer tensors go to `bound` (when given; docs/onnx.md, Decisions).
+Module load_module(const std::string& file, std::map<std::string, Tensor>* bound);
+
+// One tensor per parameter of `g`: a bound parameter's tensor (an ONNX
+// initializer), else from --input files, else random when a seed was given.
+// UserError for a missing, unknown or repeated input, an --input naming a bound
+// parameter, or a symbolic dim that neither an input nor --dim fixes.
+std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec,
+                                  const std::map<std::string, Tensor>& bound = {});
 
 // Prints the graph after each canonicalisation pass when STITCH_DUMP names
 // "graph" (or "all"); returns the canonical graph.

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
+#include "onnx/importer.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/npy.h"
@@ -109,10 +110,22 @@ PlannerKind implemented_planner(const std::string& name) {
   return *kind;
 }
 
-std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec) {
+Module load_module(const std::string& file, std::map<std::string, Tensor>* bound) {
+  if (std::filesystem::path(file).extension() != ".onnx") return parse_file(file);
+  onnx_import::ImportedModel imported = onnx_import::import_onnx(file);
+  if (bound) *bound = std::move(imported.bound);
+  Module m;
+  m.graphs.push_back(std::move(imported.graph));
+  return m;
+}
+
+std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const std::map<std::string, Tensor>& bound) {
   std::map<std::string, Tensor> given;
   for (const std::string& b : spec.bindings) {
     auto [name, path] = split_binding(b, "--input");
+    if (bound.count(name)) {
+      throw UserError(fmt::format("--input {}: '{}' is an initializer of the model, bound automatically", b, name));
+    }
     if (!g.find_value(name).valid() || g.value(g.find_value(name)).producer >= 0) {
       throw UserError(fmt::format("--input {}: graph '{}' has no parameter '{}' (parameters: {})", b, g.name(),
                                   name, param_list(g)));
@@ -137,6 +150,10 @@ std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec) {
     const std::string& name = g.value_name(p);
     if (auto it = given.find(name); it != given.end()) {
       inputs.push_back(std::move(it->second));
+      continue;
+    }
+    if (auto it = bound.find(name); it != bound.end()) {
+      inputs.push_back(it->second);
       continue;
     }
     if (!spec.random) {
@@ -190,14 +207,15 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
 int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                 const std::string& planner, const InputSpec& spec, const std::string& output_dir,
                 bool print_values) {
-  Module m = parse_file(file);
+  std::map<std::string, Tensor> bound;
+  Module m = load_module(file, &bound);
   const Graph& g = select_graph(m, graph_name, file);
   if (backend != "interp" && backend != "cpu") {
     throw UserError(fmt::format("backend '{}' is not built into this version of stitch yet; use --backend interp "
                                 "or --backend cpu", backend));
   }
   Graph canonical = canonicalize_with_dumps(g);
-  std::vector<Tensor> inputs = gather_inputs(canonical, spec);
+  std::vector<Tensor> inputs = gather_inputs(canonical, spec, bound);
   std::vector<Tensor> results =
       backend == "cpu" ? run_on_cpu(canonical, planner, inputs) : interpret(canonical, inputs);
 
@@ -221,7 +239,7 @@ int run_command(const std::string& file, const std::string& graph_name, const st
 }
 
 int print_command(const std::string& file, const std::string& graph_name, bool canonical) {
-  Module m = parse_file(file);
+  Module m = load_module(file, nullptr);
   std::vector<const Graph*> selected;
   if (graph_name.empty()) {
     for (const Graph& g : m.graphs) selected.push_back(&g);

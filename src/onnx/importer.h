@@ -1,0 +1,29 @@
+// The ONNX importer (issue 4, docs/onnx.md): a ModelProto becomes one Graph
+// built through GraphBuilder, plus the tensors of the initializers that became
+// parameters ("bound parameters"), which callers pass like inputs.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "stitch/graph.h"
+#include "stitch/tensor.h"
+
+namespace stitch::onnx_import {
+
+inline constexpr int64_t kMinOpset = 13;
+inline constexpr int64_t kMaxOpset = 17;
+
+struct ImportedModel {
+  Graph graph;
+  // Parameter name -> its initializer's tensor; every other parameter is a
+  // real input the caller must supply.
+  std::map<std::string, Tensor> bound;
+};
+
+// UserError for a file that is not a ModelProto, an opset outside
+// [kMinOpset, kMaxOpset], an unsupported element type or unnamed unknown dim,
+// and (all listed together) every op this importer does not handle.
+ImportedModel import_onnx(const std::string& path);
+
+}  // namespace stitch::onnx_import

@@ -5,7 +5,6 @@
 
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -144,7 +143,7 @@ bool all_equal(const Tensor& t) {
 
 class Importer {
  public:
-  Importer(const std::string& path, int64_t opset) : path_(path), opset_(opset), b_("main") {}
+  explicit Importer(const std::string& path) : path_(path), b_("main") {}
 
   ImportedModel run(const ::onnx::GraphProto& gp) {
     std::set<std::string> initializer_names;
@@ -357,7 +356,6 @@ class Importer {
   }
 
   std::string path_;
-  int64_t opset_;
   GraphBuilder b_;
   std::unordered_map<std::string, ValueId> values_;
   std::unordered_map<std::string, Tensor> consts_;  // initializers and Constant outputs, for axes inputs
@@ -395,7 +393,7 @@ ImportedModel import_onnx(const std::string& path) {
     for (const std::string& u : unsupported) list += "\n  " + u;
     throw UserError(fmt::format("{}: {} unsupported op(s):{}", path, unsupported.size(), list));
   }
-  return Importer(path, *opset).run(model.graph());
+  return Importer(path).run(model.graph());
 }
 
 }  // namespace stitch::onnx_import

@@ -16,6 +16,17 @@
 
 namespace stitch::testing_fusion {
 
+// Two reductions of x over the same axes where the second depends on the
+// first through a dot's kernel: merging them would close a cycle.
+inline constexpr const char* kDiamond = R"(graph diamond(x: f32[8, 8], w: f32[8, 8]) {
+  r1 = reduce_max(x, axes=[1], keepdims=true)
+  b1 = broadcast(r1, shape=[8, 8])
+  d = dot(b1, w)
+  y = add(x, d)
+  r2 = reduce_sum(y, axes=[1], keepdims=true)
+  return r2
+})";
+
 inline Graph canonical_graph(const std::string& text) {
   Module m = parse_module(text, "<test>");
   return canonicalize(m.graphs.front());

@@ -11,14 +11,7 @@ namespace {
 using testing_fusion::canonical_graph;
 using testing_fusion::check_plan_invariants;
 
-const char* kDiamond = R"(graph diamond(x: f32[8, 8], w: f32[8, 8]) {
-  r1 = reduce_max(x, axes=[1], keepdims=true)
-  b1 = broadcast(r1, shape=[8, 8])
-  d = dot(b1, w)
-  y = add(x, d)
-  r2 = reduce_sum(y, axes=[1], keepdims=true)
-  return r2
-})";
+using testing_fusion::kDiamond;
 
 TEST(PlannerKind, NamesRoundTrip) {
   for (PlannerKind k : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch, PlannerKind::Ilp})

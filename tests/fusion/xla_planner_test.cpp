@@ -79,14 +79,7 @@ not fused: m -> mb: xla does not fuse a consumer into a reduction's kernel
 TEST(XlaPlanner, SiblingMergeThatWouldCloseACycleIsRefused) {
   // r1 and r2 both reduce x over the same axes, but r2 depends on r1 through
   // the dot's kernel: one kernel for both would feed and consume the dot.
-  expect_xla_plan(canonical_graph(R"(graph diamond(x: f32[8, 8], w: f32[8, 8]) {
-  r1 = reduce_max(x, axes=[1], keepdims=true)
-  b1 = broadcast(r1, shape=[8, 8])
-  d = dot(b1, w)
-  y = add(x, d)
-  r2 = reduce_sum(y, axes=[1], keepdims=true)
-  return r2
-})"),
+  expect_xla_plan(canonical_graph(testing_fusion::kDiamond),
                   R"(plan diamond (planner xla): 4 groups
 group 0 [reduction] root r1: r1 = reduce_max(x)
 group 1 [loop] root b1: b1 = broadcast(r1)

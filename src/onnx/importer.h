@@ -26,4 +26,8 @@ struct ImportedModel {
 // and (all listed together) every op this importer does not handle.
 ImportedModel import_onnx(const std::string& path);
 
+// Reads one serialized TensorProto (the node tests' input_N.pb/output_N.pb).
+// UserError for an unreadable file or an unsupported element type.
+Tensor load_tensor_pb(const std::string& path);
+
 }  // namespace stitch::onnx_import

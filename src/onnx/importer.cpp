@@ -155,7 +155,7 @@ class Importer {
       late = ctx_.late();
       return std::nullopt;
     }
-    return ImportedModel{b.finish(), std::move(ctx_.bound())};
+    return ImportedModel{b.finish(), std::move(ctx_.bound()), std::move(input_names_)};
   }
 
  private:
@@ -179,7 +179,9 @@ class Importer {
                                     ctx_.path(), in.name(), d));
       }
     }
-    ctx_.add_param(in.name(), *dtype, shape);
+    ValueId v = ctx_.add_param(in.name(), *dtype, shape);
+    const std::string& name = ctx_.graph().value_name(v);
+    if (name != in.name()) input_names_[in.name()] = name;
   }
 
   void add_node(const NodeProto& n) {
@@ -258,6 +260,7 @@ class Importer {
 
   ImportContext ctx_;
   std::vector<ImportContext::Late> late_;
+  std::map<std::string, std::string> input_names_;
 };
 
 }  // namespace

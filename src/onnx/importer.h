@@ -19,6 +19,9 @@ struct ImportedModel {
   // Parameter name -> its initializer's tensor; every other parameter is a
   // real input the caller must supply.
   std::map<std::string, Tensor> bound;
+  // ONNX graph input name -> parameter name, for inputs whose names were not
+  // already identifiers ("input:0" -> "input_0").
+  std::map<std::string, std::string> input_names;
 };
 
 // UserError for a file that is not a ModelProto, an opset outside

@@ -1,5 +1,6 @@
 // `stitch run model.onnx`: the CLI binds the initializers itself, fills only
-// the real inputs and names the output files after the ONNX outputs.
+// the real inputs, takes inputs by ONNX name and names the output files after
+// the ONNX outputs; plan, emit, check and bench accept .onnx too.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <sys/wait.h>
@@ -27,7 +28,7 @@ class RunOnnxCliTest : public ::testing::Test {
     m.add_opset_import()->set_version(17);
     auto* g = m.mutable_graph();
     auto* in = g->add_input();
-    in->set_name("x");
+    in->set_name("x:0");
     auto* tt = in->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(::onnx::TensorProto::FLOAT);
     tt->mutable_shape()->add_dim()->set_dim_param("N");
@@ -40,7 +41,7 @@ class RunOnnxCliTest : public ::testing::Test {
     for (float f : {1.f, 0.f, 0.f, 1.f, 1.f, 1.f}) w->add_float_data(f);
     auto* n = g->add_node();
     n->set_op_type("MatMul");
-    n->add_input("x");
+    n->add_input("x:0");
     n->add_input("W");
     n->add_output("y:0");
     g->add_output()->set_name("y:0");
@@ -50,9 +51,10 @@ class RunOnnxCliTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  int run(const std::string& args) {
-    std::string cmd = std::string(STITCH_CLI) + " run " + model_ + " " + args + " > " + (dir_ / "log").string() +
-                      " 2>&1";
+  int run(const std::string& args) { return cli("run", args); }
+  int cli(const std::string& command, const std::string& args) {
+    std::string cmd = std::string(STITCH_CLI) + " " + command + " " + model_ + " " + args + " > " +
+                      (dir_ / "log").string() + " 2>&1";
     int status = std::system(cmd.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
@@ -69,7 +71,7 @@ TEST_F(RunOnnxCliTest, BindsInitializersAndWritesOutputsByOnnxName) {
   Tensor x(DType::f32, {2, 3});
   for (int i = 0; i < 6; ++i) x.set_f64(i, i + 1);
   write_npy((dir_ / "x.npy").string(), x);
-  ASSERT_EQ(run("--input x=" + (dir_ / "x.npy").string() + " --output-dir " + (dir_ / "out").string()), 0) << log();
+  ASSERT_EQ(run("--input x:0=" + (dir_ / "x.npy").string() + " --output-dir " + (dir_ / "out").string()), 0) << log();
   Tensor y = read_npy((dir_ / "out" / "y_0.npy").string());
   ASSERT_EQ(y.shape(), (std::vector<int64_t>{2, 2}));
   // Rows [1 2 3] and [4 5 6] times W.
@@ -77,6 +79,38 @@ TEST_F(RunOnnxCliTest, BindsInitializersAndWritesOutputsByOnnxName) {
   EXPECT_EQ(y.get_f64(1), 5);
   EXPECT_EQ(y.get_f64(2), 10);
   EXPECT_EQ(y.get_f64(3), 11);
+}
+
+TEST_F(RunOnnxCliTest, InputsBindByParameterNameToo) {
+  Tensor x(DType::f32, {1, 3});
+  write_npy((dir_ / "x.npy").string(), x);
+  EXPECT_EQ(run("--input x_0=" + (dir_ / "x.npy").string()), 0) << log();
+}
+
+TEST_F(RunOnnxCliTest, WrongInputShapeOrDtypeIsAUserError) {
+  Tensor wide(DType::f32, {2, 4});
+  write_npy((dir_ / "wide.npy").string(), wide);
+  EXPECT_EQ(run("--input x:0=" + (dir_ / "wide.npy").string()), 2) << log();
+  EXPECT_NE(log().find("x_0"), std::string::npos) << log();
+  EXPECT_NE(log().find("4"), std::string::npos) << log();
+  Tensor doubles(DType::f64, {2, 3});
+  write_npy((dir_ / "doubles.npy").string(), doubles);
+  EXPECT_EQ(run("--input x:0=" + (dir_ / "doubles.npy").string()), 2) << log();
+  EXPECT_NE(log().find("f64"), std::string::npos) << log();
+  Tensor flat(DType::f32, {6});
+  write_npy((dir_ / "flat.npy").string(), flat);
+  EXPECT_EQ(run("--input x:0=" + (dir_ / "flat.npy").string()), 2) << log();
+}
+
+TEST_F(RunOnnxCliTest, PlanEmitCheckAndBenchAcceptOnnx) {
+  EXPECT_EQ(cli("plan", "--dim N=8"), 0) << log();
+  EXPECT_NE(log().find("dot"), std::string::npos) << log();
+  EXPECT_EQ(cli("emit", ""), 0) << log();
+  EXPECT_NE(log().find("extern \"C\""), std::string::npos) << log();
+  EXPECT_EQ(cli("check", ""), 0) << log();
+  EXPECT_NE(log().find("y_0"), std::string::npos) << log();
+  EXPECT_EQ(cli("bench", "--dim N=64 --repeat 1 --warmup 0"), 0) << log();
+  EXPECT_NE(log().find("model"), std::string::npos) << log();
 }
 
 TEST_F(RunOnnxCliTest, RandomInputsFillOnlyRealInputs) {

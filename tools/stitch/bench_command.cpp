@@ -151,6 +151,7 @@ struct Workload {
   std::string name;
   Graph canonical;
   std::vector<Tensor> inputs;
+  ModelInputs model;  // an ONNX model's initializers
 };
 
 void print_header() {
@@ -174,10 +175,12 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
   // Parse everything and check the dims first, so bad input fails before minutes of timing.
   std::vector<Workload> workloads;
   for (const std::string& file : files) {
-    Module m = parse_file(file);
     Workload w;
+    Module m = load_module(file, &w.model);
     w.canonical = canonicalize_with_dumps(select_graph(m, options.graph_name, file));
-    w.name = w.canonical.name();
+    // An ONNX graph is always "main"; the model's file names it better.
+    bool onnx = std::filesystem::path(file).extension() == ".onnx";
+    w.name = onnx ? std::filesystem::path(file).stem().string() : w.canonical.name();
     SymbolBindings dims = parse_dims(options.dims);
     for (ValueId p : w.canonical.params()) {
       for (const Dim& d : w.canonical.type(p).shape) {
@@ -202,7 +205,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
     spec.random = true;
     spec.seed = 1;
     spec.dims = options.dims;
-    w.inputs = gather_inputs(w.canonical, spec);
+    w.inputs = gather_inputs(w.canonical, spec, w.model);
     double copy_gbps = -1;
     int64_t bytes_min = -1;
     for (PlannerKind planner : planners) {

@@ -57,7 +57,8 @@ void print_row(const std::string& graph, const std::string& planner, const std::
                            abs_err, rel_err, tolerance, status);
 }
 
-void check_graph(const Graph& graph, const CheckOptions& options, runtime::cpu::KernelCache& cache, Tally& tally) {
+void check_graph(const Graph& graph, const ModelInputs& model, const CheckOptions& options,
+                 runtime::cpu::KernelCache& cache, Tally& tally) {
   const std::string& name = graph.name();
   // One row for a whole planner (or, with planner "-", the whole graph).
   auto report = [&](const std::string& planner, const std::string& status, int& counter) {
@@ -82,7 +83,7 @@ void check_graph(const Graph& graph, const CheckOptions& options, runtime::cpu::
         }
       }
     }
-    inputs = gather_inputs(canonical, spec);
+    inputs = gather_inputs(canonical, spec, model);
     want = interpret(canonical, inputs);
   } catch (const UserError& e) {
     report("-", "error: " + e.formatted(), tally.errors);
@@ -135,9 +136,10 @@ void check_graph(const Graph& graph, const CheckOptions& options, runtime::cpu::
 int check_command(const std::vector<std::string>& files, const CheckOptions& options) {
   // Parse everything first: a malformed file is bad input, reported before any run.
   std::vector<Module> modules;
+  std::vector<ModelInputs> models(files.size());
   std::vector<std::vector<const Graph*>> selected;
-  for (const std::string& file : files) {
-    modules.push_back(parse_file(file));
+  for (size_t f = 0; f < files.size(); ++f) {
+    modules.push_back(load_module(files[f], &models[f]));
   }
   for (size_t f = 0; f < files.size(); ++f) {
     std::vector<const Graph*> graphs;
@@ -152,8 +154,8 @@ int check_command(const std::vector<std::string>& files, const CheckOptions& opt
   runtime::cpu::KernelCache cache;
   Tally tally;
   print_row("graph", "planner", "backend", "output", "max_abs_err", "max_rel_err", "tolerance", "status");
-  for (const auto& graphs : selected) {
-    for (const Graph* g : graphs) check_graph(*g, options, cache, tally);
+  for (size_t f = 0; f < selected.size(); ++f) {
+    for (const Graph* g : selected[f]) check_graph(*g, models[f], options, cache, tally);
   }
   int ok = tally.rows - tally.mismatches - tally.unsupported - tally.errors;
   std::cout << fmt::format("{} ok, {} failed, {} unsupported, {} bad input\n", ok, tally.mismatches,

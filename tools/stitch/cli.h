@@ -28,16 +28,23 @@ struct InputSpec {
   uint64_t seed = 0;
 };
 
-// A `.stitch` file parsed, or a `.onnx` model imported as one graph whose
-// initializer tensors go to `bound` (when given; docs/onnx.md, Decisions).
-Module load_module(const std::string& file, std::map<std::string, Tensor>* bound);
+// What an imported ONNX model adds to its graph: the initializers' tensors
+// (docs/onnx.md, Decisions) and the ONNX names of inputs that were renamed.
+struct ModelInputs {
+  std::map<std::string, Tensor> bound;           // parameter name -> tensor
+  std::map<std::string, std::string> aliases;    // ONNX input name -> parameter name
+};
+
+// A `.stitch` file parsed, or a `.onnx` model imported as one graph; the
+// model's bound tensors and input aliases go to `extras` when given.
+Module load_module(const std::string& file, ModelInputs* extras);
 
 // One tensor per parameter of `g`: a bound parameter's tensor (an ONNX
-// initializer), else from --input files, else random when a seed was given.
-// UserError for a missing, unknown or repeated input, an --input naming a bound
-// parameter, or a symbolic dim that neither an input nor --dim fixes.
-std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec,
-                                  const std::map<std::string, Tensor>& bound = {});
+// initializer), else from --input files (by parameter name or ONNX input
+// name), else random when a seed was given. UserError for a missing, unknown
+// or repeated input, an --input naming a bound parameter, or a symbolic dim
+// that neither an input nor --dim fixes.
+std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const ModelInputs& model = {});
 
 // Prints the graph after each canonicalisation pass when STITCH_DUMP names
 // "graph" (or "all"); returns the canonical graph.

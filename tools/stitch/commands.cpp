@@ -110,19 +110,24 @@ PlannerKind implemented_planner(const std::string& name) {
   return *kind;
 }
 
-Module load_module(const std::string& file, std::map<std::string, Tensor>* bound) {
+Module load_module(const std::string& file, ModelInputs* extras) {
   if (std::filesystem::path(file).extension() != ".onnx") return parse_file(file);
   onnx_import::ImportedModel imported = onnx_import::import_onnx(file);
-  if (bound) *bound = std::move(imported.bound);
+  if (extras) {
+    extras->bound = std::move(imported.bound);
+    extras->aliases = std::move(imported.input_names);
+  }
   Module m;
   m.graphs.push_back(std::move(imported.graph));
   return m;
 }
 
-std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const std::map<std::string, Tensor>& bound) {
+std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const ModelInputs& model) {
+  const std::map<std::string, Tensor>& bound = model.bound;
   std::map<std::string, Tensor> given;
   for (const std::string& b : spec.bindings) {
     auto [name, path] = split_binding(b, "--input");
+    if (auto alias = model.aliases.find(name); alias != model.aliases.end()) name = alias->second;
     if (bound.count(name)) {
       throw UserError(fmt::format("--input {}: '{}' is an initializer of the model, bound automatically", b, name));
     }
@@ -207,15 +212,15 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
 int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                 const std::string& planner, const InputSpec& spec, const std::string& output_dir,
                 bool print_values) {
-  std::map<std::string, Tensor> bound;
-  Module m = load_module(file, &bound);
+  ModelInputs model;
+  Module m = load_module(file, &model);
   const Graph& g = select_graph(m, graph_name, file);
   if (backend != "interp" && backend != "cpu") {
     throw UserError(fmt::format("backend '{}' is not built into this version of stitch yet; use --backend interp "
                                 "or --backend cpu", backend));
   }
   Graph canonical = canonicalize_with_dumps(g);
-  std::vector<Tensor> inputs = gather_inputs(canonical, spec, bound);
+  std::vector<Tensor> inputs = gather_inputs(canonical, spec, model);
   std::vector<Tensor> results =
       backend == "cpu" ? run_on_cpu(canonical, planner, inputs) : interpret(canonical, inputs);
 

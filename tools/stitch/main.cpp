@@ -23,7 +23,7 @@ int dispatch(int argc, char** argv) {
   InputSpec inputs;
 
   CLI::App* run = app.add_subcommand("run", "Run a graph and write or print its results");
-  run->add_option("FILE", file, "a .stitch file")->required();
+  run->add_option("FILE", file, "a .stitch file or an .onnx model")->required();
   run->add_option("--graph", graph_name, "graph to run (default: the first in the file)");
   run->add_option("--backend", backend, "where to run it (default cpu)")->check(CLI::IsMember({"interp", "cpu", "cuda"}));
   run->add_option("--planner", planner, "fusion planner (ignored by the interpreter; cpu: none or xla, default xla)")
@@ -37,14 +37,14 @@ int dispatch(int argc, char** argv) {
 
   bool raw = false;
   CLI::App* print = app.add_subcommand("print", "Print a file's graphs in canonical text form");
-  print->add_option("FILE", file, "a .stitch file")->required();
+  print->add_option("FILE", file, "a .stitch file or an .onnx model")->required();
   print->add_option("--graph", graph_name, "print only this graph");
   print->add_flag("--raw", raw, "print as parsed, before canonicalisation");
 
   std::string plan_planner = "xla", format = "text", output;
   std::vector<std::string> plan_dims;
   CLI::App* plan = app.add_subcommand("plan", "Print a graph's fusion plan and why unfused neighbours stay apart");
-  plan->add_option("FILE", file, "a .stitch file")->required();
+  plan->add_option("FILE", file, "a .stitch file or an .onnx model")->required();
   plan->add_option("--graph", graph_name, "graph to plan (default: the first in the file)");
   plan->add_option("--planner", plan_planner, "fusion planner (default xla)");
   plan->add_option("--format", format, "text or dot (html is not supported yet)");
@@ -53,7 +53,7 @@ int dispatch(int argc, char** argv) {
 
   std::string emit_backend = "cpu", emit_planner = "xla";
   CLI::App* emit = app.add_subcommand("emit", "Print the generated source of a graph's kernels");
-  emit->add_option("FILE", file, "a .stitch file")->required();
+  emit->add_option("FILE", file, "a .stitch file or an .onnx model")->required();
   emit->add_option("--graph", graph_name, "graph to compile (default: the first in the file)");
   emit->add_option("--backend", emit_backend, "cpu (cuda is not built yet)");
   emit->add_option("--planner", emit_planner, "fusion planner (default xla)");
@@ -61,7 +61,7 @@ int dispatch(int argc, char** argv) {
   std::vector<std::string> files;
   CheckOptions check_options;
   CLI::App* check = app.add_subcommand("check", "Compare every planner x back end with the interpreter");
-  check->add_option("FILE", files, "one or more .stitch files")->required();
+  check->add_option("FILE", files, "one or more .stitch files or .onnx models")->required();
   check->add_option("--graph", check_options.graph_name, "check only this graph of each file (default: all)");
   check->add_option("--dim", check_options.dims,
                     fmt::format("bind a symbolic dim: SYMBOL=N (repeatable; default {})", kDefaultCheckDim));
@@ -71,7 +71,7 @@ int dispatch(int argc, char** argv) {
 
   BenchOptions bench_options;
   CLI::App* bench = app.add_subcommand("bench", "Time workloads per planner against copy bandwidth");
-  bench->add_option("FILE", files, "one or more .stitch files")->required();
+  bench->add_option("FILE", files, "one or more .stitch files or .onnx models")->required();
   bench->add_option("--graph", bench_options.graph_name, "graph to time in every file (default: the first)");
   bench->add_option("--backend", bench_options.backend, "cpu (default)");
   bench->add_option("--planners", bench_options.planners, "comma-separated planners (default none,xla)")

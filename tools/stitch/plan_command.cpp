@@ -40,7 +40,7 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   }
   PlannerKind kind = implemented_planner(planner);
   SymbolBindings bindings = parse_dims(dims);
-  Module m = parse_file(file);
+  Module m = load_module(file, nullptr);
   // The plan of the graph the CPU back end runs: after its target rewrite
   // (full reductions split, src/ir/split_reductions.h), so this is the plan
   // `stitch run` executes.
@@ -65,7 +65,7 @@ int emit_command(const std::string& file, const std::string& graph_name, const s
     throw UserError(fmt::format("--backend {}: that back end is not built yet; use --backend cpu", backend));
   }
   PlannerKind kind = implemented_planner(planner);
-  Module m = parse_file(file);
+  Module m = load_module(file, nullptr);
   Graph canonical = canonicalize_with_dumps(select_graph(m, graph_name, file));
   // Through the executable, so the text is exactly what `stitch run` compiles.
   runtime::cpu::KernelCache cache;

@@ -1,5 +1,6 @@
-// Elementwise ONNX ops: unary math, binary arithmetic, comparisons and logic,
-// Where, Cast, Identity (docs/onnx.md, Ops).
+// Elementwise ONNX ops: unary math, activations (LeakyRelu, Gelu, Clip),
+// binary arithmetic, variadic Sum/Mean/Max/Min, comparisons and logic, Where,
+// Cast, CastLike, Identity (docs/onnx.md, Ops).
 #include <fmt/format.h>
 
 #include "onnx/context.h"
@@ -32,6 +33,68 @@ void add_binary(ImportContext& ctx, const NodeProto& n, OpKind kind, bool variad
   ctx.define(n, acc);
 }
 
+// LeakyRelu: x where x >= 0, alpha * x elsewhere (a NaN stays NaN).
+void add_leaky_relu(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 1, 1);
+  GraphBuilder& b = ctx.builder();
+  ValueId x = ctx.input(n, 0);
+  double alpha = ImportContext::float_attr(n, "alpha", 0.01);
+  ValueId negative = b.binary(OpKind::Lt, x, 0);
+  ctx.define(n, b.op(OpKind::Select, {negative, b.mul(x, alpha), x}, {}, ctx.out_name(n)));
+}
+
+// Mean: the variadic Sum divided by the number of inputs.
+void add_mean(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 1, 1 << 20);
+  GraphBuilder& b = ctx.builder();
+  ValueId acc = ctx.input(n, 0);
+  if (n.input_size() == 1) {
+    ctx.define(n, acc);
+    return;
+  }
+  for (int i = 1; i < n.input_size(); ++i) acc = b.add(acc, ctx.input(n, i));
+  ctx.define(n, b.div(acc, static_cast<double>(n.input_size()), ctx.out_name(n)));
+}
+
+// Clip: the bounds are the optional inputs 1 and 2 from opset 11 (graph values
+// or known scalars, "" when omitted), the float attributes min/max before.
+// min(max(x, lo), hi), so lo > hi gives hi everywhere, as the spec says.
+void add_clip(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 1, 3);
+  GraphBuilder& b = ctx.builder();
+  ValueId x = ctx.input(n, 0);
+  auto bound = [&](int i, const char* attr_name) -> std::optional<Operand> {
+    if (ImportContext::has_input(n, i)) {
+      ValueId v = ctx.input(n, i);
+      for (const Dim& d : ctx.type(v).shape) {
+        if (d != Dim(1)) {
+          throw UserError(fmt::format("the {} input of Clip must be a scalar, its shape is {}", attr_name,
+                                      shape_str(ctx.type(v).shape)));
+        }
+      }
+      if (ctx.rank(v) != 0) v = b.reshape(v, {});
+      if (ctx.dtype(v) != ctx.dtype(x)) {
+        throw UserError(fmt::format("the {} input of Clip has type {}, but the data has type {}", attr_name,
+                                    dtype_name(ctx.dtype(v)), dtype_name(ctx.dtype(x))));
+      }
+      return Operand(v);
+    }
+    if (ImportContext::attr(n, attr_name)) return Operand(ImportContext::float_attr(n, attr_name, 0.0));
+    return std::nullopt;
+  };
+  std::optional<Operand> lo = bound(1, "min");
+  std::optional<Operand> hi = bound(2, "max");
+  if (lo && hi) {
+    ctx.define(n, b.op(OpKind::Clamp, {x, *lo, *hi}, {}, ctx.out_name(n)));
+  } else if (lo) {
+    ctx.define(n, b.max(x, *lo, ctx.out_name(n)));
+  } else if (hi) {
+    ctx.define(n, b.binary(OpKind::Min, x, *hi, ctx.out_name(n)));
+  } else {
+    ctx.define(n, x);
+  }
+}
+
 }  // namespace
 
 void register_elementwise_ops(ConverterTable& table) {
@@ -47,13 +110,24 @@ void register_elementwise_ops(ConverterTable& table) {
   const std::pair<const char*, OpKind> binary[] = {
       {"Add", OpKind::Add}, {"Sub", OpKind::Sub},    {"Mul", OpKind::Mul},     {"Div", OpKind::Div},
       {"Pow", OpKind::Pow}, {"Equal", OpKind::Eq},   {"Less", OpKind::Lt},     {"Greater", OpKind::Gt},
-      {"And", OpKind::And}, {"Or", OpKind::Or},
+      {"And", OpKind::And}, {"Or", OpKind::Or},      {"LessOrEqual", OpKind::Le}, {"GreaterOrEqual", OpKind::Ge},
   };
   for (auto [name, kind] : binary) {
     table[name] = [kind](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, kind, false); };
   }
   table["Max"] = [](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, OpKind::Max, true); };
   table["Min"] = [](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, OpKind::Min, true); };
+  table["Sum"] = [](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, OpKind::Add, true); };
+  table["Mean"] = add_mean;
+  table["LeakyRelu"] = add_leaky_relu;
+  table["Clip"] = add_clip;
+  // Gelu is an opset-20 op; models exported for older opsets may still carry it.
+  table["Gelu"] = [](ImportContext& ctx, const NodeProto& n) {
+    ImportContext::require_inputs(n, 1, 1);
+    std::string approximate = ImportContext::string_attr(n, "approximate", "none");
+    ctx.define(n, ctx.builder().op("gelu", {ctx.input(n, 0)}, {{"approximate", AttrValue(approximate)}},
+                                   ctx.out_name(n)));
+  };
   table["Identity"] = [](ImportContext& ctx, const NodeProto& n) {
     ImportContext::require_inputs(n, 1, 1);
     if (const Tensor* t = ctx.known(n.input(0))) {
@@ -73,6 +147,11 @@ void register_elementwise_ops(ConverterTable& table) {
     std::optional<DType> dtype = dtype_of_onnx(to);
     if (!dtype) throw UserError(fmt::format("cast to {} is not supported", elem_type_name(to)));
     ctx.define(n, ctx.builder().cast(ctx.input(n, 0), *dtype, ctx.out_name(n)));
+  };
+  table["CastLike"] = [](ImportContext& ctx, const NodeProto& n) {
+    ImportContext::require_inputs(n, 2, 2);
+    DType to = ctx.dtype_of_value(n.input(1));
+    ctx.define(n, ctx.builder().cast(ctx.input(n, 0), to, ctx.out_name(n)));
   };
 }
 

@@ -1,5 +1,7 @@
 #include "onnx/context.h"
 
+#include "onnx/importer.h"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -83,6 +85,12 @@ const Tensor* ImportContext::known(const std::string& name) const {
 const Tensor& ImportContext::known_input(const NodeProto& n, int i, const std::string& what) const {
   if (!has_input(n, i)) throw UserError(fmt::format("{} is missing", what));
   const Tensor* t = known(n.input(i));
+  if (!t && graph_inputs_.count(n.input(i))) {
+    throw NeedsKnownInput(fmt::format("{} is the graph input '{}', but it must be known at import time (it decides "
+                                      "a shape); give its value to specialise the model on it",
+                                      what, n.input(i)),
+                          n.input(i));
+  }
   if (!t) {
     throw UserError(fmt::format("{} ('{}') must be known at import time (an initializer, a Constant, or computed "
                                 "from static shapes), but it depends on a graph input",

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -68,6 +69,8 @@ class ImportContext {
   // Defines `onnx_name` as a known tensor and at once as a bound parameter.
   ValueId bind_param(const std::string& onnx_name, Tensor t);
   std::map<std::string, Tensor>& bound() { return bound_; }
+  // Records that `onnx_name` is a graph input (for NeedsKnownInput).
+  void mark_graph_input(const std::string& onnx_name) { graph_inputs_.insert(onnx_name); }
 
   // The IR wants every parameter before the first op, but a known tensor may
   // first be used as data after ops exist. Such "late" tensors get a
@@ -107,6 +110,7 @@ class ImportContext {
   std::unordered_map<std::string, Tensor> known_;
   std::map<std::string, Tensor> bound_;
   std::vector<Late> late_;
+  std::set<std::string> graph_inputs_;
   std::unordered_map<std::string, ValueId> predeclared_;
 };
 

@@ -126,8 +126,9 @@ bool is_supported(const NodeProto& n) {
 
 class Importer {
  public:
-  Importer(const std::string& path, int64_t opset, const std::vector<ImportContext::Late>& late)
-      : ctx_(path, opset), late_(late) {}
+  Importer(const std::string& path, int64_t opset, const ImportOptions& options,
+           const std::vector<ImportContext::Late>& late)
+      : ctx_(path, opset), options_(options), late_(late) {}
 
   // The model, or nullopt with `late` set when a second pass must declare
   // late bound parameters up front (ImportContext::Late).
@@ -142,6 +143,9 @@ class Importer {
     for (const NodeProto& n : gp.node()) {
       try {
         add_node(n);
+      } catch (const NeedsKnownInput& e) {
+        throw NeedsKnownInput(fmt::format("{}: node '{}' ({}): {}", ctx_.path(), n.name(), n.op_type(), e.what()),
+                              e.input());
       } catch (const UserError& e) {
         throw UserError(fmt::format("{}: node '{}' ({}): {}", ctx_.path(), n.name(), n.op_type(), e.what()));
       }
@@ -166,6 +170,10 @@ class Importer {
       throw UserError(fmt::format("{}: input '{}' has element type {}, which Stitch does not support", ctx_.path(),
                                   in.name(), elem_type_name(tt.elem_type())));
     }
+    if (auto k = options_.known_inputs.find(in.name()); k != options_.known_inputs.end()) {
+      add_known_input(in, *dtype, k->second);
+      return;
+    }
     if (!tt.has_shape()) throw UserError(fmt::format("{}: input '{}' has no shape", ctx_.path(), in.name()));
     Shape shape;
     for (int d = 0; d < tt.shape().dim_size(); ++d) {
@@ -179,9 +187,27 @@ class Importer {
                                     ctx_.path(), in.name(), d));
       }
     }
+    ctx_.mark_graph_input(in.name());
     ValueId v = ctx_.add_param(in.name(), *dtype, shape);
     const std::string& name = ctx_.graph().value_name(v);
     if (name != in.name()) input_names_[in.name()] = name;
+  }
+
+  // A graph input given as a known value must match its declaration.
+  void add_known_input(const ::onnx::ValueInfoProto& in, DType dtype, const Tensor& t) {
+    const auto& tt = in.type().tensor_type();
+    bool ok = t.dtype() == dtype;
+    if (tt.has_shape()) {
+      ok = ok && tt.shape().dim_size() == t.rank();
+      for (int d = 0; ok && d < tt.shape().dim_size(); ++d) {
+        if (tt.shape().dim(d).has_dim_value()) ok = tt.shape().dim(d).dim_value() == t.shape()[static_cast<size_t>(d)];
+      }
+    }
+    if (!ok) {
+      throw UserError(fmt::format("{}: input '{}': the known value {} does not match the declared type", ctx_.path(),
+                                  in.name(), t.str(4)));
+    }
+    ctx_.define_known(in.name(), t);
   }
 
   void add_node(const NodeProto& n) {
@@ -259,13 +285,14 @@ class Importer {
   }
 
   ImportContext ctx_;
+  const ImportOptions& options_;
   std::vector<ImportContext::Late> late_;
   std::map<std::string, std::string> input_names_;
 };
 
 }  // namespace
 
-ImportedModel import_onnx(const std::string& path) {
+ImportedModel import_onnx(const std::string& path, const ImportOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(fmt::format("{}: cannot open file", path));
   ::onnx::ModelProto model;
@@ -295,9 +322,9 @@ ImportedModel import_onnx(const std::string& path) {
     throw UserError(fmt::format("{}: {} unsupported op(s):{}", path, unsupported.size(), list));
   }
   std::vector<ImportContext::Late> late;
-  if (auto m = Importer(path, *opset, late).run(model.graph(), late)) return std::move(*m);
+  if (auto m = Importer(path, *opset, options, late).run(model.graph(), late)) return std::move(*m);
   std::vector<ImportContext::Late> again;
-  auto m = Importer(path, *opset, late).run(model.graph(), again);
+  auto m = Importer(path, *opset, options, late).run(model.graph(), again);
   STITCH_ASSERT(m.has_value(), "the second import pass found new late parameters");
   return std::move(*m);
 }

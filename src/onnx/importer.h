@@ -24,10 +24,31 @@ struct ImportedModel {
   std::map<std::string, std::string> input_names;
 };
 
+struct ImportOptions {
+  // Graph inputs fed as known values: the model is specialised on them and
+  // they are not parameters. For inputs that decide shapes (a ReduceSum's
+  // axes, a Reshape's shape given as a graph input), which a compiled graph
+  // must know.
+  std::map<std::string, Tensor> known_inputs;
+};
+
+// Thrown when a value that must be known at import time (axes, a shape) is a
+// graph input; input() names it, so a caller holding its value can import
+// again with it in ImportOptions::known_inputs.
+class NeedsKnownInput : public UserError {
+ public:
+  NeedsKnownInput(std::string message, std::string input) : UserError(std::move(message)), input_(std::move(input)) {}
+  const std::string& input() const { return input_; }
+
+ private:
+  std::string input_;
+};
+
 // UserError for a file that is not a ModelProto, an opset outside
 // [kMinOpset, kMaxOpset], an unsupported element type or unnamed unknown dim,
-// and (all listed together) every op this importer does not handle.
-ImportedModel import_onnx(const std::string& path);
+// a known input that does not match its declaration, and (all listed
+// together) every op this importer does not handle.
+ImportedModel import_onnx(const std::string& path, const ImportOptions& options = {});
 
 // Reads one serialized TensorProto (the node tests' input_N.pb/output_N.pb).
 // UserError for an unreadable file or an unsupported element type.

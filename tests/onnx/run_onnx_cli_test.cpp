@@ -113,6 +113,51 @@ TEST_F(RunOnnxCliTest, PlanEmitCheckAndBenchAcceptOnnx) {
   EXPECT_NE(log().find("model"), std::string::npos) << log();
 }
 
+// A ReduceSum whose axes are a graph input: the model is specialised on the
+// --input file's value; without one, the error names the input.
+TEST_F(RunOnnxCliTest, ShapeDecidingInputIsSpecialisedOnItsFile) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  auto add_input = [&](const std::string& name, int elem, std::vector<int64_t> dims) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  add_input("x", ::onnx::TensorProto::FLOAT, {2, 3});
+  add_input("axes", ::onnx::TensorProto::INT64, {1});
+  auto* n = g->add_node();
+  n->set_op_type("ReduceSum");
+  n->add_input("x");
+  n->add_input("axes");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  model_ = (dir_ / "reduce.onnx").string();
+  {
+    std::ofstream out(model_, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+  }
+  Tensor x(DType::f32, {2, 3});
+  for (int i = 0; i < 6; ++i) x.set_f64(i, i);
+  write_npy((dir_ / "x.npy").string(), x);
+  EXPECT_EQ(run("--input x=" + (dir_ / "x.npy").string()), 2) << log();
+  EXPECT_NE(log().find("graph input 'axes'"), std::string::npos) << log();
+  Tensor axes(DType::i64, {1});
+  axes.set_i64(0, 1);
+  write_npy((dir_ / "axes.npy").string(), axes);
+  ASSERT_EQ(run("--input x=" + (dir_ / "x.npy").string() + " --input axes=" + (dir_ / "axes.npy").string() +
+                " --output-dir " + (dir_ / "out").string()),
+            0)
+      << log();
+  Tensor y = read_npy((dir_ / "out" / "y.npy").string());
+  ASSERT_EQ(y.shape(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(y.get_f64(0), 0 + 1 + 2);
+  EXPECT_EQ(y.get_f64(1), 3 + 4 + 5);
+}
+
 TEST_F(RunOnnxCliTest, RandomInputsFillOnlyRealInputs) {
   EXPECT_EQ(run("--random-inputs 1 --dim N=4 --backend cpu"), 0) << log();
   EXPECT_NE(log().find("y_0: f32[4, 2]"), std::string::npos) << log();

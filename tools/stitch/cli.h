@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,14 @@ struct InputSpec {
 struct ModelInputs {
   std::map<std::string, Tensor> bound;           // parameter name -> tensor
   std::map<std::string, std::string> aliases;    // ONNX input name -> parameter name
+  std::set<std::string> specialized;            // ONNX inputs the model was specialised on
 };
 
 // A `.stitch` file parsed, or a `.onnx` model imported as one graph; the
-// model's bound tensors and input aliases go to `extras` when given.
-Module load_module(const std::string& file, ModelInputs* extras);
+// model's bound tensors and input aliases go to `extras` when given. An ONNX
+// input that decides a shape (onnx_import::NeedsKnownInput) is specialised on
+// its --input file from `spec` when there is one (docs/onnx.md).
+Module load_module(const std::string& file, ModelInputs* extras, const InputSpec* spec = nullptr);
 
 // One tensor per parameter of `g`: a bound parameter's tensor (an ONNX
 // initializer), else from --input files (by parameter name or ONNX input

@@ -110,10 +110,26 @@ PlannerKind implemented_planner(const std::string& name) {
   return *kind;
 }
 
-Module load_module(const std::string& file, ModelInputs* extras) {
+Module load_module(const std::string& file, ModelInputs* extras, const InputSpec* spec) {
   if (std::filesystem::path(file).extension() != ".onnx") return parse_file(file);
-  onnx_import::ImportedModel imported = onnx_import::import_onnx(file);
+  onnx_import::ImportOptions options;
+  onnx_import::ImportedModel imported;
+  for (;;) {
+    try {
+      imported = onnx_import::import_onnx(file, options);
+      break;
+    } catch (const onnx_import::NeedsKnownInput& e) {
+      std::optional<std::string> path;
+      for (const std::string& b : spec ? spec->bindings : std::vector<std::string>()) {
+        auto [name, file_path] = split_binding(b, "--input");
+        if (name == e.input()) path = file_path;
+      }
+      if (!path || options.known_inputs.count(e.input())) throw;
+      options.known_inputs.emplace(e.input(), read_npy(*path));
+    }
+  }
   if (extras) {
+    for (const auto& [name, tensor] : options.known_inputs) extras->specialized.insert(name);
     extras->bound = std::move(imported.bound);
     extras->aliases = std::move(imported.input_names);
   }
@@ -127,6 +143,7 @@ std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const M
   std::map<std::string, Tensor> given;
   for (const std::string& b : spec.bindings) {
     auto [name, path] = split_binding(b, "--input");
+    if (model.specialized.count(name)) continue;  // consumed by the import
     if (auto alias = model.aliases.find(name); alias != model.aliases.end()) name = alias->second;
     if (bound.count(name)) {
       throw UserError(fmt::format("--input {}: '{}' is an initializer of the model, bound automatically", b, name));
@@ -213,7 +230,7 @@ int run_command(const std::string& file, const std::string& graph_name, const st
                 const std::string& planner, const InputSpec& spec, const std::string& output_dir,
                 bool print_values) {
   ModelInputs model;
-  Module m = load_module(file, &model);
+  Module m = load_module(file, &model, &spec);
   const Graph& g = select_graph(m, graph_name, file);
   if (backend != "interp" && backend != "cpu") {
     throw UserError(fmt::format("backend '{}' is not built into this version of stitch yet; use --backend interp "

@@ -460,6 +460,20 @@ void register_shape_ops(ConverterTable& table) {
     }
     ctx.define_known(n, 0, std::move(t));
   };
+  table["Size"] = [](ImportContext& ctx, const NodeProto& n) {
+    ImportContext::require_inputs(n, 1, 1);
+    Tensor t(DType::i64, {});
+    int64_t count = 1;
+    for (const Dim& d : ctx.shape_of_value(n.input(0))) {
+      if (d.is_symbolic()) {
+        throw UserError(fmt::format("'{}' has the symbolic dim {}; Size of a symbolic shape is not folded",
+                                    n.input(0), d.name()));
+      }
+      count *= d.extent();
+    }
+    t.set_i64(0, count);
+    ctx.define_known(n, 0, std::move(t));
+  };
   table["ConstantOfShape"] = [](ImportContext& ctx, const NodeProto& n) {
     ImportContext::require_inputs(n, 1, 1);
     Ints shape = known_ints(ctx, n, 0, "the shape input");

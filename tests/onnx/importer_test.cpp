@@ -1,113 +1,27 @@
 // The ONNX importer on small models built here with the protobuf API, checked
 // against values computed in the test through the interpreter (and once the CPU).
 #include <gtest/gtest.h>
-#include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
-#include "ir/canonicalize.h"
 #include "onnx/importer.h"
-#include "runtime/cpu/executable.h"
+#include "onnx_model_builder.h"
 #include "stitch/interpreter.h"
 
 namespace stitch::onnx_import {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::bind;
+using testing::expect_contains;
+using testing::expect_near;
+using testing::int_attr;
+using testing::ints_attr;
+using testing::tensor;
 
-class OnnxImportTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("stitch_onnx_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-            std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    model_.set_ir_version(8);
-    auto* op = model_.add_opset_import();
-    op->set_domain("");
-    op->set_version(17);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  ::onnx::GraphProto& graph() { return *model_.mutable_graph(); }
-
-  // dims: a number is a dim_value, a name a dim_param.
-  void input(const std::string& name, std::vector<std::string> dims, int elem = ::onnx::TensorProto::FLOAT) {
-    value_info(graph().add_input(), name, dims, elem);
-  }
-  void output(const std::string& name) { graph().add_output()->set_name(name); }
-  static void value_info(::onnx::ValueInfoProto* v, const std::string& name, const std::vector<std::string>& dims,
-                         int elem) {
-    v->set_name(name);
-    auto* tt = v->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(elem);
-    auto* shape = tt->mutable_shape();
-    for (const std::string& d : dims) {
-      auto* dim = shape->add_dim();
-      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) {
-        dim->set_dim_value(std::stoll(d));
-      } else if (!d.empty()) {
-        dim->set_dim_param(d);
-      }
-    }
-  }
-  ::onnx::NodeProto* node(const std::string& op, std::vector<std::string> ins, const std::string& out,
-                          const std::string& name = "") {
-    auto* n = graph().add_node();
-    n->set_op_type(op);
-    n->set_name(name.empty() ? out + "_node" : name);
-    for (const std::string& i : ins) n->add_input(i);
-    n->add_output(out);
-    return n;
-  }
-  ::onnx::TensorProto* float_init(const std::string& name, std::vector<int64_t> dims, std::vector<float> data,
-                                  bool raw) {
-    auto* t = graph().add_initializer();
-    t->set_name(name);
-    t->set_data_type(::onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    if (raw) {
-      t->set_raw_data(std::string(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float)));
-    } else {
-      for (float f : data) t->add_float_data(f);
-    }
-    return t;
-  }
-  std::string save() {
-    std::string path = (dir_ / "model.onnx").string();
-    std::ofstream out(path, std::ios::binary);
-    EXPECT_TRUE(model_.SerializeToOstream(&out));
-    return path;
-  }
-  static Tensor tensor(std::vector<int64_t> shape, std::vector<double> values) {
-    Tensor t(DType::f32, shape);
-    for (size_t i = 0; i < values.size(); ++i) t.set_f64(static_cast<int64_t>(i), values[i]);
-    return t;
-  }
-  // Real inputs in order, bound parameters filled in from the import.
-  static std::vector<Tensor> bind(const ImportedModel& m, std::map<std::string, Tensor> real) {
-    std::vector<Tensor> args;
-    for (ValueId p : m.graph.params()) {
-      const std::string& name = m.graph.value_name(p);
-      if (auto b = m.bound.find(name); b != m.bound.end()) {
-        args.push_back(b->second);
-      } else {
-        args.push_back(real.at(name));
-      }
-    }
-    return args;
-  }
-
-  fs::path dir_;
-  ::onnx::ModelProto model_;
-};
-
-void expect_near(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.get_f64(static_cast<int64_t>(i)), want[i], tol) << i;
-}
+class OnnxImportTest : public testing::OnnxModelTest {};
 
 TEST_F(OnnxImportTest, CorruptFileIsAUserError) {
   input("x", {"2"});
@@ -142,7 +56,7 @@ TEST_F(OnnxImportTest, UnsupportedOpsAreListedTogether) {
 }
 
 TEST_F(OnnxImportTest, OpsetOutsideTheRangeIsAUserError) {
-  model_.mutable_opset_import(0)->set_version(11);
+  model().mutable_opset_import(0)->set_version(11);
   input("x", {"2"});
   node("Relu", {"x"}, "y");
   output("y");
@@ -213,11 +127,7 @@ TEST_F(OnnxImportTest, MatMulAddReluOnInterpreterAndCpu) {
   }
   std::vector<Tensor> args = bind(m, {{"x", tensor({2, 3}, x)}});
   expect_near(interpret(m.graph, args)[0], want);
-
-  Graph canonical = canonicalize(m.graph);
-  runtime::cpu::KernelCache cache(dir_ / "cache");
-  auto exe = runtime::cpu::CpuExecutable::compile(canonical, PlannerKind::Xla, cache);
-  expect_near(exe.run(args)[0], want, 1e-4);
+  expect_near(run_cpu(m, args)[0], want, 1e-4);
 }
 
 TEST_F(OnnxImportTest, SoftmaxOverTheLastAxis) {
@@ -237,21 +147,11 @@ TEST_F(OnnxImportTest, SoftmaxOverTheLastAxis) {
 
 TEST_F(OnnxImportTest, ReduceSumTakesAxesFromAConstantInput) {
   input("x", {"2", "3"});
-  auto* axes = graph().add_initializer();
-  axes->set_name("axes");
-  axes->set_data_type(::onnx::TensorProto::INT64);
-  axes->add_dims(1);
-  axes->add_int64_data(1);
+  int64_init("axes", {1});
   node("ReduceSum", {"x", "axes"}, "s");
   auto* mean = node("ReduceMean", {"x"}, "m");
-  auto* a = mean->add_attribute();
-  a->set_name("axes");
-  a->set_type(::onnx::AttributeProto::INTS);
-  a->add_ints(0);
-  auto* k = mean->add_attribute();
-  k->set_name("keepdims");
-  k->set_type(::onnx::AttributeProto::INT);
-  k->set_i(0);
+  ints_attr(mean, "axes", {0});
+  int_attr(mean, "keepdims", 0);
   output("s");
   output("m");
   ImportedModel m = import_onnx(save());
@@ -268,16 +168,64 @@ TEST_F(OnnxImportTest, WhereCastAndComparisons) {
   input("y", {"4"});
   node("Greater", {"x", "y"}, "gt");
   node("Where", {"gt", "x", "y"}, "mx");
-  auto* cast = node("Cast", {"gt"}, "gtf");
-  auto* to = cast->add_attribute();
-  to->set_name("to");
-  to->set_type(::onnx::AttributeProto::INT);
-  to->set_i(::onnx::TensorProto::FLOAT);
+  int_attr(node("Cast", {"gt"}, "gtf"), "to", ::onnx::TensorProto::FLOAT);
   node("Sub", {"mx", "gtf"}, "r");
   output("r");
   ImportedModel m = import_onnx(save());
   std::vector<Tensor> out = interpret(m.graph, {tensor({4}, {1, 5, -2, 3}), tensor({4}, {2, 4, -3, 3})});
   expect_near(out[0], {2, 4, -3, 3});
+}
+
+// ReduceSum's axes as a graph input: the import names the input it needs, and
+// succeeds once given its value, which is then no parameter.
+TEST_F(OnnxImportTest, AxesFromAGraphInputNeedsAKnownInput) {
+  input("x", {"2", "3"});
+  input("axes", {"1"}, ::onnx::TensorProto::INT64);
+  node("ReduceSum", {"x", "axes"}, "s");
+  output("s");
+  std::string path = save();
+  try {
+    import_onnx(path);
+    FAIL() << "expected NeedsKnownInput";
+  } catch (const NeedsKnownInput& e) {
+    EXPECT_EQ(e.input(), "axes");
+    expect_contains(e.what(), "must be known at import time");
+  }
+
+  ImportOptions options;
+  Tensor axes(DType::i64, {1});
+  axes.set_i64(0, 1);
+  options.known_inputs.emplace("axes", axes);
+  ImportedModel m = import_onnx(path, options);
+  ASSERT_EQ(m.graph.params().size(), 1u);
+  EXPECT_EQ(m.graph.value_name(m.graph.params()[0]), "x");
+  EXPECT_FALSE(m.bound.count("axes"));
+  std::vector<Tensor> out = interpret(m.graph, bind(m, {{"x", tensor({2, 3}, {1, 2, 3, 4, 5, 6})}}));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{2, 1}));
+  expect_near(out[0], {6, 15});
+}
+
+TEST_F(OnnxImportTest, KnownInputNotMatchingItsDeclarationIsAUserError) {
+  input("x", {"2", "3"});
+  input("axes", {"1"}, ::onnx::TensorProto::INT64);
+  node("ReduceSum", {"x", "axes"}, "s");
+  output("s");
+  Tensor two_axes(DType::i64, {2});
+  two_axes.set_i64(0, 0);
+  two_axes.set_i64(1, 1);
+  Tensor rank0(DType::i64, {});
+  rank0.set_i64(0, 1);
+  Tensor float_axes(DType::f32, {1});
+  float_axes.set_f64(0, 1);
+  for (const Tensor& wrong : {two_axes, rank0, float_axes}) {
+    SCOPED_TRACE(wrong.str(4));
+    ImportOptions options;
+    options.known_inputs.emplace("axes", wrong);
+    std::string msg = import_error(options);
+    expect_contains(msg, "input 'axes'");
+    expect_contains(msg, "does not match the declared type");
+  }
 }
 
 }  // namespace

@@ -3,156 +3,45 @@
 // small models built with the protobuf API, checked against values computed
 // here in double; a few run on the CPU back end too.
 #include <gtest/gtest.h>
-#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <numbers>
 
-#include "ir/canonicalize.h"
 #include "onnx/importer.h"
-#include "runtime/cpu/executable.h"
+#include "onnx_model_builder.h"
 #include "stitch/interpreter.h"
 
 namespace stitch::onnx_import {
 namespace {
 
-namespace fs = std::filesystem;
-using ::onnx::AttributeProto;
-using ::onnx::NodeProto;
 using ::onnx::TensorProto;
+using testing::bind;
+using testing::expect_ints;
+using testing::expect_near;
+using testing::float_attr;
+using testing::int_attr;
+using testing::ints_attr;
+using testing::string_attr;
+using testing::tensor;
 
-class OnnxMathOpsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("stitch_onnx_math_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-            "_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    model_.set_ir_version(8);
-    auto* op = model_.add_opset_import();
-    op->set_domain("");
-    op->set_version(17);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  ::onnx::GraphProto& graph() { return *model_.mutable_graph(); }
-
-  void input(const std::string& name, const std::vector<int64_t>& dims, int elem = TensorProto::FLOAT) {
-    auto* v = graph().add_input();
-    v->set_name(name);
-    auto* tt = v->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(elem);
-    auto* shape = tt->mutable_shape();
-    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
-  }
-  void output(const std::string& name) { graph().add_output()->set_name(name); }
-  NodeProto* node(const std::string& op, const std::vector<std::string>& ins, const std::vector<std::string>& outs) {
-    auto* n = graph().add_node();
-    n->set_op_type(op);
-    n->set_name(outs[0] + "_node");
-    for (const std::string& i : ins) n->add_input(i);
-    for (const std::string& o : outs) n->add_output(o);
-    return n;
-  }
-  static void int_attr(NodeProto* n, const std::string& name, int64_t v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(AttributeProto::INT);
-    a->set_i(v);
-  }
-  static void float_attr(NodeProto* n, const std::string& name, float v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(AttributeProto::FLOAT);
-    a->set_f(v);
-  }
-  static void ints_attr(NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(AttributeProto::INTS);
-    for (int64_t i : v) a->add_ints(i);
-  }
-  static void string_attr(NodeProto* n, const std::string& name, const std::string& v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(AttributeProto::STRING);
-    a->set_s(v);
-  }
-  void float_init(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& data) {
-    auto* t = graph().add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float f : data) t->add_float_data(f);
-  }
-  void int64_init(const std::string& name, const std::vector<int64_t>& data) {
-    auto* t = graph().add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(data.size()));
-    for (int64_t i : data) t->add_int64_data(i);
-  }
-  ImportedModel import() {
-    std::string path = (dir_ / "model.onnx").string();
-    {
-      std::ofstream out(path, std::ios::binary);
-      EXPECT_TRUE(model_.SerializeToOstream(&out));
-    }
-    return import_onnx(path);
-  }
-  static Tensor tensor(std::vector<int64_t> shape, const std::vector<double>& values) {
-    Tensor t(DType::f32, std::move(shape));
-    for (size_t i = 0; i < values.size(); ++i) t.set_f64(static_cast<int64_t>(i), values[i]);
-    return t;
-  }
-  static std::vector<Tensor> bind(const ImportedModel& m, const std::map<std::string, Tensor>& real) {
-    std::vector<Tensor> args;
-    for (ValueId p : m.graph.params()) {
-      const std::string& name = m.graph.value_name(p);
-      auto b = m.bound.find(name);
-      args.push_back(b != m.bound.end() ? b->second : real.at(name));
-    }
-    return args;
-  }
-  std::vector<Tensor> run_cpu(const ImportedModel& m, const std::vector<Tensor>& args) {
-    runtime::cpu::KernelCache cache(dir_ / "cache");
-    auto exe = runtime::cpu::CpuExecutable::compile(canonicalize(m.graph), PlannerKind::Xla, cache);
-    return exe.run(args);
-  }
-
-  fs::path dir_;
-  ::onnx::ModelProto model_;
-};
-
-void expect_near(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.get_f64(static_cast<int64_t>(i)), want[i], tol) << i;
-}
-
-void expect_ints(const Tensor& t, const std::vector<int64_t>& want) {
-  ASSERT_EQ(t.dtype(), DType::i64);
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(t.get_i64(static_cast<int64_t>(i)), want[i]) << i;
-}
+class OnnxMathOpsTest : public testing::OnnxModelTest {};
 
 const std::vector<double> kX = {-2.5, -1, -0.25, 0, 0.5, 3};
 
 TEST_F(OnnxMathOpsTest, LeakyReluGeluSumMeanAndCompareOrEqual) {
-  input("x", {2, 3});
-  input("y", {3});
-  float_attr(node("LeakyRelu", {"x"}, {"leaky"}), "alpha", 0.1f);
-  node("LeakyRelu", {"x"}, {"leaky_default"});
-  node("Gelu", {"x"}, {"gelu"});
-  string_attr(node("Gelu", {"x"}, {"gelu_tanh"}), "approximate", "tanh");
-  node("Sum", {"x", "y", "x"}, {"sum"});
-  node("Mean", {"x", "y"}, {"mean"});
-  node("LessOrEqual", {"x", "y"}, {"le"});
-  node("GreaterOrEqual", {"x", "y"}, {"ge"});
-  node("CastLike", {"le", "x"}, {"le_f"});
-  node("CastLike", {"ge", "x"}, {"ge_f"});
+  input("x", {"2", "3"});
+  input("y", {"3"});
+  float_attr(node("LeakyRelu", {"x"}, "leaky"), "alpha", 0.1f);
+  node("LeakyRelu", {"x"}, "leaky_default");
+  node("Gelu", {"x"}, "gelu");
+  string_attr(node("Gelu", {"x"}, "gelu_tanh"), "approximate", "tanh");
+  node("Sum", {"x", "y", "x"}, "sum");
+  node("Mean", {"x", "y"}, "mean");
+  node("LessOrEqual", {"x", "y"}, "le");
+  node("GreaterOrEqual", {"x", "y"}, "ge");
+  node("CastLike", {"le", "x"}, "le_f");
+  node("CastLike", {"ge", "x"}, "ge_f");
   for (const char* o : {"leaky", "leaky_default", "gelu", "gelu_tanh", "sum", "mean", "le_f", "ge_f"}) output(o);
   ImportedModel m = import();
   std::vector<double> y = {0, -1, 1};
@@ -180,18 +69,18 @@ TEST_F(OnnxMathOpsTest, LeakyReluGeluSumMeanAndCompareOrEqual) {
 // Clip's bounds: a graph input, an initializer, omitted (""), the old
 // attribute form, and lo > hi (everything becomes hi).
 TEST_F(OnnxMathOpsTest, ClipBoundsInEveryForm) {
-  input("x", {6});
+  input("x", {"6"});
   input("lo", {});
   float_init("hi", {}, {1.0f});
   float_init("lo_big", {}, {2.0f});
-  node("Clip", {"x", "lo", "hi"}, {"both"});
-  node("Clip", {"x", "", "hi"}, {"only_hi"});
-  node("Clip", {"x", "lo"}, {"only_lo"});
-  node("Clip", {"x"}, {"none"});
-  auto* old = node("Clip", {"x"}, {"attrs"});
+  node("Clip", {"x", "lo", "hi"}, "both");
+  node("Clip", {"x", "", "hi"}, "only_hi");
+  node("Clip", {"x", "lo"}, "only_lo");
+  node("Clip", {"x"}, "none");
+  auto* old = node("Clip", {"x"}, "attrs");
   float_attr(old, "min", -0.5f);
   float_attr(old, "max", 0.25f);
-  node("Clip", {"x", "lo_big", "hi"}, {"crossed"});
+  node("Clip", {"x", "lo_big", "hi"}, "crossed");
   for (const char* o : {"both", "only_hi", "only_lo", "none", "attrs", "crossed"}) output(o);
   ImportedModel m = import();
   std::vector<Tensor> out = interpret(m.graph, bind(m, {{"x", tensor({6}, kX)}, {"lo", tensor({}, {-1.5})}}));
@@ -212,9 +101,9 @@ TEST_F(OnnxMathOpsTest, ClipBoundsInEveryForm) {
 }
 
 TEST_F(OnnxMathOpsTest, ClipWithATensorBoundIsAUserError) {
-  input("x", {6});
-  input("lo", {2});
-  node("Clip", {"x", "lo"}, {"y"});
+  input("x", {"6"});
+  input("lo", {"2"});
+  node("Clip", {"x", "lo"}, "y");
   output("y");
   try {
     import();
@@ -227,23 +116,23 @@ TEST_F(OnnxMathOpsTest, ClipWithATensorBoundIsAUserError) {
 // x[2,3] = {{1, -2, 3}, {-4, 5, 0.5}}; every reduction takes its axes from the
 // attribute or from an input, whatever the op.
 TEST_F(OnnxMathOpsTest, ReductionsTakeAxesFromAttributeOrInput) {
-  input("x", {2, 3});
+  input("x", {"2", "3"});
   int64_init("ax1", {1});
   int64_init("ax0", {0});
   int64_init("none", {});
-  ints_attr(node("ReduceMin", {"x"}, {"min"}), "axes", {1});
-  auto* prod = node("ReduceProd", {"x", "ax0"}, {"prod"});
+  ints_attr(node("ReduceMin", {"x"}, "min"), "axes", {1});
+  auto* prod = node("ReduceProd", {"x", "ax0"}, "prod");
   int_attr(prod, "keepdims", 0);
-  node("ReduceL1", {"x", "ax1"}, {"l1"});
-  ints_attr(node("ReduceL2", {"x"}, {"l2"}), "axes", {-1});
-  int_attr(node("ReduceSumSquare", {"x"}, {"ssq"}), "keepdims", 0);
-  auto* lse = node("ReduceLogSumExp", {"x", "ax1"}, {"lse"});
+  node("ReduceL1", {"x", "ax1"}, "l1");
+  ints_attr(node("ReduceL2", {"x"}, "l2"), "axes", {-1});
+  int_attr(node("ReduceSumSquare", {"x"}, "ssq"), "keepdims", 0);
+  auto* lse = node("ReduceLogSumExp", {"x", "ax1"}, "lse");
   int_attr(lse, "keepdims", 0);
-  auto* noop = node("ReduceSumSquare", {"x", "none"}, {"noop_sq"});
+  auto* noop = node("ReduceSumSquare", {"x", "none"}, "noop_sq");
   int_attr(noop, "noop_with_empty_axes", 1);
-  auto* noop_max = node("ReduceMax", {"x"}, {"noop_max"});
+  auto* noop_max = node("ReduceMax", {"x"}, "noop_max");
   int_attr(noop_max, "noop_with_empty_axes", 1);
-  node("ReduceLogSum", {"ssq"}, {"logsum"});
+  node("ReduceLogSum", {"ssq"}, "logsum");
   for (const char* o : {"min", "prod", "l1", "l2", "ssq", "lse", "noop_sq", "noop_max", "logsum"}) output(o);
   ImportedModel m = import();
   std::vector<double> x = {1, -2, 3, -4, 5, 0.5};
@@ -275,9 +164,9 @@ TEST_F(OnnxMathOpsTest, ReductionsTakeAxesFromAttributeOrInput) {
 }
 
 TEST_F(OnnxMathOpsTest, ReduceAxesFromAGraphInputIsAUserError) {
-  input("x", {2, 3});
-  input("axes", {1}, TensorProto::INT64);
-  node("ReduceMin", {"x", "axes"}, {"y"});
+  input("x", {"2", "3"});
+  input("axes", {"1"}, TensorProto::INT64);
+  node("ReduceMin", {"x", "axes"}, "y");
   output("y");
   try {
     import();
@@ -289,15 +178,15 @@ TEST_F(OnnxMathOpsTest, ReduceAxesFromAGraphInputIsAUserError) {
 
 // Ties: select_last_index picks the last of equal extrema.
 TEST_F(OnnxMathOpsTest, ArgMaxArgMinFirstAndLastIndex) {
-  input("x", {2, 4});
-  node("ArgMax", {"x"}, {"amax0"});
-  auto* last = node("ArgMax", {"x"}, {"amax_last"});
+  input("x", {"2", "4"});
+  node("ArgMax", {"x"}, "amax0");
+  auto* last = node("ArgMax", {"x"}, "amax_last");
   int_attr(last, "axis", -1);
   int_attr(last, "select_last_index", 1);
-  auto* first = node("ArgMin", {"x"}, {"amin_first"});
+  auto* first = node("ArgMin", {"x"}, "amin_first");
   int_attr(first, "axis", 1);
   int_attr(first, "keepdims", 0);
-  auto* min_last = node("ArgMin", {"x"}, {"amin_last"});
+  auto* min_last = node("ArgMin", {"x"}, "amin_last");
   int_attr(min_last, "axis", 1);
   int_attr(min_last, "keepdims", 0);
   int_attr(min_last, "select_last_index", 1);
@@ -318,8 +207,8 @@ TEST_F(OnnxMathOpsTest, ArgMaxArgMinFirstAndLastIndex) {
 }
 
 TEST_F(OnnxMathOpsTest, LogSoftmaxOverAxisZero) {
-  input("x", {2, 3});
-  int_attr(node("LogSoftmax", {"x"}, {"y"}), "axis", 0);
+  input("x", {"2", "3"});
+  int_attr(node("LogSoftmax", {"x"}, "y"), "axis", 0);
   output("y");
   ImportedModel m = import();
   std::vector<Tensor> out = interpret(m.graph, {tensor({2, 3}, kX)});
@@ -335,16 +224,16 @@ TEST_F(OnnxMathOpsTest, LogSoftmaxOverAxisZero) {
 // LayerNormalization over the last two axes of x[2,2,3] (axis=1), with all
 // three outputs; a second node wants Y alone (the layer_norm composite).
 TEST_F(OnnxMathOpsTest, LayerNormalizationGivesYMeanAndInvStdDev) {
-  input("x", {2, 2, 3});
+  input("x", {"2", "2", "3"});
   float_init("scale", {2, 3}, {1, 2, 0.5, -1, 1, 3});
   float_init("bias", {3}, {0.25, 0, -1});
-  auto* ln = node("LayerNormalization", {"x", "scale", "bias"}, {"y", "mean", "inv_std"});
+  auto* ln = multi_output_node("LayerNormalization", {"x", "scale", "bias"}, {"y", "mean", "inv_std"});
   int_attr(ln, "axis", 1);
   float_attr(ln, "epsilon", 1e-3f);
-  auto* only_y = node("LayerNormalization", {"x", "scale", "bias"}, {"y_only"});
+  auto* only_y = node("LayerNormalization", {"x", "scale", "bias"}, "y_only");
   int_attr(only_y, "axis", -2);
   float_attr(only_y, "epsilon", 1e-3f);
-  auto* no_bias = node("LayerNormalization", {"x", "scale"}, {"y_nb", "", "inv_std_nb"});
+  auto* no_bias = multi_output_node("LayerNormalization", {"x", "scale"}, {"y_nb", "", "inv_std_nb"});
   int_attr(no_bias, "axis", 1);
   float_attr(no_bias, "epsilon", 1e-3f);
   for (const char* o : {"y", "mean", "inv_std", "y_only", "y_nb", "inv_std_nb"}) output(o);
@@ -384,9 +273,9 @@ TEST_F(OnnxMathOpsTest, LayerNormalizationGivesYMeanAndInvStdDev) {
 // An f16 X with the default stash_type: the statistics are computed and
 // returned in f32, Y comes back in f16.
 TEST_F(OnnxMathOpsTest, LayerNormalizationStashesInFloat) {
-  input("x", {2, 4}, TensorProto::FLOAT16);
-  input("scale", {4}, TensorProto::FLOAT16);
-  node("LayerNormalization", {"x", "scale"}, {"y", "mean", "inv_std"});
+  input("x", {"2", "4"}, TensorProto::FLOAT16);
+  input("scale", {"4"}, TensorProto::FLOAT16);
+  multi_output_node("LayerNormalization", {"x", "scale"}, {"y", "mean", "inv_std"});
   for (const char* o : {"y", "mean", "inv_std"}) output(o);
   ImportedModel m = import();
   std::vector<double> x = {1, 2, 3, 4, -8, 0, 0, 4}, scale = {1, 0.5, 2, -1};
@@ -415,15 +304,15 @@ TEST_F(OnnxMathOpsTest, LayerNormalizationStashesInFloat) {
 
 // Y = 0.5 * A^T B^T + 2 * C, A[3,2] (so M=2, K=3), B[4,3] (N=4), C[4].
 TEST_F(OnnxMathOpsTest, GemmWithTransposesAlphaBetaAndBroadcastC) {
-  input("a", {3, 2});
+  input("a", {"3", "2"});
   float_init("b", {4, 3}, {1, 0, -1, 2, 1, 0, 0, 0, 3, -1, 2, 1});
   float_init("c", {4}, {1, -1, 0.5, 0});
-  auto* g = node("Gemm", {"a", "b", "c"}, {"y"});
+  auto* g = node("Gemm", {"a", "b", "c"}, "y");
   int_attr(g, "transA", 1);
   int_attr(g, "transB", 1);
   float_attr(g, "alpha", 0.5f);
   float_attr(g, "beta", 2.0f);
-  node("Gemm", {"y", "b"}, {"plain"});  // [2,4] x [4,3], no C
+  node("Gemm", {"y", "b"}, "plain");  // [2,4] x [4,3], no C
   output("y");
   output("plain");
   ImportedModel m = import();

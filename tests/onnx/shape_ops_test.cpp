@@ -3,140 +3,35 @@
 // computed in the test (numpy semantics), and for the gather-based forms
 // (negative Slice steps, edge and reflect Pad) also on the CPU back end.
 #include <gtest/gtest.h>
-#include <onnx/onnx_pb.h>
 
-#include <cctype>
-#include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 
-#include "ir/canonicalize.h"
 #include "onnx/importer.h"
-#include "runtime/cpu/executable.h"
+#include "onnx_model_builder.h"
 #include "stitch/interpreter.h"
 
 namespace stitch::onnx_import {
 namespace {
 
-namespace fs = std::filesystem;
 using ::onnx::AttributeProto;
 using ::onnx::TensorProto;
+using testing::bind;
+using testing::expect_contains;
+using testing::int_attr;
+using testing::ints_attr;
+using testing::string_attr;
 using Ints = std::vector<int64_t>;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 
-class OnnxShapeOpsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("stitch_onnx_shape_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-            "_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    model_.set_ir_version(8);
-    auto* op = model_.add_opset_import();
-    op->set_domain("");
-    op->set_version(17);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+class OnnxShapeOpsTest : public testing::OnnxModelTest {};
 
-  ::onnx::GraphProto& graph() { return *model_.mutable_graph(); }
-
-  // dims: a number is a dim_value, a name a dim_param.
-  void input(const std::string& name, const std::vector<std::string>& dims, int elem = TensorProto::FLOAT) {
-    auto* v = graph().add_input();
-    v->set_name(name);
-    auto* tt = v->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(elem);
-    auto* shape = tt->mutable_shape();
-    for (const std::string& d : dims) {
-      auto* dim = shape->add_dim();
-      if (std::isdigit(static_cast<unsigned char>(d[0]))) {
-        dim->set_dim_value(std::stoll(d));
-      } else {
-        dim->set_dim_param(d);
-      }
-    }
-  }
-  void output(const std::string& name) { graph().add_output()->set_name(name); }
-  ::onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& ins, const std::string& out) {
-    auto* n = graph().add_node();
-    n->set_op_type(op);
-    n->set_name(out + "_node");
-    for (const std::string& i : ins) n->add_input(i);
-    n->add_output(out);
-    return n;
-  }
-  static void int_attr(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(AttributeProto::INT);
-    a->set_i(v);
-  }
-  static void string_attr(::onnx::NodeProto* n, const std::string& name, const std::string& v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(AttributeProto::STRING);
-    a->set_s(v);
-  }
-  void i64_init(const std::string& name, const Ints& values, bool scalar = false) {
-    auto* t = graph().add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::INT64);
-    if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t->add_int64_data(v);
-  }
-  void f32_init(const std::string& name, const Ints& dims, const std::vector<float>& values) {
-    auto* t = graph().add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float v : values) t->add_float_data(v);
-  }
-  ImportedModel import() {
-    std::string path = (dir_ / "model.onnx").string();
-    {
-      std::ofstream out(path, std::ios::binary);
-      EXPECT_TRUE(model_.SerializeToOstream(&out));
-    }
-    return import_onnx(path);
-  }
-  // The import's UserError message; a test failure when there is none.
-  std::string import_error() {
-    try {
-      import();
-    } catch (const UserError& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "expected a UserError";
-    return "";
-  }
-  // Real inputs in order, bound parameters filled in from the import.
-  static std::vector<Tensor> bind(const ImportedModel& m, const std::map<std::string, Tensor>& real) {
-    std::vector<Tensor> args;
-    for (ValueId p : m.graph.params()) {
-      const std::string& name = m.graph.value_name(p);
-      auto b = m.bound.find(name);
-      args.push_back(b != m.bound.end() ? b->second : real.at(name));
-    }
-    return args;
-  }
-  std::vector<Tensor> run_cpu(const ImportedModel& m, const std::vector<Tensor>& args) {
-    Graph canonical = canonicalize(m.graph);
-    runtime::cpu::KernelCache cache(dir_ / "cache");
-    auto exe = runtime::cpu::CpuExecutable::compile(canonical, PlannerKind::Xla, cache);
-    return exe.run(args);
-  }
-  static size_t count_ops(const Graph& g, OpKind kind) {
-    size_t count = 0;
-    for (const Node& n : g.nodes()) count += n.op == kind;
-    return count;
-  }
-
-  fs::path dir_;
-  ::onnx::ModelProto model_;
-};
+size_t count_ops(const Graph& g, OpKind kind) {
+  size_t count = 0;
+  for (const Node& n : g.nodes()) count += n.op == kind;
+  return count;
+}
 
 // 0, 1, 2, ... in a tensor of `shape`.
 Tensor iota(const Ints& shape, DType dtype = DType::f32) {
@@ -157,14 +52,10 @@ std::vector<double> range(int64_t n) {
   return v;
 }
 
-void expect_contains(const std::string& msg, const std::string& part) {
-  EXPECT_NE(msg.find(part), std::string::npos) << msg;
-}
-
 TEST_F(OnnxShapeOpsTest, ReshapeCopiesZerosAndInfersMinusOne) {
   input("x", {"2", "3", "4"});
-  i64_init("s1", {0, -1});
-  i64_init("s2", {0, 3, -1});
+  int64_init("s1", {0, -1});
+  int64_init("s2", {0, 3, -1});
   node("Reshape", {"x", "s1"}, "a");
   node("Reshape", {"a", "s2"}, "b");
   output("a");
@@ -177,7 +68,7 @@ TEST_F(OnnxShapeOpsTest, ReshapeCopiesZerosAndInfersMinusOne) {
 
 TEST_F(OnnxShapeOpsTest, ReshapeAllowZeroKeepsAZeroDim) {
   input("x", {"0", "3"});
-  i64_init("s", {3, 0});
+  int64_init("s", {3, 0});
   auto* r = node("Reshape", {"x", "s"}, "y");
   int_attr(r, "allowzero", 1);
   output("y");
@@ -187,8 +78,8 @@ TEST_F(OnnxShapeOpsTest, ReshapeAllowZeroKeepsAZeroDim) {
 
 TEST_F(OnnxShapeOpsTest, ReshapeOnSymbolicDims) {
   input("x", {"B", "3", "4"});
-  i64_init("copy_batch", {0, -1});
-  i64_init("infer_batch", {-1, 2, 6});
+  int64_init("copy_batch", {0, -1});
+  int64_init("infer_batch", {-1, 2, 6});
   node("Reshape", {"x", "copy_batch"}, "a");
   node("Reshape", {"a", "infer_batch"}, "b");
   output("b");
@@ -200,7 +91,7 @@ TEST_F(OnnxShapeOpsTest, ReshapeOnSymbolicDims) {
 
 TEST_F(OnnxShapeOpsTest, ReshapeThatMergesASymbolIsAUserError) {
   input("x", {"B", "3"});
-  i64_init("s", {-1});
+  int64_init("s", {-1});
   node("Reshape", {"x", "s"}, "y");
   output("y");
   expect_contains(import_error(), "cannot infer the -1");
@@ -208,8 +99,8 @@ TEST_F(OnnxShapeOpsTest, ReshapeThatMergesASymbolIsAUserError) {
 
 TEST_F(OnnxShapeOpsTest, SqueezeUnsqueezeAndFlatten) {
   input("x", {"2", "1", "3", "1"});
-  i64_init("sq_axes", {1, -1});
-  i64_init("unsq_axes", {-1, 0});
+  int64_init("sq_axes", {1, -1});
+  int64_init("unsq_axes", {-1, 0});
   node("Squeeze", {"x", "sq_axes"}, "sq");             // [2, 3]
   node("Unsqueeze", {"sq", "unsq_axes"}, "unsq");      // [1, 2, 3, 1]
   node("Squeeze", {"x"}, "sq_all");                    // [2, 3]
@@ -231,11 +122,7 @@ TEST_F(OnnxShapeOpsTest, SqueezeUnsqueezeAndFlatten) {
 
 TEST_F(OnnxShapeOpsTest, UnsqueezeTakesTheAxesAttributeToo) {
   input("x", {"B", "3"});
-  auto* u = node("Unsqueeze", {"x"}, "y");
-  auto* a = u->add_attribute();
-  a->set_name("axes");
-  a->set_type(AttributeProto::INTS);
-  a->add_ints(1);
+  ints_attr(node("Unsqueeze", {"x"}, "y"), "axes", {1});
   auto* f = node("Flatten", {"y"}, "z");
   int_attr(f, "axis", 1);
   output("z");
@@ -245,7 +132,7 @@ TEST_F(OnnxShapeOpsTest, UnsqueezeTakesTheAxesAttributeToo) {
 
 TEST_F(OnnxShapeOpsTest, ExpandBroadcastsBothWays) {
   input("x", {"3", "1"});
-  i64_init("s", {2, 1, 4});
+  int64_init("s", {2, 1, 4});
   node("Expand", {"x", "s"}, "y");
   output("y");
   ImportedModel m = import();
@@ -261,15 +148,15 @@ TEST_F(OnnxShapeOpsTest, ExpandBroadcastsBothWays) {
 // x[4, 5] = 0..19; x[-1:INT64_MIN:-1, 0:INT64_MAX:2] and x[1:-1, 10:-10:-2].
 TEST_F(OnnxShapeOpsTest, SliceWithNegativeStepsAndClamping) {
   input("x", {"4", "5"});
-  i64_init("s1", {-1, 0});
-  i64_init("e1", {kMin, kMax});
-  i64_init("axes1", {0, 1});
-  i64_init("st1", {-1, 2});
+  int64_init("s1", {-1, 0});
+  int64_init("e1", {kMin, kMax});
+  int64_init("axes1", {0, 1});
+  int64_init("st1", {-1, 2});
   node("Slice", {"x", "s1", "e1", "axes1", "st1"}, "a");
-  i64_init("s2", {10, 1});
-  i64_init("e2", {-10, -1});
-  i64_init("axes2", {-1, 0});
-  i64_init("st2", {-2, 1});
+  int64_init("s2", {10, 1});
+  int64_init("e2", {-10, -1});
+  int64_init("axes2", {-1, 0});
+  int64_init("st2", {-2, 1});
   node("Slice", {"x", "s2", "e2", "axes2", "st2"}, "b");
   output("a");
   output("b");
@@ -292,10 +179,10 @@ TEST_F(OnnxShapeOpsTest, SliceWithNegativeStepsAndClamping) {
 
 // Every input known: the importer folds the node, negative steps included.
 TEST_F(OnnxShapeOpsTest, SliceOfAKnownTensorFolds) {
-  f32_init("w", {2, 3}, {0, 1, 2, 3, 4, 5});
-  i64_init("s", {-1, -1});
-  i64_init("e", {kMin, kMin});
-  i64_init("st", {-1, -1});
+  float_init("w", {2, 3}, {0, 1, 2, 3, 4, 5});
+  int64_init("s", {-1, -1});
+  int64_init("e", {kMin, kMin});
+  int64_init("st", {-1, -1});
   node("Slice", {"w", "s", "e", "", "st"}, "reversed");
   input("x", {"2", "3"});
   node("Add", {"x", "reversed"}, "y");
@@ -307,8 +194,8 @@ TEST_F(OnnxShapeOpsTest, SliceOfAKnownTensorFolds) {
 
 TEST_F(OnnxShapeOpsTest, SliceTakesASymbolicAxisOnlyWhole) {
   input("x", {"B", "6"});
-  i64_init("s", {0, 1});
-  i64_init("e", {kMax, 5});
+  int64_init("s", {0, 1});
+  int64_init("e", {kMax, 5});
   node("Slice", {"x", "s", "e"}, "y");
   output("y");
   ImportedModel m = import();
@@ -316,8 +203,8 @@ TEST_F(OnnxShapeOpsTest, SliceTakesASymbolicAxisOnlyWhole) {
 
   graph().Clear();
   input("x", {"B", "6"});
-  i64_init("s", {1});
-  i64_init("e", {kMax});
+  int64_init("s", {1});
+  int64_init("e", {kMax});
   node("Slice", {"x", "s", "e"}, "y");
   output("y");
   expect_contains(import_error(), "can only take it whole");
@@ -326,8 +213,8 @@ TEST_F(OnnxShapeOpsTest, SliceTakesASymbolicAxisOnlyWhole) {
 TEST_F(OnnxShapeOpsTest, GatherWithNegativeAndScalarIndices) {
   input("x", {"3", "4"});
   input("idx", {"2"}, TensorProto::INT64);
-  i64_init("known", {-1, 0});
-  i64_init("scalar", {-2}, /*scalar=*/true);
+  int64_init("known", {-1, 0});
+  int64_init("scalar", {-2}, /*scalar=*/true);
   auto* g1 = node("Gather", {"x", "known"}, "cols");
   int_attr(g1, "axis", -1);
   node("Gather", {"x", "idx"}, "rows");
@@ -363,9 +250,9 @@ TEST_F(OnnxShapeOpsTest, ConcatOnANegativeAxis) {
 // x = [0, 1, 2, 3] padded by (2, 3) with each mode, and cropped by (-1, 1).
 TEST_F(OnnxShapeOpsTest, PadConstantEdgeReflectAndCropping) {
   input("x", {"1", "4"});
-  i64_init("pads", {0, 2, 0, 3});
-  i64_init("crop", {0, -1, 0, 1});
-  f32_init("fill", {}, {7});
+  int64_init("pads", {0, 2, 0, 3});
+  int64_init("crop", {0, -1, 0, 1});
+  float_init("fill", {}, {7});
   node("Pad", {"x", "pads", "fill"}, "constant");
   string_attr(node("Pad", {"x", "pads"}, "edge"), "mode", "edge");
   string_attr(node("Pad", {"x", "pads"}, "reflect"), "mode", "reflect");
@@ -387,7 +274,7 @@ TEST_F(OnnxShapeOpsTest, PadConstantEdgeReflectAndCropping) {
 TEST_F(OnnxShapeOpsTest, PadValueFromTheGraph) {
   input("x", {"2"});
   input("v", {}, TensorProto::FLOAT);
-  i64_init("pads", {1, 1});
+  int64_init("pads", {1, 1});
   node("Pad", {"x", "pads", "v"}, "y");
   output("y");
   ImportedModel m = import();
@@ -416,7 +303,7 @@ TEST_F(OnnxShapeOpsTest, ShapeOfASymbolicDimIsAUserError) {
 }
 
 TEST_F(OnnxShapeOpsTest, ConstantOfShapeTakesTheValueAttribute) {
-  i64_init("shape", {2, 3});
+  int64_init("shape", {2, 3});
   auto* c = node("ConstantOfShape", {"shape"}, "y");
   auto* a = c->add_attribute();
   a->set_name("value");
@@ -434,13 +321,13 @@ TEST_F(OnnxShapeOpsTest, ConstantOfShapeTakesTheValueAttribute) {
 }
 
 TEST_F(OnnxShapeOpsTest, RangeFoldsForIntegersAndFloats) {
-  i64_init("start", {10}, true);
-  i64_init("limit", {1}, true);
-  i64_init("delta", {-4}, true);
+  int64_init("start", {10}, true);
+  int64_init("limit", {1}, true);
+  int64_init("delta", {-4}, true);
   node("Range", {"start", "limit", "delta"}, "r");  // 10, 6, 2
-  f32_init("fstart", {}, {0.5});
-  f32_init("flimit", {}, {2});
-  f32_init("fdelta", {}, {0.5});
+  float_init("fstart", {}, {0.5});
+  float_init("flimit", {}, {2});
+  float_init("fdelta", {}, {0.5});
   node("Range", {"fstart", "flimit", "fdelta"}, "fr");  // 0.5, 1, 1.5
   input("x", {"3"}, TensorProto::INT64);
   input("y", {"3"});
@@ -459,9 +346,9 @@ TEST_F(OnnxShapeOpsTest, RangeFoldsForIntegersAndFloats) {
 // all on static shapes, folds to one static reshape.
 TEST_F(OnnxShapeOpsTest, ShapeArithmeticFoldsToAStaticReshape) {
   input("x", {"2", "3", "4"});
-  i64_init("zero", {0}, /*scalar=*/true);
-  i64_init("axes", {0});
-  i64_init("minus_one", {-1});
+  int64_init("zero", {0}, /*scalar=*/true);
+  int64_init("axes", {0});
+  int64_init("minus_one", {-1});
   node("Shape", {"x"}, "shape");
   node("Gather", {"shape", "zero"}, "batch");
   node("Unsqueeze", {"batch", "axes"}, "batch1");

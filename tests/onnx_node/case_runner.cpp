@@ -1,0 +1,206 @@
+#include "case_runner.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "ir/canonicalize.h"
+#include "onnx/importer.h"
+#include "reference_compare.h"
+#include "runtime/cpu/executable.h"
+#include "stitch/error.h"
+#include "stitch/interpreter.h"
+#include "stitch/ops.h"
+
+namespace stitch::onnx_node {
+
+namespace {
+
+using runtime::cpu::CpuExecutable;
+using runtime::cpu::KernelCache;
+
+constexpr PlannerKind kPlanners[] = {PlannerKind::None, PlannerKind::Xla};
+
+// A case that imported, with everything each path needs.
+struct ImportedCase {
+  size_t result = 0;  // index into the results
+  bool expanded = false;
+  onnx_import::ImportedModel model;
+  Graph canonical;
+  std::vector<DataSet> sets;
+  std::vector<std::vector<Tensor>> args;  // per data set, one tensor per graph parameter
+};
+
+void fail(CaseResult& r, std::string_view path, const std::string& what) {
+  r.outcome = Outcome::Fail;
+  if (!r.reason.empty()) r.reason += "\n";
+  r.reason += fmt::format("{}: {}", path, what);
+}
+
+// The graph's parameters in order: bound ones from the initializers, the rest
+// from the data set's inputs in ONNX graph input order.
+std::vector<Tensor> bind_parameters(const onnx_import::ImportedModel& m, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> args;
+  size_t next = 0;
+  for (ValueId p : m.graph.params()) {
+    auto bound = m.bound.find(m.graph.value_name(p));
+    if (bound != m.bound.end()) {
+      args.push_back(bound->second);
+    } else if (next < inputs.size()) {
+      args.push_back(inputs[next++]);
+    } else {
+      break;
+    }
+  }
+  const size_t real = m.graph.params().size() - m.bound.size();
+  if (real != inputs.size()) {
+    throw UserError(fmt::format("the graph takes {} real inputs, the data set has {}", real, inputs.size()));
+  }
+  return args;
+}
+
+std::optional<ImportedCase> import_case(const NodeCase& c, size_t index, CaseResult& r) {
+  ImportedCase ic;
+  ic.result = index;
+  ic.expanded = c.expanded();
+  try {
+    ic.model = onnx_import::import_onnx((c.dir / "model.onnx").string());
+  } catch (const UserError& e) {
+    r.outcome = Outcome::Unsupported;
+    r.reason = e.what();
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    fail(r, "import", e.what());
+    return std::nullopt;
+  }
+  try {
+    ic.sets = load_data_sets(c);
+    if (ic.sets.empty()) throw UserError("no test_data_set_* folder");
+    if (std::string contradiction = data_contradicts_model(c, ic.sets); !contradiction.empty()) {
+      r.outcome = Outcome::Unsupported;
+      r.reason = contradiction;
+      return std::nullopt;
+    }
+    for (const DataSet& s : ic.sets) ic.args.push_back(bind_parameters(ic.model, s.inputs));
+    ic.canonical = canonicalize(ic.model.graph);
+  } catch (const std::exception& e) {
+    fail(r, "data", e.what());
+    return std::nullopt;
+  }
+  return ic;
+}
+
+// Runs `run` on every data set and compares with the reference outputs.
+template <class Run>
+void check_path(ImportedCase& ic, CaseResult& r, std::string_view path, Run&& run) {
+  for (size_t s = 0; s < ic.sets.size(); ++s) {
+    std::string diff;
+    try {
+      diff = compare_outputs(run(ic.args[s]), ic.sets[s].outputs);
+    } catch (const std::exception& e) {
+      diff = e.what();
+    }
+    if (!diff.empty()) fail(r, path, ic.sets.size() > 1 ? fmt::format("{}: {}", ic.sets[s].name, diff) : diff);
+  }
+}
+
+void record_fusion(const ImportedCase& ic, const CpuExecutable& exe, CaseResult& r) {
+  r.graph_ops = non_trivial_op_count(ic.canonical);
+  r.xla_kernels = exe.kernel_count();
+  if (r.graph_ops >= 2 && r.xla_kernels >= r.graph_ops) {
+    fail(r, "fusion",
+         fmt::format("the xla planner runs {} kernels for {} non-trivial ops: not fused", r.xla_kernels, r.graph_ops));
+  }
+}
+
+// Compiles a batch in one translation unit; when that fails (one bad graph
+// fails them all), each graph alone, to say which one.
+std::vector<std::optional<CpuExecutable>> compile_chunk(const std::vector<ImportedCase*>& chunk, PlannerKind planner,
+                                                        KernelCache& cache, std::vector<CaseResult>& results) {
+  std::vector<std::optional<CpuExecutable>> exes(chunk.size());
+  std::vector<Graph> graphs;
+  for (const ImportedCase* ic : chunk) graphs.push_back(ic->canonical);
+  try {
+    std::vector<CpuExecutable> batch = CpuExecutable::compile_batch(graphs, planner, cache);
+    for (size_t k = 0; k < batch.size(); ++k) exes[k].emplace(std::move(batch[k]));
+    return exes;
+  } catch (const std::exception&) {
+  }
+  for (size_t k = 0; k < chunk.size(); ++k) {
+    try {
+      exes[k].emplace(std::move(CpuExecutable::compile_batch({graphs[k]}, planner, cache).front()));
+    } catch (const std::exception& e) {
+      fail(results[chunk[k]->result], planner_name(planner), fmt::format("compile: {}", e.what()));
+    }
+  }
+  return exes;
+}
+
+void run_planner(std::vector<ImportedCase>& cases, PlannerKind planner, KernelCache& cache, size_t batch_size,
+                 std::vector<CaseResult>& results) {
+  std::vector<ImportedCase*> ready;
+  for (ImportedCase& ic : cases) {
+    std::string refused;
+    try {
+      refused = CpuExecutable::unsupported_reason(ic.canonical, planner);
+    } catch (const std::exception& e) {
+      refused = e.what();
+    }
+    if (refused.empty()) {
+      ready.push_back(&ic);
+    } else {
+      fail(results[ic.result], planner_name(planner), fmt::format("the CPU back end refuses the graph: {}", refused));
+    }
+  }
+  for (size_t begin = 0; begin < ready.size(); begin += batch_size) {
+    std::vector<ImportedCase*> chunk(ready.begin() + static_cast<std::ptrdiff_t>(begin),
+                                     ready.begin() + static_cast<std::ptrdiff_t>(std::min(ready.size(), begin + batch_size)));
+    std::vector<std::optional<CpuExecutable>> exes = compile_chunk(chunk, planner, cache, results);
+    for (size_t k = 0; k < chunk.size(); ++k) {
+      if (!exes[k]) continue;
+      ImportedCase& ic = *chunk[k];
+      CaseResult& r = results[ic.result];
+      CpuExecutable& exe = *exes[k];
+      check_path(ic, r, planner_name(planner), [&](const std::vector<Tensor>& args) { return exe.run(args); });
+      if (planner == PlannerKind::Xla && ic.expanded) record_fusion(ic, exe, r);
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::Pass: return "pass";
+    case Outcome::Fail: return "fail";
+    case Outcome::Unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+int non_trivial_op_count(const Graph& canonical) {
+  int n = 0;
+  for (const Node& node : canonical.nodes()) {
+    const OpCategory category = op_info(node.op).category;
+    if (category == OpCategory::Source || category == OpCategory::Broadcast || node.op == OpKind::Reshape) continue;
+    ++n;
+  }
+  return n;
+}
+
+std::vector<CaseResult> run_cases(const std::vector<NodeCase>& cases, KernelCache& cache, size_t batch_size) {
+  std::vector<CaseResult> results(cases.size());
+  std::vector<ImportedCase> imported;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    results[i].name = cases[i].name;
+    if (std::optional<ImportedCase> ic = import_case(cases[i], i, results[i])) imported.push_back(std::move(*ic));
+  }
+  for (ImportedCase& ic : imported) {
+    check_path(ic, results[ic.result], "interpreter",
+               [&](const std::vector<Tensor>& args) { return interpret(ic.model.graph, args); });
+  }
+  for (PlannerKind planner : kPlanners) run_planner(imported, planner, cache, batch_size, results);
+  return results;
+}
+
+}  // namespace stitch::onnx_node

@@ -302,6 +302,25 @@ TEST_F(OnnxShapeOpsTest, ShapeOfASymbolicDimIsAUserError) {
   expect_contains(import_error(), "Shape of a symbolic dim is not folded");
 }
 
+// Size of a static shape is a known scalar, usable as data (here added to x).
+TEST_F(OnnxShapeOpsTest, SizeOfAStaticShapeIsAKnownScalar) {
+  input("x", {"2", "3"});
+  node("Size", {"x"}, "n");
+  node("Cast", {"n"}, "nf");
+  int_attr(graph().mutable_node(1), "to", TensorProto::FLOAT);
+  node("Add", {"x", "nf"}, "y");
+  output("y");
+  ImportedModel m = import();
+  expect_values(interpret(m.graph, bind(m, {{"x", iota({2, 3})}}))[0], {2, 3}, {6, 7, 8, 9, 10, 11});
+}
+
+TEST_F(OnnxShapeOpsTest, SizeOfASymbolicShapeIsAUserError) {
+  input("x", {"B", "3"});
+  node("Size", {"x"}, "n");
+  output("n");
+  expect_contains(import_error(), "Size of a symbolic shape is not folded");
+}
+
 TEST_F(OnnxShapeOpsTest, ConstantOfShapeTakesTheValueAttribute) {
   int64_init("shape", {2, 3});
   auto* c = node("ConstantOfShape", {"shape"}, "y");

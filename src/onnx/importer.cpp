@@ -1,6 +1,7 @@
 #include "onnx/importer.h"
 
 #include <fmt/format.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
@@ -118,6 +119,30 @@ const ConverterTable& converters() {
 }
 
 namespace {
+
+// A model below kMinOpset is imported when each of its ops has kept its
+// definition from the model's opset through kMinOpset: ONNX's schema registry
+// gives both opsets the same since_version (docs/onnx.md, Opsets). Returns
+// the ops for which that fails, one line each.
+std::vector<std::string> ops_changed_since(const ::onnx::GraphProto& g, int64_t opset) {
+  std::vector<std::string> changed;
+  std::set<std::string> seen;
+  for (const NodeProto& n : g.node()) {
+    if ((!n.domain().empty() && n.domain() != "ai.onnx") || !seen.insert(n.op_type()).second) continue;
+    const auto* old_schema = ::onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset));
+    const auto* schema = ::onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(kMinOpset));
+    if (!old_schema) {
+      changed.push_back(fmt::format("op {} (node {}) does not exist in opset {}", n.op_type(),
+                                    n.name().empty() ? "<unnamed>" : n.name(), opset));
+    } else if (schema && schema->SinceVersion() != old_schema->SinceVersion()) {
+      changed.push_back(fmt::format("op {} (node {}): its opset-{} definition (since opset {}) differs from the "
+                                    "opset-{} one (since opset {})",
+                                    n.op_type(), n.name().empty() ? "<unnamed>" : n.name(), opset,
+                                    old_schema->SinceVersion(), kMinOpset, schema->SinceVersion()));
+    }
+  }
+  return changed;
+}
 
 bool is_supported(const NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
@@ -305,9 +330,20 @@ ImportedModel import_onnx(const std::string& path, const ImportOptions& options)
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   }
   if (!opset) throw UserError(fmt::format("{}: the model imports no default-domain opset", path));
-  if (*opset < kMinOpset || *opset > kMaxOpset) {
-    throw UserError(fmt::format("{}: opset {} is not supported (supported: {} to {})", path, *opset, kMinOpset,
-                                kMaxOpset));
+  if (*opset < 1 || *opset > kMaxOpset) {
+    throw UserError(fmt::format("{}: opset {} is not supported (supported: {} to {}, and older opsets whose ops "
+                                "have not changed since)",
+                                path, *opset, kMinOpset, kMaxOpset));
+  }
+  if (*opset < kMinOpset) {
+    std::vector<std::string> changed = ops_changed_since(model.graph(), *opset);
+    if (!changed.empty()) {
+      std::string list;
+      for (const std::string& c : changed) list += "\n  " + c;
+      throw UserError(fmt::format("{}: opset {} is older than {} and {} op(s) changed since; Stitch imports only "
+                                  "their opset {}-{} definitions:{}",
+                                  path, *opset, kMinOpset, changed.size(), kMinOpset, kMaxOpset, list));
+    }
   }
   std::vector<std::string> unsupported;
   for (const NodeProto& n : model.graph().node()) {

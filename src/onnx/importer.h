@@ -44,8 +44,9 @@ class NeedsKnownInput : public UserError {
   std::string input_;
 };
 
-// UserError for a file that is not a ModelProto, an opset outside
-// [kMinOpset, kMaxOpset], an unsupported element type or unnamed unknown dim,
+// UserError for a file that is not a ModelProto, an opset above kMaxOpset,
+// an opset below kMinOpset in which one of the model's ops had another
+// definition than in kMinOpset, an unsupported element type or unnamed unknown dim,
 // a known input that does not match its declaration, and (all listed
 // together) every op this importer does not handle.
 ImportedModel import_onnx(const std::string& path, const ImportOptions& options = {});

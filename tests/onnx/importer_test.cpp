@@ -55,12 +55,40 @@ TEST_F(OnnxImportTest, UnsupportedOpsAreListedTogether) {
   }
 }
 
-TEST_F(OnnxImportTest, OpsetOutsideTheRangeIsAUserError) {
+TEST_F(OnnxImportTest, OpsetAboveTheLibraryIsAUserError) {
+  model().mutable_opset_import(0)->set_version(kMaxOpset + 1);
+  input("x", {"2"});
+  node("Relu", {"x"}, "y");
+  output("y");
+  expect_contains(import_error(), "opset 18 is not supported");
+}
+
+// Relu gained bfloat16 in opset 13: its opset-11 definition is another one.
+TEST_F(OnnxImportTest, OldOpsetWithAChangedOpIsAUserError) {
   model().mutable_opset_import(0)->set_version(11);
   input("x", {"2"});
   node("Relu", {"x"}, "y");
   output("y");
-  EXPECT_THROW(import_onnx(save()), UserError);
+  std::string error = import_error();
+  expect_contains(error, "op Relu");
+  expect_contains(error, "since opset 6");
+}
+
+// And has kept its opset-7 definition through opset 17: an opset-7 model imports.
+TEST_F(OnnxImportTest, OldOpsetWhoseOpsAreUnchangedImports) {
+  model().mutable_opset_import(0)->set_version(7);
+  input("a", {"2"}, ::onnx::TensorProto::BOOL);
+  input("b", {"2"}, ::onnx::TensorProto::BOOL);
+  node("And", {"a", "b"}, "y");
+  output("y");
+  ImportedModel m = import();
+  Tensor a(DType::boolean, {2}), b(DType::boolean, {2});
+  a.set_i64(0, 1);
+  a.set_i64(1, 1);
+  b.set_i64(1, 1);
+  Tensor y = interpret(m.graph, {a, b})[0];
+  EXPECT_EQ(y.get_i64(0), 0);
+  EXPECT_EQ(y.get_i64(1), 1);
 }
 
 TEST_F(OnnxImportTest, DimParamBecomesASymbolicDim) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <optional>
 
 #include "ir/canonicalize.h"
@@ -38,33 +40,65 @@ void fail(CaseResult& r, std::string_view path, const std::string& what) {
 }
 
 // The graph's parameters in order: bound ones from the initializers, the rest
-// from the data set's inputs in ONNX graph input order.
-std::vector<Tensor> bind_parameters(const onnx_import::ImportedModel& m, const std::vector<Tensor>& inputs) {
+// from the data set's inputs, matched by name.
+std::vector<Tensor> bind_parameters(const onnx_import::ImportedModel& m, const std::vector<DeclaredInput>& declared,
+                                    const DataSet& set) {
+  std::map<std::string, const Tensor*> by_param;
+  for (size_t i = 0; i < declared.size(); ++i) {
+    auto renamed = m.input_names.find(declared[i].name);
+    by_param[renamed == m.input_names.end() ? declared[i].name : renamed->second] = &set.inputs[i];
+  }
   std::vector<Tensor> args;
-  size_t next = 0;
   for (ValueId p : m.graph.params()) {
-    auto bound = m.bound.find(m.graph.value_name(p));
-    if (bound != m.bound.end()) {
+    const std::string& name = m.graph.value_name(p);
+    if (auto bound = m.bound.find(name); bound != m.bound.end()) {
       args.push_back(bound->second);
-    } else if (next < inputs.size()) {
-      args.push_back(inputs[next++]);
+    } else if (auto given = by_param.find(name); given != by_param.end()) {
+      args.push_back(*given->second);
     } else {
-      break;
+      throw UserError(fmt::format("parameter '{}' is neither bound nor a graph input of the data set", name));
     }
   }
-  const size_t real = m.graph.params().size() - m.bound.size();
-  if (real != inputs.size()) {
-    throw UserError(fmt::format("the graph takes {} real inputs, the data set has {}", real, inputs.size()));
-  }
   return args;
+}
+
+// Imports the model, feeding as known values (ImportOptions::known_inputs)
+// the graph inputs it must know, such as a Reshape's shape given as an input:
+// the graph is then specialised on the data set's values for them. Throws
+// UserError (unsupported) when the data sets disagree on such a value.
+onnx_import::ImportedModel import_with_known_inputs(const NodeCase& c, const std::vector<DeclaredInput>& declared,
+                                                    std::vector<DataSet>& sets, CaseResult& r) {
+  onnx_import::ImportOptions options;
+  for (;;) {
+    try {
+      return onnx_import::import_onnx((c.dir / "model.onnx").string(), options);
+    } catch (const onnx_import::NeedsKnownInput& e) {
+      auto it = std::find_if(declared.begin(), declared.end(),
+                             [&](const DeclaredInput& d) { return d.name == e.input(); });
+      if (it == declared.end() || options.known_inputs.count(e.input())) throw;
+      if (sets.empty()) sets = load_data_sets(c);
+      if (sets.empty()) throw;
+      const size_t index = static_cast<size_t>(it - declared.begin());
+      if (index >= sets[0].inputs.size()) throw;
+      for (const DataSet& s : sets) {
+        if (index >= s.inputs.size() || !compare_tensors(s.inputs[index], sets[0].inputs[index], Tolerance::exact()).ok) {
+          throw UserError(fmt::format("{} (the data sets give it different values)", e.what()));
+        }
+      }
+      options.known_inputs[e.input()] = sets[0].inputs[index];
+      r.known_inputs += (r.known_inputs.empty() ? "" : ", ") + e.input();
+    }
+  }
 }
 
 std::optional<ImportedCase> import_case(const NodeCase& c, size_t index, CaseResult& r) {
   ImportedCase ic;
   ic.result = index;
   ic.expanded = c.expanded();
+  std::vector<DeclaredInput> declared;
   try {
-    ic.model = onnx_import::import_onnx((c.dir / "model.onnx").string());
+    declared = declared_inputs(c);
+    ic.model = import_with_known_inputs(c, declared, ic.sets, r);
   } catch (const UserError& e) {
     r.outcome = Outcome::Unsupported;
     r.reason = e.what();
@@ -74,14 +108,14 @@ std::optional<ImportedCase> import_case(const NodeCase& c, size_t index, CaseRes
     return std::nullopt;
   }
   try {
-    ic.sets = load_data_sets(c);
+    if (ic.sets.empty()) ic.sets = load_data_sets(c);
     if (ic.sets.empty()) throw UserError("no test_data_set_* folder");
-    if (std::string contradiction = data_contradicts_model(c, ic.sets); !contradiction.empty()) {
+    if (std::string contradiction = data_contradicts_model(declared, ic.sets); !contradiction.empty()) {
       r.outcome = Outcome::Unsupported;
       r.reason = contradiction;
       return std::nullopt;
     }
-    for (const DataSet& s : ic.sets) ic.args.push_back(bind_parameters(ic.model, s.inputs));
+    for (const DataSet& s : ic.sets) ic.args.push_back(bind_parameters(ic.model, declared, s));
     ic.canonical = canonicalize(ic.model.graph);
   } catch (const std::exception& e) {
     fail(r, "data", e.what());

@@ -29,6 +29,9 @@ struct CaseResult {
   // -1 when not measured.
   int graph_ops = -1;
   int xla_kernels = -1;
+  // Graph inputs the model was specialised on (ImportOptions::known_inputs),
+  // comma-separated; empty for most cases.
+  std::string known_inputs;
 };
 
 // Nodes that are work of their own: all but constants, iotas, broadcasts and

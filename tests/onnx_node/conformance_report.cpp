@@ -84,8 +84,8 @@ void write_results(const fs::path& file, const std::vector<CaseResult>& results)
   std::ofstream out(file);
   if (!out) throw UserError(fmt::format("{}: cannot write", file.string()));
   for (const CaseResult& r : results) {
-    out << fmt::format("{}\t{}\t{}\t{}\t{}\n", r.name, outcome_name(r.outcome), r.graph_ops, r.xla_kernels,
-                       escape(r.reason));
+    out << fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", r.name, outcome_name(r.outcome), r.graph_ops, r.xla_kernels,
+                       escape(r.known_inputs), escape(r.reason));
   }
   if (!out) throw UserError(fmt::format("{}: cannot write", file.string()));
 }
@@ -98,9 +98,10 @@ std::vector<CaseResult> read_results(const fs::path& file) {
   for (std::string line; std::getline(in, line);) {
     ++line_number;
     std::vector<std::string> f = split_tabs(line);
-    if (f.size() != 5) throw UserError(fmt::format("{}:{}: expected 5 tab-separated fields", file.string(), line_number));
+    if (f.size() != 6) throw UserError(fmt::format("{}:{}: expected 6 tab-separated fields", file.string(), line_number));
     try {
-      results.push_back(CaseResult{f[0], parse_outcome(f[1]), unescape(f[4]), std::stoi(f[2]), std::stoi(f[3])});
+      results.push_back(
+          CaseResult{f[0], parse_outcome(f[1]), unescape(f[5]), std::stoi(f[2]), std::stoi(f[3]), unescape(f[4])});
     } catch (const std::logic_error&) {
       throw UserError(fmt::format("{}:{}: bad number", file.string(), line_number));
     }
@@ -129,13 +130,14 @@ std::string reason_group(const std::string& reason) {
 std::string render_report(std::vector<CaseResult> results, const std::vector<std::string>& missing) {
   std::sort(results.begin(), results.end(), [](const CaseResult& a, const CaseResult& b) { return a.name < b.name; });
   std::vector<std::string> passed;
-  std::vector<const CaseResult*> failed, fused;
+  std::vector<const CaseResult*> failed, fused, specialised;
   std::map<std::string, std::vector<std::string>> unsupported;
   for (const CaseResult& r : results) {
     if (r.outcome == Outcome::Pass) passed.push_back(r.name);
     if (r.outcome == Outcome::Fail) failed.push_back(&r);
     if (r.outcome == Outcome::Unsupported) unsupported[reason_group(r.reason)].push_back(r.name);
     if (r.xla_kernels >= 0) fused.push_back(&r);
+    if (!r.known_inputs.empty() && r.outcome != Outcome::Unsupported) specialised.push_back(&r);
   }
   std::string md;
   md += fmt::format("{} cases: **{} pass**, **{} fail**, **{} unsupported**.\n", results.size(), passed.size(),
@@ -160,6 +162,14 @@ std::string render_report(std::vector<CaseResult> results, const std::vector<std
   }
 
   md += fmt::format("\n### Passing ({})\n\n{}\n", passed.size(), name_list(passed));
+
+  std::map<std::string, std::vector<std::string>> by_inputs;
+  for (const CaseResult* r : specialised) by_inputs[r->known_inputs].push_back(r->name);
+  md += fmt::format("\n### Imported with known inputs ({})\n\n", specialised.size());
+  md += "Graph inputs that decide a shape (axes, a target shape, pads) are fed to the importer as known values "
+        "(`ImportOptions::known_inputs`): the graph is specialised on the data set's values for them.\n\n";
+  md += "| known inputs | cases |\n| --- | --- |\n";
+  for (const auto& [inputs, names] : by_inputs) md += fmt::format("| {} | {} |\n", cell(inputs), cell(name_list(names)));
 
   std::vector<std::pair<std::string, std::vector<std::string>>> groups(unsupported.begin(), unsupported.end());
   std::stable_sort(groups.begin(), groups.end(),

@@ -103,32 +103,35 @@ std::vector<DataSet> load_data_sets(const NodeCase& c) {
   return sets;
 }
 
-std::string data_contradicts_model(const NodeCase& c, const std::vector<DataSet>& sets) {
+std::vector<DeclaredInput> declared_inputs(const NodeCase& c) {
   ::onnx::ModelProto model;
   std::ifstream in(c.dir / "model.onnx", std::ios::binary);
-  if (!model.ParseFromIstream(&in)) return "model.onnx does not parse";
+  if (!model.ParseFromIstream(&in)) throw UserError(fmt::format("{}: does not parse", (c.dir / "model.onnx").string()));
   std::set<std::string> initializers;
   for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
-  std::vector<const ::onnx::ValueInfoProto*> inputs;
-  for (const auto& in_info : model.graph().input()) {
-    if (!initializers.count(in_info.name())) inputs.push_back(&in_info);
+  std::vector<DeclaredInput> inputs;
+  for (const auto& info : model.graph().input()) {
+    if (initializers.count(info.name())) continue;
+    DeclaredInput d{info.name(), info.type().tensor_type().has_shape(), {}};
+    for (const auto& dim : info.type().tensor_type().shape().dim()) d.extents.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    inputs.push_back(std::move(d));
   }
+  return inputs;
+}
+
+std::string data_contradicts_model(const std::vector<DeclaredInput>& declared, const std::vector<DataSet>& sets) {
   for (const DataSet& s : sets) {
-    if (s.inputs.size() != inputs.size()) {
-      return fmt::format("{} has {} inputs, the model declares {}", s.name, s.inputs.size(), inputs.size());
+    if (s.inputs.size() != declared.size()) {
+      return fmt::format("{} has {} inputs, the model declares {}", s.name, s.inputs.size(), declared.size());
     }
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const auto& shape = inputs[i]->type().tensor_type().shape();
+    for (size_t i = 0; i < declared.size(); ++i) {
+      const DeclaredInput& d = declared[i];
       const std::vector<int64_t>& given = s.inputs[i].shape();
-      bool contradicts = shape.dim_size() != static_cast<int>(given.size());
-      for (int d = 0; !contradicts && d < shape.dim_size(); ++d) {
-        contradicts = shape.dim(d).has_dim_value() && shape.dim(d).dim_value() != given[static_cast<size_t>(d)];
-      }
-      if (!inputs[i]->type().tensor_type().has_shape() || !contradicts) continue;
-      std::vector<std::string> declared;
-      for (const auto& dim : shape.dim()) declared.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value()) : "?");
-      return fmt::format("the case contradicts itself: input '{}' is [{}] in {}, the model declares [{}]",
-                         inputs[i]->name(), fmt::join(given, ", "), s.name, fmt::join(declared, ", "));
+      bool contradicts = d.extents.size() != given.size();
+      for (size_t k = 0; !contradicts && k < given.size(); ++k) contradicts = d.extents[k] >= 0 && d.extents[k] != given[k];
+      if (!d.ranked || !contradicts) continue;
+      return fmt::format("the case contradicts itself: input '{}' is [{}] in {}, the model declares [{}]", d.name,
+                         fmt::join(given, ", "), s.name, fmt::join(d.extents, ", "));
     }
   }
   return "";

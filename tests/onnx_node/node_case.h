@@ -34,10 +34,19 @@ struct DataSet {
 // The case's data sets in name order, read with onnx_import::load_tensor_pb.
 std::vector<DataSet> load_data_sets(const NodeCase& c);
 
-// "" when every data set gives model.onnx's graph as many inputs as it declares
-// (initializers aside), each of the declared static extents; else how the case
-// contradicts itself. Read from the ModelProto, independently of the importer:
-// onnx 1.12's bfloat16 CastLike cases declare `like` as [3, 4] and give [1].
-std::string data_contradicts_model(const NodeCase& c, const std::vector<DataSet>& sets);
+// model.onnx's graph inputs that are not initializers, in order (input_N.pb
+// feeds the N-th), with their declared extents (-1: not a static extent; no
+// shape at all: `ranked` false). Read from the ModelProto, not the importer.
+struct DeclaredInput {
+  std::string name;
+  bool ranked = false;
+  std::vector<int64_t> extents;
+};
+std::vector<DeclaredInput> declared_inputs(const NodeCase& c);
+
+// "" when every data set gives as many inputs as `declared`, each of the
+// declared static extents; else how the case contradicts itself: onnx 1.12's
+// bfloat16 CastLike cases declare `like` as [3, 4] and give [1].
+std::string data_contradicts_model(const std::vector<DeclaredInput>& declared, const std::vector<DataSet>& sets);
 
 }  // namespace stitch::onnx_node

@@ -44,7 +44,7 @@ void fail(CaseResult& r, std::string_view path, const std::string& what) {
 std::vector<Tensor> bind_parameters(const onnx_import::ImportedModel& m, const std::vector<DeclaredInput>& declared,
                                     const DataSet& set) {
   std::map<std::string, const Tensor*> by_param;
-  for (size_t i = 0; i < declared.size(); ++i) {
+  for (size_t i = 0; i < declared.size() && i < set.inputs.size(); ++i) {
     auto renamed = m.input_names.find(declared[i].name);
     by_param[renamed == m.input_names.end() ? declared[i].name : renamed->second] = &set.inputs[i];
   }

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 
 #include "case_runner.h"
 #include "conformance_report.h"

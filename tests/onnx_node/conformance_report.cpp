@@ -113,13 +113,16 @@ std::string reason_group(const std::string& reason) {
   std::string r = reason;
   const std::string file = "model.onnx: ";
   if (size_t at = r.find(file); at != std::string::npos) r = r.substr(at + file.size());
+  // A list of ops, one line each ("  op Conv (node n, ...)") after a head line
+  // such as "2 unsupported op(s):": the head without its count, then the op types.
   static const std::regex op_line(R"(\n  op (\S+) \(node [^\n]*)");
-  if (r.find(" unsupported op(s):") != std::string::npos) {
+  static const std::regex count(R"((^|\s)\d+ ((unsupported )?op\(s\)))");
+  if (size_t end = r.find("\n  op "); end != std::string::npos) {
     std::vector<std::string> ops;
     for (auto it = std::sregex_iterator(r.begin(), r.end(), op_line); it != std::sregex_iterator(); ++it) {
       if (std::find(ops.begin(), ops.end(), (*it)[1].str()) == ops.end()) ops.push_back((*it)[1].str());
     }
-    return fmt::format("unsupported op(s): {}", fmt::join(ops, ", "));
+    return fmt::format("{} {}", std::regex_replace(r.substr(0, end), count, "$1$2"), fmt::join(ops, ", "));
   }
   static const std::regex node_prefix(R"(^node '[^']*' \((\w+)\): )");
   static const std::regex quoted("'[^']*'");

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -22,6 +26,26 @@ using runtime::cpu::CpuExecutable;
 using runtime::cpu::KernelCache;
 
 constexpr PlannerKind kPlanners[] = {PlannerKind::None, PlannerKind::Xla};
+
+// What the shard is doing, for the crash report: a crash in one case kills
+// the whole shard, and this names the case.
+char g_doing[512] = "starting";
+
+void doing(const std::string& what) {
+  const size_t n = std::min(what.size(), sizeof g_doing - 1);
+  std::memcpy(g_doing, what.data(), n);
+  g_doing[n] = '\0';
+}
+
+extern "C" void report_crash(int sig) {
+  constexpr char kPrefix[] = "onnx_node_conformance: crashed while ";
+  // Only async-signal-safe calls here; then die of the same signal.
+  [[maybe_unused]] ssize_t ignored = write(STDERR_FILENO, kPrefix, sizeof kPrefix - 1);
+  ignored = write(STDERR_FILENO, g_doing, strlen(g_doing));
+  ignored = write(STDERR_FILENO, "\n", 1);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
 
 // A case that imported, with everything each path needs.
 struct ImportedCase {
@@ -96,6 +120,7 @@ std::optional<ImportedCase> import_case(const NodeCase& c, size_t index, CaseRes
   ic.result = index;
   ic.expanded = c.expanded();
   std::vector<DeclaredInput> declared;
+  doing(fmt::format("importing {}", c.name));
   try {
     declared = declared_inputs(c);
     ic.model = import_with_known_inputs(c, declared, ic.sets, r);
@@ -128,6 +153,7 @@ std::optional<ImportedCase> import_case(const NodeCase& c, size_t index, CaseRes
 template <class Run>
 void check_path(ImportedCase& ic, CaseResult& r, std::string_view path, Run&& run) {
   for (size_t s = 0; s < ic.sets.size(); ++s) {
+    doing(fmt::format("running {} on {}", r.name, path));
     std::string diff;
     try {
       diff = compare_outputs(run(ic.args[s]), ic.sets[s].outputs);
@@ -155,6 +181,8 @@ std::vector<std::optional<CpuExecutable>> compile_chunk(const std::vector<Import
   std::vector<Graph> graphs;
   for (const ImportedCase* ic : chunk) graphs.push_back(ic->canonical);
   try {
+    doing(fmt::format("compiling {} graphs for {} ({}, ...)", graphs.size(), planner_name(planner),
+                      results[chunk.front()->result].name));
     std::vector<CpuExecutable> batch = CpuExecutable::compile_batch(graphs, planner, cache);
     for (size_t k = 0; k < batch.size(); ++k) exes[k].emplace(std::move(batch[k]));
     return exes;
@@ -162,6 +190,7 @@ std::vector<std::optional<CpuExecutable>> compile_chunk(const std::vector<Import
   }
   for (size_t k = 0; k < chunk.size(); ++k) {
     try {
+      doing(fmt::format("compiling {} for {}", results[chunk[k]->result].name, planner_name(planner)));
       exes[k].emplace(std::move(CpuExecutable::compile_batch({graphs[k]}, planner, cache).front()));
     } catch (const std::exception& e) {
       fail(results[chunk[k]->result], planner_name(planner), fmt::format("compile: {}", e.what()));
@@ -202,6 +231,10 @@ void run_planner(std::vector<ImportedCase>& cases, PlannerKind planner, KernelCa
 }
 
 }  // namespace
+
+void install_crash_report() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, report_crash);
+}
 
 std::string_view outcome_name(Outcome o) {
   switch (o) {

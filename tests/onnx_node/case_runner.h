@@ -42,6 +42,10 @@ int non_trivial_op_count(const Graph& canonical);
 // compiler run amortised over many small graphs.
 inline constexpr size_t kDefaultBatchSize = 48;
 
+// On a crash (SIGSEGV, SIGABRT, ...), print which case and path was running
+// before dying of the same signal.
+void install_crash_report();
+
 // One result per case, in order. Every CPU compile goes through `cache`.
 std::vector<CaseResult> run_cases(const std::vector<NodeCase>& cases, runtime::cpu::KernelCache& cache,
                                   size_t batch_size = kDefaultBatchSize);

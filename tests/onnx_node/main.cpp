@@ -84,6 +84,7 @@ void write_text(const fs::path& file, const std::string& text) {
 
 int run(const RunArgs& a) {
   const auto [index, count] = parse_shard(a.shard);
+  install_crash_report();
   const auto start = std::chrono::steady_clock::now();
   std::vector<NodeCase> cases = shard_of(discover_cases(a.cases), index, count);
   CacheDirectory cache_dir(a.cache_dir);

@@ -1,0 +1,349 @@
+#include "codegen/cuda/cuda_emitter.h"
+
+#include <type_traits>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "codegen/cuda/cuda_runtime_text.h"
+#include "codegen/cuda/cuda_text.h"
+#include "kir/verifier.h"
+#include "stitch/error.h"
+
+namespace stitch::codegen::cuda {
+namespace {
+
+using kir::Expr;
+using kir::ExprKind;
+using kir::Kernel;
+using kir::LoopLevel;
+using kir::ReduceScope;
+using kir::Stmt;
+using kir::StmtList;
+
+// The helper functor of stitch_cuda_runtime.cuh that combines two partials.
+std::string_view combine_functor(OpKind op) {
+  switch (op) {
+    case OpKind::ReduceSum: return "stitch_op_sum";
+    case OpKind::ReduceProd: return "stitch_op_prod";
+    case OpKind::ReduceMax: return "stitch_op_max";
+    case OpKind::ReduceMin: return "stitch_op_min";
+    case OpKind::ReduceAny: return "stitch_op_any";
+    case OpKind::ReduceAll: return "stitch_op_all";
+    default: unsupported(fmt::format("the reduction {}", op_name(op)));
+  }
+}
+
+class KernelEmitter {
+ public:
+  explicit KernelEmitter(const Kernel& k) : k_(k) {}
+
+  std::string emit() {
+    check_identifier(k_.name);
+    std::vector<std::string> params;
+    for (const kir::BufferParam& b : k_.buffers) {
+      check_identifier(b.name);
+      const bool read_only = b.access == kir::Access::Read;
+      params.push_back(fmt::format("{}{}* {}", read_only ? "const " : "", storage_type(b.dtype), b.name));
+    }
+    for (const kir::ScalarParam& s : k_.scalars) {
+      check_identifier(s.name);
+      params.push_back(fmt::format("const {} {}", compute_type(s.dtype), s.name));
+    }
+    line(fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(", k_.launch.block_size, k_.name));
+    for (size_t i = 0; i < params.size(); ++i) {
+      line(fmt::format("    {}{}", params[i], i + 1 < params.size() ? "," : ") {"));
+    }
+    if (params.empty()) line("    ) {");
+    ++depth_;
+    for (const Stmt& s : k_.body) {
+      if (const auto* f = std::get_if<kir::ForStmt>(&s.node); f && f->level == LoopLevel::Grid) {
+        emit_grid_loop(*f);
+      } else {
+        emit_stmt(s);
+      }
+    }
+    --depth_;
+    line("}");
+    return std::move(out_);
+  }
+
+ private:
+  void line(const std::string& text) {
+    out_.append(static_cast<size_t>(depth_) * 2, ' ');
+    out_ += text;
+    out_ += '\n';
+  }
+
+  // The grid loop spans the launch grid exactly (docs/kernel-ir.md): its
+  // variable is the block index and its body runs once in every thread.
+  void emit_grid_loop(const kir::ForStmt& f) {
+    check_identifier(f.var);
+    line(fmt::format("// grid: {} blocks of {} threads", expr(f.extent), k_.launch.block_size));
+    for (const kir::SharedBuffer& sb : k_.shared) {
+      check_identifier(sb.name);
+      line(fmt::format("__shared__ {} {}[{}];", compute_type(sb.dtype), sb.name, sb.count));
+    }
+    line(fmt::format("const int64_t {} = blockIdx.x;", f.var));
+    emit_body(f.body);
+  }
+
+  void emit_body(const StmtList& body) {
+    for (const Stmt& s : body) emit_stmt(s);
+  }
+
+  void emit_stmt(const Stmt& s) {
+    std::visit([&](const auto& n) { emit(n); }, s.node);
+  }
+
+  void emit(const kir::ForStmt& f) {
+    check_identifier(f.var);
+    switch (f.level) {
+      case LoopLevel::Block: return emit_thread_region(f);
+      case LoopLevel::Grid:
+      case LoopLevel::Warp: unsupported(fmt::format("a {} loop in this position", kir::loop_level_name(f.level)));
+      case LoopLevel::Unroll: line("#pragma unroll"); break;
+      case LoopLevel::Serial:
+      case LoopLevel::Vector: break;
+    }
+    line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", f.var, expr(f.extent)));
+    ++depth_;
+    emit_body(f.body);
+    --depth_;
+    line("}");
+  }
+
+  // Every thread runs exactly one iteration of a block loop: its variable is
+  // the thread index, or the warp index and lane when its body is a warp loop.
+  void emit_thread_region(const kir::ForStmt& region) {
+    int64_t extent = 0;
+    if (!kir::is_int_constant(region.extent, &extent)) unsupported("a block loop of non-constant extent");
+    const StmtList* body = &region.body;
+    if (region.body.size() == 1) {
+      if (const auto* w = std::get_if<kir::ForStmt>(&region.body[0].node); w && w->level == LoopLevel::Warp) {
+        check_identifier(w->var);
+        line(fmt::format("{{  // block loop: warp {} of {}, lane {}", region.var, extent, w->var));
+        ++depth_;
+        line(fmt::format("const int64_t {} = threadIdx.x / {};", region.var, kir::kWarpSize));
+        line(fmt::format("const int64_t {} = threadIdx.x % {};", w->var, kir::kWarpSize));
+        body = &w->body;
+      }
+    }
+    if (body == &region.body) {
+      line(fmt::format("{{  // block loop: thread {} of {}", region.var, extent));
+      ++depth_;
+      line(fmt::format("const int64_t {} = threadIdx.x;", region.var));
+    }
+    emit_body(*body);
+    --depth_;
+    line("}");
+  }
+
+  void emit(const kir::IfStmt& s) {
+    line(fmt::format("if ({}) {{", expr(s.cond)));
+    ++depth_;
+    emit_body(s.then_body);
+    --depth_;
+    if (!s.else_body.empty()) {
+      line("} else {");
+      ++depth_;
+      emit_body(s.else_body);
+      --depth_;
+    }
+    line("}");
+  }
+
+  void emit(const kir::LetStmt& s) {
+    check_identifier(s.name);
+    if (s.init.defined()) {
+      line(fmt::format("{} {} = {};", compute_type(s.dtype), s.name, expr(s.init)));
+    } else {
+      line(fmt::format("{} {}{{}};", compute_type(s.dtype), s.name));
+    }
+  }
+
+  void emit(const kir::AssignStmt& s) { line(fmt::format("{} = {};", s.name, expr(s.value))); }
+
+  void emit(const kir::LocalArrayStmt& s) {
+    check_identifier(s.name);
+    line(fmt::format("{} {}[{}];", compute_type(s.dtype), s.name, s.count));
+  }
+
+  void emit(const kir::StoreStmt& s) {
+    std::string value = expr(s.value);
+    if (const kir::BufferParam* b = k_.find_buffer(s.buffer)) {
+      // The value of an f16/bf16 expression is already rounded: the conversion is exact.
+      if (b->dtype == DType::f16) value = fmt::format("__float2half_rn({})", value);
+      if (b->dtype == DType::bf16) value = fmt::format("__float2bfloat16_rn({})", value);
+      line(fmt::format("{}[{}] = {};", s.buffer, global_offset(*b, s.index), value));
+      return;
+    }
+    line(fmt::format("{}[{}] = {};", s.buffer, expr(s.index.at(0)), value));
+  }
+
+  void emit(const kir::BarrierStmt&) { line("__syncthreads();"); }
+
+  void emit(const kir::ReduceStmt& r) {
+    check_identifier(r.result);
+    const std::string type = compute_type(r.value.dtype());
+    if (is_narrow_float(r.value.dtype())) unsupported("a reduction on f16/bf16 values");
+    const bool block = r.scope == ReduceScope::Block;
+    const int64_t warps = k_.launch.block_size / kir::kWarpSize;
+    if (r.op == OpKind::ArgMax || r.op == OpKind::ArgMin) {
+      check_identifier(r.index_result);
+      const char* is_max = r.op == OpKind::ArgMax ? "true" : "false";
+      line(fmt::format("{} {} = {};", type, r.result, expr(r.value)));
+      line(fmt::format("int64_t {} = {};", r.index_result, expr(r.index)));
+      if (block) {
+        line(fmt::format("stitch_block_arg_reduce<{}, {}>({}, {}, {}, {});", is_max, warps, r.result,
+                         r.index_result, r.scratch, r.index_scratch));
+      } else {
+        line(fmt::format("stitch_warp_arg_reduce<{}>({}, {});", is_max, r.result, r.index_result));
+      }
+      return;
+    }
+    const std::string_view op = combine_functor(r.op);
+    if (block) {
+      line(fmt::format("const {} {} = stitch_block_reduce<{}, {}>({}, {});", type, r.result, op, warps,
+                       expr(r.value), r.scratch));
+    } else {
+      line(fmt::format("const {} {} = stitch_warp_reduce<{}>({});", type, r.result, op, expr(r.value)));
+    }
+  }
+
+  // ---- expressions ----
+
+  // Row-major (or explicitly strided) element offset of a global buffer access.
+  std::string global_offset(const kir::BufferParam& b, const std::vector<Expr>& index) {
+    if (index.empty()) return "0";  // a rank-0 buffer holds one element
+    std::string offset;
+    if (!b.strides.empty()) {
+      for (size_t d = 0; d < index.size(); ++d) {
+        if (d > 0) offset += " + ";
+        offset += fmt::format("({}) * ({})", expr(index[d]), expr(b.strides[d]));
+      }
+      return offset;
+    }
+    offset = expr(index.at(0));
+    for (size_t d = 1; d < index.size(); ++d) {
+      offset = fmt::format("({}) * ({}) + ({})", offset, expr(b.shape[d]), expr(index[d]));
+    }
+    return offset;
+  }
+
+  std::string expr(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::Const:
+        return is_float(e->dtype) ? float_literal(e->float_value, e->dtype) : int_literal(e->int_value, e->dtype);
+      case ExprKind::Var: return e->name;
+      case ExprKind::Load: return load(e);
+      case ExprKind::Op: return op(e);
+    }
+    STITCH_ASSERT(false, "unknown expression kind");
+  }
+
+  std::string load(const Expr& e) {
+    if (const kir::BufferParam* b = k_.find_buffer(e->name)) {
+      const std::string element = fmt::format("{}[{}]", e->name, global_offset(*b, e->operands));
+      if (b->dtype == DType::f16) return fmt::format("__half2float({})", element);
+      if (b->dtype == DType::bf16) return fmt::format("__bfloat162float({})", element);
+      return element;
+    }
+    return fmt::format("{}[{}]", e->name, expr(e->operands.at(0)));
+  }
+
+  std::string op(const Expr& e) {
+    const DType result = e->dtype;
+    if (e->op == OpKind::Cast) return cast_text(expr(e->operands[0]), e->operands[0].dtype(), result);
+    std::vector<std::string> a;
+    for (const Expr& operand : e->operands) a.push_back(expr(operand));
+    const DType in = e->operands[0].dtype();
+    std::string text = op_text(e->op, in, compute_type(in), a, e);
+    // Each f16/bf16 op rounds once to its dtype; comparisons yield bool.
+    if (is_narrow_float(result)) return round_to_narrow(result, text);
+    return text;
+  }
+
+  const Kernel& k_;
+  std::string out_;
+  int depth_ = 0;
+};
+
+bool narrow(DType t) { return is_narrow_float(t); }
+
+bool expr_uses_narrow(const Expr& e) {
+  if (!e.defined()) return false;
+  if (narrow(e->dtype)) return true;
+  for (const Expr& o : e->operands) {
+    if (expr_uses_narrow(o)) return true;
+  }
+  return false;
+}
+
+bool stmts_use_narrow(const StmtList& stmts) {
+  for (const Stmt& s : stmts) {
+    const bool uses = std::visit(
+        [](const auto& n) -> bool {
+          using T = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<T, kir::ForStmt>) {
+            return expr_uses_narrow(n.extent) || stmts_use_narrow(n.body);
+          } else if constexpr (std::is_same_v<T, kir::IfStmt>) {
+            return expr_uses_narrow(n.cond) || stmts_use_narrow(n.then_body) || stmts_use_narrow(n.else_body);
+          } else if constexpr (std::is_same_v<T, kir::LetStmt>) {
+            return narrow(n.dtype) || expr_uses_narrow(n.init);
+          } else if constexpr (std::is_same_v<T, kir::AssignStmt>) {
+            return expr_uses_narrow(n.value);
+          } else if constexpr (std::is_same_v<T, kir::LocalArrayStmt>) {
+            return narrow(n.dtype);
+          } else if constexpr (std::is_same_v<T, kir::StoreStmt>) {
+            bool any = expr_uses_narrow(n.value);
+            for (const Expr& i : n.index) any = any || expr_uses_narrow(i);
+            return any;
+          } else if constexpr (std::is_same_v<T, kir::ReduceStmt>) {
+            return expr_uses_narrow(n.value) || expr_uses_narrow(n.index);
+          } else {
+            return false;
+          }
+        },
+        s.node);
+    if (uses) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool uses_narrow_floats(const Kernel& kernel) {
+  for (const kir::BufferParam& b : kernel.buffers) {
+    if (narrow(b.dtype)) return true;
+  }
+  for (const kir::ScalarParam& s : kernel.scalars) {
+    if (narrow(s.dtype)) return true;
+  }
+  for (const kir::SharedBuffer& s : kernel.shared) {
+    if (narrow(s.dtype)) return true;
+  }
+  return stmts_use_narrow(kernel.body);
+}
+
+std::string emit_cuda(const Kernel& kernel) {
+  kir::verify_kernel_or_throw(kernel);
+  return KernelEmitter(kernel).emit();
+}
+
+std::string emit_cuda_translation_unit(const std::vector<Kernel>& kernels) {
+  std::string tu = "// Generated by Stitch's CUDA emitter (docs/cuda-backend.md).\n";
+  bool narrow_floats = false;
+  for (const Kernel& k : kernels) narrow_floats = narrow_floats || uses_narrow_floats(k);
+  if (narrow_floats) tu += "#define STITCH_NARROW_FLOATS 1\n";
+  tu += cuda_runtime_header_text();
+  for (const Kernel& k : kernels) {
+    tu += "\n";
+    tu += emit_cuda(k);
+  }
+  return tu;
+}
+
+std::string_view cuda_runtime_header_text() { return kStitchCudaRuntimeText; }
+
+}  // namespace stitch::codegen::cuda

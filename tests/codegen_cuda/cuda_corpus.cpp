@@ -1,0 +1,79 @@
+#include "cuda_corpus.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <variant>
+
+#include "ir/canonicalize.h"
+#include "ir/split_reductions.h"
+#include "lower/lower_plan.h"
+
+namespace stitch::testing {
+
+LoweredKernels lower_for_cuda(const Graph& graph, PlannerKind planner, const std::string& prefix) {
+  const Graph g = split_full_reductions(canonicalize(graph));
+  const FusionPlan fusion_plan = plan(g, planner);
+  LoweredKernels out;
+  for (lower::LoweredGroup& l : lower::lower_plan(g, fusion_plan, prefix)) {
+    if (l.kernel) {
+      out.kernels.push_back(std::move(*l.kernel));
+    } else if (fusion_plan.groups[l.group].kind != GroupKind::Library) {
+      out.not_lowered.push_back(l.not_lowered_reason);
+    }
+  }
+  return out;
+}
+
+std::string identifier(const std::string& text) {
+  std::string out;
+  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+std::vector<std::string> corpus_files() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const char* dir : {"bench/workloads", "tests/ir/corpus"}) {
+    for (const auto& e : fs::directory_iterator(fs::path(STITCH_SOURCE_DIR) / dir)) {
+      if (e.path().extension() == ".stitch") files.push_back(e.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+namespace {
+
+void scan(const kir::StmtList& stmts, KirFeatures& f) {
+  for (const kir::Stmt& s : stmts) {
+    if (const auto* loop = std::get_if<kir::ForStmt>(&s.node)) {
+      scan(loop->body, f);
+    } else if (const auto* branch = std::get_if<kir::IfStmt>(&s.node)) {
+      scan(branch->then_body, f);
+      scan(branch->else_body, f);
+    } else if (std::holds_alternative<kir::BarrierStmt>(s.node)) {
+      f.barrier = true;
+    } else if (const auto* r = std::get_if<kir::ReduceStmt>(&s.node)) {
+      (r->scope == kir::ReduceScope::Warp ? f.warp_reduction : f.block_reduction) = true;
+    }
+  }
+}
+
+}  // namespace
+
+KirFeatures kir_features(const kir::Kernel& k) {
+  KirFeatures f;
+  f.shared = !k.shared.empty();
+  scan(k.body, f);
+  return f;
+}
+
+std::string ptx_entry(const std::string& ptx, const std::string& name) {
+  const size_t begin = ptx.find(".entry " + name + "(");
+  if (begin == std::string::npos) return "";
+  const size_t end = ptx.find(".entry ", begin + 1);
+  return ptx.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+}  // namespace stitch::testing

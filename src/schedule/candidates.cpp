@@ -1,0 +1,249 @@
+#include "schedule/candidates.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+namespace stitch::schedule {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+double log2_of(int64_t n) { return n <= 1 ? 0.0 : static_cast<double>(std::bit_width(static_cast<uint64_t>(n - 1))); }
+
+// Registers a thread of these simple loops needs: addressing, the loop, the
+// accumulator and a few unrolled loads; the emitters stay well below this.
+constexpr int64_t kRegistersPerThread = 32;
+// Bytes of one partial result in shared memory (an fp32 or a 32-bit index).
+constexpr int64_t kPartialBytes = 4;
+// DRAM sectors are this many bytes: a warp touching scattered elements
+// fetches a whole sector for each (CUDA C++ Best Practices Guide, coalescing).
+constexpr int64_t kSectorBytes = 32;
+
+KernelCandidate make(std::string strategy, const std::string& text, int64_t blocks, int64_t threads,
+                     const GroupDescription& g) {
+  KernelCandidate k;
+  k.strategy = std::move(strategy);
+  k.schedule = parse_template(text);
+  k.blocks = blocks;
+  k.threads_per_block = threads;
+  k.registers_per_thread = kRegistersPerThread;
+  k.bytes_moved = g.bytes_moved();
+  return k;
+}
+
+// The work of reading `n` elements per thread and applying the group's ops.
+void read_elements(KernelCandidate& k, const GroupDescription& g, double n) {
+  k.per_thread.memory += n * static_cast<double>(g.inputs);
+  k.per_thread.alu += n * g.alu_per_element;
+  k.per_thread.sfu += n * g.sfu_per_element;
+}
+
+void row_reduction(const GroupDescription& g, const GpuTarget& t, std::vector<KernelCandidate>& out) {
+  const int64_t m = g.rows, l = g.cols, warp = t.warp_size;
+  for (int64_t threads : kBlockSizes) {
+    const int64_t warps = threads / warp;
+    // Block per row: the block's threads stride over the row, then a warp
+    // shuffle tree, partials through shared memory, and warp 0 combines them.
+    if (threads <= std::max<int64_t>(64, ceil_div(l, warp) * warp)) {
+      KernelCandidate k = make("block-per-row", "[GRID,CTA];", m, threads, g);
+      const double n = static_cast<double>(ceil_div(l, threads));
+      read_elements(k, g, n);
+      k.per_thread.alu += n;  // accumulate
+      k.per_thread.shared = log2_of(warp) + 2 + log2_of(warps);
+      k.per_thread.sync = 1;
+      k.per_thread.memory += static_cast<double>(g.outputs);
+      k.shared_bytes_per_block = warps * kPartialBytes;
+      out.push_back(std::move(k));
+    }
+    // Warp per row: each warp owns a row, its lanes stride over it, and one
+    // shuffle tree reduces it: no barrier, no shared memory.
+    {
+      KernelCandidate k = make("warp-per-row", fmt::format("[GRID-WARP_{},CTA];", warps), ceil_div(m, warps), threads, g);
+      const double n = static_cast<double>(ceil_div(l, warp));
+      read_elements(k, g, n);
+      k.per_thread.alu += n;
+      k.per_thread.shared = log2_of(warp);
+      k.per_thread.memory += static_cast<double>(g.outputs);
+      out.push_back(std::move(k));
+    }
+    // Rows shorter than a warp: `rows_per_warp` rows share a warp, each on a
+    // power-of-two group of lanes.
+    if (l < warp) {
+      const int64_t lanes = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(l, 1))));
+      const int64_t rows_per_warp = warp / lanes;
+      KernelCandidate k = make("multi-row-per-warp", fmt::format("[GRID-WARP_{}-CTA_{},CTA];", warps, rows_per_warp),
+                               ceil_div(m, warps * rows_per_warp), threads, g);
+      const double n = static_cast<double>(ceil_div(l, lanes));
+      read_elements(k, g, n);
+      k.per_thread.alu += n;
+      k.per_thread.shared = log2_of(lanes);
+      k.per_thread.memory += static_cast<double>(g.outputs);
+      out.push_back(std::move(k));
+    }
+    // Thread per row (paper §5.2's THREAD: a reduction treated as elementwise):
+    // lanes read elements a row apart, so a warp's load touches up to 32 sectors.
+    {
+      KernelCandidate k = make("thread-per-row", fmt::format("[GRID-CTA_{},THREAD];", threads), ceil_div(m, threads),
+                               threads, g);
+      const double n = static_cast<double>(l);
+      read_elements(k, g, n);
+      k.per_thread.alu += n;
+      k.per_thread.memory += static_cast<double>(g.outputs);
+      const int64_t sectors = std::min(warp, ceil_div(warp * l * g.element_bytes, kSectorBytes));
+      k.fetch_per_useful_byte =
+          std::max(1.0, static_cast<double>(sectors * kSectorBytes) / static_cast<double>(warp * g.element_bytes));
+      out.push_back(std::move(k));
+    }
+  }
+}
+
+void column_reduction(const GroupDescription& g, std::vector<KernelCandidate>& out) {
+  const int64_t r = g.rows, c = g.cols;
+  for (int64_t threads : kBlockSizes) {
+    // Thread per column: neighbouring threads read neighbouring columns
+    // (coalesced) and walk down the rows alone.
+    {
+      KernelCandidate k = make("thread-per-column", fmt::format("[THREAD,GRID-CTA_{}];", threads),
+                               ceil_div(c, threads), threads, g);
+      const double n = static_cast<double>(r);
+      read_elements(k, g, n);
+      k.per_thread.alu += n;
+      k.per_thread.memory += static_cast<double>(g.outputs);
+      out.push_back(std::move(k));
+    }
+    // Block tile: `row_groups` groups of `width` threads split the rows, then
+    // combine their partials through shared memory.
+    for (int64_t width : {32, 64, 128}) {
+      const int64_t row_groups = threads / width;
+      if (row_groups < 2) continue;
+      KernelCandidate k = make("block-tile-column",
+                               fmt::format("[THREAD-CTA_{},GRID-CTA_{}];", row_groups, width), ceil_div(c, width),
+                               threads, g);
+      const double n = static_cast<double>(ceil_div(r, row_groups));
+      read_elements(k, g, n);
+      k.per_thread.alu += n + static_cast<double>(row_groups);
+      k.per_thread.shared = 1 + static_cast<double>(row_groups);
+      k.per_thread.sync = 1;
+      k.per_thread.memory += static_cast<double>(g.outputs);
+      k.shared_bytes_per_block = threads * kPartialBytes;
+      out.push_back(std::move(k));
+    }
+  }
+}
+
+void elementwise(const GroupDescription& g, std::vector<KernelCandidate>& out) {
+  const int64_t n = g.rows * g.cols;
+  for (int64_t threads : kBlockSizes) {
+    for (int64_t per_thread : {1, 2, 4}) {
+      const std::string text = per_thread == 1 ? fmt::format("[GRID-CTA_{}];", threads)
+                                               : fmt::format("[GRID-CTA_{}-THREAD_{}];", threads, per_thread);
+      KernelCandidate k = make(per_thread == 1 ? "element-per-thread" : fmt::format("{}-elements-per-thread", per_thread),
+                               text, ceil_div(n, threads * per_thread), threads, g);
+      const double v = static_cast<double>(per_thread);
+      read_elements(k, g, v);
+      k.per_thread.memory += v * static_cast<double>(g.outputs);
+      out.push_back(std::move(k));
+    }
+  }
+  // Fewer elements than the smallest block: one block, a thread each.
+  if (n < kBlockSizes[0]) {
+    KernelCandidate k = make("one-block", "[CTA];", 1, std::max<int64_t>(n, 1), g);
+    read_elements(k, g, 1);
+    k.per_thread.memory += static_cast<double>(g.outputs);
+    out.push_back(std::move(k));
+  }
+}
+
+}  // namespace
+
+std::string_view group_pattern_name(GroupPattern p) {
+  switch (p) {
+    case GroupPattern::Elementwise: return "elementwise";
+    case GroupPattern::RowReduction: return "row reduction";
+    case GroupPattern::ColumnReduction: return "column reduction";
+  }
+  return "";
+}
+
+int64_t GroupDescription::bytes_moved() const {
+  const int64_t full = rows * cols * element_bytes;
+  switch (pattern) {
+    case GroupPattern::Elementwise: return (inputs + outputs) * full;
+    case GroupPattern::RowReduction: return inputs * full + outputs * rows * element_bytes;
+    case GroupPattern::ColumnReduction: return inputs * full + outputs * cols * element_bytes;
+  }
+  return 0;
+}
+
+OpDomain GroupDescription::domain() const {
+  OpDomain d;
+  d.name = std::string(group_pattern_name(pattern));
+  d.element_bytes = element_bytes;
+  switch (pattern) {
+    case GroupPattern::Elementwise: d.dims = {LoopDim{rows * cols, false}}; break;
+    case GroupPattern::RowReduction: d.dims = {LoopDim{rows, false}, LoopDim{cols, true}}; break;
+    case GroupPattern::ColumnReduction: d.dims = {LoopDim{rows, true}, LoopDim{cols, false}}; break;
+  }
+  return d;
+}
+
+std::string GroupDescription::summary() const {
+  const std::string shape = pattern == GroupPattern::Elementwise ? fmt::format("{}", rows * cols)
+                                                                 : fmt::format("{} x {}", rows, cols);
+  return fmt::format("{} {}, {}-byte elements, {} input{}, {} output{}", group_pattern_name(pattern), shape,
+                     element_bytes, inputs, inputs == 1 ? "" : "s", outputs, outputs == 1 ? "" : "s");
+}
+
+std::vector<KernelCandidate> enumerate_candidates(const GroupDescription& group, const GpuTarget& target) {
+  std::vector<KernelCandidate> all;
+  switch (group.pattern) {
+    case GroupPattern::Elementwise: elementwise(group, all); break;
+    case GroupPattern::RowReduction: row_reduction(group, target, all); break;
+    case GroupPattern::ColumnReduction: column_reduction(group, all); break;
+  }
+  const OpDomain domain = group.domain();
+  std::vector<KernelCandidate> valid;
+  for (KernelCandidate& k : all) {
+    // A tile that covers more than the dimension (4 rows per block for 2 rows) is not a candidate.
+    if (k.threads_per_block > target.max_threads_per_block) continue;
+    if (!schedule_problem(k.schedule.schedules.front(), domain, target.limits()).empty()) continue;
+    valid.push_back(std::move(k));
+  }
+  return valid;
+}
+
+std::vector<RankedCandidate> rank_candidates(const GroupDescription& group, const GpuTarget& target) {
+  std::vector<RankedCandidate> ranked;
+  for (KernelCandidate& k : enumerate_candidates(group, target)) {
+    LatencyEstimate e = estimate_latency(target, k);
+    if (e.launchable) ranked.push_back({std::move(k), e});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
+    if (a.estimate.cycles != b.estimate.cycles) return a.estimate.cycles < b.estimate.cycles;
+    if (a.kernel.threads_per_block != b.kernel.threads_per_block)
+      return a.kernel.threads_per_block < b.kernel.threads_per_block;
+    return print_template(a.kernel.schedule) < print_template(b.kernel.schedule);
+  });
+  return ranked;
+}
+
+std::string render_ranking(const GroupDescription& group, const GpuTarget& target,
+                           const std::vector<RankedCandidate>& ranking, size_t limit) {
+  std::string out = fmt::format("{} on {} ({}): {} candidates, best first\n", group.summary(), target.arch,
+                                target.product, ranking.size());
+  out += fmt::format("  {:>4} {:>12} {:>5} {:>8} {:>7} {:>6} {:<9} {:>6}  {:<20} {}\n", "rank", "latency_us", "waves",
+                     "blocks", "threads", "blk/SM", "limit", "CPI", "strategy", "template");
+  for (size_t i = 0; i < ranking.size() && (limit == 0 || i < limit); ++i) {
+    const KernelCandidate& k = ranking[i].kernel;
+    const LatencyEstimate& e = ranking[i].estimate;
+    out += fmt::format("  {:>4} {:>12.3f} {:>5} {:>8} {:>7} {:>6} {:<9} {:>6.1f}  {:<20} {}\n", i + 1, e.seconds * 1e6,
+                       e.waves, k.blocks, k.threads_per_block, e.occ.blocks_per_sm, occupancy_limit_name(e.occ.limit),
+                       e.cpi, k.strategy, print_template(k.schedule));
+  }
+  if (limit != 0 && ranking.size() > limit) out += fmt::format("  ... {} more\n", ranking.size() - limit);
+  return out;
+}
+
+}  // namespace stitch::schedule

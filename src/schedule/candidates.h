@@ -1,0 +1,61 @@
+// Candidate templates x launch dims for one fused group, ranked by the latency
+// evaluator (paper 2019, Alg. 3's TemplatesGeneration + KernelEvalUpdate;
+// docs/schedule.md, Candidates). This is what `stitch plan --explain` prints.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedule/latency.h"
+
+namespace stitch::schedule {
+
+enum class GroupPattern : uint8_t {
+  Elementwise,      // `rows` independent elements (cols is 1)
+  RowReduction,     // `rows` rows of `cols` contiguous elements, each row reduced to one value
+  ColumnReduction,  // `rows` x `cols`, reduced over the rows: `cols` results, neighbours contiguous
+};
+
+std::string_view group_pattern_name(GroupPattern p);
+
+// What the evaluator needs to know about a group: its iteration shape and
+// what each element costs. Reduction inputs are read at the full shape.
+struct GroupDescription {
+  GroupPattern pattern = GroupPattern::Elementwise;
+  int64_t rows = 1;
+  int64_t cols = 1;
+  int64_t element_bytes = 4;
+  int64_t inputs = 1;            // full-size tensors read
+  int64_t outputs = 1;           // tensors written (reduced size for reductions)
+  double alu_per_element = 0;    // cheap elementwise ops applied to each element read
+  double sfu_per_element = 0;    // expensive ones (exp, log, division, ...)
+
+  int64_t bytes_moved() const;
+  // The op's iteration domain for template validation.
+  OpDomain domain() const;
+  // "row reduction 1024 x 16384, 4-byte elements, 1 input, 1 output"
+  std::string summary() const;
+};
+
+struct RankedCandidate {
+  KernelCandidate kernel;
+  LatencyEstimate estimate;
+};
+
+// Block sizes the enumeration tries.
+inline constexpr int64_t kBlockSizes[] = {64, 128, 256, 512, 1024};
+
+// Every strategy that applies to the group's pattern, at every block size,
+// whose template validates against the group's domain and the target's limits.
+std::vector<KernelCandidate> enumerate_candidates(const GroupDescription& group, const GpuTarget& target);
+
+// The launchable candidates, best (lowest estimated latency) first; ties by
+// template text, so the ranking is deterministic.
+std::vector<RankedCandidate> rank_candidates(const GroupDescription& group, const GpuTarget& target);
+
+// A table, one line per candidate, best first; at most `limit` lines (0: all).
+std::string render_ranking(const GroupDescription& group, const GpuTarget& target,
+                           const std::vector<RankedCandidate>& ranking, size_t limit = 0);
+
+}  // namespace stitch::schedule

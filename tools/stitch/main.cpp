@@ -55,7 +55,7 @@ int dispatch(int argc, char** argv) {
   CLI::App* emit = app.add_subcommand("emit", "Print the generated source of a graph's kernels");
   emit->add_option("FILE", file, "a .stitch file or an .onnx model")->required();
   emit->add_option("--graph", graph_name, "graph to compile (default: the first in the file)");
-  emit->add_option("--backend", emit_backend, "cpu (cuda is not built yet)");
+  emit->add_option("--backend", emit_backend, "cpu (default) or cuda (CUDA C, printed only)");
   emit->add_option("--planner", emit_planner, "fusion planner (default xla)");
 
   std::vector<std::string> files;

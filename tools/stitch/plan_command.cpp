@@ -2,6 +2,7 @@
 // generated source, the two artefacts a user inspects before running.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <fstream>
 #include <iostream>
 
@@ -11,6 +12,10 @@
 #include "fusion/planner.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/text.h"
+#ifdef STITCH_HAVE_CUDA
+#include "codegen/cuda/cuda_emitter.h"
+#include "lower/lower_plan.h"
+#endif
 
 namespace stitch::cli {
 
@@ -29,6 +34,30 @@ std::string plan_text(const Graph& g, const FusionPlan& plan, const FusionCostMo
   out += fmt::format("bytes total: {} read, {} written, {} kernels\n", total.bytes_read, total.bytes_written,
                      total.launches);
   return out;
+}
+
+// The CUDA C of every kernel of the plan `stitch run` would execute (docs/cuda-backend.md);
+// dots are library calls, so they have no kernel here.
+std::string cuda_source(const Graph& canonical, PlannerKind kind) {
+#ifdef STITCH_HAVE_CUDA
+  const Graph g = split_full_reductions(canonical);
+  const FusionPlan fusion_plan = plan(g, kind);
+  std::string prefix = "k_";
+  for (char c : g.name()) prefix += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  std::vector<kir::Kernel> kernels;
+  for (lower::LoweredGroup& l : lower::lower_plan(g, fusion_plan, prefix)) {
+    if (l.kernel) {
+      kernels.push_back(std::move(*l.kernel));
+    } else if (fusion_plan.groups[l.group].kind != GroupKind::Library) {
+      throw UserError(fmt::format("--backend cuda cannot emit group {} yet: {}", l.group, l.not_lowered_reason));
+    }
+  }
+  return codegen::cuda::emit_cuda_translation_unit(kernels);
+#else
+  (void)canonical;
+  (void)kind;
+  throw UserError("--backend cuda: this stitch was built without the CUDA toolkit");
+#endif
 }
 
 }  // namespace
@@ -61,12 +90,16 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
 
 int emit_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                  const std::string& planner) {
-  if (backend != "cpu") {
-    throw UserError(fmt::format("--backend {}: that back end is not built yet; use --backend cpu", backend));
+  if (backend != "cpu" && backend != "cuda") {
+    throw UserError(fmt::format("--backend {}: that back end is not built yet; use --backend cpu or cuda", backend));
   }
   PlannerKind kind = implemented_planner(planner);
   Module m = load_module(file, nullptr);
   Graph canonical = canonicalize_with_dumps(select_graph(m, graph_name, file));
+  if (backend == "cuda") {
+    std::cout << cuda_source(canonical, kind);
+    return kExitOk;
+  }
   // Through the executable, so the text is exactly what `stitch run` compiles.
   runtime::cpu::KernelCache cache;
   runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, kind, cache);

@@ -1,6 +1,11 @@
 #include "codegen/cuda/cuda_emitter.h"
 
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include <fmt/format.h>
@@ -34,12 +39,26 @@ std::string_view combine_functor(OpKind op) {
   }
 }
 
+void collect_assigned(const StmtList& stmts, std::set<std::string>& names) {
+  for (const Stmt& s : stmts) {
+    if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) names.insert(a->name);
+    if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) collect_assigned(f->body, names);
+    if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
+      collect_assigned(i->then_body, names);
+      collect_assigned(i->else_body, names);
+    }
+  }
+}
+
+using Range = std::pair<__int128, __int128>;
+
 class KernelEmitter {
  public:
   explicit KernelEmitter(const Kernel& k) : k_(k) {}
 
   std::string emit() {
     check_identifier(k_.name);
+    collect_assigned(k_.body, assigned_);
     std::vector<std::string> params;
     for (const kir::BufferParam& b : k_.buffers) {
       check_identifier(b.name);
@@ -84,6 +103,7 @@ class KernelEmitter {
       check_identifier(sb.name);
       line(fmt::format("__shared__ {} {}[{}];", compute_type(sb.dtype), sb.name, sb.count));
     }
+    note_extent(f.var, f.extent);
     line(fmt::format("const int64_t {} = blockIdx.x;", f.var));
     emit_body(f.body);
   }
@@ -106,6 +126,7 @@ class KernelEmitter {
       case LoopLevel::Serial:
       case LoopLevel::Vector: break;
     }
+    note_extent(f.var, f.extent);
     line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", f.var, expr(f.extent)));
     ++depth_;
     emit_body(f.body);
@@ -124,6 +145,8 @@ class KernelEmitter {
         check_identifier(w->var);
         line(fmt::format("{{  // block loop: warp {} of {}, lane {}", region.var, extent, w->var));
         ++depth_;
+        ranges_[region.var] = Range{0, extent - 1};
+        ranges_[w->var] = Range{0, kir::kWarpSize - 1};
         line(fmt::format("const int64_t {} = threadIdx.x / {};", region.var, kir::kWarpSize));
         line(fmt::format("const int64_t {} = threadIdx.x % {};", w->var, kir::kWarpSize));
         body = &w->body;
@@ -132,6 +155,7 @@ class KernelEmitter {
     if (body == &region.body) {
       line(fmt::format("{{  // block loop: thread {} of {}", region.var, extent));
       ++depth_;
+      ranges_[region.var] = Range{0, extent - 1};
       line(fmt::format("const int64_t {} = threadIdx.x;", region.var));
     }
     emit_body(*body);
@@ -140,7 +164,11 @@ class KernelEmitter {
   }
 
   void emit(const kir::IfStmt& s) {
-    line(fmt::format("if ({}) {{", expr(s.cond)));
+    std::string cond = expr(s.cond);
+    if (cond.size() > 1 && cond.front() == '(' && cond.back() == ')' && balanced(cond.substr(1, cond.size() - 2))) {
+      cond = cond.substr(1, cond.size() - 2);
+    }
+    line(fmt::format("if ({}) {{", cond));
     ++depth_;
     emit_body(s.then_body);
     --depth_;
@@ -155,6 +183,9 @@ class KernelEmitter {
 
   void emit(const kir::LetStmt& s) {
     check_identifier(s.name);
+    if (s.init.defined() && s.dtype == DType::i64 && !assigned_.count(s.name)) {
+      if (std::optional<Range> r = range(s.init)) ranges_[s.name] = *r;
+    }
     if (s.init.defined()) {
       line(fmt::format("{} {} = {};", compute_type(s.dtype), s.name, expr(s.init)));
     } else {
@@ -205,13 +236,71 @@ class KernelEmitter {
     const std::string_view op = combine_functor(r.op);
     if (block) {
       line(fmt::format("const {} {} = stitch_block_reduce<{}, {}>({}, {});", type, r.result, op, warps,
-                       expr(r.value), r.scratch));
+                       typed(r.value), r.scratch));
     } else {
-      line(fmt::format("const {} {} = stitch_warp_reduce<{}>({});", type, r.result, op, expr(r.value)));
+      line(fmt::format("const {} {} = stitch_warp_reduce<{}>({});", type, r.result, op, typed(r.value)));
     }
   }
 
+  // ---- index ranges: plain C arithmetic where i64 provably cannot overflow ----
+
+  static bool balanced(const std::string& text) {
+    int depth = 0;
+    for (char c : text) {
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      if (depth < 0) return false;
+    }
+    return depth == 0;
+  }
+
+  void note_extent(const std::string& var, const Expr& extent) {
+    int64_t n = 0;
+    if (kir::is_int_constant(extent, &n) && n > 0) ranges_[var] = Range{0, n - 1};
+  }
+
+  // The values an i64 expression over loop variables of constant extent,
+  // unassigned lets and literals can take; nullopt when unknown or beyond 2^62.
+  std::optional<Range> range(const Expr& e) const {
+    constexpr __int128 kLimit = __int128{1} << 62;
+    std::optional<Range> r;
+    if (e->dtype != DType::i64) return std::nullopt;
+    if (e->kind == ExprKind::Const) r = Range{e->int_value, e->int_value};
+    if (e->kind == ExprKind::Var) {
+      if (auto it = ranges_.find(e->name); it != ranges_.end()) r = it->second;
+    }
+    if (e->kind == ExprKind::Op && e->operands.size() == 2) {
+      const std::optional<Range> a = range(e->operands[0]);
+      const std::optional<Range> b = range(e->operands[1]);
+      if (!a || !b) return std::nullopt;
+      switch (e->op) {
+        case OpKind::Add: r = Range{a->first + b->first, a->second + b->second}; break;
+        case OpKind::Sub: r = Range{a->first - b->second, a->second - b->first}; break;
+        case OpKind::Mul: {
+          const __int128 p[] = {a->first * b->first, a->first * b->second, a->second * b->first,
+                                a->second * b->second};
+          r = Range{std::min({p[0], p[1], p[2], p[3]}), std::max({p[0], p[1], p[2], p[3]})};
+          break;
+        }
+        case OpKind::Div:
+          if (b->first == b->second && b->first > 0 && a->first >= 0) r = Range{a->first / b->first, a->second / b->first};
+          break;
+        case OpKind::Rem:
+          if (b->first == b->second && b->first > 0 && a->first >= 0) r = Range{0, std::min(a->second, b->first - 1)};
+          break;
+        default: break;
+      }
+    }
+    if (!r || r->first < -kLimit || r->second > kLimit) return std::nullopt;
+    return r;
+  }
+
   // ---- expressions ----
+
+  // A reduction operand whose helper deduces its type: a bare literal would be an int.
+  std::string typed(const Expr& e) {
+    if (e->kind == ExprKind::Const) return fmt::format("{}({})", compute_type(e->dtype), expr(e));
+    return expr(e);
+  }
 
   // Row-major (or explicitly strided) element offset of a global buffer access.
   std::string global_offset(const kir::BufferParam& b, const std::vector<Expr>& index) {
@@ -258,6 +347,14 @@ class KernelEmitter {
     std::vector<std::string> a;
     for (const Expr& operand : e->operands) a.push_back(expr(operand));
     const DType in = e->operands[0].dtype();
+    if (in == DType::i64 && (e->op == OpKind::Add || e->op == OpKind::Sub || e->op == OpKind::Mul) && range(e)) {
+      // Two bare literals would multiply as int: fold them (the range is exact).
+      if (e->operands[0]->kind == ExprKind::Const && e->operands[1]->kind == ExprKind::Const) {
+        return int_literal(static_cast<int64_t>(range(e)->first), DType::i64);
+      }
+      const char* sign = e->op == OpKind::Add ? "+" : e->op == OpKind::Sub ? "-" : "*";
+      return fmt::format("({} {} {})", a[0], sign, a[1]);
+    }
     std::string text = op_text(e->op, in, compute_type(in), a, e);
     // Each f16/bf16 op rounds once to its dtype; comparisons yield bool.
     if (is_narrow_float(result)) return round_to_narrow(result, text);
@@ -267,6 +364,8 @@ class KernelEmitter {
   const Kernel& k_;
   std::string out_;
   int depth_ = 0;
+  std::set<std::string> assigned_;     // locals ever assigned: their let value is not a range
+  std::map<std::string, Range> ranges_;  // i64 names with known bounds (names are unique per kernel)
 };
 
 bool narrow(DType t) { return is_narrow_float(t); }

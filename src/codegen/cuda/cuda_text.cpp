@@ -98,7 +98,8 @@ std::string float_literal(double v, DType t) {
 std::string int_literal(int64_t v, DType t) {
   if (t == DType::boolean) return v != 0 ? "true" : "false";
   if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";
-  if (t == DType::i64) return fmt::format("{}LL", v);
+  // Index literals read best bare; C++ gives a decimal literal beyond int a 64-bit type anyway.
+  if (t == DType::i64) return v > -(int64_t{1} << 31) && v < (int64_t{1} << 31) ? fmt::format("{}", v) : fmt::format("{}LL", v);
   return fmt::format("{}({})", compute_type(t), v);
 }
 

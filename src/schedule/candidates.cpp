@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 
 namespace stitch::schedule {
 
@@ -168,6 +169,7 @@ std::string_view group_pattern_name(GroupPattern p) {
 }
 
 int64_t GroupDescription::bytes_moved() const {
+  if (bytes > 0) return bytes;
   const int64_t full = rows * cols * element_bytes;
   switch (pattern) {
     case GroupPattern::Elementwise: return (inputs + outputs) * full;
@@ -222,8 +224,9 @@ std::vector<RankedCandidate> rank_candidates(const GroupDescription& group, cons
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
     if (a.estimate.cycles != b.estimate.cycles) return a.estimate.cycles < b.estimate.cycles;
-    if (a.kernel.threads_per_block != b.kernel.threads_per_block)
-      return a.kernel.threads_per_block < b.kernel.threads_per_block;
+    const auto from_256 = [](int64_t threads) { return std::abs(static_cast<int>(std::bit_width(static_cast<uint64_t>(threads))) - 9); };
+    if (from_256(a.kernel.threads_per_block) != from_256(b.kernel.threads_per_block))
+      return from_256(a.kernel.threads_per_block) < from_256(b.kernel.threads_per_block);
     return print_template(a.kernel.schedule) < print_template(b.kernel.schedule);
   });
   return ranked;

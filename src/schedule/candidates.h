@@ -20,16 +20,17 @@ enum class GroupPattern : uint8_t {
 std::string_view group_pattern_name(GroupPattern p);
 
 // What the evaluator needs to know about a group: its iteration shape and
-// what each element costs. Reduction inputs are read at the full shape.
+// what each element costs.
 struct GroupDescription {
   GroupPattern pattern = GroupPattern::Elementwise;
   int64_t rows = 1;
   int64_t cols = 1;
   int64_t element_bytes = 4;
-  int64_t inputs = 1;            // full-size tensors read
+  int64_t inputs = 1;            // tensors read: one load per element each (broadcast ones hit in cache)
   int64_t outputs = 1;           // tensors written (reduced size for reductions)
   double alu_per_element = 0;    // cheap elementwise ops applied to each element read
   double sfu_per_element = 0;    // expensive ones (exp, log, division, ...)
+  int64_t bytes = 0;             // DRAM bytes when known (the plan's cost model); 0: from the shape
 
   int64_t bytes_moved() const;
   // The op's iteration domain for template validation.
@@ -50,8 +51,9 @@ inline constexpr int64_t kBlockSizes[] = {64, 128, 256, 512, 1024};
 // whose template validates against the group's domain and the target's limits.
 std::vector<KernelCandidate> enumerate_candidates(const GroupDescription& group, const GpuTarget& target);
 
-// The launchable candidates, best (lowest estimated latency) first; ties by
-// template text, so the ranking is deterministic.
+// The launchable candidates, best (lowest estimated latency) first; ties go to
+// the block size nearest 256 threads, then by template text, so the ranking is
+// deterministic.
 std::vector<RankedCandidate> rank_candidates(const GroupDescription& group, const GpuTarget& target);
 
 // A table, one line per candidate, best first; at most `limit` lines (0: all).

@@ -67,9 +67,11 @@ PlannerKind implemented_planner(const std::string& name);
 // SYMBOL=N bindings from --dim options; UserError on a malformed one.
 SymbolBindings parse_dims(const std::vector<std::string>& dims);
 
-// stitch plan (plan_command.cpp): the groups and the reason for every unfused edge.
+// stitch plan (plan_command.cpp): the groups and the reason for every unfused edge;
+// with `explain`, each group's schedule candidates ranked for the GPU `target`.
 int plan_command(const std::string& file, const std::string& graph_name, const std::string& planner,
-                 const std::string& format, const std::vector<std::string>& dims, const std::string& output);
+                 const std::string& format, const std::vector<std::string>& dims, const std::string& output,
+                 bool explain = false, const std::string& target = "sm_90");
 // stitch emit (plan_command.cpp): the generated translation unit.
 int emit_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                  const std::string& planner);

@@ -50,6 +50,10 @@ int dispatch(int argc, char** argv) {
   plan->add_option("--format", format, "text or dot (html is not supported yet)");
   plan->add_option("--dim", plan_dims, "bind a symbolic dim for the byte counts: SYMBOL=N (repeatable)");
   plan->add_option("-o,--output", output, "write to this file instead of stdout");
+  bool plan_explain = false;
+  std::string plan_target = "sm_90";
+  plan->add_flag("--explain", plan_explain, "rank each group's schedule candidates by estimated latency");
+  plan->add_option("--target", plan_target, "GPU the --explain ranking is for: sm_80 or sm_90 (default sm_90)");
 
   std::string emit_backend = "cpu", emit_planner = "xla";
   CLI::App* emit = app.add_subcommand("emit", "Print the generated source of a graph's kernels");
@@ -95,7 +99,7 @@ int dispatch(int argc, char** argv) {
   }
   if (*run) return run_command(file, graph_name, backend, planner, inputs, output_dir, print_values);
   if (*print) return print_command(file, graph_name, !raw);
-  if (*plan) return plan_command(file, graph_name, plan_planner, format, plan_dims, output);
+  if (*plan) return plan_command(file, graph_name, plan_planner, format, plan_dims, output, plan_explain, plan_target);
   if (*emit) return emit_command(file, graph_name, emit_backend, emit_planner);
   if (*check) return check_command(files, check_options);
   if (*bench) return bench_command(files, bench_options);

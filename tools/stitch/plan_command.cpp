@@ -11,6 +11,7 @@
 #include "fusion/cost_model.h"
 #include "fusion/planner.h"
 #include "runtime/cpu/executable.h"
+#include "schedule/plan_explain.h"
 #include "stitch/text.h"
 #ifdef STITCH_HAVE_CUDA
 #include "codegen/cuda/cuda_emitter.h"
@@ -63,10 +64,14 @@ std::string cuda_source(const Graph& canonical, PlannerKind kind) {
 }  // namespace
 
 int plan_command(const std::string& file, const std::string& graph_name, const std::string& planner,
-                 const std::string& format, const std::vector<std::string>& dims, const std::string& output) {
+                 const std::string& format, const std::vector<std::string>& dims, const std::string& output,
+                 bool explain, const std::string& target) {
   if (format != "text" && format != "dot") {
     throw UserError(fmt::format("--format {} is not supported yet; use --format text or --format dot", format));
   }
+  std::optional<schedule::GpuTarget> gpu = schedule::gpu_target(target);
+  if (explain && format != "text") throw UserError("--explain prints text; use it with --format text");
+  if (explain && !gpu) throw UserError(fmt::format("--target {}: no GPU table entry; use sm_80 or sm_90", target));
   PlannerKind kind = implemented_planner(planner);
   SymbolBindings bindings = parse_dims(dims);
   Module m = load_module(file, nullptr);
@@ -77,6 +82,7 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   FusionPlan fusion_plan = plan(canonical, kind);
   std::string text = format == "dot" ? print_plan_dot(canonical, fusion_plan)
                                      : plan_text(canonical, fusion_plan, FusionCostModel(bindings));
+  if (explain) text += schedule::explain_plan(canonical, fusion_plan, *gpu, bindings);
   if (output.empty()) {
     std::cout << text;
     return kExitOk;

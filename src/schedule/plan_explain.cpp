@@ -1,0 +1,130 @@
+#include "schedule/plan_explain.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "fusion/cost_model.h"
+#include "stitch/dtype.h"
+#include "stitch/ops.h"
+
+namespace stitch::schedule {
+
+namespace {
+
+std::vector<int64_t> extents(const Shape& s, const SymbolBindings& bindings, int64_t default_extent) {
+  std::vector<int64_t> out;
+  for (const Dim& d : s) {
+    if (d.is_static()) {
+      out.push_back(d.extent());
+    } else {
+      auto it = bindings.find(d.name());
+      out.push_back(it == bindings.end() ? default_extent : it->second);
+    }
+  }
+  return out;
+}
+
+int64_t product(const std::vector<int64_t>& v, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= v[i];
+  return p;
+}
+
+// Values the group reads from outside (parameters or other kernels' results).
+int64_t external_inputs(const Graph& g, const FusionGroup& group) {
+  std::set<int32_t> external;
+  for (int n : group.nodes) {
+    for (ValueId v : g.nodes()[static_cast<size_t>(n)].inputs) {
+      const int producer = g.value(v).producer;
+      if (producer < 0 || !group.contains(producer)) external.insert(v.index);
+    }
+  }
+  return std::max<int64_t>(1, static_cast<int64_t>(external.size()));
+}
+
+void count_ops(const Graph& g, const FusionGroup& group, GroupDescription& d) {
+  for (int n : group.nodes) {
+    switch (op_info(g.nodes()[static_cast<size_t>(n)].op).category) {
+      case OpCategory::LightElementwise: d.alu_per_element += 1; break;
+      case OpCategory::HeavyElementwise: d.sfu_per_element += 1; break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+
+std::variant<GroupDescription, std::string> describe_group(const Graph& g, const FusionGroup& group,
+                                                           const SymbolBindings& bindings, int64_t default_extent) {
+  if (group.kind == GroupKind::Library) return std::string("a library call: no schedule to rank");
+  if (group.roots.empty()) return std::string("no roots: the group writes nothing");
+  GroupDescription d;
+  d.inputs = external_inputs(g, group);
+  d.outputs = static_cast<int64_t>(group.roots.size());
+  d.bytes = FusionCostModel(bindings, default_extent).group_cost(g, group).bytes_moved();
+  count_ops(g, group, d);
+  if (group.kind == GroupKind::Loop) {
+    const ValueId out = g.nodes()[static_cast<size_t>(group.roots.front())].output;
+    d.pattern = GroupPattern::Elementwise;
+    d.rows = product(extents(g.type(out).shape, bindings, default_extent), 0, g.type(out).shape.size());
+    d.element_bytes = dtype_size(g.type(out).dtype);
+    return d;
+  }
+  const Node* reduction = nullptr;
+  for (int r : group.roots) {
+    const Node& n = g.nodes()[static_cast<size_t>(r)];
+    if (is_reduction(n.op)) {
+      reduction = &n;
+      break;
+    }
+  }
+  if (!reduction || !reduction->attrs.has("axes") || reduction->inputs.empty())
+    return std::string("no reduction root with axes");
+  const TensorType& in = g.type(reduction->inputs[0]);
+  const std::vector<int64_t> shape = extents(in.shape, bindings, default_extent);
+  std::vector<int64_t> axes = reduction->attrs.get("axes").as_ints();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  std::sort(axes.begin(), axes.end());
+  const auto contiguous_from = [&](int64_t first) {
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[i] != first + static_cast<int64_t>(i)) return false;
+    return true;
+  };
+  const size_t k = axes.size(), r = shape.size();
+  d.element_bytes = dtype_size(in.dtype);
+  if (contiguous_from(rank - static_cast<int64_t>(k))) {
+    d.pattern = GroupPattern::RowReduction;
+    d.rows = product(shape, 0, r - k);
+    d.cols = product(shape, r - k, r);
+  } else if (contiguous_from(0)) {
+    d.pattern = GroupPattern::ColumnReduction;
+    d.rows = product(shape, 0, k);
+    d.cols = product(shape, k, r);
+  } else {
+    return fmt::format("a reduction over middle axes ({}): no strategy ranks it yet", fmt::join(axes, ", "));
+  }
+  return d;
+}
+
+std::string explain_plan(const Graph& g, const FusionPlan& plan, const GpuTarget& target,
+                         const SymbolBindings& bindings, size_t top) {
+  std::string out = fmt::format("schedule candidates on {} ({}), latency evaluator estimates:\n", target.arch,
+                                target.product);
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    auto described = describe_group(g, plan.groups[gi], bindings);
+    out += fmt::format("group {} [{}]: ", gi, group_kind_name(plan.groups[gi].kind));
+    if (const std::string* reason = std::get_if<std::string>(&described)) {
+      out += fmt::format("not ranked: {}\n", *reason);
+      continue;
+    }
+    const GroupDescription& d = std::get<GroupDescription>(described);
+    out += render_ranking(d, target, rank_candidates(d, target), top);
+  }
+  return out;
+}
+
+}  // namespace stitch::schedule

@@ -1,0 +1,27 @@
+// From a fusion plan's groups to the latency evaluator's group descriptions,
+// and the per-group ranking `stitch plan --explain` prints (docs/schedule.md,
+// Explaining a plan).
+#pragma once
+
+#include <string>
+#include <variant>
+
+#include "fusion/fusion_plan.h"
+#include "schedule/candidates.h"
+#include "stitch/shape.h"
+
+namespace stitch::schedule {
+
+// The group's pattern and costs, or why it has none to rank: a library call,
+// a reduction over middle axes. Symbols absent from `bindings` take
+// `default_extent`, as in FusionCostModel.
+std::variant<GroupDescription, std::string> describe_group(const Graph& g, const FusionGroup& group,
+                                                           const SymbolBindings& bindings = {},
+                                                           int64_t default_extent = 1024);
+
+// For every group of `plan`: its description and the best `top` candidates on
+// `target` (0: all), or the reason it is not ranked.
+std::string explain_plan(const Graph& g, const FusionPlan& plan, const GpuTarget& target,
+                         const SymbolBindings& bindings = {}, size_t top = 5);
+
+}  // namespace stitch::schedule

@@ -296,7 +296,8 @@ class KernelEmitter {
 
   // ---- expressions ----
 
-  // A reduction operand whose helper deduces its type: a bare literal would be an int.
+  // A literal whose C type must be its dtype's (a bare i64 literal is an int):
+  // reduction operands, whose helpers deduce their type, and offset terms.
   std::string typed(const Expr& e) {
     if (e->kind == ExprKind::Const) return fmt::format("{}({})", compute_type(e->dtype), expr(e));
     return expr(e);
@@ -309,11 +310,12 @@ class KernelEmitter {
     if (!b.strides.empty()) {
       for (size_t d = 0; d < index.size(); ++d) {
         if (d > 0) offset += " + ";
-        offset += fmt::format("({}) * ({})", expr(index[d]), expr(b.strides[d]));
+        offset += fmt::format("({}) * ({})", typed(index[d]), expr(b.strides[d]));
       }
       return offset;
     }
-    offset = expr(index.at(0));
+    // A literal first index is typed, so literal products cannot overflow an int.
+    offset = typed(index.at(0));
     for (size_t d = 1; d < index.size(); ++d) {
       offset = fmt::format("({}) * ({}) + ({})", offset, expr(b.shape[d]), expr(index[d]));
     }

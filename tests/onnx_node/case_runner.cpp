@@ -12,6 +12,7 @@
 
 #include "ir/canonicalize.h"
 #include "onnx/importer.h"
+#include "disputed_reference.h"
 #include "reference_compare.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/error.h"
@@ -135,6 +136,7 @@ std::optional<ImportedCase> import_case(const NodeCase& c, size_t index, CaseRes
   try {
     if (ic.sets.empty()) ic.sets = load_data_sets(c);
     if (ic.sets.empty()) throw UserError("no test_data_set_* folder");
+    apply_disputed_reference(c.name, ic.sets);
     if (std::string contradiction = data_contradicts_model(declared, ic.sets); !contradiction.empty()) {
       r.outcome = Outcome::Unsupported;
       r.reason = contradiction;

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
 
 #include "conformance_report.h"
+#include "disputed_reference.h"
 #include "node_case.h"
 #include "reference_compare.h"
 
@@ -20,6 +22,36 @@ Tensor f32(std::vector<double> values) {
   Tensor t(DType::f32, {static_cast<int64_t>(values.size())});
   for (size_t i = 0; i < values.size(); ++i) t.set_f64(static_cast<int64_t>(i), values[i]);
   return t;
+}
+
+// The f32 -> bf16 reference of onnx 1.12 truncates; the runner checks that
+// and substitutes round-to-nearest-even, computed on the bits.
+TEST(DisputedReference, CastToBfloat16IsRecomputedNearestEven) {
+  DataSet set;
+  // 0.48f is 0x3EF5C28F: truncation 0x3EF5, nearest 0x3EF6. 1.0f is exact.
+  // 0x3F808000 is a tie between 0x3F80 and 0x3F81: to even, 0x3F80.
+  float tie;
+  const uint32_t tie_bits = 0x3F808000u;
+  std::memcpy(&tie, &tie_bits, sizeof tie);
+  set.inputs.push_back(f32({0.48f, 1.0, tie}));
+  Tensor truncated(DType::bf16, {3});
+  truncated.data<uint16_t>()[0] = 0x3EF5;
+  truncated.data<uint16_t>()[1] = 0x3F80;
+  truncated.data<uint16_t>()[2] = 0x3F80;
+  set.outputs.push_back(truncated);
+  std::vector<DataSet> sets = {set};
+  ASSERT_TRUE(apply_disputed_reference("test_cast_FLOAT_to_BFLOAT16", sets));
+  EXPECT_EQ(sets[0].outputs[0].data<uint16_t>()[0], 0x3EF6);
+  EXPECT_EQ(sets[0].outputs[0].data<uint16_t>()[1], 0x3F80);
+  EXPECT_EQ(sets[0].outputs[0].data<uint16_t>()[2], 0x3F80);
+  // A reference that is not the truncation is not what the dispute is about.
+  set.outputs[0].data<uint16_t>()[1] = 0x3F81;
+  std::vector<DataSet> other = {set};
+  EXPECT_THROW(apply_disputed_reference("test_cast_FLOAT_to_BFLOAT16", other), UserError);
+  // Every other case is left alone.
+  std::vector<DataSet> untouched = {set};
+  EXPECT_FALSE(apply_disputed_reference("test_cast_FLOAT_to_FLOAT16", untouched));
+  EXPECT_EQ(untouched[0].outputs[0].data<uint16_t>()[1], 0x3F81);
 }
 
 TEST(ReferenceCompare, FloatsWithinRtolPlusAtolMatch) {

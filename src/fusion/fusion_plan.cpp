@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "fusion/legality.h"
+#include "fusion/stitched_group.h"
 
 namespace stitch {
 
@@ -17,6 +18,7 @@ std::string_view group_kind_name(GroupKind k) {
   switch (k) {
     case GroupKind::Loop: return "loop";
     case GroupKind::Reduction: return "reduction";
+    case GroupKind::Stitched: return "stitched";
     case GroupKind::Library: return "library";
   }
   fail_internal("unknown GroupKind", __FILE__, __LINE__);
@@ -92,6 +94,7 @@ void finalize_plan(const Graph& g, FusionPlan& plan) {
     sort_unique(grp.roots);
     STITCH_ASSERT(!grp.roots.empty(), "fusion group without a root");
     grp.kind = kind_from_roots(g, grp.roots);
+    if (grp.kind != GroupKind::Library && is_stitched_group(g, grp.nodes, grp.roots)) grp.kind = GroupKind::Stitched;
   }
   GroupGraph gg = build_group_graph(g, plan.groups);
   std::vector<int> order = topological_group_order(plan.groups, gg);

@@ -14,6 +14,7 @@ namespace stitch {
 enum class GroupKind : uint8_t {
   Loop,       // elementwise / broadcast / layout / gather roots: one thread per output element
   Reduction,  // at least one root is a reduction: XLA's "input fusion"
+  Stitched,   // a reduction's result is read inside the kernel, or written beside other roots (stitched_group.h)
   Library,    // a dot: a BLAS call, never fused
 };
 

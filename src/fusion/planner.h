@@ -26,13 +26,17 @@ struct PlanOptions {
 // is -1 (UserError unless a non-negative integer), or -1 for none.
 int resolve_max_fusions(const PlanOptions& options);
 
-// Throws UserError for a planner that is not implemented yet (stitch, ilp).
+// Throws UserError for a planner that is not implemented yet (ilp).
 FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options = {});
 
 // Operator-at-a-time: one kernel per op.
 FusionPlan plan_none(const Graph& g);
 // The XLA rules (docs/fusion.md): thread composition only. max_fusions as
 // resolved (-1: no cap).
-FusionPlan plan_xla(const Graph& g, int max_fusions = -1);
+FusionPlan plan_xla(const Graph& g, int max_fusions = -1, int* fusions_applied = nullptr);
+// FusionStitching's block composition across reductions (docs/fusion.md, The
+// `stitch` planner): xla's plan, then each kernel holding a reduction absorbs
+// the kernels reading its results while the result is a stitched group.
+FusionPlan plan_stitch(const Graph& g, int max_fusions = -1);
 
 }  // namespace stitch

@@ -62,6 +62,8 @@ class XlaPlanner {
     }
   }
 
+  int fusions_applied() const { return fusions_; }
+
   FusionPlan run() {
     for (int p = static_cast<int>(g_.nodes().size()) - 1; p >= 0; --p) {
       if (is_duplicable(category(g_, p))) {
@@ -277,6 +279,11 @@ class XlaPlanner {
 
 }  // namespace
 
-FusionPlan plan_xla(const Graph& g, int max_fusions) { return XlaPlanner(g, max_fusions).run(); }
+FusionPlan plan_xla(const Graph& g, int max_fusions, int* fusions_applied) {
+  XlaPlanner planner(g, max_fusions);
+  FusionPlan plan = planner.run();
+  if (fusions_applied) *fusions_applied = planner.fusions_applied();
+  return plan;
+}
 
 }  // namespace stitch

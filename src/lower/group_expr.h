@@ -46,6 +46,11 @@ class GroupExpr {
   // otherwise the expression of its producer, memoised per (value, index).
   kir::Expr eval(ValueId v, const Index& idx);
 
+  // From now on `v`, a node of the group already computed (a stitched
+  // kernel's reduction total, docs/lowering.md, Stitched groups), is `e` at
+  // every index: the caller guarantees it is only read at the row it holds.
+  void bind(ValueId v, const kir::Expr& e) { bound_[v.index] = e; }
+
   // C-order multi-index of `lin` in `shape`, one local per dimension, named
   // `<prefix><k>` when a prefix is given, fresh `j<n>` names otherwise.
   Index delinearize(const kir::Expr& lin, const Shape& shape, const std::string& prefix = "");
@@ -68,6 +73,7 @@ class GroupExpr {
   kir::KernelBuilder& kb_;
   std::unordered_set<int> in_group_;
   std::unordered_map<int, std::string> buffer_of_;
+  std::unordered_map<int, kir::Expr> bound_;
   std::string status_buffer_;  // set by declare_params when the signature has one
   std::vector<std::map<std::string, kir::Expr>> memo_{1};
   int counter_ = 0;

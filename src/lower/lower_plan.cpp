@@ -1,6 +1,7 @@
 #include "lower/lower_plan.h"
 
 #include "lower/lower_reduction_group.h"
+#include "lower/lower_stitched_group.h"
 
 namespace stitch::lower {
 
@@ -12,6 +13,9 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
     lowered.group = static_cast<int>(i);
     if (group.kind == GroupKind::Reduction) {
       std::string problem = reduction_group_problem(g, group);
+      if (!problem.empty()) lowered.not_lowered_reason = "not lowered yet: " + problem;
+    } else if (group.kind == GroupKind::Stitched) {
+      std::string problem = stitched_group_lowering_problem(g, group);
       if (!problem.empty()) lowered.not_lowered_reason = "not lowered yet: " + problem;
     } else if (group.kind != GroupKind::Loop) {
       lowered.not_lowered_reason =
@@ -27,8 +31,12 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
     }
     if (lowered.not_lowered_reason.empty()) {
       std::string name = prefix + "_g" + std::to_string(i);
-      lowered.kernel = group.kind == GroupKind::Reduction ? lower_reduction_group(g, group, name)
-                                                          : lower_loop_group(g, group, name);
+      if (group.kind == GroupKind::Stitched) {
+        lowered.kernel = lower_stitched_group(g, group, name);
+      } else {
+        lowered.kernel = group.kind == GroupKind::Reduction ? lower_reduction_group(g, group, name)
+                                                            : lower_loop_group(g, group, name);
+      }
       lowered.signature = loop_group_signature(g, group);
     }
     out.push_back(std::move(lowered));

@@ -12,6 +12,7 @@
 
 #include "kir/kernel_builder.h"
 #include "lower/group_expr.h"
+#include "lower/reduction_ops.h"
 #include "stitch/error.h"
 
 namespace stitch::lower {
@@ -29,22 +30,6 @@ bool is_arg(OpKind op) { return op == OpKind::ArgMax || op == OpKind::ArgMin; }
 // combine's tie rule (smaller index wins) never picks it over a real one.
 constexpr int64_t kNoIndex = std::numeric_limits<int64_t>::max();
 
-DType accumulator_dtype(DType t) { return (t == DType::f16 || t == DType::bf16) ? DType::f32 : t; }
-
-// The op that combines two partial results, and the KIR reduction of it.
-OpKind combine_op(OpKind op) {
-  switch (op) {
-    case OpKind::ReduceProd: return OpKind::Mul;
-    case OpKind::ReduceMax: return OpKind::Max;
-    case OpKind::ReduceMin: return OpKind::Min;
-    case OpKind::ReduceAny: return OpKind::Or;
-    case OpKind::ReduceAll: return OpKind::And;
-    default: return OpKind::Add;
-  }
-}
-
-OpKind block_op(OpKind op) { return op == OpKind::ReduceMean ? OpKind::ReduceSum : op; }
-
 // argmax starts from max's identity, argmin from min's.
 OpKind identity_op(OpKind op) {
   if (op == OpKind::ArgMax) return OpKind::ReduceMax;
@@ -52,32 +37,14 @@ OpKind identity_op(OpKind op) {
   return op;
 }
 
-// The empty-slice results of docs/semantics.md: sum -0 (so a slice of -0
-// sums to -0), prod 1, max -inf / the integer minimum, min +inf / maximum.
-Expr identity(OpKind op, DType t) {
-  switch (op) {
-    case OpKind::ReduceAny: return kir::bool_const(false);
-    case OpKind::ReduceAll: return kir::bool_const(true);
-    case OpKind::ReduceProd: return literal(1.0, t);
-    case OpKind::ReduceMax:
-    case OpKind::ReduceMin: {
-      bool max = op == OpKind::ReduceMax;
-      if (is_float(t)) return kir::float_const(max ? -INFINITY : INFINITY, t);
-      int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
-      if (t == DType::i8) lo = -128, hi = 127;
-      if (t == DType::i32) lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
-      return kir::int_const(max ? lo : hi, t);
-    }
-    default: return is_float(t) ? kir::float_const(-0.0, t) : literal(0.0, t);
-  }
-}
+Expr identity(OpKind op, DType t) { return reduction_identity(op, t); }
 
 const Node& root_node(const Graph& g, const FusionGroup& group, size_t k) { return g.nodes()[group.roots[k]]; }
 
 // The dtype a root accumulates in: its result's, widened, or for argmax/argmin
 // its input's (the index is an i64 beside it).
 DType accumulator_dtype(const Graph& g, const Node& n) {
-  return accumulator_dtype(g.type(is_arg(n.op) ? n.inputs[0] : n.output).dtype);
+  return lower::accumulator_dtype(g.type(is_arg(n.op) ? n.inputs[0] : n.output).dtype);
 }
 
 // One root's running state: the combined value, and for argmax/argmin the
@@ -185,10 +152,7 @@ class ReductionLowerer {
   Expr finish_value(size_t k, const Accumulator& total) {
     const Node& n = root_node(g_, group_, k);
     if (is_arg(n.op)) return total.index;
-    Expr v = total.value;
-    if (n.op == OpKind::ReduceMean) v = kir::op(OpKind::Div, {v, kir::cast(element_count_expr(red_shape_), v.dtype())});
-    DType t = g_.type(n.output).dtype;
-    return v.dtype() == t ? v : kir::cast(v, t);
+    return finish_reduction(g_, n, total.value, element_count_expr(red_shape_));
   }
 
   void lower_rows() {

@@ -79,7 +79,8 @@ TEST_P(CorpusCpuDifferential, MatchesInterpreter) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Planners, CorpusCpuDifferential, ::testing::Values(PlannerKind::None, PlannerKind::Xla),
+INSTANTIATE_TEST_SUITE_P(Planners, CorpusCpuDifferential,
+                         ::testing::Values(PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch),
                          [](const ::testing::TestParamInfo<PlannerKind>& info) {
                            return std::string(planner_name(info.param));
                          });

@@ -186,6 +186,9 @@ std::vector<Shard> all_shards() {
   for (PlannerKind p : {PlannerKind::None, PlannerKind::Xla}) {
     for (uint64_t i = 0; i < kShards; ++i) shards.push_back({p, i});
   }
+  // One shard for the stitch planner: its plans differ from xla's only where
+  // a reduction's result is read, so one shard of graphs covers it cheaply.
+  shards.push_back({PlannerKind::Stitch, 0});
   return shards;
 }
 

@@ -51,13 +51,15 @@ TEST(CorpusPlans, EveryPlannerGivesAValidCover) {
       SCOPED_TRACE(file + ": " + parsed.name());
       Graph g = canonicalize(parsed);
       ++graphs;
-      for (PlannerKind k : {PlannerKind::None, PlannerKind::Xla}) {
+      for (PlannerKind k : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch}) {
         FusionPlan p = plan(g, k);
         testing_fusion::check_plan_invariants(g, p);
         EXPECT_EQ(print_plan(g, p), print_plan(g, plan(g, k))) << "plan is not deterministic";
         EXPECT_FALSE(print_plan_dot(g, p).empty());
         if (k == PlannerKind::None) {
           EXPECT_EQ(p.groups.size(), g.nodes().size());
+        } else if (k == PlannerKind::Stitch) {
+          EXPECT_LE(p.groups.size(), plan_xla(g).groups.size());
         } else {
           check_xla_rules(g, p);
         }

@@ -89,7 +89,7 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
     report("-", "error: " + e.formatted(), tally.errors);
     return;
   }
-  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
+  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch}) {
     const std::string planner_text(planner_name(planner));
     std::vector<Tensor> got;
     try {

@@ -104,8 +104,8 @@ SymbolBindings parse_dims(const std::vector<std::string>& specs) {
 PlannerKind implemented_planner(const std::string& name) {
   std::optional<PlannerKind> kind = parse_planner_kind(name);
   if (!kind) throw UserError(fmt::format("unknown planner '{}' (planners: none, xla, stitch, ilp)", name));
-  if (*kind != PlannerKind::None && *kind != PlannerKind::Xla) {
-    throw UserError(fmt::format("planner '{}' is not implemented yet; use none or xla", name));
+  if (*kind == PlannerKind::Ilp) {
+    throw UserError(fmt::format("planner '{}' is not implemented yet; use none, xla or stitch", name));
   }
   return *kind;
 }
@@ -200,10 +200,9 @@ namespace {
 
 // --backend cpu: plan, lower, compile through the on-disk kernel cache, run.
 std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs) {
-  // The stitch planner is not implemented yet, so xla is the default here.
   std::optional<PlannerKind> kind = parse_planner_kind(planner.empty() ? "xla" : planner);
-  if (!kind || (*kind != PlannerKind::None && *kind != PlannerKind::Xla)) {
-    throw UserError(fmt::format("--backend cpu supports --planner none or xla; planner '{}' is not implemented yet",
+  if (!kind || *kind == PlannerKind::Ilp) {
+    throw UserError(fmt::format("--backend cpu supports --planner none, xla or stitch; planner '{}' is not implemented yet",
                                 planner));
   }
   runtime::cpu::KernelCache cache;

@@ -1,0 +1,170 @@
+// The `stitch` planner, greedy form (docs/fusion.md, The `stitch` planner):
+// XLA's plan, then block composition across reductions (FusionStitching 2019
+// §4): a kernel holding a reduction absorbs the kernels that read its results
+// whenever the merged kernel is a stitched group (stitched_group.h) and the
+// shared legality check allows it. The DP + beam search of DESIGN.md is a
+// later refinement; this form already makes softmax, layernorm and their
+// kin one kernel each.
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "fusion/legality.h"
+#include "fusion/planner.h"
+#include "fusion/stitched_group.h"
+
+namespace stitch {
+namespace {
+
+class StitchPlanner {
+ public:
+  StitchPlanner(const Graph& g, FusionPlan base, int max_fusions, int budget)
+      : g_(g),
+        groups_(std::move(base.groups)),
+        refusals_(std::move(base.refusals)),
+        max_fusions_(max_fusions),
+        budget_(budget) {
+    for (const GraphOutput& out : g.outputs()) {
+      int p = g.value(out.value).producer;
+      if (p >= 0) outputs_.insert(p);
+    }
+  }
+
+  FusionPlan run() {
+    while (merge_one()) {
+    }
+    FusionPlan plan;
+    plan.planner = "stitch";
+    plan.groups = std::move(groups_);
+    plan.refusals = std::move(refusals_);
+    finalize_plan(g_, plan);
+    return plan;
+  }
+
+ private:
+  bool has_reduction(const FusionGroup& grp) const {
+    return std::any_of(grp.nodes.begin(), grp.nodes.end(), [&](int n) { return is_reduction(g_.nodes()[n].op); });
+  }
+
+  // Nodes of group b that read a root of group a, as (root, reader) edges.
+  std::vector<std::pair<int, int>> edges(int a, int b) const {
+    std::vector<std::pair<int, int>> out;
+    for (int c : groups_[b].nodes) {
+      for (ValueId v : g_.nodes()[c].inputs) {
+        int p = g_.value(v).producer;
+        if (p >= 0 && !groups_[b].contains(p) && std::binary_search(groups_[a].roots.begin(), groups_[a].roots.end(), p)) {
+          out.emplace_back(p, c);
+        }
+      }
+    }
+    return out;
+  }
+
+  // The roots of a ∪ b: those still read by another kernel, and graph outputs.
+  std::vector<int> merged_roots(int a, int b) const {
+    std::vector<int> roots;
+    for (int r : groups_[a].roots) roots.push_back(r);
+    for (int r : groups_[b].roots) roots.push_back(r);
+    std::sort(roots.begin(), roots.end());
+    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+    std::erase_if(roots, [&](int r) {
+      if (outputs_.count(r)) return false;
+      for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
+        if (gi == a || gi == b || groups_[gi].contains(r)) continue;
+        for (int c : groups_[gi].nodes) {
+          for (ValueId v : g_.nodes()[c].inputs)
+            if (g_.value(v).producer == r) return false;
+        }
+      }
+      return true;
+    });
+    return roots;
+  }
+
+  // Merges the first (reduction kernel, consumer kernel) pair that may be
+  // stitched; false when none is left.
+  bool merge_one() {
+    for (int a = 0; a < static_cast<int>(groups_.size()); ++a) {
+      if (!has_reduction(groups_[a])) continue;
+      for (int b = 0; b < static_cast<int>(groups_.size()); ++b) {
+        if (b == a || groups_[b].kind == GroupKind::Library) continue;
+        std::vector<std::pair<int, int>> reads = edges(a, b);
+        if (reads.empty()) continue;
+        std::optional<std::string> reason = merge_refusal(a, b);
+        if (!reason) {
+          merge(a, b);
+          return true;
+        }
+        for (auto [p, c] : reads) explain(p, c, "stitch: " + *reason);
+      }
+    }
+    return false;
+  }
+
+  std::optional<std::string> merge_refusal(int a, int b) const {
+    std::vector<int> nodes = groups_[a].nodes;
+    nodes.insert(nodes.end(), groups_[b].nodes.begin(), groups_[b].nodes.end());
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    std::string problem = stitched_group_problem(g_, nodes, merged_roots(a, b));
+    if (!problem.empty()) return problem;
+    if (auto reason = check_merge_legality(g_, groups_, a, b)) return reason;
+    if (budget_ >= 0 && applied_ >= budget_) {
+      return fmt::format("STITCH_MAX_FUSIONS={} fusions already applied", max_fusions_);
+    }
+    return std::nullopt;
+  }
+
+  void merge(int a, int b) {
+    ++applied_;
+    FusionGroup merged;
+    merged.kind = GroupKind::Stitched;
+    merged.nodes = groups_[a].nodes;
+    merged.nodes.insert(merged.nodes.end(), groups_[b].nodes.begin(), groups_[b].nodes.end());
+    std::sort(merged.nodes.begin(), merged.nodes.end());
+    merged.nodes.erase(std::unique(merged.nodes.begin(), merged.nodes.end()), merged.nodes.end());
+    merged.roots = merged_roots(a, b);
+    groups_[a] = std::move(merged);
+    groups_.erase(groups_.begin() + b);
+    // Edges now inside one kernel need no reason any more.
+    std::erase_if(refusals_, [&](const FusionRefusal& r) {
+      if (r.relation == FusionRefusal::Relation::Siblings) {
+        return std::any_of(groups_.begin(), groups_.end(),
+                           [&](const FusionGroup& grp) { return grp.contains(r.producer) && grp.contains(r.consumer); });
+      }
+      return std::none_of(groups_.begin(), groups_.end(),
+                          [&](const FusionGroup& grp) { return grp.contains(r.consumer) && !grp.contains(r.producer); });
+    });
+  }
+
+  void explain(int producer, int consumer, const std::string& reason) {
+    for (FusionRefusal& r : refusals_) {
+      if (r.relation == FusionRefusal::Relation::ProducerConsumer && r.producer == producer && r.consumer == consumer) {
+        r.reason = reason;
+      }
+    }
+  }
+
+  const Graph& g_;
+  std::vector<FusionGroup> groups_;
+  std::vector<FusionRefusal> refusals_;
+  std::set<int> outputs_;  // nodes whose value is a graph output
+  const int max_fusions_;  // the whole plan's cap, for the refusal's text
+  const int budget_;       // merges allowed after xla's fusions; -1: no cap
+  int applied_ = 0;
+};
+
+}  // namespace
+
+FusionPlan plan_stitch(const Graph& g, int max_fusions) {
+  int applied = 0;
+  FusionPlan base = plan_xla(g, max_fusions, &applied);
+  return StitchPlanner(g, std::move(base), max_fusions, max_fusions < 0 ? -1 : max_fusions - applied).run();
+}
+
+}  // namespace stitch

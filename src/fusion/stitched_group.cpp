@@ -1,0 +1,232 @@
+// The stitched-group check (docs/fusion.md, Stitched groups). The subtle part
+// is row consistency: a stitched kernel computes one row (or column) at a
+// time and keeps each reduction's total as one value, so every read of a total
+// must be at the row being computed. That is checked by walking backwards from
+// each root and each reduction's input with a symbolic index: per dim, which
+// position of the domain's index it equals, or a literal 0.
+#include "fusion/stitched_group.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_set>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace stitch {
+namespace {
+
+// A symbolic index component: a position of the domain's index, or a literal
+// 0 (a static 1 read by a broadcast).
+constexpr int kZero = -1;
+using Tags = std::vector<int>;
+
+bool is_static_one(const Dim& d) { return d.is_static() && d.extent() == 1; }
+
+bool is_stitchable_reduction(OpKind op) { return is_reduction(op) && op != OpKind::ArgMax && op != OpKind::ArgMin; }
+
+std::vector<size_t> reduced_axes(const Graph& g, const Node& n) {
+  const size_t rank = g.type(n.inputs[0]).shape.size();
+  std::set<size_t> axes;
+  if (const AttrValue* a = n.attrs.find("axes")) {
+    for (int64_t x : a->as_ints()) axes.insert(static_cast<size_t>(x < 0 ? x + static_cast<int64_t>(rank) : x));
+  } else {
+    for (size_t d = 0; d < rank; ++d) axes.insert(d);
+  }
+  return {axes.begin(), axes.end()};
+}
+
+class RowConsistency {
+ public:
+  RowConsistency(const Graph& g, const std::vector<int>& nodes, const StitchedDomain& domain)
+      : g_(g), in_group_(nodes.begin(), nodes.end()), domain_(domain) {
+    for (int n : nodes) {
+      const Node& node = g_.nodes()[n];
+      bool dep = is_reduction(node.op);
+      for (ValueId v : node.inputs) {
+        int p = g_.value(v).producer;
+        dep = dep || (p >= 0 && in_group_.count(p) && depends_.count(p));
+      }
+      if (dep) depends_.insert(n);
+    }
+  }
+
+  // "" when evaluating `v` at `tags` reads every reduction total at the row.
+  std::string check(ValueId v, const Tags& tags) {
+    const int p = g_.value(v).producer;
+    if (p < 0 || !in_group_.count(p) || !depends_.count(p)) return "";
+    if (!visited_.insert({v.index, tags}).second) return "";
+    const Node& node = g_.nodes()[p];
+    const Shape& out = g_.type(v).shape;
+    if (is_reduction(node.op)) {
+      std::optional<Tags> want = stitched_root_index(domain_, out);
+      for (size_t k = 0; want && k < out.size(); ++k) {
+        if (!is_static_one(out[k]) && (*want)[k] != tags[k]) want.reset();
+      }
+      if (!want) return fmt::format("{} is read at another row than the one it reduces", g_.value_name(v));
+      return "";
+    }
+    auto operand = [&](size_t i, const Tags& t) { return check(node.inputs[i], t); };
+    switch (node.op) {
+      case OpKind::Broadcast: {
+        const Shape& in = g_.type(node.inputs[0]).shape;
+        const size_t lead = out.size() - in.size();
+        Tags j;
+        for (size_t k = 0; k < in.size(); ++k) j.push_back(is_static_one(in[k]) ? kZero : tags[lead + k]);
+        return operand(0, j);
+      }
+      case OpKind::Transpose: {
+        const size_t rank = out.size();
+        AttrValue::Ints perm;
+        if (const AttrValue* a = node.attrs.find("perm")) perm = a->as_ints();
+        for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
+        Tags j(rank);
+        for (size_t k = 0; k < rank; ++k) j[static_cast<size_t>(perm[k])] = tags[k];
+        return operand(0, j);
+      }
+      case OpKind::Reshape: {
+        // Only reshapes that insert or drop static 1s keep each dim's index.
+        const Shape& in = g_.type(node.inputs[0]).shape;
+        Tags kept;
+        Shape out_kept, in_kept;
+        for (size_t k = 0; k < out.size(); ++k) {
+          if (!is_static_one(out[k])) kept.push_back(tags[k]), out_kept.push_back(out[k]);
+        }
+        for (const Dim& d : in)
+          if (!is_static_one(d)) in_kept.push_back(d);
+        if (in_kept != out_kept) break;
+        Tags j;
+        size_t next = 0;
+        for (const Dim& d : in) j.push_back(is_static_one(d) ? kZero : kept[next++]);
+        return operand(0, j);
+      }
+      default:
+        if (is_elementwise(node.op)) {
+          for (size_t i = 0; i < node.inputs.size(); ++i) {
+            if (g_.type(node.inputs[i]).shape != out) return fmt::format("{} mixes shapes", g_.value_name(v));
+            if (std::string why = operand(i, tags); !why.empty()) return why;
+          }
+          return "";
+        }
+        break;
+    }
+    return fmt::format("{} ({}) reads a reduction's result at a moved index", g_.value_name(v), op_name(node.op));
+  }
+
+ private:
+  const Graph& g_;
+  std::unordered_set<int> in_group_;
+  const StitchedDomain& domain_;
+  std::unordered_set<int> depends_;  // nodes whose value depends on a reduction of the group
+  std::set<std::pair<int, Tags>> visited_;
+};
+
+}  // namespace
+
+bool StitchedDomain::innermost() const {
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k] != shape.size() - axes.size() + k) return false;
+  }
+  return true;
+}
+
+Shape StitchedDomain::outer_shape() const {
+  Shape out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!std::binary_search(axes.begin(), axes.end(), d)) out.push_back(shape[d]);
+  }
+  return out;
+}
+
+std::optional<std::vector<int>> stitched_root_index(const StitchedDomain& domain, const Shape& shape) {
+  std::vector<int> index;
+  if (shape == domain.shape) {
+    for (size_t d = 0; d < shape.size(); ++d) index.push_back(static_cast<int>(d));
+    return index;
+  }
+  std::vector<int> outer;  // non-1 outer positions, in order
+  for (size_t d = 0; d < domain.shape.size(); ++d) {
+    if (!std::binary_search(domain.axes.begin(), domain.axes.end(), d) && !is_static_one(domain.shape[d])) {
+      outer.push_back(static_cast<int>(d));
+    }
+  }
+  size_t next = 0;
+  for (const Dim& dim : shape) {
+    if (is_static_one(dim)) {
+      index.push_back(kZero);
+    } else if (next < outer.size() && domain.shape[static_cast<size_t>(outer[next])] == dim) {
+      index.push_back(outer[next++]);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (next != outer.size()) return std::nullopt;
+  return index;
+}
+
+bool is_stitched_group(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots) {
+  std::unordered_set<int> in_group(nodes.begin(), nodes.end());
+  bool has_reduction = false;
+  for (int n : nodes) {
+    const Node& node = g.nodes()[n];
+    has_reduction = has_reduction || is_reduction(node.op);
+    for (ValueId v : node.inputs) {
+      int p = g.value(v).producer;
+      if (p >= 0 && in_group.count(p) && is_reduction(g.nodes()[p].op)) return true;
+    }
+  }
+  if (!has_reduction) return false;
+  return std::any_of(roots.begin(), roots.end(), [&](int r) { return !is_reduction(g.nodes()[r].op); });
+}
+
+std::string stitched_group_problem(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
+                                   StitchedDomain* domain_out) {
+  StitchedDomain domain;
+  std::map<int, size_t> level;  // node -> dependence level (reductions count 1)
+  for (int n : nodes) {
+    const Node& node = g.nodes()[n];
+    const OpCategory c = op_info(node.op).category;
+    if (c == OpCategory::Dot) return "a dot cannot be stitched";
+    size_t lvl = 0;
+    for (ValueId v : node.inputs) {
+      auto it = level.find(g.value(v).producer);
+      if (it != level.end()) lvl = std::max(lvl, it->second);
+    }
+    if (c == OpCategory::Reduction) {
+      if (!is_stitchable_reduction(node.op)) return fmt::format("{} cannot be stitched", op_name(node.op));
+      const Shape& in = g.type(node.inputs[0]).shape;
+      std::vector<size_t> axes = reduced_axes(g, node);
+      if (domain.phases.empty()) {
+        domain.shape = in;
+        domain.axes = axes;
+      } else if (in != domain.shape || axes != domain.axes) {
+        return "reductions of different shapes or axes";
+      }
+      ++lvl;
+      if (domain.phases.size() < lvl) domain.phases.resize(lvl);
+      domain.phases[lvl - 1].push_back(n);
+    }
+    level[n] = lvl;
+  }
+  if (domain.phases.empty()) return "no reduction";
+  for (auto& phase : domain.phases) std::sort(phase.begin(), phase.end());
+  RowConsistency rows(g, nodes, domain);
+  Tags identity;
+  for (size_t d = 0; d < domain.shape.size(); ++d) identity.push_back(static_cast<int>(d));
+  for (const auto& phase : domain.phases) {
+    for (int r : phase) {
+      if (std::string why = rows.check(g.nodes()[r].inputs[0], identity); !why.empty()) return why;
+    }
+  }
+  for (int r : roots) {
+    ValueId v = g.nodes()[r].output;
+    std::optional<Tags> index = stitched_root_index(domain, g.type(v).shape);
+    if (!index) return fmt::format("root {} is neither of the rows' shape nor of their results' shape", g.value_name(v));
+    if (std::string why = rows.check(v, *index); !why.empty()) return why;
+  }
+  if (domain_out) *domain_out = std::move(domain);
+  return "";
+}
+
+}  // namespace stitch

@@ -1,0 +1,267 @@
+// Stitched-group lowering (docs/lowering.md, Stitched groups). Each reduction
+// is one phase of the kernel: its input is accumulated over the row (reading
+// totals of earlier phases as block-uniform values, which GroupExpr::bind
+// supplies), then combined; a last phase stores the roots. Every phase
+// recomputes its values from global memory: on the CPU the row is still in
+// cache; a GPU would keep it in shared memory (a later refinement).
+#include "lower/lower_stitched_group.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "fusion/stitched_group.h"
+#include "kir/kernel_builder.h"
+#include "lower/group_expr.h"
+#include "lower/lower_reduction_group.h"
+#include "lower/reduction_ops.h"
+#include "stitch/error.h"
+
+namespace stitch::lower {
+namespace {
+
+using kir::Expr;
+
+// A root and how its index follows from the domain's (stitched_root_index).
+struct Root {
+  ValueId value;
+  std::vector<int> index_map;
+};
+
+class StitchedLowerer {
+ public:
+  StitchedLowerer(const Graph& g, const FusionGroup& group, const std::string& name)
+      : g_(g), group_(group), kb_(name) {}
+
+  kir::Kernel run() {
+    std::string problem = stitched_group_problem(g_, group_.nodes, group_.roots, &domain_);
+    STITCH_ASSERT(problem.empty(), "lower_stitched_group: " + problem);
+    outer_ = domain_.outer_shape();
+    for (size_t d : domain_.axes) red_shape_.push_back(domain_.shape[d]);
+    for (int r : group_.roots) {
+      ValueId v = g_.nodes()[r].output;
+      Root root{v, *stitched_root_index(domain_, g_.type(v).shape)};
+      (g_.type(v).shape == domain_.shape ? full_roots_ : row_roots_).push_back(root);
+    }
+    int k = 0;
+    for (size_t p = 0; p < domain_.phases.size(); ++p) {
+      for (int n : domain_.phases[p]) number_[n] = k++, level_[n] = static_cast<int>(p) + 1;
+    }
+    for (int n : group_.nodes) {
+      for (ValueId v : node(n).inputs) {
+        auto it = level_.find(g_.value(v).producer);
+        if (it != level_.end() && group_.contains(g_.value(v).producer)) level_[n] = std::max(level_[n], it->second);
+      }
+    }
+    ex_.declare_params(loop_group_signature(g_, group_));
+    if (domain_.innermost()) {
+      lower_rows();
+    } else {
+      lower_columns();
+    }
+    return kb_.finish();
+  }
+
+ private:
+  bool is_reduced(size_t d) const { return std::binary_search(domain_.axes.begin(), domain_.axes.end(), d); }
+
+  // The domain index of reduced element `r` (over red_shape_) of row `out`
+  // (over outer_). With no `r`, the reduced positions hold 0 (never read:
+  // per-row roots index only outer positions).
+  Index domain_index(const Index& out, const Index& r) const {
+    Index idx;
+    size_t ko = 0, kr = 0;
+    for (size_t d = 0; d < domain_.shape.size(); ++d) {
+      idx.push_back(is_reduced(d) ? (r.empty() ? kir::int_const(0) : r[kr++]) : out[ko++]);
+    }
+    return idx;
+  }
+
+  static Index root_index(const Root& root, const Index& domain) {
+    Index idx;
+    for (int d : root.index_map) idx.push_back(d < 0 ? kir::int_const(0) : domain[static_cast<size_t>(d)]);
+    return idx;
+  }
+
+  const Node& node(int n) const { return g_.nodes()[n]; }
+  std::string name(const char* prefix, int n) const { return prefix + std::to_string(number_.at(n)); }
+
+  std::vector<Expr> init_accumulators(const std::vector<int>& phase) {
+    std::vector<Expr> acc;
+    for (int n : phase) {
+      DType t = accumulator_dtype(g_.type(node(n).output).dtype);
+      acc.push_back(kb_.let(name("acc", n), reduction_identity(node(n).op, t)));
+    }
+    return acc;
+  }
+
+  // Folds the element at `idx` into each reduction of the phase.
+  void accumulate(const std::vector<int>& phase, const std::vector<Expr>& acc, const Index& idx) {
+    for (size_t k = 0; k < phase.size(); ++k) {
+      Expr v = ex_.eval(node(phase[k]).inputs[0], idx);
+      if (v.dtype() != acc[k].dtype()) v = kir::cast(v, acc[k].dtype());
+      kb_.assign(acc[k], kir::op(combine_op(node(phase[k]).op), {acc[k], v}));
+    }
+  }
+
+  // From here on the reduction's value is `total`, finished, for every reader.
+  void bind_total(int n, const Expr& total) {
+    ex_.bind(node(n).output, kb_.let(name("red", n), finish_reduction(g_, node(n), total, element_count_expr(red_shape_))));
+  }
+
+  // Evaluates, once per row, each per-row value that reads a reduction total
+  // and no total of a later phase than `phases_done` (LayerNorm's rsqrt of the
+  // variance): the memo then gives these row-uniform locals to every later
+  // reader, instead of a recomputation inside each strided loop.
+  void hoist_row_values(const Index& out, int phases_done) {
+    Index domain = domain_index(out, {});
+    for (int n : group_.nodes) {
+      ValueId v = node(n).output;
+      if (is_reduction(node(n).op) || !level_.count(n) || level_.at(n) > phases_done) continue;
+      std::optional<std::vector<int>> map = stitched_root_index(domain_, g_.type(v).shape);
+      if (!map || g_.type(v).shape == domain_.shape) continue;
+      ex_.eval(v, root_index(Root{v, *map}, domain));
+    }
+  }
+
+  void store_full_roots(const Index& idx) {
+    for (const Root& root : full_roots_) kb_.store(ex_.buffer(root.value), idx, ex_.eval(root.value, idx));
+  }
+
+  void store_row_roots(const Index& out) {
+    Index domain = domain_index(out, {});
+    for (const Root& root : row_roots_) {
+      Index idx = root_index(root, domain);
+      kb_.store(ex_.buffer(root.value), idx, ex_.eval(root.value, idx));
+    }
+  }
+
+  // One block per row, T threads striding over it, as the row schedule of a
+  // reduction group; one strided loop per phase.
+  void lower_rows() {
+    Expr rows = element_count_expr(outer_);
+    Expr len = element_count_expr(red_shape_);
+    int64_t static_len = -1;
+    kir::is_int_constant(len, &static_len);
+    int64_t threads = kRowBlockThreads;
+    if (static_len >= 0) threads = std::clamp<int64_t>((static_len + 31) / 32 * 32, 32, kRowBlockThreads);
+    Expr steps = static_len >= 0 ? kir::int_const((static_len + threads - 1) / threads) : (len + (threads - 1)) / threads;
+    const bool guard = static_len < 0 || static_len % threads != 0;
+    for (const auto& phase : domain_.phases) {
+      for (int n : phase) {
+        DType t = accumulator_dtype(g_.type(node(n).output).dtype);
+        kb_.shared(name("scratch", n), t, threads / kir::kWarpSize);
+      }
+    }
+    kb_.launch(rows, threads);
+    kb_.grid("blk", rows, [&](const Expr& b) {
+      kb_.block("thr", threads, [&](const Expr& t) {
+        Index out = ex_.delinearize(b, outer_, "o");
+        // Visits every element of the row: fn(domain index), in a fresh memo scope.
+        auto stride_row = [&](const std::string& var, const std::function<void(const Index&)>& fn) {
+          kb_.serial(var, steps, [&](const Expr& s) {
+            ex_.scoped([&] {
+              Expr lin = kb_.let(ex_.fresh("r"), add_i(mul_i(s, kir::int_const(threads)), t));
+              auto visit = [&] { ex_.scoped([&] { fn(domain_index(out, ex_.delinearize(lin, red_shape_))); }); };
+              if (guard) {
+                kb_.if_then(kir::op(OpKind::Lt, {lin, len}), visit);
+              } else {
+                visit();
+              }
+            });
+          });
+        };
+        for (size_t p = 0; p < domain_.phases.size(); ++p) {
+          const std::vector<int>& phase = domain_.phases[p];
+          std::vector<Expr> acc = init_accumulators(phase);
+          stride_row("step" + std::to_string(p), [&](const Index& idx) { accumulate(phase, acc, idx); });
+          for (size_t k = 0; k < phase.size(); ++k) {
+            int n = phase[k];
+            bind_total(n, kb_.block_reduce(block_op(node(n).op), acc[k], name("total", n), name("scratch", n)));
+          }
+          hoist_row_values(out, static_cast<int>(p) + 1);
+        }
+        if (!full_roots_.empty()) stride_row("step_out", [&](const Index& idx) { store_full_roots(idx); });
+        if (!row_roots_.empty()) {
+          kb_.if_then(kir::op(OpKind::Eq, {t, kir::int_const(0)}), [&] { ex_.scoped([&] { store_row_roots(out); }); });
+        }
+      });
+    });
+  }
+
+  // One thread per column (a non-innermost reduction): each phase a serial
+  // loop over the reduced elements, no block reduction. Threads past the end
+  // compute the last column and store nothing, as the column schedule of a
+  // reduction group, so the loops stay free of thread-dependent guards.
+  void lower_columns() {
+    constexpr int64_t threads = kColumnBlockThreads;
+    Expr count = element_count_expr(outer_);
+    Expr len = element_count_expr(red_shape_);
+    int64_t static_count = 0;
+    const bool is_static = kir::is_int_constant(count, &static_count);
+    const bool guard = !is_static || static_count % threads != 0;
+    Expr blocks = is_static ? kir::int_const((static_count + threads - 1) / threads) : (count + (threads - 1)) / threads;
+    kb_.launch(blocks, threads);
+    kb_.grid("blk", blocks, [&](const Expr& b) {
+      kb_.block("thr", threads, [&](const Expr& t) {
+        Expr lin = kb_.let("lin", add_i(mul_i(b, kir::int_const(threads)), t));
+        // No block is launched when count is 0, so count - 1 >= 0 here.
+        Expr read = guard ? kb_.let("lin_read", kir::op(OpKind::Min, {lin, sub_i(count, kir::int_const(1))})) : lin;
+        Index out = ex_.delinearize(read, outer_, "o");
+        auto guarded = [&](const std::function<void()>& fn) {
+          if (guard) {
+            kb_.if_then(kir::op(OpKind::Lt, {lin, count}), [&] { ex_.scoped(fn); });
+          } else {
+            fn();
+          }
+        };
+        for (size_t p = 0; p < domain_.phases.size(); ++p) {
+          const std::vector<int>& phase = domain_.phases[p];
+          std::vector<Expr> acc = init_accumulators(phase);
+          kb_.serial("elem" + std::to_string(p), len, [&](const Expr& r) {
+            ex_.scoped([&] { accumulate(phase, acc, domain_index(out, ex_.delinearize(r, red_shape_))); });
+          });
+          for (size_t k = 0; k < phase.size(); ++k) bind_total(phase[k], acc[k]);
+          hoist_row_values(out, static_cast<int>(p) + 1);
+        }
+        if (!full_roots_.empty()) {
+          kb_.serial("elem_out", len, [&](const Expr& r) {
+            ex_.scoped([&] {
+              Index idx = domain_index(out, ex_.delinearize(r, red_shape_));
+              guarded([&] { store_full_roots(idx); });
+            });
+          });
+        }
+        if (!row_roots_.empty()) guarded([&] { ex_.scoped([&] { store_row_roots(out); }); });
+      });
+    });
+  }
+
+  const Graph& g_;
+  const FusionGroup& group_;
+  kir::KernelBuilder kb_;
+  GroupExpr ex_{g_, group_, kb_};
+  StitchedDomain domain_;
+  Shape outer_, red_shape_;
+  std::vector<Root> full_roots_, row_roots_;
+  std::map<int, int> number_;  // reduction node -> its number in kernel names
+  std::map<int, int> level_;   // node reading a reduction total -> the last phase it needs
+};
+
+}  // namespace
+
+std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& group) {
+  if (group.kind != GroupKind::Stitched) return "not a stitched group";
+  for (int n : group.nodes) {
+    OpKind op = g.nodes()[n].op;
+    if (!is_reduction(op) && !is_loop_lowerable(op)) return "op " + std::string(op_name(op)) + " in a stitched group";
+  }
+  return stitched_group_problem(g, group.nodes, group.roots);
+}
+
+kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name) {
+  return StitchedLowerer(g, group, kernel_name).run();
+}
+
+}  // namespace stitch::lower

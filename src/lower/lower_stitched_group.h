@@ -1,0 +1,26 @@
+// Lowering of a stitched fusion group (block composition across reductions,
+// FusionStitching 2019 §4; docs/lowering.md, Stitched groups): reductions
+// whose totals other ops of the same kernel read, computed row by row in
+// one kernel.
+#pragma once
+
+#include <string>
+
+#include "fusion/fusion_plan.h"
+#include "kir/kernel.h"
+#include "stitch/graph.h"
+
+namespace stitch::lower {
+
+// Why `group` cannot be lowered by lower_stitched_group, or "" when it can
+// (stitched_group_problem of src/fusion/stitched_group.h).
+std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& group);
+
+// One kernel: a block per row when the reductions reduce the innermost axes
+// (each reduction a strided phase ending in a block reduction, then a phase
+// storing the roots), otherwise a thread per column (serial loops, no block
+// reduction). The signature is loop_group_signature's. Raises InternalError
+// when the group is not stitchable. Verified.
+kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name);
+
+}  // namespace stitch::lower

@@ -1,0 +1,52 @@
+#include "lower/reduction_ops.h"
+
+#include <cmath>
+#include <limits>
+
+#include "lower/group_expr.h"
+
+namespace stitch::lower {
+
+using kir::Expr;
+
+DType accumulator_dtype(DType t) { return (t == DType::f16 || t == DType::bf16) ? DType::f32 : t; }
+
+OpKind combine_op(OpKind op) {
+  switch (op) {
+    case OpKind::ReduceProd: return OpKind::Mul;
+    case OpKind::ReduceMax: return OpKind::Max;
+    case OpKind::ReduceMin: return OpKind::Min;
+    case OpKind::ReduceAny: return OpKind::Or;
+    case OpKind::ReduceAll: return OpKind::And;
+    default: return OpKind::Add;
+  }
+}
+
+OpKind block_op(OpKind op) { return op == OpKind::ReduceMean ? OpKind::ReduceSum : op; }
+
+Expr reduction_identity(OpKind op, DType t) {
+  switch (op) {
+    case OpKind::ReduceAny: return kir::bool_const(false);
+    case OpKind::ReduceAll: return kir::bool_const(true);
+    case OpKind::ReduceProd: return literal(1.0, t);
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin: {
+      bool max = op == OpKind::ReduceMax;
+      if (is_float(t)) return kir::float_const(max ? -INFINITY : INFINITY, t);
+      int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+      if (t == DType::i8) lo = -128, hi = 127;
+      if (t == DType::i32) lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+      return kir::int_const(max ? lo : hi, t);
+    }
+    default: return is_float(t) ? kir::float_const(-0.0, t) : literal(0.0, t);
+  }
+}
+
+Expr finish_reduction(const Graph& g, const Node& n, const Expr& total, const Expr& count) {
+  Expr v = total;
+  if (n.op == OpKind::ReduceMean) v = kir::op(OpKind::Div, {v, kir::cast(count, v.dtype())});
+  DType t = g.type(n.output).dtype;
+  return v.dtype() == t ? v : kir::cast(v, t);
+}
+
+}  // namespace stitch::lower

@@ -1,0 +1,30 @@
+// The per-op facts of a reduction both reduction lowerings use (docs/lowering.md,
+// Reduction groups, Accumulator): the accumulator dtype, the combining op, the
+// empty-slice identity and the final value.
+#pragma once
+
+#include "kir/expr.h"
+#include "stitch/graph.h"
+
+namespace stitch::lower {
+
+// f16/bf16 accumulate in f32 (the emitters cannot reduce them and the Graph
+// IR's rule asks for f32); every other dtype in itself.
+DType accumulator_dtype(DType t);
+
+// The op that combines two partial results (sum and mean: add).
+OpKind combine_op(OpKind op);
+
+// The KIR block/warp reduction of `op` (mean reduces as a sum).
+OpKind block_op(OpKind op);
+
+// The empty-slice results of docs/semantics.md: sum -0 (so a slice of -0
+// sums to -0), prod 1, max -inf / the integer minimum, min +inf / maximum,
+// any false, all true.
+kir::Expr reduction_identity(OpKind op, DType t);
+
+// A reduce_* node's value from its full accumulation `total` over `count`
+// elements: mean divides by the count, f16/bf16 round once from f32.
+kir::Expr finish_reduction(const Graph& g, const Node& n, const kir::Expr& total, const kir::Expr& count);
+
+}  // namespace stitch::lower

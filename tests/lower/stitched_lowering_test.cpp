@@ -1,0 +1,227 @@
+// Stitched groups (docs/lowering.md, Stitched groups): the corpus graphs that
+// xla splits at every reduction become one kernel under the stitch planner,
+// and so do hand-written ones that force each branch of the lowering: rows
+// longer than the block and shorter than a warp, several outer dims, two
+// reduced axes, a per-row root beside the row root, f16, a symbolic batch,
+// and the column variant (static and symbolic). All kernels are compiled in
+// one translation unit and compared with the interpreter at the tolerances of
+// docs/lowering.md (Tests and tolerances): 32 eps for transcendental ops plus
+// 4 n eps for reductions of length n.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusion/planner.h"
+#include "fusion/stitched_group.h"
+#include "ir/canonicalize.h"
+#include "kir/printer.h"
+#include "lower/lower_plan.h"
+#include "runtime/cpu/executable.h"
+#include "stitch/interpreter.h"
+#include "stitch/text.h"
+#include "tensor_compare.h"
+
+namespace stitch::lower {
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::cpu::CpuExecutable;
+using runtime::cpu::KernelCache;
+
+struct Case {
+  std::string id;
+  Graph source;
+  bool transcendental = true;
+  int64_t reduction_length = 0;       // the longest reduction at the largest batch below
+  std::vector<int64_t> batches{0};    // values of B to run (0: the graph has no B)
+  size_t xla_kernels = 0;             // 0: not pinned
+};
+
+Graph workload(const std::string& file, const std::string& name) {
+  Module m = parse_file(std::string(STITCH_SOURCE_DIR) + "/bench/workloads/" + file);
+  const Graph* g = m.find(name);
+  if (!g) throw std::runtime_error("no graph " + name + " in " + file);
+  return *g;
+}
+
+Graph from_text(const std::string& text) { return parse_module(text).graphs.front(); }
+
+std::vector<Case> make_cases() {
+  std::vector<Case> cases = {
+      {"softmax", workload("softmax.stitch", "softmax_small"), true, 100, {0}, 4},
+      {"softmax_explicit", workload("softmax_explicit.stitch", "softmax_explicit_small"), true, 100, {0}, 4},
+      {"log_softmax", workload("log_softmax.stitch", "log_softmax_small"), true, 100, {0}, 4},
+      {"layernorm", workload("layernorm.stitch", "layernorm_small"), true, 200, {0}, 4},
+      {"rmsnorm", workload("rmsnorm.stitch", "rmsnorm_small"), true, 100, {0}, 3},
+      {"residual_layernorm", workload("residual_layernorm.stitch", "residual_layernorm_small"), true, 200, {0}, 4},
+      {"column_reduce_sub", workload("column_reduce_sub.stitch", "column_reduce_sub_small"), false, 123, {0}, 2},
+      {"layernorm_dyn", workload("layernorm.stitch", "layernorm_dyn"), true, 2048, {1, 5, 300}, 4},
+  };
+  cases.push_back({"long_rows", from_text(R"(graph long_rows(x: f32[3, 3000]) -> (f32[3, 3000]) {
+  m = reduce_max(x, axes=[1], keepdims=true)
+  e = exp(sub(x, m))
+  y = div(e, reduce_sum(e, axes=[1], keepdims=true))
+  return y
+})"), true, 3000});
+  cases.push_back({"short_rows", from_text(R"(graph short_rows(x: f32[50, 5]) -> (f32[50, 5]) {
+  c = sub(x, reduce_mean(x, axes=[1], keepdims=true))
+  y = mul(c, rsqrt(add(reduce_mean(mul(c, c), axes=[1], keepdims=true), 0.00001)))
+  return y
+})"), true, 10});
+  // The mean is a graph output too: a per-row root, stored once per row.
+  cases.push_back({"row_root", from_text(R"(graph row_root(x: f32[6, 2, 40]) -> (f32[6, 2, 40], f32[6, 2]) {
+  m = reduce_mean(x, axes=[2])
+  c = sub(x, reshape(m, shape=[6, 2, 1]))
+  y = div(c, add(reduce_sum(mul(c, c), axes=[2], keepdims=true), 1.0))
+  return y, m
+})"), true, 80});
+  cases.push_back({"two_axes", from_text(R"(graph two_axes(x: f32[4, 6, 10]) -> (f32[4, 6, 10]) {
+  y = sub(x, reduce_max(x, axes=[1, 2], keepdims=true))
+  return y
+})"), false, 60});
+  cases.push_back({"half_softmax", from_text(R"(graph half_softmax(x: f16[7, 300]) -> (f16[7, 300]) {
+  e = exp(sub(x, reduce_max(x, axes=[1], keepdims=true)))
+  y = div(e, reduce_sum(e, axes=[1], keepdims=true))
+  return y
+})"), true, 300});
+  cases.push_back({"symbolic_softmax", from_text(R"(graph symbolic_softmax(x: f32[B, 70]) -> (f32[B, 70]) {
+  e = exp(sub(x, reduce_max(x, axes=[1], keepdims=true)))
+  y = div(e, reduce_sum(e, axes=[1], keepdims=true))
+  return y
+})"), true, 70, {1, 3, 200}});
+  cases.push_back({"column_symbolic", from_text(R"(graph column_symbolic(x: f32[20, B]) -> (f32[20, B], f32[B]) {
+  m = reduce_max(x, axes=[0])
+  y = exp(sub(x, m))
+  return y, m
+})"), true, 20, {1, 255, 300}});
+  return cases;
+}
+
+class StitchedLowering : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("stitch_stitched_lowering_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    cache_ = std::make_unique<KernelCache>(dir_);
+    cases_ = std::make_unique<std::vector<Case>>(make_cases());
+    std::vector<Graph> graphs;
+    for (const Case& c : *cases_) graphs.push_back(canonicalize(c.source));
+    exes_ = std::make_unique<std::vector<CpuExecutable>>(
+        CpuExecutable::compile_batch(graphs, PlannerKind::Stitch, *cache_));
+  }
+  static void TearDownTestSuite() {
+    exes_.reset();
+    cases_.reset();
+    cache_.reset();
+    fs::remove_all(dir_);
+  }
+  static fs::path dir_;
+  static std::unique_ptr<KernelCache> cache_;
+  static std::unique_ptr<std::vector<Case>> cases_;
+  static std::unique_ptr<std::vector<CpuExecutable>> exes_;
+};
+
+fs::path StitchedLowering::dir_;
+std::unique_ptr<KernelCache> StitchedLowering::cache_;
+std::unique_ptr<std::vector<Case>> StitchedLowering::cases_;
+std::unique_ptr<std::vector<CpuExecutable>> StitchedLowering::exes_;
+
+TEST_F(StitchedLowering, EveryGraphIsOneStitchedKernel) {
+  for (size_t i = 0; i < cases_->size(); ++i) {
+    const Case& c = (*cases_)[i];
+    SCOPED_TRACE(c.id);
+    const CpuExecutable& exe = (*exes_)[i];
+    EXPECT_EQ(exe.kernel_count(), 1);
+    ASSERT_EQ(exe.plan().groups.size(), 1u);
+    EXPECT_EQ(exe.plan().groups[0].kind, GroupKind::Stitched);
+    const Graph g = canonicalize(c.source);
+    const size_t xla = plan(g, PlannerKind::Xla).groups.size();
+    EXPECT_GT(xla, 1u);
+    if (c.xla_kernels) {
+      EXPECT_EQ(xla, c.xla_kernels);
+    }
+  }
+}
+
+TEST_F(StitchedLowering, MatchesInterpreter) {
+  for (size_t i = 0; i < cases_->size(); ++i) {
+    const Case& c = (*cases_)[i];
+    for (int64_t batch : c.batches) {
+      SCOPED_TRACE(c.id + " B = " + std::to_string(batch));
+      std::vector<Tensor> inputs;
+      uint64_t seed = 29;
+      for (ValueId p : c.source.params()) {
+        Tensor t(c.source.type(p).dtype, concrete_shape(c.source.type(p).shape, {{"B", batch}}));
+        fill_random(t, seed++);
+        inputs.push_back(std::move(t));
+      }
+      const std::vector<Tensor> want = interpret(c.source, inputs);
+      const std::vector<Tensor> got = (*exes_)[i].run(inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_TRUE(stitch::testing::matches_interpreter(got[k], want[k], c.transcendental, c.reduction_length))
+            << "output " << k;
+      }
+    }
+  }
+}
+
+// The row schedule of a stitched softmax: one phase per reduction, each a
+// strided loop ending in a block reduction; the totals are read as block
+// values by the next phase and by the last one, which stores the row.
+TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
+  const Graph g = canonicalize(workload("softmax.stitch", "softmax_small"));
+  std::vector<LoweredGroup> lowered = lower_plan(g, plan(g, PlannerKind::Stitch), "k");
+  ASSERT_EQ(lowered.size(), 1u);
+  ASSERT_TRUE(lowered[0].kernel) << lowered[0].not_lowered_reason;
+  EXPECT_EQ(kir::print_kernel(*lowered[0].kernel), R"(kernel k_g0(in_x: global f32[37, 100] read, out_y: global f32[37, 100] write) launch(grid=37, block=128) {
+  shared scratch0: f32[4]
+  shared scratch1: f32[4]
+  for blk in grid(37) {
+    for thr in block(128) {
+      let o0: i64 = blk
+      let acc0: f32 = -inf:f32
+      for step0 in serial(1) {
+        let r0: i64 = add(mul(step0, 128), thr)
+        if lt(r0, 100) {
+          let j1: i64 = r0
+          acc0 = max(acc0, in_x[o0, j1])
+        }
+      }
+      total0 = block.reduce_max(acc0, scratch=scratch0)
+      let red0: f32 = total0
+      let acc1: f32 = -0.0:f32
+      for step1 in serial(1) {
+        let r2: i64 = add(mul(step1, 128), thr)
+        if lt(r2, 100) {
+          let j3: i64 = r2
+          let e4: f32 = sub(in_x[o0, j3], red0)
+          let e5: f32 = exp(e4)
+          acc1 = add(acc1, e5)
+        }
+      }
+      total1 = block.reduce_sum(acc1, scratch=scratch1)
+      let red1: f32 = total1
+      for step_out in serial(1) {
+        let r6: i64 = add(mul(step_out, 128), thr)
+        if lt(r6, 100) {
+          let j7: i64 = r6
+          let e8: f32 = sub(in_x[o0, j7], red0)
+          let e9: f32 = exp(e8)
+          let e10: f32 = div(e9, red1)
+          out_y[o0, j7] = e10
+        }
+      }
+    }
+  }
+}
+)");
+}
+
+}  // namespace
+}  // namespace stitch::lower

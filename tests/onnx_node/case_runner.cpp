@@ -26,7 +26,8 @@ namespace {
 using runtime::cpu::CpuExecutable;
 using runtime::cpu::KernelCache;
 
-constexpr PlannerKind kPlanners[] = {PlannerKind::None, PlannerKind::Xla};
+// Every implemented planner (ilp is not yet).
+constexpr PlannerKind kPlanners[] = {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch};
 
 // What the shard is doing, for the crash report: a crash in one case kills
 // the whole shard, and this names the case.

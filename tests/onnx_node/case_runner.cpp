@@ -229,6 +229,7 @@ void run_planner(std::vector<ImportedCase>& cases, PlannerKind planner, KernelCa
       CpuExecutable& exe = *exes[k];
       check_path(ic, r, planner_name(planner), [&](const std::vector<Tensor>& args) { return exe.run(args); });
       if (planner == PlannerKind::Xla && ic.expanded) record_fusion(ic, exe, r);
+      if (planner == PlannerKind::Stitch && ic.expanded) r.stitch_kernels = exe.kernel_count();
     }
   }
 }

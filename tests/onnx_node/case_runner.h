@@ -32,6 +32,9 @@ struct CaseResult {
   // Graph inputs the model was specialised on (ImportOptions::known_inputs),
   // comma-separated; empty for most cases.
   std::string known_inputs;
+  // `_expanded` cases: the kernels the stitch planner's executable runs
+  // (recorded, not asserted); -1 when not measured.
+  int stitch_kernels = -1;
 };
 
 // Nodes that are work of their own: all but constants, iotas, broadcasts and

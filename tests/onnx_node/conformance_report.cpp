@@ -84,8 +84,8 @@ void write_results(const fs::path& file, const std::vector<CaseResult>& results)
   std::ofstream out(file);
   if (!out) throw UserError(fmt::format("{}: cannot write", file.string()));
   for (const CaseResult& r : results) {
-    out << fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", r.name, outcome_name(r.outcome), r.graph_ops, r.xla_kernels,
-                       escape(r.known_inputs), escape(r.reason));
+    out << fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\n", r.name, outcome_name(r.outcome), r.graph_ops, r.xla_kernels,
+                       r.stitch_kernels, escape(r.known_inputs), escape(r.reason));
   }
   if (!out) throw UserError(fmt::format("{}: cannot write", file.string()));
 }
@@ -98,10 +98,10 @@ std::vector<CaseResult> read_results(const fs::path& file) {
   for (std::string line; std::getline(in, line);) {
     ++line_number;
     std::vector<std::string> f = split_tabs(line);
-    if (f.size() != 6) throw UserError(fmt::format("{}:{}: expected 6 tab-separated fields", file.string(), line_number));
+    if (f.size() != 7) throw UserError(fmt::format("{}:{}: expected 7 tab-separated fields", file.string(), line_number));
     try {
-      results.push_back(
-          CaseResult{f[0], parse_outcome(f[1]), unescape(f[5]), std::stoi(f[2]), std::stoi(f[3]), unescape(f[4])});
+      results.push_back(CaseResult{f[0], parse_outcome(f[1]), unescape(f[6]), std::stoi(f[2]), std::stoi(f[3]),
+                                   unescape(f[5]), std::stoi(f[4])});
     } catch (const std::logic_error&) {
       throw UserError(fmt::format("{}:{}: bad number", file.string(), line_number));
     }
@@ -158,10 +158,12 @@ std::string render_report(std::vector<CaseResult> results, const std::vector<std
   md += fmt::format("\n### `_expanded` cases under the xla planner ({})\n\n", fused.size());
   md += "Non-trivial ops: the canonical graph's nodes less constants, iotas, broadcasts and reshapes. "
         "Fused: fewer kernels than non-trivial ops (checked from 2 ops up).\n\n";
-  md += "| case | non-trivial ops | kernels | fused |\n| --- | --- | --- | --- |\n";
+  md += "The stitch planner's kernels are shown beside, for comparison; only xla's are checked.\n\n";
+  md += "| case | non-trivial ops | xla kernels | fused | stitch kernels |\n| --- | --- | --- | --- | --- |\n";
   for (const CaseResult* r : fused) {
     std::string verdict = r->graph_ops < 2 ? "n/a" : r->xla_kernels < r->graph_ops ? "yes" : "**no**";
-    md += fmt::format("| `{}` | {} | {} | {} |\n", r->name, r->graph_ops, r->xla_kernels, verdict);
+    std::string stitch = r->stitch_kernels < 0 ? "-" : std::to_string(r->stitch_kernels);
+    md += fmt::format("| `{}` | {} | {} | {} | {} |\n", r->name, r->graph_ops, r->xla_kernels, verdict, stitch);
   }
 
   md += fmt::format("\n### Passing ({})\n\n{}\n", passed.size(), name_list(passed));

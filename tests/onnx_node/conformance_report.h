@@ -10,8 +10,8 @@
 
 namespace stitch::onnx_node {
 
-// One line per case: name, outcome, graph ops, xla kernels, known inputs,
-// reason (text fields with backslash, tab and newline escaped).
+// One line per case: name, outcome, graph ops, xla kernels, stitch kernels,
+// known inputs, reason (text fields with backslash, tab and newline escaped).
 void write_results(const std::filesystem::path& file, const std::vector<CaseResult>& results);
 // Throws UserError for a file that is missing or not in that form.
 std::vector<CaseResult> read_results(const std::filesystem::path& file);

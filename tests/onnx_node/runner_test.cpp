@@ -92,7 +92,7 @@ TEST(ConformanceReport, ResultsRoundTripThroughTheFile) {
   const auto file = std::filesystem::temp_directory_path() /
                     ("stitch-onnx-node-results-" + std::to_string(std::random_device{}()) + ".tsv");
   std::vector<CaseResult> written = {
-      {"test_a", Outcome::Pass, "", 12, 4, "axes, shape"},
+      {"test_a", Outcome::Pass, "", 12, 4, "axes, shape", 2},
       {"test_b", Outcome::Fail, "xla: output 0:\tdiffers\n  element 1: got \\1", -1, -1, ""},
       {"test_c", Outcome::Unsupported, "op Conv", -1, -1, ""},
   };
@@ -107,6 +107,7 @@ TEST(ConformanceReport, ResultsRoundTripThroughTheFile) {
     EXPECT_EQ(read[i].graph_ops, written[i].graph_ops);
     EXPECT_EQ(read[i].xla_kernels, written[i].xla_kernels);
     EXPECT_EQ(read[i].known_inputs, written[i].known_inputs);
+    EXPECT_EQ(read[i].stitch_kernels, written[i].stitch_kernels);
   }
 }
 

@@ -1,8 +1,8 @@
 // The `stitch` planner, greedy form (docs/fusion.md, The `stitch` planner):
 // XLA's plan, then block composition across reductions (FusionStitching 2019
-// §4): a kernel holding a reduction absorbs the kernels that read its results
-// whenever the merged kernel is a stitched group (stitched_group.h) and the
-// shared legality check allows it. The DP + beam search of DESIGN.md is a
+// §4): a kernel holding a reduction absorbs the kernels that read its results,
+// and those whose results it reads, whenever the merged kernel is a stitched
+// group (stitched_group.h) and the shared legality check allows it. The DP + beam search of DESIGN.md is a
 // later refinement; this form already makes softmax, layernorm and their
 // kin one kernel each.
 #include <algorithm>
@@ -86,14 +86,17 @@ class StitchPlanner {
     return roots;
   }
 
-  // Merges the first (reduction kernel, consumer kernel) pair that may be
+  // Merges the first (reduction kernel, neighbour kernel) pair that may be
   // stitched; false when none is left.
   bool merge_one() {
     for (int a = 0; a < static_cast<int>(groups_.size()); ++a) {
       if (!has_reduction(groups_[a])) continue;
       for (int b = 0; b < static_cast<int>(groups_.size()); ++b) {
         if (b == a || groups_[b].kind == GroupKind::Library) continue;
+        // b reads a's results (block composition), or a reads b's: a producer
+        // kernel recomputed in each phase instead of writing its result.
         std::vector<std::pair<int, int>> reads = edges(a, b);
+        for (auto edge : edges(b, a)) reads.push_back(edge);
         if (reads.empty()) continue;
         std::optional<std::string> reason = merge_refusal(a, b);
         if (!reason) {

@@ -52,6 +52,21 @@ group 0 [stitched] root y: y_mean = reduce_mean(x); y_mean_bcast = broadcast(y_m
 )");
 }
 
+// xla writes gelu's erf (read by three kernels); stitch absorbs that producer
+// kernel too, so bias + gelu + residual + layernorm is one kernel.
+TEST(StitchPlanner, AbsorbsProducerKernels) {
+  Graph g = canonical_graph(R"(graph bglr(x: f32[64, 1024], b: f32[1024], res: f32[64, 1024], gamma: f32[1024], beta: f32[1024]) -> (f32[64, 1024]) {
+  h = add(gelu(add(x, b)), res)
+  y = layer_norm(h, gamma, beta, axes=[-1], eps=1e-5)
+  return y
+})");
+  EXPECT_EQ(plan(g, PlannerKind::Xla).groups.size(), 5u);
+  FusionPlan p = plan(g, PlannerKind::Stitch);
+  check_plan_invariants(g, p);
+  ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
+  EXPECT_EQ(p.groups[0].kind, GroupKind::Stitched);
+}
+
 // Graphs without a reduction are planned exactly as xla plans them.
 TEST(StitchPlanner, WithoutReductionsTheXlaPlan) {
   for (const char* name : {"gelu_tanh", "transpose_add", "bias_gelu"}) {

@@ -2,7 +2,8 @@
 // xla splits at every reduction become one kernel under the stitch planner,
 // and so do hand-written ones that force each branch of the lowering: rows
 // longer than the block and shorter than a warp, several outer dims, two
-// reduced axes, a per-row root beside the row root, f16, a symbolic batch,
+// reduced axes, a per-row root beside the row root, a producer kernel
+// absorbed (bias + gelu + residual + layernorm), f16, a symbolic batch,
 // and the column variant (static and symbolic). All kernels are compiled in
 // one translation unit and compared with the interpreter at the tolerances of
 // docs/lowering.md (Tests and tolerances): 32 eps for transcendental ops plus
@@ -84,6 +85,13 @@ std::vector<Case> make_cases() {
   y = sub(x, reduce_max(x, axes=[1, 2], keepdims=true))
   return y
 })"), false, 60});
+  // xla writes erf (an expensive op read by three kernels); stitch recomputes
+  // it in each phase of one kernel.
+  cases.push_back({"bias_gelu_residual_layernorm", from_text(R"(graph bglr(x: f32[6, 300], b: f32[300], res: f32[6, 300], gamma: f32[300], beta: f32[300]) -> (f32[6, 300]) {
+  h = add(gelu(add(x, b)), res)
+  y = layer_norm(h, gamma, beta, axes=[-1], eps=1e-5)
+  return y
+})"), true, 600});
   cases.push_back({"half_softmax", from_text(R"(graph half_softmax(x: f16[7, 300]) -> (f16[7, 300]) {
   e = exp(sub(x, reduce_max(x, axes=[1], keepdims=true)))
   y = div(e, reduce_sum(e, axes=[1], keepdims=true))

@@ -128,6 +128,11 @@ const Expr* GroupExpr::find_memo(const std::string& key) const {
   return nullptr;
 }
 
+std::optional<Expr> GroupExpr::memoised(ValueId v, const Index& idx) const {
+  if (const Expr* e = find_memo(memo_key(v, idx))) return *e;
+  return std::nullopt;
+}
+
 // Locals defined inside a branch are out of scope after it.
 void GroupExpr::scoped(const std::function<void()>& fn) {
   memo_.emplace_back();

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -50,6 +51,10 @@ class GroupExpr {
   // kernel's reduction total, docs/lowering.md, Stitched groups), is `e` at
   // every index: the caller guarantees it is only read at the row it holds.
   void bind(ValueId v, const kir::Expr& e) { bound_[v.index] = e; }
+  // The memoised value of `v` at `idx` in the current scopes, if evaluated;
+  // and a value to use for `v` at `idx` in the current scope (a cached copy).
+  std::optional<kir::Expr> memoised(ValueId v, const Index& idx) const;
+  void remember(ValueId v, const Index& idx, const kir::Expr& e) { memo_.back()[memo_key(v, idx)] = e; }
 
   // C-order multi-index of `lin` in `shape`, one local per dimension, named
   // `<prefix><k>` when a prefix is given, fresh `j<n>` names otherwise.

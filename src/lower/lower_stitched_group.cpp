@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "fusion/stitched_group.h"
 #include "kir/kernel_builder.h"
@@ -137,6 +138,44 @@ class StitchedLowerer {
     }
   }
 
+  // In-group nodes `from`'s value reads within its phase: the walk stops at
+  // reductions (their totals) and at the group's boundary.
+  void reach(ValueId from, std::set<int>& seen) const {
+    int p = g_.value(from).producer;
+    if (p < 0 || !group_.contains(p) || is_reduction(node(p).op) || !seen.insert(p).second) return;
+    for (ValueId in : node(p).inputs) reach(in, seen);
+  }
+
+  // The block composition of FusionStitching (2019 §4) through shared memory:
+  // an expensive value of the row's shape that one phase computes and a later
+  // phase reads again (softmax's exp) is kept for the row in a shared buffer
+  // instead of being recomputed. Each thread reads back only the elements it
+  // wrote, so no barrier is needed. At most kRowCacheBytes per block.
+  void declare_row_caches(int64_t len) {
+    constexpr int64_t kRowCacheBytes = 48 * 1024;
+    std::vector<std::set<int>> used;  // per phase, then the store phase
+    for (const auto& phase : domain_.phases) {
+      used.emplace_back();
+      for (int n : phase) reach(node(n).inputs[0], used.back());
+    }
+    used.emplace_back();
+    for (const Root& root : full_roots_) reach(root.value, used.back());
+    int64_t bytes = 0;
+    for (int n : group_.nodes) {
+      ValueId v = node(n).output;
+      if (op_info(node(n).op).category != OpCategory::HeavyElementwise || g_.type(v).shape != domain_.shape) continue;
+      size_t first = 0;
+      while (first < used.size() && !used[first].count(n)) ++first;
+      bool reused = false;
+      for (size_t q = first + 1; q < used.size(); ++q) reused = reused || used[q].count(n);
+      const int64_t size = len * static_cast<int64_t>(dtype_size(accumulator_dtype(g_.type(v).dtype)));
+      if (!reused || bytes + size > kRowCacheBytes) continue;
+      bytes += size;
+      cache_[n] = "row_cache" + std::to_string(cache_.size());
+      kb_.shared(cache_[n], g_.type(v).dtype, len);
+    }
+  }
+
   // One block per row, T threads striding over it, as the row schedule of a
   // reduction group; one strided loop per phase.
   void lower_rows() {
@@ -154,16 +193,33 @@ class StitchedLowerer {
         kb_.shared(name("scratch", n), t, threads / kir::kWarpSize);
       }
     }
+    if (static_len > 0) declare_row_caches(static_len);
     kb_.launch(rows, threads);
     kb_.grid("blk", rows, [&](const Expr& b) {
       kb_.block("thr", threads, [&](const Expr& t) {
         Index out = ex_.delinearize(b, outer_, "o");
-        // Visits every element of the row: fn(domain index), in a fresh memo scope.
+        // Visits every element of the row: fn(domain index), in a fresh memo
+        // scope; values cached by earlier phases are read back, and cacheable
+        // values this phase computes are cached.
         auto stride_row = [&](const std::string& var, const std::function<void(const Index&)>& fn) {
+          std::set<int> newly_cached;
           kb_.serial(var, steps, [&](const Expr& s) {
             ex_.scoped([&] {
               Expr lin = kb_.let(ex_.fresh("r"), add_i(mul_i(s, kir::int_const(threads)), t));
-              auto visit = [&] { ex_.scoped([&] { fn(domain_index(out, ex_.delinearize(lin, red_shape_))); }); };
+              auto visit = [&] {
+                ex_.scoped([&] {
+                  Index idx = domain_index(out, ex_.delinearize(lin, red_shape_));
+                  for (int n : cached_) ex_.remember(node(n).output, idx, kb_.let(ex_.fresh("c"), kb_.load(cache_.at(n), {lin})));
+                  fn(idx);
+                  for (const auto& [n, buffer] : cache_) {
+                    if (cached_.count(n)) continue;
+                    if (std::optional<Expr> e = ex_.memoised(node(n).output, idx)) {
+                      kb_.store(buffer, {lin}, *e);
+                      newly_cached.insert(n);
+                    }
+                  }
+                });
+              };
               if (guard) {
                 kb_.if_then(kir::op(OpKind::Lt, {lin, len}), visit);
               } else {
@@ -171,6 +227,7 @@ class StitchedLowerer {
               }
             });
           });
+          cached_.insert(newly_cached.begin(), newly_cached.end());
         };
         for (size_t p = 0; p < domain_.phases.size(); ++p) {
           const std::vector<int>& phase = domain_.phases[p];
@@ -247,6 +304,8 @@ class StitchedLowerer {
   std::vector<Root> full_roots_, row_roots_;
   std::map<int, int> number_;  // reduction node -> its number in kernel names
   std::map<int, int> level_;   // node reading a reduction total -> the last phase it needs
+  std::map<int, std::string> cache_;  // node -> shared buffer keeping its row (declare_row_caches)
+  std::set<int> cached_;              // nodes whose row the phases so far have cached
 };
 
 }  // namespace

@@ -169,7 +169,7 @@ TEST_F(Subcommands, BadInputsExitTwoWithAClearMessage) {
       {"plan " + add + " --planner ilp", "planner 'ilp' is not implemented yet"},
       {"plan " + add + " --planner fastest", "unknown planner 'fastest'"},
       {"plan " + add + " --graph nope", "no graph named 'nope'"},
-      {"emit " + add + " --backend cuda", "--backend cuda: that back end is not built yet"},
+      {"emit " + add + " --backend rocm", "--backend rocm: that back end is not built yet"},
       {"emit " + add + " --planner ilp", "planner 'ilp' is not implemented yet"},
       {"check " + (dir_ / "absent.stitch").string(), "absent.stitch"},
       {"check " + add + " --graph nope", "no graph named 'nope'"},

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/common/source_writer.h"
 #include "codegen/cpu/cpu_runtime_text.h"
 #include "codegen/cpu/cpp_text.h"
 #include "codegen/cpu/index_facts.h"
@@ -34,7 +35,7 @@ struct Phase {
   const kir::ReduceStmt* reduction = nullptr;
 };
 
-class KernelEmitter {
+class KernelEmitter : private common::SourceWriter {
  public:
   explicit KernelEmitter(const Kernel& k) : k_(k) {}
 
@@ -80,12 +81,6 @@ class KernelEmitter {
   }
 
  private:
-  void line(const std::string& text) {
-    out_.append(static_cast<size_t>(depth_) * 2, ' ');
-    out_ += text;
-    out_ += '\n';
-  }
-
   void emit_grid_loop(const kir::ForStmt& f) {
     check_identifier(f.var);
     facts_.note_loop_extent(f.var, f.extent);
@@ -782,8 +777,6 @@ class KernelEmitter {
   };
 
   const Kernel& k_;
-  std::string out_;
-  int depth_ = 0;
   bool in_region_ = false;
   Region region_;
   // Names whose C++ text is not the name itself: per-thread arrays and per-warp results.

@@ -1,8 +1,7 @@
 #include "codegen/cpu/cpp_text.h"
 
-#include <charconv>
 #include <cmath>
-#include <limits>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 
@@ -26,26 +25,10 @@ const std::unordered_set<std::string_view>& cpp_reserved_words() {
   return words;
 }
 
-
 }  // namespace
 
 [[noreturn]] void unsupported(const std::string& what) {
   fail_internal(fmt::format("C++ emitter: {} not supported yet", what), __FILE__, __LINE__);
-}
-
-// The C++ type a value of `t` is computed in: f16 and bf16 compute in float.
-std::string compute_type(DType t) {
-  switch (t) {
-    case DType::f16:
-    case DType::bf16:
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-    case DType::i8: return "int8_t";
-    case DType::i32: return "int32_t";
-    case DType::i64: return "int64_t";
-    case DType::boolean: return "bool";
-  }
-  STITCH_ASSERT(false, "unknown dtype");
 }
 
 // The C++ type a global buffer element is stored as.
@@ -53,20 +36,8 @@ std::string storage_type(DType t) {
   return t == DType::f16 || t == DType::bf16 ? "uint16_t" : compute_type(t);
 }
 
-bool is_narrow_float(DType t) { return t == DType::f16 || t == DType::bf16; }
-
-// Rounds a float or double expression to an f16/bf16 compute value.
-std::string round_to_narrow(DType t, const std::string& value) {
-  return fmt::format("{}({})", t == DType::f16 ? "stitch_round_f16" : "stitch_round_bf16", value);
-}
-
-// KIR names go into C++ unchanged, so the generated code reads like the printed
-// kernel; a name C++ would misread is refused rather than silently renamed.
 void check_identifier(const std::string& name) {
-  bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-  for (char c : name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-  if (!valid || cpp_reserved_words().count(name) || name.rfind("stitch_", 0) == 0 ||
-      name.rfind("__", 0) == 0) {
+  if (!common::is_free_identifier(name, cpp_reserved_words())) {
     unsupported(fmt::format("the name '{}' (a C++ keyword, reserved or not an identifier)", name));
   }
 }
@@ -77,36 +48,26 @@ std::string float_literal(double v, DType t) {
   if (std::isinf(v)) {
     return fmt::format("{}std::numeric_limits<{}>::infinity()", v < 0 ? "-" : "", type);
   }
-  char buf[64];
-  // Shortest round-trip text of the double, then rounded once to the dtype by
-  // the compiler (f32) or by the narrow rounding helper (f16, bf16).
-  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  std::string digits(buf, r.ptr);
+  const std::string digits = common::float_digits(v);
   if (t == DType::f32) return fmt::format("float({})", digits);
   if (is_narrow_float(t)) return round_to_narrow(t, digits);
   return fmt::format("double({})", digits);
 }
 
 std::string int_literal(int64_t v, DType t) {
-  if (t == DType::boolean) return v != 0 ? "true" : "false";
-  // The most negative value has no literal of its own in C++.
-  if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";
+  if (std::optional<std::string> special = common::special_int_literal(v, t)) return *special;
   if (t == DType::i64) return fmt::format("int64_t({}LL)", v);
   return fmt::format("{}({})", compute_type(t), v);
 }
 
 
 std::string op_text(OpKind k, DType in, const std::string& t, const std::vector<std::string>& a, const kir::Expr& e) {
-  auto call = [&](std::string_view helper) {
-    std::string args;
-    for (size_t i = 0; i < a.size(); ++i) args += (i ? ", " : "") + a[i];
-    return fmt::format("{}<{}>({})", helper, t, args);
-  };
+  if (std::optional<std::string> text = common::operator_text(k, in, t, a, e)) return *text;
+  auto call = [&](std::string_view helper) { return common::helper_call(helper, t, a); };
   auto std_call = [&](std::string_view fn) {
     if (!is_float(in)) unsupported(fmt::format("{} on {}", op_name(k), dtype_name(in)));
     return a.size() == 1 ? fmt::format("std::{}({})", fn, a[0]) : fmt::format("std::{}({}, {})", fn, a[0], a[1]);
   };
-  const bool boolean = in == DType::boolean;
   switch (k) {
     case OpKind::Neg: return call("stitch_neg");
     case OpKind::Abs: return call("stitch_abs");
@@ -135,65 +96,26 @@ std::string op_text(OpKind k, DType in, const std::string& t, const std::vector<
     case OpKind::Sign: return call("stitch_sign");
     case OpKind::IsNan: return call("stitch_isnan");
     case OpKind::IsInf: return call("stitch_isinf");
-    case OpKind::Not: return boolean ? fmt::format("(!{})", a[0]) : fmt::format("static_cast<{}>(~{})", t, a[0]);
     case OpKind::Add: return call("stitch_add");
     case OpKind::Sub: return call("stitch_sub");
     case OpKind::Mul: return call("stitch_mul");
-    case OpKind::Div:
-    case OpKind::Rem: {
-      // A positive literal divisor needs no zero or -1 check (docs/kernel-ir.md).
-      int64_t divisor = 0;
-      if (in == DType::i64 && kir::is_int_constant(e->operands[1], &divisor) && divisor > 0) {
-        return fmt::format("({} {} {})", a[0], k == OpKind::Div ? '/' : '%', a[1]);
-      }
-      return call(k == OpKind::Div ? "stitch_div" : "stitch_rem");
-    }
+    case OpKind::Div: return call("stitch_div");
+    case OpKind::Rem: return call("stitch_rem");
     case OpKind::Pow: return call(is_float(in) ? "stitch_pow" : "stitch_ipow");
     case OpKind::Max: return call("stitch_max");
     case OpKind::Min: return call("stitch_min");
-    case OpKind::And:
-      return boolean ? fmt::format("({} && {})", a[0], a[1]) : fmt::format("static_cast<{}>({} & {})", t, a[0], a[1]);
-    case OpKind::Or:
-      return boolean ? fmt::format("({} || {})", a[0], a[1]) : fmt::format("static_cast<{}>({} | {})", t, a[0], a[1]);
-    case OpKind::Xor:
-      return boolean ? fmt::format("({} != {})", a[0], a[1]) : fmt::format("static_cast<{}>({} ^ {})", t, a[0], a[1]);
-    case OpKind::Eq: return fmt::format("({} == {})", a[0], a[1]);
-    case OpKind::Ne: return fmt::format("({} != {})", a[0], a[1]);
-    case OpKind::Lt: return fmt::format("({} < {})", a[0], a[1]);
-    case OpKind::Le: return fmt::format("({} <= {})", a[0], a[1]);
-    case OpKind::Gt: return fmt::format("({} > {})", a[0], a[1]);
-    case OpKind::Ge: return fmt::format("({} >= {})", a[0], a[1]);
-    case OpKind::Select: {
-      const std::string type = compute_type(e->operands[1].dtype());
-      return fmt::format("({} ? static_cast<{}>({}) : static_cast<{}>({}))", a[0], type, a[1], type, a[2]);
-    }
     case OpKind::Clamp: return call("stitch_clamp");
     default: unsupported(fmt::format("the op {}", op_name(k)));
   }
 }
 
-// docs/semantics.md, Casts. `value` is in `from`'s compute type.
+// docs/semantics.md, Casts. The CPU rounding helpers take a double, so a float
+// is widened (exactly) before it is rounded to f16/bf16.
 std::string cast_text(const std::string& value, DType from, DType to) {
-  if (from == to) return value;
-  const std::string target = compute_type(to);
-  if (to == DType::boolean) return fmt::format("({} != 0)", value);
-  if (from == DType::boolean) {
-    return is_narrow_float(to) ? fmt::format("({} ? 1.0f : 0.0f)", value) : fmt::format("static_cast<{}>({})", target, value);
+  if (from != to && is_float(from) && is_narrow_float(to)) {
+    return round_to_narrow(to, fmt::format("static_cast<double>({})", value));
   }
-  if (is_float(from) && is_float(to)) {
-    if (is_narrow_float(to)) return round_to_narrow(to, fmt::format("static_cast<double>({})", value));
-    return fmt::format("static_cast<{}>({})", target, value);
-  }
-  if (is_float(from)) return fmt::format("stitch_float_to_int<{}>({})", target, value);
-  if (is_float(to)) {
-    // i64 -> f32/f64 is one rounding in C++; to a narrow float, round to odd first.
-    if (is_narrow_float(to)) {
-      return round_to_narrow(to, fmt::format("stitch_i64_to_f64_round_to_odd({})", value));
-    }
-    return fmt::format("static_cast<{}>({})", target, value);
-  }
-  // Integer -> integer wraps (modulo 2^n, as GCC and C++20 define it).
-  return fmt::format("static_cast<{}>({})", target, value);
+  return common::cast_text(value, from, to);
 }
 
 }  // namespace stitch::codegen::cpu

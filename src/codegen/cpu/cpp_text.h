@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/common/c_text.h"
 #include "kir/expr.h"
 #include "stitch/dtype.h"
 #include "stitch/ops.h"
@@ -16,13 +17,12 @@ namespace stitch::codegen::cpu {
 // InternalError("C++ emitter: WHAT not supported yet").
 [[noreturn]] void unsupported(const std::string& what);
 
-// The C++ type a value of `t` is computed in: f16 and bf16 compute in float.
-std::string compute_type(DType t);
+using common::compute_type;
+using common::is_narrow_float;
+using common::round_to_narrow;
+
 // The C++ type a global buffer element is stored as (f16/bf16: uint16_t bits).
 std::string storage_type(DType t);
-bool is_narrow_float(DType t);
-// Rounds a float or double expression to an f16/bf16 compute value.
-std::string round_to_narrow(DType t, const std::string& value);
 
 // KIR names go into C++ unchanged; a name C++ would misread is refused.
 void check_identifier(const std::string& name);

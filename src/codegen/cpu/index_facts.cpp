@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "codegen/common/index_range.h"
+
 namespace stitch::codegen::cpu {
 namespace {
 
@@ -34,22 +36,9 @@ std::optional<IndexFacts::Range> IndexFacts::value_range(const Expr& e) const {
     std::optional<Range> a = value_range(e->operands[0]), b = value_range(e->operands[1]);
     if (!a || !b) return std::nullopt;
     switch (e->op) {
-      case OpKind::Add: r = Range{a->first + b->first, a->second + b->second}; break;
-      case OpKind::Sub: r = Range{a->first - b->second, a->second - b->first}; break;
-      case OpKind::Mul: {
-        __int128 p[] = {a->first * b->first, a->first * b->second, a->second * b->first, a->second * b->second};
-        r = Range{*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
-        break;
-      }
-      case OpKind::Div:
-        if (b->first == b->second && b->first > 0 && a->first >= 0) r = Range{a->first / b->first, a->second / b->first};
-        break;
-      case OpKind::Rem:
-        if (b->first == b->second && b->first > 0 && a->first >= 0) r = Range{0, std::min(a->second, b->first - 1)};
-        break;
       case OpKind::Min: r = Range{std::min(a->first, b->first), std::min(a->second, b->second)}; break;
       case OpKind::Max: r = Range{std::max(a->first, b->first), std::max(a->second, b->second)}; break;
-      default: break;
+      default: r = common::arithmetic_range(e->op, *a, *b); break;
     }
   }
   if (!r || r->first <= -kLimit || r->second >= kLimit) return std::nullopt;

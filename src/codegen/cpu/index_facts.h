@@ -11,13 +11,14 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/common/index_range.h"
 #include "kir/kernel.h"
 
 namespace stitch::codegen::cpu {
 
 class IndexFacts {
  public:
-  using Range = std::pair<__int128, __int128>;
+  using Range = common::IndexRange;
 
   // `lets`: the varying index lets the emitter recomputes (name -> definition),
   // owned and updated by the emitter per thread region.

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "codegen/common/index_range.h"
+#include "codegen/common/source_writer.h"
 #include "codegen/cuda/cuda_runtime_text.h"
 #include "codegen/cuda/cuda_text.h"
 #include "kir/verifier.h"
@@ -50,9 +52,9 @@ void collect_assigned(const StmtList& stmts, std::set<std::string>& names) {
   }
 }
 
-using Range = std::pair<__int128, __int128>;
+using Range = common::IndexRange;
 
-class KernelEmitter {
+class KernelEmitter : private common::SourceWriter {
  public:
   explicit KernelEmitter(const Kernel& k) : k_(k) {}
 
@@ -88,12 +90,6 @@ class KernelEmitter {
   }
 
  private:
-  void line(const std::string& text) {
-    out_.append(static_cast<size_t>(depth_) * 2, ' ');
-    out_ += text;
-    out_ += '\n';
-  }
-
   // The grid loop spans the launch grid exactly (docs/kernel-ir.md): its
   // variable is the block index and its body runs once in every thread.
   void emit_grid_loop(const kir::ForStmt& f) {
@@ -272,23 +268,7 @@ class KernelEmitter {
       const std::optional<Range> a = range(e->operands[0]);
       const std::optional<Range> b = range(e->operands[1]);
       if (!a || !b) return std::nullopt;
-      switch (e->op) {
-        case OpKind::Add: r = Range{a->first + b->first, a->second + b->second}; break;
-        case OpKind::Sub: r = Range{a->first - b->second, a->second - b->first}; break;
-        case OpKind::Mul: {
-          const __int128 p[] = {a->first * b->first, a->first * b->second, a->second * b->first,
-                                a->second * b->second};
-          r = Range{std::min({p[0], p[1], p[2], p[3]}), std::max({p[0], p[1], p[2], p[3]})};
-          break;
-        }
-        case OpKind::Div:
-          if (b->first == b->second && b->first > 0 && a->first >= 0) r = Range{a->first / b->first, a->second / b->first};
-          break;
-        case OpKind::Rem:
-          if (b->first == b->second && b->first > 0 && a->first >= 0) r = Range{0, std::min(a->second, b->first - 1)};
-          break;
-        default: break;
-      }
+      r = common::arithmetic_range(e->op, *a, *b);
     }
     if (!r || r->first < -kLimit || r->second > kLimit) return std::nullopt;
     return r;
@@ -364,8 +344,6 @@ class KernelEmitter {
   }
 
   const Kernel& k_;
-  std::string out_;
-  int depth_ = 0;
   std::set<std::string> assigned_;     // locals ever assigned: their let value is not a range
   std::map<std::string, Range> ranges_;  // i64 names with known bounds (names are unique per kernel)
 };

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU benchmarks (docs/benchmarks.md): every workload's entry graph under
-# the none and xla planners, timed against a copy of the same byte footprint,
+# the none, xla and stitch planners (PLANNERS overrides), timed against a copy
+# of the same byte footprint,
 # plus the hand-written references when that binary is built. Writes
 # bench/results/cpu-<date>.json and its chart cpu-<date>.svg.
 #   scripts/bench.sh [build-dir]     (default: build)
@@ -10,6 +11,7 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 repeat=${REPEAT:-10}
 warmup=${WARMUP:-2}
+planners=${PLANNERS:-none,xla,stitch}
 
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON >/dev/null
@@ -26,7 +28,7 @@ json=bench/results/cpu-$date.json
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-"$build_dir/stitch" bench bench/workloads/*.stitch --backend cpu --planners none,xla \
+"$build_dir/stitch" bench bench/workloads/*.stitch --backend cpu --planners "$planners" \
   --repeat "$repeat" --warmup "$warmup" --json "$scratch/stitch.json"
 
 reference=$(find "$build_dir" -name stitch_bench_reference -type f -perm -u+x 2>/dev/null | head -n 1)

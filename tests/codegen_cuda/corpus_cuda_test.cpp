@@ -1,5 +1,5 @@
 // Every kernel the test corpus lowers to (bench/workloads/*.stitch and
-// tests/ir/corpus/*.stitch, every graph, planners none and xla) is emitted as
+// tests/ir/corpus/*.stitch, every graph, planners none, xla and stitch) is emitted as
 // CUDA C, one translation unit per file, compiled by NVRTC for sm_80 and sm_90
 // (PTX and cubin) and assembled again by the toolkit's ptxas from that PTX.
 // Structure is checked per kernel, in the source and in the PTX: shuffles
@@ -30,7 +30,7 @@ TEST_P(CorpusCuda, CompilesForSm80AndSm90) {
   const std::string file = GetParam();
   std::vector<kir::Kernel> kernels;
   for (const Graph& g : parse_file(file).graphs) {
-    for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
+    for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch}) {
       const std::string prefix = identifier("k_" + g.name() + "_" + std::string(planner_name(planner)));
       LoweredKernels lowered = lower_for_cuda(g, planner, prefix);
       // Groups the lowering refuses are the CPU corpus test's business; here

@@ -158,14 +158,11 @@ class ReductionLowerer {
   void lower_rows() {
     Expr rows = element_count_expr(out_shape_);
     Expr len = element_count_expr(red_shape_);
-    int64_t static_len = -1;
-    kir::is_int_constant(len, &static_len);
-    // A short static row needs fewer threads; the block reduction wants a
-    // multiple of 32.
-    int64_t threads = kRowBlockThreads;
-    if (static_len >= 0) threads = std::clamp<int64_t>((static_len + 31) / 32 * 32, 32, kRowBlockThreads);
-    Expr steps = static_len >= 0 ? kir::int_const((static_len + threads - 1) / threads) : (len + (threads - 1)) / threads;
-    bool guard = static_len < 0 || static_len % threads != 0;
+    // A short static row needs fewer threads (row_geometry).
+    const RowGeometry geometry = row_geometry(len, kRowBlockThreads);
+    const int64_t threads = geometry.threads;
+    const Expr steps = geometry.steps;
+    const bool guard = geometry.guard;
     std::vector<std::string> scratch;
     for (size_t k = 0; k < group_.roots.size(); ++k) {
       const Node& n = root_node(g_, group_, k);

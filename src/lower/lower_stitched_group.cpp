@@ -181,12 +181,11 @@ class StitchedLowerer {
   void lower_rows() {
     Expr rows = element_count_expr(outer_);
     Expr len = element_count_expr(red_shape_);
-    int64_t static_len = -1;
-    kir::is_int_constant(len, &static_len);
-    int64_t threads = kRowBlockThreads;
-    if (static_len >= 0) threads = std::clamp<int64_t>((static_len + 31) / 32 * 32, 32, kRowBlockThreads);
-    Expr steps = static_len >= 0 ? kir::int_const((static_len + threads - 1) / threads) : (len + (threads - 1)) / threads;
-    const bool guard = static_len < 0 || static_len % threads != 0;
+    const RowGeometry geometry = row_geometry(len, kRowBlockThreads);
+    const int64_t static_len = geometry.static_len;
+    const int64_t threads = geometry.threads;
+    const Expr steps = geometry.steps;
+    const bool guard = geometry.guard;
     for (const auto& phase : domain_.phases) {
       for (int n : phase) {
         DType t = accumulator_dtype(g_.type(node(n).output).dtype);

@@ -1,5 +1,6 @@
 #include "lower/reduction_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -8,6 +9,17 @@
 namespace stitch::lower {
 
 using kir::Expr;
+
+RowGeometry row_geometry(const Expr& len, int64_t max_threads) {
+  RowGeometry r;
+  kir::is_int_constant(len, &r.static_len);
+  r.threads = max_threads;
+  if (r.static_len >= 0) r.threads = std::clamp<int64_t>((r.static_len + 31) / 32 * 32, 32, max_threads);
+  r.steps = r.static_len >= 0 ? kir::int_const((r.static_len + r.threads - 1) / r.threads)
+                              : (len + (r.threads - 1)) / r.threads;
+  r.guard = r.static_len < 0 || r.static_len % r.threads != 0;
+  return r;
+}
 
 DType accumulator_dtype(DType t) { return (t == DType::f16 || t == DType::bf16) ? DType::f32 : t; }
 

@@ -27,4 +27,17 @@ kir::Expr reduction_identity(OpKind op, DType t);
 // elements: mean divides by the count, f16/bf16 round once from f32.
 kir::Expr finish_reduction(const Graph& g, const Node& n, const kir::Expr& total, const kir::Expr& count);
 
+// The row schedule's geometry for rows of `len` elements (docs/lowering.md,
+// Row schedule): `threads` per block (256, or a short static row rounded up
+// to a multiple of 32, as the block reduction wants), the `steps` each thread
+// strides, and whether the last step needs a bounds `guard`. `static_len` is
+// the row length when it is a constant, else -1.
+struct RowGeometry {
+  int64_t static_len = -1;
+  int64_t threads = 0;
+  kir::Expr steps;
+  bool guard = true;
+};
+RowGeometry row_geometry(const kir::Expr& len, int64_t max_threads);
+
 }  // namespace stitch::lower

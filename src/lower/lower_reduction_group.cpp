@@ -215,10 +215,9 @@ class ReductionLowerer {
     constexpr int64_t threads = kColumnBlockThreads;
     Expr count = element_count_expr(out_shape_);
     Expr len = element_count_expr(red_shape_);
-    int64_t static_count = 0;
-    bool is_static = kir::is_int_constant(count, &static_count);
-    bool guard = !is_static || static_count % threads != 0;
-    Expr blocks = is_static ? kir::int_const((static_count + threads - 1) / threads) : (count + (threads - 1)) / threads;
+    const ColumnGeometry geometry = column_geometry(count, threads);
+    const Expr blocks = geometry.blocks;
+    const bool guard = geometry.guard;
     kb_.launch(blocks, threads);
     kb_.grid("blk", blocks, [&](const Expr& b) {
       kb_.block("thr", threads, [&](const Expr& t) {

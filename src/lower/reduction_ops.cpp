@@ -21,6 +21,15 @@ RowGeometry row_geometry(const Expr& len, int64_t max_threads) {
   return r;
 }
 
+ColumnGeometry column_geometry(const Expr& count, int64_t threads) {
+  ColumnGeometry c;
+  int64_t static_count = 0;
+  const bool is_static = kir::is_int_constant(count, &static_count);
+  c.guard = !is_static || static_count % threads != 0;
+  c.blocks = is_static ? kir::int_const((static_count + threads - 1) / threads) : (count + (threads - 1)) / threads;
+  return c;
+}
+
 DType accumulator_dtype(DType t) { return (t == DType::f16 || t == DType::bf16) ? DType::f32 : t; }
 
 OpKind combine_op(OpKind op) {

@@ -40,4 +40,14 @@ struct RowGeometry {
 };
 RowGeometry row_geometry(const kir::Expr& len, int64_t max_threads);
 
+// The column schedule's geometry for `count` outputs, one thread each
+// (docs/lowering.md, Column / general schedule): the `blocks` of `threads`,
+// and whether the last block has threads past the end (`guard`): those read
+// the last output's elements (lin_read = min(lin, count - 1)) and store nothing.
+struct ColumnGeometry {
+  kir::Expr blocks;
+  bool guard = true;
+};
+ColumnGeometry column_geometry(const kir::Expr& count, int64_t threads);
+
 }  // namespace stitch::lower

@@ -1,0 +1,131 @@
+#include "schedule/group_shared_memory.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "stitch/error.h"
+
+namespace stitch::schedule {
+namespace {
+
+// A block reduction's partials are kept at the accumulator's width: f16 and
+// bf16 accumulate in f32 (docs/lowering.md, Accumulator).
+int64_t partial_bytes(DType t) {
+  return (t == DType::f16 || t == DType::bf16) ? 4 : static_cast<int64_t>(dtype_size(t));
+}
+
+class Planner {
+ public:
+  Planner(const Graph& g, const FusionGroup& group, const StitchedDomain& domain, const StitchedLayout& layout)
+      : g_(g), group_(group), domain_(domain), layout_(layout) {
+    for (size_t k = 0; k < group.nodes.size(); ++k) local_[group.nodes[k]] = static_cast<int>(k);
+  }
+
+  GroupSharedMemory run() {
+    GroupSharedMemory m;
+    m.problem.successors.assign(group_.nodes.size(), {});
+    for (size_t k = 0; k < group_.nodes.size(); ++k) {
+      const Node& n = node(group_.nodes[k]);
+      m.problem.op_names.push_back(fmt::format("%{}", g_.value(n.output).name));
+      for (ValueId in : n.inputs) {
+        auto it = local_.find(g_.value(in).producer);
+        if (it != local_.end()) add_edge(m.problem.successors, it->second, static_cast<int>(k));
+      }
+    }
+    m.problem.budget_bytes = layout_.budget_bytes;
+    if (layout_.scratch_slots > 0) {
+      for (const auto& phase : domain_.phases) {
+        for (int r : phase) {
+          const int64_t bytes =
+              layout_.scratch_slots * layout_.rows_per_block * partial_bytes(g_.type(node(r).output).dtype);
+          m.problem.requests.push_back({local_.at(r), bytes, {}});
+          name_request(m.problem, local_.at(r), "scratch");
+        }
+      }
+    }
+    // Each cacheable value is tried in turn and kept only if the arena still fits.
+    for (int n : cacheable()) {
+      GroupSharedMemory trial = m;
+      const int64_t bytes = layout_.row_len * layout_.rows_per_block *
+                            static_cast<int64_t>(dtype_size(g_.type(node(n).output).dtype));
+      trial.problem.requests.push_back({local_.at(n), bytes, trial.problem.successors[local_.at(n)]});
+      name_request(trial.problem, local_.at(n), "row cache");
+      trial.plan = plan_shared_memory(trial.problem);
+      if (!trial.plan.ok()) continue;
+      trial.cached.push_back(n);
+      m = std::move(trial);
+    }
+    m.plan = plan_shared_memory(m.problem);
+    return m;
+  }
+
+ private:
+  const Node& node(int n) const { return g_.nodes()[static_cast<size_t>(n)]; }
+
+  // The printed plan names a buffer by its op: "scratch %m", "row cache %e".
+  static void name_request(SharedMemoryProblem& problem, int op, const char* purpose) {
+    std::string& name = problem.op_names[static_cast<size_t>(op)];
+    name = fmt::format("{} {}", purpose, name);
+  }
+
+  static void add_edge(Digraph& graph, int from, int to) {
+    std::vector<int>& out = graph[static_cast<size_t>(from)];
+    if (std::find(out.begin(), out.end(), to) == out.end()) out.push_back(to);
+  }
+
+  // In-group nodes whose values `from` is computed from within one phase: the
+  // walk stops at reductions (their totals are row-uniform) and at the group's edge.
+  void reach(ValueId from, std::set<int>& seen) const {
+    const int p = g_.value(from).producer;
+    if (p < 0 || !group_.contains(p) || is_reduction(node(p).op) || !seen.insert(p).second) return;
+    for (ValueId in : node(p).inputs) reach(in, seen);
+  }
+
+  // Expensive values of the row's shape that one phase computes and a later
+  // one (a later reduction, or the phase storing the roots) reads again.
+  std::vector<int> cacheable() const {
+    std::vector<std::set<int>> used;
+    for (const auto& phase : domain_.phases) {
+      used.emplace_back();
+      for (int r : phase) reach(node(r).inputs[0], used.back());
+    }
+    used.emplace_back();
+    for (int r : group_.roots) {
+      if (g_.type(node(r).output).shape == domain_.shape && !is_reduction(node(r).op)) reach(node(r).output, used.back());
+    }
+    std::vector<int> out;
+    for (int n : group_.nodes) {
+      if (op_info(node(n).op).category != OpCategory::HeavyElementwise) continue;
+      if (g_.type(node(n).output).shape != domain_.shape) continue;
+      size_t first = 0;
+      while (first < used.size() && !used[first].count(n)) ++first;
+      bool reused = false;
+      for (size_t q = first + 1; q < used.size(); ++q) reused = reused || used[q].count(n) > 0;
+      if (reused) out.push_back(n);
+    }
+    return out;
+  }
+
+  const Graph& g_;
+  const FusionGroup& group_;
+  const StitchedDomain& domain_;
+  const StitchedLayout& layout_;
+  std::map<int, int> local_;  // Graph node index -> index among the group's ops
+};
+
+}  // namespace
+
+GroupSharedMemory plan_group_shared_memory(const Graph& g, const FusionGroup& group, const StitchedDomain& domain,
+                                           const StitchedLayout& layout) {
+  STITCH_ASSERT(layout.row_len > 0 && layout.rows_per_block > 0, "plan_group_shared_memory: the layout needs a static row");
+  return Planner(g, group, domain, layout).run();
+}
+
+std::string print_group_shared_memory(const GroupSharedMemory& m) {
+  return print_shared_memory_plan(m.problem, m.plan);
+}
+
+}  // namespace stitch::schedule

@@ -1,0 +1,285 @@
+// The tile-group check (docs/fusion.md, Tile groups). A tile kernel gives each
+// block one outer index and keeps every reduction's results for the whole
+// tile in shared memory, so a reader may take any position inside the tile
+// but must stay in its own block: every read of a reduction's result has to
+// be at the block's outer index. That is checked by walking backwards from
+// each root and each reduction's input with a symbolic index: per dim, which
+// position of the domain's index it equals, a literal 0, or some position
+// inside the tile (after a slice).
+#include "fusion/tile_group.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_set>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace stitch {
+namespace {
+
+// A symbolic index component: a position of the domain's index, a literal 0
+// (a static 1 read by a broadcast), or an unknown position (kInTile) that
+// must not reach an outer dim of a reduction's result.
+constexpr int kZero = -1;
+constexpr int kInTile = -2;
+using Tags = std::vector<int>;
+
+bool is_static_one(const Dim& d) { return d.is_static() && d.extent() == 1; }
+
+std::vector<size_t> axes_of(const Graph& g, const Node& n) {
+  const size_t rank = g.type(n.inputs[0]).shape.size();
+  std::set<size_t> axes;
+  if (const AttrValue* a = n.attrs.find("axes")) {
+    for (int64_t x : a->as_ints()) axes.insert(static_cast<size_t>(x < 0 ? x + static_cast<int64_t>(rank) : x));
+  } else {
+    for (size_t d = 0; d < rank; ++d) axes.insert(d);
+  }
+  return {axes.begin(), axes.end()};
+}
+
+bool keeps_dims(const Node& n) {
+  const AttrValue* k = n.attrs.find("keepdims");
+  return k && k->as_bool();
+}
+
+// The reads of reductions' results, checked for the block's outer index.
+class OuterIndexReads {
+ public:
+  OuterIndexReads(const Graph& g, const std::vector<int>& nodes, const TileDomain& domain)
+      : g_(g), in_group_(nodes.begin(), nodes.end()), domain_(domain) {
+    for (int n : nodes) {
+      const Node& node = g_.nodes()[n];
+      bool dep = is_reduction(node.op);
+      for (ValueId v : node.inputs) {
+        const int p = g_.value(v).producer;
+        dep = dep || (p >= 0 && in_group_.count(p) && depends_.count(p));
+      }
+      if (dep) depends_.insert(n);
+    }
+  }
+
+  // "" when evaluating `v` at `tags` reads every reduction result at the
+  // block's own outer index.
+  std::string check(ValueId v, const Tags& tags) {
+    const int p = g_.value(v).producer;
+    if (p < 0 || !in_group_.count(p) || !depends_.count(p)) return "";
+    if (!visited_.insert({v.index, tags}).second) return "";
+    const Node& node = g_.nodes()[p];
+    const Shape& out = g_.type(v).shape;
+    if (is_reduction(node.op)) {
+      const std::vector<int> at = *tile_value_index(g_, domain_, v);
+      for (size_t k = 0; k < at.size(); ++k) {
+        const bool outer = at[k] >= 0 && !domain_.in_tile(static_cast<size_t>(at[k]));
+        if (outer && !is_static_one(domain_.shape[static_cast<size_t>(at[k])]) && tags[k] != at[k]) {
+          return fmt::format("{} is read at another block's outer index", g_.value_name(v));
+        }
+      }
+      return "";
+    }
+    auto operand = [&](size_t i, const Tags& t) { return check(node.inputs[i], t); };
+    switch (node.op) {
+      case OpKind::Broadcast: {
+        const Shape& in = g_.type(node.inputs[0]).shape;
+        const size_t lead = out.size() - in.size();
+        Tags j;
+        for (size_t k = 0; k < in.size(); ++k) j.push_back(is_static_one(in[k]) ? kZero : tags[lead + k]);
+        return operand(0, j);
+      }
+      case OpKind::Transpose: {
+        const size_t rank = out.size();
+        AttrValue::Ints perm;
+        if (const AttrValue* a = node.attrs.find("perm")) perm = a->as_ints();
+        for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
+        Tags j(rank);
+        for (size_t k = 0; k < rank; ++k) j[static_cast<size_t>(perm[k])] = tags[k];
+        return operand(0, j);
+      }
+      case OpKind::Reshape: {
+        // Only reshapes that insert or drop static 1s keep each dim's index.
+        const Shape& in = g_.type(node.inputs[0]).shape;
+        Tags kept;
+        Shape out_kept, in_kept;
+        for (size_t k = 0; k < out.size(); ++k) {
+          if (!is_static_one(out[k])) kept.push_back(tags[k]), out_kept.push_back(out[k]);
+        }
+        for (const Dim& d : in)
+          if (!is_static_one(d)) in_kept.push_back(d);
+        if (in_kept != out_kept) break;
+        Tags j;
+        size_t next = 0;
+        for (const Dim& d : in) j.push_back(is_static_one(d) ? kZero : kept[next++]);
+        return operand(0, j);
+      }
+      case OpKind::Slice: {
+        // A slice may move positions inside the tile, never an outer one.
+        const AttrValue::Ints& start = node.attrs.get("start").as_ints();
+        const AttrValue::Ints& step = node.attrs.get("step").as_ints();
+        Tags j;
+        for (size_t k = 0; k < tags.size(); ++k) {
+          const bool moved = start[k] != 0 || step[k] != 1;
+          const bool outer = tags[k] >= 0 && !domain_.in_tile(static_cast<size_t>(tags[k]));
+          if (moved && outer) return fmt::format("{} slices a block's outer index", g_.value_name(v));
+          j.push_back(moved ? kInTile : tags[k]);
+        }
+        return operand(0, j);
+      }
+      default:
+        if (is_elementwise(node.op)) {
+          for (size_t i = 0; i < node.inputs.size(); ++i) {
+            if (g_.type(node.inputs[i]).shape != out) return fmt::format("{} mixes shapes", g_.value_name(v));
+            if (std::string why = operand(i, tags); !why.empty()) return why;
+          }
+          return "";
+        }
+        break;
+    }
+    return fmt::format("{} ({}) reads a reduction's result at a moved index", g_.value_name(v), op_name(node.op));
+  }
+
+ private:
+  const Graph& g_;
+  std::unordered_set<int> in_group_;
+  const TileDomain& domain_;
+  std::unordered_set<int> depends_;  // nodes whose value depends on a reduction of the group
+  std::set<std::pair<int, Tags>> visited_;
+};
+
+// Why the tile of `domain` does not fit in one block, or "".
+std::string tile_size_problem(const Graph& g, const TileDomain& domain) {
+  int64_t elements = 1;
+  for (size_t d : domain.tile) {
+    if (!domain.shape[d].is_static()) {
+      return fmt::format("tile dim {} of {} is symbolic", d, shape_str(domain.shape));
+    }
+    elements *= domain.shape[d].extent();
+  }
+  int64_t element_bytes = 0;
+  int64_t result_bytes = 0;
+  for (const auto& phase : domain.phases) {
+    for (int r : phase) {
+      const Node& node = g.nodes()[r];
+      element_bytes = std::max<int64_t>(element_bytes, dtype_size(g.type(node.inputs[0]).dtype));
+      int64_t results = 1;
+      const std::vector<size_t> axes = axes_of(g, node);
+      for (size_t d : domain.tile) {
+        if (!std::binary_search(axes.begin(), axes.end(), d)) results *= domain.shape[d].extent();
+      }
+      result_bytes += results * dtype_size(g.type(node.output).dtype);
+    }
+  }
+  const int64_t bytes = elements * element_bytes + result_bytes;
+  if (bytes > kTileBytes) {
+    return fmt::format("the tile {} and its results take {} bytes, over the {} a block holds",
+                       shape_str(domain.tile_shape()), bytes, kTileBytes);
+  }
+  return "";
+}
+
+}  // namespace
+
+Shape TileDomain::outer_shape() const { return Shape(shape.begin(), shape.end() - static_cast<ptrdiff_t>(tile.size())); }
+
+Shape TileDomain::tile_shape() const { return Shape(shape.end() - static_cast<ptrdiff_t>(tile.size()), shape.end()); }
+
+std::optional<std::vector<int>> tile_value_index(const Graph& g, const TileDomain& domain, ValueId v) {
+  std::vector<int> index;
+  const int p = g.value(v).producer;
+  const Shape& shape = g.type(v).shape;
+  if (p >= 0 && is_reduction(g.nodes()[p].op) && g.type(g.nodes()[p].inputs[0]).shape == domain.shape) {
+    const Node& node = g.nodes()[p];
+    const std::vector<size_t> axes = axes_of(g, node);
+    for (size_t d = 0; d < domain.shape.size(); ++d) {
+      if (!std::binary_search(axes.begin(), axes.end(), d)) {
+        index.push_back(static_cast<int>(d));
+      } else if (keeps_dims(node)) {
+        index.push_back(kZero);
+      }
+    }
+    return index;
+  }
+  if (shape.size() != domain.shape.size()) return std::nullopt;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == domain.shape[d]) {
+      index.push_back(static_cast<int>(d));
+    } else if (is_static_one(shape[d]) && domain.in_tile(d)) {
+      index.push_back(kZero);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return index;
+}
+
+std::string tile_group_problem(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
+                               TileDomain* out) {
+  std::vector<int> sorted = nodes;
+  std::sort(sorted.begin(), sorted.end());
+  TileDomain domain;
+  bool have_shape = false;
+  std::set<std::vector<size_t>> axis_sets;
+  std::set<size_t> covered;
+  std::map<int, size_t> level;  // node -> dependence level (reductions count 1)
+  for (int n : sorted) {
+    const Node& node = g.nodes()[n];
+    const OpCategory c = op_info(node.op).category;
+    if (c == OpCategory::Dot) return "a dot cannot be in a tile group";
+    size_t lvl = 0;
+    for (ValueId v : node.inputs) {
+      auto it = level.find(g.value(v).producer);
+      if (it != level.end()) lvl = std::max(lvl, it->second);
+    }
+    if (c == OpCategory::Reduction) {
+      if (node.op == OpKind::ArgMax || node.op == OpKind::ArgMin) {
+        return fmt::format("{} cannot be in a tile group", op_name(node.op));
+      }
+      const Shape& in = g.type(node.inputs[0]).shape;
+      if (!have_shape) {
+        domain.shape = in;
+        have_shape = true;
+      } else if (in != domain.shape) {
+        return "reductions of different input shapes";
+      }
+      std::vector<size_t> axes = axes_of(g, node);
+      covered.insert(axes.begin(), axes.end());
+      axis_sets.insert(std::move(axes));
+      ++lvl;
+      if (domain.phases.size() < lvl) domain.phases.resize(lvl);
+      domain.phases[lvl - 1].push_back(n);
+    }
+    level[n] = lvl;
+  }
+  if (domain.phases.empty()) return "no reduction";
+  if (axis_sets.size() < 2) return "every reduction reduces the same axes (a stitched group)";
+  const size_t rank = domain.shape.size();
+  if (*covered.begin() + covered.size() != rank) {
+    return fmt::format("the reduced axes are not the innermost dims of {}", shape_str(domain.shape));
+  }
+  domain.tile.assign(covered.begin(), covered.end());
+  if (std::string why = tile_size_problem(g, domain); !why.empty()) return why;
+  OuterIndexReads reads(g, sorted, domain);
+  Tags identity;
+  for (size_t d = 0; d < rank; ++d) identity.push_back(static_cast<int>(d));
+  for (const auto& phase : domain.phases) {
+    for (int r : phase) {
+      if (std::string why = reads.check(g.nodes()[r].inputs[0], identity); !why.empty()) return why;
+    }
+  }
+  for (int r : roots) {
+    const ValueId v = g.nodes()[r].output;
+    std::optional<Tags> index = tile_value_index(g, domain, v);
+    bool every_outer = index.has_value();
+    for (size_t d = 0; every_outer && !domain.in_tile(d); ++d) {
+      every_outer = is_static_one(domain.shape[d]) || std::count(index->begin(), index->end(), static_cast<int>(d)) == 1;
+    }
+    if (!every_outer) {
+      return fmt::format("root {} is neither of the tile's shape nor of a reduction's result shape", g.value_name(v));
+    }
+    if (std::string why = reads.check(v, *index); !why.empty()) return why;
+  }
+  if (out) *out = std::move(domain);
+  return "";
+}
+
+}  // namespace stitch

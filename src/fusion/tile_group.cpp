@@ -199,16 +199,23 @@ std::optional<std::vector<int>> tile_value_index(const Graph& g, const TileDomai
     }
     return index;
   }
-  if (shape.size() != domain.shape.size()) return std::nullopt;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == domain.shape[d]) {
+  // Dims in order: kept, replaced by a static 1, or (tile dims and static 1s
+  // only) dropped. The first match is taken; any consistent choice is sound,
+  // since the readers are checked with the index this choice gives.
+  size_t k = 0;
+  for (size_t d = 0; d < domain.shape.size(); ++d) {
+    const bool droppable = domain.in_tile(d) || is_static_one(domain.shape[d]);
+    if (k < shape.size() && shape[k] == domain.shape[d]) {
       index.push_back(static_cast<int>(d));
-    } else if (is_static_one(shape[d]) && domain.in_tile(d)) {
+      ++k;
+    } else if (k < shape.size() && is_static_one(shape[k]) && droppable) {
       index.push_back(kZero);
-    } else {
+      ++k;
+    } else if (!droppable) {
       return std::nullopt;
     }
   }
+  if (k != shape.size()) return std::nullopt;
   return index;
 }
 
@@ -269,11 +276,7 @@ std::string tile_group_problem(const Graph& g, const std::vector<int>& nodes, co
   for (int r : roots) {
     const ValueId v = g.nodes()[r].output;
     std::optional<Tags> index = tile_value_index(g, domain, v);
-    bool every_outer = index.has_value();
-    for (size_t d = 0; every_outer && !domain.in_tile(d); ++d) {
-      every_outer = is_static_one(domain.shape[d]) || std::count(index->begin(), index->end(), static_cast<int>(d)) == 1;
-    }
-    if (!every_outer) {
+    if (!index) {
       return fmt::format("root {} is neither of the tile's shape nor of a reduction's result shape", g.value_name(v));
     }
     if (std::string why = reads.check(v, *index); !why.empty()) return why;

@@ -42,8 +42,8 @@ struct TileDomain {
 // How a value of `shape` is indexed from the domain's index: per dim a
 // position of domain.shape whose index it takes, or -1 (a static 1, index 0).
 // For a reduction node, from its axes and keepdims; for any other value,
-// `shape` must be the domain's shape with some tile dims replaced by static
-// 1s. Every outer dim that is not a static 1 must appear; nullopt otherwise.
+// the value's shape must be the domain's shape with some tile dims replaced
+// by static 1s or dropped (and static 1s dropped); nullopt otherwise.
 std::optional<std::vector<int>> tile_value_index(const Graph& g, const TileDomain& domain, ValueId v);
 
 // Why `nodes` with `roots` cannot be one tile kernel, or "" when they can:

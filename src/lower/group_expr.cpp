@@ -144,6 +144,7 @@ Expr GroupExpr::eval(ValueId v, const Index& idx) {
   int producer = g_.value(v).producer;
   if (producer < 0 || !in_group_.count(producer)) return kb_.load(buffer_of_.at(v.index), idx);
   if (auto it = bound_.find(v.index); it != bound_.end()) return it->second;
+  if (auto it = bound_at_.find(v.index); it != bound_at_.end()) return it->second(idx);
   std::string key = memo_key(v, idx);
   if (const Expr* e = find_memo(key)) return *e;
   Expr result = eval_node(g_.nodes()[producer], idx);

@@ -51,6 +51,10 @@ class GroupExpr {
   // kernel's reduction total, docs/lowering.md, Stitched groups), is `e` at
   // every index: the caller guarantees it is only read at the row it holds.
   void bind(ValueId v, const kir::Expr& e) { bound_[v.index] = e; }
+  // The same for a value held per position (a tile kernel's reduction
+  // results in shared memory, docs/lowering.md, Tile groups): `at(idx)` is
+  // v's value at idx.
+  void bind(ValueId v, std::function<kir::Expr(const Index&)> at) { bound_at_[v.index] = std::move(at); }
   // The memoised value of `v` at `idx` in the current scopes, if evaluated;
   // and a value to use for `v` at `idx` in the current scope (a cached copy).
   std::optional<kir::Expr> memoised(ValueId v, const Index& idx) const;
@@ -79,6 +83,7 @@ class GroupExpr {
   std::unordered_set<int> in_group_;
   std::unordered_map<int, std::string> buffer_of_;
   std::unordered_map<int, kir::Expr> bound_;
+  std::unordered_map<int, std::function<kir::Expr(const Index&)>> bound_at_;
   std::string status_buffer_;  // set by declare_params when the signature has one
   std::vector<std::map<std::string, kir::Expr>> memo_{1};
   int counter_ = 0;

@@ -69,7 +69,7 @@ Shape Generator::random_shape(int rank) {
       s.push_back(rng_.pick(symbols_));
       room /= o_.max_symbol_extent;
     } else {
-      int64_t extent = rng_.chance(0.15) || room < 2 ? 1 : rng_.between(2, std::min<int64_t>(8, room));
+      int64_t extent = rng_.chance(0.15) || room < 2 ? 1 : rng_.between(2, std::min(o_.max_extent, room));
       s.push_back(Dim(extent));
       room /= extent;
     }
@@ -236,9 +236,12 @@ bool Generator::step() {
   }
   weights.push_back(o_.mix.composite);
   weights.push_back(o_.mix.repeat);
+  // Only when on, so that the default mix draws exactly as before.
+  if (o_.mix.reduction_pattern > 0) weights.push_back(o_.mix.reduction_pattern);
   size_t chosen = rng_.weighted(weights);
   if (chosen == families.size()) return add_composite();
   if (chosen == families.size() + 1) return add_repeat();
+  if (chosen == families.size() + 2) return add_reduction_pattern();
   return add_op(rng_.pick(families[chosen]));
 }
 
@@ -252,6 +255,10 @@ void Generator::choose_outputs() {
     for (ValueId v : n.inputs) ++consumers[v.index];
   }
   std::vector<ValueId> outputs{g().nodes().back().output};
+  for (ValueId v : pattern_outputs_) {
+    bool fresh = std::find(outputs.begin(), outputs.end(), v) == outputs.end();
+    if (fresh && static_cast<int>(outputs.size()) < o_.max_outputs) outputs.push_back(v);
+  }
   for (auto it = g().nodes().rbegin() + 1; it != g().nodes().rend(); ++it) {
     if (static_cast<int>(outputs.size()) >= o_.max_outputs) break;
     if (consumers[it->output.index] == 0 && rng_.chance(0.5)) outputs.push_back(it->output);
@@ -320,7 +327,8 @@ double OpMix::weight(OpCategory c) const {
 
 Graph random_graph(const RandomGraphOptions& opts) {
   if (opts.dtypes.empty() || opts.min_nodes < 0 || opts.min_nodes > opts.max_nodes || opts.max_rank < 0 ||
-      opts.max_elements < 1 || opts.max_symbol_extent < 1 || opts.max_params < 0 || opts.max_outputs < 1) {
+      opts.max_extent < 2 || opts.max_elements < 1 || opts.max_symbol_extent < 1 || opts.max_params < 0 ||
+      opts.max_outputs < 1) {
     throw std::invalid_argument("random_graph: contradictory options");
   }
   return random_graph_detail::Generator(opts).run();

@@ -37,6 +37,10 @@ struct OpMix {
   double dot = 0.5;
   double composite = 0.3;        // softmax log_softmax logsumexp layer_norm rms_norm gelu silu
   double repeat = 0.3;           // an earlier node again, same operands and attributes (work for CSE)
+  // A reduction whose total, broadcast back, feeds elementwise ops together
+  // with the reduction's input: softmax, norms, column centring
+  // (random_graph_patterns.cpp). Off by default; stitched_options() turns it on.
+  double reduction_pattern = 0;
 
   double weight(OpCategory c) const;
 };
@@ -56,6 +60,8 @@ struct RandomGraphOptions {
   // Parameters may carry the symbols B and N, bound when inputs are made.
   bool symbolic_dims = true;
   int max_rank = 4;
+  // Static extents of parameters lie in [2, max_extent] (or are 1).
+  int64_t max_extent = 8;
   // Every value holds at most this many elements, counting each symbol as
   // max_symbol_extent; random_symbol_bindings() never binds a symbol above it.
   int64_t max_elements = 256;
@@ -82,6 +88,14 @@ Graph random_graph(const RandomGraphOptions& opts);
 // Options that vary with the seed (symbols on or off, rank, dtype subsets,
 // graph size), so one loop over seeds covers the space. What the suites use.
 RandomGraphOptions varied_options(uint64_t seed);
+
+// Options for the stitch planner's patterns (docs/fuzzing.md, Reduction ->
+// consumer graphs): mostly float graphs made of reduction patterns
+// (OpMix::reduction_pattern) and elementwise ops, with extents up to 130 (rows
+// shorter than 32 and not multiples of 32), symbolic batch dims on some seeds,
+// no empty dims. The patterns' constants keep every division and rsqrt away
+// from 0, so the documented tolerances hold.
+RandomGraphOptions stitched_options(uint64_t seed);
 
 // One extent in [1, max_extent] per symbol of the graph's parameters.
 SymbolBindings random_symbol_bindings(const Graph& g, uint64_t seed, int64_t max_extent);

@@ -138,10 +138,17 @@ class Generator {
   bool add_composite();
   bool add_repeat();
 
+  // Reduction -> consumer patterns (random_graph_patterns.cpp).
+  bool add_reduction_pattern();
+  std::vector<int64_t> pattern_axes(const Shape& s);
+  ValueId reduced_back(OpKind k, ValueId x, const std::vector<int64_t>& axes);
+
   const RandomGraphOptions& o_;
   Rng rng_;
   GraphBuilder b_;
   std::vector<Dim> symbols_;  // the symbols the parameters carry, so inputs bind every one
+  std::vector<ValueId> pattern_outputs_;  // per-row totals a pattern asked to return (LayerNorm's mean)
+  std::vector<int64_t> last_pattern_axes_;  // so the next pattern may reduce the same axes (a chain)
 };
 
 }  // namespace stitch::testing::random_graph_detail

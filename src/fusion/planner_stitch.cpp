@@ -2,9 +2,10 @@
 // XLA's plan, then block composition across reductions (FusionStitching 2019
 // §4): a kernel holding a reduction absorbs the kernels that read its results,
 // and those whose results it reads, whenever the merged kernel is a stitched
-// group (stitched_group.h) and the shared legality check allows it. The DP + beam search of DESIGN.md is a
-// later refinement; this form already makes softmax, layernorm and their
-// kin one kernel each.
+// group (stitched_group.h), the shared legality check allows it, and a block
+// can hold what its later phases read again (reread_refusal). The DP + beam
+// search of DESIGN.md is a later refinement; this form already makes softmax,
+// layernorm and their kin one kernel each.
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -20,6 +21,34 @@
 
 namespace stitch {
 namespace {
+
+// FusionStitching (2019 §4) stitches a reduction with its consumers only where
+// a block holds the data between phases (shared memory, cache); past that the
+// later phases re-read it from DRAM, a column with a large stride:
+// column_reduce_sub at 8192 x 2048 ran at 0.66x of xla's two kernels stitched
+// (docs/fusion.md, What a block re-reads). 48 KiB per block, as the row cache
+// of the stitched lowering (docs/lowering.md, Row cache).
+constexpr int64_t kBlockHoldBytes = 48 * 1024;
+
+// Profitability, apart from legality: why stitching `nodes` would make each
+// block re-read more than it can hold, or nothing.
+std::optional<std::string> reread_refusal(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
+                                          const StitchedDomain& domain) {
+  const StitchedReread reread = stitched_reread(g, nodes, roots, domain);
+  const int64_t bytes = reread.block_bytes();
+  if (bytes < 0) {
+    // A symbolic row is assumed to fit (a model's hidden or sequence dim, a
+    // few thousand elements); a symbolic column is a batch dim, unbounded,
+    // and xla's split costs little at any size.
+    if (domain.innermost()) return std::nullopt;
+    return fmt::format("a block would re-read a column of symbolic length x {} x {} B between phases",
+                       reread.block_width, reread.bytes_per_element);
+  }
+  if (bytes <= kBlockHoldBytes) return std::nullopt;
+  return fmt::format("a block would re-read {} x {} x {} B = {} KiB between phases, over the {} KiB it holds",
+                     reread.reduced_extent, reread.block_width, reread.bytes_per_element, bytes / 1024,
+                     kBlockHoldBytes / 1024);
+}
 
 class StitchPlanner {
  public:
@@ -114,9 +143,12 @@ class StitchPlanner {
     nodes.insert(nodes.end(), groups_[b].nodes.begin(), groups_[b].nodes.end());
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    std::string problem = stitched_group_problem(g_, nodes, merged_roots(a, b));
+    const std::vector<int> roots = merged_roots(a, b);
+    StitchedDomain domain;
+    std::string problem = stitched_group_problem(g_, nodes, roots, &domain);
     if (!problem.empty()) return problem;
     if (auto reason = check_merge_legality(g_, groups_, a, b)) return reason;
+    if (auto reason = reread_refusal(g_, nodes, roots, domain)) return reason;
     if (budget_ >= 0 && applied_ >= budget_) {
       return fmt::format("STITCH_MAX_FUSIONS={} fusions already applied", max_fusions_);
     }

@@ -229,4 +229,92 @@ std::string stitched_group_problem(const Graph& g, const std::vector<int>& nodes
   return "";
 }
 
+namespace {
+
+// A value a block holds per reduced element: neither a scalar nor a per-row
+// value (a total, a column domain's gamma), which a block holds as one.
+bool is_row_data(const StitchedDomain& domain, const Shape& shape) {
+  if (shape == domain.shape) return true;
+  return !std::all_of(shape.begin(), shape.end(), is_static_one) && !stitched_root_index(domain, shape);
+}
+
+}  // namespace
+
+int64_t StitchedReread::block_bytes() const {
+  if (bytes_per_element == 0) return 0;
+  if (reduced_extent < 0) return -1;
+  return bytes_per_element * reduced_extent * block_width;
+}
+
+StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
+                               const StitchedDomain& domain) {
+  const std::unordered_set<int> in_group(nodes.begin(), nodes.end());
+  // What each phase evaluates: its reductions' inputs; the store phase, the roots.
+  std::vector<std::vector<ValueId>> heads;
+  for (const auto& phase : domain.phases) {
+    heads.emplace_back();
+    for (int r : phase) heads.back().push_back(g.nodes()[r].inputs[0]);
+  }
+  heads.emplace_back();
+  for (int r : roots) {
+    if (!is_reduction(g.nodes()[r].op)) heads.back().push_back(g.nodes()[r].output);
+  }
+  std::set<int> loaded;       // group inputs an earlier phase read
+  std::set<int> earlier_heads;  // reduction inputs of earlier phases
+  std::set<int> reloads;      // first candidate: group inputs read again
+  std::set<int> frontier;     // second: where later cones first meet earlier work
+  // Walks one phase's cone down to the group's inputs, past totals (a block
+  // holds those as scalars); `stop` ends a path at a value it returns true for.
+  auto walk = [&](const std::vector<ValueId>& from, const auto& stop) {
+    std::set<int> seen;
+    std::vector<ValueId> stack = from;
+    while (!stack.empty()) {
+      ValueId v = stack.back();
+      stack.pop_back();
+      if (!seen.insert(v.index).second || stop(v)) continue;
+      const int p = g.value(v).producer;
+      if (p < 0 || !in_group.count(p) || is_reduction(g.nodes()[p].op)) continue;
+      for (ValueId in : g.nodes()[p].inputs) stack.push_back(in);
+    }
+    return seen;
+  };
+  auto row_data = [&](ValueId v) { return is_row_data(domain, g.type(v).shape); };
+  auto is_load = [&](ValueId v) {
+    const int p = g.value(v).producer;
+    return p < 0 || !in_group.count(p);
+  };
+  for (size_t k = 0; k < heads.size(); ++k) {
+    walk(heads[k], [&](ValueId v) {
+      if (!row_data(v) || !(earlier_heads.count(v.index) || (is_load(v) && loaded.count(v.index)))) return false;
+      frontier.insert(v.index);
+      return true;
+    });
+    for (int v : walk(heads[k], [](ValueId) { return false; })) {
+      if (!is_load(ValueId{v}) || !row_data(ValueId{v})) continue;
+      if (loaded.count(v)) reloads.insert(v);
+      loaded.insert(v);
+    }
+    for (ValueId h : heads[k]) earlier_heads.insert(h.index);
+  }
+  auto bytes = [&](const std::set<int>& values) {
+    int64_t n = 0;
+    for (int v : values) n += dtype_size(g.type(ValueId{v}).dtype);
+    return n;
+  };
+  StitchedReread out;
+  out.bytes_per_element = std::min(bytes(reloads), bytes(frontier));
+  out.reduced_extent = 1;
+  for (size_t a : domain.axes) {
+    const Dim& d = domain.shape[a];
+    out.reduced_extent = d.is_static() && out.reduced_extent >= 0 ? out.reduced_extent * d.extent() : -1;
+  }
+  if (!domain.innermost()) {
+    out.block_width = kStitchedColumnBlockThreads;
+    int64_t columns = 1;
+    for (const Dim& d : domain.outer_shape()) columns = d.is_static() && columns >= 0 ? columns * d.extent() : -1;
+    if (columns >= 0) out.block_width = std::min(columns, kStitchedColumnBlockThreads);
+  }
+  return out;
+}
+
 }  // namespace stitch

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,5 +51,30 @@ bool is_stitched_group(const Graph& g, const std::vector<int>& nodes, const std:
 // drop 1s lie between a reduction and its readers. Fills `domain` on success.
 std::string stitched_group_problem(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
                                    StitchedDomain* domain = nullptr);
+
+// The threads of a column-schedule block, one column each (docs/lowering.md,
+// Stitched groups: Column schedule).
+inline constexpr int64_t kStitchedColumnBlockThreads = 256;
+
+// What one block of a stitched kernel reads again from memory after the phase
+// that first read it (docs/fusion.md, What a block re-reads): each phase
+// recomputes its values from the group's inputs, so the values a later phase
+// needs come back from DRAM unless the block holds them between phases (a
+// row in shared memory or cache). Counted per reduced element, as the
+// smaller of two sets that each suffice to hold: the group's inputs that an
+// earlier phase loaded, or the earlier phases' reduction inputs (and loads)
+// where the later phases' cones first meet them. Per-row values (a total, a
+// gamma of a column domain) are not counted.
+struct StitchedReread {
+  int64_t bytes_per_element = 0;  // summed dtype sizes of the held values; 0: no phase re-reads
+  int64_t reduced_extent = -1;    // elements of one row (column); -1 when symbolic
+  int64_t block_width = 1;        // rows (columns) one block owns: 1, or the column block
+  // The bytes a block holds between phases; -1 when the reduced extent is symbolic.
+  int64_t block_bytes() const;
+};
+
+// `domain` as stitched_group_problem fills it for the same nodes and roots.
+StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
+                               const StitchedDomain& domain);
 
 }  // namespace stitch

@@ -25,19 +25,25 @@ Graph workload(const std::string& file, const std::string& name) {
   return canonicalize(*g);
 }
 
-// Every workload xla splits at a reduction is one kernel under stitch.
+// Every workload xla splits at a reduction is one kernel under stitch, except
+// the full column_reduce_sub: a block would re-read its 8192-long columns
+// from DRAM between the phases (docs/fusion.md, What a block re-reads).
 TEST(StitchPlanner, CorpusReductionWorkloadsBecomeOneKernel) {
   const std::map<std::string, size_t> xla_kernels = {
       {"softmax", 4}, {"softmax_explicit", 4}, {"log_softmax", 4},       {"layernorm", 4},
       {"rmsnorm", 3}, {"residual_layernorm", 4}, {"column_reduce_sub", 2},
   };
   for (const auto& [name, xla] : xla_kernels) {
-    SCOPED_TRACE(name);
     for (const std::string& graph : {name, name + "_small"}) {
+      SCOPED_TRACE(graph);
       Graph g = workload(name + ".stitch", graph);
       EXPECT_EQ(plan(g, PlannerKind::Xla).groups.size(), xla);
       FusionPlan p = plan(g, PlannerKind::Stitch);
       check_plan_invariants(g, p);
+      if (graph == "column_reduce_sub") {
+        EXPECT_EQ(p.groups.size(), xla) << print_plan(g, p);
+        continue;
+      }
       ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
       EXPECT_EQ(p.groups[0].kind, GroupKind::Stitched);
       EXPECT_TRUE(p.refusals.empty()) << print_plan(g, p);
@@ -65,6 +71,10 @@ TEST(StitchPlanner, AbsorbsProducerKernels) {
   check_plan_invariants(g, p);
   ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
   EXPECT_EQ(p.groups[0].kind, GroupKind::Stitched);
+  // The block holds one row of h (4 KiB), not x, b and res apart.
+  StitchedDomain d;
+  ASSERT_EQ(stitched_group_problem(g, p.groups[0].nodes, p.groups[0].roots, &d), "");
+  EXPECT_EQ(stitched_reread(g, p.groups[0].nodes, p.groups[0].roots, d).block_bytes(), 1024 * 4);
 }
 
 // Graphs without a reduction are planned exactly as xla plans them.
@@ -123,6 +133,80 @@ TEST(StitchedGroup, ProblemsNameTheReason) {
   EXPECT_EQ(d.phases.size(), 1u);
   EXPECT_TRUE(is_stitched_group(g, row, row));
   EXPECT_FALSE(is_stitched_group(g, {0}, {0}));
+}
+
+// The bytes a block holds between phases: one row of the normalised value for
+// the norms and softmax (x, or h = x + bias + residual, whichever the later
+// phases meet first), nothing for totals read only by per-row ops.
+TEST(StitchedReread, OneRowOfTheValueTheLaterPhasesReadAgain) {
+  const std::map<std::string, int64_t> row_bytes = {
+      {"softmax", 4096 * 4}, {"layernorm", 1024 * 4}, {"rmsnorm", 4096 * 4}, {"residual_layernorm", 768 * 4},
+  };
+  for (const auto& [name, bytes] : row_bytes) {
+    SCOPED_TRACE(name);
+    Graph g = workload(name + ".stitch", name);
+    FusionPlan p = plan(g, PlannerKind::Stitch);
+    ASSERT_EQ(p.groups.size(), 1u);
+    StitchedDomain d;
+    ASSERT_EQ(stitched_group_problem(g, p.groups[0].nodes, p.groups[0].roots, &d), "");
+    StitchedReread r = stitched_reread(g, p.groups[0].nodes, p.groups[0].roots, d);
+    EXPECT_EQ(r.bytes_per_element, 4);
+    EXPECT_EQ(r.block_width, 1);
+    EXPECT_EQ(r.block_bytes(), bytes);
+  }
+  Graph g = workload("column_reduce_sub.stitch", "column_reduce_sub_small");
+  FusionPlan p = plan(g, PlannerKind::Stitch);
+  ASSERT_EQ(p.groups.size(), 1u);
+  StitchedDomain d;
+  ASSERT_EQ(stitched_group_problem(g, p.groups[0].nodes, p.groups[0].roots, &d), "");
+  StitchedReread r = stitched_reread(g, p.groups[0].nodes, p.groups[0].roots, d);
+  // 123 rows of the 45 columns a block owns (fewer than its 256 threads).
+  EXPECT_EQ(r.block_width, 45);
+  EXPECT_EQ(r.block_bytes(), 123 * 45 * 4);
+}
+
+// Past the 48 KiB a block holds, the planner splits as xla does and says why;
+// symbolic rows are assumed to fit, symbolic columns are not; a column whose
+// totals only per-column ops read is never re-read, so it stays stitched.
+TEST(StitchPlanner, SplitsWhatABlockCannotHold) {
+  Graph column = workload("column_reduce_sub.stitch", "column_reduce_sub");
+  FusionPlan p = plan(column, PlannerKind::Stitch);
+  check_plan_invariants(column, p);
+  EXPECT_EQ(p.groups.size(), 2u);
+  EXPECT_NE(print_plan(column, p).find("stitch: a block would re-read 8192 x 256 x 4 B = 8192 KiB between phases, "
+                                       "over the 48 KiB it holds"),
+            std::string::npos)
+      << print_plan(column, p);
+
+  // A softmax row of 16384 f32 is 64 KiB; 12288 is exactly 48 KiB.
+  auto softmax_kernels = [](const std::string& shape) {
+    Graph g = canonical_graph("graph s(x: f32[" + shape + "]) -> (f32[" + shape + "]) {\n  y = softmax(x, axis=-1)\n"
+                              "  return y\n}");
+    return plan(g, PlannerKind::Stitch).groups.size();
+  };
+  EXPECT_EQ(softmax_kernels("8, 16384"), 4u);
+  EXPECT_EQ(softmax_kernels("8, 12288"), 1u);
+  EXPECT_EQ(softmax_kernels("8, N"), 1u);
+
+  Graph symbolic_column = canonical_graph(R"(graph c(x: f32[B, 45]) -> (f32[B, 45]) {
+  m = reduce_mean(x, axes=[0], keepdims=true)
+  y = sub(x, m)
+  return y
+})");
+  FusionPlan q = plan(symbolic_column, PlannerKind::Stitch);
+  EXPECT_EQ(q.groups.size(), 2u);
+  EXPECT_NE(print_plan(symbolic_column, q).find("stitch: a block would re-read a column of symbolic length"),
+            std::string::npos)
+      << print_plan(symbolic_column, q);
+
+  Graph totals_only = canonical_graph(R"(graph t(x: f32[8192, 2048]) -> (f32[2048]) {
+  m = reduce_mean(x, axes=[0])
+  y = rsqrt(add(m, 1.0))
+  return y
+})");
+  FusionPlan t = plan(totals_only, PlannerKind::Stitch);
+  ASSERT_EQ(t.groups.size(), 1u) << print_plan(totals_only, t);
+  EXPECT_EQ(t.groups[0].kind, GroupKind::Stitched);
 }
 
 // STITCH_MAX_FUSIONS counts stitching merges after xla's fusions.

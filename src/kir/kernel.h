@@ -117,6 +117,10 @@ struct ReduceStmt {
   std::string index_result;   // argmax/argmin only
   std::string scratch;        // block scope: shared buffer for per-warp partial values
   std::string index_scratch;  // block argmax/argmin: shared buffer for partial indices
+  // Warp scope: the lanes combined together, a power of two 2..32. Below 32
+  // the warp is split into segments of `width` consecutive lanes, each
+  // reduced alone (several short rows per warp); 32 for block scope.
+  int64_t width = kWarpSize;
 };
 
 struct Stmt {
@@ -127,6 +131,9 @@ struct Stmt {
 
 struct Kernel {
   std::string name;
+  // One line for a reader of the generated code (the row schedule chosen and
+  // why); the emitters print it as a comment above the kernel.
+  std::string note;
   // The calling convention: buffers in order, then scalars in order.
   std::vector<BufferParam> buffers;
   std::vector<ScalarParam> scalars;

@@ -92,9 +92,9 @@ void KernelBuilder::store(std::string buffer, std::vector<Expr> index, Expr valu
 
 void KernelBuilder::barrier() { current().push_back({BarrierStmt{}}); }
 
-Expr KernelBuilder::warp_reduce(OpKind op, Expr value, std::string result) {
+Expr KernelBuilder::warp_reduce(OpKind op, Expr value, std::string result, int64_t width) {
   DType dtype = value.dtype();
-  current().push_back({ReduceStmt{ReduceScope::Warp, op, std::move(value), Expr(), result, "", "", ""}});
+  current().push_back({ReduceStmt{ReduceScope::Warp, op, std::move(value), Expr(), result, "", "", "", width}});
   return var(std::move(result), dtype);
 }
 
@@ -106,10 +106,11 @@ Expr KernelBuilder::block_reduce(OpKind op, Expr value, std::string result, std:
 }
 
 std::pair<Expr, Expr> KernelBuilder::warp_arg_reduce(OpKind op, Expr value, Expr index,
-                                                     std::string result, std::string index_result) {
+                                                     std::string result, std::string index_result,
+                                                     int64_t width) {
   DType dtype = value.dtype();
   current().push_back({ReduceStmt{ReduceScope::Warp, op, std::move(value), std::move(index), result,
-                                  index_result, "", ""}});
+                                  index_result, "", "", width}});
   return {var(std::move(result), dtype), var(std::move(index_result))};
 }
 

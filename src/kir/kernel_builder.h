@@ -39,11 +39,12 @@ class KernelBuilder {
   void local_array(std::string name, DType dtype, int64_t count);
   void store(std::string buffer, std::vector<Expr> index, Expr value);
   void barrier();
-  Expr warp_reduce(OpKind op, Expr value, std::string result);
+  // `width` < 32: each segment of `width` consecutive lanes reduces alone.
+  Expr warp_reduce(OpKind op, Expr value, std::string result, int64_t width = kWarpSize);
   Expr block_reduce(OpKind op, Expr value, std::string result, std::string scratch);
   // argmax/argmin: returns (extremum, its index).
   std::pair<Expr, Expr> warp_arg_reduce(OpKind op, Expr value, Expr index, std::string result,
-                                        std::string index_result);
+                                        std::string index_result, int64_t width = kWarpSize);
   std::pair<Expr, Expr> block_arg_reduce(OpKind op, Expr value, Expr index, std::string result,
                                          std::string index_result, std::string scratch,
                                          std::string index_scratch);

@@ -93,6 +93,7 @@ class StmtPrinter {
     if (s.index.defined()) operands += ", " + print_expr(s.index);
     if (!s.scratch.empty()) operands += ", scratch=" + s.scratch;
     if (!s.index_scratch.empty()) operands += ", index_scratch=" + s.index_scratch;
+    if (s.width != kWarpSize) operands += fmt::format(", width={}", s.width);
     line(depth, fmt::format("{} = {}.{}({})", results, reduce_scope_name(s.scope), op_name(s.op), operands));
   }
 

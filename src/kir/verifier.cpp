@@ -414,8 +414,15 @@ class Walker {
     } else if (!s.scratch.empty() || !s.index_scratch.empty()) {
       problem(fmt::format("{} takes no scratch buffer", what));
     }
-    // A warp result is the same in a warp's lanes; a block result in the whole block.
-    Variance result = s.scope == ReduceScope::Warp ? join(Variance::VariesByWarp, ctx.control) : ctx.control;
+    const bool segmented = s.width != kWarpSize;
+    if (segmented && (s.scope != ReduceScope::Warp || s.width < 2 || s.width > kWarpSize || (s.width & (s.width - 1)) != 0)) {
+      problem(fmt::format("{} has width {}; a warp reduction's width is a power of two 2..{}, a block's {}", what,
+                          s.width, kWarpSize, kWarpSize));
+    }
+    // A warp result is the same in a warp's lanes (a segment's, when
+    // segmented: it varies by thread); a block result in the whole block.
+    Variance result = ctx.control;
+    if (s.scope == ReduceScope::Warp) result = join(segmented ? Variance::VariesByThread : Variance::VariesByWarp, ctx.control);
     raise_variance(s.result, result);
     declare(s.result, {SymbolKind::ReduceResult, dtype, 0, Access::ReadWrite, 0, ctx.thread_region});
     if (!s.index_result.empty()) {

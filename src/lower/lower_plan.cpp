@@ -1,11 +1,14 @@
 #include "lower/lower_plan.h"
 
+#include <fmt/format.h>
+
 #include "lower/lower_reduction_group.h"
 #include "lower/lower_stitched_group.h"
 
 namespace stitch::lower {
 
-std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, const std::string& prefix) {
+std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, const std::string& prefix,
+                                     const schedule::RowScheduleTarget& target) {
   std::vector<LoweredGroup> out;
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     const FusionGroup& group = plan.groups[i];
@@ -31,11 +34,16 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
     }
     if (lowered.not_lowered_reason.empty()) {
       std::string name = prefix + "_g" + std::to_string(i);
+      lowered.row_schedule = schedule::choose_row_schedule(g, group, target);
+      const schedule::RowSchedule row = lowered.row_schedule ? lowered.row_schedule->schedule : schedule::RowSchedule{};
       if (group.kind == GroupKind::Stitched) {
-        lowered.kernel = lower_stitched_group(g, group, name);
+        lowered.kernel = lower_stitched_group(g, group, name, row);
       } else {
-        lowered.kernel = group.kind == GroupKind::Reduction ? lower_reduction_group(g, group, name)
+        lowered.kernel = group.kind == GroupKind::Reduction ? lower_reduction_group(g, group, name, row)
                                                             : lower_loop_group(g, group, name);
+      }
+      if (lowered.row_schedule) {
+        lowered.kernel->note = fmt::format("row schedule: {} ({})", row.describe(), lowered.row_schedule->reason);
       }
       lowered.signature = loop_group_signature(g, group);
     }

@@ -13,6 +13,7 @@
 #include "kir/kernel_builder.h"
 #include "lower/group_expr.h"
 #include "lower/reduction_ops.h"
+#include "lower/row_nest.h"
 #include "stitch/error.h"
 
 namespace stitch::lower {
@@ -56,8 +57,9 @@ struct Accumulator {
 
 class ReductionLowerer {
  public:
-  ReductionLowerer(const Graph& g, const FusionGroup& group, const std::string& name)
-      : g_(g), group_(group), kb_(name) {}
+  ReductionLowerer(const Graph& g, const FusionGroup& group, const std::string& name,
+                   const schedule::RowSchedule& schedule)
+      : g_(g), group_(group), kb_(name), schedule_(schedule) {}
 
   kir::Kernel run() {
     std::string problem = reduction_group_problem(g_, group_);
@@ -155,53 +157,47 @@ class ReductionLowerer {
     return finish_reduction(g_, n, total.value, element_count_expr(red_shape_));
   }
 
+  // One schedule of docs/lowering.md, Row schedules: the row's threads stride
+  // over it (row_nest.h), then one reduction per root combines them.
   void lower_rows() {
-    Expr rows = element_count_expr(out_shape_);
     Expr len = element_count_expr(red_shape_);
-    // A short static row needs fewer threads (row_geometry).
-    const RowGeometry geometry = row_geometry(len, kRowBlockThreads);
-    const int64_t threads = geometry.threads;
-    const Expr steps = geometry.steps;
-    const bool guard = geometry.guard;
+    RowNest nest(kb_, schedule_, element_count_expr(out_shape_), len);
     std::vector<std::string> scratch;
     for (size_t k = 0; k < group_.roots.size(); ++k) {
       const Node& n = root_node(g_, group_, k);
       scratch.push_back("scratch" + std::to_string(k));
-      kb_.shared(scratch.back(), accumulator_dtype(g_, n), threads / kir::kWarpSize);
-      if (is_arg(n.op)) kb_.shared(scratch.back() + "_index", DType::i64, threads / kir::kWarpSize);
+      nest.declare_scratch(scratch.back(), accumulator_dtype(g_, n));
+      if (is_arg(n.op)) nest.declare_scratch(scratch.back() + "_index", DType::i64);
     }
-    kb_.launch(rows, threads);
-    kb_.grid("blk", rows, [&](const Expr& b) {
-      kb_.block("thr", threads, [&](const Expr& t) {
-        Index out = ex_.delinearize(b, out_shape_, "o");
-        std::vector<Accumulator> acc = init_accumulators();
-        kb_.serial("step", steps, [&](const Expr& s) {
-          ex_.scoped([&] {
-            Expr lin = kb_.let(ex_.fresh("r"), add_i(mul_i(s, kir::int_const(threads)), t));
-            if (guard) {
-              kb_.if_then(kir::op(OpKind::Lt, {lin, len}), [&] { ex_.scoped([&] { accumulate(acc, out, lin); }); });
-            } else {
-              accumulate(acc, out, lin);
-            }
-          });
-        });
-        std::vector<Accumulator> totals;
-        for (size_t k = 0; k < group_.roots.size(); ++k) {
-          OpKind op = block_op(root_node(g_, group_, k).op);
-          const std::string name = "total" + std::to_string(k);
-          if (is_arg(op)) {
-            auto [value, index] = kb_.block_arg_reduce(op, acc[k].value, acc[k].index, name, name + "_index",
-                                                       scratch[k], scratch[k] + "_index");
-            totals.push_back({value, index});
+    nest.emit([&](const RowThread& r) {
+      Index out = ex_.delinearize(r.row, out_shape_, "o");
+      std::vector<Accumulator> acc = init_accumulators();
+      kb_.serial("step", nest.steps(), [&](const Expr& s) {
+        ex_.scoped([&] {
+          Expr lin = kb_.let(ex_.fresh("r"), nest.position(r, s));
+          if (nest.guard()) {
+            kb_.if_then(kir::op(OpKind::Lt, {lin, len}), [&] { ex_.scoped([&] { accumulate(acc, out, lin); }); });
           } else {
-            totals.push_back({kb_.block_reduce(op, acc[k].value, name, scratch[k]), Expr()});
-          }
-        }
-        kb_.if_then(kir::op(OpKind::Eq, {t, kir::int_const(0)}), [&] {
-          for (size_t k = 0; k < group_.roots.size(); ++k) {
-            kb_.store(ex_.buffer(root_node(g_, group_, k).output), out, finish_value(k, totals[k]));
+            accumulate(acc, out, lin);
           }
         });
+      });
+      std::vector<Accumulator> totals;
+      for (size_t k = 0; k < group_.roots.size(); ++k) {
+        OpKind op = block_op(root_node(g_, group_, k).op);
+        const std::string name = "total" + std::to_string(k);
+        if (is_arg(op)) {
+          auto [value, index] =
+              nest.arg_reduce(op, acc[k].value, acc[k].index, name, name + "_index", scratch[k], scratch[k] + "_index");
+          totals.push_back({value, index});
+        } else {
+          totals.push_back({nest.reduce(op, acc[k].value, name, scratch[k]), Expr()});
+        }
+      }
+      nest.if_leader(r, [&] {
+        for (size_t k = 0; k < group_.roots.size(); ++k) {
+          kb_.store(ex_.buffer(root_node(g_, group_, k).output), out, finish_value(k, totals[k]));
+        }
       });
     });
   }
@@ -244,6 +240,7 @@ class ReductionLowerer {
   const Graph& g_;
   const FusionGroup& group_;
   kir::KernelBuilder kb_;
+  schedule::RowSchedule schedule_;
   GroupExpr ex_{g_, group_, kb_};
   Shape in_shape_, out_shape_, red_shape_;
   std::set<size_t> reduced_;
@@ -278,8 +275,9 @@ std::string reduction_group_problem(const Graph& g, const FusionGroup& group) {
   return "";
 }
 
-kir::Kernel lower_reduction_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name) {
-  return ReductionLowerer(g, group, kernel_name).run();
+kir::Kernel lower_reduction_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
+                                  const schedule::RowSchedule& schedule) {
+  return ReductionLowerer(g, group, kernel_name, schedule).run();
 }
 
 }  // namespace stitch::lower

@@ -8,6 +8,7 @@
 #include "fusion/fusion_plan.h"
 #include "kir/kernel.h"
 #include "lower/lower_loop_group.h"
+#include "schedule/row_schedule.h"
 #include "stitch/graph.h"
 
 namespace stitch::lower {
@@ -25,7 +26,11 @@ inline constexpr int64_t kColumnBlockThreads = 256;
 std::string reduction_group_problem(const Graph& g, const FusionGroup& group);
 
 // The signature is loop_group_signature's (inputs read, roots written, symbols).
-// Raises InternalError when reduction_group_problem is not empty. Verified.
-kir::Kernel lower_reduction_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name);
+// A reduction over the innermost axes follows `schedule` (docs/lowering.md,
+// Row schedules; multi-row-per-warp needs a static row of at most `lanes`
+// elements), any other the column schedule. Raises InternalError when
+// reduction_group_problem is not empty. Verified.
+kir::Kernel lower_reduction_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
+                                  const schedule::RowSchedule& schedule = {});
 
 }  // namespace stitch::lower

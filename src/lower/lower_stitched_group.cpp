@@ -17,6 +17,7 @@
 #include "lower/group_expr.h"
 #include "lower/lower_reduction_group.h"
 #include "lower/reduction_ops.h"
+#include "lower/row_nest.h"
 #include "stitch/error.h"
 
 namespace stitch::lower {
@@ -32,8 +33,9 @@ struct Root {
 
 class StitchedLowerer {
  public:
-  StitchedLowerer(const Graph& g, const FusionGroup& group, const std::string& name)
-      : g_(g), group_(group), kb_(name) {}
+  StitchedLowerer(const Graph& g, const FusionGroup& group, const std::string& name,
+                  const schedule::RowSchedule& schedule)
+      : g_(g), group_(group), kb_(name), schedule_(schedule) {}
 
   kir::Kernel run() {
     std::string problem = stitched_group_problem(g_, group_.nodes, group_.roots, &domain_);
@@ -150,8 +152,9 @@ class StitchedLowerer {
   // an expensive value of the row's shape that one phase computes and a later
   // phase reads again (softmax's exp) is kept for the row in a shared buffer
   // instead of being recomputed. Each thread reads back only the elements it
-  // wrote, so no barrier is needed. At most kRowCacheBytes per block.
-  void declare_row_caches(int64_t len) {
+  // wrote, so no barrier is needed. At most kRowCacheBytes per block: a block
+  // owning `rows_per_block` rows (warp schedules) keeps one slice per row.
+  void declare_row_caches(int64_t len, int64_t rows_per_block) {
     constexpr int64_t kRowCacheBytes = 48 * 1024;
     std::vector<std::set<int>> used;  // per phase, then the store phase
     for (const auto& phase : domain_.phases) {
@@ -168,81 +171,74 @@ class StitchedLowerer {
       while (first < used.size() && !used[first].count(n)) ++first;
       bool reused = false;
       for (size_t q = first + 1; q < used.size(); ++q) reused = reused || used[q].count(n);
-      const int64_t size = len * static_cast<int64_t>(dtype_size(accumulator_dtype(g_.type(v).dtype)));
+      const int64_t size =
+          rows_per_block * len * static_cast<int64_t>(dtype_size(accumulator_dtype(g_.type(v).dtype)));
       if (!reused || bytes + size > kRowCacheBytes) continue;
       bytes += size;
       cache_[n] = "row_cache" + std::to_string(cache_.size());
-      kb_.shared(cache_[n], g_.type(v).dtype, len);
+      kb_.shared(cache_[n], g_.type(v).dtype, rows_per_block * len);
     }
   }
 
-  // One block per row, T threads striding over it, as the row schedule of a
-  // reduction group; one strided loop per phase.
+  // The row schedule of a reduction group (row_nest.h): the row's threads
+  // stride over it once per phase, each phase ending in the row's reduction.
   void lower_rows() {
-    Expr rows = element_count_expr(outer_);
     Expr len = element_count_expr(red_shape_);
-    const RowGeometry geometry = row_geometry(len, kRowBlockThreads);
-    const int64_t static_len = geometry.static_len;
-    const int64_t threads = geometry.threads;
-    const Expr steps = geometry.steps;
-    const bool guard = geometry.guard;
+    RowNest nest(kb_, schedule_, element_count_expr(outer_), len);
     for (const auto& phase : domain_.phases) {
-      for (int n : phase) {
-        DType t = accumulator_dtype(g_.type(node(n).output).dtype);
-        kb_.shared(name("scratch", n), t, threads / kir::kWarpSize);
-      }
+      for (int n : phase) nest.declare_scratch(name("scratch", n), accumulator_dtype(g_.type(node(n).output).dtype));
     }
-    if (static_len > 0) declare_row_caches(static_len);
-    kb_.launch(rows, threads);
-    kb_.grid("blk", rows, [&](const Expr& b) {
-      kb_.block("thr", threads, [&](const Expr& t) {
-        Index out = ex_.delinearize(b, outer_, "o");
-        // Visits every element of the row: fn(domain index), in a fresh memo
-        // scope; values cached by earlier phases are read back, and cacheable
-        // values this phase computes are cached.
-        auto stride_row = [&](const std::string& var, const std::function<void(const Index&)>& fn) {
-          std::set<int> newly_cached;
-          kb_.serial(var, steps, [&](const Expr& s) {
-            ex_.scoped([&] {
-              Expr lin = kb_.let(ex_.fresh("r"), add_i(mul_i(s, kir::int_const(threads)), t));
-              auto visit = [&] {
-                ex_.scoped([&] {
-                  Index idx = domain_index(out, ex_.delinearize(lin, red_shape_));
-                  for (int n : cached_) ex_.remember(node(n).output, idx, kb_.let(ex_.fresh("c"), kb_.load(cache_.at(n), {lin})));
-                  fn(idx);
-                  for (const auto& [n, buffer] : cache_) {
-                    if (cached_.count(n)) continue;
-                    if (std::optional<Expr> e = ex_.memoised(node(n).output, idx)) {
-                      kb_.store(buffer, {lin}, *e);
-                      newly_cached.insert(n);
-                    }
+    if (nest.static_len() > 0) declare_row_caches(nest.static_len(), nest.rows_per_block());
+    nest.emit([&](const RowThread& r) {
+      Index out = ex_.delinearize(r.row, outer_, "o");
+      // Visits every element of the row: fn(domain index), in a fresh memo
+      // scope; values cached by earlier phases are read back, and cacheable
+      // values this phase computes are cached.
+      auto stride_row = [&](const std::string& var, const std::function<void(const Index&)>& fn) {
+        std::set<int> newly_cached;
+        kb_.serial(var, nest.steps(), [&](const Expr& s) {
+          ex_.scoped([&] {
+            Expr lin = kb_.let(ex_.fresh("r"), nest.position(r, s));
+            Expr at = nest.rows_per_block() == 1 ? lin : add_i(mul_i(r.slot, kir::int_const(nest.static_len())), lin);
+            auto visit = [&] {
+              ex_.scoped([&] {
+                Index idx = domain_index(out, ex_.delinearize(lin, red_shape_));
+                for (int n : cached_) ex_.remember(node(n).output, idx, kb_.let(ex_.fresh("c"), kb_.load(cache_.at(n), {at})));
+                fn(idx);
+                for (const auto& [n, buffer] : cache_) {
+                  if (cached_.count(n)) continue;
+                  if (std::optional<Expr> e = ex_.memoised(node(n).output, idx)) {
+                    kb_.store(buffer, {at}, *e);
+                    newly_cached.insert(n);
                   }
-                });
-              };
-              if (guard) {
-                kb_.if_then(kir::op(OpKind::Lt, {lin, len}), visit);
-              } else {
-                visit();
-              }
-            });
+                }
+              });
+            };
+            if (nest.guard()) {
+              kb_.if_then(kir::op(OpKind::Lt, {lin, len}), visit);
+            } else {
+              visit();
+            }
           });
-          cached_.insert(newly_cached.begin(), newly_cached.end());
-        };
-        for (size_t p = 0; p < domain_.phases.size(); ++p) {
-          const std::vector<int>& phase = domain_.phases[p];
-          std::vector<Expr> acc = init_accumulators(phase);
-          stride_row("step" + std::to_string(p), [&](const Index& idx) { accumulate(phase, acc, idx); });
-          for (size_t k = 0; k < phase.size(); ++k) {
-            int n = phase[k];
-            bind_total(n, kb_.block_reduce(block_op(node(n).op), acc[k], name("total", n), name("scratch", n)));
-          }
-          hoist_row_values(out, static_cast<int>(p) + 1);
+        });
+        cached_.insert(newly_cached.begin(), newly_cached.end());
+      };
+      for (size_t p = 0; p < domain_.phases.size(); ++p) {
+        const std::vector<int>& phase = domain_.phases[p];
+        std::vector<Expr> acc = init_accumulators(phase);
+        stride_row("step" + std::to_string(p), [&](const Index& idx) { accumulate(phase, acc, idx); });
+        for (size_t k = 0; k < phase.size(); ++k) {
+          int n = phase[k];
+          bind_total(n, nest.reduce(block_op(node(n).op), acc[k], name("total", n), name("scratch", n)));
         }
-        if (!full_roots_.empty()) stride_row("step_out", [&](const Index& idx) { store_full_roots(idx); });
-        if (!row_roots_.empty()) {
-          kb_.if_then(kir::op(OpKind::Eq, {t, kir::int_const(0)}), [&] { ex_.scoped([&] { store_row_roots(out); }); });
-        }
-      });
+        hoist_row_values(out, static_cast<int>(p) + 1);
+      }
+      // The store phase has no reduction after it, so owners past the last
+      // row may skip it as a whole.
+      if (!full_roots_.empty()) {
+        nest.if_valid(r, [&] { ex_.scoped([&] { stride_row("step_out", [&](const Index& idx) { store_full_roots(idx); }); }); });
+      }
+      if (!row_roots_.empty()) nest.if_leader(r, [&] { ex_.scoped([&] { store_row_roots(out); }); });
     });
   }
 
@@ -296,6 +292,7 @@ class StitchedLowerer {
   const Graph& g_;
   const FusionGroup& group_;
   kir::KernelBuilder kb_;
+  schedule::RowSchedule schedule_;
   GroupExpr ex_{g_, group_, kb_};
   StitchedDomain domain_;
   Shape outer_, red_shape_;
@@ -317,8 +314,9 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
   return stitched_group_problem(g, group.nodes, group.roots);
 }
 
-kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name) {
-  return StitchedLowerer(g, group, kernel_name).run();
+kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
+                                 const schedule::RowSchedule& schedule) {
+  return StitchedLowerer(g, group, kernel_name, schedule).run();
 }
 
 }  // namespace stitch::lower

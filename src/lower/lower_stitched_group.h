@@ -8,6 +8,7 @@
 
 #include "fusion/fusion_plan.h"
 #include "kir/kernel.h"
+#include "schedule/row_schedule.h"
 #include "stitch/graph.h"
 
 namespace stitch::lower {
@@ -16,11 +17,13 @@ namespace stitch::lower {
 // (stitched_group_problem of src/fusion/stitched_group.h).
 std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& group);
 
-// One kernel: a block per row when the reductions reduce the innermost axes
-// (each reduction a strided phase ending in a block reduction, then a phase
-// storing the roots), otherwise a thread per column (serial loops, no block
+// One kernel: the row schedule `schedule` when the reductions reduce the
+// innermost axes (each reduction a strided phase ending in the row's block or
+// warp reduction, then a phase storing the roots; docs/lowering.md, Row
+// schedules), otherwise a thread per column (serial loops, no block
 // reduction). The signature is loop_group_signature's. Raises InternalError
 // when the group is not stitchable. Verified.
-kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name);
+kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
+                                 const schedule::RowSchedule& schedule = {});
 
 }  // namespace stitch::lower

@@ -6,6 +6,8 @@
 #include <bit>
 #include <cstdlib>
 
+#include "schedule/row_schedule.h"
+
 namespace stitch::schedule {
 
 namespace {
@@ -71,8 +73,8 @@ void row_reduction(const GroupDescription& g, const GpuTarget& t, std::vector<Ke
     }
     // Rows shorter than a warp: `rows_per_warp` rows share a warp, each on a
     // power-of-two group of lanes.
-    if (l < warp) {
-      const int64_t lanes = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(l, 1))));
+    if (const std::optional<int64_t> segment = multi_row_lanes(l); segment && warp == kRowScheduleWarpSize) {
+      const int64_t lanes = *segment;
       const int64_t rows_per_warp = warp / lanes;
       KernelCandidate k = make("multi-row-per-warp", fmt::format("[GRID-WARP_{}-CTA_{},CTA];", warps, rows_per_warp),
                                ceil_div(m, warps * rows_per_warp), threads, g);

@@ -9,6 +9,7 @@
 #include "fusion/cost_model.h"
 #include "stitch/dtype.h"
 #include "stitch/ops.h"
+#include "schedule/select.h"
 
 namespace stitch::schedule {
 
@@ -73,12 +74,13 @@ std::variant<GroupDescription, std::string> describe_group(const Graph& g, const
     d.element_bytes = dtype_size(g.type(out).dtype);
     return d;
   }
+  // A reduction root, or for a stitched group (whose roots are often
+  // elementwise: softmax's division) its first reduction: all reduce one domain.
   const Node* reduction = nullptr;
-  for (int r : group.roots) {
-    const Node& n = g.nodes()[static_cast<size_t>(r)];
-    if (is_reduction(n.op)) {
-      reduction = &n;
-      break;
+  for (const std::vector<int>* nodes : {&group.roots, &group.nodes}) {
+    for (int r : *nodes) {
+      const Node& n = g.nodes()[static_cast<size_t>(r)];
+      if (!reduction && is_reduction(n.op)) reduction = &n;
     }
   }
   if (!reduction || !reduction->attrs.has("axes") || reduction->inputs.empty())
@@ -110,8 +112,23 @@ std::variant<GroupDescription, std::string> describe_group(const Graph& g, const
   return d;
 }
 
+namespace {
+
+// "  chosen: warp-per-row [GRID-WARP_8,CTA]; 256 threads (rank 1 of 15 on sm_90); the lowering uses it\n",
+// or "" for a group without a row schedule.
+std::string chosen_line(const Graph& g, const FusionGroup& group, const RowScheduleTarget& rows,
+                        const SymbolBindings& bindings) {
+  const std::optional<RowScheduleChoice> choice = choose_row_schedule(g, group, rows, bindings);
+  if (!choice) return "";
+  return fmt::format("  chosen: {} ({}); the lowering uses it\n", choice->schedule.describe(), choice->reason);
+}
+
+}  // namespace
+
 std::string explain_plan(const Graph& g, const FusionPlan& plan, const GpuTarget& target,
-                         const SymbolBindings& bindings, size_t top) {
+                         const SymbolBindings& bindings, size_t top, std::optional<RowScheduleKind> forced) {
+  RowScheduleTarget rows = RowScheduleTarget::gpu(target.arch);
+  rows.forced = forced;
   std::string out = fmt::format("schedule candidates on {} ({}), latency evaluator estimates:\n", target.arch,
                                 target.product);
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
@@ -123,6 +140,18 @@ std::string explain_plan(const Graph& g, const FusionPlan& plan, const GpuTarget
     }
     const GroupDescription& d = std::get<GroupDescription>(described);
     out += render_ranking(d, target, rank_candidates(d, target), top);
+    out += chosen_line(g, plan.groups[gi], rows, bindings);
+  }
+  return out;
+}
+
+std::string explain_row_schedules(const Graph& g, const FusionPlan& plan, const RowScheduleTarget& rows,
+                                  const SymbolBindings& bindings) {
+  std::string out = fmt::format("row schedules on {}:\n", rows.name());
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    const std::string line = chosen_line(g, plan.groups[gi], rows, bindings);
+    out += fmt::format("group {} [{}]:{}", gi, group_kind_name(plan.groups[gi].kind),
+                       line.empty() ? " no row schedule\n" : "\n" + line);
   }
   return out;
 }

@@ -3,11 +3,13 @@
 // Explaining a plan).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 
 #include "fusion/fusion_plan.h"
 #include "schedule/candidates.h"
+#include "schedule/select.h"
 #include "stitch/shape.h"
 
 namespace stitch::schedule {
@@ -20,8 +22,16 @@ std::variant<GroupDescription, std::string> describe_group(const Graph& g, const
                                                            int64_t default_extent = 1024);
 
 // For every group of `plan`: its description and the best `top` candidates on
-// `target` (0: all), or the reason it is not ranked.
+// `target` (0: all), or the reason it is not ranked; for a row-reduction or
+// stitched group also the row schedule the lowering takes for `target`
+// (select.h).
 std::string explain_plan(const Graph& g, const FusionPlan& plan, const GpuTarget& target,
-                         const SymbolBindings& bindings = {}, size_t top = 5);
+                         const SymbolBindings& bindings = {}, size_t top = 5,
+                         std::optional<RowScheduleKind> forced = std::nullopt);
+
+// For every group of `plan`: the row schedule the lowering takes for `rows`
+// (the CPU, or a forced kind), without a GPU ranking.
+std::string explain_row_schedules(const Graph& g, const FusionPlan& plan, const RowScheduleTarget& rows,
+                                  const SymbolBindings& bindings = {});
 
 }  // namespace stitch::schedule

@@ -11,11 +11,12 @@
 
 namespace stitch::testing {
 
-LoweredKernels lower_for_cuda(const Graph& graph, PlannerKind planner, const std::string& prefix) {
+LoweredKernels lower_for_cuda(const Graph& graph, PlannerKind planner, const std::string& prefix,
+                              const schedule::RowScheduleTarget& rows) {
   const Graph g = split_full_reductions(canonicalize(graph));
   const FusionPlan fusion_plan = plan(g, planner);
   LoweredKernels out;
-  for (lower::LoweredGroup& l : lower::lower_plan(g, fusion_plan, prefix)) {
+  for (lower::LoweredGroup& l : lower::lower_plan(g, fusion_plan, prefix, rows)) {
     if (l.kernel) {
       out.kernels.push_back(std::move(*l.kernel));
     } else if (fusion_plan.groups[l.group].kind != GroupKind::Library) {

@@ -8,6 +8,7 @@
 
 #include "fusion/planner.h"
 #include "kir/kernel.h"
+#include "schedule/select.h"
 #include "stitch/graph.h"
 
 namespace stitch::testing {
@@ -17,8 +18,10 @@ struct LoweredKernels {
   std::vector<std::string> not_lowered;  // one reason per loop/reduction group without a kernel
 };
 
-// `graph` as parsed; kernels are named "<prefix>_g<index>".
-LoweredKernels lower_for_cuda(const Graph& graph, PlannerKind planner, const std::string& prefix);
+// `graph` as parsed; kernels are named "<prefix>_g<index>". Row groups take
+// the row schedule chosen for `rows` (sm_90 unless told).
+LoweredKernels lower_for_cuda(const Graph& graph, PlannerKind planner, const std::string& prefix,
+                              const schedule::RowScheduleTarget& rows = schedule::RowScheduleTarget::gpu());
 
 // A C identifier made of `text` (other characters become '_').
 std::string identifier(const std::string& text);

@@ -168,6 +168,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
   }
   if (options.repeat < 1) throw UserError("--repeat must be at least 1");
   if (options.warmup < 0) throw UserError("--warmup must not be negative");
+  const std::optional<schedule::RowScheduleKind> forced = forced_row_schedule(options.row_schedule);
   std::vector<PlannerKind> planners;
   for (const std::string& p : options.planners) planners.push_back(implemented_planner(p));
   if (planners.empty()) throw UserError("--planners names no planner");
@@ -213,18 +214,20 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
       TemporaryDirectory cold_directory;
       double compile_s = 0, load_s = 0, memory_hit_s = 0;
       std::optional<runtime::cpu::CpuExecutable> exe;
+      runtime::cpu::CompileOptions compile_options;
+      compile_options.rows.forced = forced;
       try {
         runtime::cpu::KernelCache cold(cold_directory.path());
         Clock::time_point start = Clock::now();
-        runtime::cpu::CpuExecutable::compile(w.canonical, planner, cold);
+        runtime::cpu::CpuExecutable::compile(w.canonical, planner, cold, compile_options);
         compile_s = seconds_since(start);
         runtime::cpu::KernelCache warm(cold_directory.path());
         start = Clock::now();
-        runtime::cpu::CpuExecutable::compile(w.canonical, planner, warm);
+        runtime::cpu::CpuExecutable::compile(w.canonical, planner, warm, compile_options);
         load_s = seconds_since(start);
         // Same KernelCache object again: its in-memory level answers.
         start = Clock::now();
-        exe.emplace(runtime::cpu::CpuExecutable::compile(w.canonical, planner, warm));
+        exe.emplace(runtime::cpu::CpuExecutable::compile(w.canonical, planner, warm, compile_options));
         memory_hit_s = seconds_since(start);
       } catch (const UserError& e) {
         std::cout << fmt::format("{:<28} {:<7} unsupported: {}\n", w.name, planner_text, e.what());

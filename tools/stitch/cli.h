@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fusion/planner.h"
+#include "schedule/select.h"
 #include "stitch/graph.h"
 #include "stitch/tensor.h"
 
@@ -69,12 +70,20 @@ SymbolBindings parse_dims(const std::vector<std::string>& dims);
 
 // stitch plan (plan_command.cpp): the groups and the reason for every unfused edge;
 // with `explain`, each group's schedule candidates ranked for the GPU `target`.
+// --row-schedule NAME (docs/cli.md): the kind every row reduction and
+// stitched group takes instead of the chosen one; "" or "auto": none forced.
+std::optional<schedule::RowScheduleKind> forced_row_schedule(const std::string& name);
+std::vector<std::string> row_schedule_option_values();
+
+// stitch plan (plan_command.cpp): the groups and the reason for every unfused edge;
+// with `explain`, each group's schedule candidates ranked for the GPU `target`
+// (or, with target "cpu", the CPU's row schedules) and the row schedule chosen.
 int plan_command(const std::string& file, const std::string& graph_name, const std::string& planner,
                  const std::string& format, const std::vector<std::string>& dims, const std::string& output,
-                 bool explain = false, const std::string& target = "sm_90");
+                 bool explain = false, const std::string& target = "sm_90", const std::string& row_schedule = "");
 // stitch emit (plan_command.cpp): the generated translation unit.
 int emit_command(const std::string& file, const std::string& graph_name, const std::string& backend,
-                 const std::string& planner);
+                 const std::string& planner, const std::string& row_schedule = "");
 
 struct CheckOptions {
   std::string graph_name;          // empty: every graph of every file
@@ -94,6 +103,7 @@ struct BenchOptions {
   int warmup = 2;
   std::string json_path;  // empty: no JSON
   std::vector<std::string> dims;
+  std::string row_schedule;  // --row-schedule; "": chosen for the CPU
 };
 // stitch bench (bench_command.cpp).
 int bench_command(const std::vector<std::string>& files, const BenchOptions& options);

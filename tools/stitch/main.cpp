@@ -53,7 +53,10 @@ int dispatch(int argc, char** argv) {
   bool plan_explain = false;
   std::string plan_target = "sm_90";
   plan->add_flag("--explain", plan_explain, "rank each group's schedule candidates by estimated latency");
-  plan->add_option("--target", plan_target, "GPU the --explain ranking is for: sm_80 or sm_90 (default sm_90)");
+  plan->add_option("--target", plan_target, "what --explain is for: sm_80, sm_90 (default) or cpu");
+  std::string plan_rows, emit_rows;
+  plan->add_option("--row-schedule", plan_rows, "force the row schedule --explain reports (default auto)")
+      ->check(CLI::IsMember(row_schedule_option_values()));
 
   std::string emit_backend = "cpu", emit_planner = "xla";
   CLI::App* emit = app.add_subcommand("emit", "Print the generated source of a graph's kernels");
@@ -61,6 +64,8 @@ int dispatch(int argc, char** argv) {
   emit->add_option("--graph", graph_name, "graph to compile (default: the first in the file)");
   emit->add_option("--backend", emit_backend, "cpu (default) or cuda (CUDA C, printed only)");
   emit->add_option("--planner", emit_planner, "fusion planner (default xla)");
+  emit->add_option("--row-schedule", emit_rows, "force the row-reduction schedule (default auto)")
+      ->check(CLI::IsMember(row_schedule_option_values()));
 
   std::vector<std::string> files;
   CheckOptions check_options;
@@ -84,6 +89,8 @@ int dispatch(int argc, char** argv) {
   bench->add_option("--warmup", bench_options.warmup, "untimed runs first (default 2)");
   bench->add_option("--json", bench_options.json_path, "write the results as JSON (docs/benchmarks.md)");
   bench->add_option("--dim", bench_options.dims, "bind a symbolic dim: SYMBOL=N (repeatable)");
+  bench->add_option("--row-schedule", bench_options.row_schedule, "force the row-reduction schedule (default auto)")
+      ->check(CLI::IsMember(row_schedule_option_values()));
 
   try {
     app.parse(argc, argv);
@@ -99,8 +106,9 @@ int dispatch(int argc, char** argv) {
   }
   if (*run) return run_command(file, graph_name, backend, planner, inputs, output_dir, print_values);
   if (*print) return print_command(file, graph_name, !raw);
-  if (*plan) return plan_command(file, graph_name, plan_planner, format, plan_dims, output, plan_explain, plan_target);
-  if (*emit) return emit_command(file, graph_name, emit_backend, emit_planner);
+  if (*plan) return plan_command(file, graph_name, plan_planner, format, plan_dims, output, plan_explain, plan_target,
+                                 plan_rows);
+  if (*emit) return emit_command(file, graph_name, emit_backend, emit_planner, emit_rows);
   if (*check) return check_command(files, check_options);
   if (*bench) return bench_command(files, bench_options);
   return kExitBadInput;

@@ -39,14 +39,16 @@ std::string plan_text(const Graph& g, const FusionPlan& plan, const FusionCostMo
 
 // The CUDA C of every kernel of the plan `stitch run` would execute (docs/cuda-backend.md);
 // dots are library calls, so they have no kernel here.
-std::string cuda_source(const Graph& canonical, PlannerKind kind) {
+std::string cuda_source(const Graph& canonical, PlannerKind kind, std::optional<schedule::RowScheduleKind> forced) {
 #ifdef STITCH_HAVE_CUDA
   const Graph g = split_full_reductions(canonical);
   const FusionPlan fusion_plan = plan(g, kind);
   std::string prefix = "k_";
   for (char c : g.name()) prefix += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   std::vector<kir::Kernel> kernels;
-  for (lower::LoweredGroup& l : lower::lower_plan(g, fusion_plan, prefix)) {
+  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::gpu();
+  rows.forced = forced;
+  for (lower::LoweredGroup& l : lower::lower_plan(g, fusion_plan, prefix, rows)) {
     if (l.kernel) {
       kernels.push_back(std::move(*l.kernel));
     } else if (fusion_plan.groups[l.group].kind != GroupKind::Library) {
@@ -57,21 +59,40 @@ std::string cuda_source(const Graph& canonical, PlannerKind kind) {
 #else
   (void)canonical;
   (void)kind;
+  (void)forced;
   throw UserError("--backend cuda: this stitch was built without the CUDA toolkit");
 #endif
 }
 
 }  // namespace
 
+std::vector<std::string> row_schedule_option_values() {
+  std::vector<std::string> values = schedule::row_schedule_kind_names();
+  values.insert(values.begin(), "auto");
+  return values;
+}
+
+std::optional<schedule::RowScheduleKind> forced_row_schedule(const std::string& name) {
+  if (name.empty() || name == "auto") return std::nullopt;
+  std::optional<schedule::RowScheduleKind> kind = schedule::parse_row_schedule_kind(name);
+  if (!kind) {
+    throw UserError(fmt::format("--row-schedule {}: use auto, block-per-row, warp-per-row or multi-row-per-warp", name));
+  }
+  return kind;
+}
+
 int plan_command(const std::string& file, const std::string& graph_name, const std::string& planner,
                  const std::string& format, const std::vector<std::string>& dims, const std::string& output,
-                 bool explain, const std::string& target) {
+                 bool explain, const std::string& target, const std::string& row_schedule) {
   if (format != "text" && format != "dot") {
     throw UserError(fmt::format("--format {} is not supported yet; use --format text or --format dot", format));
   }
   std::optional<schedule::GpuTarget> gpu = schedule::gpu_target(target);
   if (explain && format != "text") throw UserError("--explain prints text; use it with --format text");
-  if (explain && !gpu) throw UserError(fmt::format("--target {}: no GPU table entry; use sm_80 or sm_90", target));
+  if (explain && !gpu && target != "cpu") {
+    throw UserError(fmt::format("--target {}: no GPU table entry; use sm_80, sm_90 or cpu", target));
+  }
+  const std::optional<schedule::RowScheduleKind> forced = forced_row_schedule(row_schedule);
   PlannerKind kind = implemented_planner(planner);
   SymbolBindings bindings = parse_dims(dims);
   Module m = load_module(file, nullptr);
@@ -82,7 +103,12 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   FusionPlan fusion_plan = plan(canonical, kind);
   std::string text = format == "dot" ? print_plan_dot(canonical, fusion_plan)
                                      : plan_text(canonical, fusion_plan, FusionCostModel(bindings));
-  if (explain) text += schedule::explain_plan(canonical, fusion_plan, *gpu, bindings);
+  if (explain && gpu) text += schedule::explain_plan(canonical, fusion_plan, *gpu, bindings, 5, forced);
+  if (explain && !gpu) {
+    schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
+    rows.forced = forced;
+    text += schedule::explain_row_schedules(canonical, fusion_plan, rows, bindings);
+  }
   if (output.empty()) {
     std::cout << text;
     return kExitOk;
@@ -95,7 +121,8 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
 }
 
 int emit_command(const std::string& file, const std::string& graph_name, const std::string& backend,
-                 const std::string& planner) {
+                 const std::string& planner, const std::string& row_schedule) {
+  const std::optional<schedule::RowScheduleKind> forced = forced_row_schedule(row_schedule);
   if (backend != "cpu" && backend != "cuda") {
     throw UserError(fmt::format("--backend {}: that back end is not built yet; use --backend cpu or cuda", backend));
   }
@@ -103,12 +130,14 @@ int emit_command(const std::string& file, const std::string& graph_name, const s
   Module m = load_module(file, nullptr);
   Graph canonical = canonicalize_with_dumps(select_graph(m, graph_name, file));
   if (backend == "cuda") {
-    std::cout << cuda_source(canonical, kind);
+    std::cout << cuda_source(canonical, kind, forced);
     return kExitOk;
   }
   // Through the executable, so the text is exactly what `stitch run` compiles.
   runtime::cpu::KernelCache cache;
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, kind, cache);
+  runtime::cpu::CompileOptions options;
+  options.rows.forced = forced;
+  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, kind, cache, options);
   std::cout << exe.source();
   return kExitOk;
 }

@@ -41,6 +41,7 @@ class KernelEmitter : private common::SourceWriter {
 
   std::string emit() {
     check_identifier(k_.name);
+    if (!k_.note.empty()) line("// " + k_.note);
     line(fmt::format("extern \"C\" void {}(void* const* stitch_buffers, const int64_t* stitch_scalars) {{",
                      k_.name));
     ++depth_;
@@ -408,13 +409,13 @@ class KernelEmitter : private common::SourceWriter {
       if (is_arg) line(fmt::format("int64_t {};", r.index_result));
       return;
     }
-    const int64_t warps = region_.threads / kir::kWarpSize;
+    const int64_t segments = region_.threads / r.width;
     if (region_.threads % kir::kWarpSize != 0) unsupported("a warp reduction in a region of partial warps");
-    const std::string warp_of_thread = fmt::format("{} / {}", region_.thread_index, kir::kWarpSize);
-    line(fmt::format("{} {}[{}];", type, r.result, warps));
+    const std::string warp_of_thread = fmt::format("{} / {}", region_.thread_index, r.width);
+    line(fmt::format("{} {}[{}];", type, r.result, segments));
     remember_per_thread(r.result, fmt::format("{}[{}]", r.result, warp_of_thread));
     if (is_arg) {
-      line(fmt::format("int64_t {}[{}];", r.index_result, warps));
+      line(fmt::format("int64_t {}[{}];", r.index_result, segments));
       remember_per_thread(r.index_result, fmt::format("{}[{}]", r.index_result, warp_of_thread));
     }
   }
@@ -615,23 +616,23 @@ class KernelEmitter : private common::SourceWriter {
   }
 
   // Combines the published operands into the reduction's result by a
-  // pairwise tree (per warp of 32, or over the block): each level is one
-  // vectorisable loop. The order is the emitter's to choose (docs/kernel-ir.md).
+  // pairwise tree (per warp of 32 lanes or segment of `width`, or over the
+  // block): each level is one vectorisable loop. The order is the emitter's to
+  // choose (docs/kernel-ir.md).
   void emit_reduction_combine(const kir::ReduceStmt& r, size_t phase) {
     const bool warp = r.scope == ReduceScope::Warp;
-    const int64_t group = warp ? kir::kWarpSize : region_.threads;
+    const int64_t group = warp ? r.width : region_.threads;
     const std::string values = fmt::format("stitch_values_{}", phase);
     const std::string indices = fmt::format("stitch_indices_{}", phase);
     std::string result = r.result;
     std::string index_result = r.index_result;
     std::string first = "0";
     if (warp) {
-      line(fmt::format("for (int64_t stitch_warp = 0; stitch_warp < {}; ++stitch_warp) {{",
-                       region_.threads / kir::kWarpSize));
+      line(fmt::format("for (int64_t stitch_warp = 0; stitch_warp < {}; ++stitch_warp) {{", region_.threads / group));
       ++depth_;
       result += "[stitch_warp]";
       index_result += "[stitch_warp]";
-      first = fmt::format("stitch_warp * {}", kir::kWarpSize);
+      first = fmt::format("stitch_warp * {}", group);
     }
     const std::string type = compute_type(r.value.dtype());
     line(fmt::format("for (int64_t stitch_n = {}; stitch_n > 1;) {{", group));

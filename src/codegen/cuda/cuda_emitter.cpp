@@ -71,6 +71,7 @@ class KernelEmitter : private common::SourceWriter {
       check_identifier(s.name);
       params.push_back(fmt::format("const {} {}", compute_type(s.dtype), s.name));
     }
+    if (!k_.note.empty()) line("// " + k_.note);
     line(fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(", k_.launch.block_size, k_.name));
     for (size_t i = 0; i < params.size(); ++i) {
       line(fmt::format("    {}{}", params[i], i + 1 < params.size() ? "," : ") {"));
@@ -210,6 +211,11 @@ class KernelEmitter : private common::SourceWriter {
 
   void emit(const kir::BarrierStmt&) { line("__syncthreads();"); }
 
+  // The segment width template argument of a segmented warp reduction; none for a whole warp.
+  static std::string width_argument(const kir::ReduceStmt& r) {
+    return r.width == kir::kWarpSize ? std::string() : fmt::format(", {}", r.width);
+  }
+
   void emit(const kir::ReduceStmt& r) {
     check_identifier(r.result);
     const std::string type = compute_type(r.value.dtype());
@@ -225,7 +231,7 @@ class KernelEmitter : private common::SourceWriter {
         line(fmt::format("stitch_block_arg_reduce<{}, {}>({}, {}, {}, {});", is_max, warps, r.result,
                          r.index_result, r.scratch, r.index_scratch));
       } else {
-        line(fmt::format("stitch_warp_arg_reduce<{}>({}, {});", is_max, r.result, r.index_result));
+        line(fmt::format("stitch_warp_arg_reduce<{}{}>({}, {});", is_max, width_argument(r), r.result, r.index_result));
       }
       return;
     }
@@ -234,7 +240,7 @@ class KernelEmitter : private common::SourceWriter {
       line(fmt::format("const {} {} = stitch_block_reduce<{}, {}>({}, {});", type, r.result, op, warps,
                        typed(r.value), r.scratch));
     } else {
-      line(fmt::format("const {} {} = stitch_warp_reduce<{}>({});", type, r.result, op, typed(r.value)));
+      line(fmt::format("const {} {} = stitch_warp_reduce<{}{}>({});", type, r.result, op, width_argument(r), typed(r.value)));
     }
   }
 

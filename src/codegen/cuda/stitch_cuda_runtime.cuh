@@ -299,14 +299,17 @@ STITCH_DEVICE void stitch_arg_extreme_step(T& best, int64_t& best_index, T value
   }
 }
 
-// Butterfly over the 32 lanes of the warp. The lower lane's operand always goes
-// first, so both partners compute the same value (ties of max/min on signed
-// zeros, NaN payloads, non-commutative rounding cannot make lanes disagree):
-// every lane ends with the identical result, as the Kernel IR requires.
-template <class Op, class T>
+// Butterfly over the 32 lanes of the warp, or over each segment of kWidth
+// consecutive lanes (several short rows per warp): offsets below kWidth never
+// cross a segment. The lower lane's operand always goes first, so both
+// partners compute the same value (ties of max/min on signed zeros, NaN
+// payloads, non-commutative rounding cannot make lanes disagree): every lane
+// of a segment ends with the identical result, as the Kernel IR requires.
+template <class Op, int kWidth = 32, class T>
 STITCH_DEVICE T stitch_warp_reduce(T v) {
+  static_assert(kWidth >= 2 && kWidth <= 32 && (kWidth & (kWidth - 1)) == 0, "a power-of-two segment of a warp");
   const unsigned lane = threadIdx.x % 32;
-  for (int offset = 16; offset > 0; offset /= 2) {
+  for (int offset = kWidth / 2; offset > 0; offset /= 2) {
     const T other = stitch_shfl_xor(v, offset);
     v = (lane & offset) ? Op::combine(other, v) : Op::combine(v, other);
   }
@@ -327,10 +330,10 @@ STITCH_DEVICE T stitch_block_reduce(T v, T* scratch) {
   return result;
 }
 
-template <bool kMax, class T>
+template <bool kMax, int kWidth = 32, class T>
 STITCH_DEVICE void stitch_warp_arg_reduce(T& value, int64_t& index) {
   const unsigned lane = threadIdx.x % 32;
-  for (int offset = 16; offset > 0; offset /= 2) {
+  for (int offset = kWidth / 2; offset > 0; offset /= 2) {
     T other = stitch_shfl_xor(value, offset);
     int64_t other_index = stitch_shfl_xor(index, offset);
     if (lane & offset) {

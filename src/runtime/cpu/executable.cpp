@@ -65,9 +65,10 @@ struct LoweredPlan {
   std::string unsupported;  // "" when every group lowers
 };
 
-LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::string& prefix) {
+LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::string& prefix,
+                             const schedule::RowScheduleTarget& rows) {
   LoweredPlan out;
-  out.groups = lower::lower_plan(g, plan, prefix);
+  out.groups = lower::lower_plan(g, plan, prefix, rows);
   for (lower::LoweredGroup& l : out.groups) {
     const FusionGroup& group = plan.groups[l.group];
     if (group.kind == GroupKind::Library) {
@@ -147,10 +148,11 @@ std::string print_kernels(const std::vector<kir::Kernel>& kernels) {
   return text;
 }
 
-std::string memory_key(const Graph& g, PlannerKind planner, int max_fusions, const CompilerOptions& compiler) {
+std::string memory_key(const Graph& g, PlannerKind planner, int max_fusions, const CompilerOptions& compiler,
+                       const schedule::RowScheduleTarget& rows) {
   std::string text = structural_key(g);
-  text += fmt::format("planner {}\nmax_fusions {}\ncompiler {}\n", planner_name(planner), max_fusions,
-                      compiler.compiler);
+  text += fmt::format("planner {}\nmax_fusions {}\ncompiler {}\nrows {}\n", planner_name(planner), max_fusions,
+                      compiler.compiler, rows.name());
   for (const std::string& f : compiler.flags) text += f + "\n";
   return sha256_hex(text);
 }
@@ -203,7 +205,7 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
                                      const CompileOptions& options) {
   const CacheStats before = cache.stats();
   const int max_fusions = resolve_max_fusions(options.plan);
-  const std::string key = memory_key(canonical_graph, planner, max_fusions, options.compiler);
+  const std::string key = memory_key(canonical_graph, planner, max_fusions, options.compiler, options.rows);
   // The graph the CPU runs: full reductions split so that they use every core
   // (src/ir/split_reductions.h). Deterministic, so a memory hit rebuilds the
   // same value numbering the cached steps refer to.
@@ -221,7 +223,7 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   plan_options.max_fusions = max_fusions;
   FusionPlan fusion_plan = stitch::plan(g, planner, plan_options);
   if (options.dump) options.dump("plan", print_plan(g, fusion_plan));
-  LoweredPlan lowered = lower_whole_plan(g, std::move(fusion_plan), kernel_prefix(g.name()));
+  LoweredPlan lowered = lower_whole_plan(g, std::move(fusion_plan), kernel_prefix(g.name()), options.rows);
   if (!lowered.unsupported.empty()) throw UserError(unsupported_message(lowered.unsupported));
   if (options.dump) options.dump("kir", print_kernels(lowered.kernels));
 
@@ -239,7 +241,7 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
     // one kernel per op is the smallest fusion there is.
     std::string note = fmt::format("compiling the fused kernels of graph '{}' (planner {}) failed:\n{}\n",
                                    g.name(), planner_name(planner), error);
-    LoweredPlan unfused = lower_whole_plan(g, plan_none(g), kernel_prefix(g.name()));
+    LoweredPlan unfused = lower_whole_plan(g, plan_none(g), kernel_prefix(g.name()), options.rows);
     STITCH_ASSERT(unfused.unsupported.empty(), "the unfused plan lowers whenever the fused one does");
     compiled = try_build(g, unfused, cache, options, error);
     if (compiled) {
@@ -266,7 +268,8 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
 }
 
 std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
-                                                        KernelCache& cache, const PlanOptions& plan_options) {
+                                                        KernelCache& cache, const PlanOptions& plan_options,
+                                                        const schedule::RowScheduleTarget& rows) {
   const int max_fusions = resolve_max_fusions(plan_options);
   PlanOptions resolved;
   resolved.max_fusions = max_fusions;
@@ -277,7 +280,7 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
   const std::vector<Graph>& graphs = targets;
   for (size_t i = 0; i < graphs.size(); ++i) {
     lowered.push_back(lower_whole_plan(graphs[i], stitch::plan(graphs[i], planner, resolved),
-                                       kernel_prefix(graphs[i].name()) + "_b" + std::to_string(i)));
+                                       kernel_prefix(graphs[i].name()) + "_b" + std::to_string(i), rows));
     if (!lowered.back().unsupported.empty()) {
       throw UserError(fmt::format("graph {} ('{}'): {}", i, graphs[i].name(), unsupported_message(lowered.back().unsupported)));
     }
@@ -303,7 +306,7 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
 std::string CpuExecutable::unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
                                               const PlanOptions& plan_options) {
   const Graph g = split_full_reductions(canonical_graph);
-  return lower_whole_plan(g, stitch::plan(g, planner, plan_options), "k").unsupported;
+  return lower_whole_plan(g, stitch::plan(g, planner, plan_options), "k", schedule::RowScheduleTarget::cpu()).unsupported;
 }
 
 std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {

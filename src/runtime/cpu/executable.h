@@ -15,6 +15,7 @@
 #include "fusion/planner.h"
 #include "lower/lower_plan.h"
 #include "runtime/cpu/kernel_cache.h"
+#include "schedule/select.h"
 #include "stitch/graph.h"
 #include "stitch/tensor.h"
 
@@ -27,6 +28,9 @@ using DumpHook = std::function<void(std::string_view stage, const std::string& t
 struct CompileOptions {
   PlanOptions plan;  // max_fusions: -1 reads STITCH_MAX_FUSIONS
   CompilerOptions compiler;
+  // The row schedules of row reductions and stitched groups: chosen for the
+  // CPU unless a kind is forced (stitch bench --row-schedule).
+  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
   DumpHook dump;
   // Where the loud report of a compile failure and its fallback goes; stderr
   // ("stitch: warning: ...") when empty.
@@ -58,7 +62,8 @@ class CpuExecutable {
   // compiler run. No fallback: a compile failure throws CompileError.
   // Throws UserError when any group of any graph does not lower.
   static std::vector<CpuExecutable> compile_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
-                                                  KernelCache& cache, const PlanOptions& plan_options = {});
+                                                  KernelCache& cache, const PlanOptions& plan_options = {},
+                                                  const schedule::RowScheduleTarget& rows = schedule::RowScheduleTarget::cpu());
 
   // "" when compile() would lower every group of `canonical_graph`' plan;
   // otherwise why not (the first group that does not lower).

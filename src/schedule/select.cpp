@@ -1,0 +1,109 @@
+#include "schedule/select.h"
+
+#include <fmt/format.h>
+
+#include "schedule/plan_explain.h"
+
+namespace stitch::schedule {
+
+namespace {
+
+constexpr int64_t kThreads = 256;
+
+// The row length of `group`'s reductions when every reduced extent is
+// static, else -1. describe_group has already checked the group reduces the
+// innermost axes.
+int64_t static_row_length(const Graph& g, const FusionGroup& group) {
+  for (int r : group.roots) {
+    const Node& n = g.nodes()[static_cast<size_t>(r)];
+    if (!is_reduction(n.op) || !n.attrs.has("axes") || n.inputs.empty()) continue;
+    const Shape& shape = g.type(n.inputs[0]).shape;
+    int64_t len = 1;
+    for (int64_t a : n.attrs.get("axes").as_ints()) {
+      const Dim& d = shape[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(shape.size()) : a)];
+      if (!d.is_static()) return -1;
+      len *= d.extent();
+    }
+    return len;
+  }
+  return -1;
+}
+
+// The lowering's schedule for a ranked candidate, or nullopt for a strategy it
+// does not implement (thread-per-row).
+std::optional<RowSchedule> lowered_schedule(const KernelCandidate& k, int64_t static_len) {
+  const std::optional<RowScheduleKind> kind = parse_row_schedule_kind(k.strategy);
+  if (!kind) return std::nullopt;
+  RowSchedule s{*kind, k.threads_per_block, kRowScheduleWarpSize};
+  if (*kind == RowScheduleKind::MultiRowPerWarp) {
+    const std::optional<int64_t> lanes = multi_row_lanes(static_len);
+    if (!lanes) return std::nullopt;
+    s.lanes = *lanes;
+  }
+  return s;
+}
+
+// Measured on the 2-core development machine with `stitch bench --row-schedule`
+// (docs/schedule.md, Row schedules on the CPU): block-per-row is the fastest
+// for the bench workloads' rows of 1024..4096 elements, and multi-row-per-warp
+// for rows shorter than a warp, where a block of 256 threads would leave most
+// of its lanes idle.
+RowSchedule cpu_schedule(int64_t static_len) {
+  if (std::optional<int64_t> lanes = multi_row_lanes(static_len)) {
+    return {RowScheduleKind::MultiRowPerWarp, kThreads, *lanes};
+  }
+  return {RowScheduleKind::BlockPerRow, kThreads, kRowScheduleWarpSize};
+}
+
+}  // namespace
+
+std::string RowScheduleTarget::name() const {
+  std::string text = machine == Machine::Cpu ? "cpu" : gpu_arch;
+  if (forced) text += fmt::format(" (forced {})", row_schedule_kind_name(*forced));
+  return text;
+}
+
+RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_len, const RowScheduleTarget& target) {
+  RowScheduleChoice choice;
+  if (target.forced) {
+    choice.schedule = {*target.forced, kThreads, kRowScheduleWarpSize};
+    choice.reason = fmt::format("forced by --row-schedule {}", row_schedule_kind_name(*target.forced));
+    if (*target.forced == RowScheduleKind::MultiRowPerWarp) {
+      if (std::optional<int64_t> lanes = multi_row_lanes(static_len)) {
+        choice.schedule.lanes = *lanes;
+      } else {
+        choice.schedule.kind = RowScheduleKind::WarpPerRow;
+        choice.reason += " (rows of 32 elements or more, or symbolic: warp-per-row)";
+      }
+    }
+    return choice;
+  }
+  if (target.machine == RowScheduleTarget::Machine::Cpu) {
+    choice.schedule = cpu_schedule(static_len);
+    choice.reason = "measured fastest on the CPU (docs/schedule.md)";
+    return choice;
+  }
+  const std::optional<GpuTarget> gpu = gpu_target(target.gpu_arch);
+  const std::vector<RankedCandidate> ranking = gpu ? rank_candidates(d, *gpu) : std::vector<RankedCandidate>{};
+  for (size_t i = 0; i < ranking.size(); ++i) {
+    if (std::optional<RowSchedule> s = lowered_schedule(ranking[i].kernel, static_len)) {
+      choice.schedule = *s;
+      choice.rank = static_cast<int>(i) + 1;
+      choice.reason = fmt::format("rank {} of {} on {}", choice.rank, ranking.size(), target.gpu_arch);
+      return choice;
+    }
+  }
+  choice.reason = fmt::format("no ranked candidate the lowering implements on {}: block-per-row", target.gpu_arch);
+  return choice;
+}
+
+std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const FusionGroup& group,
+                                                     const RowScheduleTarget& target, const SymbolBindings& bindings) {
+  if (group.kind != GroupKind::Reduction && group.kind != GroupKind::Stitched) return std::nullopt;
+  auto described = describe_group(g, group, bindings);
+  const GroupDescription* d = std::get_if<GroupDescription>(&described);
+  if (!d || d->pattern != GroupPattern::RowReduction) return std::nullopt;
+  return choose_row_schedule(*d, static_row_length(g, group), target);
+}
+
+}  // namespace stitch::schedule

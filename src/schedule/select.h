@@ -1,0 +1,53 @@
+// The row schedule the lowering uses for a row-reduction or stitched group
+// (docs/schedule.md, Choosing the row schedule): on a GPU the best launchable
+// candidate of the latency evaluator's ranking whose strategy the lowering
+// implements; on the CPU the schedule measured fastest there; or one kind
+// forced from the command line (--row-schedule).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "fusion/fusion_plan.h"
+#include "schedule/candidates.h"
+#include "schedule/row_schedule.h"
+#include "schedule/target.h"
+#include "stitch/shape.h"
+
+namespace stitch::schedule {
+
+// Which machine the row schedules are chosen for.
+struct RowScheduleTarget {
+  enum class Machine : uint8_t { Cpu, Gpu };
+  Machine machine = Machine::Cpu;
+  std::string gpu_arch = "sm_90";         // Gpu: a table entry of gpu_target()
+  std::optional<RowScheduleKind> forced;  // every row group takes this kind
+
+  static RowScheduleTarget cpu() { return {}; }
+  static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt}; }
+  // "cpu", "sm_90", ...; with the forced kind when there is one.
+  std::string name() const;
+};
+
+struct RowScheduleChoice {
+  RowSchedule schedule;
+  // Why: "rank 1 of 15 on sm_90", "measured fastest on the CPU", "forced by --row-schedule".
+  std::string reason;
+  int rank = 0;  // 1-based rank in the GPU ranking; 0 when not from a ranking
+};
+
+// The choice for a row reduction described by `d`, whose rows have
+// `static_len` elements (-1: symbolic; multi-row-per-warp needs a static row
+// shorter than a warp). A forced multi-row-per-warp on longer rows takes
+// warp-per-row.
+RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_len, const RowScheduleTarget& target);
+
+// The choice for `group` of a plan, or nullopt when the group has no row
+// path: not a reduction or stitched group, or not reducing the innermost
+// axes. Symbols absent from `bindings` take describe_group's default extent.
+std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const FusionGroup& group,
+                                                     const RowScheduleTarget& target,
+                                                     const SymbolBindings& bindings = {});
+
+}  // namespace stitch::schedule

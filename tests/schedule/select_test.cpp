@@ -1,0 +1,110 @@
+// Which row schedule the lowering takes (docs/schedule.md, Choosing the row
+// schedule): pinned for the bench shapes and a few short rows on sm_90, sm_80
+// and the CPU, for forced kinds, and through describe_group for a stitched
+// softmax whose roots are not reductions.
+#include <gtest/gtest.h>
+
+#include "fusion/planner.h"
+#include "ir/canonicalize.h"
+#include "schedule/plan_explain.h"
+#include "schedule/select.h"
+#include "stitch/text.h"
+
+namespace stitch::schedule {
+namespace {
+
+GroupDescription rows_of(int64_t rows, int64_t cols, int64_t inputs = 1, double sfu = 0) {
+  GroupDescription g;
+  g.pattern = GroupPattern::RowReduction;
+  g.rows = rows;
+  g.cols = cols;
+  g.inputs = inputs;
+  g.sfu_per_element = sfu;
+  return g;
+}
+
+std::string chosen(const GroupDescription& d, int64_t static_len, const RowScheduleTarget& t) {
+  return choose_row_schedule(d, static_len, t).schedule.describe();
+}
+
+TEST(RowScheduleValue, NamesAndTemplates) {
+  EXPECT_EQ((RowSchedule{RowScheduleKind::BlockPerRow, 256, 32}).template_text(), "[GRID,CTA];");
+  EXPECT_EQ((RowSchedule{RowScheduleKind::WarpPerRow, 256, 32}).template_text(), "[GRID-WARP_8,CTA];");
+  EXPECT_EQ((RowSchedule{RowScheduleKind::MultiRowPerWarp, 128, 8}).template_text(), "[GRID-WARP_4-CTA_4,CTA];");
+  EXPECT_EQ((RowSchedule{RowScheduleKind::MultiRowPerWarp, 128, 8}).rows_per_block(), 16);
+  EXPECT_EQ((RowSchedule{RowScheduleKind::WarpPerRow, 256, 32}).rows_per_block(), 8);
+  for (const std::string& name : row_schedule_kind_names()) {
+    ASSERT_TRUE(parse_row_schedule_kind(name)) << name;
+    EXPECT_EQ(row_schedule_kind_name(*parse_row_schedule_kind(name)), name);
+  }
+  EXPECT_FALSE(parse_row_schedule_kind("thread-per-row"));
+  EXPECT_EQ(multi_row_lanes(1), 2);
+  EXPECT_EQ(multi_row_lanes(5), 8);
+  EXPECT_EQ(multi_row_lanes(16), 16);
+  EXPECT_EQ(multi_row_lanes(17), 16);
+  EXPECT_EQ(multi_row_lanes(32), std::nullopt);
+  EXPECT_EQ(multi_row_lanes(-1), std::nullopt);
+}
+
+// The bench shapes (bench/workloads): softmax and rmsnorm 4096 x 4096 (rmsnorm
+// reads gamma too), layernorm 16384 x 1024; and short rows.
+TEST(ChooseRowSchedule, Sm90) {
+  const RowScheduleTarget sm90 = RowScheduleTarget::gpu("sm_90");
+  EXPECT_EQ(chosen(rows_of(4096, 4096, 1, 1), 4096, sm90), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(chosen(rows_of(4096, 4096, 2, 1), 4096, sm90), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(chosen(rows_of(16384, 1024, 3, 1), 1024, sm90), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(chosen(rows_of(65536, 8), 8, sm90),
+            "multi-row-per-warp [GRID-WARP_8-CTA_4,CTA]; 256 threads, 8 lanes per row");
+  // A symbolic row length rules multi-row-per-warp out: the next best the lowering implements.
+  EXPECT_EQ(choose_row_schedule(rows_of(65536, 8), -1, sm90).schedule.kind, RowScheduleKind::WarpPerRow);
+  const RowScheduleChoice c = choose_row_schedule(rows_of(4096, 4096), 4096, sm90);
+  EXPECT_EQ(c.rank, 1);
+  EXPECT_EQ(c.reason.substr(0, 7), "rank 1 ");
+}
+
+TEST(ChooseRowSchedule, Sm80) {
+  // The A100's smaller machine fills with more, smaller blocks.
+  EXPECT_EQ(chosen(rows_of(4096, 4096, 1, 1), 4096, RowScheduleTarget::gpu("sm_80")),
+            "warp-per-row [GRID-WARP_2,CTA]; 64 threads");
+}
+
+TEST(ChooseRowSchedule, Cpu) {
+  const RowScheduleTarget cpu = RowScheduleTarget::cpu();
+  EXPECT_EQ(chosen(rows_of(4096, 4096, 1, 1), 4096, cpu), "block-per-row [GRID,CTA]; 256 threads");
+  EXPECT_EQ(chosen(rows_of(16384, 1024, 3, 1), 1024, cpu), "block-per-row [GRID,CTA]; 256 threads");
+  EXPECT_EQ(chosen(rows_of(37, 5), 5, cpu), "multi-row-per-warp [GRID-WARP_8-CTA_4,CTA]; 256 threads, 8 lanes per row");
+  EXPECT_EQ(chosen(rows_of(37, 5), -1, cpu), "block-per-row [GRID,CTA]; 256 threads");
+}
+
+TEST(ChooseRowSchedule, Forced) {
+  RowScheduleTarget t = RowScheduleTarget::gpu();
+  t.forced = RowScheduleKind::BlockPerRow;
+  EXPECT_EQ(chosen(rows_of(4096, 4096), 4096, t), "block-per-row [GRID,CTA]; 256 threads");
+  t.forced = RowScheduleKind::MultiRowPerWarp;
+  EXPECT_EQ(chosen(rows_of(37, 17), 17, t), "multi-row-per-warp [GRID-WARP_8-CTA_2,CTA]; 256 threads, 16 lanes per row");
+  // Rows of a warp or more cannot share one: warp-per-row.
+  EXPECT_EQ(chosen(rows_of(37, 100), 100, t), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(t.name(), "sm_90 (forced multi-row-per-warp)");
+}
+
+// A stitched softmax's roots are divisions: the group is described by its
+// first reduction, and explain says which schedule the lowering takes.
+TEST(ChooseRowSchedule, StitchedSoftmaxThroughThePlan) {
+  const Graph g = canonicalize(parse_module(R"(graph s(x: f32[4096, 4096]) -> (f32[4096, 4096]) {
+  y = softmax(x, axis=-1)
+  return y
+})").graphs.front());
+  const FusionPlan p = plan(g, PlannerKind::Stitch);
+  ASSERT_EQ(p.groups.size(), 1u);
+  const std::optional<RowScheduleChoice> c = choose_row_schedule(g, p.groups[0], RowScheduleTarget::gpu());
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->schedule.kind, RowScheduleKind::WarpPerRow);
+  const std::string text = explain_plan(g, p, sm90_target(), {}, 3);
+  EXPECT_NE(text.find("chosen: warp-per-row [GRID-WARP_8,CTA]; 256 threads (rank 1 of "), std::string::npos) << text;
+  EXPECT_NE(text.find("the lowering uses it"), std::string::npos) << text;
+  const std::string cpu = explain_row_schedules(g, p, RowScheduleTarget::cpu());
+  EXPECT_NE(cpu.find("chosen: block-per-row [GRID,CTA]; 256 threads"), std::string::npos) << cpu;
+}
+
+}  // namespace
+}  // namespace stitch::schedule

@@ -100,6 +100,18 @@ std::vector<Case> make_cases() {
   return y
 })",
        9, {2, 3}},
+      // Bool and integer results in shared memory.
+      {"logical", R"(graph logical(x: f32[2, 6, 10]) -> (bool[2, 6, 10]) {
+  p = gt(x, -1.0)
+  y = xor(reduce_any(p, axes=[2], keepdims=true), reduce_all(p, axes=[1], keepdims=true))
+  return y
+})",
+       10},
+      {"integers", R"(graph integers(x: i32[3, 7, 5]) -> (i32[3, 7, 5]) {
+  y = sub(mul(x, reduce_max(x, axes=[2], keepdims=true)), reduce_sum(x, axes=[1, 2], keepdims=true))
+  return y
+})",
+       35},
       // f16: accumulated in f32, each result rounded once.
       {"center_f16", R"(graph center_f16(x: f16[3, 12, 20]) -> (f16[3, 12, 20], f16[3, 12]) {
   rm = reduce_mean(x, axes=[2], keepdims=true)

@@ -13,9 +13,6 @@
 
 namespace stitch::lower {
 
-// Threads of a row-reduction block, at most: one block per output element,
-// its threads striding over the reduced elements.
-inline constexpr int64_t kRowBlockThreads = 256;
 // Threads of a column-reduction block: one thread per output element.
 inline constexpr int64_t kColumnBlockThreads = 256;
 
@@ -27,8 +24,7 @@ std::string reduction_group_problem(const Graph& g, const FusionGroup& group);
 
 // The signature is loop_group_signature's (inputs read, roots written, symbols).
 // A reduction over the innermost axes follows `schedule` (docs/lowering.md,
-// Row schedules; multi-row-per-warp needs a static row of at most `lanes`
-// elements), any other the column schedule. Raises InternalError when
+// Row schedules), any other the column schedule. Raises InternalError when
 // reduction_group_problem is not empty. Verified.
 kir::Kernel lower_reduction_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
                                   const schedule::RowSchedule& schedule = {});

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "schedule/plan_explain.h"
 
 namespace stitch::schedule {
@@ -44,15 +46,28 @@ std::optional<RowSchedule> lowered_schedule(const KernelCandidate& k, int64_t st
 }
 
 // Measured on the 2-core development machine with `stitch bench --row-schedule`
-// (docs/schedule.md, Row schedules on the CPU): block-per-row is the fastest
-// for the bench workloads' rows of 1024..4096 elements, and multi-row-per-warp
-// for rows shorter than a warp, where a block of 256 threads would leave most
-// of its lanes idle.
-RowSchedule cpu_schedule(int64_t static_len) {
+// (docs/schedule.md, Row schedules on the CPU): warp-per-row is as fast as
+// block-per-row or faster on the bench workloads' rows of 1024 and 4096
+// elements (best time lower on all four, median on three); on rows shorter
+// than a warp multi-row-per-warp is the fastest for a one-phase reduction
+// (reduce_sum 1M x 12: 19-24 ms against 37-60 ms), but a stitched group keeps
+// its per-row values per thread across phases there and is fastest with a
+// short block per row (softmax 1M x 8: 191-210 ms against 234-352 ms).
+RowSchedule cpu_schedule(int64_t static_len, int phases) {
   if (std::optional<int64_t> lanes = multi_row_lanes(static_len)) {
+    if (phases > 1) return {RowScheduleKind::BlockPerRow, kThreads, kRowScheduleWarpSize};
     return {RowScheduleKind::MultiRowPerWarp, kThreads, *lanes};
   }
-  return {RowScheduleKind::BlockPerRow, kThreads, kRowScheduleWarpSize};
+  return {RowScheduleKind::WarpPerRow, kThreads, kRowScheduleWarpSize};
+}
+
+// Reductions of the group that run one after the other over a row (a
+// stitched softmax: 2); 1 for a reduction group.
+int row_phases(const Graph& g, const FusionGroup& group) {
+  if (group.kind != GroupKind::Stitched) return 1;
+  int reductions = 0;
+  for (int n : group.nodes) reductions += is_reduction(g.nodes()[static_cast<size_t>(n)].op) ? 1 : 0;
+  return std::max(reductions, 1);
 }
 
 }  // namespace
@@ -63,7 +78,8 @@ std::string RowScheduleTarget::name() const {
   return text;
 }
 
-RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_len, const RowScheduleTarget& target) {
+RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_len, const RowScheduleTarget& target,
+                                      int phases) {
   RowScheduleChoice choice;
   if (target.forced) {
     choice.schedule = {*target.forced, kThreads, kRowScheduleWarpSize};
@@ -79,7 +95,7 @@ RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_
     return choice;
   }
   if (target.machine == RowScheduleTarget::Machine::Cpu) {
-    choice.schedule = cpu_schedule(static_len);
+    choice.schedule = cpu_schedule(static_len, phases);
     choice.reason = "measured fastest on the CPU (docs/schedule.md)";
     return choice;
   }
@@ -103,7 +119,7 @@ std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const Fusio
   auto described = describe_group(g, group, bindings);
   const GroupDescription* d = std::get_if<GroupDescription>(&described);
   if (!d || d->pattern != GroupPattern::RowReduction) return std::nullopt;
-  return choose_row_schedule(*d, static_row_length(g, group), target);
+  return choose_row_schedule(*d, static_row_length(g, group), target, row_phases(g, group));
 }
 
 }  // namespace stitch::schedule

@@ -39,9 +39,11 @@ struct RowScheduleChoice {
 
 // The choice for a row reduction described by `d`, whose rows have
 // `static_len` elements (-1: symbolic; multi-row-per-warp needs a static row
-// shorter than a warp). A forced multi-row-per-warp on longer rows takes
-// warp-per-row.
-RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_len, const RowScheduleTarget& target);
+// shorter than a warp) and are reduced `phases` times in sequence (a stitched
+// group's reductions; the CPU's choice for short rows depends on it). A
+// forced multi-row-per-warp on longer rows takes warp-per-row.
+RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_len, const RowScheduleTarget& target,
+                                      int phases = 1);
 
 // The choice for `group` of a plan, or nullopt when the group has no row
 // path: not a reduction or stitched group, or not reducing the innermost

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "kir/kernel_builder.h"
+#include "kir/printer.h"
 #include "kir/verifier.h"
 #include "stitch/error.h"
 
@@ -463,6 +464,31 @@ TEST(KernelVerifier, WarpReductionsTakeNoScratch) {
               kb.append({ReduceStmt{ReduceScope::Warp, OpKind::ReduceSum, x_at(kb, b, t), Expr(), "r", "", "s", ""}});
             }),
             Problems{"warp reduce_sum takes no scratch buffer"});
+}
+
+// Segmented warp reductions (several short rows per warp): a power-of-two
+// width below 32, printed as width=W; a block reduction is never segmented.
+TEST(KernelVerifier, SegmentedWarpReductionWidths) {
+  EXPECT_EQ(verify_thread_body([](KernelBuilder& kb, const Expr& b, const Expr& t) {
+              kb.warp_reduce(OpKind::ReduceSum, x_at(kb, b, t), "r", 8);
+            }),
+            Problems{});
+  EXPECT_EQ(verify_thread_body([](KernelBuilder& kb, const Expr& b, const Expr& t) {
+              kb.warp_reduce(OpKind::ReduceSum, x_at(kb, b, t), "r", 3);
+            }),
+            Problems{"warp reduce_sum has width 3; a warp reduction's width is a power of two 2..32, a block's 32"});
+  EXPECT_EQ(verify_thread_body([](KernelBuilder& kb, const Expr& b, const Expr& t) {
+              kb.append({ReduceStmt{ReduceScope::Block, OpKind::ReduceSum, x_at(kb, b, t), Expr(), "r", "", "s", "", 8}});
+            }),
+            Problems{"block reduce_sum has width 8; a warp reduction's width is a power of two 2..32, a block's 32"});
+}
+
+TEST(KernelPrinter, SegmentedWarpReductionShowsItsWidth) {
+  KernelBuilder kb = base([](KernelBuilder&) {});
+  kb.grid("b", var("N"), [&](const Expr& b) {
+    kb.block("t", 32, [&](const Expr& t) { kb.warp_reduce(OpKind::ReduceMax, x_at(kb, b, t), "r", 4); });
+  });
+  EXPECT_NE(print_kernel(kb.finish_unverified()).find("r = warp.reduce_max(x[b, t], width=4)"), std::string::npos);
 }
 
 TEST(KernelVerifier, SharedBuffersAreNonEmpty) {

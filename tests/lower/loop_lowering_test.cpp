@@ -328,13 +328,18 @@ TEST_F(LoopLowering, SymbolicReductionReusesKernel) {
 }
 
 // Sibling reductions share one kernel: one accumulator and one block
-// reduction per root, the shared producer x[o0, j1] loaded once per element.
+// reduction per root (the block-per-row schedule, forced: the CPU's choice
+// for these rows is warp-per-row), the shared producer x[o0, j1] loaded once
+// per element.
 TEST_F(LoopLowering, RowReductionGolden) {
   const Case& c = find("row_siblings");
-  ASSERT_EQ(c.lowered.size(), 1u);
-  ASSERT_TRUE(c.lowered[0].kernel);
-  EXPECT_EQ(c.lowered[0].signature.outputs.size(), 3u);
-  EXPECT_EQ(kir::print_kernel(*c.lowered[0].kernel), R"(kernel k_row_siblings_g0(in_x: global f32[9, 70] read, out_s: global f32[9] write, out_m: global f32[9] write, out_n: global f32[9] write) launch(grid=9, block=96) {
+  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
+  rows.forced = schedule::RowScheduleKind::BlockPerRow;
+  const std::vector<LoweredGroup> lowered = lower_plan(c.graph, c.plan, "k_" + c.id, rows);
+  ASSERT_EQ(lowered.size(), 1u);
+  ASSERT_TRUE(lowered[0].kernel);
+  EXPECT_EQ(lowered[0].signature.outputs.size(), 3u);
+  EXPECT_EQ(kir::print_kernel(*lowered[0].kernel), R"(kernel k_row_siblings_g0(in_x: global f32[9, 70] read, out_s: global f32[9] write, out_m: global f32[9] write, out_n: global f32[9] write) launch(grid=9, block=96) {
   shared scratch0: f32[3]
   shared scratch1: f32[3]
   shared scratch2: f32[3]

@@ -179,14 +179,16 @@ TEST_F(StitchedLowering, MatchesInterpreter) {
   }
 }
 
-// The row schedule of a stitched softmax: one phase per reduction, each a
-// strided loop ending in a block reduction; the totals are read as block
-// values by the next phase and by the last one, which stores the row. The
-// exp computed for the sum is kept in the shared row_cache0 and read back by
-// the store phase instead of being recomputed.
+// The block-per-row schedule of a stitched softmax: one phase per reduction,
+// each a strided loop ending in a block reduction; the totals are read as
+// block values by the next phase and by the last one, which stores the row.
+// The exp computed for the sum is kept in the shared row_cache0 and read back
+// by the store phase instead of being recomputed.
 TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
   const Graph g = canonicalize(workload("softmax.stitch", "softmax_small"));
-  std::vector<LoweredGroup> lowered = lower_plan(g, plan(g, PlannerKind::Stitch), "k");
+  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
+  rows.forced = schedule::RowScheduleKind::BlockPerRow;
+  std::vector<LoweredGroup> lowered = lower_plan(g, plan(g, PlannerKind::Stitch), "k", rows);
   ASSERT_EQ(lowered.size(), 1u);
   ASSERT_TRUE(lowered[0].kernel) << lowered[0].not_lowered_reason;
   EXPECT_EQ(kir::print_kernel(*lowered[0].kernel), R"(kernel k_g0(in_x: global f32[37, 100] read, out_y: global f32[37, 100] write) launch(grid=37, block=128) {

@@ -70,10 +70,12 @@ TEST(ChooseRowSchedule, Sm80) {
 
 TEST(ChooseRowSchedule, Cpu) {
   const RowScheduleTarget cpu = RowScheduleTarget::cpu();
-  EXPECT_EQ(chosen(rows_of(4096, 4096, 1, 1), 4096, cpu), "block-per-row [GRID,CTA]; 256 threads");
-  EXPECT_EQ(chosen(rows_of(16384, 1024, 3, 1), 1024, cpu), "block-per-row [GRID,CTA]; 256 threads");
+  EXPECT_EQ(chosen(rows_of(4096, 4096, 1, 1), 4096, cpu), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(chosen(rows_of(16384, 1024, 3, 1), 1024, cpu), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
   EXPECT_EQ(chosen(rows_of(37, 5), 5, cpu), "multi-row-per-warp [GRID-WARP_8-CTA_4,CTA]; 256 threads, 8 lanes per row");
-  EXPECT_EQ(chosen(rows_of(37, 5), -1, cpu), "block-per-row [GRID,CTA]; 256 threads");
+  EXPECT_EQ(chosen(rows_of(37, 5), -1, cpu), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  // A stitched group of short rows (two phases): a short block per row.
+  EXPECT_EQ(choose_row_schedule(rows_of(37, 5), 5, cpu, 2).schedule.describe(), "block-per-row [GRID,CTA]; 256 threads");
 }
 
 TEST(ChooseRowSchedule, Forced) {
@@ -103,7 +105,7 @@ TEST(ChooseRowSchedule, StitchedSoftmaxThroughThePlan) {
   EXPECT_NE(text.find("chosen: warp-per-row [GRID-WARP_8,CTA]; 256 threads (rank 1 of "), std::string::npos) << text;
   EXPECT_NE(text.find("the lowering uses it"), std::string::npos) << text;
   const std::string cpu = explain_row_schedules(g, p, RowScheduleTarget::cpu());
-  EXPECT_NE(cpu.find("chosen: block-per-row [GRID,CTA]; 256 threads"), std::string::npos) << cpu;
+  EXPECT_NE(cpu.find("chosen: warp-per-row [GRID-WARP_8,CTA]; 256 threads"), std::string::npos) << cpu;
 }
 
 }  // namespace

@@ -90,7 +90,7 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   std::optional<schedule::GpuTarget> gpu = schedule::gpu_target(target);
   if (explain && format != "text") throw UserError("--explain prints text; use it with --format text");
   if (explain && !gpu && target != "cpu") {
-    throw UserError(fmt::format("--target {}: no GPU table entry; use sm_80, sm_90 or cpu", target));
+    throw UserError(fmt::format("--target {}: no GPU table entry; use sm_80 or sm_90 (or cpu)", target));
   }
   const std::optional<schedule::RowScheduleKind> forced = forced_row_schedule(row_schedule);
   PlannerKind kind = implemented_planner(planner);

@@ -53,11 +53,15 @@ std::optional<RowSchedule> lowered_schedule(const KernelCandidate& k, int64_t st
 // (reduce_sum 1M x 12: 19-24 ms against 37-60 ms), but a stitched group keeps
 // its per-row values per thread across phases there and is fastest with a
 // short block per row (softmax 1M x 8: 191-210 ms against 234-352 ms).
-RowSchedule cpu_schedule(int64_t static_len, int phases) {
+// Fewer rows than a block has warps (a full reduction's last stage: one row)
+// would leave most warps re-reading the last row: a block per row instead.
+RowSchedule cpu_schedule(int64_t rows, int64_t static_len, int phases) {
+  const RowSchedule block{RowScheduleKind::BlockPerRow, kThreads, kRowScheduleWarpSize};
   if (std::optional<int64_t> lanes = multi_row_lanes(static_len)) {
-    if (phases > 1) return {RowScheduleKind::BlockPerRow, kThreads, kRowScheduleWarpSize};
+    if (phases > 1) return block;
     return {RowScheduleKind::MultiRowPerWarp, kThreads, *lanes};
   }
+  if (rows < kThreads / kRowScheduleWarpSize) return block;
   return {RowScheduleKind::WarpPerRow, kThreads, kRowScheduleWarpSize};
 }
 
@@ -95,7 +99,7 @@ RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_
     return choice;
   }
   if (target.machine == RowScheduleTarget::Machine::Cpu) {
-    choice.schedule = cpu_schedule(static_len, phases);
+    choice.schedule = cpu_schedule(d.rows, static_len, phases);
     choice.reason = "measured fastest on the CPU (docs/schedule.md)";
     return choice;
   }

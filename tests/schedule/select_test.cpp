@@ -74,6 +74,8 @@ TEST(ChooseRowSchedule, Cpu) {
   EXPECT_EQ(chosen(rows_of(16384, 1024, 3, 1), 1024, cpu), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
   EXPECT_EQ(chosen(rows_of(37, 5), 5, cpu), "multi-row-per-warp [GRID-WARP_8-CTA_4,CTA]; 256 threads, 8 lanes per row");
   EXPECT_EQ(chosen(rows_of(37, 5), -1, cpu), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  // Fewer rows than a block's 8 warps (a full reduction's last stage).
+  EXPECT_EQ(chosen(rows_of(1, 64), 64, cpu), "block-per-row [GRID,CTA]; 256 threads");
   // A stitched group of short rows (two phases): a short block per row.
   EXPECT_EQ(choose_row_schedule(rows_of(37, 5), 5, cpu, 2).schedule.describe(), "block-per-row [GRID,CTA]; 256 threads");
 }

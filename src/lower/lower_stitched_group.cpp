@@ -18,6 +18,7 @@
 #include "lower/lower_reduction_group.h"
 #include "lower/reduction_ops.h"
 #include "lower/row_nest.h"
+#include "schedule/group_shared_memory.h"
 #include "stitch/error.h"
 
 namespace stitch::lower {
@@ -140,43 +141,22 @@ class StitchedLowerer {
     }
   }
 
-  // In-group nodes `from`'s value reads within its phase: the walk stops at
-  // reductions (their totals) and at the group's boundary.
-  void reach(ValueId from, std::set<int>& seen) const {
-    int p = g_.value(from).producer;
-    if (p < 0 || !group_.contains(p) || is_reduction(node(p).op) || !seen.insert(p).second) return;
-    for (ValueId in : node(p).inputs) reach(in, seen);
-  }
-
   // The block composition of FusionStitching (2019 §4) through shared memory:
   // an expensive value of the row's shape that one phase computes and a later
   // phase reads again (softmax's exp) is kept for the row in a shared buffer
   // instead of being recomputed. Each thread reads back only the elements it
-  // wrote, so no barrier is needed. At most kRowCacheBytes per block: a block
-  // owning `rows_per_block` rows (warp schedules) keeps one slice per row.
-  void declare_row_caches(int64_t len, int64_t rows_per_block) {
-    constexpr int64_t kRowCacheBytes = 48 * 1024;
-    std::vector<std::set<int>> used;  // per phase, then the store phase
-    for (const auto& phase : domain_.phases) {
-      used.emplace_back();
-      for (int n : phase) reach(node(n).inputs[0], used.back());
-    }
-    used.emplace_back();
-    for (const Root& root : full_roots_) reach(root.value, used.back());
-    int64_t bytes = 0;
-    for (int n : group_.nodes) {
-      ValueId v = node(n).output;
-      if (op_info(node(n).op).category != OpCategory::HeavyElementwise || g_.type(v).shape != domain_.shape) continue;
-      size_t first = 0;
-      while (first < used.size() && !used[first].count(n)) ++first;
-      bool reused = false;
-      for (size_t q = first + 1; q < used.size(); ++q) reused = reused || used[q].count(n);
-      const int64_t size =
-          rows_per_block * len * static_cast<int64_t>(dtype_size(accumulator_dtype(g_.type(v).dtype)));
-      if (!reused || bytes + size > kRowCacheBytes) continue;
-      bytes += size;
+  // wrote, so no barrier is needed. Which values fit is the shared-memory
+  // plan's decision (schedule/group_shared_memory.h): one slice per row the
+  // block owns, scratch included, within the block's budget.
+  void declare_row_caches(const RowNest& nest) {
+    schedule::StitchedLayout layout;
+    layout.row_len = nest.static_len();
+    layout.rows_per_block = nest.rows_per_block();
+    layout.scratch_slots = nest.schedule().kind == schedule::RowScheduleKind::BlockPerRow ? nest.threads() / kir::kWarpSize : 0;
+    const schedule::GroupSharedMemory plan = schedule::plan_group_shared_memory(g_, group_, domain_, layout);
+    for (int n : plan.cached) {
       cache_[n] = "row_cache" + std::to_string(cache_.size());
-      kb_.shared(cache_[n], g_.type(v).dtype, rows_per_block * len);
+      kb_.shared(cache_[n], g_.type(node(n).output).dtype, layout.rows_per_block * layout.row_len);
     }
   }
 
@@ -188,7 +168,7 @@ class StitchedLowerer {
     for (const auto& phase : domain_.phases) {
       for (int n : phase) nest.declare_scratch(name("scratch", n), accumulator_dtype(g_.type(node(n).output).dtype));
     }
-    if (nest.static_len() > 0) declare_row_caches(nest.static_len(), nest.rows_per_block());
+    if (nest.static_len() > 0) declare_row_caches(nest);
     nest.emit([&](const RowThread& r) {
       Index out = ex_.delinearize(r.row, outer_, "o");
       // Visits every element of the row: fn(domain index), in a fresh memo

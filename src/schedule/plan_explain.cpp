@@ -9,6 +9,8 @@
 #include "fusion/cost_model.h"
 #include "stitch/dtype.h"
 #include "stitch/ops.h"
+#include "fusion/stitched_group.h"
+#include "schedule/group_shared_memory.h"
 #include "schedule/select.h"
 
 namespace stitch::schedule {
@@ -114,13 +116,46 @@ std::variant<GroupDescription, std::string> describe_group(const Graph& g, const
 
 namespace {
 
+// The shared-memory plan of a stitched group's row kernel under `schedule`,
+// indented under its group; "" for other groups and symbolic rows.
+std::string shared_memory_lines(const Graph& g, const FusionGroup& group, const RowSchedule& schedule) {
+  StitchedDomain domain;
+  if (group.kind != GroupKind::Stitched || !stitched_group_problem(g, group.nodes, group.roots, &domain).empty() ||
+      !domain.innermost()) {
+    return "";
+  }
+  int64_t row_len = 1;
+  for (size_t d : domain.axes) {
+    if (!domain.shape[d].is_static()) return "";
+    row_len *= domain.shape[d].extent();
+  }
+  StitchedLayout layout;
+  layout.row_len = row_len;
+  layout.rows_per_block = schedule.rows_per_block();
+  if (schedule.kind == RowScheduleKind::BlockPerRow) {
+    // A short row takes fewer threads: the row rounded up to whole warps (lower::row_geometry).
+    const int64_t threads = std::min(schedule.threads, (row_len + kRowScheduleWarpSize - 1) / kRowScheduleWarpSize *
+                                                           kRowScheduleWarpSize);
+    layout.scratch_slots = threads / kRowScheduleWarpSize;
+  }
+  std::string out;
+  const std::string text = print_group_shared_memory(plan_group_shared_memory(g, group, domain, layout));
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = text.find('\n', start);
+    out += "  " + text.substr(start, end - start) + "\n";
+    start = end == std::string::npos ? text.size() : end + 1;
+  }
+  return out;
+}
+
 // "  chosen: warp-per-row [GRID-WARP_8,CTA]; 256 threads (rank 1 of 15 on sm_90); the lowering uses it\n",
 // or "" for a group without a row schedule.
 std::string chosen_line(const Graph& g, const FusionGroup& group, const RowScheduleTarget& rows,
                         const SymbolBindings& bindings) {
   const std::optional<RowScheduleChoice> choice = choose_row_schedule(g, group, rows, bindings);
   if (!choice) return "";
-  return fmt::format("  chosen: {} ({}); the lowering uses it\n", choice->schedule.describe(), choice->reason);
+  return fmt::format("  chosen: {} ({}); the lowering uses it\n", choice->schedule.describe(), choice->reason) +
+         shared_memory_lines(g, group, choice->schedule);
 }
 
 }  // namespace

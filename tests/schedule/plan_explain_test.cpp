@@ -98,3 +98,26 @@ TEST(ExplainPlan, RanksEveryGroup) {
 
 }  // namespace
 }  // namespace stitch::schedule
+
+namespace stitch::schedule {
+namespace {
+
+TEST(PlanExplain, StitchedGroupsShowTheirSharedMemoryPlan) {
+  Graph g = canonicalize(parse_module(R"(graph sm(x: f32[512, 2048]) -> (f32[512, 2048]) {
+  y = softmax(x, axis=-1)
+  return y
+})",
+                                      "<test>")
+                             .graphs.front());
+  FusionPlan p = plan_stitch(g);
+  // Block per row: the row of exp (8 KiB) is cached and takes the max's scratch.
+  const std::string block = explain_plan(g, p, sm90_target(), {}, 1, RowScheduleKind::BlockPerRow);
+  EXPECT_NE(block.find("  shared memory: 3 buffers, 8256 bytes requested, arena 8224 bytes"), std::string::npos) << block;
+  EXPECT_NE(block.find("    row cache %y_exp: [0, 8192) 8192 bytes, reuses scratch %y_max"), std::string::npos) << block;
+  // Eight rows a block (64 KiB of exp) pass the 48 KiB budget: exp is recomputed instead.
+  const std::string warp = explain_plan(g, p, sm90_target(), {}, 1, RowScheduleKind::WarpPerRow);
+  EXPECT_NE(warp.find("  shared memory: 0 buffers"), std::string::npos) << warp;
+}
+
+}  // namespace
+}  // namespace stitch::schedule

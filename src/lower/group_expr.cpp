@@ -46,6 +46,12 @@ Expr mul_i(const Expr& a, const Expr& b) {
   return a * b;
 }
 
+Expr ceil_div_i(const Expr& a, int64_t b) {
+  int64_t value = 0;
+  if (kir::is_int_constant(a, &value)) return kir::int_const((value + b - 1) / b);
+  return (a + (b - 1)) / b;
+}
+
 Expr dim_expr(const Dim& d) { return d.is_static() ? kir::int_const(d.extent()) : kir::var(symbol_param(d.name())); }
 
 Expr element_count_expr(const Shape& s) {

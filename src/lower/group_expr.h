@@ -30,6 +30,8 @@ std::string symbol_param(const std::string& symbol);
 kir::Expr add_i(const kir::Expr& a, const kir::Expr& b);
 kir::Expr sub_i(const kir::Expr& a, const kir::Expr& b);
 kir::Expr mul_i(const kir::Expr& a, const kir::Expr& b);
+// ceil(a / b) for a >= 0 and b > 0, folded when `a` is a literal.
+kir::Expr ceil_div_i(const kir::Expr& a, int64_t b);
 kir::Expr dim_expr(const Dim& d);
 kir::Expr element_count_expr(const Shape& s);
 kir::Expr literal(double value, DType dtype);

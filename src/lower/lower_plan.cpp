@@ -39,8 +39,13 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
       if (group.kind == GroupKind::Stitched) {
         lowered.kernel = lower_stitched_group(g, group, name, row);
       } else {
-        lowered.kernel = group.kind == GroupKind::Reduction ? lower_reduction_group(g, group, name, row)
-                                                            : lower_loop_group(g, group, name);
+        const std::optional<schedule::ColumnScheduleChoice> column = schedule::choose_column_schedule(g, group, target);
+        lowered.kernel = group.kind == GroupKind::Reduction
+                             ? lower_reduction_group(g, group, name, row, column ? column->schedule : schedule::ColumnSchedule{})
+                             : lower_loop_group(g, group, name);
+        if (column) {
+          lowered.kernel->note = fmt::format("column schedule: {} ({})", column->schedule.describe(), column->reason);
+        }
       }
       if (lowered.row_schedule) {
         lowered.kernel->note = fmt::format("row schedule: {} ({})", row.describe(), lowered.row_schedule->reason);

@@ -58,8 +58,8 @@ struct Accumulator {
 class ReductionLowerer {
  public:
   ReductionLowerer(const Graph& g, const FusionGroup& group, const std::string& name,
-                   const schedule::RowSchedule& schedule)
-      : g_(g), group_(group), kb_(name), schedule_(schedule) {}
+                   const schedule::RowSchedule& schedule, const schedule::ColumnSchedule& column)
+      : g_(g), group_(group), kb_(name), schedule_(schedule), column_(column) {}
 
   kir::Kernel run() {
     std::string problem = reduction_group_problem(g_, group_);
@@ -79,6 +79,8 @@ class ReductionLowerer {
     for (size_t d = in_shape_.size() - red_shape_.size(); d < in_shape_.size(); ++d) row = row && reduced_.count(d);
     if (row) {
       lower_rows();
+    } else if (column_.tiled()) {
+      lower_column_tiles();
     } else {
       lower_columns();
     }
@@ -237,10 +239,78 @@ class ReductionLowerer {
     });
   }
 
+  // The block-tile column schedule (docs/lowering.md, Column schedules): a
+  // block owns `width` columns and its `groups` row groups split each
+  // column's reduced elements (group q takes q, q + groups, ...); the partials
+  // meet in shared memory after a barrier, and one thread per column combines
+  // them in group order and stores. Not for argmax/argmin (the selector
+  // keeps those on a thread per column).
+  void lower_column_tiles() {
+    const int64_t groups = column_.groups, width = column_.width, threads = column_.threads();
+    Expr count = element_count_expr(out_shape_);
+    Expr len = element_count_expr(red_shape_);
+    const ColumnGeometry geometry = column_geometry(count, width);
+    const Expr steps = ceil_div_i(len, groups);
+    for (size_t k = 0; k < group_.roots.size(); ++k) {
+      const Node& n = root_node(g_, group_, k);
+      STITCH_ASSERT(!is_arg(n.op), "lower_column_tiles: argmax/argmin take a thread per column");
+      kb_.shared("partial" + std::to_string(k), accumulator_dtype(g_, n), threads);
+    }
+    kb_.launch(geometry.blocks, threads);
+    kb_.grid("blk", geometry.blocks, [&](const Expr& b) {
+      // Column `col` of the block's tile, read clamped as the thread-per-column
+      // schedule does, so the strided loop has no column guard.
+      auto column_of = [&](const Expr& t, Expr* lin) {
+        Expr col = kb_.let(ex_.fresh("col"), kir::op(OpKind::Rem, {t, kir::int_const(width)}));
+        *lin = kb_.let(ex_.fresh("lin"), add_i(mul_i(b, kir::int_const(width)), col));
+        return geometry.guard ? kb_.let(ex_.fresh("lin_read"), kir::op(OpKind::Min, {*lin, sub_i(count, kir::int_const(1))}))
+                              : *lin;
+      };
+      kb_.block("thr", threads, [&](const Expr& t) {
+        Expr lin;
+        Index out = ex_.delinearize(column_of(t, &lin), out_shape_, "o");
+        Expr group = kb_.let("grp", kir::op(OpKind::Div, {t, kir::int_const(width)}));
+        std::vector<Accumulator> acc = init_accumulators();
+        kb_.serial("step", steps, [&](const Expr& s) {
+          ex_.scoped([&] {
+            Expr r = kb_.let(ex_.fresh("r"), add_i(mul_i(s, kir::int_const(groups)), group));
+            kb_.if_then(kir::op(OpKind::Lt, {r, len}), [&] { ex_.scoped([&] { accumulate(acc, out, r); }); });
+          });
+        });
+        for (size_t k = 0; k < group_.roots.size(); ++k) kb_.store("partial" + std::to_string(k), {t}, acc[k].value);
+        kb_.barrier();
+        ex_.scoped([&] {
+          kb_.if_then(kir::op(OpKind::Lt, {t, kir::int_const(width)}), [&] {
+            ex_.scoped([&] {
+              Expr lin_after;
+              Index at = ex_.delinearize(column_of(t, &lin_after), out_shape_, "c");
+              for (size_t k = 0; k < group_.roots.size(); ++k) {
+                const Node& n = root_node(g_, group_, k);
+                const std::string partial = "partial" + std::to_string(k);
+                Expr total = kb_.let(ex_.fresh("total"), kb_.load(partial, {t}));
+                kb_.serial(ex_.fresh("q"), kir::int_const(groups - 1), [&](const Expr& q) {
+                  Expr at_group = add_i(t, mul_i(add_i(q, kir::int_const(1)), kir::int_const(width)));
+                  kb_.assign(total, kir::op(combine_op(n.op), {total, kb_.load(partial, {at_group})}));
+                });
+                auto store = [&] { kb_.store(ex_.buffer(n.output), at, finish_value(k, {total, Expr()})); };
+                if (geometry.guard) {
+                  kb_.if_then(kir::op(OpKind::Lt, {lin_after, count}), store);
+                } else {
+                  store();
+                }
+              }
+            });
+          });
+        });
+      });
+    });
+  }
+
   const Graph& g_;
   const FusionGroup& group_;
   kir::KernelBuilder kb_;
   schedule::RowSchedule schedule_;
+  schedule::ColumnSchedule column_;
   GroupExpr ex_{g_, group_, kb_};
   Shape in_shape_, out_shape_, red_shape_;
   std::set<size_t> reduced_;
@@ -276,8 +346,8 @@ std::string reduction_group_problem(const Graph& g, const FusionGroup& group) {
 }
 
 kir::Kernel lower_reduction_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
-                                  const schedule::RowSchedule& schedule) {
-  return ReductionLowerer(g, group, kernel_name, schedule).run();
+                                  const schedule::RowSchedule& schedule, const schedule::ColumnSchedule& column) {
+  return ReductionLowerer(g, group, kernel_name, schedule, column).run();
 }
 
 }  // namespace stitch::lower

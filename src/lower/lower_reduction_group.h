@@ -8,6 +8,7 @@
 #include "fusion/fusion_plan.h"
 #include "kir/kernel.h"
 #include "lower/lower_loop_group.h"
+#include "schedule/column_schedule.h"
 #include "schedule/row_schedule.h"
 #include "stitch/graph.h"
 
@@ -24,9 +25,10 @@ std::string reduction_group_problem(const Graph& g, const FusionGroup& group);
 
 // The signature is loop_group_signature's (inputs read, roots written, symbols).
 // A reduction over the innermost axes follows `schedule` (docs/lowering.md,
-// Row schedules), any other the column schedule. Raises InternalError when
-// reduction_group_problem is not empty. Verified.
+// Row schedules), any other `column` (Column schedules). Raises InternalError
+// when reduction_group_problem is not empty. Verified.
 kir::Kernel lower_reduction_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
-                                  const schedule::RowSchedule& schedule = {});
+                                  const schedule::RowSchedule& schedule = {},
+                                  const schedule::ColumnSchedule& column = {});
 
 }  // namespace stitch::lower

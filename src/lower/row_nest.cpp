@@ -9,16 +9,6 @@ namespace stitch::lower {
 using kir::Expr;
 using schedule::RowScheduleKind;
 
-namespace {
-
-Expr ceil_div(const Expr& a, int64_t b) {
-  int64_t value = 0;
-  if (kir::is_int_constant(a, &value)) return kir::int_const((value + b - 1) / b);
-  return (a + (b - 1)) / b;
-}
-
-}  // namespace
-
 RowNest::RowNest(kir::KernelBuilder& kb, const schedule::RowSchedule& schedule, Expr rows, Expr len)
     : kb_(kb), schedule_(schedule), rows_(std::move(rows)), len_(std::move(len)) {
   STITCH_ASSERT(schedule_.threads % kir::kWarpSize == 0 && schedule_.threads >= kir::kWarpSize &&
@@ -37,7 +27,7 @@ RowNest::RowNest(kir::KernelBuilder& kb, const schedule::RowSchedule& schedule, 
   lanes_ = schedule_.kind == RowScheduleKind::WarpPerRow ? kir::kWarpSize : schedule_.lanes;
   STITCH_ASSERT(lanes_ >= 2 && lanes_ <= kir::kWarpSize && (lanes_ & (lanes_ - 1)) == 0,
                 "row schedule with " + std::to_string(lanes_) + " lanes per row");
-  steps_ = ceil_div(len_, lanes_);
+  steps_ = ceil_div_i(len_, lanes_);
   guard_ = static_len_ < 0 || static_len_ % lanes_ != 0;
   int64_t static_rows = 0;
   spare_rows_ = !kir::is_int_constant(rows_, &static_rows) || static_rows % rows_per_block() != 0;
@@ -48,7 +38,7 @@ void RowNest::declare_scratch(const std::string& name, DType dtype) {
 }
 
 void RowNest::emit(const std::function<void(const RowThread&)>& body) {
-  const Expr blocks = ceil_div(rows_, rows_per_block());
+  const Expr blocks = ceil_div_i(rows_, rows_per_block());
   kb_.launch(blocks, threads_);
   kb_.grid("blk", blocks, [&](const Expr& b) {
     if (schedule_.kind == RowScheduleKind::BlockPerRow) {

@@ -79,6 +79,7 @@ int row_phases(const Graph& g, const FusionGroup& group) {
 std::string RowScheduleTarget::name() const {
   std::string text = machine == Machine::Cpu ? "cpu" : gpu_arch;
   if (forced) text += fmt::format(" (forced {})", row_schedule_kind_name(*forced));
+  if (forced_column_groups > 0) text += fmt::format(" (column tiles of {} row groups)", forced_column_groups);
   return text;
 }
 

@@ -23,9 +23,12 @@ struct RowScheduleTarget {
   Machine machine = Machine::Cpu;
   std::string gpu_arch = "sm_90";         // Gpu: a table entry of gpu_target()
   std::optional<RowScheduleKind> forced;  // every row group takes this kind
+  // > 0: every column reduction (argmax/argmin aside) takes a block tile of
+  // this many row groups x 32 columns (column_schedule.h); tests force it.
+  int64_t forced_column_groups = 0;
 
   static RowScheduleTarget cpu() { return {}; }
-  static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt}; }
+  static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt, 0}; }
   // "cpu", "sm_90", ...; with the forced kind when there is one.
   std::string name() const;
 };

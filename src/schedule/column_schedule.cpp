@@ -1,0 +1,90 @@
+#include "schedule/column_schedule.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "schedule/candidates.h"
+#include "schedule/plan_explain.h"
+#include "schedule/template.h"
+
+namespace stitch::schedule {
+namespace {
+
+bool has_arg_root(const Graph& g, const FusionGroup& group) {
+  for (int r : group.roots) {
+    const OpKind op = g.nodes()[static_cast<size_t>(r)].op;
+    if (op == OpKind::ArgMax || op == OpKind::ArgMin) return true;
+  }
+  return false;
+}
+
+// The schedule a ranked candidate stands for, when the lowering implements it.
+std::optional<ColumnSchedule> lowered_schedule(const KernelCandidate& k) {
+  ColumnSchedule s;
+  const std::string text = print_template(k.schedule);
+  if (k.strategy == "thread-per-column") {
+    s.width = k.threads_per_block;
+    return s;
+  }
+  long long groups = 0, width = 0;
+  if (k.strategy == "block-tile-column" &&
+      std::sscanf(text.c_str(), "[THREAD-CTA_%lld,GRID-CTA_%lld];", &groups, &width) == 2) {
+    s.groups = groups;
+    s.width = width;
+    return s;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string ColumnSchedule::template_text() const {
+  return tiled() ? fmt::format("[THREAD-CTA_{},GRID-CTA_{}];", groups, width) : fmt::format("[THREAD,GRID-CTA_{}];", width);
+}
+
+std::string ColumnSchedule::describe() const {
+  return fmt::format("{} {} {} threads", tiled() ? "block-tile-column" : "thread-per-column", template_text(), threads());
+}
+
+std::optional<ColumnScheduleChoice> choose_column_schedule(const Graph& g, const FusionGroup& group,
+                                                           const RowScheduleTarget& target,
+                                                           const SymbolBindings& bindings) {
+  if (group.kind != GroupKind::Reduction) return std::nullopt;
+  // Reductions over middle axes are not ranked (describe_group says why) but
+  // take the column path all the same.
+  auto described = describe_group(g, group, bindings);
+  const GroupDescription* d = std::get_if<GroupDescription>(&described);
+  if (d && d->pattern != GroupPattern::ColumnReduction) return std::nullopt;
+  ColumnScheduleChoice choice;
+  if (has_arg_root(g, group)) {
+    choice.reason = "argmax/argmin keep a thread per column";
+    return choice;
+  }
+  if (target.forced_column_groups > 0) {
+    choice.schedule = {target.forced_column_groups, 32};
+    choice.reason = "forced";
+    return choice;
+  }
+  if (target.machine == RowScheduleTarget::Machine::Cpu) {
+    choice.reason = "the CPU's choice: its thread loop is vectorised across columns";
+    return choice;
+  }
+  if (!d) {
+    choice.reason = std::get<std::string>(described);
+    return choice;
+  }
+  const std::optional<GpuTarget> gpu = gpu_target(target.gpu_arch);
+  const std::vector<RankedCandidate> ranking = gpu ? rank_candidates(*d, *gpu) : std::vector<RankedCandidate>{};
+  for (size_t i = 0; i < ranking.size(); ++i) {
+    if (std::optional<ColumnSchedule> s = lowered_schedule(ranking[i].kernel)) {
+      choice.schedule = *s;
+      choice.reason = fmt::format("rank {} of {} on {}", i + 1, ranking.size(), target.gpu_arch);
+      return choice;
+    }
+  }
+  choice.reason = "no ranked candidate is lowered: a thread per column";
+  return choice;
+}
+
+}  // namespace stitch::schedule

@@ -30,6 +30,11 @@ namespace {
 // of the stitched lowering (docs/lowering.md, Row cache).
 constexpr int64_t kBlockHoldBytes = 48 * 1024;
 
+// Kernels this small are packed with independent neighbours: 64 Ki elements
+// are one wave of 256-thread blocks on a 132-SM GPU at two blocks per SM, and
+// a few microseconds of work on a CPU core, the order of a launch.
+constexpr int64_t kPackElements = 64 * 1024;
+
 // Profitability, apart from legality: why stitching `nodes` would make each
 // block re-read more than it can hold, or nothing.
 std::optional<std::string> reread_refusal(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
@@ -66,6 +71,8 @@ class StitchPlanner {
 
   FusionPlan run() {
     while (merge_one()) {
+    }
+    while (pack_one()) {
     }
     FusionPlan plan;
     plan.planner = "stitch";
@@ -138,6 +145,38 @@ class StitchPlanner {
     return false;
   }
 
+  // Kernel packing (DESIGN.md, Schedules and compositions): two small loop
+  // kernels with no data between them become one kernel, each root in its own
+  // part of the grid (docs/lowering.md, Kernel packing), which saves a launch
+  // where a launch costs as much as the work. Small: every root a static
+  // kPackElements or fewer elements. False when no pair is left.
+  bool pack_one() {
+    for (int a = 0; a < static_cast<int>(groups_.size()); ++a) {
+      if (!packable(groups_[a])) continue;
+      for (int b = a + 1; b < static_cast<int>(groups_.size()); ++b) {
+        if (!packable(groups_[b]) || !edges(a, b).empty() || !edges(b, a).empty()) continue;
+        if (check_merge_legality(g_, groups_, a, b)) continue;
+        if (budget_ >= 0 && applied_ >= budget_) return false;
+        merge(a, b, GroupKind::Loop);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool packable(const FusionGroup& grp) const {
+    if (grp.kind != GroupKind::Loop || grp.roots.empty()) return false;
+    for (int r : grp.roots) {
+      int64_t elements = 1;
+      for (const Dim& d : g_.type(g_.nodes()[r].output).shape) {
+        if (!d.is_static()) return false;
+        elements *= d.extent();
+      }
+      if (elements > kPackElements) return false;
+    }
+    return true;
+  }
+
   std::optional<std::string> merge_refusal(int a, int b) const {
     std::vector<int> nodes = groups_[a].nodes;
     nodes.insert(nodes.end(), groups_[b].nodes.begin(), groups_[b].nodes.end());
@@ -155,10 +194,10 @@ class StitchPlanner {
     return std::nullopt;
   }
 
-  void merge(int a, int b) {
+  void merge(int a, int b, GroupKind kind = GroupKind::Stitched) {
     ++applied_;
     FusionGroup merged;
-    merged.kind = GroupKind::Stitched;
+    merged.kind = kind;
     merged.nodes = groups_[a].nodes;
     merged.nodes.insert(merged.nodes.end(), groups_[b].nodes.begin(), groups_[b].nodes.end());
     std::sort(merged.nodes.begin(), merged.nodes.end());

@@ -77,7 +77,32 @@ TEST(StitchPlanner, AbsorbsProducerKernels) {
   EXPECT_EQ(stitched_reread(g, p.groups[0].nodes, p.groups[0].roots, d).block_bytes(), 1024 * 4);
 }
 
-// Graphs without a reduction are planned exactly as xla plans them.
+// Kernel packing: small loop kernels with nothing between them share one
+// kernel, roots of different shapes included; a large one, or one that reads
+// another's result, keeps its own.
+TEST(StitchPlanner, PacksSmallIndependentLoopKernels) {
+  Graph g = canonical_graph(R"(graph pack(a: f32[64, 100], b: f32[300], c: f32[512, 512], d: f32[B]) ->
+      (f32[64, 100], f32[300], f32[512, 512], f32[B]) {
+  x = exp(a)
+  y = mul(b, b)
+  z = add(c, c)
+  w = neg(d)
+  return x, y, z, w
+})");
+  FusionPlan x = plan(g, PlannerKind::Xla);
+  FusionPlan s = plan(g, PlannerKind::Stitch);
+  check_plan_invariants(g, s);
+  EXPECT_EQ(x.groups.size(), 4u);
+  ASSERT_EQ(s.groups.size(), 3u);
+  int packed = 0;
+  for (const FusionGroup& grp : s.groups) {
+    EXPECT_EQ(grp.kind, GroupKind::Loop);
+    if (grp.roots.size() == 2) ++packed;
+  }
+  EXPECT_EQ(packed, 1);  // x and y; z (256 Ki elements) and w (symbolic) alone
+}
+
+// Graphs without a reduction are planned as xla plans them, but for packing.
 TEST(StitchPlanner, WithoutReductionsTheXlaPlan) {
   for (const char* name : {"gelu_tanh", "transpose_add", "bias_gelu"}) {
     Graph g = workload(std::string(name) + ".stitch", std::string(name) + "_small");

@@ -18,6 +18,7 @@
 #include "fusion/legality.h"
 #include "fusion/planner.h"
 #include "fusion/stitched_group.h"
+#include "fusion/tile_group.h"
 
 namespace stitch {
 namespace {
@@ -133,7 +134,14 @@ class StitchPlanner {
         // kernel recomputed in each phase instead of writing its result.
         std::vector<std::pair<int, int>> reads = edges(a, b);
         for (auto edge : edges(b, a)) reads.push_back(edge);
-        if (reads.empty()) continue;
+        if (reads.empty()) {
+          // Sibling reduction kernels sharing an input: merged only as a tile group.
+          if (has_reduction(groups_[b]) && shares_input(a, b) && !merge_refusal(a, b, true)) {
+            merge(a, b);
+            return true;
+          }
+          continue;
+        }
         std::optional<std::string> reason = merge_refusal(a, b);
         if (!reason) {
           merge(a, b);
@@ -177,7 +185,33 @@ class StitchPlanner {
     return true;
   }
 
-  std::optional<std::string> merge_refusal(int a, int b) const {
+  // True when a node of a and a node of b read one value from outside both.
+  bool shares_input(int a, int b) const {
+    std::set<int> read;
+    for (int n : groups_[a].nodes) {
+      for (ValueId v : g_.nodes()[n].inputs)
+        if (!groups_[a].contains(g_.value(v).producer)) read.insert(v.index);
+    }
+    for (int n : groups_[b].nodes) {
+      for (ValueId v : g_.nodes()[n].inputs)
+        if (!groups_[b].contains(g_.value(v).producer) && read.count(v.index)) return true;
+    }
+    return false;
+  }
+
+  // Reductions over different axes of one tile a block holds (tile_group.h;
+  // docs/fusion.md, Tile groups), taken only when there is more than one
+  // block: a tile kernel of one block would leave the rest of the machine idle.
+  bool is_tile_merge(const std::vector<int>& nodes, const std::vector<int>& roots) const {
+    TileDomain domain;
+    if (!tile_group_problem(g_, nodes, roots, &domain).empty()) return false;
+    const Shape outer = domain.outer_shape();
+    return std::any_of(outer.begin(), outer.end(), [](const Dim& d) { return !d.is_static() || d.extent() > 1; });
+  }
+
+  // `siblings`: a and b read none of each other's results; they merge only as
+  // a tile group, so every merge a stitched group allows stays as it was.
+  std::optional<std::string> merge_refusal(int a, int b, bool siblings = false) const {
     std::vector<int> nodes = groups_[a].nodes;
     nodes.insert(nodes.end(), groups_[b].nodes.begin(), groups_[b].nodes.end());
     std::sort(nodes.begin(), nodes.end());
@@ -185,9 +219,14 @@ class StitchPlanner {
     const std::vector<int> roots = merged_roots(a, b);
     StitchedDomain domain;
     std::string problem = stitched_group_problem(g_, nodes, roots, &domain);
-    if (!problem.empty()) return problem;
+    // A tile holds at most kTileBytes, so it needs no re-read check.
+    const bool tile = !problem.empty() && is_tile_merge(nodes, roots);
+    if (siblings && !tile) return problem.empty() ? "not a tile group" : problem;
+    if (!problem.empty() && !tile) return problem;
     if (auto reason = check_merge_legality(g_, groups_, a, b)) return reason;
-    if (auto reason = reread_refusal(g_, nodes, roots, domain)) return reason;
+    if (!tile) {
+      if (auto reason = reread_refusal(g_, nodes, roots, domain)) return reason;
+    }
     if (budget_ >= 0 && applied_ >= budget_) {
       return fmt::format("STITCH_MAX_FUSIONS={} fusions already applied", max_fusions_);
     }

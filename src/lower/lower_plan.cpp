@@ -4,6 +4,7 @@
 
 #include "lower/lower_reduction_group.h"
 #include "lower/lower_stitched_group.h"
+#include "lower/lower_tile_group.h"
 
 namespace stitch::lower {
 
@@ -14,12 +15,14 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
     const FusionGroup& group = plan.groups[i];
     LoweredGroup lowered;
     lowered.group = static_cast<int>(i);
-    if (group.kind == GroupKind::Reduction) {
-      std::string problem = reduction_group_problem(g, group);
-      if (!problem.empty()) lowered.not_lowered_reason = "not lowered yet: " + problem;
-    } else if (group.kind == GroupKind::Stitched) {
-      std::string problem = stitched_group_lowering_problem(g, group);
-      if (!problem.empty()) lowered.not_lowered_reason = "not lowered yet: " + problem;
+    // Reductions over different axes of one tile (docs/lowering.md, Tile
+    // groups) are neither a reduction nor a stitched kernel.
+    bool tile = false;
+    if (group.kind == GroupKind::Reduction || group.kind == GroupKind::Stitched) {
+      std::string problem = group.kind == GroupKind::Reduction ? reduction_group_problem(g, group)
+                                                               : stitched_group_lowering_problem(g, group);
+      tile = !problem.empty() && tile_group_lowering_problem(g, group).empty();
+      if (!problem.empty() && !tile) lowered.not_lowered_reason = "not lowered yet: " + problem;
     } else if (group.kind != GroupKind::Loop) {
       lowered.not_lowered_reason =
           "not lowered yet: " + std::string(group_kind_name(group.kind)) + " groups have no lowering";
@@ -34,9 +37,11 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
     }
     if (lowered.not_lowered_reason.empty()) {
       std::string name = prefix + "_g" + std::to_string(i);
-      lowered.row_schedule = schedule::choose_row_schedule(g, group, target);
+      if (!tile) lowered.row_schedule = schedule::choose_row_schedule(g, group, target);
       const schedule::RowSchedule row = lowered.row_schedule ? lowered.row_schedule->schedule : schedule::RowSchedule{};
-      if (group.kind == GroupKind::Stitched) {
+      if (tile) {
+        lowered.kernel = lower_tile_group(g, group, name);
+      } else if (group.kind == GroupKind::Stitched) {
         lowered.kernel = lower_stitched_group(g, group, name, row);
       } else {
         const std::optional<schedule::ColumnScheduleChoice> column = schedule::choose_column_schedule(g, group, target);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/planner.h"
 #include "fusion/tile_group.h"
 #include "plan_invariants.h"
 
@@ -180,6 +181,49 @@ TEST(TileGroup, SlicesMayMoveTilePositions) {
   return y
 })"),
             "");
+}
+
+// The stitch planner (docs/fusion.md, The `stitch` planner) takes a tile group
+// where no stitched group fits: double centering, three kernels under xla,
+// is one.
+TEST(TileGroupPlanner, DoubleCenteringIsOneKernel) {
+  const Graph g = canonical_graph(kDoubleCentering);
+  EXPECT_EQ(plan(g, PlannerKind::Xla).groups.size(), 3u);
+  const FusionPlan p = plan(g, PlannerKind::Stitch);
+  testing_fusion::check_plan_invariants(g, p);
+  ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
+  EXPECT_EQ(p.groups[0].kind, GroupKind::Stitched);
+  EXPECT_TRUE(p.refusals.empty()) << print_plan(g, p);
+  EXPECT_EQ(tile_group_problem(g, p.groups[0].nodes, p.groups[0].roots), "");
+}
+
+// Sibling reductions of one input over different axes of a tile: one kernel
+// with two reduction roots.
+TEST(TileGroupPlanner, SiblingReductionsMerge) {
+  const Graph g = canonical_graph(R"(graph sums(x: f32[B, 32, 48]) -> (f32[B, 32], f32[B, 48]) {
+  r = reduce_sum(x, axes=[2])
+  c = reduce_max(x, axes=[1])
+  return r, c
+})");
+  EXPECT_EQ(plan(g, PlannerKind::Xla).groups.size(), 2u);
+  const FusionPlan p = plan(g, PlannerKind::Stitch);
+  testing_fusion::check_plan_invariants(g, p);
+  ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
+  EXPECT_EQ(p.groups[0].kind, GroupKind::Reduction);
+}
+
+// A tile that is the whole tensor would be one block: the planner leaves
+// such groups apart (the check itself accepts them, WholeMatrixTile).
+TEST(TileGroupPlanner, OneBlockTilesStayApart) {
+  const Graph g = canonical_graph(R"(graph sums(x: f32[64, 100]) -> (f32[64, 100]) {
+  r = reduce_sum(x, axes=[1], keepdims=true)
+  c = reduce_sum(x, axes=[0], keepdims=true)
+  y = sub(broadcast(r, shape=[64, 100]), broadcast(c, shape=[64, 100]))
+  return y
+})");
+  const FusionPlan p = plan(g, PlannerKind::Stitch);
+  testing_fusion::check_plan_invariants(g, p);
+  EXPECT_EQ(p.groups.size(), 2u) << print_plan(g, p);
 }
 
 }  // namespace

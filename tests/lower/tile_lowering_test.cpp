@@ -6,19 +6,24 @@
 // and tolerances): 4 n eps for reductions of length n.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "codegen/cpu/cpp_emitter.h"
+#include "fusion/planner.h"
 #include "fusion/tile_group.h"
 #include "ir/canonicalize.h"
 #include "kir/printer.h"
 #include "lower/lower_loop_group.h"
 #include "lower/lower_tile_group.h"
 #include "runtime/cpu/cpu_compiler.h"
+#include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "tensor_compare.h"
@@ -241,6 +246,48 @@ TEST(TileLoweringRefusal, TileTooLarge) {
                              .graphs.front());
   EXPECT_EQ(tile_group_lowering_problem(g, whole_graph_group(g)),
             "the tile [128, 128] and its results take 66560 bytes, over the 49152 a block holds");
+}
+
+// Through the stitch planner and the CPU executable: double centering (three
+// kernels under xla) and sibling reductions over a tile (two) run as one tile
+// kernel each, for several batch sizes on the same compiled kernel.
+TEST(TilePlanned, StitchPlansOneTileKernel) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("stitch_tile_planned_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  runtime::cpu::KernelCache cache(dir);
+  const std::vector<Graph> sources = {
+      parse_module(kCenter).graphs.front(),
+      parse_module(R"(graph sibling_sums(x: f32[B, 30, 45]) -> (f32[B, 30], f32[B, 45]) {
+  r = reduce_sum(x, axes=[2])
+  c = reduce_min(x, axes=[1])
+  return r, c
+})")
+          .graphs.front(),
+  };
+  std::vector<Graph> graphs;
+  for (const Graph& g : sources) graphs.push_back(canonicalize(g));
+  std::vector<runtime::cpu::CpuExecutable> exes =
+      runtime::cpu::CpuExecutable::compile_batch(graphs, PlannerKind::Stitch, cache);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    SCOPED_TRACE(sources[i].name());
+    EXPECT_EQ(exes[i].kernel_count(), 1) << print_plan(exes[i].graph(), exes[i].plan());
+    EXPECT_GT(plan(graphs[i], PlannerKind::Xla).groups.size(), 1u);
+    for (int64_t batch : {1, 3, 300}) {
+      SCOPED_TRACE("B = " + std::to_string(batch));
+      std::vector<Tensor> inputs;
+      Tensor x(DType::f32, concrete_shape(sources[i].type(sources[i].params()[0]).shape, {{"B", batch}}));
+      fill_random(x, 7 + static_cast<uint64_t>(batch));
+      inputs.push_back(std::move(x));
+      const std::vector<Tensor> want = interpret(sources[i], inputs);
+      const std::vector<Tensor> got = exes[i].run(inputs);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_TRUE(stitch::testing::matches_interpreter(got[k], want[k], false, 48)) << "output " << k;
+      }
+    }
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -33,6 +33,10 @@ std::string_view reduce_scope_name(ReduceScope s) {
   STITCH_ASSERT(false, "unknown reduction scope");
 }
 
+int64_t shared_element_bytes(DType dtype) {
+  return (dtype == DType::f16 || dtype == DType::bf16) ? 4 : static_cast<int64_t>(dtype_size(dtype));
+}
+
 bool is_parallel(LoopLevel l) {
   return l == LoopLevel::Grid || l == LoopLevel::Block || l == LoopLevel::Warp;
 }

@@ -47,12 +47,21 @@ struct ScalarParam {
   DType dtype;
 };
 
-// Block-shared memory, one-dimensional; its lifetime is one block.
+// Block-shared memory, one-dimensional; its lifetime is one block. With an
+// `offset` the buffer lives at that byte of the kernel's shared arena
+// (Kernel::shared_arena_bytes), where buffers whose lifetimes do not overlap
+// share space (docs/shared-memory.md, Stitched kernels); without one, in its
+// own array.
 struct SharedBuffer {
   std::string name;
   DType dtype;
   int64_t count;
+  int64_t offset = -1;
 };
+
+// Bytes one element of a shared buffer of `dtype` takes: f16 and bf16 are
+// kept in their compute type, f32 (docs/kernel-ir.md, Shared memory).
+int64_t shared_element_bytes(DType dtype);
 
 struct Launch {
   Expr grid;               // number of blocks, i64 over scalar parameters
@@ -139,6 +148,7 @@ struct Kernel {
   std::vector<ScalarParam> scalars;
   Launch launch;
   std::vector<SharedBuffer> shared;
+  int64_t shared_arena_bytes = 0;  // > 0: every shared buffer has an offset in one arena
   StmtList body;
 
   const BufferParam* find_buffer(std::string_view name) const;

@@ -26,6 +26,15 @@ void KernelBuilder::launch(Expr grid, int64_t block_size) {
   kernel_.launch = {std::move(grid), block_size};
 }
 
+void KernelBuilder::place_shared(int64_t arena_bytes, const std::map<std::string, int64_t>& offsets) {
+  kernel_.shared_arena_bytes = arena_bytes;
+  for (SharedBuffer& s : kernel_.shared) {
+    auto it = offsets.find(s.name);
+    STITCH_ASSERT(it != offsets.end(), "place_shared: no offset for shared buffer " + s.name);
+    s.offset = it->second;
+  }
+}
+
 void KernelBuilder::shared(std::string name, DType dtype, int64_t count) {
   declare_element_type(name, dtype);
   kernel_.shared.push_back({std::move(name), dtype, count});

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -25,6 +26,9 @@ class KernelBuilder {
                     std::vector<Expr> strides = {});
   void launch(Expr grid, int64_t block_size);
   void shared(std::string name, DType dtype, int64_t count);
+  // Places the shared buffers in one arena of `arena_bytes`: offsets[name] is
+  // each buffer's byte offset (every declared buffer must have one).
+  void place_shared(int64_t arena_bytes, const std::map<std::string, int64_t>& offsets);
 
   // Statements, appended to the innermost open body.
   void loop(std::string var_name, Expr extent, LoopLevel level, const LoopBodyFn& body);

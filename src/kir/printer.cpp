@@ -130,8 +130,10 @@ std::string print_kernel(const Kernel& k) {
     first = false;
   }
   out += fmt::format(") launch(grid={}, block={}) {{\n", print_expr(k.launch.grid), k.launch.block_size);
+  if (k.shared_arena_bytes > 0) out += fmt::format("  shared arena: {} bytes\n", k.shared_arena_bytes);
   for (const SharedBuffer& s : k.shared) {
-    out += fmt::format("  shared {}: {}\n", s.name, print_type(s.dtype, std::to_string(s.count)));
+    out += fmt::format("  shared {}: {}", s.name, print_type(s.dtype, std::to_string(s.count)));
+    out += s.offset >= 0 ? fmt::format(" at {}\n", s.offset) : "\n";
   }
   StmtPrinter(out).list(k.body, 1);
   return out + "}\n";

@@ -119,6 +119,15 @@ class Walker {
     }
     for (const SharedBuffer& s : k_.shared) {
       if (s.count <= 0) problem(fmt::format("shared buffer '{}' has {} elements", s.name, s.count));
+      const int64_t size = shared_element_bytes(s.dtype);
+      if (k_.shared_arena_bytes > 0 &&
+          (s.offset < 0 || s.offset % size != 0 || s.offset + s.count * size > k_.shared_arena_bytes)) {
+        problem(fmt::format("shared buffer '{}' at offset {} is misaligned or outside the {}-byte arena", s.name, s.offset,
+                            k_.shared_arena_bytes));
+      }
+      if (k_.shared_arena_bytes == 0 && s.offset >= 0) {
+        problem(fmt::format("shared buffer '{}' has an offset but the kernel has no arena", s.name));
+      }
       declare(s.name, {SymbolKind::Shared, s.dtype, 1, Access::ReadWrite, s.count});
     }
   }

@@ -158,6 +158,26 @@ class StitchedLowerer {
       cache_[n] = "row_cache" + std::to_string(cache_.size());
       kb_.shared(cache_[n], g_.type(node(n).output).dtype, layout.rows_per_block * layout.row_len);
     }
+    place_in_arena(plan);
+  }
+
+  // Lays the kernel's shared buffers out as the plan says when that saves
+  // space and is race-free without more barriers: every reused buffer is a
+  // block reduction's scratch, whose helper ends with a barrier after its last
+  // read. A row cache is read back element by element during later phases,
+  // so a buffer over it could be written by one thread while another still
+  // reads: such plans keep separate buffers.
+  void place_in_arena(const schedule::GroupSharedMemory& plan) {
+    if (!plan.plan.ok() || plan.plan.arena_bytes >= plan.plan.requested_bytes) return;
+    std::map<std::string, int64_t> offsets;
+    for (size_t i = 0; i < plan.request_nodes.size(); ++i) {
+      const int n = plan.request_nodes[i];
+      for (int reused : plan.plan.allocations[i].reuses) {
+        if (!is_reduction(node(plan.request_nodes[static_cast<size_t>(reused)]).op)) return;
+      }
+      offsets[is_reduction(node(n).op) ? name("scratch", n) : cache_.at(n)] = plan.plan.allocations[i].offset;
+    }
+    kb_.place_shared(plan.plan.arena_bytes, offsets);
   }
 
   // The row schedule of a reduction group (row_nest.h): the row's threads

@@ -11,9 +11,11 @@
 namespace stitch::schedule {
 namespace {
 
-// A block reduction's partials are kept at the accumulator's width: f16 and
-// bf16 accumulate in f32 (docs/lowering.md, Accumulator).
-int64_t partial_bytes(DType t) {
+// Bytes of one element of a shared buffer of dtype `t`: the emitters keep
+// f16 and bf16 in shared memory as f32 (their compute type, as kir's
+// shared_element_bytes says), which is also the accumulator's width of a
+// block reduction's partials (docs/lowering.md, Accumulator).
+int64_t shared_bytes(DType t) {
   return (t == DType::f16 || t == DType::bf16) ? 4 : static_cast<int64_t>(dtype_size(t));
 }
 
@@ -40,8 +42,9 @@ class Planner {
       for (const auto& phase : domain_.phases) {
         for (int r : phase) {
           const int64_t bytes =
-              layout_.scratch_slots * layout_.rows_per_block * partial_bytes(g_.type(node(r).output).dtype);
+              layout_.scratch_slots * layout_.rows_per_block * shared_bytes(g_.type(node(r).output).dtype);
           m.problem.requests.push_back({local_.at(r), bytes, {}});
+          m.request_nodes.push_back(r);
           name_request(m.problem, local_.at(r), "scratch");
         }
       }
@@ -50,8 +53,9 @@ class Planner {
     for (int n : cacheable()) {
       GroupSharedMemory trial = m;
       const int64_t bytes = layout_.row_len * layout_.rows_per_block *
-                            static_cast<int64_t>(dtype_size(g_.type(node(n).output).dtype));
+                            shared_bytes(g_.type(node(n).output).dtype);
       trial.problem.requests.push_back({local_.at(n), bytes, trial.problem.successors[local_.at(n)]});
+      trial.request_nodes.push_back(n);
       name_request(trial.problem, local_.at(n), "row cache");
       trial.plan = plan_shared_memory(trial.problem);
       if (!trial.plan.ok()) continue;

@@ -32,6 +32,9 @@ struct GroupSharedMemory {
   // The problem over the group's ops (index k is group.nodes[k]) and its plan.
   SharedMemoryProblem problem;
   SharedMemoryPlan plan;
+  // Per request, the Graph node it is for: a reduction (its scratch) or a
+  // cached value (its row cache).
+  std::vector<int> request_nodes;
 };
 
 // Plans the shared memory of stitched group `group` over `domain`

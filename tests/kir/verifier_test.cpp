@@ -53,6 +53,24 @@ TEST(KernelVerifier, TheBaseKernelIsValid) {
             Problems{});
 }
 
+// Shared buffers in an arena: each at an aligned offset inside it.
+TEST(KernelVerifier, SharedArenaOffsetsFitAndAlign) {
+  auto verify_arena = [](int64_t arena, int64_t s_at, int64_t partials_at) {
+    KernelBuilder kb = base();
+    kb.place_shared(arena, {{"s", s_at}, {"partials", partials_at}});
+    kb.grid("b", var("N"), [&](const Expr& b) {
+      kb.block("t", 256, [&](const Expr& t) { kb.store("y", {b, t}, kb.load("x", {b, t})); });
+    });
+    return verify_kernel(kb.finish_unverified());
+  };
+  EXPECT_EQ(verify_arena(1024, 0, 0), Problems{});  // overlap is the planner's decision
+  EXPECT_EQ(verify_arena(1056, 0, 1024), Problems{});
+  EXPECT_EQ(verify_arena(1024, 0, 1000),
+            Problems{"shared buffer 'partials' at offset 1000 is misaligned or outside the 1024-byte arena"});
+  EXPECT_EQ(verify_arena(1056, 2, 1024),
+            Problems{"shared buffer 's' at offset 2 is misaligned or outside the 1056-byte arena"});
+}
+
 TEST(KernelVerifier, NamesMustBeDefinedBeforeUse) {
   EXPECT_EQ(verify_thread_body([](KernelBuilder& kb, const Expr& b, const Expr& t) {
               kb.store("y", {b, t}, var("later", DType::f32));

@@ -183,7 +183,8 @@ TEST_F(StitchedLowering, MatchesInterpreter) {
 // each a strided loop ending in a block reduction; the totals are read as
 // block values by the next phase and by the last one, which stores the row.
 // The exp computed for the sum is kept in the shared row_cache0 and read back
-// by the store phase instead of being recomputed.
+// by the store phase instead of being recomputed; it takes the bytes of the
+// max's scratch, dead after its block reduction (the shared-memory plan's arena).
 TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
   const Graph g = canonicalize(workload("softmax.stitch", "softmax_small"));
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
@@ -192,9 +193,10 @@ TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
   ASSERT_EQ(lowered.size(), 1u);
   ASSERT_TRUE(lowered[0].kernel) << lowered[0].not_lowered_reason;
   EXPECT_EQ(kir::print_kernel(*lowered[0].kernel), R"(kernel k_g0(in_x: global f32[37, 100] read, out_y: global f32[37, 100] write) launch(grid=37, block=128) {
-  shared scratch0: f32[4]
-  shared scratch1: f32[4]
-  shared row_cache0: f32[100]
+  shared arena: 416 bytes
+  shared scratch0: f32[4] at 0
+  shared scratch1: f32[4] at 400
+  shared row_cache0: f32[100] at 0
   for blk in grid(37) {
     for thr in block(128) {
       let o0: i64 = blk

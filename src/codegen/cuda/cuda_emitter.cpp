@@ -96,9 +96,19 @@ class KernelEmitter : private common::SourceWriter {
   void emit_grid_loop(const kir::ForStmt& f) {
     check_identifier(f.var);
     line(fmt::format("// grid: {} blocks of {} threads", expr(f.extent), k_.launch.block_size));
+    // An arena (docs/shared-memory.md): buffers whose lifetimes do not
+    // overlap share bytes, each a typed pointer at its offset.
+    if (k_.shared_arena_bytes > 0) {
+      line(fmt::format("__shared__ __align__(16) unsigned char stitch_shared_arena[{}];", k_.shared_arena_bytes));
+    }
     for (const kir::SharedBuffer& sb : k_.shared) {
       check_identifier(sb.name);
-      line(fmt::format("__shared__ {} {}[{}];", compute_type(sb.dtype), sb.name, sb.count));
+      if (sb.offset >= 0) {
+        line(fmt::format("{0}* const {1} = reinterpret_cast<{0}*>(stitch_shared_arena + {2});  // {3} elements",
+                         compute_type(sb.dtype), sb.name, sb.offset, sb.count));
+      } else {
+        line(fmt::format("__shared__ {} {}[{}];", compute_type(sb.dtype), sb.name, sb.count));
+      }
     }
     note_extent(f.var, f.extent);
     line(fmt::format("const int64_t {} = blockIdx.x;", f.var));

@@ -14,43 +14,22 @@
 
 #include <fmt/format.h>
 
+#include "fusion/index_tags.h"
+
 namespace stitch {
 namespace {
 
 // A symbolic index component: a position of the domain's index, or a literal
-// 0 (a static 1 read by a broadcast).
-constexpr int kZero = -1;
-using Tags = std::vector<int>;
-
-bool is_static_one(const Dim& d) { return d.is_static() && d.extent() == 1; }
+// 0 (a static 1 read by a broadcast): index_tags.h.
+constexpr int kZero = kTagZero;
+using Tags = IndexTags;
 
 bool is_stitchable_reduction(OpKind op) { return is_reduction(op) && op != OpKind::ArgMax && op != OpKind::ArgMin; }
-
-std::vector<size_t> reduced_axes(const Graph& g, const Node& n) {
-  const size_t rank = g.type(n.inputs[0]).shape.size();
-  std::set<size_t> axes;
-  if (const AttrValue* a = n.attrs.find("axes")) {
-    for (int64_t x : a->as_ints()) axes.insert(static_cast<size_t>(x < 0 ? x + static_cast<int64_t>(rank) : x));
-  } else {
-    for (size_t d = 0; d < rank; ++d) axes.insert(d);
-  }
-  return {axes.begin(), axes.end()};
-}
 
 class RowConsistency {
  public:
   RowConsistency(const Graph& g, const std::vector<int>& nodes, const StitchedDomain& domain)
-      : g_(g), in_group_(nodes.begin(), nodes.end()), domain_(domain) {
-    for (int n : nodes) {
-      const Node& node = g_.nodes()[n];
-      bool dep = is_reduction(node.op);
-      for (ValueId v : node.inputs) {
-        int p = g_.value(v).producer;
-        dep = dep || (p >= 0 && in_group_.count(p) && depends_.count(p));
-      }
-      if (dep) depends_.insert(n);
-    }
-  }
+      : g_(g), in_group_(nodes.begin(), nodes.end()), domain_(domain), depends_(reduction_dependents(g, nodes)) {}
 
   // "" when evaluating `v` at `tags` reads every reduction total at the row.
   std::string check(ValueId v, const Tags& tags) {
@@ -67,50 +46,14 @@ class RowConsistency {
       if (!want) return fmt::format("{} is read at another row than the one it reduces", g_.value_name(v));
       return "";
     }
-    auto operand = [&](size_t i, const Tags& t) { return check(node.inputs[i], t); };
-    switch (node.op) {
-      case OpKind::Broadcast: {
-        const Shape& in = g_.type(node.inputs[0]).shape;
-        const size_t lead = out.size() - in.size();
-        Tags j;
-        for (size_t k = 0; k < in.size(); ++k) j.push_back(is_static_one(in[k]) ? kZero : tags[lead + k]);
-        return operand(0, j);
+    std::string problem;
+    if (std::optional<std::vector<Tags>> operands = operand_index_tags(g_, node, tags, &problem)) {
+      for (size_t i = 0; i < operands->size(); ++i) {
+        if (std::string why = check(node.inputs[i], (*operands)[i]); !why.empty()) return why;
       }
-      case OpKind::Transpose: {
-        const size_t rank = out.size();
-        AttrValue::Ints perm;
-        if (const AttrValue* a = node.attrs.find("perm")) perm = a->as_ints();
-        for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
-        Tags j(rank);
-        for (size_t k = 0; k < rank; ++k) j[static_cast<size_t>(perm[k])] = tags[k];
-        return operand(0, j);
-      }
-      case OpKind::Reshape: {
-        // Only reshapes that insert or drop static 1s keep each dim's index.
-        const Shape& in = g_.type(node.inputs[0]).shape;
-        Tags kept;
-        Shape out_kept, in_kept;
-        for (size_t k = 0; k < out.size(); ++k) {
-          if (!is_static_one(out[k])) kept.push_back(tags[k]), out_kept.push_back(out[k]);
-        }
-        for (const Dim& d : in)
-          if (!is_static_one(d)) in_kept.push_back(d);
-        if (in_kept != out_kept) break;
-        Tags j;
-        size_t next = 0;
-        for (const Dim& d : in) j.push_back(is_static_one(d) ? kZero : kept[next++]);
-        return operand(0, j);
-      }
-      default:
-        if (is_elementwise(node.op)) {
-          for (size_t i = 0; i < node.inputs.size(); ++i) {
-            if (g_.type(node.inputs[i]).shape != out) return fmt::format("{} mixes shapes", g_.value_name(v));
-            if (std::string why = operand(i, tags); !why.empty()) return why;
-          }
-          return "";
-        }
-        break;
+      return "";
     }
+    if (!problem.empty()) return fmt::format("{} {}", g_.value_name(v), problem);
     return fmt::format("{} ({}) reads a reduction's result at a moved index", g_.value_name(v), op_name(node.op));
   }
 

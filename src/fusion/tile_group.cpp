@@ -16,28 +16,17 @@
 
 #include <fmt/format.h>
 
+#include "fusion/index_tags.h"
+
 namespace stitch {
 namespace {
 
 // A symbolic index component: a position of the domain's index, a literal 0
 // (a static 1 read by a broadcast), or an unknown position (kInTile) that
 // must not reach an outer dim of a reduction's result.
-constexpr int kZero = -1;
+constexpr int kZero = kTagZero;
 constexpr int kInTile = -2;
-using Tags = std::vector<int>;
-
-bool is_static_one(const Dim& d) { return d.is_static() && d.extent() == 1; }
-
-std::vector<size_t> axes_of(const Graph& g, const Node& n) {
-  const size_t rank = g.type(n.inputs[0]).shape.size();
-  std::set<size_t> axes;
-  if (const AttrValue* a = n.attrs.find("axes")) {
-    for (int64_t x : a->as_ints()) axes.insert(static_cast<size_t>(x < 0 ? x + static_cast<int64_t>(rank) : x));
-  } else {
-    for (size_t d = 0; d < rank; ++d) axes.insert(d);
-  }
-  return {axes.begin(), axes.end()};
-}
+using Tags = IndexTags;
 
 bool keeps_dims(const Node& n) {
   const AttrValue* k = n.attrs.find("keepdims");
@@ -48,17 +37,7 @@ bool keeps_dims(const Node& n) {
 class OuterIndexReads {
  public:
   OuterIndexReads(const Graph& g, const std::vector<int>& nodes, const TileDomain& domain)
-      : g_(g), in_group_(nodes.begin(), nodes.end()), domain_(domain) {
-    for (int n : nodes) {
-      const Node& node = g_.nodes()[n];
-      bool dep = is_reduction(node.op);
-      for (ValueId v : node.inputs) {
-        const int p = g_.value(v).producer;
-        dep = dep || (p >= 0 && in_group_.count(p) && depends_.count(p));
-      }
-      if (dep) depends_.insert(n);
-    }
-  }
+      : g_(g), in_group_(nodes.begin(), nodes.end()), domain_(domain), depends_(reduction_dependents(g, nodes)) {}
 
   // "" when evaluating `v` at `tags` reads every reduction result at the
   // block's own outer index.
@@ -67,7 +46,6 @@ class OuterIndexReads {
     if (p < 0 || !in_group_.count(p) || !depends_.count(p)) return "";
     if (!visited_.insert({v.index, tags}).second) return "";
     const Node& node = g_.nodes()[p];
-    const Shape& out = g_.type(v).shape;
     if (is_reduction(node.op)) {
       const std::vector<int> at = *tile_value_index(g_, domain_, v);
       for (size_t k = 0; k < at.size(); ++k) {
@@ -80,38 +58,6 @@ class OuterIndexReads {
     }
     auto operand = [&](size_t i, const Tags& t) { return check(node.inputs[i], t); };
     switch (node.op) {
-      case OpKind::Broadcast: {
-        const Shape& in = g_.type(node.inputs[0]).shape;
-        const size_t lead = out.size() - in.size();
-        Tags j;
-        for (size_t k = 0; k < in.size(); ++k) j.push_back(is_static_one(in[k]) ? kZero : tags[lead + k]);
-        return operand(0, j);
-      }
-      case OpKind::Transpose: {
-        const size_t rank = out.size();
-        AttrValue::Ints perm;
-        if (const AttrValue* a = node.attrs.find("perm")) perm = a->as_ints();
-        for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
-        Tags j(rank);
-        for (size_t k = 0; k < rank; ++k) j[static_cast<size_t>(perm[k])] = tags[k];
-        return operand(0, j);
-      }
-      case OpKind::Reshape: {
-        // Only reshapes that insert or drop static 1s keep each dim's index.
-        const Shape& in = g_.type(node.inputs[0]).shape;
-        Tags kept;
-        Shape out_kept, in_kept;
-        for (size_t k = 0; k < out.size(); ++k) {
-          if (!is_static_one(out[k])) kept.push_back(tags[k]), out_kept.push_back(out[k]);
-        }
-        for (const Dim& d : in)
-          if (!is_static_one(d)) in_kept.push_back(d);
-        if (in_kept != out_kept) break;
-        Tags j;
-        size_t next = 0;
-        for (const Dim& d : in) j.push_back(is_static_one(d) ? kZero : kept[next++]);
-        return operand(0, j);
-      }
       case OpKind::Slice: {
         // A slice may move positions inside the tile, never an outer one.
         const AttrValue::Ints& start = node.attrs.get("start").as_ints();
@@ -125,15 +71,17 @@ class OuterIndexReads {
         }
         return operand(0, j);
       }
-      default:
-        if (is_elementwise(node.op)) {
-          for (size_t i = 0; i < node.inputs.size(); ++i) {
-            if (g_.type(node.inputs[i]).shape != out) return fmt::format("{} mixes shapes", g_.value_name(v));
-            if (std::string why = operand(i, tags); !why.empty()) return why;
+      default: {
+        std::string problem;
+        if (std::optional<std::vector<Tags>> operands = operand_index_tags(g_, node, tags, &problem)) {
+          for (size_t i = 0; i < operands->size(); ++i) {
+            if (std::string why = operand(i, (*operands)[i]); !why.empty()) return why;
           }
           return "";
         }
+        if (!problem.empty()) return fmt::format("{} {}", g_.value_name(v), problem);
         break;
+      }
     }
     return fmt::format("{} ({}) reads a reduction's result at a moved index", g_.value_name(v), op_name(node.op));
   }
@@ -162,7 +110,7 @@ std::string tile_size_problem(const Graph& g, const TileDomain& domain) {
       const Node& node = g.nodes()[r];
       element_bytes = std::max<int64_t>(element_bytes, dtype_size(g.type(node.inputs[0]).dtype));
       int64_t results = 1;
-      const std::vector<size_t> axes = axes_of(g, node);
+      const std::vector<size_t> axes = reduced_axes(g, node);
       for (size_t d : domain.tile) {
         if (!std::binary_search(axes.begin(), axes.end(), d)) results *= domain.shape[d].extent();
       }
@@ -189,7 +137,7 @@ std::optional<std::vector<int>> tile_value_index(const Graph& g, const TileDomai
   const Shape& shape = g.type(v).shape;
   if (p >= 0 && is_reduction(g.nodes()[p].op) && g.type(g.nodes()[p].inputs[0]).shape == domain.shape) {
     const Node& node = g.nodes()[p];
-    const std::vector<size_t> axes = axes_of(g, node);
+    const std::vector<size_t> axes = reduced_axes(g, node);
     for (size_t d = 0; d < domain.shape.size(); ++d) {
       if (!std::binary_search(axes.begin(), axes.end(), d)) {
         index.push_back(static_cast<int>(d));
@@ -248,7 +196,7 @@ std::string tile_group_problem(const Graph& g, const std::vector<int>& nodes, co
       } else if (in != domain.shape) {
         return "reductions of different input shapes";
       }
-      std::vector<size_t> axes = axes_of(g, node);
+      std::vector<size_t> axes = reduced_axes(g, node);
       covered.insert(axes.begin(), axes.end());
       axis_sets.insert(std::move(axes));
       ++lvl;

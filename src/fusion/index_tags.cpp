@@ -1,0 +1,83 @@
+#include "fusion/index_tags.h"
+
+#include <set>
+
+namespace stitch {
+
+bool is_static_one(const Dim& d) { return d.is_static() && d.extent() == 1; }
+
+std::vector<size_t> reduced_axes(const Graph& g, const Node& n) {
+  const size_t rank = g.type(n.inputs[0]).shape.size();
+  std::set<size_t> axes;
+  if (const AttrValue* a = n.attrs.find("axes")) {
+    for (int64_t x : a->as_ints()) axes.insert(static_cast<size_t>(x < 0 ? x + static_cast<int64_t>(rank) : x));
+  } else {
+    for (size_t d = 0; d < rank; ++d) axes.insert(d);
+  }
+  return {axes.begin(), axes.end()};
+}
+
+std::unordered_set<int> reduction_dependents(const Graph& g, const std::vector<int>& nodes) {
+  const std::unordered_set<int> in_group(nodes.begin(), nodes.end());
+  std::unordered_set<int> depends;
+  for (int n : nodes) {  // ascending: producers first
+    const Node& node = g.nodes()[static_cast<size_t>(n)];
+    bool dep = is_reduction(node.op);
+    for (ValueId v : node.inputs) {
+      const int p = g.value(v).producer;
+      dep = dep || (p >= 0 && in_group.count(p) && depends.count(p));
+    }
+    if (dep) depends.insert(n);
+  }
+  return depends;
+}
+
+std::optional<std::vector<IndexTags>> operand_index_tags(const Graph& g, const Node& node, const IndexTags& tags,
+                                                         std::string* problem) {
+  const Shape& out = g.type(node.output).shape;
+  switch (node.op) {
+    case OpKind::Broadcast: {
+      const Shape& in = g.type(node.inputs[0]).shape;
+      const size_t lead = out.size() - in.size();
+      IndexTags j;
+      for (size_t k = 0; k < in.size(); ++k) j.push_back(is_static_one(in[k]) ? kTagZero : tags[lead + k]);
+      return std::vector<IndexTags>{j};
+    }
+    case OpKind::Transpose: {
+      const size_t rank = out.size();
+      AttrValue::Ints perm;
+      if (const AttrValue* a = node.attrs.find("perm")) perm = a->as_ints();
+      for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
+      IndexTags j(rank);
+      for (size_t k = 0; k < rank; ++k) j[static_cast<size_t>(perm[k])] = tags[k];
+      return std::vector<IndexTags>{j};
+    }
+    case OpKind::Reshape: {
+      // Only reshapes that insert or drop static 1s keep each dim's index.
+      const Shape& in = g.type(node.inputs[0]).shape;
+      IndexTags kept;
+      Shape out_kept, in_kept;
+      for (size_t k = 0; k < out.size(); ++k) {
+        if (!is_static_one(out[k])) kept.push_back(tags[k]), out_kept.push_back(out[k]);
+      }
+      for (const Dim& d : in)
+        if (!is_static_one(d)) in_kept.push_back(d);
+      if (in_kept != out_kept) return std::nullopt;
+      IndexTags j;
+      size_t next = 0;
+      for (const Dim& d : in) j.push_back(is_static_one(d) ? kTagZero : kept[next++]);
+      return std::vector<IndexTags>{j};
+    }
+    default:
+      if (!is_elementwise(node.op)) return std::nullopt;
+      for (ValueId in : node.inputs) {
+        if (g.type(in).shape != out) {
+          *problem = "mixes shapes";
+          return std::nullopt;
+        }
+      }
+      return std::vector<IndexTags>(node.inputs.size(), tags);
+  }
+}
+
+}  // namespace stitch

@@ -1,0 +1,37 @@
+// Symbolic index tags (docs/fusion.md, Stitched groups and Tile groups): the
+// stitched and tile checks walk backwards from a value with, per dim, the
+// position of the kernel's domain index that dim's index equals (or a marker
+// of their own), to see where each reduction result is read. The steps
+// through ops that only move indices are the same for both, and live here.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "stitch/graph.h"
+
+namespace stitch {
+
+// A dim read at a literal 0: a static 1 that a broadcast or reshape made.
+inline constexpr int kTagZero = -1;
+using IndexTags = std::vector<int>;
+
+bool is_static_one(const Dim& d);
+
+// A reduction node's reduced axes of its input, ascending (all without `axes`).
+std::vector<size_t> reduced_axes(const Graph& g, const Node& n);
+
+// The nodes among `nodes` whose value depends, inside them, on a reduction's result.
+std::unordered_set<int> reduction_dependents(const Graph& g, const std::vector<int>& nodes);
+
+// The tags each operand of `node` is read at when its output is read at
+// `tags`, for ops that only move indices or keep them: broadcast, transpose,
+// reshapes that insert or drop static 1s, and elementwise ops (all operands
+// of the output's shape). nullopt otherwise; `problem` is then set when the op
+// is one of those but cannot keep the tags ("mixes shapes").
+std::optional<std::vector<IndexTags>> operand_index_tags(const Graph& g, const Node& node, const IndexTags& tags,
+                                                         std::string* problem);
+
+}  // namespace stitch

@@ -36,7 +36,10 @@ for w in softmax layernorm bias_gelu; do
   "$stitch" check "bench/workloads/$w.stitch" --graph "${w}_small"
 done
 
-echo "== stitch bench: none vs xla against the copy bandwidth measured in the same run (full-size graphs)"
+echo "== the stitch planner: softmax_small in one kernel, its schedule and shared memory as the latency evaluator chose them"
+"$stitch" plan bench/workloads/softmax.stitch --graph softmax_small --planner stitch --explain --target sm_90 | tail -n 8
+
+echo "== stitch bench: none vs xla vs stitch against the copy bandwidth measured in the same run (full-size graphs)"
 "$stitch" bench bench/workloads/swish.stitch bench/workloads/layernorm.stitch bench/workloads/softmax.stitch \
-  --planners none,xla --repeat 5 --warmup 1
+  --planners none,xla,stitch --repeat 5 --warmup 1
 

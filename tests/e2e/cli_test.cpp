@@ -293,5 +293,14 @@ TEST_F(Cli, CpuBackendRefusesWhatItCannotRunYet) {
   EXPECT_NE(r.output.find("--planner none, xla or stitch"), std::string::npos) << r.output;
 }
 
+// Without a usable GPU (this machine, CI), --backend cuda is a clear usage
+// error naming what is missing, never a crash (docs/cuda-runtime.md).
+TEST(CliErrors, BackendCudaWithoutAGpuExitsTwo) {
+  Result r = run_cli("run " + std::string(STITCH_SOURCE_DIR) +
+                     "/bench/workloads/softmax.stitch --graph softmax_small --backend cuda --random-inputs 1");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("error: --backend cuda"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace stitch

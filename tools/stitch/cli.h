@@ -56,6 +56,10 @@ std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const M
 Graph canonicalize_with_dumps(const Graph& g);
 bool dump_enabled(const std::string& stage);
 
+// Exits through UserError (status 2) unless a CUDA device can be used: no
+// driver or device says why, and even with one, running is issue 6's.
+void require_cuda_device();
+
 int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                 const std::string& planner, const InputSpec& inputs, const std::string& output_dir,
                 bool print_values);

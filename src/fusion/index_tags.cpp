@@ -32,6 +32,16 @@ std::unordered_set<int> reduction_dependents(const Graph& g, const std::vector<i
   return depends;
 }
 
+ReductionReadWalk::ReductionReadWalk(const Graph& g, const std::vector<int>& nodes)
+    : g_(g), in_group_(nodes.begin(), nodes.end()), depends_(reduction_dependents(g, nodes)) {}
+
+const Node* ReductionReadWalk::next(ValueId v, const IndexTags& tags) {
+  const int p = g_.value(v).producer;
+  if (p < 0 || !in_group_.count(p) || !depends_.count(p)) return nullptr;
+  if (!visited_.insert({v.index, tags}).second) return nullptr;
+  return &g_.nodes()[static_cast<size_t>(p)];
+}
+
 std::optional<std::vector<IndexTags>> operand_index_tags(const Graph& g, const Node& node, const IndexTags& tags,
                                                          std::string* problem) {
   const Shape& out = g.type(node.output).shape;

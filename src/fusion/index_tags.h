@@ -6,8 +6,10 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "stitch/graph.h"
@@ -25,6 +27,21 @@ std::vector<size_t> reduced_axes(const Graph& g, const Node& n);
 
 // The nodes among `nodes` whose value depends, inside them, on a reduction's result.
 std::unordered_set<int> reduction_dependents(const Graph& g, const std::vector<int>& nodes);
+
+// What a backward walk over a group's reads of reduction results must still
+// visit: `next(v, tags)` is the producer of `v` when it is a node of the group
+// that depends on a reduction and (v, tags) was not visited before, else null.
+class ReductionReadWalk {
+ public:
+  ReductionReadWalk(const Graph& g, const std::vector<int>& nodes);
+  const Node* next(ValueId v, const IndexTags& tags);
+
+ private:
+  const Graph& g_;
+  std::unordered_set<int> in_group_;
+  std::unordered_set<int> depends_;  // nodes whose value depends on a reduction of the group
+  std::set<std::pair<int, IndexTags>> visited_;
+};
 
 // The tags each operand of `node` is read at when its output is read at
 // `tags`, for ops that only move indices or keep them: broadcast, transpose,

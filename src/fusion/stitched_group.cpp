@@ -29,14 +29,13 @@ bool is_stitchable_reduction(OpKind op) { return is_reduction(op) && op != OpKin
 class RowConsistency {
  public:
   RowConsistency(const Graph& g, const std::vector<int>& nodes, const StitchedDomain& domain)
-      : g_(g), in_group_(nodes.begin(), nodes.end()), domain_(domain), depends_(reduction_dependents(g, nodes)) {}
+      : g_(g), domain_(domain), walk_(g, nodes) {}
 
   // "" when evaluating `v` at `tags` reads every reduction total at the row.
   std::string check(ValueId v, const Tags& tags) {
-    const int p = g_.value(v).producer;
-    if (p < 0 || !in_group_.count(p) || !depends_.count(p)) return "";
-    if (!visited_.insert({v.index, tags}).second) return "";
-    const Node& node = g_.nodes()[p];
+    const Node* next = walk_.next(v, tags);
+    if (!next) return "";
+    const Node& node = *next;
     const Shape& out = g_.type(v).shape;
     if (is_reduction(node.op)) {
       std::optional<Tags> want = stitched_root_index(domain_, out);
@@ -59,10 +58,8 @@ class RowConsistency {
 
  private:
   const Graph& g_;
-  std::unordered_set<int> in_group_;
   const StitchedDomain& domain_;
-  std::unordered_set<int> depends_;  // nodes whose value depends on a reduction of the group
-  std::set<std::pair<int, Tags>> visited_;
+  ReductionReadWalk walk_;
 };
 
 }  // namespace

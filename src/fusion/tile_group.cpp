@@ -37,15 +37,14 @@ bool keeps_dims(const Node& n) {
 class OuterIndexReads {
  public:
   OuterIndexReads(const Graph& g, const std::vector<int>& nodes, const TileDomain& domain)
-      : g_(g), in_group_(nodes.begin(), nodes.end()), domain_(domain), depends_(reduction_dependents(g, nodes)) {}
+      : g_(g), domain_(domain), walk_(g, nodes) {}
 
   // "" when evaluating `v` at `tags` reads every reduction result at the
   // block's own outer index.
   std::string check(ValueId v, const Tags& tags) {
-    const int p = g_.value(v).producer;
-    if (p < 0 || !in_group_.count(p) || !depends_.count(p)) return "";
-    if (!visited_.insert({v.index, tags}).second) return "";
-    const Node& node = g_.nodes()[p];
+    const Node* next = walk_.next(v, tags);
+    if (!next) return "";
+    const Node& node = *next;
     if (is_reduction(node.op)) {
       const std::vector<int> at = *tile_value_index(g_, domain_, v);
       for (size_t k = 0; k < at.size(); ++k) {
@@ -88,10 +87,8 @@ class OuterIndexReads {
 
  private:
   const Graph& g_;
-  std::unordered_set<int> in_group_;
   const TileDomain& domain_;
-  std::unordered_set<int> depends_;  // nodes whose value depends on a reduction of the group
-  std::set<std::pair<int, Tags>> visited_;
+  ReductionReadWalk walk_;
 };
 
 // Why the tile of `domain` does not fit in one block, or "".

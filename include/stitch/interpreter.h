@@ -15,6 +15,14 @@ namespace stitch {
 // the symbolic dims consistently. Throws UserError naming the parameter.
 SymbolBindings bind_inputs(const Graph& g, const std::vector<Tensor>& inputs);
 
+// The same check for inputs known only by dtype and shape (tensors in device
+// memory).
+struct InputType {
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+SymbolBindings bind_input_types(const Graph& g, const std::vector<InputType>& inputs);
+
 // Runs `g` on `inputs` (one per parameter, in order) and returns one tensor
 // per graph output, in order. Data-dependent errors (a gather index out of
 // range, argmax over an empty axis) are UserErrors.

@@ -74,7 +74,7 @@ std::optional<ColumnScheduleChoice> choose_column_schedule(const Graph& g, const
     choice.reason = std::get<std::string>(described);
     return choice;
   }
-  const std::optional<GpuTarget> gpu = gpu_target(target.gpu_arch);
+  const std::optional<GpuTarget> gpu = target.ranking_target();
   const std::vector<RankedCandidate> ranking = gpu ? rank_candidates(*d, *gpu) : std::vector<RankedCandidate>{};
   for (size_t i = 0; i < ranking.size(); ++i) {
     if (std::optional<ColumnSchedule> s = lowered_schedule(ranking[i].kernel)) {

@@ -78,9 +78,15 @@ int row_phases(const Graph& g, const FusionGroup& group) {
 
 std::string RowScheduleTarget::name() const {
   std::string text = machine == Machine::Cpu ? "cpu" : gpu_arch;
+  if (machine == Machine::Gpu && device) text += fmt::format(" ({}, {} SMs)", device->product, device->sm_count);
   if (forced) text += fmt::format(" (forced {})", row_schedule_kind_name(*forced));
   if (forced_column_groups > 0) text += fmt::format(" (column tiles of {} row groups)", forced_column_groups);
   return text;
+}
+
+std::optional<GpuTarget> RowScheduleTarget::ranking_target() const {
+  if (device) return device;
+  return schedule::gpu_target(gpu_arch);
 }
 
 RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_len, const RowScheduleTarget& target,
@@ -104,7 +110,7 @@ RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_
     choice.reason = "measured fastest on the CPU (docs/schedule.md)";
     return choice;
   }
-  const std::optional<GpuTarget> gpu = gpu_target(target.gpu_arch);
+  const std::optional<GpuTarget> gpu = target.ranking_target();
   const std::vector<RankedCandidate> ranking = gpu ? rank_candidates(d, *gpu) : std::vector<RankedCandidate>{};
   for (size_t i = 0; i < ranking.size(); ++i) {
     if (std::optional<RowSchedule> s = lowered_schedule(ranking[i].kernel, static_len)) {

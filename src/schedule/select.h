@@ -22,13 +22,21 @@ struct RowScheduleTarget {
   enum class Machine : uint8_t { Cpu, Gpu };
   Machine machine = Machine::Cpu;
   std::string gpu_arch = "sm_90";         // Gpu: a table entry of gpu_target()
+  // Gpu: the queried device (runtime/cuda/device.h) ranks instead of the
+  // table entry when set; gpu_arch is then the device's.
+  std::optional<GpuTarget> device;
   std::optional<RowScheduleKind> forced;  // every row group takes this kind
   // > 0: every column reduction (argmax/argmin aside) takes a block tile of
   // this many row groups x 32 columns (column_schedule.h); tests force it.
   int64_t forced_column_groups = 0;
 
   static RowScheduleTarget cpu() { return {}; }
-  static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt, 0}; }
+  static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt, std::nullopt, 0}; }
+  static RowScheduleTarget for_device(const GpuTarget& device) {
+    return {Machine::Gpu, device.arch, device, std::nullopt, 0};
+  }
+  // The GpuTarget ranked on: the device when set, else gpu_arch's table entry.
+  std::optional<GpuTarget> ranking_target() const;
   // "cpu", "sm_90", ...; with the forced kind when there is one.
   std::string name() const;
 };

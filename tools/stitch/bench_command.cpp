@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_common.h"
 #include "cli.h"
 #include "fusion/cost_model.h"
 #include "runtime/cpu/executable.h"
@@ -34,12 +35,6 @@ using nlohmann::json;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // `warmup` untimed calls, then the median of `repeat` timed ones.
@@ -101,9 +96,6 @@ json machine_description() {
   }
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   runtime::cpu::CompilerOptions options;
   std::string flags;
   for (const std::string& f : options.flags) flags += (flags.empty() ? "" : " ") + f;
@@ -112,21 +104,7 @@ json machine_description() {
               {"hostname", host},
               {"compiler", first_line(runtime::cpu::compiler_version(options.compiler))},
               {"compiler_flags", flags},
-              {"date", date}};
-}
-
-int64_t tensor_bytes(const Tensor& t) { return t.numel() * dtype_size(t.dtype()); }
-
-// Every input read once plus every output written once (a value returned
-// twice is written once).
-int64_t minimal_bytes(const Graph& g, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
-  int64_t bytes = 0;
-  for (const Tensor& t : inputs) bytes += tensor_bytes(t);
-  std::set<int> written;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (written.insert(g.outputs()[i].value.index).second) bytes += tensor_bytes(outputs[i]);
-  }
-  return bytes;
+              {"date", utc_timestamp()}};
 }
 
 // A fresh directory for the cold-compile measurement, removed afterwards.
@@ -147,13 +125,6 @@ class TemporaryDirectory {
   fs::path path_;
 };
 
-struct Workload {
-  std::string name;
-  Graph canonical;
-  std::vector<Tensor> inputs;
-  ModelInputs model;  // an ONNX model's initializers
-};
-
 void print_header() {
   std::cout << fmt::format("{:<28} {:<7} {:>7} {:>12} {:>11} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}\n", "workload",
                            "planner", "kernels", "bytes_min", "median_s", "gbps", "copy_gbps", "of_copy", "plan_of",
@@ -163,36 +134,15 @@ void print_header() {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& files, const BenchOptions& options) {
+  if (options.backend == "cuda") return bench_cuda_command(files, options);
   if (options.backend != "cpu") {
-    throw UserError(fmt::format("--backend {}: that back end is not built yet; use --backend cpu", options.backend));
+    throw UserError(fmt::format("--backend {}: not a back end of stitch bench; use --backend cpu or cuda", options.backend));
   }
-  if (options.repeat < 1) throw UserError("--repeat must be at least 1");
-  if (options.warmup < 0) throw UserError("--warmup must not be negative");
+  check_bench_options(options);
   const std::optional<schedule::RowScheduleKind> forced = forced_row_schedule(options.row_schedule);
-  std::vector<PlannerKind> planners;
-  for (const std::string& p : options.planners) planners.push_back(implemented_planner(p));
-  if (planners.empty()) throw UserError("--planners names no planner");
+  std::vector<PlannerKind> planners = bench_planners(options);
 
-  // Parse everything and check the dims first, so bad input fails before minutes of timing.
-  std::vector<Workload> workloads;
-  for (const std::string& file : files) {
-    Workload w;
-    Module m = load_module(file, &w.model);
-    w.canonical = canonicalize_with_dumps(select_graph(m, options.graph_name, file));
-    // An ONNX graph is always "main"; the model's file names it better.
-    bool onnx = std::filesystem::path(file).extension() == ".onnx";
-    w.name = onnx ? std::filesystem::path(file).stem().string() : w.canonical.name();
-    SymbolBindings dims = parse_dims(options.dims);
-    for (ValueId p : w.canonical.params()) {
-      for (const Dim& d : w.canonical.type(p).shape) {
-        if (d.is_symbolic() && !dims.count(d.name())) {
-          throw UserError(fmt::format("{}: graph '{}': symbolic dim {} is not bound (give --dim {}=N)", file,
-                                      w.name, d.name(), d.name()));
-        }
-      }
-    }
-    workloads.push_back(std::move(w));
-  }
+  std::vector<Workload> workloads = load_bench_workloads(files, options);
 
   runtime::cpu::KernelCache cache;
   CopyBenchmark copy(cache);
@@ -202,11 +152,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
   print_header();
   for (Workload& w : workloads) {
     // Inputs one workload at a time: the corpus's inputs together would take gigabytes.
-    InputSpec spec;
-    spec.random = true;
-    spec.seed = 1;
-    spec.dims = options.dims;
-    w.inputs = gather_inputs(w.canonical, spec, w.model);
+    w.inputs = bench_inputs(w, options);
     double copy_gbps = -1;
     int64_t bytes_min = -1;
     for (PlannerKind planner : planners) {

@@ -62,7 +62,7 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
   const std::string& name = graph.name();
   // One row for a whole planner (or, with planner "-", the whole graph).
   auto report = [&](const std::string& planner, const std::string& status, int& counter) {
-    print_row(name, planner, "cpu", "-", "-", "-", "-", status);
+    print_row(name, planner, options.backend, "-", "-", "-", "-", status);
     ++tally.rows;
     ++counter;
   };
@@ -93,18 +93,26 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
     const std::string planner_text(planner_name(planner));
     std::vector<Tensor> got;
     try {
-      runtime::cpu::CompileOptions compile_options;
-      compile_options.warn = [](const std::string&) {};  // the fallback is reported as a row below
-      runtime::cpu::CpuExecutable exe =
-          runtime::cpu::CpuExecutable::compile(canonical, planner, cache, compile_options);
-      if (!exe.fallback().empty()) {
+      std::string fallback;
+      if (options.backend == "cuda") {
+        BackendRun run = check_run_on_cuda(canonical, planner, inputs);
+        fallback = std::move(run.fallback);
+        got = std::move(run.outputs);
+      } else {
+        runtime::cpu::CompileOptions compile_options;
+        compile_options.warn = [](const std::string&) {};  // the fallback is reported as a row below
+        runtime::cpu::CpuExecutable exe =
+            runtime::cpu::CpuExecutable::compile(canonical, planner, cache, compile_options);
+        fallback = exe.fallback();
+        if (fallback.empty()) got = exe.run(inputs);
+      }
+      if (!fallback.empty()) {
         // The result would still be right, but this planner x back end did not run.
-        report(planner_text, "FAILED: the compiler rejected the plan: " + exe.fallback(), tally.mismatches);
+        report(planner_text, "FAILED: the compiler rejected the plan: " + fallback, tally.mismatches);
         continue;
       }
-      got = exe.run(inputs);
     } catch (const UserError& e) {
-      // The CPU back end's way of saying a group does not lower yet.
+      // The back end's way of saying a group does not lower yet.
       report(planner_text, std::string("unsupported: ") + e.what(), tally.unsupported);
       continue;
     } catch (const runtime::cpu::CompileError& e) {
@@ -125,7 +133,7 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
         std::replace(detail.begin(), detail.end(), '\n', ' ');
         status += ": " + detail;
       }
-      print_row(name, planner_text, "cpu", out.name, fmt::format("{:.3g}", c.max_abs_error),
+      print_row(name, planner_text, options.backend, out.name, fmt::format("{:.3g}", c.max_abs_error),
                 fmt::format("{:.3g}", c.max_rel_error), tolerance_text(want[i], allowance), status);
     }
   }
@@ -151,6 +159,7 @@ int check_command(const std::vector<std::string>& files, const CheckOptions& opt
     }
     selected.push_back(std::move(graphs));
   }
+  if (options.backend == "cuda") require_cuda_device();  // before any row: no GPU is bad usage, status 2
   runtime::cpu::KernelCache cache;
   Tally tally;
   print_row("graph", "planner", "backend", "output", "max_abs_err", "max_rel_err", "tolerance", "status");

@@ -56,9 +56,20 @@ std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const M
 Graph canonicalize_with_dumps(const Graph& g);
 bool dump_enabled(const std::string& stage);
 
-// Exits through UserError (status 2) unless a CUDA device can be used: no
-// driver or device says why, and even with one, running is issue 6's.
+// --backend cuda (cuda_commands.cpp). Each throws UserError (status 2) when
+// this stitch was built without the CUDA toolkit, or when no driver or device
+// can be used, saying why.
 void require_cuda_device();
+// Plans, compiles (NVRTC, through the cubin cache) and runs `canonical` on
+// the GPU; the planner as for --backend cpu.
+std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs);
+// For stitch check: the outputs, and the fallback note ("" when the planner's
+// kernels ran).
+struct BackendRun {
+  std::vector<Tensor> outputs;
+  std::string fallback;
+};
+BackendRun check_run_on_cuda(const Graph& canonical, PlannerKind planner, const std::vector<Tensor>& inputs);
 
 int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                 const std::string& planner, const InputSpec& inputs, const std::string& output_dir,
@@ -94,6 +105,7 @@ struct CheckOptions {
   std::vector<std::string> dims;   // SYMBOL=N; unbound symbols take kDefaultCheckDim
   uint64_t seed = 1;
   bool allow_unsupported = false;  // unsupported paths do not fail the check
+  std::string backend = "cpu";     // cpu or cuda
 };
 inline constexpr int64_t kDefaultCheckDim = 3;
 // stitch check (check_command.cpp).
@@ -109,7 +121,8 @@ struct BenchOptions {
   std::vector<std::string> dims;
   std::string row_schedule;  // --row-schedule; "": chosen for the CPU
 };
-// stitch bench (bench_command.cpp).
+// stitch bench (bench_command.cpp; --backend cuda: bench_cuda_command.cpp).
 int bench_command(const std::vector<std::string>& files, const BenchOptions& options);
+int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions& options);
 
 }  // namespace stitch::cli

@@ -7,9 +7,6 @@
 #include <optional>
 #include <set>
 
-#ifdef STITCH_HAVE_CUDA
-#include "runtime/cuda/driver.h"
-#endif
 #include "cli.h"
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
@@ -228,19 +225,6 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
 
 }  // namespace
 
-void require_cuda_device() {
-#ifdef STITCH_HAVE_CUDA
-  std::string why;
-  if (!runtime::cuda::load_driver(&why)) {
-    throw UserError("--backend cuda needs an NVIDIA GPU and its driver: " + why);
-  }
-  throw UserError("--backend cuda: running kernels on the GPU is not built yet (issue 6); a GPU was found. "
-                  "`stitch emit --backend cuda` prints the CUDA C");
-#else
-  throw UserError("--backend cuda: this stitch was built without the CUDA toolkit");
-#endif
-}
-
 int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                 const std::string& planner, const InputSpec& spec, const std::string& output_dir,
                 bool print_values) {
@@ -248,14 +232,15 @@ int run_command(const std::string& file, const std::string& graph_name, const st
   Module m = load_module(file, &model, &spec);
   const Graph& g = select_graph(m, graph_name, file);
   if (backend == "cuda") require_cuda_device();
-  if (backend != "interp" && backend != "cpu") {
-    throw UserError(fmt::format("backend '{}' is not built into this version of stitch yet; use --backend interp "
-                                "or --backend cpu", backend));
+  if (backend != "interp" && backend != "cpu" && backend != "cuda") {
+    throw UserError(fmt::format("backend '{}' is not built into this version of stitch; use --backend interp, cpu "
+                                "or cuda", backend));
   }
   Graph canonical = canonicalize_with_dumps(g);
   std::vector<Tensor> inputs = gather_inputs(canonical, spec, model);
-  std::vector<Tensor> results =
-      backend == "cpu" ? run_on_cpu(canonical, planner, inputs) : interpret(canonical, inputs);
+  std::vector<Tensor> results = backend == "cpu"    ? run_on_cpu(canonical, planner, inputs)
+                                : backend == "cuda" ? run_on_cuda(canonical, planner, inputs)
+                                                    : interpret(canonical, inputs);
 
   std::set<std::string> written;
   if (!output_dir.empty()) {

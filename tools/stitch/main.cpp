@@ -75,6 +75,8 @@ int dispatch(int argc, char** argv) {
   check->add_option("--dim", check_options.dims,
                     fmt::format("bind a symbolic dim: SYMBOL=N (repeatable; default {})", kDefaultCheckDim));
   check->add_option("--seed", check_options.seed, "seed of the random inputs (default 1)");
+  check->add_option("--backend", check_options.backend, "cpu (default) or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   check->add_flag("--allow-unsupported", check_options.allow_unsupported,
                   "do not fail when a back end cannot run a graph yet");
 
@@ -82,7 +84,8 @@ int dispatch(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand("bench", "Time workloads per planner against copy bandwidth");
   bench->add_option("FILE", files, "one or more .stitch files or .onnx models")->required();
   bench->add_option("--graph", bench_options.graph_name, "graph to time in every file (default: the first)");
-  bench->add_option("--backend", bench_options.backend, "cpu (default)");
+  bench->add_option("--backend", bench_options.backend, "cpu (default) or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   bench->add_option("--planners", bench_options.planners, "comma-separated planners (default none,xla)")
       ->delimiter(',');
   bench->add_option("--repeat", bench_options.repeat, "timed runs per measurement (default 10)");

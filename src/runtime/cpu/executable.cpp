@@ -8,6 +8,7 @@
 #include <map>
 
 #include "codegen/cpu/cpp_emitter.h"
+#include "runtime/common/launch_list.h"
 #include "ir/split_reductions.h"
 #include "ir/structural_key.h"
 #include "stitch/text.h"
@@ -43,56 +44,6 @@ struct CompiledGraph {
 
 namespace {
 
-// Kernel names are C identifiers and must be unique within the unit.
-std::string kernel_prefix(const std::string& graph_name) {
-  std::string out = "k_";
-  for (char c : graph_name) out += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  return out;
-}
-
-int64_t value_bytes(const Graph& g, ValueId v, const SymbolBindings& bindings) {
-  int64_t n = dtype_size(g.type(v).dtype);
-  for (int64_t d : concrete_shape(g.type(v).shape, bindings)) n *= d;
-  return n;
-}
-
-// A plan lowered group by group: kernels for loop and reduction groups, a
-// dot step for library groups, or the reason the first group does not lower.
-struct LoweredPlan {
-  FusionPlan plan;
-  std::vector<lower::LoweredGroup> groups;
-  std::vector<kir::Kernel> kernels;
-  std::string unsupported;  // "" when every group lowers
-};
-
-LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::string& prefix,
-                             const schedule::RowScheduleTarget& rows) {
-  LoweredPlan out;
-  out.groups = lower::lower_plan(g, plan, prefix, rows);
-  for (lower::LoweredGroup& l : out.groups) {
-    const FusionGroup& group = plan.groups[l.group];
-    if (group.kind == GroupKind::Library) {
-      l.signature = lower::loop_group_signature(g, group);
-      continue;
-    }
-    if (l.kernel) {
-      out.kernels.push_back(*l.kernel);
-      continue;
-    }
-    if (out.unsupported.empty()) {
-      std::string what = fmt::format("{}: {}", group_kind_name(group.kind),
-                                     group.roots.empty() ? std::string("no roots") : describe_node(g, group.roots.front()));
-      out.unsupported = fmt::format("group {} ({}): {}", l.group, what, l.not_lowered_reason);
-    }
-  }
-  out.plan = std::move(plan);
-  return out;
-}
-
-std::string unsupported_message(const std::string& reason) {
-  return fmt::format("--backend cpu cannot run this graph yet: {}; use --backend interp", reason);
-}
-
 // The launch list of `lowered`, with kernel entry points from `module`.
 std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module) {
   std::vector<Step> steps;
@@ -107,45 +58,10 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
     } else {
       step.function = module.function(l.kernel->name);
     }
-    for (int n : group.nodes) {
-      const OpKind op = g.nodes()[n].op;
-      if (op == OpKind::ArgMax || op == OpKind::ArgMin) step.arg_reductions.push_back(n);
-    }
+    step.arg_reductions = arg_reduction_nodes(g, group);
     steps.push_back(std::move(step));
   }
   return steps;
-}
-
-// A kernel met input the interpreter rejects (GroupSignature::status): the
-// same UserError the interpreter raises, naming the node.
-[[noreturn]] void throw_rejected_input(const Graph& g, int node, const SymbolBindings& bindings) {
-  STITCH_ASSERT(node >= 0 && node < static_cast<int>(g.nodes().size()), "kernel status names no node");
-  const Node& n = g.nodes()[node];
-  if (n.op == OpKind::Gather) {
-    const int64_t axis = n.attrs.get("axis").as_int();
-    const int64_t extent = concrete_shape(g.type(n.inputs[0]).shape, bindings)[axis];
-    throw UserError(fmt::format("{}: gather: an index is out of range for axis {} of extent {} (valid: [{}, {}))",
-                                describe_node(g, node), axis, extent, -extent, extent));
-  }
-  throw UserError(fmt::format("{}: the kernel rejected its input", describe_node(g, node)));
-}
-
-// argmax/argmin over an axis that is empty at run time (a symbol bound to 0)
-// has no answer: the interpreter's UserError, word for word.
-void check_arg_reduction_extent(const Graph& g, int node, const SymbolBindings& bindings) {
-  const Node& n = g.nodes()[node];
-  const std::vector<int64_t> shape = concrete_shape(g.type(n.inputs[0]).shape, bindings);
-  for (int64_t axis : n.attrs.get("axes").as_ints()) {
-    if (shape[axis] != 0) continue;
-    throw UserError(fmt::format("{} '{}': axis {} has extent 0, and an empty axis has no {}", op_name(n.op),
-                                g.value_name(n.output), axis, n.op == OpKind::ArgMax ? "maximum" : "minimum"));
-  }
-}
-
-std::string print_kernels(const std::vector<kir::Kernel>& kernels) {
-  std::string text;
-  for (const kir::Kernel& k : kernels) text += kir::print_kernel(k);
-  return text;
 }
 
 std::string memory_key(const Graph& g, PlannerKind planner, int max_fusions, const CompilerOptions& compiler,
@@ -224,7 +140,7 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   FusionPlan fusion_plan = stitch::plan(g, planner, plan_options);
   if (options.dump) options.dump("plan", print_plan(g, fusion_plan));
   LoweredPlan lowered = lower_whole_plan(g, std::move(fusion_plan), kernel_prefix(g.name()), options.rows);
-  if (!lowered.unsupported.empty()) throw UserError(unsupported_message(lowered.unsupported));
+  if (!lowered.unsupported.empty()) throw UserError(unsupported_message("cpu", lowered.unsupported));
   if (options.dump) options.dump("kir", print_kernels(lowered.kernels));
 
   auto warn = [&](const std::string& message) {
@@ -282,7 +198,7 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
     lowered.push_back(lower_whole_plan(graphs[i], stitch::plan(graphs[i], planner, resolved),
                                        kernel_prefix(graphs[i].name()) + "_b" + std::to_string(i), rows));
     if (!lowered.back().unsupported.empty()) {
-      throw UserError(fmt::format("graph {} ('{}'): {}", i, graphs[i].name(), unsupported_message(lowered.back().unsupported)));
+      throw UserError(fmt::format("graph {} ('{}'): {}", i, graphs[i].name(), unsupported_message("cpu", lowered.back().unsupported)));
     }
     kernels.insert(kernels.end(), lowered.back().kernels.begin(), lowered.back().kernels.end());
   }

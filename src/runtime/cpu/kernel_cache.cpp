@@ -116,6 +116,31 @@ void rename_into_place(const std::filesystem::path& from, const std::filesystem:
 
 }  // namespace
 
+std::string read_cache_file(const std::filesystem::path& path) { return read_bytes(path); }
+
+void write_cache_file_atomically(const std::filesystem::path& path, const std::string& bytes) {
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  if (error) {
+    throw CompileError(fmt::format("kernel cache: cannot create {}: {}", path.parent_path().string(), error.message()), "");
+  }
+  std::string scratch = path.string() + ".tmp-XXXXXX";
+  const int fd = mkstemp(scratch.data());
+  if (fd < 0) {
+    throw CompileError(fmt::format("kernel cache: cannot create a temporary file beside {}: {}", path.string(),
+                                   std::strerror(errno)),
+                       "");
+  }
+  close(fd);
+  try {
+    write_bytes(scratch, bytes);
+    rename_into_place(scratch, path);
+  } catch (...) {
+    std::filesystem::remove(scratch, error);
+    throw;
+  }
+}
+
 std::string sha256_hex(std::string_view data) {
   std::array<uint32_t, 8> state = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};

@@ -19,6 +19,15 @@ namespace stitch::runtime::cpu {
 // dependency); a cryptographic hash makes accidental key collisions a non-issue.
 std::string sha256_hex(std::string_view data);
 
+// A cache file's bytes; a missing or unreadable file reads as empty, which
+// every caller treats as "no valid entry".
+std::string read_cache_file(const std::filesystem::path& path);
+
+// Writes `bytes` to a temporary file beside `path`, then renames it over
+// `path`: a concurrent reader sees the old or the new file, never a mix.
+// Creates the directory. Throws CompileError when the disk refuses.
+void write_cache_file_atomically(const std::filesystem::path& path, const std::string& bytes);
+
 // $STITCH_CACHE_DIR, else $XDG_CACHE_HOME/stitch, else $HOME/.cache/stitch.
 // Throws UserError when none of the three is set.
 std::filesystem::path default_cache_directory();

@@ -1,0 +1,90 @@
+#include "runtime/common/launch_list.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+#include "kir/printer.h"
+#include "stitch/error.h"
+#include "stitch/text.h"
+
+namespace stitch::runtime {
+
+std::string kernel_prefix(const std::string& graph_name) {
+  std::string out = "k_";
+  for (char c : graph_name) out += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  return out;
+}
+
+int64_t value_bytes(const Graph& g, ValueId v, const SymbolBindings& bindings) {
+  int64_t n = dtype_size(g.type(v).dtype);
+  for (int64_t d : concrete_shape(g.type(v).shape, bindings)) n *= d;
+  return n;
+}
+
+LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::string& prefix,
+                             const schedule::RowScheduleTarget& rows) {
+  LoweredPlan out;
+  out.groups = lower::lower_plan(g, plan, prefix, rows);
+  for (lower::LoweredGroup& l : out.groups) {
+    const FusionGroup& group = plan.groups[l.group];
+    if (group.kind == GroupKind::Library) {
+      l.signature = lower::loop_group_signature(g, group);
+      continue;
+    }
+    if (l.kernel) {
+      out.kernels.push_back(*l.kernel);
+      continue;
+    }
+    if (out.unsupported.empty()) {
+      std::string what = fmt::format("{}: {}", group_kind_name(group.kind),
+                                     group.roots.empty() ? std::string("no roots") : describe_node(g, group.roots.front()));
+      out.unsupported = fmt::format("group {} ({}): {}", l.group, what, l.not_lowered_reason);
+    }
+  }
+  out.plan = std::move(plan);
+  return out;
+}
+
+std::string unsupported_message(const std::string& backend, const std::string& reason) {
+  return fmt::format("--backend {} cannot run this graph yet: {}; use --backend interp", backend, reason);
+}
+
+std::vector<int> arg_reduction_nodes(const Graph& g, const FusionGroup& group) {
+  std::vector<int> nodes;
+  for (int n : group.nodes) {
+    const OpKind op = g.nodes()[n].op;
+    if (op == OpKind::ArgMax || op == OpKind::ArgMin) nodes.push_back(n);
+  }
+  return nodes;
+}
+
+void throw_rejected_input(const Graph& g, int node, const SymbolBindings& bindings) {
+  STITCH_ASSERT(node >= 0 && node < static_cast<int>(g.nodes().size()), "kernel status names no node");
+  const Node& n = g.nodes()[node];
+  if (n.op == OpKind::Gather) {
+    const int64_t axis = n.attrs.get("axis").as_int();
+    const int64_t extent = concrete_shape(g.type(n.inputs[0]).shape, bindings)[axis];
+    throw UserError(fmt::format("{}: gather: an index is out of range for axis {} of extent {} (valid: [{}, {}))",
+                                describe_node(g, node), axis, extent, -extent, extent));
+  }
+  throw UserError(fmt::format("{}: the kernel rejected its input", describe_node(g, node)));
+}
+
+void check_arg_reduction_extent(const Graph& g, int node, const SymbolBindings& bindings) {
+  const Node& n = g.nodes()[node];
+  const std::vector<int64_t> shape = concrete_shape(g.type(n.inputs[0]).shape, bindings);
+  for (int64_t axis : n.attrs.get("axes").as_ints()) {
+    if (shape[axis] != 0) continue;
+    throw UserError(fmt::format("{} '{}': axis {} has extent 0, and an empty axis has no {}", op_name(n.op),
+                                g.value_name(n.output), axis, n.op == OpKind::ArgMax ? "maximum" : "minimum"));
+  }
+}
+
+std::string print_kernels(const std::vector<kir::Kernel>& kernels) {
+  std::string text;
+  for (const kir::Kernel& k : kernels) text += kir::print_kernel(k);
+  return text;
+}
+
+}  // namespace stitch::runtime

@@ -1,0 +1,58 @@
+// What the CPU and CUDA executables share between planning and running
+// (DESIGN.md, Runtime): a plan lowered group by group into kernels and
+// library calls, and the run-time checks both back ends make before a launch
+// so that they reject exactly the input the interpreter rejects.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion_plan.h"
+#include "kir/kernel.h"
+#include "lower/lower_plan.h"
+#include "schedule/select.h"
+#include "stitch/graph.h"
+#include "stitch/shape.h"
+
+namespace stitch::runtime {
+
+// Kernel names are C identifiers and must be unique within a translation
+// unit: "k_" + the graph's name with other characters as '_'.
+std::string kernel_prefix(const std::string& graph_name);
+
+// Bytes of `v` once its symbols are bound.
+int64_t value_bytes(const Graph& g, ValueId v, const SymbolBindings& bindings);
+
+// A plan lowered group by group: a kernel for every loop, reduction,
+// stitched and tile group, a signature for every library group (a dot), or
+// the reason the first group does not lower.
+struct LoweredPlan {
+  FusionPlan plan;
+  std::vector<lower::LoweredGroup> groups;
+  std::vector<kir::Kernel> kernels;  // in launch order
+  std::string unsupported;           // "" when every group lowers
+};
+
+LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::string& prefix,
+                             const schedule::RowScheduleTarget& rows);
+
+// "--backend BACKEND cannot run this graph yet: REASON; use --backend interp".
+std::string unsupported_message(const std::string& backend, const std::string& reason);
+
+// The nodes of `group` whose run-time extents the caller checks before the
+// launch (argmax/argmin over an axis that may be empty).
+std::vector<int> arg_reduction_nodes(const Graph& g, const FusionGroup& group);
+
+// A kernel met input the interpreter rejects (GroupSignature::status, which
+// holds 1 + the node): the interpreter's UserError, naming the node.
+[[noreturn]] void throw_rejected_input(const Graph& g, int node, const SymbolBindings& bindings);
+
+// argmax/argmin over an axis that is empty at run time has no answer: the
+// interpreter's UserError, word for word.
+void check_arg_reduction_extent(const Graph& g, int node, const SymbolBindings& bindings);
+
+// Every kernel's Kernel IR text, for STITCH_DUMP=kir.
+std::string print_kernels(const std::vector<kir::Kernel>& kernels);
+
+}  // namespace stitch::runtime

@@ -1,0 +1,73 @@
+#include "runtime/cuda/cubin_cache.h"
+
+#include <nvrtc.h>
+
+#include <fmt/format.h>
+
+#include "codegen/cuda/nvrtc_check.h"
+#include "runtime/cpu/kernel_cache.h"
+#include "stitch/error.h"
+
+namespace stitch::runtime::cuda {
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "nvrtc unknown";
+  return fmt::format("nvrtc {}.{}", major, minor);
+}
+
+CubinCache::CubinCache(std::filesystem::path directory) : directory_(std::move(directory)) {}
+CubinCache::CubinCache() : CubinCache(cpu::default_cache_directory()) {}
+
+std::string CubinCache::key(const std::string& source, const std::string& arch) const {
+  // Length-prefixed fields, so no two inputs concatenate to the same material.
+  std::string material;
+  auto field = [&](std::string_view name, std::string_view value) {
+    material += fmt::format("{} {}\n", name, value.size());
+    material += value;
+    material += '\n';
+  };
+  field("source", source);
+  for (const std::string& option : codegen::cuda::nvrtc_options(arch)) field("option", option);
+  field("nvrtc", nvrtc_version());
+  field("arch", arch);
+  return cpu::sha256_hex(material);
+}
+
+std::filesystem::path CubinCache::cubin_path(const std::string& key, const std::string& arch) const {
+  return directory_ / "cuda" / arch / (key + ".cubin");
+}
+
+std::filesystem::path CubinCache::checksum_path(const std::string& key, const std::string& arch) const {
+  return directory_ / "cuda" / arch / (key + ".sha256");
+}
+
+std::string CubinCache::load_or_compile(const std::string& source, const std::string& arch) {
+  const std::string k = key(source, arch);
+  const std::string checksum = cpu::read_cache_file(checksum_path(k, arch));
+  std::string cubin = cpu::read_cache_file(cubin_path(k, arch));
+  if (!checksum.empty() && !cubin.empty() && cpu::sha256_hex(cubin) == checksum) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.hits;
+    return cubin;
+  }
+  const bool had_entry = !checksum.empty() || !cubin.empty();
+  codegen::cuda::NvrtcResult compiled = codegen::cuda::compile_with_nvrtc(source, arch);
+  if (!compiled.ok) {
+    throw cpu::CompileError(fmt::format("NVRTC rejected the generated CUDA C for {}", arch), compiled.log);
+  }
+  // The cubin first, then its checksum: an entry is valid only once both
+  // are complete and agree, so a crash between the two leaves a miss.
+  cpu::write_cache_file_atomically(cubin_path(k, arch), compiled.cubin);
+  cpu::write_cache_file_atomically(checksum_path(k, arch), cpu::sha256_hex(compiled.cubin));
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++(had_entry ? stats_.recompiled_corrupt : stats_.misses);
+  return compiled.cubin;
+}
+
+CubinCacheStats CubinCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+}  // namespace stitch::runtime::cuda

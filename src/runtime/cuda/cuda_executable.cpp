@@ -1,0 +1,407 @@
+#include "runtime/cuda/cuda_executable.h"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <map>
+
+#include "codegen/cuda/cuda_emitter.h"
+#include "ir/split_reductions.h"
+#include "runtime/common/launch_list.h"
+#include "runtime/cpu/cpu_compiler.h"
+#include "runtime/cuda/gpu_dot.h"
+#include "runtime/cuda/launch_geometry.h"
+#include "stitch/error.h"
+#include "stitch/interpreter.h"
+#include "stitch/text.h"
+
+namespace stitch::runtime::cuda {
+
+// A loaded cubin, unloaded (in its context) when the last graph using it goes.
+class CudaModule {
+ public:
+  CudaModule(std::shared_ptr<CudaContext> context, const std::string& cubin) : context_(std::move(context)) {
+    context_->make_current();
+    const DriverApi& api = context_->api();
+    check(api, api.cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData");
+  }
+  ~CudaModule() {
+    if (!module_) return;
+    context_->make_current();
+    context_->api().cuModuleUnload(module_);
+  }
+  CudaModule(const CudaModule&) = delete;
+  CudaModule& operator=(const CudaModule&) = delete;
+
+  CUfunction function(const std::string& name) const {
+    CUfunction f = nullptr;
+    check(context_->api(), context_->api().cuModuleGetFunction(&f, module_, name.c_str()),
+          fmt::format("cuModuleGetFunction({})", name).c_str());
+    return f;
+  }
+
+ private:
+  std::shared_ptr<CudaContext> context_;
+  CUmodule module_ = nullptr;
+};
+
+// One entry of the launch list.
+struct CudaStep {
+  enum class Kind : uint8_t { Kernel, Dot };
+  Kind kind = Kind::Kernel;
+  CUfunction function = nullptr;  // Kernel
+  kir::Kernel kernel;             // Kernel: its parameters and launch geometry
+  int node = -1;                  // Dot: the dot node
+  lower::GroupSignature signature;
+  std::vector<int> arg_reductions;
+};
+
+struct CompiledCudaGraph {
+  FusionPlan plan;
+  std::vector<CudaStep> steps;
+  std::string source;
+  std::shared_ptr<CudaModule> module;
+  std::string fallback;
+  bool interpret = false;  // nothing compiled: the reference interpreter runs
+};
+
+namespace {
+
+std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, const CudaModule& module) {
+  std::vector<CudaStep> steps;
+  for (const lower::LoweredGroup& l : lowered.groups) {
+    CudaStep step;
+    step.signature = l.signature;
+    const FusionGroup& group = lowered.plan.groups[l.group];
+    if (group.kind == GroupKind::Library) {
+      STITCH_ASSERT(group.nodes.size() == 1, "a library group holds exactly one dot");
+      step.kind = CudaStep::Kind::Dot;
+      step.node = group.nodes.front();
+    } else {
+      step.kernel = *l.kernel;
+      step.function = module.function(l.kernel->name);
+    }
+    step.arg_reductions = arg_reduction_nodes(g, group);
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+schedule::RowScheduleTarget rows_for(const CudaContext& context, const CudaCompileOptions& options) {
+  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::for_device(context.target());
+  rows.forced = options.forced_rows;
+  rows.forced_column_groups = options.forced_column_groups;
+  return rows;
+}
+
+// Emits, compiles (through the cubin cache) and loads `lowered`; nullptr and
+// a message in `error` when NVRTC or the emitter rejects it.
+std::shared_ptr<CompiledCudaGraph> try_build(const Graph& g, const LoweredPlan& lowered,
+                                             const std::shared_ptr<CudaContext>& context, CubinCache& cache,
+                                             const CudaCompileOptions& options, std::string& error) {
+  auto compiled = std::make_shared<CompiledCudaGraph>();
+  try {
+    compiled->source = codegen::cuda::emit_cuda_translation_unit(lowered.kernels);
+  } catch (const InternalError& e) {
+    error = fmt::format("the CUDA emitter failed: {}", e.what());
+    return nullptr;
+  }
+  if (options.dump) options.dump("source", compiled->source);
+  if (options.reject_plan && options.reject_plan(lowered.plan)) {
+    error = "the translation unit was rejected by CudaCompileOptions::reject_plan (test seam)";
+    return nullptr;
+  }
+  std::string cubin;
+  try {
+    cubin = cache.load_or_compile(compiled->source, context->device().arch());
+  } catch (const cpu::CompileError& e) {
+    error = fmt::format("{}\n{}", e.what(), e.diagnostics());
+    return nullptr;
+  }
+  compiled->module = std::make_shared<CudaModule>(context, cubin);
+  compiled->steps = make_steps(g, lowered, *compiled->module);
+  compiled->plan = lowered.plan;
+  return compiled;
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+CudaExecutable::CudaExecutable(Graph graph, std::shared_ptr<CudaContext> context,
+                               std::shared_ptr<const CompiledCudaGraph> compiled)
+    : graph_(std::move(graph)), context_(std::move(context)), compiled_(std::move(compiled)) {}
+
+int CudaExecutable::kernel_count() const { return static_cast<int>(compiled_->steps.size()); }
+const FusionPlan& CudaExecutable::plan() const { return compiled_->plan; }
+const std::string& CudaExecutable::source() const { return compiled_->source; }
+const std::string& CudaExecutable::fallback() const { return compiled_->fallback; }
+
+CudaExecutable CudaExecutable::compile(const Graph& canonical_graph, PlannerKind planner,
+                                       std::shared_ptr<CudaContext> context, CubinCache& cache,
+                                       const CudaCompileOptions& options) {
+  context->make_current();
+  // Full reductions become two row reductions, so every SM takes part
+  // (src/ir/split_reductions.h), as on the CPU.
+  const Graph g = split_full_reductions(canonical_graph);
+  if (options.dump && g != canonical_graph) {
+    options.dump("graph", "// after split-full-reductions (cuda target)\n" + print_graph(g));
+  }
+  PlanOptions plan_options;
+  plan_options.max_fusions = resolve_max_fusions(options.plan);
+  const schedule::RowScheduleTarget rows = rows_for(*context, options);
+  FusionPlan fusion_plan = stitch::plan(g, planner, plan_options);
+  if (options.dump) options.dump("plan", print_plan(g, fusion_plan));
+  LoweredPlan lowered = lower_whole_plan(g, std::move(fusion_plan), kernel_prefix(g.name()), rows);
+  if (!lowered.unsupported.empty()) throw UserError(unsupported_message("cuda", lowered.unsupported));
+  if (options.dump) options.dump("kir", print_kernels(lowered.kernels));
+
+  auto warn = [&](const std::string& message) {
+    if (options.warn) {
+      options.warn(message);
+    } else {
+      std::cerr << "stitch: warning: " << message << "\n";
+    }
+  };
+  std::string error;
+  std::shared_ptr<CompiledCudaGraph> compiled = try_build(g, lowered, context, cache, options, error);
+  if (!compiled && planner != PlannerKind::None) {
+    std::string note = fmt::format("compiling the fused CUDA kernels of graph '{}' (planner {}) failed:\n{}\n",
+                                   g.name(), planner_name(planner), error);
+    LoweredPlan unfused = lower_whole_plan(g, plan_none(g), kernel_prefix(g.name()), rows);
+    STITCH_ASSERT(unfused.unsupported.empty(), "the unfused plan lowers whenever the fused one does");
+    compiled = try_build(g, unfused, context, cache, options, error);
+    if (compiled) {
+      compiled->fallback = note + "falling back to the unfused plan (planner none)";
+      warn(compiled->fallback);
+    } else {
+      note += fmt::format("the unfused plan failed too:\n{}\n", error);
+    }
+    error = note;
+  }
+  if (!compiled) {
+    compiled = std::make_shared<CompiledCudaGraph>();
+    compiled->plan = plan_none(g);
+    compiled->interpret = true;
+    compiled->fallback = fmt::format("{}\nrunning graph '{}' on the reference interpreter on the host instead (slow)",
+                                     error, g.name());
+    warn(compiled->fallback);
+  }
+  return CudaExecutable(g, std::move(context), std::move(compiled));
+}
+
+std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Graph>& canonical_graphs,
+                                                          PlannerKind planner, std::shared_ptr<CudaContext> context,
+                                                          CubinCache& cache, const CudaCompileOptions& options) {
+  context->make_current();
+  PlanOptions plan_options;
+  plan_options.max_fusions = resolve_max_fusions(options.plan);
+  const schedule::RowScheduleTarget rows = rows_for(*context, options);
+  std::vector<Graph> graphs;
+  std::vector<LoweredPlan> lowered;
+  std::vector<kir::Kernel> kernels;
+  for (size_t i = 0; i < canonical_graphs.size(); ++i) {
+    graphs.push_back(split_full_reductions(canonical_graphs[i]));
+    const Graph& g = graphs.back();
+    lowered.push_back(lower_whole_plan(g, stitch::plan(g, planner, plan_options),
+                                       kernel_prefix(g.name()) + "_b" + std::to_string(i), rows));
+    if (!lowered.back().unsupported.empty()) {
+      throw UserError(
+          fmt::format("graph {} ('{}'): {}", i, g.name(), unsupported_message("cuda", lowered.back().unsupported)));
+    }
+    kernels.insert(kernels.end(), lowered.back().kernels.begin(), lowered.back().kernels.end());
+  }
+  const std::string source = codegen::cuda::emit_cuda_translation_unit(kernels);
+  auto module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch()));
+  std::vector<CudaExecutable> out;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    auto compiled = std::make_shared<CompiledCudaGraph>();
+    compiled->steps = make_steps(graphs[i], lowered[i], *module);
+    compiled->plan = std::move(lowered[i].plan);
+    compiled->source = source;
+    compiled->module = module;
+    out.push_back(CudaExecutable(graphs[i], context, std::move(compiled)));
+  }
+  return out;
+}
+
+std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
+  if (compiled_->interpret) return interpret(graph_, inputs);
+  bind_inputs(graph_, inputs);  // the interpreter's message for a bad input, before any copy
+  context_->make_current();
+  std::vector<DeviceTensor> device_inputs;
+  device_inputs.reserve(inputs.size());
+  for (const Tensor& t : inputs) device_inputs.push_back(upload(context_, t));
+  std::vector<const DeviceTensor*> pointers;
+  for (const DeviceTensor& t : device_inputs) pointers.push_back(&t);
+  std::vector<DeviceTensor> device_outputs;
+  run_on_device(pointers, device_outputs);
+  std::vector<Tensor> outputs;
+  for (const DeviceTensor& t : device_outputs) outputs.push_back(download(*context_, t));
+  return outputs;
+}
+
+void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& inputs,
+                                   std::vector<DeviceTensor>& outputs) {
+  const Graph& g = graph_;
+  context_->make_current();
+  const DriverApi& api = context_->api();
+  const CUstream stream = context_->stream();
+  std::vector<InputType> types;
+  for (const DeviceTensor* t : inputs) types.push_back({t->dtype, t->shape});
+  const SymbolBindings bindings = bind_input_types(g, types);
+
+  if (compiled_->interpret) {
+    std::vector<Tensor> host_inputs;
+    for (const DeviceTensor* t : inputs) host_inputs.push_back(download(*context_, *t));
+    std::vector<Tensor> host_outputs = interpret(g, host_inputs);
+    outputs.clear();
+    for (const Tensor& t : host_outputs) outputs.push_back(upload(context_, t));
+    context_->synchronize();  // the host tensors die here
+    return;
+  }
+  const std::vector<CudaStep>& steps = compiled_->steps;
+  for (const CudaStep& step : steps) {
+    for (int node : step.arg_reductions) check_arg_reduction_extent(g, node, bindings);
+  }
+
+  // Graph outputs are written straight into `outputs` (the first slot
+  // returning a value); every other value a step writes lives in a buffer of
+  // the caching allocator from its producing step to its last consumer.
+  outputs.resize(g.outputs().size());
+  std::map<int, size_t> output_slot;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ValueId v = g.outputs()[i].value;
+    if (g.value(v).producer < 0 || output_slot.count(v.index)) continue;
+    output_slot.emplace(v.index, i);
+    const DType dtype = g.type(v).dtype;
+    std::vector<int64_t> shape = concrete_shape(g.type(v).shape, bindings);
+    DeviceTensor& out = outputs[i];
+    const size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(dtype);
+    if (out.dtype != dtype || out.shape != shape || out.buffer.bytes() != bytes || (bytes > 0 && !out.buffer.get())) {
+      out.dtype = dtype;
+      out.shape = std::move(shape);
+      out.buffer = DeviceBuffer(context_, bytes);
+    }
+  }
+  const int step_count = static_cast<int>(steps.size());
+  std::map<int, int> last_use;  // intermediate value index -> last step reading it
+  for (int i = 0; i < step_count; ++i) {
+    for (ValueId v : steps[i].signature.outputs) {
+      if (!output_slot.count(v.index)) last_use[v.index] = i;
+    }
+  }
+  for (int i = 0; i < step_count; ++i) {
+    for (ValueId v : steps[i].signature.inputs) {
+      if (auto it = last_use.find(v.index); it != last_use.end()) it->second = std::max(it->second, i);
+    }
+  }
+  std::map<int, CUdeviceptr> params;
+  for (size_t i = 0; i < g.params().size(); ++i) params[g.params()[i].index] = inputs[i]->buffer.get();
+  std::map<int, DeviceBuffer> intermediates;
+  auto address_of = [&](ValueId v) -> CUdeviceptr {
+    if (auto it = params.find(v.index); it != params.end()) return it->second;
+    if (auto it = output_slot.find(v.index); it != output_slot.end()) return outputs[it->second].buffer.get();
+    if (auto it = intermediates.find(v.index); it != intermediates.end()) return it->second.get();
+    throw InternalError(fmt::format("cuda executable: value {} has no buffer", g.value_name(v)), __FILE__, __LINE__);
+  };
+
+  // One status word per kernel that can reject its input, zeroed together.
+  std::vector<int> status_steps;
+  for (int i = 0; i < step_count; ++i) {
+    if (steps[i].kind == CudaStep::Kind::Kernel && steps[i].signature.status) status_steps.push_back(i);
+  }
+  DeviceBuffer statuses;
+  if (!status_steps.empty()) {
+    statuses = DeviceBuffer(context_, status_steps.size() * sizeof(int32_t));
+    check(api, api.cuMemsetD8Async(statuses.get(), 0, statuses.bytes(), stream), "cuMemsetD8Async");
+  }
+
+  int status_index = 0;
+  for (int i = 0; i < step_count; ++i) {
+    const CudaStep& step = steps[i];
+    for (ValueId v : step.signature.outputs) {
+      if (!output_slot.count(v.index)) {
+        intermediates.emplace(v.index, DeviceBuffer(context_, static_cast<size_t>(value_bytes(g, v, bindings))));
+      }
+    }
+    if (step.kind == CudaStep::Kind::Dot) {
+      const Node& n = g.nodes()[step.node];
+      run_gpu_dot(*context_, g.type(n.output).dtype, concrete_shape(g.type(n.inputs[0]).shape, bindings),
+                  concrete_shape(g.type(n.inputs[1]).shape, bindings), concrete_shape(g.type(n.output).shape, bindings),
+                  address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output));
+    } else {
+      // Kernel parameters: the buffers (inputs, outputs, status) as device
+      // pointers, then the symbols' extents as int64_t (docs/cuda-backend.md, ABI).
+      std::vector<CUdeviceptr> buffers;
+      for (ValueId v : step.signature.inputs) buffers.push_back(address_of(v));
+      for (ValueId v : step.signature.outputs) buffers.push_back(address_of(v));
+      if (step.signature.status) buffers.push_back(statuses.get() + sizeof(int32_t) * status_index++);
+      STITCH_ASSERT(buffers.size() == step.kernel.buffers.size(),
+                    fmt::format("kernel {}: {} buffers bound for {} parameters", step.kernel.name, buffers.size(),
+                                step.kernel.buffers.size()));
+      STITCH_ASSERT(step.signature.symbols.size() == step.kernel.scalars.size(),
+                    fmt::format("kernel {}: scalar parameters differ from its signature", step.kernel.name));
+      std::vector<int64_t> scalars;
+      std::map<std::string, int64_t> scalar_values;
+      for (size_t j = 0; j < step.signature.symbols.size(); ++j) {
+        STITCH_ASSERT(step.kernel.scalars[j].dtype == DType::i64, "kernel scalars are i64 extents");
+        scalars.push_back(bindings.at(step.signature.symbols[j]));
+        scalar_values[step.kernel.scalars[j].name] = scalars.back();
+      }
+      std::vector<void*> args;
+      for (CUdeviceptr& b : buffers) args.push_back(&b);
+      for (int64_t& s : scalars) args.push_back(&s);
+      const int64_t blocks = grid_blocks(step.kernel, scalar_values);
+      if (blocks > 0) {
+        check(api,
+              api.cuLaunchKernel(step.function, static_cast<unsigned>(blocks), 1, 1,
+                                 static_cast<unsigned>(step.kernel.launch.block_size), 1, 1, 0, stream, args.data(),
+                                 nullptr),
+              fmt::format("cuLaunchKernel({})", step.kernel.name).c_str());
+      }
+    }
+    for (auto& [value, last] : last_use) {
+      if (last == i) intermediates.erase(value);
+    }
+  }
+
+  // A value returned twice is copied into its later slots; a parameter
+  // returned as is, copied from the input.
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ValueId v = g.outputs()[i].value;
+    const DeviceTensor* source = nullptr;
+    if (g.value(v).producer < 0) {
+      for (size_t p = 0; p < g.params().size(); ++p) {
+        if (g.params()[p] == v) source = inputs[p];
+      }
+    } else if (output_slot.at(v.index) != i) {
+      source = &outputs[output_slot.at(v.index)];
+    }
+    if (!source) continue;
+    DeviceTensor copy;
+    copy.dtype = source->dtype;
+    copy.shape = source->shape;
+    copy.buffer = DeviceBuffer(context_, source->nbytes());
+    if (source->nbytes() > 0) {
+      check(api, api.cuMemcpyDtoDAsync(copy.buffer.get(), source->buffer.get(), source->nbytes(), stream),
+            "cuMemcpyDtoDAsync");
+    }
+    outputs[i] = std::move(copy);
+  }
+
+  if (!status_steps.empty()) {
+    std::vector<int32_t> host(status_steps.size(), 0);
+    check(api, api.cuMemcpyDtoHAsync(host.data(), statuses.get(), statuses.bytes(), stream), "cuMemcpyDtoHAsync");
+    context_->synchronize();
+    for (int32_t s : host) {
+      if (s != 0) throw_rejected_input(g, s - 1, bindings);
+    }
+  }
+}
+
+}  // namespace stitch::runtime::cuda

@@ -1,0 +1,85 @@
+// A whole graph compiled for one GPU (DESIGN.md, Runtime; docs/cuda-runtime.md):
+// plan, lower every group with the schedules ranked for the device, emit all
+// kernels into one CUDA C translation unit, compile it with NVRTC to a cubin
+// for the device's own architecture (through the cubin cache), load it, then
+// run the launch list in plan order on the context's stream. Dots are cuBLAS
+// calls. Like the CPU executable, a translation unit that does not compile
+// costs speed, never the result: the unfused plan, then the interpreter.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fusion/planner.h"
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/cubin_cache.h"
+#include "schedule/select.h"
+#include "stitch/graph.h"
+#include "stitch/tensor.h"
+
+namespace stitch::runtime::cuda {
+
+struct CudaCompileOptions {
+  PlanOptions plan;  // max_fusions: -1 reads STITCH_MAX_FUSIONS
+  // Row schedules are ranked on the device; a forced kind or column tile
+  // overrides the ranking (stitch bench --row-schedule, tests).
+  std::optional<schedule::RowScheduleKind> forced_rows;
+  int64_t forced_column_groups = 0;
+  // Called with ("plan" | "kir" | "source", text) as each artefact exists.
+  std::function<void(std::string_view stage, const std::string& text)> dump;
+  // Where the loud report of a compile failure and its fallback goes; stderr
+  // ("stitch: warning: ...") when empty.
+  std::function<void(const std::string&)> warn;
+  // Test seam: a plan for which this returns true is treated as if NVRTC had
+  // rejected its translation unit.
+  std::function<bool(const FusionPlan&)> reject_plan;
+};
+
+struct CompiledCudaGraph;  // plan, launch list, loaded module
+
+class CudaExecutable {
+ public:
+  // Throws UserError naming the first group that does not lower. NVRTC
+  // rejecting the fused kernels is reported through options.warn and
+  // replaced by the unfused plan, and if that fails too, by the interpreter.
+  static CudaExecutable compile(const Graph& canonical_graph, PlannerKind planner,
+                                std::shared_ptr<CudaContext> context, CubinCache& cache,
+                                const CudaCompileOptions& options = {});
+
+  // For test suites: every graph's kernels in one translation unit, one NVRTC
+  // run, one module. No fallback: a compile failure throws CompileError.
+  static std::vector<CudaExecutable> compile_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
+                                                   std::shared_ptr<CudaContext> context, CubinCache& cache,
+                                                   const CudaCompileOptions& options = {});
+
+  // Host tensors in and out: uploads the inputs, runs, downloads the outputs.
+  // Checks the inputs as the interpreter does.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  // Device tensors in and out, all work queued on the context's stream; it
+  // returns without waiting unless a kernel can reject its input (a gather
+  // index out of range), whose status is read back. An output of the right
+  // dtype and shape is written in place, anything else replaced.
+  void run_on_device(const std::vector<const DeviceTensor*>& inputs, std::vector<DeviceTensor>& outputs);
+
+  int kernel_count() const;  // kernels launched plus library calls per run
+  const Graph& graph() const { return graph_; }
+  const FusionPlan& plan() const;
+  const std::string& source() const;
+  const std::string& fallback() const;  // empty unless compile() fell back
+  CudaContext& context() const { return *context_; }
+
+ private:
+  CudaExecutable(Graph graph, std::shared_ptr<CudaContext> context, std::shared_ptr<const CompiledCudaGraph> compiled);
+
+  Graph graph_;
+  std::shared_ptr<CudaContext> context_;
+  std::shared_ptr<const CompiledCudaGraph> compiled_;
+};
+
+}  // namespace stitch::runtime::cuda

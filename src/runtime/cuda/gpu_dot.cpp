@@ -1,0 +1,26 @@
+#include "runtime/cuda/gpu_dot.h"
+
+#include "runtime/cpu/dot_call.h"
+#include "stitch/error.h"
+#include "stitch/tensor.h"
+
+namespace stitch::runtime::cuda {
+
+void run_gpu_dot(CudaContext& context, DType dtype, const std::vector<int64_t>& a_shape,
+                 const std::vector<int64_t>& b_shape, const std::vector<int64_t>& out_shape, CUdeviceptr a,
+                 CUdeviceptr b, CUdeviceptr out) {
+  const DriverApi& api = context.api();
+  // Integer and bool dots: cuBLAS has no exact 64-bit integer product, so the
+  // operands go to the host, through the CPU's wrapping loop, and back.
+  Tensor ha(dtype, a_shape), hb(dtype, b_shape), hout(dtype, out_shape);
+  if (ha.nbytes()) check(api, api.cuMemcpyDtoHAsync(ha.raw(), a, ha.nbytes(), context.stream()), "cuMemcpyDtoHAsync");
+  if (hb.nbytes()) check(api, api.cuMemcpyDtoHAsync(hb.raw(), b, hb.nbytes(), context.stream()), "cuMemcpyDtoHAsync");
+  context.synchronize();
+  cpu::run_dot(dtype, a_shape, b_shape, out_shape, ha.raw(), hb.raw(), hout.raw());
+  if (hout.nbytes()) {
+    check(api, api.cuMemcpyHtoDAsync(out, hout.raw(), hout.nbytes(), context.stream()), "cuMemcpyHtoDAsync");
+  }
+  context.synchronize();  // hout dies here
+}
+
+}  // namespace stitch::runtime::cuda

@@ -1,0 +1,82 @@
+#include "bench_common.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <set>
+
+#include "stitch/error.h"
+
+namespace stitch::cli {
+
+std::vector<Workload> load_bench_workloads(const std::vector<std::string>& files, const BenchOptions& options) {
+  std::vector<Workload> workloads;
+  for (const std::string& file : files) {
+    Workload w;
+    Module m = load_module(file, &w.model);
+    w.canonical = canonicalize_with_dumps(select_graph(m, options.graph_name, file));
+    // An ONNX graph is always "main"; the model's file names it better.
+    bool onnx = std::filesystem::path(file).extension() == ".onnx";
+    w.name = onnx ? std::filesystem::path(file).stem().string() : w.canonical.name();
+    SymbolBindings dims = parse_dims(options.dims);
+    for (ValueId p : w.canonical.params()) {
+      for (const Dim& d : w.canonical.type(p).shape) {
+        if (d.is_symbolic() && !dims.count(d.name())) {
+          throw UserError(fmt::format("{}: graph '{}': symbolic dim {} is not bound (give --dim {}=N)", file,
+                                      w.name, d.name(), d.name()));
+        }
+      }
+    }
+    workloads.push_back(std::move(w));
+  }
+  return workloads;
+}
+
+void check_bench_options(const BenchOptions& options) {
+  if (options.repeat < 1) throw UserError("--repeat must be at least 1");
+  if (options.warmup < 0) throw UserError("--warmup must not be negative");
+}
+
+std::vector<PlannerKind> bench_planners(const BenchOptions& options) {
+  std::vector<PlannerKind> planners;
+  for (const std::string& p : options.planners) planners.push_back(implemented_planner(p));
+  if (planners.empty()) throw UserError("--planners names no planner");
+  return planners;
+}
+
+std::vector<Tensor> bench_inputs(const Workload& w, const BenchOptions& options) {
+  InputSpec spec;
+  spec.random = true;
+  spec.seed = 1;
+  spec.dims = options.dims;
+  return gather_inputs(w.canonical, spec, w.model);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int64_t tensor_bytes(const Tensor& t) { return t.numel() * dtype_size(t.dtype()); }
+
+int64_t minimal_bytes(const Graph& g, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+  int64_t bytes = 0;
+  for (const Tensor& t : inputs) bytes += tensor_bytes(t);
+  std::set<int> written;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (written.insert(g.outputs()[i].value.index).second) bytes += tensor_bytes(outputs[i]);
+  }
+  return bytes;
+}
+
+std::string utc_timestamp() {
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return date;
+}
+
+}  // namespace stitch::cli

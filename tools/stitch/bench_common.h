@@ -1,0 +1,46 @@
+// What `stitch bench` shares between its back ends (docs/benchmarks.md): the
+// workloads parsed and checked before any timing, and the byte count every
+// bandwidth figure divides by.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "stitch/graph.h"
+#include "stitch/tensor.h"
+
+namespace stitch::cli {
+
+struct Workload {
+  std::string name;
+  Graph canonical;
+  std::vector<Tensor> inputs;
+  ModelInputs model;  // an ONNX model's initializers
+};
+
+// Every file's selected graph, canonicalised, with every symbolic dim bound
+// by --dim (else a UserError), so bad input fails before minutes of timing.
+std::vector<Workload> load_bench_workloads(const std::vector<std::string>& files, const BenchOptions& options);
+
+// UserError for a bad --repeat or --warmup.
+void check_bench_options(const BenchOptions& options);
+// The --planners, each implemented; UserError for none.
+std::vector<PlannerKind> bench_planners(const BenchOptions& options);
+
+// Seeded random inputs for one workload (loaded one workload at a time: the
+// corpus's inputs together would take gigabytes).
+std::vector<Tensor> bench_inputs(const Workload& w, const BenchOptions& options);
+
+double median(std::vector<double> v);
+
+int64_t tensor_bytes(const Tensor& t);
+// Every input read once plus every output written once (a value returned
+// twice is written once).
+int64_t minimal_bytes(const Graph& g, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
+
+// "2026-11-22T12:46:34Z", now.
+std::string utc_timestamp();
+
+}  // namespace stitch::cli

@@ -1,0 +1,92 @@
+// --backend cuda for `stitch run` and `stitch check` (docs/cuda-runtime.md):
+// one context and one cubin cache per process.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli.h"
+#include "stitch/error.h"
+#ifdef STITCH_HAVE_CUDA
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/cuda_executable.h"
+#include "runtime/cuda/device_allocator.h"
+#endif
+
+namespace stitch::cli {
+
+#ifdef STITCH_HAVE_CUDA
+namespace {
+
+// The device, opened once: a second open would only find the same answer.
+std::shared_ptr<runtime::cuda::CudaContext> cuda_context() {
+  static std::string why;
+  static std::shared_ptr<runtime::cuda::CudaContext> context = runtime::cuda::CudaContext::open(&why);
+  if (!context) throw UserError("--backend cuda needs an NVIDIA GPU and its driver: " + why);
+  return context;
+}
+
+runtime::cuda::CubinCache& cubin_cache() {
+  static runtime::cuda::CubinCache cache;
+  return cache;
+}
+
+PlannerKind cuda_planner(const std::string& planner) {
+  std::optional<PlannerKind> kind = parse_planner_kind(planner.empty() ? "xla" : planner);
+  if (!kind || *kind == PlannerKind::Ilp) {
+    throw UserError(
+        fmt::format("--backend cuda supports --planner none, xla or stitch; planner '{}' is not implemented yet", planner));
+  }
+  return *kind;
+}
+
+}  // namespace
+
+void require_cuda_device() { cuda_context(); }
+
+std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs) {
+  std::shared_ptr<runtime::cuda::CudaContext> context = cuda_context();
+  runtime::cuda::CudaCompileOptions options;
+  options.dump = [](std::string_view stage, const std::string& text) {
+    if (dump_enabled(std::string(stage))) std::cerr << "// STITCH_DUMP " << stage << "\n" << text;
+  };
+  runtime::cuda::CudaExecutable exe =
+      runtime::cuda::CudaExecutable::compile(canonical, cuda_planner(planner), context, cubin_cache(), options);
+  if (dump_enabled("cache")) {
+    runtime::cuda::CubinCacheStats s = cubin_cache().stats();
+    std::cerr << fmt::format("cubin cache: hits={} misses={}\n", s.hits, s.misses);
+  }
+  std::vector<Tensor> results = exe.run(inputs);
+  if (dump_enabled("buffers")) {
+    runtime::cuda::DeviceAllocator::Stats s = context->allocator().stats();
+    std::cerr << fmt::format("device memory: {} kernels and library calls, {} driver allocations, {} reuses, peak {} "
+                             "bytes in use\n",
+                             exe.kernel_count(), s.driver_allocations, s.reuses, s.peak_bytes_in_use);
+  }
+  return results;
+}
+
+BackendRun check_run_on_cuda(const Graph& canonical, PlannerKind planner, const std::vector<Tensor>& inputs) {
+  runtime::cuda::CudaCompileOptions options;
+  options.warn = [](const std::string&) {};  // stitch check reports the fallback as a failed row
+  runtime::cuda::CudaExecutable exe =
+      runtime::cuda::CudaExecutable::compile(canonical, planner, cuda_context(), cubin_cache(), options);
+  BackendRun out;
+  out.fallback = exe.fallback();
+  if (out.fallback.empty()) out.outputs = exe.run(inputs);
+  return out;
+}
+
+#else
+
+namespace {
+[[noreturn]] void no_cuda() { throw UserError("--backend cuda: this stitch was built without the CUDA toolkit"); }
+}  // namespace
+
+void require_cuda_device() { no_cuda(); }
+std::vector<Tensor> run_on_cuda(const Graph&, const std::string&, const std::vector<Tensor>&) { no_cuda(); }
+BackendRun check_run_on_cuda(const Graph&, PlannerKind, const std::vector<Tensor>&) { no_cuda(); }
+
+#endif
+
+}  // namespace stitch::cli

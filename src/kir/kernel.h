@@ -59,6 +59,12 @@ struct SharedBuffer {
   int64_t offset = -1;
 };
 
+// Shared memory a CUDA block gets without opting in. A kernel whose shared
+// memory is larger keeps all of it in its arena, which the CUDA emitter
+// declares as dynamic shared memory and the launcher sizes after raising the
+// kernel's limit (docs/cuda-runtime.md, Shared memory over 48 KiB).
+inline constexpr int64_t kStaticSharedBytes = 48 * 1024;
+
 // Bytes one element of a shared buffer of `dtype` takes: f16 and bf16 are
 // kept in their compute type, f32 (docs/kernel-ir.md, Shared memory).
 int64_t shared_element_bytes(DType dtype);

@@ -35,6 +35,23 @@ void KernelBuilder::place_shared(int64_t arena_bytes, const std::map<std::string
   }
 }
 
+int64_t KernelBuilder::shared_bytes() const {
+  int64_t bytes = 0;
+  for (const SharedBuffer& s : kernel_.shared) bytes += (s.count * shared_element_bytes(s.dtype) + 15) / 16 * 16;
+  return bytes;
+}
+
+int64_t KernelBuilder::place_shared_sequentially() {
+  std::map<std::string, int64_t> offsets;
+  int64_t end = 0;
+  for (const SharedBuffer& s : kernel_.shared) {
+    offsets[s.name] = end;
+    end += (s.count * shared_element_bytes(s.dtype) + 15) / 16 * 16;
+  }
+  place_shared(end, offsets);
+  return end;
+}
+
 void KernelBuilder::shared(std::string name, DType dtype, int64_t count) {
   declare_element_type(name, dtype);
   kernel_.shared.push_back({std::move(name), dtype, count});

@@ -29,6 +29,11 @@ class KernelBuilder {
   // Places the shared buffers in one arena of `arena_bytes`: offsets[name] is
   // each buffer's byte offset (every declared buffer must have one).
   void place_shared(int64_t arena_bytes, const std::map<std::string, int64_t>& offsets);
+  // Places every shared buffer one after another (16-byte aligned) in one
+  // arena, no space shared; returns the arena's bytes.
+  int64_t place_shared_sequentially();
+  // Bytes of the shared buffers declared so far, each 16-byte aligned.
+  int64_t shared_bytes() const;
 
   // Statements, appended to the innermost open body.
   void loop(std::string var_name, Expr extent, LoopLevel level, const LoopBodyFn& body);

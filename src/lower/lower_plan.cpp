@@ -42,7 +42,7 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
       if (tile) {
         lowered.kernel = lower_tile_group(g, group, name);
       } else if (group.kind == GroupKind::Stitched) {
-        lowered.kernel = lower_stitched_group(g, group, name, row);
+        lowered.kernel = lower_stitched_group(g, group, name, row, target.shared_budget_bytes());
       } else {
         const std::optional<schedule::ColumnScheduleChoice> column = schedule::choose_column_schedule(g, group, target);
         lowered.kernel = group.kind == GroupKind::Reduction

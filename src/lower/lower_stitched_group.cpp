@@ -35,8 +35,8 @@ struct Root {
 class StitchedLowerer {
  public:
   StitchedLowerer(const Graph& g, const FusionGroup& group, const std::string& name,
-                  const schedule::RowSchedule& schedule)
-      : g_(g), group_(group), kb_(name), schedule_(schedule) {}
+                  const schedule::RowSchedule& schedule, int64_t shared_budget_bytes)
+      : g_(g), group_(group), kb_(name), schedule_(schedule), shared_budget_bytes_(shared_budget_bytes) {}
 
   kir::Kernel run() {
     std::string problem = stitched_group_problem(g_, group_.nodes, group_.roots, &domain_);
@@ -153,12 +153,15 @@ class StitchedLowerer {
     layout.row_len = nest.static_len();
     layout.rows_per_block = nest.rows_per_block();
     layout.scratch_slots = nest.schedule().kind == schedule::RowScheduleKind::BlockPerRow ? nest.threads() / kir::kWarpSize : 0;
+    layout.budget_bytes = shared_budget_bytes_;
     const schedule::GroupSharedMemory plan = schedule::plan_group_shared_memory(g_, group_, domain_, layout);
     for (int n : plan.cached) {
       cache_[n] = "row_cache" + std::to_string(cache_.size());
       kb_.shared(cache_[n], g_.type(node(n).output).dtype, layout.rows_per_block * layout.row_len);
     }
     place_in_arena(plan);
+    // Past the static limit every buffer must be in the one (dynamic) arena.
+    if (kb_.shared_bytes() > kir::kStaticSharedBytes && !arena_placed_) kb_.place_shared_sequentially();
   }
 
   // Lays the kernel's shared buffers out as the plan says when that saves
@@ -178,6 +181,7 @@ class StitchedLowerer {
       offsets[is_reduction(node(n).op) ? name("scratch", n) : cache_.at(n)] = plan.plan.allocations[i].offset;
     }
     kb_.place_shared(plan.plan.arena_bytes, offsets);
+    arena_placed_ = true;
   }
 
   // The row schedule of a reduction group (row_nest.h): the row's threads
@@ -293,6 +297,8 @@ class StitchedLowerer {
   const FusionGroup& group_;
   kir::KernelBuilder kb_;
   schedule::RowSchedule schedule_;
+  int64_t shared_budget_bytes_;  // the row caches' and scratch's bytes per block
+  bool arena_placed_ = false;
   GroupExpr ex_{g_, group_, kb_};
   StitchedDomain domain_;
   Shape outer_, red_shape_;
@@ -315,8 +321,8 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 }
 
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
-                                 const schedule::RowSchedule& schedule) {
-  return StitchedLowerer(g, group, kernel_name, schedule).run();
+                                 const schedule::RowSchedule& schedule, int64_t shared_budget_bytes) {
+  return StitchedLowerer(g, group, kernel_name, schedule, shared_budget_bytes).run();
 }
 
 }  // namespace stitch::lower

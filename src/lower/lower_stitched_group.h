@@ -22,8 +22,11 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 // warp reduction, then a phase storing the roots; docs/lowering.md, Row
 // schedules), otherwise a thread per column (serial loops, no block
 // reduction). The signature is loop_group_signature's. Raises InternalError
-// when the group is not stitchable. Verified.
+// when the group is not stitchable. Verified. Row caches are kept while the
+// block's shared memory stays within `shared_budget_bytes`; past
+// kir::kStaticSharedBytes it all lives in the kernel's arena.
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
-                                 const schedule::RowSchedule& schedule = {});
+                                 const schedule::RowSchedule& schedule = {},
+                                 int64_t shared_budget_bytes = kir::kStaticSharedBytes);
 
 }  // namespace stitch::lower

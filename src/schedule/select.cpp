@@ -84,6 +84,12 @@ std::string RowScheduleTarget::name() const {
   return text;
 }
 
+int64_t RowScheduleTarget::shared_budget_bytes() const {
+  constexpr int64_t kStatic = 48 * 1024;
+  if (machine != Machine::Gpu || !device) return kStatic;
+  return std::max(kStatic, device->shared_bytes_per_block_optin / 2 / 1024 * 1024);
+}
+
 std::optional<GpuTarget> RowScheduleTarget::ranking_target() const {
   if (device) return device;
   return schedule::gpu_target(gpu_arch);

@@ -35,6 +35,10 @@ struct RowScheduleTarget {
   static RowScheduleTarget for_device(const GpuTarget& device) {
     return {Machine::Gpu, device.arch, device, std::nullopt, 0};
   }
+  // Shared memory a stitched kernel's block may use for row caches and
+  // scratch: the static 48 KiB, or on a queried device half its opt-in
+  // maximum, so that two blocks still fit on an SM.
+  int64_t shared_budget_bytes() const;
   // The GpuTarget ranked on: the device when set, else gpu_arch's table entry.
   std::optional<GpuTarget> ranking_target() const;
   // "cpu", "sm_90", ...; with the forced kind when there is one.

@@ -61,5 +61,46 @@ TEST(SharedArena, WarpPerRowHasNoArena) {
   EXPECT_FALSE(contains(codegen::cuda::emit_cuda(k), "stitch_shared_arena"));
 }
 
+// On a queried device the row caches may use half its opt-in shared memory
+// (RowScheduleTarget::shared_budget_bytes): a 12288-wide softmax row (48 KiB of
+// exp) stays cached, so the block needs more than the static 48 KiB and the
+// whole arena becomes dynamic shared memory the launcher sizes.
+TEST(SharedArena, OverTheStaticLimitTheArenaIsDynamic) {
+  const Graph g = parse_module("graph sm(x: f32[64, 12288]) -> (f32[64, 12288]) {\n"
+                               "  y = softmax(x, axis=-1)\n  return y\n}\n")
+                      .graphs.front();
+  schedule::GpuTarget device = schedule::sm90_target();
+  device.shared_bytes_per_block_optin = 232448;  // an H100's opt-in maximum
+  RowScheduleTarget rows = RowScheduleTarget::for_device(device);
+  rows.forced = RowScheduleKind::BlockPerRow;
+  EXPECT_EQ(rows.shared_budget_bytes(), 113 * 1024);
+  LoweredKernels lowered = lower_for_cuda(g, PlannerKind::Stitch, "k_big", rows);
+  ASSERT_TRUE(lowered.not_lowered.empty());
+  ASSERT_EQ(lowered.kernels.size(), 1u);
+  const kir::Kernel& k = lowered.kernels[0];
+  EXPECT_GT(k.shared_arena_bytes, kir::kStaticSharedBytes);
+  bool cached = false;
+  for (const kir::SharedBuffer& s : k.shared) {
+    EXPECT_GE(s.offset, 0) << s.name << " lives outside the arena";
+    cached = cached || s.name.rfind("row_cache", 0) == 0;
+  }
+  EXPECT_TRUE(cached) << kir::print_kernel(k);
+  const std::string cuda = codegen::cuda::emit_cuda(k);
+  EXPECT_TRUE(contains(cuda, "extern __shared__ __align__(16) unsigned char stitch_shared_arena[];")) << cuda;
+  const codegen::cuda::NvrtcResult r =
+      codegen::cuda::compile_with_nvrtc(codegen::cuda::emit_cuda_translation_unit({k}), "sm_90", "dynamic.cu");
+  ASSERT_TRUE(r.ok) << r.log;
+  const codegen::cuda::ToolResult ptxas = codegen::cuda::run_ptxas(r.ptx, "sm_90");
+  EXPECT_TRUE(ptxas.ok) << ptxas.output;
+
+  // The same graph on the table target keeps the static budget: exp is
+  // recomputed, and everything fits 48 KiB.
+  RowScheduleTarget table = RowScheduleTarget::gpu();
+  table.forced = RowScheduleKind::BlockPerRow;
+  const kir::Kernel small = lower_for_cuda(g, PlannerKind::Stitch, "k_small", table).kernels.at(0);
+  EXPECT_LE(small.shared_arena_bytes, kir::kStaticSharedBytes);
+  EXPECT_FALSE(contains(codegen::cuda::emit_cuda(small), "extern __shared__"));
+}
+
 }  // namespace
 }  // namespace stitch::testing

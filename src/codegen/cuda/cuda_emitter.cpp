@@ -98,7 +98,12 @@ class KernelEmitter : private common::SourceWriter {
     line(fmt::format("// grid: {} blocks of {} threads", expr(f.extent), k_.launch.block_size));
     // An arena (docs/shared-memory.md): buffers whose lifetimes do not
     // overlap share bytes, each a typed pointer at its offset.
-    if (k_.shared_arena_bytes > 0) {
+    // Past the 48 KiB a block gets statically the arena is dynamic shared
+    // memory: the launcher passes its size and raises the kernel's limit.
+    if (k_.shared_arena_bytes > kir::kStaticSharedBytes) {
+      line(fmt::format("extern __shared__ __align__(16) unsigned char stitch_shared_arena[];  // {} bytes, dynamic",
+                       k_.shared_arena_bytes));
+    } else if (k_.shared_arena_bytes > 0) {
       line(fmt::format("__shared__ __align__(16) unsigned char stitch_shared_arena[{}];", k_.shared_arena_bytes));
     }
     for (const kir::SharedBuffer& sb : k_.shared) {

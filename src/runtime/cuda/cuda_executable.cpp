@@ -33,6 +33,20 @@ class CudaModule {
   CudaModule(const CudaModule&) = delete;
   CudaModule& operator=(const CudaModule&) = delete;
 
+  // A kernel may use more than 48 KiB of shared memory only once its limit
+  // is raised; the driver refuses sizes over the device's opt-in maximum.
+  void allow_dynamic_shared(CUfunction f, int64_t bytes) const {
+    const DriverApi& api = context_->api();
+    const int64_t optin = context_->device().shared_bytes_per_block_optin;
+    if (bytes > optin) {
+      throw InternalError(fmt::format("a kernel needs {} bytes of shared memory; {} allows {} per block", bytes,
+                                      context_->device().name, optin),
+                          __FILE__, __LINE__);
+    }
+    check(api, api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
+          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  }
+
   CUfunction function(const std::string& name) const {
     CUfunction f = nullptr;
     check(context_->api(), context_->api().cuModuleGetFunction(&f, module_, name.c_str()),
@@ -51,6 +65,7 @@ struct CudaStep {
   Kind kind = Kind::Kernel;
   CUfunction function = nullptr;  // Kernel
   kir::Kernel kernel;             // Kernel: its parameters and launch geometry
+  int64_t dynamic_shared_bytes = 0;  // Kernel: its arena when over the static 48 KiB
   int node = -1;                  // Dot: the dot node
   lower::GroupSignature signature;
   std::vector<int> arg_reductions;
@@ -67,6 +82,12 @@ struct CompiledCudaGraph {
 
 namespace {
 
+// The CUDA emitter declares an arena over kir::kStaticSharedBytes as dynamic
+// shared memory (docs/cuda-backend.md): its size is a launch argument.
+int64_t dynamic_shared_bytes(const kir::Kernel& k) {
+  return k.shared_arena_bytes > kir::kStaticSharedBytes ? k.shared_arena_bytes : 0;
+}
+
 std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, const CudaModule& module) {
   std::vector<CudaStep> steps;
   for (const lower::LoweredGroup& l : lowered.groups) {
@@ -80,6 +101,8 @@ std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, con
     } else {
       step.kernel = *l.kernel;
       step.function = module.function(l.kernel->name);
+      step.dynamic_shared_bytes = dynamic_shared_bytes(step.kernel);
+      if (step.dynamic_shared_bytes > 0) module.allow_dynamic_shared(step.function, step.dynamic_shared_bytes);
     }
     step.arg_reductions = arg_reduction_nodes(g, group);
     steps.push_back(std::move(step));
@@ -229,6 +252,13 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
   return out;
 }
 
+std::string CudaExecutable::unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
+                                               const schedule::RowScheduleTarget& rows,
+                                               const PlanOptions& plan_options) {
+  const Graph g = split_full_reductions(canonical_graph);
+  return lower_whole_plan(g, stitch::plan(g, planner, plan_options), kernel_prefix(g.name()), rows).unsupported;
+}
+
 std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
   if (compiled_->interpret) return interpret(graph_, inputs);
   bind_inputs(graph_, inputs);  // the interpreter's message for a bad input, before any copy
@@ -360,7 +390,8 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
       if (blocks > 0) {
         check(api,
               api.cuLaunchKernel(step.function, static_cast<unsigned>(blocks), 1, 1,
-                                 static_cast<unsigned>(step.kernel.launch.block_size), 1, 1, 0, stream, args.data(),
+                                 static_cast<unsigned>(step.kernel.launch.block_size), 1, 1,
+                                 static_cast<unsigned>(step.dynamic_shared_bytes), stream, args.data(),
                                  nullptr),
               fmt::format("cuLaunchKernel({})", step.kernel.name).c_str());
       }

@@ -1,5 +1,6 @@
 // The `stitch` binary end to end: the acceptance paths of the CLI and its
 // exit statuses on bad input (DESIGN.md, CLI).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -295,11 +296,45 @@ TEST_F(Cli, CpuBackendRefusesWhatItCannotRunYet) {
 
 // Without a usable GPU (this machine, CI), --backend cuda is a clear usage
 // error naming what is missing, never a crash (docs/cuda-runtime.md).
+// Whether this machine has the NVIDIA driver library (the paths below need
+// its absence, or a GPU).
+bool has_cuda_driver() {
+  void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (handle) dlclose(handle);
+  return handle != nullptr;
+}
+
 TEST(CliErrors, BackendCudaWithoutAGpuExitsTwo) {
+  if (has_cuda_driver()) GTEST_SKIP() << "the NVIDIA driver is present";
   Result r = run_cli("run " + std::string(STITCH_SOURCE_DIR) +
                      "/bench/workloads/softmax.stitch --graph softmax_small --backend cuda --random-inputs 1");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("error: --backend cuda"), std::string::npos) << r.output;
+}
+
+// check and bench say the same before any row or timing (a GPU machine runs
+// these paths for real: tests/gpu, scripts/gpu-check.sh).
+TEST(CliErrors, CheckAndBenchOnCudaWithoutAGpuExitTwo) {
+  if (has_cuda_driver()) GTEST_SKIP() << "the NVIDIA driver is present";
+  const std::string file = std::string(STITCH_SOURCE_DIR) + "/bench/workloads/softmax.stitch";
+  for (const std::string& command : {"check " + file + " --graph softmax_small --backend cuda",
+                                    "bench " + file + " --graph softmax_small --backend cuda --repeat 1"}) {
+    Result r = run_cli(command);
+    EXPECT_EQ(r.status, 2) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find("error: --backend cuda needs an NVIDIA GPU"), std::string::npos) << r.output;
+  }
+}
+
+// With a GPU: run and check on cuda end to end (the gpu label's suites cover
+// the paths in depth).
+TEST(CliCuda, RunAndCheckOnTheGpu) {
+  if (!has_cuda_driver()) GTEST_SKIP() << "no GPU: libcuda.so.1 is absent";
+  const std::string file = std::string(STITCH_SOURCE_DIR) + "/bench/workloads/layernorm.stitch";
+  Result run = run_cli("run " + file + " --graph layernorm_small --backend cuda --planner stitch --random-inputs 1");
+  EXPECT_EQ(run.status, 0) << run.output;
+  Result check = run_cli("check " + file + " --graph layernorm_small --backend cuda");
+  EXPECT_EQ(check.status, 0) << check.output;
+  EXPECT_NE(check.output.find("3 ok, 0 failed"), std::string::npos) << check.output;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/cuda/cublas.h"
 #include "runtime/cuda/device_allocator.h"
 #include "stitch/error.h"
 
@@ -38,6 +39,7 @@ CudaContext::~CudaContext() {
   if (!api_ || !context_) return;
   api_->cuCtxSetCurrent(context_);
   if (stream_) api_->cuStreamSynchronize(stream_);
+  cublas_handle_.reset();
   allocator_.reset();  // gives every cached block back while the context lives
   if (stream_) api_->cuStreamDestroy(stream_);
   api_->cuDevicePrimaryCtxRelease(device_);
@@ -47,6 +49,23 @@ void CudaContext::make_current() const { check(*api_, api_->cuCtxSetCurrent(cont
 
 void CudaContext::synchronize() const {
   check(*api_, api_->cuStreamSynchronize(stream_), "cuStreamSynchronize (an earlier copy or kernel failed)");
+}
+
+const CublasApi& CudaContext::cublas() {
+  if (!cublas_) {
+    std::string why;
+    cublas_ = load_cublas(&why);
+    if (!cublas_) throw UserError("--backend cuda runs dots through cuBLAS, which could not be loaded: " + why);
+  }
+  return *cublas_;
+}
+
+CublasHandle& CudaContext::cublas_handle() {
+  if (!cublas_handle_) {
+    make_current();
+    cublas_handle_ = std::make_unique<CublasHandle>(cublas(), stream_);
+  }
+  return *cublas_handle_;
 }
 
 DeviceBuffer::DeviceBuffer(std::shared_ptr<CudaContext> context, size_t bytes)

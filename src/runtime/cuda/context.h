@@ -18,6 +18,8 @@
 namespace stitch::runtime::cuda {
 
 class DeviceAllocator;
+class CublasHandle;
+struct CublasApi;
 
 class CudaContext {
  public:
@@ -44,6 +46,11 @@ class CudaContext {
   // asynchronous work (a kernel fault) surfaces here, loudly.
   void synchronize() const;
 
+  // cuBLAS with a handle bound to the stream, loaded on the first dot; a
+  // UserError saying why when cuBLAS cannot be loaded.
+  const CublasApi& cublas();
+  CublasHandle& cublas_handle();
+
  private:
   CudaContext() = default;
 
@@ -54,6 +61,8 @@ class CudaContext {
   DeviceProperties properties_;
   schedule::GpuTarget target_;
   std::unique_ptr<DeviceAllocator> allocator_;
+  const CublasApi* cublas_ = nullptr;
+  std::unique_ptr<CublasHandle> cublas_handle_;
 };
 
 // Device memory from the context's allocator, given back when destroyed.

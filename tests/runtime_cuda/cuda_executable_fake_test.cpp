@@ -1,0 +1,196 @@
+// The CUDA executable's host side on the fake driver (tests/runtime_cuda/fake_driver):
+// no kernel runs, but everything around the launches does: the context, NVRTC
+// to a cubin for the fake H100's sm_90, module loading, the launch list with
+// its grids, blocks, dynamic shared memory and arguments, device buffers and
+// their return. The results themselves are checked on a GPU (tests/gpu).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "fake_cuda_driver.h"
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/cuda_executable.h"
+#include "runtime/cuda/device_allocator.h"
+#include "stitch/error.h"
+#include "stitch/text.h"
+#include "ir/canonicalize.h"
+
+namespace stitch::runtime::cuda {
+namespace {
+
+class FakeGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    context_ = CudaContext::open(&why, 0, STITCH_FAKE_CUDA_DRIVER);
+    ASSERT_TRUE(context_) << why;
+    ASSERT_TRUE(fake_.open(STITCH_FAKE_CUDA_DRIVER, &why)) << why;
+    launches_before_ = fake_.stitch_fake_cuda_launch_count();
+    cache_dir_ = std::filesystem::temp_directory_path() / ("stitch-fake-exe-" + std::to_string(::getpid()));
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(cache_dir_, ignored);
+  }
+
+  CudaExecutable compile(const std::string& text, PlannerKind planner, const CudaCompileOptions& options = {}) {
+    CubinCache cache(cache_dir_);
+    return CudaExecutable::compile(canonicalize(parse_module(text).graphs.front()), planner, context_, cache, options);
+  }
+
+  std::vector<StitchFakeCudaLaunch> launches() {
+    std::vector<StitchFakeCudaLaunch> out;
+    for (int i = launches_before_; i < fake_.stitch_fake_cuda_launch_count(); ++i) {
+      StitchFakeCudaLaunch l{};
+      EXPECT_EQ(fake_.stitch_fake_cuda_get_launch(i, &l), 1);
+      out.push_back(l);
+    }
+    return out;
+  }
+
+  std::shared_ptr<CudaContext> context_;
+  fake_cuda::Inspection fake_;
+  int launches_before_ = 0;
+  std::filesystem::path cache_dir_;
+};
+
+constexpr const char* kSoftmaxDyn =
+    "graph s(x: f32[B, 256]) -> (f32[B, 256]) {\n  y = softmax(x, axis=-1)\n  return y\n}\n";
+
+TEST_F(FakeGpu, TheDeviceRanksTheSchedules) {
+  EXPECT_EQ(context_->device().arch(), "sm_90");
+  EXPECT_EQ(context_->target().sm_count, context_->device().sm_count);
+  EXPECT_GT(context_->target().memory_bytes_per_second, 1e12);
+}
+
+// One stitched kernel: its launch has the grid its expression gives for B,
+// the block of its KIR, and the arguments in ABI order (x, y, then B).
+TEST_F(FakeGpu, LaunchesFollowTheKernelIr) {
+  CudaExecutable exe = compile(kSoftmaxDyn, PlannerKind::Stitch);
+  ASSERT_TRUE(exe.fallback().empty()) << exe.fallback();
+  ASSERT_EQ(exe.kernel_count(), 1);
+  const size_t sizes[3] = {sizeof(CUdeviceptr), sizeof(CUdeviceptr), sizeof(int64_t)};
+  fake_.stitch_fake_cuda_record_param_sizes(sizes, 3);
+  DeviceTensor x = upload(context_, Tensor(DType::f32, {7, 256}));
+  std::vector<DeviceTensor> outputs;
+  exe.run_on_device({&x}, outputs);
+  context_->synchronize();
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].shape, (std::vector<int64_t>{7, 256}));
+  const std::vector<StitchFakeCudaLaunch> l = launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_GE(l[0].grid[0], 1u);
+  EXPECT_LE(l[0].grid[0], 7u);
+  EXPECT_EQ(l[0].grid[1], 1u);
+  EXPECT_GT(l[0].block[0], 0u);
+  EXPECT_EQ(l[0].block[0] % 32, 0u);
+  EXPECT_EQ(l[0].shared_bytes, 0u);
+  EXPECT_EQ(l[0].stream, context_->stream());
+  EXPECT_NE(std::string(l[0].function_name).find("k_s_g"), std::string::npos) << l[0].function_name;
+  const int index = fake_.stitch_fake_cuda_launch_count() - 1;
+  CUdeviceptr in = 0, out = 0;
+  int64_t rows = 0;
+  ASSERT_EQ(fake_.stitch_fake_cuda_get_launch_param(index, 0, &in, sizeof in), 1);
+  ASSERT_EQ(fake_.stitch_fake_cuda_get_launch_param(index, 1, &out, sizeof out), 1);
+  ASSERT_EQ(fake_.stitch_fake_cuda_get_launch_param(index, 2, &rows, sizeof rows), 1);
+  EXPECT_EQ(in, x.buffer.get());
+  EXPECT_EQ(out, outputs[0].buffer.get());
+  EXPECT_EQ(rows, 7);
+  fake_.stitch_fake_cuda_record_param_sizes(nullptr, 0);
+}
+
+// Unfused, every op is a launch; an intermediate's buffer goes back to the
+// allocator after its last reader, so a second run reuses the same blocks.
+TEST_F(FakeGpu, IntermediatesAreReusedAcrossRuns) {
+  CudaExecutable exe = compile(kSoftmaxDyn, PlannerKind::None);
+  ASSERT_GT(exe.kernel_count(), 1);
+  DeviceTensor x = upload(context_, Tensor(DType::f32, {64, 256}));
+  std::vector<DeviceTensor> outputs;
+  exe.run_on_device({&x}, outputs);
+  const int64_t allocations = context_->allocator().stats().driver_allocations;
+  const CUdeviceptr first_output = outputs[0].buffer.get();
+  exe.run_on_device({&x}, outputs);
+  EXPECT_EQ(context_->allocator().stats().driver_allocations, allocations) << "the second run allocated";
+  EXPECT_EQ(outputs[0].buffer.get(), first_output) << "an output of the right shape is written in place";
+  EXPECT_EQ(static_cast<int>(launches().size()), 2 * exe.kernel_count());
+}
+
+// An empty batch launches nothing (a grid of 0 blocks is not a launch).
+TEST_F(FakeGpu, AnEmptyTensorLaunchesNothing) {
+  CudaExecutable exe = compile(kSoftmaxDyn, PlannerKind::Stitch);
+  DeviceTensor x = upload(context_, Tensor(DType::f32, {0, 256}));
+  std::vector<DeviceTensor> outputs;
+  exe.run_on_device({&x}, outputs);
+  EXPECT_TRUE(launches().empty());
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].numel(), 0);
+}
+
+// A row cache past 48 KiB: the arena is dynamic shared memory, passed at launch.
+TEST_F(FakeGpu, AnArenaOverTheStaticLimitIsPassedAtLaunch) {
+  CudaCompileOptions options;
+  options.forced_rows = schedule::RowScheduleKind::BlockPerRow;
+  CudaExecutable exe =
+      compile("graph s(x: f32[4, 12288]) -> (f32[4, 12288]) {\n  y = softmax(x, axis=-1)\n  return y\n}\n",
+              PlannerKind::Stitch, options);
+  ASSERT_TRUE(exe.fallback().empty()) << exe.fallback();
+  DeviceTensor x = upload(context_, Tensor(DType::f32, {4, 12288}));
+  std::vector<DeviceTensor> outputs;
+  exe.run_on_device({&x}, outputs);
+  const std::vector<StitchFakeCudaLaunch> l = launches();
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_GT(l[0].shared_bytes, 48u * 1024u);
+}
+
+// Inputs are checked as the interpreter checks them, before anything runs.
+TEST_F(FakeGpu, ABadInputIsTheInterpretersUserError) {
+  CudaExecutable exe = compile(kSoftmaxDyn, PlannerKind::Stitch);
+  DeviceTensor x = upload(context_, Tensor(DType::f32, {3, 100}));
+  std::vector<DeviceTensor> outputs;
+  try {
+    exe.run_on_device({&x}, outputs);
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(launches().empty());
+}
+
+// A translation unit NVRTC rejects (here: the test seam) costs the fusion,
+// not the result: the unfused plan runs, and the warning says so.
+TEST_F(FakeGpu, ARejectedPlanFallsBackLoudly) {
+  CudaCompileOptions options;
+  std::string warning;
+  options.warn = [&](const std::string& w) { warning += w; };
+  options.reject_plan = [](const FusionPlan& p) { return p.groups.size() == 1; };
+  CudaExecutable exe = compile(kSoftmaxDyn, PlannerKind::Stitch, options);
+  EXPECT_NE(warning.find("falling back to the unfused plan"), std::string::npos) << warning;
+  EXPECT_GT(exe.kernel_count(), 1);
+}
+
+// Everything the executable and the context took goes back to the driver.
+TEST(FakeGpuLifetime, EveryAllocationIsReturned) {
+  std::string why;
+  fake_cuda::Inspection fake;
+  {
+    std::shared_ptr<CudaContext> context = CudaContext::open(&why, 0, STITCH_FAKE_CUDA_DRIVER);
+    ASSERT_TRUE(context) << why;
+    ASSERT_TRUE(fake.open(STITCH_FAKE_CUDA_DRIVER, &why)) << why;
+    const int64_t live_before = fake.stitch_fake_cuda_live_allocations();
+    {
+      CubinCache cache(std::filesystem::temp_directory_path() / ("stitch-fake-life-" + std::to_string(::getpid())));
+      CudaExecutable exe = CudaExecutable::compile(canonicalize(parse_module(kSoftmaxDyn).graphs.front()),
+                                                   PlannerKind::None, context, cache);
+      DeviceTensor x = upload(context, Tensor(DType::f32, {16, 256}));
+      std::vector<DeviceTensor> outputs;
+      exe.run_on_device({&x}, outputs);
+      EXPECT_GT(fake.stitch_fake_cuda_live_allocations(), live_before);
+      std::filesystem::remove_all(cache.directory());
+    }
+    context.reset();
+    EXPECT_EQ(fake.stitch_fake_cuda_live_allocations(), live_before);
+  }
+}
+
+}  // namespace
+}  // namespace stitch::runtime::cuda

@@ -8,13 +8,13 @@
 #include <csignal>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "ir/canonicalize.h"
 #include "onnx/importer.h"
 #include "disputed_reference.h"
 #include "reference_compare.h"
-#include "runtime/cpu/executable.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
 #include "stitch/ops.h"
@@ -22,9 +22,6 @@
 namespace stitch::onnx_node {
 
 namespace {
-
-using runtime::cpu::CpuExecutable;
-using runtime::cpu::KernelCache;
 
 // Every implemented planner (ilp is not yet).
 constexpr PlannerKind kPlanners[] = {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch};
@@ -167,7 +164,7 @@ void check_path(ImportedCase& ic, CaseResult& r, std::string_view path, Run&& ru
   }
 }
 
-void record_fusion(const ImportedCase& ic, const CpuExecutable& exe, CaseResult& r) {
+void record_fusion(const ImportedCase& ic, const CompiledCase& exe, CaseResult& r) {
   r.graph_ops = non_trivial_op_count(ic.canonical);
   r.xla_kernels = exe.kernel_count();
   if (r.graph_ops >= 2 && r.xla_kernels >= r.graph_ops) {
@@ -177,24 +174,24 @@ void record_fusion(const ImportedCase& ic, const CpuExecutable& exe, CaseResult&
 }
 
 // Compiles a batch in one translation unit; when that fails (one bad graph
-// fails them all), each graph alone, to say which one.
-std::vector<std::optional<CpuExecutable>> compile_chunk(const std::vector<ImportedCase*>& chunk, PlannerKind planner,
-                                                        KernelCache& cache, std::vector<CaseResult>& results) {
-  std::vector<std::optional<CpuExecutable>> exes(chunk.size());
+// fails them all), each graph alone, to say which one. A null entry is a
+// graph that did not compile, its failure recorded.
+std::vector<std::unique_ptr<CompiledCase>> compile_chunk(const std::vector<ImportedCase*>& chunk, PlannerKind planner,
+                                                         CaseBackend& backend, std::vector<CaseResult>& results) {
   std::vector<Graph> graphs;
   for (const ImportedCase* ic : chunk) graphs.push_back(ic->canonical);
   try {
-    doing(fmt::format("compiling {} graphs for {} ({}, ...)", graphs.size(), planner_name(planner),
-                      results[chunk.front()->result].name));
-    std::vector<CpuExecutable> batch = CpuExecutable::compile_batch(graphs, planner, cache);
-    for (size_t k = 0; k < batch.size(); ++k) exes[k].emplace(std::move(batch[k]));
-    return exes;
+    doing(fmt::format("compiling {} graphs for {} on {} ({}, ...)", graphs.size(), planner_name(planner),
+                      backend.name(), results[chunk.front()->result].name));
+    return backend.compile_batch(graphs, planner);
   } catch (const std::exception&) {
   }
+  std::vector<std::unique_ptr<CompiledCase>> exes(chunk.size());
   for (size_t k = 0; k < chunk.size(); ++k) {
     try {
-      doing(fmt::format("compiling {} for {}", results[chunk[k]->result].name, planner_name(planner)));
-      exes[k].emplace(std::move(CpuExecutable::compile_batch({graphs[k]}, planner, cache).front()));
+      doing(fmt::format("compiling {} for {} on {}", results[chunk[k]->result].name, planner_name(planner),
+                        backend.name()));
+      exes[k] = std::move(backend.compile_batch({graphs[k]}, planner).front());
     } catch (const std::exception& e) {
       fail(results[chunk[k]->result], planner_name(planner), fmt::format("compile: {}", e.what()));
     }
@@ -202,31 +199,32 @@ std::vector<std::optional<CpuExecutable>> compile_chunk(const std::vector<Import
   return exes;
 }
 
-void run_planner(std::vector<ImportedCase>& cases, PlannerKind planner, KernelCache& cache, size_t batch_size,
+void run_planner(std::vector<ImportedCase>& cases, PlannerKind planner, CaseBackend& backend, size_t batch_size,
                  std::vector<CaseResult>& results) {
   std::vector<ImportedCase*> ready;
   for (ImportedCase& ic : cases) {
     std::string refused;
     try {
-      refused = CpuExecutable::unsupported_reason(ic.canonical, planner);
+      refused = backend.unsupported_reason(ic.canonical, planner);
     } catch (const std::exception& e) {
       refused = e.what();
     }
     if (refused.empty()) {
       ready.push_back(&ic);
     } else {
-      fail(results[ic.result], planner_name(planner), fmt::format("the CPU back end refuses the graph: {}", refused));
+      fail(results[ic.result], planner_name(planner),
+           fmt::format("the {} back end refuses the graph: {}", backend.name(), refused));
     }
   }
   for (size_t begin = 0; begin < ready.size(); begin += batch_size) {
     std::vector<ImportedCase*> chunk(ready.begin() + static_cast<std::ptrdiff_t>(begin),
                                      ready.begin() + static_cast<std::ptrdiff_t>(std::min(ready.size(), begin + batch_size)));
-    std::vector<std::optional<CpuExecutable>> exes = compile_chunk(chunk, planner, cache, results);
+    std::vector<std::unique_ptr<CompiledCase>> exes = compile_chunk(chunk, planner, backend, results);
     for (size_t k = 0; k < chunk.size(); ++k) {
       if (!exes[k]) continue;
       ImportedCase& ic = *chunk[k];
       CaseResult& r = results[ic.result];
-      CpuExecutable& exe = *exes[k];
+      CompiledCase& exe = *exes[k];
       check_path(ic, r, planner_name(planner), [&](const std::vector<Tensor>& args) { return exe.run(args); });
       if (planner == PlannerKind::Xla && ic.expanded) record_fusion(ic, exe, r);
       if (planner == PlannerKind::Stitch && ic.expanded) r.stitch_kernels = exe.kernel_count();
@@ -259,7 +257,7 @@ int non_trivial_op_count(const Graph& canonical) {
   return n;
 }
 
-std::vector<CaseResult> run_cases(const std::vector<NodeCase>& cases, KernelCache& cache, size_t batch_size) {
+std::vector<CaseResult> run_cases(const std::vector<NodeCase>& cases, CaseBackend& backend, size_t batch_size) {
   std::vector<CaseResult> results(cases.size());
   std::vector<ImportedCase> imported;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -270,7 +268,7 @@ std::vector<CaseResult> run_cases(const std::vector<NodeCase>& cases, KernelCach
     check_path(ic, results[ic.result], "interpreter",
                [&](const std::vector<Tensor>& args) { return interpret(ic.model.graph, args); });
   }
-  for (PlannerKind planner : kPlanners) run_planner(imported, planner, cache, batch_size, results);
+  for (PlannerKind planner : kPlanners) run_planner(imported, planner, backend, batch_size, results);
   return results;
 }
 

@@ -1,15 +1,16 @@
 // Runs node test cases on every path Stitch has: the reference interpreter and
-// the CPU back end under each planner, each against the case's reference
-// outputs (reference_compare.h). docs/onnx-conformance.md says what counts as
-// a pass, a failure and unsupported.
+// a compiled back end (CPU or CUDA, case_backend.h) under each planner, each
+// against the case's reference outputs (reference_compare.h).
+// docs/onnx-conformance.md says what counts as a pass, a failure and
+// unsupported.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "case_backend.h"
 #include "node_case.h"
-#include "runtime/cpu/kernel_cache.h"
 #include "stitch/graph.h"
 
 namespace stitch::onnx_node {
@@ -41,16 +42,16 @@ struct CaseResult {
 // reshapes, which a fused kernel folds into its indexing.
 int non_trivial_op_count(const Graph& canonical);
 
-// Cases compiled per translation unit (CpuExecutable::compile_batch): one
-// compiler run amortised over many small graphs.
+// Cases compiled per translation unit (CaseBackend::compile_batch): one
+// compiler run (the C++ compiler, NVRTC) amortised over many small graphs.
 inline constexpr size_t kDefaultBatchSize = 48;
 
 // On a crash (SIGSEGV, SIGABRT, ...), print which case and path was running
 // before dying of the same signal.
 void install_crash_report();
 
-// One result per case, in order. Every CPU compile goes through `cache`.
-std::vector<CaseResult> run_cases(const std::vector<NodeCase>& cases, runtime::cpu::KernelCache& cache,
+// One result per case, in order, the planners run on `backend`.
+std::vector<CaseResult> run_cases(const std::vector<NodeCase>& cases, CaseBackend& backend,
                                   size_t batch_size = kDefaultBatchSize);
 
 }  // namespace stitch::onnx_node

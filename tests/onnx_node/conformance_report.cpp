@@ -81,6 +81,8 @@ std::string cell(const std::string& s) {
 }  // namespace
 
 void write_results(const fs::path& file, const std::vector<CaseResult>& results) {
+  // The cuda shards' folder (run/cuda/) exists only once something made it.
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
   std::ofstream out(file);
   if (!out) throw UserError(fmt::format("{}: cannot write", file.string()));
   for (const CaseResult& r : results) {

@@ -1,19 +1,23 @@
 // The conformance runner's own pieces: the ONNX tolerance, the grouping of
-// reasons, the results file, sharding. The runner judges the importer, so its
-// comparison is pinned here by hand.
+// reasons, the results file, sharding, the back-end interface. The runner
+// judges the importer, so its comparison is pinned here by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 
+#include "case_backend.h"
 #include "conformance_report.h"
 #include "disputed_reference.h"
+#include "ir/canonicalize.h"
 #include "node_case.h"
 #include "reference_compare.h"
+#include "stitch/text.h"
 
 namespace stitch::onnx_node {
 namespace {
@@ -120,6 +124,39 @@ TEST(NodeCase, ShardsPartitionTheCases) {
   EXPECT_EQ(shard_of(cases, 1, 3).front().name, "test_1");
   EXPECT_TRUE((NodeCase{"test_softmax_axis_0_expanded", {}}.expanded()));
   EXPECT_FALSE((NodeCase{"test_softmax_axis_0", {}}.expanded()));
+}
+
+// The planner loop sees a back end only through CaseBackend: a batch of two
+// graphs compiled at once, each run and counted. The CPU back end always
+// opens; the CUDA one where there is a GPU (checked the same way), and
+// elsewhere says why, which `run --backend cuda` prints before skipping.
+TEST(CaseBackend, CompilesABatchRunsAndCountsKernels) {
+  const Graph g = canonicalize(
+      parse_module("graph double_abs(x: f32[4]) -> (f32[4]) {\n  y = add(abs(x), abs(x))\n  return y\n}\n")
+          .graphs.at(0));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("stitch-onnx-node-backend-" + std::to_string(std::random_device{}()));
+  for (std::string_view name : kBackendNames) {
+    SCOPED_TRACE(std::string(name));
+    std::string why;
+    std::unique_ptr<CaseBackend> backend = open_backend(name, dir / name, why);
+    if (!backend) {
+      EXPECT_NE(name, "cpu");
+      EXPECT_FALSE(why.empty());
+      continue;
+    }
+    EXPECT_EQ(backend->unsupported_reason(g, PlannerKind::Xla), "");
+    std::vector<std::unique_ptr<CompiledCase>> compiled = backend->compile_batch({g, g}, PlannerKind::Xla);
+    ASSERT_EQ(compiled.size(), 2u);
+    for (const std::unique_ptr<CompiledCase>& c : compiled) {
+      const std::vector<Tensor> got = c->run({f32({-1, 2, -3.5, 0})});
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_TRUE(compare_with_reference(got[0], f32({2, 4, 7, 0})).ok);
+      EXPECT_EQ(c->kernel_count(), 1);  // abs and add fused by xla
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
 }
 
 }  // namespace

@@ -57,6 +57,15 @@ class CudaExecutable {
                                                    std::shared_ptr<CudaContext> context, CubinCache& cache,
                                                    const CudaCompileOptions& options = {});
 
+  // "" when compile() would lower every group of `canonical_graph`'s plan;
+  // otherwise why not (the first group that does not lower), as
+  // CpuExecutable::unsupported_reason. Needs no GPU: `rows` is the table
+  // entry of an architecture unless a caller with a context passes
+  // RowScheduleTarget::for_device, whose ranking compile() uses.
+  static std::string unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
+                                        const schedule::RowScheduleTarget& rows = schedule::RowScheduleTarget::gpu(),
+                                        const PlanOptions& plan_options = {});
+
   // Host tensors in and out: uploads the inputs, runs, downloads the outputs.
   // Checks the inputs as the interpreter does.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);

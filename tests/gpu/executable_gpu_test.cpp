@@ -1,0 +1,299 @@
+// CudaExecutable's behaviour beyond the generated kernels, on the GPU (label
+// gpu; the CPU's counterparts are tests/codegen/executable_runtime_test.cpp):
+// the cubin cache across cache objects and a corrupted entry, repeated
+// run_on_device calls into the same outputs, inputs the interpreter rejects
+// (a gather index out of range, argmax over an empty axis), empty tensors,
+// graphs that return a parameter or one value twice, and the fallback when
+// NVRTC rejects the fused plan (CudaCompileOptions::reject_plan). Every
+// result is compared with the interpreter.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "gpu_context.h"
+#include "gpu_differential.h"
+#include "gpu_test_graphs.h"
+#include "ir/canonicalize.h"
+#include "runtime/cuda/cuda_executable.h"
+#include "stitch/error.h"
+#include "stitch/interpreter.h"
+#include "stitch/text.h"
+
+namespace stitch::gpu_testing {
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::cuda::CubinCache;
+using runtime::cuda::CudaCompileOptions;
+using runtime::cuda::CudaExecutable;
+using runtime::cuda::DeviceBuffer;
+using runtime::cuda::DeviceTensor;
+
+Graph canonical_graph(const char* text) { return canonicalize(parse_module(text).graphs.front()); }
+
+bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+const PlannerKind kPlanners[] = {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch};
+
+class ExecutableGpu : public GpuTest {
+ protected:
+  void expect_matches(CudaExecutable& exe, const Graph& g, const SymbolBindings& symbols = {}, uint64_t seed = 5) {
+    EXPECT_EQ(check_against_interpreter(exe, g, symbols, seeded_inputs(g, seed, symbols)), "") << g.name();
+  }
+  std::string arch() const { return context()->device().arch(); }
+};
+
+TEST_F(ExecutableGpu, ASecondCompileInANewCacheObjectOnTheSameDirectoryIsAHit) {
+  const Graph g = canonical_graph(kFusableGraph);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  std::string source;
+  {
+    CubinCache first(dir.path());
+    CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), first);
+    EXPECT_EQ(first.stats().misses, 1);
+    EXPECT_EQ(first.stats().hits, 0);
+    expect_matches(exe, g);
+    source = exe.source();
+  }
+  CubinCache second(dir.path());
+  CudaExecutable again = CudaExecutable::compile(g, PlannerKind::Stitch, context(), second);
+  EXPECT_EQ(again.source(), source);
+  EXPECT_EQ(second.stats().hits, 1);
+  EXPECT_EQ(second.stats().misses, 0);
+  EXPECT_EQ(second.stats().recompiled_corrupt, 0);
+  EXPECT_TRUE(again.fallback().empty()) << again.fallback();
+  expect_matches(again, g, {}, 6);
+}
+
+TEST_F(ExecutableGpu, ACorruptedCubinIsDetectedAndRecompiled) {
+  const Graph g = canonical_graph(kFusableGraph);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache first(dir.path());
+  const CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Xla, context(), first);
+  const std::string key = first.key(exe.source(), arch());
+  const fs::path cubin = first.cubin_path(key, arch());
+  ASSERT_TRUE(fs::exists(cubin)) << cubin;
+  ASSERT_TRUE(fs::exists(first.checksum_path(key, arch())));
+  const std::string good = read_bytes(cubin);
+  ASSERT_FALSE(good.empty());
+  {
+    // Same size, other bytes: only the checksum can tell.
+    std::string bad = good;
+    for (size_t i = 0; i < bad.size(); i += 7) bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    std::ofstream out(cubin, std::ios::binary | std::ios::trunc);
+    out << bad;
+  }
+  CubinCache second(dir.path());
+  CudaExecutable recompiled = CudaExecutable::compile(g, PlannerKind::Xla, context(), second);
+  EXPECT_EQ(second.stats().recompiled_corrupt, 1);
+  EXPECT_EQ(second.stats().hits, 0);
+  EXPECT_EQ(second.stats().misses, 0);
+  EXPECT_TRUE(recompiled.fallback().empty()) << recompiled.fallback();
+  expect_matches(recompiled, g);
+  // The entry was replaced by a good one: the next object hits it.
+  CubinCache third(dir.path());
+  CudaExecutable::compile(g, PlannerKind::Xla, context(), third);
+  EXPECT_EQ(third.stats().hits, 1);
+}
+
+TEST_F(ExecutableGpu, RunOnDeviceTwiceWritesTheSameOutputsInPlace) {
+  const Graph g = canonical_graph(kRunTwiceGraph);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache cache(dir.path());
+  for (PlannerKind planner : kPlanners) {
+    SCOPED_TRACE(std::string(planner_name(planner)));
+    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+    const std::vector<Tensor> first = seeded_inputs(g, 1, {}), second = seeded_inputs(g, 2, {});
+    std::vector<DeviceTensor> outputs;
+    auto run = [&](const std::vector<Tensor>& host) {
+      DeviceTensor x = runtime::cuda::upload(context(), host[0]);
+      exe.run_on_device({&x}, outputs);
+      context()->synchronize();  // `host` and `x` die here
+    };
+    auto download_all = [&] {
+      std::vector<Tensor> out;
+      for (const DeviceTensor& t : outputs) out.push_back(runtime::cuda::download(*context(), t));
+      return out;
+    };
+    run(first);
+    ASSERT_EQ(outputs.size(), 4u);
+    EXPECT_EQ(compare_outputs(g, {}, download_all(), interpret(g, first)), "");
+    const CUdeviceptr b_data = outputs[0].buffer.get();
+    run(second);
+    ASSERT_EQ(outputs.size(), 4u);
+    // Written in place: same memory, new values; the repeated output is a copy.
+    EXPECT_EQ(outputs[0].buffer.get(), b_data);
+    EXPECT_NE(outputs[2].buffer.get(), outputs[0].buffer.get());
+    EXPECT_EQ(compare_outputs(g, {}, download_all(), interpret(g, second)), "");
+    // A wrongly shaped tensor in the outputs is replaced, not written past;
+    // a missing one is made.
+    outputs[1] = DeviceTensor{DType::f32, {3}, DeviceBuffer(context(), 3 * sizeof(float))};
+    outputs.pop_back();
+    run(first);
+    ASSERT_EQ(outputs.size(), 4u);
+    EXPECT_EQ(outputs[1].shape, std::vector<int64_t>{64});
+    EXPECT_EQ(compare_outputs(g, {}, download_all(), interpret(g, first)), "");
+  }
+}
+
+TEST_F(ExecutableGpu, OutOfRangeGatherIndexIsTheInterpretersUserError) {
+  const Graph g = canonical_graph(kGatherGraph);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache cache(dir.path());
+  for (PlannerKind planner : kPlanners) {
+    SCOPED_TRACE(std::string(planner_name(planner)));
+    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+    Tensor x(DType::f32, {5, 3});
+    fill_random(x, 1);
+    auto indices = [](std::vector<int64_t> values) {
+      Tensor t(DType::i64, {4});
+      for (int64_t e = 0; e < 4; ++e) t.set_i64(e, values[static_cast<size_t>(e)]);
+      return t;
+    };
+    const std::vector<Tensor> good = {x, indices({0, -5, 4, -1})};
+    EXPECT_EQ(compare_outputs(g, {}, exe.run(good), interpret(g, good)), "");
+    for (int64_t bad_index : {int64_t{5}, int64_t{-6}, int64_t{1} << 40}) {
+      const std::vector<Tensor> bad = {x, indices({0, bad_index, 1, 2})};
+      EXPECT_THROW(interpret(g, bad), UserError);
+      try {
+        exe.run(bad);
+        ADD_FAILURE() << "index " << bad_index << " was accepted";
+      } catch (const UserError& e) {
+        EXPECT_TRUE(contains(e.what(), "out of range for axis 0 of extent 5")) << e.what();
+      }
+    }
+    // The executable is still usable after a rejected input.
+    EXPECT_EQ(compare_outputs(g, {}, exe.run(good), interpret(g, good)), "");
+  }
+}
+
+TEST_F(ExecutableGpu, ArgmaxOverAnAxisEmptyAtRunTimeIsTheInterpretersUserError) {
+  const Graph g = canonical_graph(kArgmaxGraph);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache cache(dir.path());
+  for (PlannerKind planner : kPlanners) {
+    SCOPED_TRACE(std::string(planner_name(planner)));
+    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+    const std::vector<Tensor> empty = seeded_inputs(g, 1, {{"N", 0}});
+    std::string want;
+    try {
+      interpret(g, empty);
+    } catch (const UserError& e) {
+      want = e.what();
+    }
+    ASSERT_FALSE(want.empty());
+    try {
+      exe.run(empty);
+      ADD_FAILURE() << "an empty argmax axis was accepted";
+    } catch (const UserError& e) {
+      EXPECT_TRUE(contains(want, e.what())) << e.what() << " vs " << want;
+    }
+    expect_matches(exe, g, {{"N", 5}});
+    expect_matches(exe, g, {{"N", 40}});
+  }
+}
+
+TEST_F(ExecutableGpu, EmptyTensorsFromSymbolsBoundToZero) {
+  const Graph g = canonical_graph(kEmptiesGraph);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache cache(dir.path());
+  for (PlannerKind planner : kPlanners) {
+    SCOPED_TRACE(std::string(planner_name(planner)));
+    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+    for (const SymbolBindings& symbols : std::vector<SymbolBindings>{
+             {{"B", 0}, {"N", 0}}, {{"B", 0}, {"N", 5}}, {{"B", 3}, {"N", 0}}, {{"B", 70}, {"N", 33}}}) {
+      expect_matches(exe, g, symbols);
+    }
+  }
+}
+
+TEST_F(ExecutableGpu, ReturnsAParameterAndTheSameValueTwice) {
+  const Graph g = canonical_graph(kPassthroughGraph);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache cache(dir.path());
+  for (PlannerKind planner : kPlanners) {
+    SCOPED_TRACE(std::string(planner_name(planner)));
+    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+    const std::vector<Tensor> inputs = seeded_inputs(g, 3, {});
+    expect_matches(exe, g);
+    // Returned parameters are copies, never the input's own memory.
+    DeviceTensor x = runtime::cuda::upload(context(), inputs[0]);
+    DeviceTensor y = runtime::cuda::upload(context(), inputs[1]);
+    std::vector<DeviceTensor> outputs;
+    exe.run_on_device({&x, &y}, outputs);
+    ASSERT_EQ(outputs.size(), 6u);
+    EXPECT_NE(outputs[0].buffer.get(), x.buffer.get());
+    EXPECT_NE(outputs[5].buffer.get(), x.buffer.get());
+    EXPECT_NE(outputs[0].buffer.get(), outputs[5].buffer.get());
+    EXPECT_NE(outputs[3].buffer.get(), y.buffer.get());
+    EXPECT_NE(outputs[1].buffer.get(), outputs[2].buffer.get());
+    std::vector<Tensor> got;
+    for (const DeviceTensor& t : outputs) got.push_back(runtime::cuda::download(*context(), t));
+    EXPECT_EQ(compare_outputs(g, {}, got, interpret(g, inputs)), "");
+  }
+}
+
+TEST_F(ExecutableGpu, RejectedFusedPlanFallsBackToTheUnfusedPlanLoudly) {
+  const Graph g = canonical_graph(kFusableGraph);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache cache(dir.path());
+  for (PlannerKind planner : {PlannerKind::Xla, PlannerKind::Stitch}) {
+    SCOPED_TRACE(std::string(planner_name(planner)));
+    std::vector<std::string> warnings;
+    CudaCompileOptions options;
+    options.warn = [&](const std::string& w) { warnings.push_back(w); };
+    options.reject_plan = [](const FusionPlan& p) { return p.planner != "none"; };
+    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache, options);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_TRUE(contains(warnings[0], "falling back to the unfused plan")) << warnings[0];
+    EXPECT_TRUE(contains(warnings[0], "reject_plan")) << warnings[0];
+    EXPECT_EQ(exe.fallback(), warnings[0]);
+    EXPECT_EQ(exe.plan().planner, "none");
+    EXPECT_GT(exe.kernel_count(), 0);
+    expect_matches(exe, g);
+  }
+}
+
+TEST_F(ExecutableGpu, BothPlansRejectedRunsTheInterpreter) {
+  const Graph g = canonical_graph(kFusableGraph);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache cache(dir.path());
+  for (PlannerKind planner : kPlanners) {
+    SCOPED_TRACE(std::string(planner_name(planner)));
+    std::vector<std::string> warnings;
+    CudaCompileOptions options;
+    options.warn = [&](const std::string& w) { warnings.push_back(w); };
+    options.reject_plan = [](const FusionPlan&) { return true; };
+    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache, options);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_TRUE(contains(warnings[0], "reference interpreter")) << warnings[0];
+    if (planner != PlannerKind::None) {
+      EXPECT_TRUE(contains(warnings[0], "the unfused plan failed too")) << warnings[0];
+    }
+    EXPECT_EQ(exe.fallback(), warnings[0]);
+    EXPECT_EQ(exe.kernel_count(), 0);
+    EXPECT_EQ(cache.stats().misses + cache.stats().hits, 0) << "NVRTC ran for a rejected plan";
+    expect_matches(exe, g);
+    // The device entry point takes the same path.
+    const std::vector<Tensor> inputs = seeded_inputs(g, 8, {});
+    DeviceTensor x = runtime::cuda::upload(context(), inputs[0]);
+    DeviceTensor y = runtime::cuda::upload(context(), inputs[1]);
+    std::vector<DeviceTensor> outputs;
+    exe.run_on_device({&x, &y}, outputs);
+    std::vector<Tensor> got;
+    for (const DeviceTensor& t : outputs) got.push_back(runtime::cuda::download(*context(), t));
+    EXPECT_EQ(compare_outputs(g, {}, got, interpret(g, inputs)), "");
+  }
+}
+
+}  // namespace
+}  // namespace stitch::gpu_testing

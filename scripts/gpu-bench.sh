@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The GPU benchmarks (docs/gpu-check.md, docs/benchmarks.md): every workload's
+# entry graph and the Triton-tutorial sweeps under the none, xla and stitch
+# planners on the CUDA back end, timed against a device-to-device copy of the
+# same byte footprint; then the peers (PyTorch eager, torch.compile, JAX jit) on
+# the same graphs, and one combined table and chart. Writes
+#   bench/results/gpu-<date>-stitch.json   stitch bench alone (kept whatever the peers do)
+#   bench/results/gpu-<date>.{json,md,svg} stitch and the peers (bench/peers/combine.py)
+#   scripts/gpu-bench.sh [build-dir]     (default: build-gpu; built by scripts/gpu-check.sh)
+# Environment: REPEAT, WARMUP (stitch bench's and the peers' --repeat/--warmup),
+# PLANNERS (default none,xla,stitch), PEERS (default torch_eager,torch_compile,jax_jit;
+# empty: no peers). Exit status: 0 when everything ran; 1 when stitch bench failed;
+# 3 when the stitch numbers were written but the sweeps, the peers or the
+# combination failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build-gpu}
+repeat=${REPEAT:-20}
+warmup=${WARMUP:-3}
+planners=${PLANNERS:-none,xla,stitch}
+peers=${PEERS-torch_eager,torch_compile,jax_jit}
+
+say() { echo "gpu-bench: $*"; }
+if [ ! -x "$build_dir/stitch" ]; then
+  say "FAILED: no $build_dir/stitch; build it first (scripts/gpu-check.sh --steps build $build_dir)" >&2
+  exit 1
+fi
+# The dependency bundle's library paths, when gpu-check.sh built against it.
+if [ -f "$build_dir/gpu-check.env" ]; then
+  # shellcheck disable=SC1091
+  . "$build_dir/gpu-check.env"
+fi
+export STITCH_CACHE_DIR=${STITCH_CACHE_DIR:-$(cd "$build_dir" && pwd)/kernel-cache}
+
+date=$(date -u +%Y-%m-%d)
+mkdir -p bench/results
+base=bench/results/gpu-$date
+work=$build_dir/gpu-bench
+rm -rf "$work"
+mkdir -p "$work/sweeps"
+partial=0
+
+# The sweep graphs (the Triton tutorials' size sweeps), written fresh each run.
+sweeps=()
+if [ -f bench/peers/sweeps.py ]; then
+  say "python3 bench/peers/sweeps.py $work/sweeps"
+  if python3 bench/peers/sweeps.py "$work/sweeps"; then
+    shopt -s nullglob
+    sweeps=("$work"/sweeps/*.stitch)
+    shopt -u nullglob
+    say "${#sweeps[@]} sweep graphs"
+  else
+    say "warning: bench/peers/sweeps.py failed; benchmarking the workloads without the sweeps"
+    partial=1
+  fi
+else
+  say "warning: no bench/peers/sweeps.py; benchmarking the workloads without the sweeps"
+  partial=1
+fi
+
+say "$build_dir/stitch bench bench/workloads/*.stitch (+${#sweeps[@]} sweeps) --backend cuda --planners $planners --repeat $repeat --warmup $warmup"
+if ! "$build_dir/stitch" bench bench/workloads/*.stitch "${sweeps[@]}" --backend cuda --planners "$planners" \
+  --repeat "$repeat" --warmup "$warmup" --json "$work/stitch.json"; then
+  say "FAILED: stitch bench --backend cuda"
+  exit 1
+fi
+cp "$work/stitch.json" "$base-stitch.json"
+say "wrote $base-stitch.json"
+
+peers_json=""
+if [ -n "$peers" ]; then
+  if [ -f bench/peers/run_peers.py ]; then
+    say "python3 bench/peers/run_peers.py --peers $peers --device cuda"
+    if python3 bench/peers/run_peers.py --workloads bench/workloads --sweeps --peers "$peers" \
+      --repeat "$repeat" --warmup "$warmup" --device cuda --json "$work/peers.json"; then
+      peers_json=$work/peers.json
+    elif [ -s "$work/peers.json" ]; then
+      say "warning: bench/peers/run_peers.py failed; using the peer results it wrote"
+      peers_json=$work/peers.json
+      partial=1
+    else
+      say "warning: bench/peers/run_peers.py failed and wrote nothing; no peer columns"
+      partial=1
+    fi
+  else
+    say "warning: no bench/peers/run_peers.py; no peer columns"
+    partial=1
+  fi
+fi
+
+combined=0
+if [ -f bench/peers/combine.py ]; then
+  args=(--stitch "$work/stitch.json" --out "$base")
+  [ -n "$peers_json" ] && args+=(--peers "$peers_json")
+  say "python3 bench/peers/combine.py ${args[*]}"
+  if python3 bench/peers/combine.py "${args[@]}"; then
+    combined=1
+    for ext in json md svg; do [ -f "$base.$ext" ] && say "wrote $base.$ext"; done
+  else
+    say "warning: bench/peers/combine.py failed"
+    partial=1
+  fi
+else
+  say "warning: no bench/peers/combine.py"
+  partial=1
+fi
+if ((!combined)); then
+  # Keep what was measured: the peers' raw results, and a chart of stitch alone.
+  if [ -n "$peers_json" ]; then
+    cp "$peers_json" "$base-peers.json"
+    say "kept $base-peers.json"
+  fi
+  if python3 scripts/plot_bench.py "$base-stitch.json" -o "$base.svg"; then
+    say "wrote $base.svg (stitch only)"
+  fi
+fi
+
+if ((partial)); then
+  say "FAILED in part: the stitch numbers are in $base-stitch.json; see the warnings above"
+  exit 3
+fi
+say "done"

@@ -36,6 +36,13 @@ constexpr int64_t kBlockHoldBytes = 48 * 1024;
 // a few microseconds of work on a CPU core, the order of a launch.
 constexpr int64_t kPackElements = 64 * 1024;
 
+// A dot whose contraction has at most this many terms (static) is computed
+// where its elementwise consumer needs each element: a few multiply-adds per
+// element instead of a library call and a round trip of its result through
+// memory. Longer contractions re-read each operand row and column per output
+// element and belong to cuBLAS/BLAS, which tile them.
+constexpr int64_t kSmallDotTerms = 32;
+
 // Profitability, apart from legality: why stitching `nodes` would make each
 // block re-read more than it can hold, or nothing.
 std::optional<std::string> reread_refusal(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
@@ -71,6 +78,8 @@ class StitchPlanner {
   }
 
   FusionPlan run() {
+    while (fuse_small_dot()) {
+    }
     while (merge_one()) {
     }
     while (pack_one()) {
@@ -151,6 +160,70 @@ class StitchPlanner {
       }
     }
     return false;
+  }
+
+  // A small dot (kSmallDotTerms) read only by one loop kernel, elementwise,
+  // joins that kernel (docs/fusion.md, Small dots): the kernel computes each
+  // element of the dot where it reads it. f32, f64 and integer results only:
+  // an f16/bf16 result would be rounded twice on the way from the double sum.
+  // False when no such dot is left.
+  bool fuse_small_dot() {
+    for (int a = 0; a < static_cast<int>(groups_.size()); ++a) {
+      if (groups_[a].nodes.size() != 1) continue;
+      const int dot = groups_[a].nodes.front();
+      if (!is_small_dot(dot) || outputs_.count(dot)) continue;
+      int consumer = -1;
+      bool one_consumer = true;
+      for (int b = 0; b < static_cast<int>(groups_.size()); ++b) {
+        if (b == a || edges(a, b).empty()) continue;
+        if (consumer >= 0) one_consumer = false;
+        consumer = b;
+      }
+      if (!one_consumer || consumer < 0) continue;
+      if (groups_[consumer].kind != GroupKind::Loop || has_reduction(groups_[consumer])) continue;
+      const Shape& shape = g_.type(g_.nodes()[dot].output).shape;
+      bool elementwise = true;
+      for (auto [p, c] : edges(a, consumer)) {
+        elementwise = elementwise && is_elementwise(g_.nodes()[c].op) && g_.type(g_.nodes()[c].output).shape == shape;
+      }
+      if (!elementwise || check_merge_legality(g_, groups_, a, consumer)) continue;
+      if (budget_ >= 0 && applied_ >= budget_) return false;
+      merge(a, consumer, GroupKind::Loop);
+      drop_unread_roots();
+      return true;
+    }
+    return false;
+  }
+
+  // The dot's operands may now be computed inside the merged kernel (the
+  // consumer held copies of cheap producers): a root no other kernel reads and
+  // no output returns is no longer written, and a kernel left without roots
+  // has no work.
+  void drop_unread_roots() {
+    for (FusionGroup& grp : groups_) {
+      std::erase_if(grp.roots, [&](int r) {
+        if (outputs_.count(r)) return false;
+        for (const FusionGroup& other : groups_) {
+          if (other.contains(r)) continue;
+          for (int c : other.nodes) {
+            for (ValueId v : g_.nodes()[c].inputs) {
+              if (g_.value(v).producer == r) return false;
+            }
+          }
+        }
+        return true;
+      });
+    }
+    std::erase_if(groups_, [](const FusionGroup& grp) { return grp.roots.empty(); });
+  }
+
+  bool is_small_dot(int n) const {
+    const Node& node = g_.nodes()[n];
+    if (node.op != OpKind::Dot) return false;
+    const DType dtype = g_.type(node.output).dtype;
+    if (dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::boolean) return false;
+    const Dim& terms = g_.type(node.inputs[0]).shape.back();
+    return terms.is_static() && terms.extent() <= kSmallDotTerms;
   }
 
   // Kernel packing (DESIGN.md, Schedules and compositions): two small loop

@@ -204,6 +204,7 @@ Expr GroupExpr::eval_node(const Node& node, const Index& idx) {
     case OpKind::Concat: return eval_concat(node, idx);
     case OpKind::Pad: return eval_pad(node, idx);
     case OpKind::Gather: return eval_gather(node, idx);
+    case OpKind::Dot: return eval_dot(node, idx);
     default: break;
   }
   Index operands;
@@ -298,6 +299,46 @@ Expr GroupExpr::eval_gather(const Node& node, const Index& idx) {
   kb_.if_then(kir::op(OpKind::Gt, {n, kir::int_const(0)}),
               [&] { scoped([&] { kb_.assign(result, eval(node.inputs[0], j)); }); });
   return result;
+}
+
+// One element of numpy matmul (docs/semantics.md, dot), as the interpreter
+// computes it: products in double (exact for f32 operands), added in
+// increasing k from +0 and rounded once; integers in i64, wrapping. The
+// stitch planner fuses only dots with a short static contraction into loop
+// kernels (docs/lowering.md, Small dots), so the serial loop is short.
+Expr GroupExpr::eval_dot(const Node& node, const Index& idx) {
+  const Shape& a_shape = g_.type(node.inputs[0]).shape;
+  const Shape& b_shape = g_.type(node.inputs[1]).shape;
+  const DType dtype = g_.type(node.output).dtype;
+  const bool a_vector = a_shape.size() == 1;
+  const bool b_vector = b_shape.size() == 1;
+  const size_t matrix_dims = (a_vector ? 0 : 1) + (b_vector ? 0 : 1);
+  const size_t batch = idx.size() - matrix_dims;
+  // Batch dims right-aligned against the output's; an extent-1 dim broadcasts.
+  auto batch_index = [&](const Shape& shape, size_t own_batch) {
+    Index j;
+    for (size_t d = 0; d < own_batch; ++d) {
+      const bool repeated = shape[d].is_static() && shape[d].extent() == 1;
+      j.push_back(repeated ? kir::int_const(0) : idx[batch - own_batch + d]);
+    }
+    return j;
+  };
+  const DType acc_dtype = is_float(dtype) ? DType::f64 : DType::i64;
+  Expr acc = kb_.let(fresh("acc"), literal(0.0, acc_dtype));
+  kb_.serial(fresh("k"), dim_expr(a_shape.back()), [&](const Expr& k) {
+    scoped([&] {
+      Index a_idx = batch_index(a_shape, a_shape.size() - (a_vector ? 1 : 2));
+      if (!a_vector) a_idx.push_back(idx[batch]);
+      a_idx.push_back(k);
+      Index b_idx = batch_index(b_shape, b_shape.size() - (b_vector ? 1 : 2));
+      b_idx.push_back(k);
+      if (!b_vector) b_idx.push_back(idx.back());
+      Expr product = kir::op(OpKind::Mul, {kir::cast(eval(node.inputs[0], a_idx), acc_dtype),
+                                           kir::cast(eval(node.inputs[1], b_idx), acc_dtype)});
+      kb_.assign(acc, kir::op(OpKind::Add, {acc, product}));
+    });
+  });
+  return kb_.let(fresh("e"), kir::cast(acc, dtype));
 }
 
 }  // namespace stitch::lower

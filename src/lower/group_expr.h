@@ -79,6 +79,7 @@ class GroupExpr {
   kir::Expr eval_concat(const Node& node, const Index& idx);
   kir::Expr eval_pad(const Node& node, const Index& idx);
   kir::Expr eval_gather(const Node& node, const Index& idx);
+  kir::Expr eval_dot(const Node& node, const Index& idx);
 
   const Graph& g_;
   kir::KernelBuilder& kb_;

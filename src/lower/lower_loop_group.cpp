@@ -212,7 +212,8 @@ bool is_loop_lowerable(OpKind op) {
     case OpKind::Pad:
     case OpKind::Iota:
     case OpKind::Constant:
-    case OpKind::Gather: return true;
+    case OpKind::Gather:
+    case OpKind::Dot: return true;  // the stitch planner's small dots (docs/lowering.md, Small dots)
     default: return false;
   }
 }

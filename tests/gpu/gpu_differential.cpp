@@ -13,20 +13,6 @@
 
 namespace stitch::gpu_testing {
 
-std::string compare_outputs(const Graph& source, const SymbolBindings& symbols, const std::vector<Tensor>& got,
-                            const std::vector<Tensor>& want) {
-  if (got.size() != want.size()) {
-    return "got " + std::to_string(got.size()) + " outputs, want " + std::to_string(want.size());
-  }
-  std::string failures;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const ErrorAllowance allowance = output_allowance(source, source.outputs()[i].value, symbols);
-    const TensorComparison c = compare_with_interpreter(got[i], want[i], allowance);
-    if (!c.ok) failures += "output " + source.outputs()[i].name + ": " + c.describe() + "\n";
-  }
-  return failures;
-}
-
 std::string check_against_interpreter(runtime::cuda::CudaExecutable& exe, const Graph& source,
                                       const SymbolBindings& symbols, const std::vector<Tensor>& inputs) {
   std::vector<Tensor> want;
@@ -39,7 +25,7 @@ std::string check_against_interpreter(runtime::cuda::CudaExecutable& exe, const 
   try {
     std::vector<Tensor> got = exe.run(inputs);
     if (!rejected.empty()) return "the interpreter rejects the inputs (" + rejected + "), the GPU accepted them";
-    return compare_outputs(source, symbols, got, want);
+    return testing::compare_with_interpreter_outputs(source, symbols, got, want);
   } catch (const UserError& e) {
     if (!rejected.empty()) return "";
     return std::string("the GPU rejected inputs the interpreter accepts: ") + e.what();
@@ -92,17 +78,6 @@ std::string describe_bindings(const SymbolBindings& symbols) {
     text += (text.empty() ? "" : ", ") + name + "=" + std::to_string(extent);
   }
   return text.empty() ? "static" : text;
-}
-
-ScratchDirectory::ScratchDirectory(const std::string& prefix) {
-  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-  if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a directory like " + pattern);
-  path_ = pattern;
-}
-
-ScratchDirectory::~ScratchDirectory() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
 }
 
 }  // namespace stitch::gpu_testing

@@ -1,8 +1,7 @@
-// What the GPU suites share: an output-by-output comparison of a CUDA
-// executable's results with the interpreter's under the documented allowance
-// (stitch::output_allowance, src/tensor/compare.h; docs/testing.md,
-// "Tolerances of the compiled back ends"), and a scratch directory for the
-// cubin cache of one test, so a run never loads cubins an earlier build made.
+// What the GPU suites share: a CUDA executable's results checked against the
+// interpreter's under the documented allowance (stitch::output_allowance,
+// src/tensor/compare.h; docs/testing.md, "Tolerances of the compiled back
+// ends"), seeded inputs, and readable failures.
 #pragma once
 
 #include <cstdint>
@@ -11,16 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "interpreter_differential.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "stitch/graph.h"
 #include "stitch/tensor.h"
 
 namespace stitch::gpu_testing {
-
-// "" when every output of `got` matches `want` under the allowance of its
-// cone in `source` (the graph the interpreter ran), else what differs.
-std::string compare_outputs(const Graph& source, const SymbolBindings& symbols, const std::vector<Tensor>& got,
-                            const std::vector<Tensor>& want);
 
 // Runs `source` on the interpreter and `exe` on the GPU with the same inputs;
 // "" when they agree. When the interpreter rejects the inputs (UserError),
@@ -39,18 +34,13 @@ std::string describe_failure(const std::exception& e);
 // "B=7, N=7", for messages; "static" when empty.
 std::string describe_bindings(const SymbolBindings& symbols);
 
-// A fresh directory under the system temporary directory, removed with its
-// contents when the object goes.
-class ScratchDirectory {
- public:
-  explicit ScratchDirectory(const std::string& prefix);
-  ~ScratchDirectory();
-  ScratchDirectory(const ScratchDirectory&) = delete;
-  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+// The comparison and the scratch directory are the CPU suites' own
+// (tests/support/interpreter_differential.h).
+using testing::compare_with_interpreter_outputs;
+using testing::ScratchDirectory;
+inline std::string compare_outputs(const Graph& source, const SymbolBindings& symbols, const std::vector<Tensor>& got,
+                                   const std::vector<Tensor>& want) {
+  return compare_with_interpreter_outputs(source, symbols, got, want);
+}
 
 }  // namespace stitch::gpu_testing

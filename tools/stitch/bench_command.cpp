@@ -107,24 +107,6 @@ json machine_description() {
               {"date", utc_timestamp()}};
 }
 
-// A fresh directory for the cold-compile measurement, removed afterwards.
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() / fmt::format("stitch-bench-{}-{}", getpid(), counter++);
-    fs::remove_all(path_);
-  }
-  ~TemporaryDirectory() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 void print_header() {
   std::cout << fmt::format("{:<28} {:<7} {:>7} {:>12} {:>11} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}\n", "workload",
                            "planner", "kernels", "bytes_min", "median_s", "gbps", "copy_gbps", "of_copy", "plan_of",
@@ -157,7 +139,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
     int64_t bytes_min = -1;
     for (PlannerKind planner : planners) {
       const std::string planner_text(planner_name(planner));
-      TemporaryDirectory cold_directory;
+      ScratchDirectory cold_directory;
       double compile_s = 0, load_s = 0, memory_hit_s = 0;
       std::optional<runtime::cpu::CpuExecutable> exe;
       runtime::cpu::CompileOptions compile_options;

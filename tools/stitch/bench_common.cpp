@@ -1,6 +1,7 @@
 #include "bench_common.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
@@ -52,6 +53,17 @@ std::vector<Tensor> bench_inputs(const Workload& w, const BenchOptions& options)
   spec.seed = 1;
   spec.dims = options.dims;
   return gather_inputs(w.canonical, spec, w.model);
+}
+
+ScratchDirectory::ScratchDirectory() {
+  static int counter = 0;
+  path_ = std::filesystem::temp_directory_path() / fmt::format("stitch-bench-{}-{}", getpid(), counter++);
+  std::filesystem::remove_all(path_);
+}
+
+ScratchDirectory::~ScratchDirectory() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
 }
 
 double median(std::vector<double> v) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,20 @@ std::vector<PlannerKind> bench_planners(const BenchOptions& options);
 std::vector<Tensor> bench_inputs(const Workload& w, const BenchOptions& options);
 
 double median(std::vector<double> v);
+
+// A fresh directory for a cold-compile measurement, removed with everything
+// in it when the object goes.
+class ScratchDirectory {
+ public:
+  ScratchDirectory();
+  ~ScratchDirectory();
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 int64_t tensor_bytes(const Tensor& t);
 // Every input read once plus every output written once (a value returned

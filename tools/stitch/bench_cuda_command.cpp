@@ -110,24 +110,6 @@ json device_description(const CudaContext& context) {
               {"summary", d.summary()}};
 }
 
-// A fresh directory for the cold-compile measurement, removed afterwards.
-class ScratchDirectory {
- public:
-  ScratchDirectory() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() / fmt::format("stitch-bench-cuda-{}-{}", getpid(), counter++);
-    fs::remove_all(path_);
-  }
-  ~ScratchDirectory() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 }  // namespace
 
 int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions& options) {

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <iostream>
 
+#include "ir/split_reductions.h"
 #include "kir/printer.h"
 #include "stitch/error.h"
 #include "stitch/text.h"
@@ -85,6 +87,41 @@ std::string print_kernels(const std::vector<kir::Kernel>& kernels) {
   std::string text;
   for (const kir::Kernel& k : kernels) text += kir::print_kernel(k);
   return text;
+}
+
+LoweredBatch lower_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
+                         const PlanOptions& plan_options, const schedule::RowScheduleTarget& rows,
+                         const std::string& backend) {
+  LoweredBatch batch;
+  for (size_t i = 0; i < canonical_graphs.size(); ++i) {
+    batch.graphs.push_back(split_full_reductions(canonical_graphs[i]));
+    const Graph& g = batch.graphs.back();
+    batch.plans.push_back(lower_whole_plan(g, stitch::plan(g, planner, plan_options),
+                                           kernel_prefix(g.name()) + "_b" + std::to_string(i), rows));
+    const LoweredPlan& lowered = batch.plans.back();
+    if (!lowered.unsupported.empty()) {
+      throw UserError(fmt::format("graph {} ('{}'): {}", i, g.name(), unsupported_message(backend, lowered.unsupported)));
+    }
+    batch.kernels.insert(batch.kernels.end(), lowered.kernels.begin(), lowered.kernels.end());
+  }
+  return batch;
+}
+
+void report_warning(const std::function<void(const std::string&)>& warn, const std::string& message) {
+  if (warn) {
+    warn(message);
+  } else {
+    std::cerr << "stitch: warning: " << message << "\n";
+  }
+}
+
+std::string fallback_note(const Graph& g, PlannerKind planner, const std::string& what, const std::string& error) {
+  return fmt::format("compiling the fused {} of graph '{}' (planner {}) failed:\n{}\n", what, g.name(),
+                     planner_name(planner), error);
+}
+
+std::string interpreter_note(const Graph& g, const std::string& error) {
+  return fmt::format("{}\nrunning graph '{}' on the reference interpreter instead (slow)", error, g.name());
 }
 
 }  // namespace stitch::runtime

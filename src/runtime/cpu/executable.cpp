@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <iostream>
 #include <map>
 
 #include "codegen/cpu/cpp_emitter.h"
@@ -143,40 +142,11 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   if (!lowered.unsupported.empty()) throw UserError(unsupported_message("cpu", lowered.unsupported));
   if (options.dump) options.dump("kir", print_kernels(lowered.kernels));
 
-  auto warn = [&](const std::string& message) {
-    if (options.warn) {
-      options.warn(message);
-    } else {
-      std::cerr << "stitch: warning: " << message << "\n";
-    }
-  };
-  std::string error;
-  std::shared_ptr<CompiledGraph> compiled = try_build(g, lowered, cache, options, error);
-  if (!compiled && planner != PlannerKind::None) {
-    // A fused kernel the compiler rejects must not cost the user the result:
-    // one kernel per op is the smallest fusion there is.
-    std::string note = fmt::format("compiling the fused kernels of graph '{}' (planner {}) failed:\n{}\n",
-                                   g.name(), planner_name(planner), error);
-    LoweredPlan unfused = lower_whole_plan(g, plan_none(g), kernel_prefix(g.name()), options.rows);
-    STITCH_ASSERT(unfused.unsupported.empty(), "the unfused plan lowers whenever the fused one does");
-    compiled = try_build(g, unfused, cache, options, error);
-    if (compiled) {
-      compiled->fallback = note + "falling back to the unfused plan (planner none)";
-      warn(compiled->fallback);
-    } else {
-      note += fmt::format("the unfused plan failed too:\n{}\n", error);
-    }
-    error = note;
-  }
-  if (!compiled) {
-    // Nothing compiled: the reference interpreter still gives the result.
-    compiled = std::make_shared<CompiledGraph>();
-    compiled->plan = plan_none(g);
-    compiled->interpret = true;
-    compiled->fallback = fmt::format("{}\nrunning graph '{}' on the reference interpreter instead (slow)",
-                                     error, g.name());
-    warn(compiled->fallback);
-  }
+  // A fused kernel the compiler rejects must not cost the user the result.
+  std::shared_ptr<CompiledGraph> compiled = build_with_fallback<CompiledGraph>(
+      g, planner, lowered, options.rows, "kernels",
+      [&](const LoweredPlan& plan, std::string& error) { return try_build(g, plan, cache, options, error); },
+      options.warn);
   cache.store_compiled_graph(key, compiled);
   CpuExecutable exe(g, std::move(compiled));
   exe.cache_stats_ = stats_delta(before, cache.stats());
@@ -186,24 +156,13 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
 std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
                                                         KernelCache& cache, const PlanOptions& plan_options,
                                                         const schedule::RowScheduleTarget& rows) {
-  const int max_fusions = resolve_max_fusions(plan_options);
   PlanOptions resolved;
-  resolved.max_fusions = max_fusions;
-  std::vector<LoweredPlan> lowered;
-  std::vector<kir::Kernel> kernels;
-  std::vector<Graph> targets;
-  for (const Graph& g : canonical_graphs) targets.push_back(split_full_reductions(g));
-  const std::vector<Graph>& graphs = targets;
-  for (size_t i = 0; i < graphs.size(); ++i) {
-    lowered.push_back(lower_whole_plan(graphs[i], stitch::plan(graphs[i], planner, resolved),
-                                       kernel_prefix(graphs[i].name()) + "_b" + std::to_string(i), rows));
-    if (!lowered.back().unsupported.empty()) {
-      throw UserError(fmt::format("graph {} ('{}'): {}", i, graphs[i].name(), unsupported_message("cpu", lowered.back().unsupported)));
-    }
-    kernels.insert(kernels.end(), lowered.back().kernels.begin(), lowered.back().kernels.end());
-  }
+  resolved.max_fusions = resolve_max_fusions(plan_options);
+  LoweredBatch batch = lower_batch(canonical_graphs, planner, resolved, rows, "cpu");
+  const std::vector<Graph>& graphs = batch.graphs;
+  std::vector<LoweredPlan>& lowered = batch.plans;
   const CacheStats before = cache.stats();
-  const std::string source = codegen::cpu::emit_cpp_translation_unit(kernels);
+  const std::string source = codegen::cpu::emit_cpp_translation_unit(batch.kernels);
   CpuModule module = cache.load_or_compile(source);
   const CacheStats delta = stats_delta(before, cache.stats());
   std::vector<CpuExecutable> out;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <iostream>
 #include <map>
 
 #include "codegen/cuda/cuda_emitter.h"
@@ -183,37 +182,10 @@ CudaExecutable CudaExecutable::compile(const Graph& canonical_graph, PlannerKind
   if (!lowered.unsupported.empty()) throw UserError(unsupported_message("cuda", lowered.unsupported));
   if (options.dump) options.dump("kir", print_kernels(lowered.kernels));
 
-  auto warn = [&](const std::string& message) {
-    if (options.warn) {
-      options.warn(message);
-    } else {
-      std::cerr << "stitch: warning: " << message << "\n";
-    }
-  };
-  std::string error;
-  std::shared_ptr<CompiledCudaGraph> compiled = try_build(g, lowered, context, cache, options, error);
-  if (!compiled && planner != PlannerKind::None) {
-    std::string note = fmt::format("compiling the fused CUDA kernels of graph '{}' (planner {}) failed:\n{}\n",
-                                   g.name(), planner_name(planner), error);
-    LoweredPlan unfused = lower_whole_plan(g, plan_none(g), kernel_prefix(g.name()), rows);
-    STITCH_ASSERT(unfused.unsupported.empty(), "the unfused plan lowers whenever the fused one does");
-    compiled = try_build(g, unfused, context, cache, options, error);
-    if (compiled) {
-      compiled->fallback = note + "falling back to the unfused plan (planner none)";
-      warn(compiled->fallback);
-    } else {
-      note += fmt::format("the unfused plan failed too:\n{}\n", error);
-    }
-    error = note;
-  }
-  if (!compiled) {
-    compiled = std::make_shared<CompiledCudaGraph>();
-    compiled->plan = plan_none(g);
-    compiled->interpret = true;
-    compiled->fallback = fmt::format("{}\nrunning graph '{}' on the reference interpreter on the host instead (slow)",
-                                     error, g.name());
-    warn(compiled->fallback);
-  }
+  std::shared_ptr<CompiledCudaGraph> compiled = build_with_fallback<CompiledCudaGraph>(
+      g, planner, lowered, rows, "CUDA kernels",
+      [&](const LoweredPlan& plan, std::string& error) { return try_build(g, plan, context, cache, options, error); },
+      options.warn);
   return CudaExecutable(g, std::move(context), std::move(compiled));
 }
 
@@ -224,21 +196,10 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
   PlanOptions plan_options;
   plan_options.max_fusions = resolve_max_fusions(options.plan);
   const schedule::RowScheduleTarget rows = rows_for(*context, options);
-  std::vector<Graph> graphs;
-  std::vector<LoweredPlan> lowered;
-  std::vector<kir::Kernel> kernels;
-  for (size_t i = 0; i < canonical_graphs.size(); ++i) {
-    graphs.push_back(split_full_reductions(canonical_graphs[i]));
-    const Graph& g = graphs.back();
-    lowered.push_back(lower_whole_plan(g, stitch::plan(g, planner, plan_options),
-                                       kernel_prefix(g.name()) + "_b" + std::to_string(i), rows));
-    if (!lowered.back().unsupported.empty()) {
-      throw UserError(
-          fmt::format("graph {} ('{}'): {}", i, g.name(), unsupported_message("cuda", lowered.back().unsupported)));
-    }
-    kernels.insert(kernels.end(), lowered.back().kernels.begin(), lowered.back().kernels.end());
-  }
-  const std::string source = codegen::cuda::emit_cuda_translation_unit(kernels);
+  LoweredBatch batch = lower_batch(canonical_graphs, planner, plan_options, rows, "cuda");
+  const std::vector<Graph>& graphs = batch.graphs;
+  std::vector<LoweredPlan>& lowered = batch.plans;
+  const std::string source = codegen::cuda::emit_cuda_translation_unit(batch.kernels);
   auto module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch()));
   std::vector<CudaExecutable> out;
   for (size_t i = 0; i < graphs.size(); ++i) {

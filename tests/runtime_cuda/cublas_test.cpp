@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "fake_cuda_driver.h"
+#include "fake_driver_fixture.h"
 #include "runtime/cpu/dot_call.h"
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/device_allocator.h"
@@ -219,23 +219,17 @@ cublasStatus_t stand_in_gemm(cublasHandle_t, cublasOperation_t ta, cublasOperati
 
 cublasStatus_t stand_in_set_stream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
 
-class DotWithAStandInCublas : public ::testing::Test {
+class DotWithAStandInCublas : public FakeDriverTest {
  protected:
   void SetUp() override {
-    std::string why;
-    driver_ = load_driver(&why, STITCH_FAKE_CUDA_DRIVER);
-    ASSERT_NE(driver_, nullptr) << why;
-    ASSERT_TRUE(fake_.open(STITCH_FAKE_CUDA_DRIVER, &why)) << why;
-    fake_.stitch_fake_cuda_reset();
+    FakeDriverTest::SetUp();
+    if (HasFatalFailure()) return;
+    driver_ = api_;
     cublas_.cublasSetStream = stand_in_set_stream;
     cublas_.cublasGemmEx = stand_in_gemm;
     cublas_.cublasGemmStridedBatchedEx = stand_in_gemm_strided_batched;
     stand_in_gemm_calls = stand_in_batched_calls = 0;
   }
-  void TearDown() override {
-    if (fake_.stitch_fake_cuda_reset) fake_.stitch_fake_cuda_reset();
-  }
-
   // Runs the dot both ways on small integers (every sum exact in every
   // float type, so the results must be equal bit for bit).
   void expect_matches_cpu(DType dtype, const Shape& a_shape, const Shape& b_shape, const Shape& out_shape) {
@@ -279,7 +273,6 @@ class DotWithAStandInCublas : public ::testing::Test {
   static cublasHandle_t fake_handle() { return reinterpret_cast<cublasHandle_t>(0x10); }
 
   const DriverApi* driver_ = nullptr;
-  fake_cuda::Inspection fake_;
   CublasApi cublas_;
 };
 

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "fake_cuda_driver.h"
+#include "fake_driver_fixture.h"
 #include "runtime/cuda/device_allocator.h"
 #include "stitch/error.h"
 
@@ -18,22 +18,7 @@ namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-class CachingAllocator : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    api_ = load_driver(&why, STITCH_FAKE_CUDA_DRIVER);
-    ASSERT_NE(api_, nullptr) << why;
-    ASSERT_TRUE(fake_.open(STITCH_FAKE_CUDA_DRIVER, &why)) << why;
-    fake_.stitch_fake_cuda_reset();
-  }
-  void TearDown() override {
-    if (fake_.stitch_fake_cuda_reset) fake_.stitch_fake_cuda_reset();
-  }
-
-  const DriverApi* api_ = nullptr;
-  fake_cuda::Inspection fake_;
-};
+using CachingAllocator = FakeDriverTest;
 
 TEST(DeviceAllocatorBlockSize, SmallInHalfKilobytesLargeInTwoMegabytes) {
   EXPECT_EQ(DeviceAllocator::block_size(0), 512u);

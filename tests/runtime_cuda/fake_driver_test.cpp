@@ -10,29 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "fake_cuda_driver.h"
+#include "fake_driver_fixture.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/driver.h"
 
 namespace stitch::runtime::cuda {
 namespace {
 
-class FakeDriver : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    api_ = load_driver(&why, STITCH_FAKE_CUDA_DRIVER);
-    ASSERT_NE(api_, nullptr) << why;
-    ASSERT_TRUE(fake_.open(STITCH_FAKE_CUDA_DRIVER, &why)) << why;
-    fake_.stitch_fake_cuda_reset();
-  }
-  void TearDown() override {
-    if (fake_.stitch_fake_cuda_reset) fake_.stitch_fake_cuda_reset();
-  }
-
-  const DriverApi* api_ = nullptr;
-  fake_cuda::Inspection fake_;
-};
+using FakeDriver = FakeDriverTest;
 
 // A minimal ELF64 file like a cubin: a header, one string table holding
 // `names`, and the section headers after it.

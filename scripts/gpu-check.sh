@@ -297,6 +297,11 @@ if has_step build; then
   cmake_args=(-S "$repo" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=OFF
               -DSTITCH_BUILD_FUZZERS=OFF -DSTITCH_BUILD_TESTS=ON)
   command -v ninja >/dev/null && cmake_args+=(-G Ninja)
+  # The ONNX node suite's cases come from the onnx package: the venv's python3
+  # holds it on the GPU machine, not /usr/bin/python3 (tests/onnx_node).
+  if python3 -c "import onnx" >/dev/null 2>&1; then
+    cmake_args+=("-DSTITCH_ONNX_PYTHON=$(command -v python3)")
+  fi
   # CMake 4 refuses packages whose files ask for policies older than 3.5 (the
   # bundle's ask for ranges up to 3.19-3.23, which it accepts; this is a safety net).
   cmake_major=$(cmake --version | sed -n 's/^cmake version \([0-9]*\).*/\1/p')
@@ -375,6 +380,13 @@ if has_step test; then
     status=1
     tail -n 40 "$logs/ctest.log"
     say "FAILED: tests labelled '$label' ($logs/ctest.log)"
+  fi
+  # The CLI end to end on the GPU (tests/e2e, label e2e: run and check --backend cuda).
+  if ctest --test-dir "$build_dir" -R '^CliCuda\.' --output-on-failure >>"$logs/ctest.log" 2>&1; then
+    say "tests: stitch run/check --backend cuda end to end passed"
+  else
+    status=1
+    say "FAILED: CliCuda (stitch run/check --backend cuda; $logs/ctest.log)"
   fi
   grep -E '^[0-9]+% tests passed|tests failed out of|^The following tests FAILED' "$logs/ctest.log" | tee -a "$summary" || true
   skipped=$(grep -c '\*\*\*Skipped' "$logs/ctest.log" || true)

@@ -186,22 +186,12 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
                        w.name, planner_text, exe->kernel_count(), bytes_min, median_s, gbps, copy_gbps,
                        gbps / copy_gbps, plan_gbps / copy_gbps, compile_s, load_s)
                 << std::flush;  // progress, when the output goes to a file
-      results.push_back({{"workload", w.name},
-                         {"planner", planner_text},
-                         {"kernels", exe->kernel_count()},
-                         {"bytes_min", bytes_min},
-                         {"median_s", median_s},
-                         {"gbps", gbps},
-                         {"fraction_of_copy", gbps / copy_gbps},
-                         {"plan_bytes", plan_bytes},
-                         {"plan_gbps", plan_gbps},
-                         {"plan_fraction_of_copy", plan_gbps / copy_gbps},
-                         {"copy_gbps", copy_gbps},
-                         {"compile_s", compile_s},
-                         {"load_s", load_s},
-                         {"memory_hit_s", memory_hit_s},
-                         {"peak_intermediate_bytes", exe->peak_intermediate_bytes()},
-                         {"fallback", exe->fallback()}});
+      json row = timed_row({w.name, planner_text, exe->kernel_count(), bytes_min, plan_bytes, median_s, copy_gbps,
+                            compile_s, load_s});
+      row.update({{"memory_hit_s", memory_hit_s},
+                  {"peak_intermediate_bytes", exe->peak_intermediate_bytes()},
+                  {"fallback", exe->fallback()}});
+      results.push_back(std::move(row));
     }
     w.inputs.clear();
   }

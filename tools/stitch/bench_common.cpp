@@ -84,6 +84,24 @@ int64_t minimal_bytes(const Graph& g, const std::vector<Tensor>& inputs, const s
   return bytes;
 }
 
+nlohmann::json timed_row(const TimedRun& run) {
+  const double gbps = static_cast<double>(run.bytes_min) / run.median_s / 1e9;
+  const double plan_gbps = static_cast<double>(run.plan_bytes) / run.median_s / 1e9;
+  return {{"workload", run.workload},
+          {"planner", run.planner},
+          {"kernels", run.kernels},
+          {"bytes_min", run.bytes_min},
+          {"median_s", run.median_s},
+          {"gbps", gbps},
+          {"fraction_of_copy", gbps / run.copy_gbps},
+          {"plan_bytes", run.plan_bytes},
+          {"plan_gbps", plan_gbps},
+          {"plan_fraction_of_copy", plan_gbps / run.copy_gbps},
+          {"copy_gbps", run.copy_gbps},
+          {"compile_s", run.compile_s},
+          {"load_s", run.load_s}};
+}
+
 std::string utc_timestamp() {
   std::time_t now = std::time(nullptr);
   char date[32];

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli.h"
 #include "stitch/graph.h"
 #include "stitch/tensor.h"
@@ -54,6 +56,17 @@ int64_t tensor_bytes(const Tensor& t);
 // Every input read once plus every output written once (a value returned
 // twice is written once).
 int64_t minimal_bytes(const Graph& g, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
+
+// One timed (workload, planner) as a results row of the JSON
+// (docs/benchmarks.md): the measured fields and the rates derived from them.
+struct TimedRun {
+  std::string workload, planner;
+  int kernels = 0;
+  int64_t bytes_min = 0;   // every input read once, every output written once
+  int64_t plan_bytes = 0;  // what the plan's kernels move (FusionCostModel)
+  double median_s = 0, copy_gbps = 0, compile_s = 0, load_s = 0;
+};
+nlohmann::json timed_row(const TimedRun& run);
 
 // "2026-11-22T12:46:34Z", now.
 std::string utc_timestamp();

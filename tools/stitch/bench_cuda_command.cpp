@@ -190,22 +190,10 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
                                w.name, planner_text, exe->kernel_count(), bytes_min, median_s, gbps, copy, gbps / copy,
                                plan_gbps / copy, compile_s, max_rel)
                 << std::flush;
-      results.push_back({{"workload", w.name},
-                         {"planner", planner_text},
-                         {"kernels", exe->kernel_count()},
-                         {"bytes_min", bytes_min},
-                         {"median_s", median_s},
-                         {"gbps", gbps},
-                         {"fraction_of_copy", gbps / copy},
-                         {"plan_bytes", plan_bytes},
-                         {"plan_gbps", plan_gbps},
-                         {"plan_fraction_of_copy", plan_gbps / copy},
-                         {"copy_gbps", copy},
-                         {"compile_s", compile_s},
-                         {"load_s", load_s},
-                         {"max_rel_err", max_rel},
-                         {"matches_interpreter", ok},
-                         {"fallback", exe->fallback()}});
+      json row = timed_row({w.name, planner_text, exe->kernel_count(), bytes_min, plan_bytes, median_s, copy,
+                            compile_s, load_s});
+      row.update({{"max_rel_err", max_rel}, {"matches_interpreter", ok}, {"fallback", exe->fallback()}});
+      results.push_back(std::move(row));
     }
     w.inputs.clear();
   }

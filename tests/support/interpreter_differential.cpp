@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "stitch/error.h"
 #include "stitch/ops.h"
 
 namespace stitch::testing {
@@ -22,6 +23,23 @@ std::string compare_with_interpreter_outputs(const Graph& g, const SymbolBinding
     if (!c.ok) failures += "output " + g.outputs()[i].name + ": " + c.describe() + "\n";
   }
   return failures;
+}
+
+std::string rejects_like_interpreter(const std::function<void()>& reference, const std::function<void()>& run) {
+  std::string want;
+  try {
+    reference();
+  } catch (const UserError& e) {
+    want = e.what();
+  }
+  if (want.empty()) return "the interpreter accepted the input";
+  try {
+    run();
+  } catch (const UserError& e) {
+    if (want.find(e.what()) != std::string::npos) return "";
+    return std::string("rejected with '") + e.what() + "', the interpreter with '" + want + "'";
+  }
+  return "accepted input the interpreter rejects: " + want;
 }
 
 ScratchDirectory::ScratchDirectory(const std::string& prefix) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ namespace stitch::testing {
 // the interpreter ran), else what differs, output by output.
 std::string compare_with_interpreter_outputs(const Graph& g, const SymbolBindings& symbols,
                                              const std::vector<Tensor>& got, const std::vector<Tensor>& want);
+
+// "" when `run` raises a UserError whose message the interpreter's own
+// UserError (raised by `reference`) contains, else what went wrong: a
+// back end rejects exactly the input the interpreter rejects, in its words.
+std::string rejects_like_interpreter(const std::function<void()>& reference, const std::function<void()>& run);
 
 // A fresh directory under the system temporary directory, removed with
 // everything in it when the object goes: one kernel cache per test run, so a

@@ -206,10 +206,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
                 {"warmup", options.warmup},
                 {"results", results},
                 {"unsupported", unsupported}};
-    std::ofstream out(options.json_path);
-    out << doc.dump(2) << "\n";
-    out.close();
-    if (!out) throw UserError(fmt::format("--json {}: cannot write the file", options.json_path));
+    write_bench_json(options.json_path, doc);
   }
   return kExitOk;
 }

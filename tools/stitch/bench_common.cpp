@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "stitch/error.h"
@@ -100,6 +101,13 @@ nlohmann::json timed_row(const TimedRun& run) {
           {"copy_gbps", run.copy_gbps},
           {"compile_s", run.compile_s},
           {"load_s", run.load_s}};
+}
+
+void write_bench_json(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream out(path);
+  out << doc.dump(2) << "\n";
+  out.close();
+  if (!out) throw UserError(fmt::format("--json {}: cannot write the file", path));
 }
 
 std::string utc_timestamp() {

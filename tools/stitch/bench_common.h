@@ -68,6 +68,9 @@ struct TimedRun {
 };
 nlohmann::json timed_row(const TimedRun& run);
 
+// Writes the results document; UserError when the file cannot be written.
+void write_bench_json(const std::string& path, const nlohmann::json& doc);
+
 // "2026-11-22T12:46:34Z", now.
 std::string utc_timestamp();
 

@@ -76,6 +76,10 @@ int run_command(const std::string& file, const std::string& graph_name, const st
                 bool print_values);
 int print_command(const std::string& file, const std::string& graph_name, bool canonical);
 
+// The planner `--planner` names for a compiled back end ("xla" when empty);
+// UserError naming the ones `backend` runs.
+PlannerKind executable_planner(const std::string& backend, const std::string& planner);
+
 // A planner named on the command line; UserError naming the implemented ones
 // for a planner that does not exist yet (stitch, ilp).
 PlannerKind implemented_planner(const std::string& name);

@@ -31,15 +31,6 @@ runtime::cuda::CubinCache& cubin_cache() {
   return cache;
 }
 
-PlannerKind cuda_planner(const std::string& planner) {
-  std::optional<PlannerKind> kind = parse_planner_kind(planner.empty() ? "xla" : planner);
-  if (!kind || *kind == PlannerKind::Ilp) {
-    throw UserError(
-        fmt::format("--backend cuda supports --planner none, xla or stitch; planner '{}' is not implemented yet", planner));
-  }
-  return *kind;
-}
-
 }  // namespace
 
 void require_cuda_device() { cuda_context(); }
@@ -51,7 +42,7 @@ std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& plann
     if (dump_enabled(std::string(stage))) std::cerr << "// STITCH_DUMP " << stage << "\n" << text;
   };
   runtime::cuda::CudaExecutable exe =
-      runtime::cuda::CudaExecutable::compile(canonical, cuda_planner(planner), context, cubin_cache(), options);
+      runtime::cuda::CudaExecutable::compile(canonical, executable_planner("cuda", planner), context, cubin_cache(), options);
   if (dump_enabled("cache")) {
     runtime::cuda::CubinCacheStats s = cubin_cache().stats();
     std::cerr << fmt::format("cubin cache: hits={} misses={}\n", s.hits, s.misses);

@@ -48,6 +48,25 @@ LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::string&
   return out;
 }
 
+std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered) {
+  std::vector<LaunchStep> steps;
+  for (const lower::LoweredGroup& l : lowered.groups) {
+    LaunchStep step;
+    step.signature = l.signature;
+    const FusionGroup& group = lowered.plan.groups[l.group];
+    if (group.kind == GroupKind::Library) {
+      STITCH_ASSERT(group.nodes.size() == 1, "a library group holds exactly one dot");
+      step.dot = true;
+      step.node = group.nodes.front();
+    } else {
+      step.kernel = &*l.kernel;
+    }
+    step.arg_reductions = arg_reduction_nodes(g, group);
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
 std::string unsupported_message(const std::string& backend, const std::string& reason) {
   return fmt::format("--backend {} cannot run this graph yet: {}; use --backend interp", backend, reason);
 }

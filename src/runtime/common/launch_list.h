@@ -41,6 +41,18 @@ struct LoweredPlan {
 LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::string& prefix,
                              const schedule::RowScheduleTarget& rows);
 
+// One entry of a launch list, before a back end binds its entry point: a
+// dot (a library call on `node`) or the kernel of its group.
+struct LaunchStep {
+  bool dot = false;
+  int node = -1;                       // dot: the dot node
+  const kir::Kernel* kernel = nullptr;  // otherwise, in the LoweredPlan
+  lower::GroupSignature signature;     // values read and written
+  // argmax/argmin nodes whose run-time extents are checked before the launch.
+  std::vector<int> arg_reductions;
+};
+std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered);
+
 // "--backend BACKEND cannot run this graph yet: REASON; use --backend interp".
 std::string unsupported_message(const std::string& backend, const std::string& reason);
 

@@ -46,18 +46,13 @@ namespace {
 // The launch list of `lowered`, with kernel entry points from `module`.
 std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module) {
   std::vector<Step> steps;
-  for (const lower::LoweredGroup& l : lowered.groups) {
+  for (LaunchStep& l : launch_steps(g, lowered)) {
     Step step;
-    step.signature = l.signature;
-    const FusionGroup& group = lowered.plan.groups[l.group];
-    if (group.kind == GroupKind::Library) {
-      STITCH_ASSERT(group.nodes.size() == 1, "a library group holds exactly one dot");
-      step.kind = Step::Kind::Dot;
-      step.node = group.nodes.front();
-    } else {
-      step.function = module.function(l.kernel->name);
-    }
-    step.arg_reductions = arg_reduction_nodes(g, group);
+    step.kind = l.dot ? Step::Kind::Dot : Step::Kind::Kernel;
+    step.node = l.node;
+    if (l.kernel) step.function = module.function(l.kernel->name);
+    step.signature = std::move(l.signature);
+    step.arg_reductions = std::move(l.arg_reductions);
     steps.push_back(std::move(step));
   }
   return steps;

@@ -89,21 +89,18 @@ int64_t dynamic_shared_bytes(const kir::Kernel& k) {
 
 std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, const CudaModule& module) {
   std::vector<CudaStep> steps;
-  for (const lower::LoweredGroup& l : lowered.groups) {
+  for (LaunchStep& l : launch_steps(g, lowered)) {
     CudaStep step;
-    step.signature = l.signature;
-    const FusionGroup& group = lowered.plan.groups[l.group];
-    if (group.kind == GroupKind::Library) {
-      STITCH_ASSERT(group.nodes.size() == 1, "a library group holds exactly one dot");
-      step.kind = CudaStep::Kind::Dot;
-      step.node = group.nodes.front();
-    } else {
+    step.kind = l.dot ? CudaStep::Kind::Dot : CudaStep::Kind::Kernel;
+    step.node = l.node;
+    if (l.kernel) {
       step.kernel = *l.kernel;
       step.function = module.function(l.kernel->name);
       step.dynamic_shared_bytes = dynamic_shared_bytes(step.kernel);
       if (step.dynamic_shared_bytes > 0) module.allow_dynamic_shared(step.function, step.dynamic_shared_bytes);
     }
-    step.arg_reductions = arg_reduction_nodes(g, group);
+    step.signature = std::move(l.signature);
+    step.arg_reductions = std::move(l.arg_reductions);
     steps.push_back(std::move(step));
   }
   return steps;

@@ -41,6 +41,9 @@ def fractions(doc):
         fraction = row.get("fraction_of_copy")
         if fraction is None or "workload" not in row or "planner" not in row:
             continue
+        # bench.sh --peers adds stitch bench's other series (docs/benchmarks.md, Peers).
+        if row.get("outputs") == "fresh" or row.get("allocator", "default") != "default":
+            continue
         table.setdefault(row["workload"], {})[row["planner"]] = float(fraction)
     return table
 

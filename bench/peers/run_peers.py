@@ -354,6 +354,31 @@ def _version(module):
         return None
 
 
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and ":" in line:
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def allocator():
+    """The allocator of this process: jemalloc when LD_PRELOAD names it (bench.sh --peers), else default."""
+    return "jemalloc" if "jemalloc" in os.environ.get("LD_PRELOAD", "") else "default"
+
+
+def use_all_cores():
+    """On the CPU, torch's intra-op threads = every core, as Stitch's OpenMP kernels and XLA use."""
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(os.cpu_count())
+
+
 def machine(args):
     info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "hostname": platform.node(), "python": platform.python_version(),
@@ -361,6 +386,7 @@ def machine(args):
     try:
         import torch
         info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
         info["cuda"] = torch.version.cuda
         if args.device == "cuda" and torch.cuda.is_available():
             props = torch.cuda.get_device_properties(0)
@@ -375,7 +401,11 @@ def machine(args):
         info["jax"] = _version("jax")
         info["jaxlib"] = _version("jaxlib")
     if args.device == "cpu":
-        info["cpu"] = platform.processor() or platform.machine()
+        info["cpu"] = _cpu_model()
+        info["cores"] = os.cpu_count()
+        info["allocator"] = allocator()
+        info["ld_preload"] = os.environ.get("LD_PRELOAD", "")
+        info["malloc_conf"] = os.environ.get("MALLOC_CONF", "")
     if shutil.which("nvidia-smi"):
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -449,11 +479,14 @@ def main(argv=None):
             cuda_ok = False
         if not cuda_ok:
             sys.exit("run_peers: --device cuda but torch sees no CUDA device (use --device cpu for a smoke run)")
+    if args.device == "cpu":
+        use_all_cores()
     peers = make_peers(args.peer_names, args)
     if not peers:
         sys.exit("run_peers: no peer can run here")
 
-    doc = {"machine": machine(args), "backend": args.device, "repeat": args.repeat, "warmup": args.warmup,
+    doc = {"machine": machine(args), "backend": args.device, "allocator": allocator(),
+           "repeat": args.repeat, "warmup": args.warmup,
            "timers": {"torch": TORCH_TIMER_NAMES[args.timer] if args.device == "cuda" else "host",
                       "jax": f"host_batch({args.jax_batch})"},
            "peers": [p.name for p in peers],

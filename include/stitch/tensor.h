@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <new>
+#include <utility>
 #include <vector>
 
 #include "stitch/dtype.h"
@@ -20,10 +22,45 @@ float bf16_bits_to_f32(uint16_t h);
 uint16_t f64_to_f16_bits(double d);
 uint16_t f64_to_bf16_bits(double d);
 
+namespace detail {
+// Tensor storage (docs/executable.md, Buffer planning): it starts on a
+// 64-byte cache line, so that kernels' vector accesses and streaming stores
+// (docs/cpu-backend.md) line up with lines; from 4 MiB on it starts on a
+// 2 MiB page and asks Linux for transparent huge pages, so that first use
+// faults 2 MiB at a time instead of 4 KiB.
+void* allocate_storage(size_t bytes);
+void free_storage(void* p, size_t bytes);
+
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(allocate_storage(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { free_storage(p, n * sizeof(T)); }
+  // resize() default-initialises: bytes stay unwritten until the Tensor
+  // constructor zero-fills them (Tensor::uninitialized leaves them).
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  friend bool operator==(const CacheLineAllocator&, const CacheLineAllocator&) { return true; }
+};
+}  // namespace detail
+
 class Tensor {
  public:
   Tensor() = default;
   Tensor(DType dtype, std::vector<int64_t> shape);  // zero-filled
+  // Storage whose contents are unspecified until written: for outputs a
+  // kernel writes in full, so that no thread first touches and zeroes them
+  // serially (docs/executable.md).
+  static Tensor uninitialized(DType dtype, std::vector<int64_t> shape);
 
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -54,7 +91,10 @@ class Tensor {
   DType dtype_ = DType::f32;
   std::vector<int64_t> shape_;
   int64_t numel_ = 0;
-  std::vector<std::byte> bytes_;
+  struct NoFill {};
+  Tensor(DType dtype, std::vector<int64_t> shape, NoFill);
+
+  std::vector<std::byte, detail::CacheLineAllocator<std::byte>> bytes_;
 };
 
 // Fills with values drawn from a seeded generator (splitmix64): floats uniform

@@ -38,6 +38,11 @@ struct BufferParam {
   std::vector<Expr> shape;    // i64 over scalar parameters and literals
   std::vector<Expr> strides;  // in elements; empty or one per dimension
   Access access;
+  // A hint for a write-only buffer that nothing reads soon after the kernel
+  // (a large graph output): its stores may bypass the caches (non-temporal
+  // stores on the CPU, docs/cpu-backend.md, Streaming stores). Never changes
+  // a value; an emitter may ignore it.
+  bool streaming = false;
 };
 
 // A scalar passed by value: symbolic extents (i64) so a new batch size does

@@ -123,6 +123,7 @@ std::string print_kernel(const Kernel& k) {
     out += fmt::format("{}{}: global {}", first ? "" : ", ", b.name, print_type(b.dtype, join(b.shape)));
     if (!b.strides.empty()) out += fmt::format(" strides[{}]", join(b.strides));
     out += fmt::format(" {}", access_name(b.access));
+    if (b.streaming) out += " streaming";
     first = false;
   }
   for (const ScalarParam& s : k.scalars) {

@@ -112,6 +112,9 @@ class Walker {
       if (!b.strides.empty() && b.strides.size() != b.shape.size()) {
         problem(fmt::format("'{}' has {} dimensions but {} strides", b.name, b.shape.size(), b.strides.size()));
       }
+      if (b.streaming && b.access != Access::Write) {
+        problem(fmt::format("streaming buffer '{}' is not write-only", b.name));
+      }
     }
     index_expr(k_.launch.grid, "launch grid");
     for (const BufferParam& b : k_.buffers) {

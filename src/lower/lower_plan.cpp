@@ -5,6 +5,7 @@
 #include "lower/lower_reduction_group.h"
 #include "lower/lower_stitched_group.h"
 #include "lower/lower_tile_group.h"
+#include "lower/streaming_outputs.h"
 
 namespace stitch::lower {
 
@@ -58,6 +59,9 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
       lowered.signature = loop_group_signature(g, group);
     }
     out.push_back(std::move(lowered));
+  }
+  if (target.machine == schedule::RowScheduleTarget::Machine::Cpu && target.stream_min_bytes >= 0) {
+    mark_streaming_outputs(g, plan, out, target.stream_min_bytes);
   }
   return out;
 }

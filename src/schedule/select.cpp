@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "schedule/plan_explain.h"
+#include "stitch/error.h"
 
 namespace stitch::schedule {
 
@@ -84,6 +86,19 @@ std::string RowScheduleTarget::name() const {
   return text;
 }
 
+// 4 MiB: larger than the development machine's whole L2 (2 x 2 MiB), so an
+// output that size is not in the cache the next kernel sees anyway; measured
+// in docs/cpu-backend.md (Streaming stores).
+int64_t RowScheduleTarget::default_stream_min_bytes() {
+  constexpr int64_t kDefault = int64_t{4} << 20;
+  const char* env = std::getenv("STITCH_STREAM_MIN_BYTES");
+  if (!env || !*env) return kDefault;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*end != '\0') throw UserError(fmt::format("STITCH_STREAM_MIN_BYTES={}: not an integer", env));
+  return v;
+}
+
 int64_t RowScheduleTarget::shared_budget_bytes() const {
   constexpr int64_t kStatic = 48 * 1024;
   if (machine != Machine::Gpu || !device) return kStatic;
@@ -113,7 +128,7 @@ RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_
   }
   if (target.machine == RowScheduleTarget::Machine::Cpu) {
     choice.schedule = cpu_schedule(d.rows, static_len, phases);
-    choice.reason = "measured fastest on the CPU (docs/schedule.md)";
+    choice.reason = "the CPU rule of docs/schedule.md, from one machine's measurements; not tuned here";
     return choice;
   }
   const std::optional<GpuTarget> gpu = target.ranking_target();

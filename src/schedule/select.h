@@ -1,8 +1,9 @@
 // The row schedule the lowering uses for a row-reduction or stitched group
 // (docs/schedule.md, Choosing the row schedule): on a GPU the best launchable
 // candidate of the latency evaluator's ranking whose strategy the lowering
-// implements; on the CPU the schedule measured fastest there; or one kind
-// forced from the command line (--row-schedule).
+// implements; on the CPU a fixed rule from measurements on the development
+// machine (not measured on the machine it runs on); or one kind forced from
+// the command line (--row-schedule).
 #pragma once
 
 #include <cstdint>
@@ -29,11 +30,16 @@ struct RowScheduleTarget {
   // > 0: every column reduction (argmax/argmin aside) takes a block tile of
   // this many row groups x 32 columns (column_schedule.h); tests force it.
   int64_t forced_column_groups = 0;
+  // Cpu: graph outputs of at least this many bytes that no other kernel
+  // reads are written with streaming stores (lower/streaming_outputs.h);
+  // negative: never. STITCH_STREAM_MIN_BYTES overrides the default.
+  int64_t stream_min_bytes = default_stream_min_bytes();
+  static int64_t default_stream_min_bytes();
 
   static RowScheduleTarget cpu() { return {}; }
-  static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt, std::nullopt, 0}; }
+  static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt, std::nullopt, 0, -1}; }
   static RowScheduleTarget for_device(const GpuTarget& device) {
-    return {Machine::Gpu, device.arch, device, std::nullopt, 0};
+    return {Machine::Gpu, device.arch, device, std::nullopt, 0, -1};
   }
   // Shared memory a stitched kernel's block may use for row caches and
   // scratch: the static 48 KiB, or on a queried device half its opt-in
@@ -47,7 +53,7 @@ struct RowScheduleTarget {
 
 struct RowScheduleChoice {
   RowSchedule schedule;
-  // Why: "rank 1 of 15 on sm_90", "measured fastest on the CPU", "forced by --row-schedule".
+  // Why: "rank 1 of 15 on sm_90", "the CPU rule of docs/schedule.md", "forced by --row-schedule".
   std::string reason;
   int rank = 0;  // 1-based rank in the GPU ranking; 0 when not from a ranking
 };

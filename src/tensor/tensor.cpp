@@ -5,6 +5,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "stitch/error.h"
 #include "tensor/narrow_float.h"
@@ -122,7 +127,39 @@ uint16_t f32_to_bf16_bits(float f) {
 float bf16_bits_to_f32(uint16_t h) { return stitch_bf16_bits_to_f32(h); }
 float f16_bits_to_f32(uint16_t h) { return stitch_f16_bits_to_f32(h); }
 
-Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+namespace detail {
+
+namespace {
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugeFrom = size_t{4} << 20;
+constexpr std::align_val_t kLine{64}, kPage{kHugePage};
+}  // namespace
+
+void* allocate_storage(size_t bytes) {
+  if (bytes < kHugeFrom) return ::operator new(bytes, kLine);
+  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = ::operator new(rounded, kPage);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  // Advice only: where THP is off, or the kernel refuses, the pages are 4 KiB.
+  (void)::madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+void free_storage(void* p, size_t bytes) {
+  if (bytes < kHugeFrom) return ::operator delete(p, bytes, kLine);
+  ::operator delete(p, (bytes + kHugePage - 1) / kHugePage * kHugePage, kPage);
+}
+
+}  // namespace detail
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : Tensor(dtype, std::move(shape), NoFill{}) {
+  if (!bytes_.empty()) std::memset(bytes_.data(), 0, bytes_.size());
+}
+
+Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> shape) { return Tensor(dtype, std::move(shape), NoFill{}); }
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> shape, NoFill) : dtype_(dtype), shape_(std::move(shape)) {
   const int64_t element_size = dtype_size(dtype_);
   int64_t numel = 1;
   int64_t nonzero_extent = element_size;

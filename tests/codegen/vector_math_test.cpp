@@ -34,8 +34,9 @@ namespace fs = std::filesystem;
 // The documented bound per op, in ulps of the dtype, against the interpreter
 // (docs/cpu-backend.md, the ulp table). SLEEF's u10 functions are within 1 ulp
 // of the exact value and the interpreter within 0.5 ulp plus glibc's error,
-// so 2 ulps; tanh 3 (glibc's scalar tanhf, used for loop remainders, is
-// within 2); sigmoid adds a division to exp, and pow/atan2 get 2 as well.
+// so 2 ulps; tanh 3 (Stitch's own, from exp and a polynomial, measured within
+// 1.33 ulp of the exact value); sigmoid adds a division to exp, and pow/atan2
+// get 2 as well.
 struct MathCase {
   const char* op;
   int arity;
@@ -50,7 +51,7 @@ const std::vector<MathCase>& math_cases() {
       {"expm1", 1, 2, "v_expm1f", "v_expm1"},  {"log", 1, 2, "v_logf", "v_log"},
       {"log2", 1, 2, "v_log2f", "v_log2"},     {"log1p", 1, 2, "v_log1pf", "v_log1p"},
       {"sin", 1, 2, "v_sinf", "v_sin"},        {"cos", 1, 2, "v_cosf", "v_cos"},
-      {"tan", 1, 2, "v_tanf", "v_tan"},        {"tanh", 1, 3, "v_tanhf", "v_tanh"},
+      {"tan", 1, 2, "v_tanf", "v_tan"},        {"tanh", 1, 3, "v_expf", "v_exp"},
       {"erf", 1, 2, "v_erff", "v_erf"},        {"sigmoid", 1, 3, "v_expf", "v_exp"},
       {"sqrt", 1, 0, nullptr, nullptr},        {"rsqrt", 1, 1, nullptr, nullptr},
       {"pow", 2, 2, "vv_powf", "vv_pow"},      {"atan2", 2, 2, "vv_atan2f", "vv_atan2"},
@@ -71,7 +72,8 @@ std::vector<double> inputs(DType dtype, uint64_t salt) {
   std::vector<double> v = {0.0,    -0.0,  inf,   -inf,   std::nan(""), denorm, -denorm, tiny,   -tiny,
                            huge,   -huge, 1.0,   -1.0,   0.5,          2.0,    88.7,    -88.7,  89.0,
                            -104.0, 709.0, -745.0, 1e4,   -1e4,         1e6,    1e30,    -1e30,  3.14159265,
-                           1.5707963, 20.0, -20.0, 9.0,  -9.0,         1e-8,   -1e-8,   0.999999, -0.999999};
+                           1.5707963, 20.0, -20.0, 9.0,  -9.0,         1e-8,   -1e-8,   0.999999, -0.999999,
+                           0.625, -0.625, 0.62499994, -0.62499994, 0.62500006};  // tanh's two branches
   std::mt19937_64 rng(42 + salt);
   std::uniform_real_distribution<double> exponent(-40.0, 40.0), ordinary(-10.0, 10.0), coin(0.0, 1.0);
   while (static_cast<int64_t>(v.size()) < kElements) {

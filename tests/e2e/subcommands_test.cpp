@@ -155,7 +155,20 @@ TEST_F(Subcommands, BenchWritesTheDocumentedJson) {
                      row["gbps"].get<double>() / row["copy_gbps"].get<double>());
     EXPECT_GT(row["compile_s"].get<double>(), 0);
     EXPECT_GT(row["load_s"].get<double>(), 0);
+    EXPECT_EQ(row["outputs"], "reused");
   }
+}
+
+TEST_F(Subcommands, BenchFreshOutputsSaysSoInTheTableAndTheJson) {
+  std::string json_path = (dir_ / "bench.json").string();
+  CliResult r = run_cli("bench " + softmax() + " --planners xla --repeat 1 --warmup 0 --fresh-outputs --json " +
+                        json_path);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("outputs allocated in every timed run\n", 0), 0u) << r.output;
+  nlohmann::json doc = nlohmann::json::parse(read(json_path));
+  ASSERT_EQ(doc["results"].size(), 1u) << doc.dump(2);
+  EXPECT_EQ(doc["results"][0]["outputs"], "fresh");
+  EXPECT_GT(doc["results"][0]["median_s"].get<double>(), 0);
 }
 
 TEST_F(Subcommands, BadInputsExitTwoWithAClearMessage) {
@@ -177,6 +190,7 @@ TEST_F(Subcommands, BadInputsExitTwoWithAClearMessage) {
       {"bench " + add + " --backend rocm", "--backend: rocm not in {cpu,cuda}"},
       {"bench " + add + " --planners none,ilp", "planner 'ilp' is not implemented yet"},
       {"bench " + add + " --repeat 0", "--repeat must be at least 1"},
+      {"bench " + add + " --backend cuda --fresh-outputs", "--fresh-outputs: only --backend cpu"},
       {"bench " + add + " --graph add_dyn", "symbolic dim N is not bound"},
       {"bench", "FILE is required"},
   };

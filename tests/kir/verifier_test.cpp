@@ -172,6 +172,21 @@ TEST(KernelVerifier, WriteOnlyBuffersAreNotRead) {
             Problems{"load from write-only buffer 'y'"});
 }
 
+TEST(KernelVerifier, OnlyWriteOnlyBuffersStream) {
+  KernelBuilder kb = base();
+  kb.grid("b", var("N"), [&](const Expr& b) {
+    kb.block("t", 256, [&](const Expr& t) { kb.store("y", {b, t}, kb.load("x", {b, t})); });
+  });
+  kir::Kernel k = kb.finish_unverified();
+  k.buffers[1].streaming = true;  // y: write
+  EXPECT_EQ(verify_kernel(k), Problems{});
+  EXPECT_NE(kir::print_kernel(k).find("y: global f32[N, 256] write streaming,"), std::string::npos);
+  k.buffers[0].streaming = true;  // x: read
+  k.buffers[2].streaming = true;  // z: readwrite
+  EXPECT_EQ(verify_kernel(k),
+            (Problems{"streaming buffer 'x' is not write-only", "streaming buffer 'z' is not write-only"}));
+}
+
 TEST(KernelVerifier, ShapesSeeOnlyScalarParameters) {
   KernelBuilder kb = base([](KernelBuilder& k) {
     k.buffer_param("w", DType::f32, {var("x")}, Access::Read, {int_const(1), int_const(1)});

@@ -69,4 +69,16 @@ Tensor int_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<int
   return as_assertion(compare_with_interpreter(got, want, ErrorAllowance{transcendental, reduction_length}));
 }
 
+::testing::AssertionResult outputs_match_interpreter(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                                                     bool transcendental, int64_t reduction_length) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure() << got.size() << " outputs, the interpreter has " << want.size();
+  }
+  for (size_t k = 0; k < got.size(); ++k) {
+    ::testing::AssertionResult r = matches_interpreter(got[k], want[k], transcendental, reduction_length);
+    if (!r) return ::testing::AssertionFailure() << "output " << k << ": " << r.message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace stitch::testing

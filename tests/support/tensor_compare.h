@@ -31,6 +31,11 @@ using stitch::ulp_of;
 ::testing::AssertionResult matches_interpreter(const Tensor& got, const Tensor& want, bool transcendental,
                                                int64_t reduction_length);
 
+// matches_interpreter for every output of a run, in order; the first
+// mismatch (or a different count) names its output.
+::testing::AssertionResult outputs_match_interpreter(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                                                     bool transcendental, int64_t reduction_length);
+
 // Small tensors from literal values (row-major); floats round to the dtype.
 Tensor float_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<double>& values);
 Tensor int_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<int64_t>& values);

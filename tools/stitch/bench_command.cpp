@@ -71,8 +71,11 @@ class CopyBenchmark {
   // GB/s (1e9 B/s) of copying bytes/2 bytes: bytes/2 read plus bytes/2 written.
   double gbps(int64_t bytes, int warmup, int repeat) {
     const int64_t n = std::max<int64_t>(bytes / 2 / static_cast<int64_t>(sizeof(float)), 1);
-    std::vector<float> src(n, 1.0f), dst(n, 0.0f);
-    void* buffers[2] = {src.data(), dst.data()};
+    // Tensor storage, as the workloads' inputs and outputs have (same
+    // alignment, same pages: docs/executable.md, Buffer planning).
+    Tensor src(DType::f32, {n}), dst(DType::f32, {n});
+    std::fill(src.data<float>(), src.data<float>() + n, 1.0f);
+    void* buffers[2] = {src.data<float>(), dst.data<float>()};
     int64_t scalars[1] = {n};
     double s = median_seconds(warmup, repeat, [&] { copy_(buffers, scalars); });
     return static_cast<double>(2 * n * static_cast<int64_t>(sizeof(float))) / s / 1e9;
@@ -116,7 +119,10 @@ void print_header() {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& files, const BenchOptions& options) {
-  if (options.backend == "cuda") return bench_cuda_command(files, options);
+  if (options.backend == "cuda") {
+    if (options.fresh_outputs) throw UserError("--fresh-outputs: only --backend cpu times fresh outputs");
+    return bench_cuda_command(files, options);
+  }
   if (options.backend != "cpu") {
     throw UserError(fmt::format("--backend {}: not a back end of stitch bench; use --backend cpu or cuda", options.backend));
   }
@@ -131,6 +137,8 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
   json results = json::array();
   json unsupported = json::array();
   std::vector<double> copy_rates;
+  const char* outputs_policy = options.fresh_outputs ? "fresh" : "reused";
+  std::cout << fmt::format("outputs {} in every timed run\n", options.fresh_outputs ? "allocated" : "reused");
   print_header();
   for (Workload& w : workloads) {
     // Inputs one workload at a time: the corpus's inputs together would take gigabytes.
@@ -171,9 +179,18 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
         copy_gbps = copy.gbps(bytes_min, options.warmup, options.repeat);
         copy_rates.push_back(copy_gbps);
       }
-      // Timed runs write into the same outputs and reuse the executable's
-      // workspace, as a framework's caching allocator would (docs/executable.md).
-      double median_s = median_seconds(options.warmup, options.repeat, [&] { exe->run(w.inputs, outputs); });
+      // Timed runs reuse the executable's workspace (docs/executable.md) and,
+      // by default, write into the same outputs, as a framework's caching
+      // allocator would. With --fresh-outputs each run allocates its outputs
+      // and frees them before the clock stops, as a framework's call does
+      // when its result is dropped (docs/benchmarks.md, Peers).
+      double median_s = 0;
+      if (options.fresh_outputs) {
+        outputs.clear();
+        median_s = median_seconds(options.warmup, options.repeat, [&] { exe->run(w.inputs); });
+      } else {
+        median_s = median_seconds(options.warmup, options.repeat, [&] { exe->run(w.inputs, outputs); });
+      }
       outputs.clear();
       double gbps = static_cast<double>(bytes_min) / median_s / 1e9;
       // The traffic the plan really moves (each kernel reads its inputs and
@@ -190,7 +207,8 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
                             compile_s, load_s});
       row.update({{"memory_hit_s", memory_hit_s},
                   {"peak_intermediate_bytes", exe->peak_intermediate_bytes()},
-                  {"fallback", exe->fallback()}});
+                  {"fallback", exe->fallback()},
+                  {"outputs", outputs_policy}});
       results.push_back(std::move(row));
     }
     w.inputs.clear();

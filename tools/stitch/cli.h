@@ -124,6 +124,9 @@ struct BenchOptions {
   std::string json_path;  // empty: no JSON
   std::vector<std::string> dims;
   std::string row_schedule;  // --row-schedule; "": chosen for the CPU
+  // --fresh-outputs: every timed run allocates its outputs, as a framework's
+  // call does, instead of writing into the same tensors (CPU only).
+  bool fresh_outputs = false;
 };
 // stitch bench (bench_command.cpp; --backend cuda: bench_cuda_command.cpp).
 int bench_command(const std::vector<std::string>& files, const BenchOptions& options);

@@ -94,6 +94,8 @@ int dispatch(int argc, char** argv) {
   bench->add_option("--dim", bench_options.dims, "bind a symbolic dim: SYMBOL=N (repeatable)");
   bench->add_option("--row-schedule", bench_options.row_schedule, "force the row-reduction schedule (default auto)")
       ->check(CLI::IsMember(row_schedule_option_values()));
+  bench->add_flag("--fresh-outputs", bench_options.fresh_outputs,
+                  "allocate the outputs in every timed run, as a framework does (default: reuse them)");
 
   try {
     app.parse(argc, argv);

@@ -14,6 +14,7 @@
 #include "codegen/cpu/cpp_text.h"
 #include "codegen/cpu/index_facts.h"
 #include "codegen/cpu/kir_scan.h"
+#include "codegen/cpu/streaming_store.h"
 #include "kir/verifier.h"
 #include "stitch/error.h"
 
@@ -86,7 +87,17 @@ class KernelEmitter : private common::SourceWriter {
     check_identifier(f.var);
     facts_.note_loop_extent(f.var, f.extent);
     line(fmt::format("const int64_t stitch_grid = {};", expr(f.extent)));
-    line("#pragma omp parallel for schedule(static)");
+    // Streaming stores are weakly ordered: each thread fences its own before
+    // the parallel region ends, so the caller (and the next kernel) sees them.
+    const bool fence = std::any_of(k_.buffers.begin(), k_.buffers.end(), streams);
+    if (fence) {
+      line("#pragma omp parallel");
+      line("{");
+      ++depth_;
+      line("#pragma omp for schedule(static)");
+    } else {
+      line("#pragma omp parallel for schedule(static)");
+    }
     line(fmt::format("for (int64_t {0} = 0; {0} < stitch_grid; ++{0}) {{", f.var));
     ++depth_;
     for (const kir::SharedBuffer& sb : k_.shared) {
@@ -96,6 +107,11 @@ class KernelEmitter : private common::SourceWriter {
     emit_body(f.body);
     --depth_;
     line("}");
+    if (fence) {
+      line("stitch_stream_fence();");
+      --depth_;
+      line("}");
+    }
   }
 
   void emit_body(const StmtList& body) {
@@ -162,6 +178,10 @@ class KernelEmitter : private common::SourceWriter {
 
   void emit(const kir::StoreStmt& s) {
     const std::string value = expr(s.value);
+    if (auto it = stream_slots_.find(&s); it != stream_slots_.end()) {
+      line(fmt::format("{}[{} - stitch_c] = {};", it->second, stream_axis_.thread, value));
+      return;
+    }
     if (const kir::BufferParam* b = k_.find_buffer(s.buffer)) {
       std::string stored = value;
       if (b->dtype == DType::f16) stored = fmt::format("stitch_f64_to_f16_bits({})", value);
@@ -573,10 +593,110 @@ class KernelEmitter : private common::SourceWriter {
       }
     }
     for (const Stmt* s : run) collect_definitions(*s, defined);
-    thread_loop(used, defined, false, [&] {
-      for (const Stmt* s : run) emit_stmt(*s);
-    }, vector_loop);
+    std::vector<const kir::StoreStmt*> streamed = vector_loop ? std::vector<const kir::StoreStmt*>{} : streamed_stores(run);
+    if (!streamed.empty()) {
+      streamed_thread_loop(used, defined, streamed, [&] {
+        for (const Stmt* s : run) emit_stmt(*s);
+      });
+    } else {
+      thread_loop(used, defined, false, [&] {
+        for (const Stmt* s : run) emit_stmt(*s);
+      }, vector_loop);
+    }
     run.clear();
+  }
+
+  // ---- streaming stores (streaming_store.h) ----
+
+  // The thread axis of the current region: the thread, or the lane within a warp.
+  ThreadAxis region_axis() const {
+    ThreadAxis axis;
+    axis.thread = region_.lane_var.empty() ? region_.thread_var : region_.lane_var;
+    axis.fixed = region_.warp_var;
+    axis.varies = [this](const std::string& n) {
+      if (varying_.count(n)) return true;
+      return std::any_of(k_.shared.begin(), k_.shared.end(), [&](const kir::SharedBuffer& sb) { return sb.name == n; });
+    };
+    return axis;
+  }
+
+  // The run's unconditional stores the emitter may stream: to a streaming
+  // buffer, at consecutive elements for consecutive threads.
+  std::vector<const kir::StoreStmt*> streamed_stores(const std::vector<const Stmt*>& run) const {
+    std::vector<const kir::StoreStmt*> out;
+    const int64_t threads = region_.lane_var.empty() ? region_.threads : kir::kWarpSize;
+    if (threads % kStreamChunk != 0) return out;
+    const ThreadAxis axis = region_axis();
+    for (const Stmt* s : run) {
+      const auto* store = std::get_if<kir::StoreStmt>(&s->node);
+      const kir::BufferParam* b = store ? k_.find_buffer(store->buffer) : nullptr;
+      if (!b || !streams(*b)) continue;
+      std::optional<int64_t> c = thread_coefficient(element_offset(*b, store->index, facts_), axis, facts_);
+      if (c && *c == 1) out.push_back(store);
+    }
+    return out;
+  }
+
+  // thread_loop in chunks of kStreamChunk threads: each streamed store
+  // writes into a chunk-sized array, which one streaming store of 64-byte
+  // lines then writes out (stitch_stream_store16).
+  void streamed_thread_loop(std::set<std::string> used, const std::set<std::string>& defined,
+                            const std::vector<const kir::StoreStmt*>& streamed, const std::function<void()>& body) {
+    expand_remat(used);
+    stream_axis_ = region_axis();
+    const int64_t threads = region_.lane_var.empty() ? region_.threads : kir::kWarpSize;
+    if (!region_.lane_var.empty()) {
+      line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", region_.warp_var,
+                       region_.threads / kir::kWarpSize));
+      ++depth_;
+    }
+    line(fmt::format("for (int64_t stitch_c = 0; stitch_c < {}; stitch_c += {}) {{", threads, kStreamChunk));
+    ++depth_;
+    for (size_t i = 0; i < streamed.size(); ++i) {
+      const std::string slot = fmt::format("stitch_stream{}", i);
+      stream_slots_[streamed[i]] = slot;
+      line(fmt::format("{} {}[{}];", storage_type(k_.find_buffer(streamed[i]->buffer)->dtype), slot, kStreamChunk));
+    }
+    line("#pragma omp simd");
+    line(fmt::format("for (int64_t {0} = stitch_c; {0} < stitch_c + {1}; ++{0}) {{", stream_axis_.thread,
+                     kStreamChunk));
+    ++depth_;
+    emit_remat(used, defined);
+    body();
+    --depth_;
+    line("}");
+    // The chunk's first thread addresses the first element of each line.
+    line("{");
+    ++depth_;
+    line(fmt::format("const int64_t {} = stitch_c;", stream_axis_.thread));
+    std::set<std::string> offsets;
+    for (const kir::StoreStmt* s : streamed) {
+      for (const Expr& i : s->index) collect_names(i, offsets);
+    }
+    expand_remat(offsets);
+    emit_remat(offsets, {});
+    for (const kir::StoreStmt* s : streamed) {
+      line(fmt::format("stitch_stream_store16(&{}[{}], {});", s->buffer,
+                       global_offset(*k_.find_buffer(s->buffer), s->index), stream_slots_.at(s)));
+      stream_slots_.erase(s);
+    }
+    --depth_;
+    line("}");
+    --depth_;
+    line("}");
+    if (!region_.lane_var.empty()) {
+      --depth_;
+      line("}");
+    }
+  }
+
+  // The remat lets among `used` that `defined` does not define, in program order.
+  void emit_remat(const std::set<std::string>& used, const std::set<std::string>& defined) {
+    for (const kir::LetStmt* let : remat_order_) {
+      if (used.count(let->name) && !defined.count(let->name)) {
+        line(fmt::format("const {} {} = {};", compute_type(let->dtype), let->name, expr(let->init)));
+      }
+    }
   }
 
   // Emits a loop over the block's threads (or, `first_only`, thread 0 alone)
@@ -601,11 +721,7 @@ class KernelEmitter : private common::SourceWriter {
       line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", region_.thread_var, region_.threads));
       ++depth_;
     }
-    for (const kir::LetStmt* let : remat_order_) {
-      if (used.count(let->name) && !defined.count(let->name)) {
-        line(fmt::format("const {} {} = {};", compute_type(let->dtype), let->name, expr(let->init)));
-      }
-    }
+    emit_remat(used, defined);
     body();
     --depth_;
     line("}");
@@ -789,6 +905,9 @@ class KernelEmitter : private common::SourceWriter {
   std::map<std::string, const kir::LetStmt*> remat_;
   std::vector<const kir::LetStmt*> remat_order_;
   IndexFacts facts_{remat_};
+  // Streamed stores of the chunked thread loop being emitted -> their chunk array.
+  std::map<const kir::StoreStmt*, std::string> stream_slots_;
+  ThreadAxis stream_axis_;
 };
 
 }  // namespace

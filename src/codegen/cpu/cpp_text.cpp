@@ -83,7 +83,9 @@ std::string op_text(OpKind k, DType in, const std::string& t, const std::vector<
     case OpKind::Sin: return std_call("sin");
     case OpKind::Cos: return std_call("cos");
     case OpKind::Tan: return std_call("tan");
-    case OpKind::Tanh: return std_call("tanh");
+    case OpKind::Tanh:
+      if (!is_float(in)) unsupported(fmt::format("tanh on {}", dtype_name(in)));
+      return call("stitch_tanh");
     case OpKind::Erf: return std_call("erf");
     case OpKind::Floor: return std_call("floor");
     case OpKind::Ceil: return std_call("ceil");

@@ -211,7 +211,8 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
     // A default-constructed Tensor has no storage, whatever it claims.
     const bool reusable = results[i].dtype() == dtype && results[i].shape() == shape &&
                           results[i].nbytes() == static_cast<size_t>(numel * dtype_size(dtype));
-    if (!reusable) results[i] = Tensor(dtype, std::move(shape));
+    // Kernels write every element of an output: fresh ones are not zeroed first.
+    if (!reusable) results[i] = Tensor::uninitialized(dtype, std::move(shape));
   }
   std::map<int, int> last_use;  // intermediate value index -> last step reading it
   for (int i = 0; i < step_count; ++i) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "fusion/stitched_group.h"
+#include "schedule/group_shared_memory.h"
 #include "schedule/plan_explain.h"
 #include "stitch/error.h"
 
@@ -65,6 +67,32 @@ RowSchedule cpu_schedule(int64_t rows, int64_t static_len, int phases) {
   }
   if (rows < kThreads / kRowScheduleWarpSize) return block;
   return {RowScheduleKind::WarpPerRow, kThreads, kRowScheduleWarpSize};
+}
+
+// A stitched group under warp-per-row on the CPU: the warps of a block (8,
+// 4, 2 or 1) whose row caches hold the most values, the most warps among
+// equals. Eight rows advancing together keep eight accumulator chains and
+// prefetch streams going, but their row caches (softmax's exp: 16 KiB a row
+// of 4096) may not fit the block's budget, and then every exp is computed
+// twice; two rows that fit were measured faster (docs/schedule.md, Row
+// schedules on the CPU: softmax 4096 x 4096, 6.5 -> 5.1 ms).
+int64_t cpu_stitched_warps(const Graph& g, const FusionGroup& group, int64_t budget_bytes) {
+  constexpr int64_t kMostWarps = kThreads / kRowScheduleWarpSize;
+  StitchedDomain domain;
+  if (!stitched_group_problem(g, group.nodes, group.roots, &domain).empty()) return kMostWarps;
+  int64_t static_len = 1;
+  for (size_t a : domain.axes) {
+    if (!domain.shape[a].is_static()) return kMostWarps;  // no row cache for a symbolic row
+    static_len *= domain.shape[a].extent();
+  }
+  int64_t best = kMostWarps;
+  size_t best_cached = 0;
+  for (int64_t warps = kMostWarps; warps >= 1; warps /= 2) {
+    const StitchedLayout layout{static_len, warps, 0, budget_bytes};
+    const size_t cached = plan_group_shared_memory(g, group, domain, layout).cached.size();
+    if (cached > best_cached) best = warps, best_cached = cached;
+  }
+  return best;
 }
 
 // Reductions of the group that run one after the other over a row (a
@@ -151,7 +179,17 @@ std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const Fusio
   auto described = describe_group(g, group, bindings);
   const GroupDescription* d = std::get_if<GroupDescription>(&described);
   if (!d || d->pattern != GroupPattern::RowReduction) return std::nullopt;
-  return choose_row_schedule(*d, static_row_length(g, group), target, row_phases(g, group));
+  const int64_t len = static_row_length(g, group);
+  RowScheduleChoice choice = choose_row_schedule(*d, len, target, row_phases(g, group));
+  if (target.machine == RowScheduleTarget::Machine::Cpu && !target.forced && group.kind == GroupKind::Stitched &&
+      choice.schedule.kind == RowScheduleKind::WarpPerRow) {
+    const int64_t warps = cpu_stitched_warps(g, group, target.shared_budget_bytes());
+    if (warps * kRowScheduleWarpSize != choice.schedule.threads) {
+      choice.schedule.threads = warps * kRowScheduleWarpSize;
+      choice.reason += fmt::format("; {} warp(s) a block, so that the row caches fit", warps);
+    }
+  }
+  return choice;
 }
 
 }  // namespace stitch::schedule

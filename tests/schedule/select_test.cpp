@@ -106,8 +106,40 @@ TEST(ChooseRowSchedule, StitchedSoftmaxThroughThePlan) {
   const std::string text = explain_plan(g, p, sm90_target(), {}, 3);
   EXPECT_NE(text.find("chosen: warp-per-row [GRID-WARP_8,CTA]; 256 threads (rank 1 of "), std::string::npos) << text;
   EXPECT_NE(text.find("the lowering uses it"), std::string::npos) << text;
+  // On the CPU two warps a block, the most whose exp row caches (16 KiB a
+  // row) fit the 48 KiB budget.
   const std::string cpu = explain_row_schedules(g, p, RowScheduleTarget::cpu());
-  EXPECT_NE(cpu.find("chosen: warp-per-row [GRID-WARP_8,CTA]; 256 threads"), std::string::npos) << cpu;
+  EXPECT_NE(cpu.find("chosen: warp-per-row [GRID-WARP_2,CTA]; 64 threads"), std::string::npos) << cpu;
+}
+
+// Nothing to cache (LayerNorm recomputes x - mean), a symbolic row, or a
+// forced kind: eight warps, as for a reduction group.
+TEST(ChooseRowSchedule, CpuStitchedGroupsKeepEightWarpsWithoutARowCache) {
+  auto cpu_choice = [](const std::string& text, const RowScheduleTarget& t) {
+    const Graph g = canonicalize(parse_module(text).graphs.front());
+    const FusionPlan p = plan(g, PlannerKind::Stitch);
+    EXPECT_EQ(p.groups.size(), 1u);
+    return choose_row_schedule(g, p.groups[0], t)->schedule.describe();
+  };
+  EXPECT_EQ(cpu_choice(R"(graph l(x: f32[64, 1024], g: f32[1024], b: f32[1024]) -> (f32[64, 1024]) {
+  y = layer_norm(x, g, b, axes=[-1], eps=1e-5)
+  return y
+})", RowScheduleTarget::cpu()), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(cpu_choice(R"(graph s(x: f32[64, N]) -> (f32[64, N]) {
+  y = softmax(x, axis=-1)
+  return y
+})", RowScheduleTarget::cpu()), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  // Rows of 1024: a block of eight rows caches them within 48 KiB.
+  EXPECT_EQ(cpu_choice(R"(graph s(x: f32[64, 1024]) -> (f32[64, 1024]) {
+  y = softmax(x, axis=-1)
+  return y
+})", RowScheduleTarget::cpu()), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  RowScheduleTarget forced = RowScheduleTarget::cpu();
+  forced.forced = RowScheduleKind::WarpPerRow;
+  EXPECT_EQ(cpu_choice(R"(graph s(x: f32[64, 4096]) -> (f32[64, 4096]) {
+  y = softmax(x, axis=-1)
+  return y
+})", forced), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "codegen/cpu/cpp_text.h"
 #include "codegen/cpu/index_facts.h"
 #include "codegen/cpu/kir_scan.h"
+#include "codegen/cpu/region_analysis.h"
 #include "codegen/cpu/streaming_store.h"
 #include "kir/verifier.h"
 #include "stitch/error.h"
@@ -244,7 +245,7 @@ class KernelEmitter : private common::SourceWriter {
     ++depth_;
     in_region_ = true;
     region_.body = body;
-    analyse_region(*body);
+    analysis_.analyse(k_, *body, {region_.thread_var, region_.warp_var, region_.lane_var});
     declare_cross_phase_values(phases);
     for (size_t p = 0; p < phases.size(); ++p) {
       if (phases[p].stmts.empty() && !phases[p].reduction) continue;
@@ -256,120 +257,6 @@ class KernelEmitter : private common::SourceWriter {
     region_names_.clear();
     --depth_;
     line("}");
-  }
-
-  // Which names differ between the threads of the region (a fixpoint: a
-  // local assigned a varying value, or under varying control, varies), and
-  // which varying lets are index arithmetic cheap enough to recompute in every
-  // thread loop that reads them instead of keeping one value per thread.
-  void analyse_region(const StmtList& body) {
-    varying_.clear();
-    remat_.clear();
-    remat_order_.clear();
-    for (const std::string* v : {&region_.thread_var, &region_.warp_var, &region_.lane_var}) {
-      if (!v->empty()) varying_.insert(*v);
-    }
-    for (bool changed = true; changed;) {
-      changed = false;
-      mark_varying(body, false, changed);
-    }
-    std::set<std::string> assigned;
-    collect_lets(body, assigned);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (auto it = remat_.begin(); it != remat_.end();) {
-        std::set<std::string> used;
-        collect_names(it->second->init, used);
-        bool ok = !assigned.count(it->first) && !has_load(it->second->init);
-        for (const std::string& n : used) ok = ok && (!varying_.count(n) || remat_.count(n) || is_thread_var(n));
-        if (ok) {
-          ++it;
-        } else {
-          it = remat_.erase(it);
-          changed = true;
-        }
-      }
-    }
-    std::erase_if(remat_order_, [&](const kir::LetStmt* let) { return !remat_.count(let->name); });
-  }
-
-  bool is_thread_var(const std::string& n) const {
-    return n == region_.thread_var || n == region_.warp_var || n == region_.lane_var;
-  }
-
-
-  // Varying lets of integer or bool type are remat candidates; `assigned`
-  // collects every assigned name (those are never recomputed).
-  void collect_lets(const StmtList& stmts, std::set<std::string>& assigned) {
-    for (const Stmt& s : stmts) {
-      if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) {
-        if (let->init.defined() && varying_.count(let->name) && !is_float(let->dtype)) {
-          remat_[let->name] = let;
-          remat_order_.push_back(let);
-        }
-      } else if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) {
-        assigned.insert(a->name);
-      } else if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
-        collect_lets(f->body, assigned);
-      } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
-        collect_lets(i->then_body, assigned);
-        collect_lets(i->else_body, assigned);
-      }
-    }
-  }
-
-  bool expr_varies(const Expr& e) const {
-    if (!e.defined()) return false;
-    if (e->kind == ExprKind::Var) return varying_.count(e->name) > 0;
-    // Shared buffers and local arrays hold per-thread data; treat loads from them as varying.
-    if (e->kind == ExprKind::Load && !k_.find_buffer(e->name)) return true;
-    for (const Expr& operand : e->operands) {
-      if (expr_varies(operand)) return true;
-    }
-    return false;
-  }
-
-  void mark(const std::string& name, bool varies, bool& changed) {
-    if (varies && varying_.insert(name).second) changed = true;
-  }
-
-  void mark_varying(const StmtList& stmts, bool control, bool& changed) {
-    for (const Stmt& s : stmts) {
-      if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
-        const bool c = control || expr_varies(f->extent);
-        mark(f->var, c, changed);
-        mark_varying(f->body, c, changed);
-      } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
-        const bool c = control || expr_varies(i->cond);
-        mark_varying(i->then_body, c, changed);
-        mark_varying(i->else_body, c, changed);
-      } else if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) {
-        mark(let->name, control || expr_varies(let->init), changed);
-      } else if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) {
-        mark(a->name, control || expr_varies(a->value), changed);
-      } else if (const auto* arr = std::get_if<kir::LocalArrayStmt>(&s.node)) {
-        mark(arr->name, true, changed);
-      } else if (const auto* r = std::get_if<kir::ReduceStmt>(&s.node); r && r->scope == ReduceScope::Warp) {
-        mark(r->result, true, changed);
-        if (!r->index_result.empty()) mark(r->index_result, true, changed);
-      }
-    }
-  }
-
-  // `names` plus everything the definitions of its remat lets read, transitively.
-  void expand_remat(std::set<std::string>& names) const {
-    std::vector<std::string> work(names.begin(), names.end());
-    while (!work.empty()) {
-      std::string n = work.back();
-      work.pop_back();
-      auto it = remat_.find(n);
-      if (it == remat_.end()) continue;
-      std::set<std::string> used;
-      collect_names(it->second->init, used);
-      for (const std::string& u : used) {
-        if (names.insert(u).second) work.push_back(u);
-      }
-    }
   }
 
   // Values that live across a phase boundary: uniform ones become one scalar
@@ -385,15 +272,15 @@ class KernelEmitter : private common::SourceWriter {
           collect_names(r->value, used_after[p]);
           collect_names(r->index, used_after[p]);
         }
-        expand_remat(used_after[p]);
+        analysis_.expand_remat(used_after[p]);
       }
     }
     const std::string& tid = region_.thread_index;
     for (size_t p = 0; p < phases.size(); ++p) {
       for (const Stmt* s : phases[p].stmts) {
         if (const auto* let = std::get_if<kir::LetStmt>(&s->node); let && used_after[p].count(let->name)) {
-          if (remat_.count(let->name)) continue;
-          if (!varying_.count(let->name)) {
+          if (analysis_.is_remat(let->name)) continue;
+          if (!analysis_.varies(let->name)) {
             line(fmt::format("{} {}{{}};", compute_type(let->dtype), let->name));
             remember_per_thread(let->name, let->name);
             continue;
@@ -462,12 +349,12 @@ class KernelEmitter : private common::SourceWriter {
   }
 
   bool sinkable(const Stmt& s) const {
-    if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) return !varying_.count(let->name);
-    if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) return !varying_.count(a->name);
+    if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) return !analysis_.varies(let->name);
+    if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) return !analysis_.varies(a->name);
     if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
-      return (f->level == LoopLevel::Serial || f->level == LoopLevel::Unroll) && !expr_varies(f->extent);
+      return (f->level == LoopLevel::Serial || f->level == LoopLevel::Unroll) && !analysis_.expr_varies(f->extent);
     }
-    if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) return !expr_varies(i->cond);
+    if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) return !analysis_.expr_varies(i->cond);
     return false;
   }
 
@@ -567,11 +454,11 @@ class KernelEmitter : private common::SourceWriter {
     for (const Stmt* s : run) collect_names(*s, used);
     std::set<std::string> outside;
     collect_names_outside(*region_.body, std::set<const Stmt*>(run.begin(), run.end()), outside);
-    expand_remat(outside);
+    analysis_.expand_remat(outside);
     // Remat lets are emitted by thread_loop wherever they are read.
     std::erase_if(run, [&](const Stmt* s) {
       const auto* let = std::get_if<kir::LetStmt>(&s->node);
-      return let && remat_.count(let->name);
+      return let && analysis_.is_remat(let->name);
     });
     if (run.empty()) return;
     std::set<std::string> defined;
@@ -580,7 +467,7 @@ class KernelEmitter : private common::SourceWriter {
       vector_loop = vector_loop || has_vector_loop({*s});
       if (const auto* let = std::get_if<kir::LetStmt>(&s->node)) {
         defined.insert(let->name);
-        if (outside.count(let->name) && !remat_.count(let->name) && !per_thread_.count(let->name)) {
+        if (outside.count(let->name) && !analysis_.is_remat(let->name) && !per_thread_.count(let->name)) {
           line(fmt::format("{} {}[{}];", compute_type(let->dtype), let->name, region_.threads));
           remember_per_thread(let->name, fmt::format("{}[{}]", let->name, region_.thread_index));
         }
@@ -614,7 +501,7 @@ class KernelEmitter : private common::SourceWriter {
     axis.thread = region_.lane_var.empty() ? region_.thread_var : region_.lane_var;
     axis.fixed = region_.warp_var;
     axis.varies = [this](const std::string& n) {
-      if (varying_.count(n)) return true;
+      if (analysis_.varies(n)) return true;
       return std::any_of(k_.shared.begin(), k_.shared.end(), [&](const kir::SharedBuffer& sb) { return sb.name == n; });
     };
     return axis;
@@ -642,7 +529,7 @@ class KernelEmitter : private common::SourceWriter {
   // lines then writes out (stitch_stream_store16).
   void streamed_thread_loop(std::set<std::string> used, const std::set<std::string>& defined,
                             const std::vector<const kir::StoreStmt*>& streamed, const std::function<void()>& body) {
-    expand_remat(used);
+    analysis_.expand_remat(used);
     stream_axis_ = region_axis();
     const int64_t threads = region_.lane_var.empty() ? region_.threads : kir::kWarpSize;
     if (!region_.lane_var.empty()) {
@@ -673,7 +560,7 @@ class KernelEmitter : private common::SourceWriter {
     for (const kir::StoreStmt* s : streamed) {
       for (const Expr& i : s->index) collect_names(i, offsets);
     }
-    expand_remat(offsets);
+    analysis_.expand_remat(offsets);
     emit_remat(offsets, {});
     for (const kir::StoreStmt* s : streamed) {
       line(fmt::format("stitch_stream_store16(&{}[{}], {});", s->buffer,
@@ -692,7 +579,7 @@ class KernelEmitter : private common::SourceWriter {
 
   // The remat lets among `used` that `defined` does not define, in program order.
   void emit_remat(const std::set<std::string>& used, const std::set<std::string>& defined) {
-    for (const kir::LetStmt* let : remat_order_) {
+    for (const kir::LetStmt* let : analysis_.remat_order()) {
       if (used.count(let->name) && !defined.count(let->name)) {
         line(fmt::format("const {} {} = {};", compute_type(let->dtype), let->name, expr(let->init)));
       }
@@ -703,7 +590,7 @@ class KernelEmitter : private common::SourceWriter {
   // around `body`, first recomputing the remat lets it reads.
   void thread_loop(std::set<std::string> used, const std::set<std::string>& defined, bool first_only,
                    const std::function<void()>& body, bool no_simd = false) {
-    expand_remat(used);
+    analysis_.expand_remat(used);
     if (first_only) {
       line("{  // thread 0 only");
       ++depth_;
@@ -835,7 +722,7 @@ class KernelEmitter : private common::SourceWriter {
     }
     const int64_t threads = facts_.extent(t->name);
     std::optional<std::pair<__int128, __int128>> range = facts_.value_range(u);
-    if (expr_varies(u) || !range || range->first < 0 || c % threads != 0 || facts_.known_multiple(u) % threads != 0) {
+    if (analysis_.expr_varies(u) || !range || range->first < 0 || c % threads != 0 || facts_.known_multiple(u) % threads != 0) {
       return std::nullopt;
     }
     if (e->op == OpKind::Div) return fmt::format("({} / int64_t({}LL))", expr(u), c);
@@ -900,11 +787,9 @@ class KernelEmitter : private common::SourceWriter {
   std::unordered_map<std::string, std::string> per_thread_;
   std::vector<std::string> region_names_;
   // Per region: names that differ between threads, and the varying index
-  // lets recomputed in each thread loop (in program order).
-  std::set<std::string> varying_;
-  std::map<std::string, const kir::LetStmt*> remat_;
-  std::vector<const kir::LetStmt*> remat_order_;
-  IndexFacts facts_{remat_};
+  // lets recomputed in each thread loop.
+  RegionAnalysis analysis_;
+  IndexFacts facts_{analysis_.remat()};
   // Streamed stores of the chunked thread loop being emitted -> their chunk array.
   std::map<const kir::StoreStmt*, std::string> stream_slots_;
   ThreadAxis stream_axis_;

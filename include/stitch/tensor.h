@@ -23,11 +23,9 @@ uint16_t f64_to_f16_bits(double d);
 uint16_t f64_to_bf16_bits(double d);
 
 namespace detail {
-// Tensor storage (docs/executable.md, Buffer planning): it starts on a
-// 64-byte cache line, so that kernels' vector accesses and streaming stores
-// (docs/cpu-backend.md) line up with lines; from 4 MiB on it starts on a
-// 2 MiB page and asks Linux for transparent huge pages, so that first use
-// faults 2 MiB at a time instead of 4 KiB.
+// Tensor storage (docs/executable.md, Buffer planning) starts on a 64-byte
+// cache line, so that kernels' vector accesses and streaming stores
+// (docs/cpu-backend.md) line up with lines.
 void* allocate_storage(size_t bytes);
 void free_storage(void* p, size_t bytes);
 

@@ -7,9 +7,6 @@
 #include <limits>
 #include <new>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "stitch/error.h"
 #include "tensor/narrow_float.h"
@@ -130,26 +127,11 @@ float f16_bits_to_f32(uint16_t h) { return stitch_f16_bits_to_f32(h); }
 namespace detail {
 
 namespace {
-constexpr size_t kHugePage = size_t{2} << 20;
-constexpr size_t kHugeFrom = size_t{4} << 20;
-constexpr std::align_val_t kLine{64}, kPage{kHugePage};
+constexpr std::align_val_t kLine{64};
 }  // namespace
 
-void* allocate_storage(size_t bytes) {
-  if (bytes < kHugeFrom) return ::operator new(bytes, kLine);
-  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = ::operator new(rounded, kPage);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  // Advice only: where THP is off, or the kernel refuses, the pages are 4 KiB.
-  (void)::madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-  return p;
-}
-
-void free_storage(void* p, size_t bytes) {
-  if (bytes < kHugeFrom) return ::operator delete(p, bytes, kLine);
-  ::operator delete(p, (bytes + kHugePage - 1) / kHugePage * kHugePage, kPage);
-}
+void* allocate_storage(size_t bytes) { return ::operator new(bytes, kLine); }
+void free_storage(void* p, size_t bytes) { ::operator delete(p, bytes, kLine); }
 
 }  // namespace detail
 

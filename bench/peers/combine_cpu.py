@@ -148,10 +148,30 @@ def best_peer(rows, workload, allocator, failed):
     return best
 
 
+# A peer faster than this many copies of the workload's minimal bytes did not
+# do the work (torch.compile turns babelstream_copy's `a + 0.0` into returning
+# `a`): it never counts as the best peer.
+IMPLAUSIBLE_COPIES = 3.0
+
+
+def flag_implausible(results, failed):
+    """Adds to `failed` every peer row faster than IMPLAUSIBLE_COPIES x the copy of its footprint."""
+    for r in results:
+        if not r.get("peer") or not r.get("median_s"):
+            continue
+        own = row_of(results, r["workload"], planner="stitch", outputs="reused", allocator="default")
+        bytes_min, copy_gbps = own.get("bytes_min"), own.get("copy_gbps")
+        if bytes_min and copy_gbps and bytes_min / r["median_s"] / 1e9 > IMPLAUSIBLE_COPIES * copy_gbps:
+            failed[(r["workload"], r["peer"])] = (
+                f"{bytes_min / r['median_s'] / 1e9:.0f} GB/s, over {IMPLAUSIBLE_COPIES:.0f}x the copy of its "
+                f"footprint ({copy_gbps:.1f} GB/s): it did not do the work")
+
+
 def comparison(results, failed):
     """Per workload: each series' time, the best peer per allocator and the two ratios."""
     workloads = list(dict.fromkeys(r["workload"] for r in results if "workload" in r))
     peers = [p for p in PEERS if any(r.get("peer") == p for r in results)]
+    flag_implausible(results, failed)
     table = []
     for w in workloads:
         m = {"workload": w,
@@ -248,7 +268,9 @@ def markdown(doc, peers_info, table, peers, failed, totals):
         lines += ["", "*: the `stitch` planner's plan did not compile; the row timed the fallback (`fallback` "
                   "in the JSON)."]
     if failed:
-        lines += ["", "✗: failed the float64 check; never the best peer."]
+        lines += ["", "✗: failed the float64 check, or ran faster than 3 copies of its footprint "
+                  "(it did not do the work); never the best peer."]
+        lines += [f"- {w} / {p}: {why}" for (w, p), why in sorted(failed.items())]
     lines += ["", "## Ratios against the best peer", "",
               "| workload | fresh: best peer (default allocator) | fresh: stitch --fresh-outputs vs it "
               "| reused: best peer (jemalloc) | reused: stitch, outputs reused (jemalloc), vs it |",

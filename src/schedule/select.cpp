@@ -114,13 +114,13 @@ std::string RowScheduleTarget::name() const {
   return text;
 }
 
-// 4 MiB: larger than the development machine's whole L2 (2 x 2 MiB), so an
-// output that size is not in the cache the next kernel sees anyway; measured
-// in docs/cpu-backend.md (Streaming stores).
+// Off unless STITCH_STREAM_MIN_BYTES asks: streaming stores were 5-20% faster
+// on the development machine in one sitting and 25-60% slower in another
+// (and slower for freshly allocated outputs), docs/cpu-backend.md, Streaming
+// stores. Choosing them per machine by measurement is the tuner's.
 int64_t RowScheduleTarget::default_stream_min_bytes() {
-  constexpr int64_t kDefault = int64_t{4} << 20;
   const char* env = std::getenv("STITCH_STREAM_MIN_BYTES");
-  if (!env || !*env) return kDefault;
+  if (!env || !*env) return -1;
   char* end = nullptr;
   const long long v = std::strtoll(env, &end, 10);
   if (*end != '\0') throw UserError(fmt::format("STITCH_STREAM_MIN_BYTES={}: not an integer", env));

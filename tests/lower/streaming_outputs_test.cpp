@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -79,6 +80,15 @@ TEST(StreamingOutputs, OnlyLargeGraphOutputsThatNoOtherKernelReads) {
             (std::map<std::string, bool>{{"out_a", false}, {"out_y", false}}));
   // The GPU target never marks a buffer.
   EXPECT_EQ(streamed_buffers(g, PlannerKind::Xla, RowScheduleTarget::gpu()),
+            (std::map<std::string, bool>{{"out_a", false}, {"out_y", false}}));
+}
+
+// Off by default (docs/cpu-backend.md: faster in one sitting, slower in
+// another), unless STITCH_STREAM_MIN_BYTES asks for it.
+TEST(StreamingOutputs, OffByDefault) {
+  if (std::getenv("STITCH_STREAM_MIN_BYTES")) GTEST_SKIP() << "STITCH_STREAM_MIN_BYTES is set";
+  EXPECT_LT(RowScheduleTarget::cpu().stream_min_bytes, 0);
+  EXPECT_EQ(streamed_buffers(graph_of(kTwoOutputs), PlannerKind::Xla, RowScheduleTarget::cpu()),
             (std::map<std::string, bool>{{"out_a", false}, {"out_y", false}}));
 }
 

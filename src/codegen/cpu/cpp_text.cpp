@@ -86,7 +86,9 @@ std::string op_text(OpKind k, DType in, const std::string& t, const std::vector<
     case OpKind::Tanh:
       if (!is_float(in)) unsupported(fmt::format("tanh on {}", dtype_name(in)));
       return call("stitch_tanh");
-    case OpKind::Erf: return std_call("erf");
+    case OpKind::Erf:
+      if (!is_float(in)) unsupported(fmt::format("erf on {}", dtype_name(in)));
+      return call("stitch_erf");
     case OpKind::Floor: return std_call("floor");
     case OpKind::Ceil: return std_call("ceil");
     case OpKind::Atan2: return std_call("atan2");

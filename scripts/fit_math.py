@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Reproduces the coefficients of Stitch's own CPU math (docs/cpu-backend.md,
+Vector math), printed with 22 significant digits:
+
+    python3 scripts/fit_math.py tanh-poly     # P of stitch_tanh's |x| < 0.625 branch, float and double
+    python3 scripts/fit_math.py erf-rational  # P / Q of stitch_erf (float, evaluated in double)
+    python3 scripts/fit_math.py rational F NP NQ HI   # any x P(x^2) / Q(x^2) fit of F in {tanh, erf} on [0, HI]
+
+Needs mpmath (Debian's python3-mpmath); a developer's tool, not part of the
+build or the tests, which check the functions' accuracy themselves.
+"""
+import sys
+
+from mpmath import cos, erf, lu_solve, matrix, mp, mpf, pi, sqrt, tanh
+
+mp.dps = 40
+
+
+def tanh_poly():
+    """Chebyshev fits of (tanh(a) - a) / a^3 over a^2 in [0, 0.625^2]."""
+    def g(z):
+        if z == 0:
+            return mpf(-1) / 3
+        a = sqrt(z)
+        return (tanh(a) - a) / a ** 3
+    for label, n in (("float", 6), ("double", 13)):
+        c, err = mp.chebyfit(g, [0, mpf("0.625") ** 2], n, error=True)
+        print(f"{label}: degree {n - 1}, relative error of the fit {mp.nstr(err * mpf('0.625') ** 2 * 3, 3)}")
+        print("  P (highest degree first):", ", ".join(mp.nstr(x, 22) for x in c))
+
+
+def rational(f, np_, nq, hi, nodes=400, iterations=30):
+    """f(x) ~ x P(z) / Q(z), z = x^2, Q(0) = 1, on [0, hi]: linearised weighted least
+    squares of the relative error on Chebyshev nodes, iterated (Loeb's scheme) with
+    Lawson-style reweighting toward the minimax fit. Returns (max relative error, P, Q)."""
+    xs = [hi / 2 + hi / 2 * cos(pi * (2 * k + 1) / (2 * nodes)) for k in range(nodes)]
+    ys = [f(x) / x for x in xs]
+    zs = [x * x for x in xs]
+    q_prev = [mpf(1)] * len(xs)
+    weights = [mpf(1)] * len(xs)
+    best = None
+    n = np_ + 1 + nq
+    for _ in range(iterations):
+        a, b = matrix(n, n), matrix(n, 1)
+        for z, y, qp, w in zip(zs, ys, q_prev, weights):
+            row = [z ** i for i in range(np_ + 1)] + [-y * z ** j for j in range(1, nq + 1)]
+            s = w / (qp * y) ** 2
+            for i in range(n):
+                b[i] += s * row[i] * y
+                for j in range(n):
+                    a[i, j] += s * row[i] * row[j]
+        c = lu_solve(a, b)
+        p = [c[i] for i in range(np_ + 1)]
+        q = [mpf(1)] + [c[np_ + 1 + j] for j in range(nq)]
+        errors = [abs(sum(p[i] * z ** i for i in range(np_ + 1)) / sum(q[j] * z ** j for j in range(nq + 1)) - y) / abs(y)
+                  for z, y in zip(zs, ys)]
+        worst = max(errors)
+        if best is None or worst < best[0]:
+            best = (worst, p, q)
+        q_prev = [sum(q[j] * z ** j for j in range(nq + 1)) for z in zs]
+        weights = [w * (e / worst) ** mpf("0.3") + mpf("1e-30") for w, e in zip(weights, errors)]
+    return best
+
+
+def print_rational(name, np_, nq, hi):
+    worst, p, q = rational(tanh if name == "tanh" else erf, np_, nq, mpf(hi))
+    print(f"{name}: x P(x^2) / Q(x^2) on [0, {hi}], P of degree {np_}, Q of degree {nq}: "
+          f"relative error {mp.nstr(worst, 3)}")
+    print("  P (lowest degree first):", ", ".join(mp.nstr(v, 22) for v in p))
+    print("  Q (lowest degree first):", ", ".join(mp.nstr(v, 22) for v in q))
+
+
+def main(argv):
+    if argv[:1] == ["tanh-poly"]:
+        tanh_poly()
+    elif argv[:1] == ["erf-rational"]:
+        print_rational("erf", 6, 5, "4")
+    elif argv[:1] == ["rational"] and len(argv) == 5 and argv[1] in ("tanh", "erf"):
+        print_rational(argv[1], int(argv[2]), int(argv[3]), argv[4])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

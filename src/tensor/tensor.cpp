@@ -131,7 +131,7 @@ constexpr std::align_val_t kLine{64};
 }  // namespace
 
 void* allocate_storage(size_t bytes) { return ::operator new(bytes, kLine); }
-void free_storage(void* p, size_t bytes) { ::operator delete(p, bytes, kLine); }
+void free_storage(void* p, size_t) { ::operator delete(p, kLine); }
 
 }  // namespace detail
 

@@ -32,6 +32,8 @@ import statistics
 import sys
 from xml.sax.saxutils import escape
 
+import combine
+
 SWEEP_PREFIX = "triton_"
 PEERS = ("torch_eager", "torch_compile", "torch_compile_max_autotune", "jax_jit")
 COMPARISONS = {
@@ -42,11 +44,8 @@ COLOURS = {"fresh": "#ff7f0e", "reused": "#2ca02c"}
 
 
 def load(path):
-    with open(path) as f:
-        doc = json.load(f)
-    if not isinstance(doc.get("results"), list):
-        sys.exit(f"combine_cpu: {path}: no 'results' list")
-    return doc
+    """A `stitch bench --json` or run_peers.py document (combine.py's reader)."""
+    return combine.load(path, "workload", "a stitch bench or run_peers.py results file")
 
 
 def median_by(docs, key):
@@ -154,8 +153,9 @@ def best_peer(rows, workload, allocator, failed):
 IMPLAUSIBLE_COPIES = 3.0
 
 
-def flag_implausible(results, failed):
-    """Adds to `failed` every peer row faster than IMPLAUSIBLE_COPIES x the copy of its footprint."""
+def implausible_peers(results):
+    """{(workload, peer): reason} for every peer row faster than IMPLAUSIBLE_COPIES x the copy of its footprint."""
+    failed = {}
     for r in results:
         if not r.get("peer") or not r.get("median_s"):
             continue
@@ -165,13 +165,13 @@ def flag_implausible(results, failed):
             failed[(r["workload"], r["peer"])] = (
                 f"{bytes_min / r['median_s'] / 1e9:.0f} GB/s, over {IMPLAUSIBLE_COPIES:.0f}x the copy of its "
                 f"footprint ({copy_gbps:.1f} GB/s): it did not do the work")
+    return failed
 
 
 def comparison(results, failed):
     """Per workload: each series' time, the best peer per allocator and the two ratios."""
     workloads = list(dict.fromkeys(r["workload"] for r in results if "workload" in r))
     peers = [p for p in PEERS if any(r.get("peer") == p for r in results)]
-    flag_implausible(results, failed)
     table = []
     for w in workloads:
         m = {"workload": w,
@@ -360,7 +360,7 @@ def chart(table, totals, title, subtitle):
 
 # --- command line ---------------------------------------------------------------
 
-def check_summary(peer_docs, failed):
+def check_summary(peer_docs, failed, excluded):
     checked = [c for d in peer_docs for c in d.get("check", [])]
     if not checked:
         return "The float64 check did not run."
@@ -370,7 +370,11 @@ def check_summary(peer_docs, failed):
             f"largest relative error {worst:.1e}")
     if failed:
         text += "; failed: " + ", ".join(f"{w}/{p} ({why})" for (w, p), why in failed.items())
-    return text + "."
+    text += "."
+    if excluded:
+        text += " Excluded although within tolerance: " + ", ".join(
+            f"{w}/{p} ({why})" for (w, p), why in excluded.items()) + "."
+    return text
 
 
 def table_command(args):
@@ -383,7 +387,9 @@ def table_command(args):
     rows += series_rows([load(p) for p in args.peers_default], "peer", "default", outputs="fresh")
     rows += series_rows([load(p) for p in args.peers_jemalloc], "peer", "jemalloc", outputs="fresh")
     doc["results"] += rows
-    failed = failed_checks(peer_docs)
+    check_failed = failed_checks(peer_docs)
+    excluded = implausible_peers(doc["results"])
+    failed = {**check_failed, **excluded}
     table, peers = comparison(doc["results"], failed)
     totals = summary(table)
     first_peers = peer_docs[0] if peer_docs else {}
@@ -393,7 +399,8 @@ def table_command(args):
     info = {"rounds": doc.get("rounds", 1), "machine": first_peers.get("machine"),
             "skipped": args.skipped or None, "jemalloc": args.jemalloc or None,
             "skipped_peers": first_peers.get("skipped_peers", []), "check": first_peers.get("check", []),
-            "check_summary": check_summary(peer_docs, failed) if peer_docs else None, "errors": errors}
+            "check_summary": check_summary(peer_docs, check_failed, excluded) if peer_docs else None,
+            "errors": errors}
     doc["peers"] = {**info, "comparisons": COMPARISONS,
                     "ratio_definition": "best peer median_s / stitch median_s; > 1: stitch faster",
                     "summary": totals, "table": table}

@@ -26,17 +26,16 @@ namespace detail {
 // Tensor storage (docs/executable.md, Buffer planning) starts on a 64-byte
 // cache line, so that kernels' vector accesses and streaming stores
 // (docs/cpu-backend.md) line up with lines.
-void* allocate_storage(size_t bytes);
-void free_storage(void* p, size_t bytes);
-
 template <class T>
 struct CacheLineAllocator {
   using value_type = T;
+  static constexpr std::align_val_t kAlignment{64};
   CacheLineAllocator() = default;
   template <class U>
   CacheLineAllocator(const CacheLineAllocator<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(allocate_storage(n * sizeof(T))); }
-  void deallocate(T* p, size_t n) { free_storage(p, n * sizeof(T)); }
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
+  // Unsized: clang declares no sized aligned delete without -fsized-deallocation.
+  void deallocate(T* p, size_t) { ::operator delete(p, kAlignment); }
   // resize() default-initialises: bytes stay unwritten until the Tensor
   // constructor zero-fills them (Tensor::uninitialized leaves them).
   template <class U>

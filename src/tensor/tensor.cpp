@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <new>
 
 
 #include "stitch/error.h"
@@ -123,17 +122,6 @@ uint16_t f32_to_bf16_bits(float f) {
 
 float bf16_bits_to_f32(uint16_t h) { return stitch_bf16_bits_to_f32(h); }
 float f16_bits_to_f32(uint16_t h) { return stitch_f16_bits_to_f32(h); }
-
-namespace detail {
-
-namespace {
-constexpr std::align_val_t kLine{64};
-}  // namespace
-
-void* allocate_storage(size_t bytes) { return ::operator new(bytes, kLine); }
-void free_storage(void* p, size_t) { ::operator delete(p, kLine); }
-
-}  // namespace detail
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : Tensor(dtype, std::move(shape), NoFill{}) {
   if (!bytes_.empty()) std::memset(bytes_.data(), 0, bytes_.size());

@@ -196,6 +196,15 @@ TEST_F(Cli, EveryWorkloadRunsOnItsSmallGraph) {
   }
 }
 
+// STITCH_STREAM_MIN_BYTES (docs/cpu-backend.md, Streaming stores) must be an
+// integer: anything else is bad input, exit 2 with the value named.
+TEST_F(Cli, MalformedStreamThresholdIsBadInput) {
+  std::string env = "STITCH_STREAM_MIN_BYTES=4MiB STITCH_CACHE_DIR=" + (dir_ / "cache").string();
+  Result r = run_cli("run " + src("bench/workloads/swish.stitch") + " --graph swish_small --random-inputs 1", env);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("STITCH_STREAM_MIN_BYTES=4MiB: not an integer"), std::string::npos) << r.output;
+}
+
 // --backend cpu compiles through the kernel cache; each test gets its own
 // STITCH_CACHE_DIR so a hit can only come from the same test.
 TEST_F(Cli, CpuBackendMatchesInterpreterOnLayerNorm) {

@@ -480,15 +480,14 @@ class KernelEmitter : private common::SourceWriter {
       }
     }
     for (const Stmt* s : run) collect_definitions(*s, defined);
+    auto body = [&] {
+      for (const Stmt* s : run) emit_stmt(*s);
+    };
     std::vector<const kir::StoreStmt*> streamed = vector_loop ? std::vector<const kir::StoreStmt*>{} : streamed_stores(run);
     if (!streamed.empty()) {
-      streamed_thread_loop(used, defined, streamed, [&] {
-        for (const Stmt* s : run) emit_stmt(*s);
-      });
+      streamed_thread_loop(used, defined, streamed, body);
     } else {
-      thread_loop(used, defined, false, [&] {
-        for (const Stmt* s : run) emit_stmt(*s);
-      }, vector_loop);
+      thread_loop(used, defined, false, body, vector_loop);
     }
     run.clear();
   }

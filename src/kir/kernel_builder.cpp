@@ -91,6 +91,22 @@ void KernelBuilder::if_then(Expr cond, const BodyFn& then_body, const BodyFn& el
   current().push_back({std::move(s)});
 }
 
+void KernelBuilder::if_then_after(const std::function<Expr()>& cond, const BodyFn& then_body,
+                                  const BodyFn& else_body) {
+  IfStmt s{{}, {}, {}};
+  open_.push_back(&s.then_body);
+  then_body();
+  open_.back() = &s.else_body;
+  if (else_body) else_body();
+  open_.pop_back();
+  s.cond = cond();
+  if (!s.cond.defined()) {
+    for (Stmt& stmt : s.then_body) current().push_back(std::move(stmt));
+    return;
+  }
+  current().push_back({std::move(s)});
+}
+
 Expr KernelBuilder::let(std::string name, Expr init) {
   DType dtype = init.dtype();
   current().push_back({LetStmt{name, dtype, std::move(init)}});

@@ -42,6 +42,11 @@ class KernelBuilder {
   void warp(std::string var_name, const LoopBodyFn& body);
   void serial(std::string var_name, Expr extent, const LoopBodyFn& body);
   void if_then(Expr cond, const BodyFn& then_body, const BodyFn& else_body = {});
+  // An if whose condition is known only once its bodies are built (it tests
+  // what building them assumed): `cond` runs after both. When it returns an
+  // absent Expr the then-body is unconditional: its statements are appended
+  // in place of the if and the else-body is dropped.
+  void if_then_after(const std::function<Expr()>& cond, const BodyFn& then_body, const BodyFn& else_body = {});
   Expr let(std::string name, Expr init);  // the local takes init's dtype
   Expr let(std::string name, DType dtype);
   void assign(const Expr& local, Expr value);

@@ -3,6 +3,7 @@
 // rewrite the index at which their operand is evaluated.
 #include "lower/group_expr.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -217,6 +218,7 @@ Expr GroupExpr::eval_node(const Node& node, const Index& idx) {
 // An if-chain rather than a select: a select would evaluate (and load) every
 // operand, out of bounds for all but one.
 Expr GroupExpr::eval_concat(const Node& node, const Index& idx) {
+  if (auto assumed = eval_assumed_concat(node, idx)) return *assumed;
   int64_t axis = node.attrs.get("axis").as_int();
   Expr result = kb_.let(fresh("c"), g_.type(node.output).dtype);
   std::function<void(size_t, Expr)> branch = [&](size_t k, const Expr& offset) {
@@ -240,6 +242,7 @@ Expr GroupExpr::eval_concat(const Node& node, const Index& idx) {
 }
 
 Expr GroupExpr::eval_pad(const Node& node, const Index& idx) {
+  if (auto assumed = eval_assumed_pad(node, idx)) return *assumed;
   const AttrValue::Ints& low = node.attrs.get("low").as_ints();
   const Shape& in = g_.type(node.inputs[0]).shape;
   DType dtype = g_.type(node.output).dtype;
@@ -256,6 +259,63 @@ Expr GroupExpr::eval_pad(const Node& node, const Index& idx) {
   Expr result = kb_.let(fresh("p"), fill);
   kb_.if_then(inside, [&] { scoped([&] { kb_.assign(result, eval(node.inputs[0], j)); }); });
   return result;
+}
+
+// Under a piece assumption (piece_versions.h): the piece it names (or the
+// largest) with no branch, when the coordinate along the axis is affine in an
+// index variable and the piece can hold a whole block; nullopt otherwise, and
+// the if-chain stands.
+std::optional<Expr> GroupExpr::eval_assumed_concat(const Node& node, const Index& idx) {
+  if (!assume_) return std::nullopt;
+  const int64_t axis = node.attrs.get("axis").as_int();
+  std::vector<int64_t> offsets{0};
+  size_t largest = 0;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    const Dim& d = g_.type(node.inputs[k]).shape[axis];
+    if (!d.is_static()) return std::nullopt;
+    offsets.push_back(offsets.back() + d.extent());
+    if (d.extent() > g_.type(node.inputs[largest]).shape[axis].extent()) largest = k;
+  }
+  const int node_index = static_cast<int>(&node - g_.nodes().data());
+  const size_t piece = node_index == assume_->forced_node ? assume_->forced_piece : largest;
+  if (concat_piece_run(g_, node, piece) < assume_->min_piece_elements) return std::nullopt;
+  std::optional<AffineCoord> coord = affine_in(idx[axis], assume_->axes);
+  if (!coord) return std::nullopt;
+  assume_->add_guard({*coord, offsets[piece], offsets[piece + 1]});
+  const std::pair<int, size_t> used{node_index, piece};
+  if (std::find(assume_->concats.begin(), assume_->concats.end(), used) == assume_->concats.end()) {
+    assume_->concats.push_back(used);
+  }
+  Index j = idx;
+  j[axis] = sub_i(idx[axis], kir::int_const(offsets[piece]));
+  return eval(node.inputs[piece], j);
+}
+
+// The interior with no branch, under the same conditions.
+std::optional<Expr> GroupExpr::eval_assumed_pad(const Node& node, const Index& idx) {
+  if (!assume_) return std::nullopt;
+  const AttrValue::Ints& low = node.attrs.get("low").as_ints();
+  const Shape& in = g_.type(node.inputs[0]).shape;
+  const Shape& out = g_.type(node.output).shape;
+  // The longest run of consecutive elements inside: the unpadded trailing
+  // dims and the innermost padded one.
+  int64_t run = 1;
+  for (size_t k = idx.size(); k-- > 0;) {
+    if (!in[k].is_static()) return std::nullopt;
+    run *= in[k].extent();
+    if (low[k] != 0 || out[k] != in[k]) break;
+  }
+  if (run < assume_->min_piece_elements) return std::nullopt;
+  std::vector<PieceGuard> guards;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    std::optional<AffineCoord> coord = affine_in(idx[k], assume_->axes);
+    if (!coord || !in[k].is_static()) return std::nullopt;
+    guards.push_back({*coord, low[k], low[k] + in[k].extent()});
+  }
+  for (const PieceGuard& guard : guards) assume_->add_guard(guard);
+  Index j;
+  for (size_t k = 0; k < idx.size(); ++k) j.push_back(sub_i(idx[k], kir::int_const(low[k])));
+  return eval(node.inputs[0], j);
 }
 
 // numpy `take`: the output index splits into x's leading dims, the index

@@ -16,6 +16,7 @@
 #include "fusion/fusion_plan.h"
 #include "kir/kernel_builder.h"
 #include "lower/lower_loop_group.h"
+#include "lower/piece_versions.h"
 #include "stitch/graph.h"
 
 namespace stitch::lower {
@@ -62,6 +63,10 @@ class GroupExpr {
   std::optional<kir::Expr> memoised(ValueId v, const Index& idx) const;
   void remember(ValueId v, const Index& idx, const kir::Expr& e) { memo_.back()[memo_key(v, idx)] = e; }
 
+  // While set, concats and pads take the pieces `a` assumes, recording the
+  // guards in it (piece_versions.h); nullptr: every piece is a branch.
+  void assume(PieceAssumption* a) { assume_ = a; }
+
   // C-order multi-index of `lin` in `shape`, one local per dimension, named
   // `<prefix><k>` when a prefix is given, fresh `j<n>` names otherwise.
   Index delinearize(const kir::Expr& lin, const Shape& shape, const std::string& prefix = "");
@@ -78,6 +83,8 @@ class GroupExpr {
   kir::Expr eval_node(const Node& node, const Index& idx);
   kir::Expr eval_concat(const Node& node, const Index& idx);
   kir::Expr eval_pad(const Node& node, const Index& idx);
+  std::optional<kir::Expr> eval_assumed_concat(const Node& node, const Index& idx);
+  std::optional<kir::Expr> eval_assumed_pad(const Node& node, const Index& idx);
   kir::Expr eval_gather(const Node& node, const Index& idx);
   kir::Expr eval_dot(const Node& node, const Index& idx);
 
@@ -90,6 +97,7 @@ class GroupExpr {
   std::string status_buffer_;  // set by declare_params when the signature has one
   std::vector<std::map<std::string, kir::Expr>> memo_{1};
   int counter_ = 0;
+  PieceAssumption* assume_ = nullptr;
 };
 
 }  // namespace stitch::lower

@@ -112,6 +112,65 @@ class LoopLowerer {
       emit_column_strips(range, b);
       return;
     }
+    if (suffix.empty() && has_pieces()) {
+      emit_piece_versions(range, b);
+      return;
+    }
+    emit_threads(range, b, suffix, nullptr);
+  }
+
+  bool has_pieces() const {
+    return std::any_of(group_.nodes.begin(), group_.nodes.end(), [&](int n) {
+      return g_.nodes()[n].op == OpKind::Concat || g_.nodes()[n].op == OpKind::Pad;
+    });
+  }
+
+  // Piece versions (piece_versions.h): the first takes every concat's largest
+  // piece and every pad's interior; then one per other piece of the first
+  // concat it specialised that can hold a block, at most kMaxPieceVersions in
+  // all. Each runs on the blocks its guards admit; the general body on the
+  // rest.
+  void emit_piece_versions(const BlockRange& range, const Expr& b) {
+    Expr lin_lo = kb_.let("lin_lo", mul_i(b, kir::int_const(kPerBlock)));
+    Expr lin_hi = kb_.let("lin_hi", kir::op(OpKind::Min, {add_i(lin_lo, kir::int_const(kPerBlock - 1)),
+                                                          sub_i(range.count, kir::int_const(1))}));
+    std::vector<PieceAssumption> versions(1);
+    versions.reserve(kMaxPieceVersions);
+    versions[0].min_piece_elements = kPerBlock;
+    std::function<void(size_t)> chain = [&](size_t v) {
+      kb_.if_then_after(
+          [&] { return block_satisfies(versions[v], lin_lo, lin_hi); },
+          [&] {
+            ex_.scoped([&] { emit_threads(range, b, "_v" + std::to_string(v), &versions[v]); });
+            if (v == 0 && !versions[0].concats.empty()) add_versions(versions);
+          },
+          [&] {
+            if (v + 1 < versions.size()) {
+              chain(v + 1);
+            } else {
+              ex_.scoped([&] { emit_threads(range, b, "", nullptr); });
+            }
+          });
+    };
+    chain(0);
+  }
+
+  void add_versions(std::vector<PieceAssumption>& versions) const {
+    const auto [node, taken] = versions[0].concats.front();
+    for (size_t piece = 0; piece < g_.nodes()[node].inputs.size(); ++piece) {
+      if (piece == taken || versions.size() == kMaxPieceVersions) continue;
+      if (concat_piece_run(g_, g_.nodes()[node], piece) < kPerBlock) continue;
+      PieceAssumption a;
+      a.min_piece_elements = kPerBlock;
+      a.forced_node = node;
+      a.forced_piece = piece;
+      versions.push_back(std::move(a));
+    }
+  }
+
+  // The thread loop of one block range; under `assume`, one piece version.
+  void emit_threads(const BlockRange& range, const Expr& b, const std::string& suffix, PieceAssumption* assume) {
+    ex_.assume(assume);
     int64_t static_count = 0;
     // A static count that fills every block needs no tail guard.
     bool guard = !kir::is_int_constant(range.count, &static_count) || static_count % kPerBlock != 0;
@@ -123,7 +182,9 @@ class LoopLowerer {
             const std::vector<int>& roots = range.roots_by_shape[s];
             bool only_shape = range.roots_by_shape.size() == 1 && suffix.empty();
             std::string prefix = only_shape ? "i" : "i" + suffix + "_" + std::to_string(s) + "_";
-            Index idx = ex_.delinearize(lin, g_.type(g_.nodes()[roots.front()].output).shape, prefix);
+            const Shape& shape = g_.type(g_.nodes()[roots.front()].output).shape;
+            Index idx = ex_.delinearize(lin, shape, prefix);
+            if (assume) assume->add_index(idx, shape);
             for (int r : roots) {
               ValueId out = g_.nodes()[r].output;
               kb_.store(ex_.buffer(out), idx, ex_.eval(out, idx));
@@ -137,6 +198,7 @@ class LoopLowerer {
         }
       });
     });
+    ex_.assume(nullptr);
   }
 
   // Column strips (docs/lowering.md, Transposes): when a transpose moves its
@@ -192,6 +254,7 @@ class LoopLowerer {
   }
 
   static constexpr int64_t kPerBlock = kLoopBlockThreads * kLoopElementsPerThread;
+  static constexpr size_t kMaxPieceVersions = 4;
 
   const Graph& g_;
   const FusionGroup& group_;

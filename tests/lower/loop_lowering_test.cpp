@@ -99,6 +99,25 @@ const char* const kHandGraphs[] = {
   p = pad(abs(c), low=[1, 0], high=[2, 3], value=1.5)
   return p
 })",
+    // Piece versions (docs/lowering.md): blocks wholly inside one piece,
+    // blocks across a boundary, and (axis 1) blocks across a row.
+    R"(graph concat_rows(a: f32[1500, 3], b: f32[2600, 3], c: f32[700, 3]) -> (f32[4800, 3]) {
+  y = mul(concat(a, b, c, axis=0), 2.0)
+  return y
+})",
+    R"(graph concat_columns(a: f32[5, 3000], b: f32[5, 2100]) -> (f32[5, 5100]) {
+  y = sub(concat(a, b, axis=1), 1.0)
+  return y
+})",
+    R"(graph concat_transposed(a: f32[2000, 3], b: f32[1100, 3]) -> (f32[3, 3100]) {
+  y = neg(transpose(concat(a, b, axis=0), perm=[1, 0]))
+  return y
+})",
+    R"(graph pad_interior(x: f32[3, 4000]) -> (f32[6, 4000], f32[15000]) {
+  p = pad(x, low=[1, 0], high=[2, 0], value=-2.0)
+  q = pad(reshape(x, shape=[12000]), low=[700], high=[2300], value=0.5)
+  return p, q
+})",
     R"(graph half_chain(x: f16[300], y: f16[300], z: bf16[300]) -> (f16[300], bf16[300]) {
   h = add(mul(x, y), x)
   k = div(mul(z, z), add(z, 3.0))
@@ -206,6 +225,8 @@ std::vector<Case> build_cases() {
   add(workload("residual_layernorm.stitch", "residual_layernorm_small"), true);
   add(workload("column_reduce_sub.stitch", "column_reduce_sub_small"), false);
   add(workload("babelstream_dot.stitch", "babelstream_dot_small"), false);
+  add(workload("jacobi1d.stitch", "jacobi1d_small"), false);
+  add(workload("jacobi1d_tstep.stitch", "jacobi1d_tstep_small"), false);
   for (const char* text : kHandGraphs) {
     Graph g = from_text(text);
     bool symbolic = g.name() == "symbolic_batch" || g.name() == "symbolic_reduce";
@@ -304,6 +325,28 @@ TEST_F(LoopLowering, MatchesInterpreter) {
 
 // A second batch size through the same compiled kernel: symbolic dims are
 // scalar parameters, not constants of the code.
+// The versions these graphs should get: one per piece that can hold a block
+// (concat_rows: all three; concat_columns: both; pad_interior: the interior of
+// each pad, as one version), each kernel still with its general body.
+TEST_F(LoopLowering, PieceVersionsWherePiecesHoldBlocks) {
+  const std::map<std::string, int> expected = {{"concat_rows", 3},       {"concat_columns", 2},
+                                               {"concat_transposed", 2}, {"pad_interior", 1},
+                                               {"jacobi1d_small", 1},    {"jacobi1d_tstep_small", 1}};
+  for (const auto& [id, versions] : expected) {
+    const Case& c = find(id);
+    int found = 0;
+    for (const LoweredGroup& l : c.lowered) {
+      ASSERT_TRUE(l.kernel.has_value()) << id;
+      const std::string text = kir::print_kernel(*l.kernel);
+      for (int v = 0; v < 4; ++v) {
+        if (text.find("part_v" + std::to_string(v) + " ") != std::string::npos) found = std::max(found, v + 1);
+      }
+      EXPECT_NE(text.find("for part "), std::string::npos) << id << ": no general body\n" << text;
+    }
+    EXPECT_EQ(found, versions) << id;
+  }
+}
+
 TEST_F(LoopLowering, SymbolicBatchReusesKernel) {
   const Case& c = find("symbolic_batch");
   for (int64_t batch : {1, 64, 300}) {

@@ -3,7 +3,9 @@
 // §4): a kernel holding a reduction absorbs the kernels that read its results,
 // and those whose results it reads, whenever the merged kernel is a stitched
 // group (stitched_group.h), the shared legality check allows it, and a block
-// can hold what its later phases read again (reread_refusal). The DP + beam
+// can hold what its later phases read again (reread_refusal); then a loop
+// kernel that another recomputes whole gives its roots to it (absorb_one),
+// and small independent loop kernels are packed (pack_one). The DP + beam
 // search of DESIGN.md is a later refinement; this form already makes softmax,
 // layernorm and their kin one kernel each.
 #include <algorithm>
@@ -81,6 +83,8 @@ class StitchPlanner {
     while (fuse_small_dot()) {
     }
     while (merge_one()) {
+    }
+    while (absorb_one()) {
     }
     while (pack_one()) {
     }
@@ -224,6 +228,39 @@ class StitchPlanner {
     if (dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::boolean) return false;
     const Dim& terms = g_.type(node.inputs[0]).shape.back();
     return terms.is_static() && terms.extent() <= kSmallDotTerms;
+  }
+
+  // Multi-output loop kernels (docs/fusion.md, Absorbed roots): a loop
+  // kernel whose every node another loop kernel already computes (xla
+  // recomputes cheap producers in each consumer, and writes them once more
+  // when they are graph outputs), with roots of the same shape, is dropped and
+  // its roots written by the other: one pass over the inputs instead of two.
+  // False when no such pair is left.
+  bool absorb_one() {
+    for (int a = 0; a < static_cast<int>(groups_.size()); ++a) {
+      if (groups_[a].kind != GroupKind::Loop || groups_[a].roots.empty()) continue;
+      for (int b = 0; b < static_cast<int>(groups_.size()); ++b) {
+        if (b == a || groups_[b].kind != GroupKind::Loop || groups_[b].roots.empty()) continue;
+        if (!absorbs(groups_[b], groups_[a]) || check_merge_legality(g_, groups_, a, b)) continue;
+        if (budget_ >= 0 && applied_ >= budget_) return false;
+        ++applied_;
+        FusionGroup& into = groups_[b];
+        into.roots.insert(into.roots.end(), groups_[a].roots.begin(), groups_[a].roots.end());
+        std::sort(into.roots.begin(), into.roots.end());
+        into.roots.erase(std::unique(into.roots.begin(), into.roots.end()), into.roots.end());
+        groups_.erase(groups_.begin() + a);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool absorbs(const FusionGroup& into, const FusionGroup& from) const {
+    const Shape& shape = g_.type(g_.nodes()[into.roots.front()].output).shape;
+    auto same_shape = [&](int r) { return g_.type(g_.nodes()[r].output).shape == shape; };
+    return std::all_of(from.nodes.begin(), from.nodes.end(), [&](int n) { return into.contains(n); }) &&
+           std::all_of(into.roots.begin(), into.roots.end(), same_shape) &&
+           std::all_of(from.roots.begin(), from.roots.end(), same_shape);
   }
 
   // Kernel packing (DESIGN.md, Schedules and compositions): two small loop

@@ -102,6 +102,29 @@ TEST(StitchPlanner, PacksSmallIndependentLoopKernels) {
   EXPECT_EQ(packed, 1);  // x and y; z (256 Ki elements) and w (symbolic) alone
 }
 
+// A loop kernel whose nodes another loop kernel already computes, roots of
+// the same shape, is absorbed into it (docs/fusion.md, Absorbed roots); one
+// of another shape is not.
+TEST(StitchPlanner, AbsorbsALoopKernelAnotherRecomputes) {
+  Graph g = workload("jacobi1d_tstep.stitch", "jacobi1d_tstep_small");
+  FusionPlan x = plan(g, PlannerKind::Xla);
+  FusionPlan s = plan(g, PlannerKind::Stitch);
+  check_plan_invariants(g, s);
+  EXPECT_EQ(x.groups.size(), 2u);
+  ASSERT_EQ(s.groups.size(), 1u);
+  EXPECT_EQ(s.groups[0].kind, GroupKind::Loop);
+  EXPECT_EQ(s.groups[0].roots.size(), 2u);
+
+  Graph other = canonical_graph(R"(graph shapes(a: f32[600, 200]) -> (f32[600, 200], f32[200, 600]) {
+  y = add(a, 1.0)
+  t = transpose(mul(y, 2.0), perm=[1, 0])
+  return y, t
+})");
+  FusionPlan o = plan(other, PlannerKind::Stitch);
+  check_plan_invariants(other, o);
+  EXPECT_EQ(o.groups.size(), 2u);  // y's kernel, and t's, which recomputes y
+}
+
 // Graphs without a reduction are planned as xla plans them, but for packing.
 TEST(StitchPlanner, WithoutReductionsTheXlaPlan) {
   for (const char* name : {"gelu_tanh", "transpose_add", "bias_gelu"}) {

@@ -180,11 +180,14 @@ ValueId expand_composite(GraphBuilder& b, std::string_view name, const std::vect
       // 0.5 x (1 + erf(x / sqrt 2))
       inner = b.unary(OpKind::Erf, b.mul(x, 1.0 / std::numbers::sqrt2, tmp("scaled")), tmp("erf"));
     } else if (approx == "tanh") {
-      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+      // 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), written
+      // x sigmoid(2u): the same function (1 + tanh(u) = 2 sigmoid(2u)), two
+      // ops fewer, and no cancellation in 1 + tanh(u) for negative x, so each
+      // rounding is relative to the result (docs/semantics.md, Composites).
       ValueId cube = b.mul(b.mul(x, x, tmp("sq")), x, tmp("cube"));
       ValueId poly = b.add(x, b.mul(cube, 0.044715, tmp("cube_scaled")), tmp("poly"));
-      double k = std::sqrt(2.0 / std::numbers::pi);
-      inner = b.unary(OpKind::Tanh, b.mul(poly, k, tmp("arg")), tmp("tanh"));
+      double k = 2.0 * std::sqrt(2.0 / std::numbers::pi);
+      return b.mul(x, b.unary(OpKind::Sigmoid, b.mul(poly, k, tmp("arg")), tmp("sigmoid")), r);
     } else {
       throw UserError(fmt::format("gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approx));
     }

@@ -46,7 +46,7 @@ const std::vector<CompositeSpec>& composite_specs() {
         K::Reshape, K::Log, K::Add}},
       {"layer_norm", 10, false, {K::ReduceMean, K::Sub, K::Mul, K::Constant, K::Add, K::Rsqrt}},
       {"rms_norm", 7, false, {K::Mul, K::ReduceMean, K::Constant, K::Add, K::Rsqrt}},
-      {"gelu", 13, false, {K::Mul, K::Constant, K::Erf, K::Tanh, K::Add}},
+      {"gelu", 13, false, {K::Mul, K::Constant, K::Erf, K::Sigmoid, K::Add}},
       {"silu", 2, false, {K::Sigmoid, K::Mul}},
   };
   return kSpecs;

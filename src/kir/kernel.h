@@ -121,6 +121,17 @@ struct StoreStmt {
   Expr value;
 };
 
+// A hint: the elements [first, first + count) of global buffer `buffer`, in
+// row-major order of its shape, are read soon. The CPU emitter prefetches
+// their cache lines (docs/cpu-backend.md, Prefetch), clipped to the buffer;
+// the CUDA emitter, whose warps hide latency, ignores it, as does any emitter
+// for a strided buffer. Never changes a value.
+struct PrefetchStmt {
+  std::string buffer;
+  Expr first;
+  Expr count;
+};
+
 // Synchronises the threads of a block (__syncthreads; a phase split on the CPU).
 struct BarrierStmt {};
 
@@ -144,7 +155,7 @@ struct ReduceStmt {
 };
 
 struct Stmt {
-  std::variant<ForStmt, IfStmt, LetStmt, AssignStmt, LocalArrayStmt, StoreStmt, BarrierStmt,
+  std::variant<ForStmt, IfStmt, LetStmt, AssignStmt, LocalArrayStmt, StoreStmt, PrefetchStmt, BarrierStmt,
                ReduceStmt>
       node;
 };

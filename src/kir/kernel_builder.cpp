@@ -132,6 +132,10 @@ void KernelBuilder::store(std::string buffer, std::vector<Expr> index, Expr valu
   current().push_back({StoreStmt{std::move(buffer), std::move(index), std::move(value)}});
 }
 
+void KernelBuilder::prefetch(std::string buffer, Expr first, Expr count) {
+  current().push_back({PrefetchStmt{std::move(buffer), std::move(first), std::move(count)}});
+}
+
 void KernelBuilder::barrier() { current().push_back({BarrierStmt{}}); }
 
 Expr KernelBuilder::warp_reduce(OpKind op, Expr value, std::string result, int64_t width) {

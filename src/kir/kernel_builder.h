@@ -52,6 +52,7 @@ class KernelBuilder {
   void assign(const Expr& local, Expr value);
   void local_array(std::string name, DType dtype, int64_t count);
   void store(std::string buffer, std::vector<Expr> index, Expr value);
+  void prefetch(std::string buffer, Expr first, Expr count);
   void barrier();
   // `width` < 32: each segment of `width` consecutive lanes reduces alone.
   Expr warp_reduce(OpKind op, Expr value, std::string result, int64_t width = kWarpSize);

@@ -85,6 +85,9 @@ class StmtPrinter {
   void print(const StoreStmt& s, int depth) {
     line(depth, fmt::format("{}[{}] = {}", s.buffer, join(s.index), print_expr(s.value)));
   }
+  void print(const PrefetchStmt& s, int depth) {
+    line(depth, fmt::format("prefetch {}[{} +: {}]", s.buffer, print_expr(s.first), print_expr(s.count)));
+  }
   void print(const BarrierStmt&, int depth) { line(depth, "barrier"); }
   void print(const ReduceStmt& s, int depth) {
     std::string results = s.result;

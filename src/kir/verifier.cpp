@@ -399,6 +399,18 @@ class Walker {
     }
   }
 
+  void check(const PrefetchStmt& s, const Context& ctx) {
+    expr(s.first, ctx);
+    expr(s.count, ctx);
+    const Symbol* sym = lookup_quiet(s.buffer);
+    if (!sym || sym->kind != SymbolKind::Buffer) {
+      problem(fmt::format("prefetch of '{}', which is not a buffer parameter", s.buffer));
+    }
+    for (const Expr* e : {&s.first, &s.count}) {
+      if (e->defined() && e->dtype() != DType::i64) problem(fmt::format("prefetch of '{}' with a non-i64 bound", s.buffer));
+    }
+  }
+
   void check(const BarrierStmt&, const Context& ctx) {
     if (!ctx.in_grid) problem("barrier outside the grid loop");
     if (ctx.control != Variance::Uniform) problem("barrier under thread-dependent control flow");

@@ -149,7 +149,10 @@ void GroupExpr::scoped(const std::function<void()>& fn) {
 
 Expr GroupExpr::eval(ValueId v, const Index& idx) {
   int producer = g_.value(v).producer;
-  if (producer < 0 || !in_group_.count(producer)) return kb_.load(buffer_of_.at(v.index), idx);
+  if (producer < 0 || !in_group_.count(producer)) {
+    loads_.push_back({v, idx});
+    return kb_.load(buffer_of_.at(v.index), idx);
+  }
   if (auto it = bound_.find(v.index); it != bound_.end()) return it->second;
   if (auto it = bound_at_.find(v.index); it != bound_at_.end()) return it->second(idx);
   std::string key = memo_key(v, idx);

@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "fusion/fusion_plan.h"
@@ -67,6 +68,10 @@ class GroupExpr {
   // guards in it (piece_versions.h); nullptr: every piece is a branch.
   void assume(PieceAssumption* a) { assume_ = a; }
 
+  // The loads of values from outside the group built since the last call,
+  // each with its index.
+  std::vector<std::pair<ValueId, Index>> take_loads() { return std::exchange(loads_, {}); }
+
   // C-order multi-index of `lin` in `shape`, one local per dimension, named
   // `<prefix><k>` when a prefix is given, fresh `j<n>` names otherwise.
   Index delinearize(const kir::Expr& lin, const Shape& shape, const std::string& prefix = "");
@@ -98,6 +103,7 @@ class GroupExpr {
   std::vector<std::map<std::string, kir::Expr>> memo_{1};
   int counter_ = 0;
   PieceAssumption* assume_ = nullptr;
+  std::vector<std::pair<ValueId, Index>> loads_;
 };
 
 }  // namespace stitch::lower

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <set>
 
 #include "kir/kernel_builder.h"
@@ -20,8 +21,8 @@ using kir::Expr;
 
 class LoopLowerer {
  public:
-  LoopLowerer(const Graph& g, const FusionGroup& group, const std::string& name)
-      : g_(g), group_(group), kb_(name) {}
+  LoopLowerer(const Graph& g, const FusionGroup& group, const std::string& name, bool prefetch)
+      : g_(g), group_(group), prefetch_(prefetch), kb_(name) {}
 
   kir::Kernel run() {
     STITCH_ASSERT(group_.kind == GroupKind::Loop, "lower_loop_group: group is not a loop group");
@@ -32,8 +33,8 @@ class LoopLowerer {
                     "lower_loop_group: op " + std::string(op_name(node.op)) + " of " +
                         g_.value_name(node.output) + " is not supported yet");
     }
-    GroupSignature sig = loop_group_signature(g_, group_);
-    ex_.declare_params(sig);
+    signature_ = loop_group_signature(g_, group_);
+    ex_.declare_params(signature_);
 
     std::vector<BlockRange> ranges = block_ranges();
     Expr grid = kir::int_const(0);
@@ -168,6 +169,35 @@ class LoopLowerer {
     }
   }
 
+  // The inputs the body read in place: of the roots' shape, at the roots'
+  // index (each coordinate the same one, up to a constant shift: a stencil's
+  // neighbours), so block `b + 1` of the input is what block `b + 1` reads.
+  std::vector<std::string> prefetched(const BlockRange& range,
+                                      const std::vector<std::pair<ValueId, Index>>& loads) const {
+    std::vector<std::string> out;
+    if (!prefetch_ || range.roots_by_shape.size() != 1) return out;
+    const Shape& shape = g_.type(g_.nodes()[range.roots_by_shape.front().front()].output).shape;
+    for (const auto& [v, idx] : loads) {
+      const std::string& buffer = ex_.buffer(v);
+      if (g_.type(v).shape != shape || std::find(out.begin(), out.end(), buffer) != out.end()) continue;
+      if (in_place(idx)) out.push_back(buffer);
+    }
+    return out;
+  }
+
+  bool in_place(const Index& idx) const {
+    std::map<std::string, int> vars;
+    for (size_t k = 0; k < root_index_.size(); ++k) {
+      if (root_index_[k]->kind == kir::ExprKind::Var) vars[root_index_[k]->name] = static_cast<int>(k);
+    }
+    if (idx.size() != root_index_.size()) return false;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      const std::optional<AffineCoord> c = affine_in(idx[k], vars);
+      if (!c || c->scale != 1 || c->var != root_index_[k]->name) return false;
+    }
+    return true;
+  }
+
   // The thread loop of one block range; under `assume`, one piece version.
   void emit_threads(const BlockRange& range, const Expr& b, const std::string& suffix, PieceAssumption* assume) {
     ex_.assume(assume);
@@ -176,6 +206,7 @@ class LoopLowerer {
     bool guard = !kir::is_int_constant(range.count, &static_count) || static_count % kPerBlock != 0;
     kb_.block("thr" + suffix, kLoopBlockThreads, [&](const Expr& t) {
       kb_.loop("part" + suffix, kir::int_const(kLoopElementsPerThread), kir::LoopLevel::Unroll, [&](const Expr& u) {
+        ex_.take_loads();
         Expr lin = kb_.let("lin" + suffix, (b * kLoopElementsPerThread + u) * kLoopBlockThreads + t);
         auto body = [&] {
           for (size_t s = 0; s < range.roots_by_shape.size(); ++s) {
@@ -184,6 +215,7 @@ class LoopLowerer {
             std::string prefix = only_shape ? "i" : "i" + suffix + "_" + std::to_string(s) + "_";
             const Shape& shape = g_.type(g_.nodes()[roots.front()].output).shape;
             Index idx = ex_.delinearize(lin, shape, prefix);
+            root_index_ = idx;
             if (assume) assume->add_index(idx, shape);
             for (int r : roots) {
               ValueId out = g_.nodes()[r].output;
@@ -195,6 +227,12 @@ class LoopLowerer {
           kb_.if_then(kir::op(OpKind::Lt, {lin, range.count}), body);
         } else {
           body();
+        }
+        // The same part of the next block, while the rest of this one
+        // computes (docs/lowering.md, Prefetch).
+        const Expr ahead = add_i((b * kLoopElementsPerThread + u) * kLoopBlockThreads, kir::int_const(kPerBlock));
+        for (const std::string& buffer : prefetched(range, ex_.take_loads())) {
+          kb_.prefetch(buffer, ahead, kir::int_const(kLoopBlockThreads));
         }
       });
     });
@@ -258,6 +296,9 @@ class LoopLowerer {
 
   const Graph& g_;
   const FusionGroup& group_;
+  const bool prefetch_;
+  GroupSignature signature_;
+  Index root_index_;  // of the part being built
   kir::KernelBuilder kb_;
   GroupExpr ex_{g_, group_, kb_};
 };
@@ -307,8 +348,9 @@ GroupSignature loop_group_signature(const Graph& g, const FusionGroup& group) {
   return sig;
 }
 
-kir::Kernel lower_loop_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name) {
-  return LoopLowerer(g, group, kernel_name).run();
+kir::Kernel lower_loop_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
+                             bool prefetch) {
+  return LoopLowerer(g, group, kernel_name, prefetch).run();
 }
 
 }  // namespace stitch::lower

@@ -43,6 +43,9 @@ GroupSignature loop_group_signature(const Graph& g, const FusionGroup& group);
 // and compositions): roots with the same element count share one loop, each
 // distinct count gets its own range of blocks of the one grid. The kernel is
 // verified.
-kir::Kernel lower_loop_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name);
+// `prefetch`: each part of a block first asks for the same part of the next
+// block of every input of the roots' shape (kir::PrefetchStmt; the CPU's).
+kir::Kernel lower_loop_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
+                             bool prefetch = false);
 
 }  // namespace stitch::lower

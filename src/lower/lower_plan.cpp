@@ -48,7 +48,9 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
         const std::optional<schedule::ColumnScheduleChoice> column = schedule::choose_column_schedule(g, group, target);
         lowered.kernel = group.kind == GroupKind::Reduction
                              ? lower_reduction_group(g, group, name, row, column ? column->schedule : schedule::ColumnSchedule{})
-                             : lower_loop_group(g, group, name);
+                             : lower_loop_group(g, group, name,
+                                                (target.machine == schedule::RowScheduleTarget::Machine::Cpu &&
+                                                 target.prefetch));
         if (column) {
           lowered.kernel->note = fmt::format("column schedule: {} ({})", column->schedule.describe(), column->reason);
         }

@@ -127,6 +127,14 @@ int64_t RowScheduleTarget::default_stream_min_bytes() {
   return v;
 }
 
+bool RowScheduleTarget::default_prefetch() {
+  const char* env = std::getenv("STITCH_PREFETCH");
+  if (!env || !*env) return true;
+  const std::string value = env;
+  if (value != "0" && value != "1") throw UserError(fmt::format("STITCH_PREFETCH={}: not 0 or 1", env));
+  return value == "1";
+}
+
 int64_t RowScheduleTarget::shared_budget_bytes() const {
   constexpr int64_t kStatic = 48 * 1024;
   if (machine != Machine::Gpu || !device) return kStatic;

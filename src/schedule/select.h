@@ -35,6 +35,10 @@ struct RowScheduleTarget {
   // negative: never, the default unless STITCH_STREAM_MIN_BYTES sets it.
   int64_t stream_min_bytes = default_stream_min_bytes();
   static int64_t default_stream_min_bytes();
+  // Cpu: loop kernels prefetch the next block of the inputs they read in
+  // order (docs/lowering.md, Prefetch); on unless STITCH_PREFETCH=0.
+  bool prefetch = default_prefetch();
+  static bool default_prefetch();
 
   static RowScheduleTarget cpu() { return {}; }
   static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt, std::nullopt, 0, -1}; }

@@ -205,6 +205,17 @@ TEST_F(Cli, MalformedStreamThresholdIsBadInput) {
   EXPECT_NE(r.output.find("STITCH_STREAM_MIN_BYTES=4MiB: not an integer"), std::string::npos) << r.output;
 }
 
+// STITCH_PREFETCH (docs/lowering.md, Prefetch) is 0 or 1; 0 is a valid run.
+TEST_F(Cli, PrefetchSwitchIsZeroOrOne) {
+  const std::string cache = " STITCH_CACHE_DIR=" + (dir_ / "cache").string();
+  const std::string args = "run " + src("bench/workloads/swish.stitch") + " --graph swish_small --random-inputs 1";
+  Result bad = run_cli(args, "STITCH_PREFETCH=yes" + cache);
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("STITCH_PREFETCH=yes: not 0 or 1"), std::string::npos) << bad.output;
+  Result off = run_cli(args, "STITCH_PREFETCH=0" + cache);
+  EXPECT_EQ(off.status, 0) << off.output;
+}
+
 // --backend cpu compiles through the kernel cache; each test gets its own
 // STITCH_CACHE_DIR so a hit can only come from the same test.
 TEST_F(Cli, CpuBackendMatchesInterpreterOnLayerNorm) {

@@ -83,6 +83,28 @@ TEST(KernelPrinter, WarpShuffleRowReduction) {
             "}\n");
 }
 
+TEST(KernelPrinter, PrefetchOfTheNextBlock) {
+  KernelBuilder kb("copy_ahead");
+  Expr n = kb.scalar_param("N");
+  kb.buffer_param("x", DType::f32, {n}, Access::Read);
+  kb.buffer_param("y", DType::f32, {n}, Access::Write);
+  kb.launch(n / 256, 256);
+  kb.grid("b", n / 256, [&](const Expr& b) {
+    kb.block("t", 256, [&](const Expr& t) { kb.store("y", {b * 256 + t}, kb.load("x", {b * 256 + t})); });
+    kb.prefetch("x", (b + 1) * 256, int_const(256));
+  });
+  EXPECT_EQ(print_kernel(kb.finish()),
+            "kernel copy_ahead(x: global f32[N] read, y: global f32[N] write, N: i64) "
+            "launch(grid=div(N, 256), block=256) {\n"
+            "  for b in grid(div(N, 256)) {\n"
+            "    for t in block(256) {\n"
+            "      y[add(mul(b, 256), t)] = x[add(mul(b, 256), t)]\n"
+            "    }\n"
+            "    prefetch x[mul(add(b, 1), 256) +: 256]\n"
+            "  }\n"
+            "}\n");
+}
+
 TEST(KernelPrinter, PackedKernelWithBlockRanges) {
   Kernel k = examples::packed_kernel();
   EXPECT_EQ(print_kernel(k),

@@ -71,6 +71,21 @@ TEST(KernelVerifier, SharedArenaOffsetsFitAndAlign) {
             Problems{"shared buffer 's' at offset 2 is misaligned or outside the 1056-byte arena"});
 }
 
+// A prefetch names a buffer parameter, with i64 bounds (kir::PrefetchStmt).
+TEST(KernelVerifier, PrefetchNamesABufferParameter) {
+  EXPECT_EQ(verify_grid_body([](KernelBuilder& kb, const Expr& b) {
+              kb.prefetch("x", (b + 1) * 256, int_const(256));
+              kb.block("t", 256, [&](const Expr& t) { kb.store("y", {b, t}, kb.load("x", {b, t})); });
+            }),
+            Problems{});
+  EXPECT_EQ(verify_grid_body([](KernelBuilder& kb, const Expr& b) { kb.prefetch("s", b, int_const(8)); }),
+            Problems{"prefetch of 's', which is not a buffer parameter"});
+  EXPECT_EQ(verify_grid_body([](KernelBuilder& kb, const Expr& b) {
+              kb.prefetch("x", b, int_const(8, DType::i32));
+            }),
+            Problems{"prefetch of 'x' with a non-i64 bound"});
+}
+
 TEST(KernelVerifier, NamesMustBeDefinedBeforeUse) {
   EXPECT_EQ(verify_thread_body([](KernelBuilder& kb, const Expr& b, const Expr& t) {
               kb.store("y", {b, t}, var("later", DType::f32));

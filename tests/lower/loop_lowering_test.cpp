@@ -16,6 +16,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 #include "codegen/cpu/cpp_emitter.h"
@@ -347,6 +348,31 @@ TEST_F(LoopLowering, PieceVersionsWherePiecesHoldBlocks) {
   }
 }
 
+// Prefetch (docs/lowering.md): inputs of the roots' shape read in place, or
+// shifted (a stencil), are prefetched a block ahead; a broadcast operand, a
+// transposed read and an input read only at the boundary of a concat
+// (jacobi's B, outside the general body) are not.
+TEST_F(LoopLowering, PrefetchesTheInputsReadInPlace) {
+  auto prefetched = [&](const std::string& id) {
+    std::set<std::string> buffers;
+    for (const LoweredGroup& l : find(id).lowered) {
+      const std::string text = kir::print_kernel(*l.kernel);
+      for (size_t at = text.find("prefetch "); at != std::string::npos; at = text.find("prefetch ", at + 1)) {
+        buffers.insert(text.substr(at + 9, text.find('[', at) - at - 9));
+      }
+    }
+    return buffers;
+  };
+  EXPECT_EQ(prefetched("add_small"), (std::set<std::string>{"in_x", "in_y"}));
+  EXPECT_EQ(prefetched("bias_gelu_small"), (std::set<std::string>{"in_x"}));
+  EXPECT_EQ(prefetched("bcast_mix"), (std::set<std::string>{}));
+  EXPECT_EQ(prefetched("rotate_axes"), (std::set<std::string>{}));
+  EXPECT_EQ(prefetched("jacobi1d_small"), (std::set<std::string>{"in_A", "in_B"}));
+  const std::string jacobi = kir::print_kernel(*find("jacobi1d_small").lowered.front().kernel);
+  const std::string version = jacobi.substr(0, jacobi.find("for part "));
+  EXPECT_EQ(version.find("prefetch in_B"), std::string::npos) << version;
+}
+
 TEST_F(LoopLowering, SymbolicBatchReusesKernel) {
   const Case& c = find("symbolic_batch");
   for (int64_t batch : {1, 64, 300}) {
@@ -432,6 +458,7 @@ TEST_F(LoopLowering, SwishSmallGolden) {
           let e1: f32 = mul(in_x[i0], e0)
           out_y[i0] = e1
         }
+        prefetch in_x[add(mul(add(mul(blk, 4), part), 256), 1024) +: 256]
       }
     }
   }

@@ -193,6 +193,15 @@ class KernelEmitter : private common::SourceWriter {
     line(fmt::format("{}[{}] = {};", var_text(s.buffer), expr(s.index.at(0)), value));
   }
 
+  // Row-major buffers only: a strided one's linear range is not its memory's.
+  void emit(const kir::PrefetchStmt& s) {
+    const kir::BufferParam* b = k_.find_buffer(s.buffer);
+    if (!b || !b->strides.empty()) return;
+    std::string total = "int64_t(1)";
+    for (const Expr& d : b->shape) total = fmt::format("{} * ({})", total, expr(d));
+    line(fmt::format("stitch_prefetch({}, {}, {}, {});", s.buffer, expr(s.first), expr(s.count), total));
+  }
+
   void emit(const kir::BarrierStmt&) {
     // Outside a thread region the block's code already runs in program order.
     line("// barrier: block-level code runs sequentially on the CPU");
@@ -355,6 +364,9 @@ class KernelEmitter : private common::SourceWriter {
       return (f->level == LoopLevel::Serial || f->level == LoopLevel::Unroll) && !analysis_.expr_varies(f->extent);
     }
     if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) return !analysis_.expr_varies(i->cond);
+    if (const auto* p = std::get_if<kir::PrefetchStmt>(&s.node)) {
+      return !analysis_.expr_varies(p->first) && !analysis_.expr_varies(p->count);
+    }
     return false;
   }
 

@@ -36,6 +36,10 @@ void collect_names(const Stmt& s, std::set<std::string>& names) {
           names.insert(n.buffer);
           for (const Expr& i : n.index) collect_names(i, names);
           collect_names(n.value, names);
+        } else if constexpr (std::is_same_v<T, kir::PrefetchStmt>) {
+          names.insert(n.buffer);
+          collect_names(n.first, names);
+          collect_names(n.count, names);
         } else if constexpr (std::is_same_v<T, kir::ReduceStmt>) {
           collect_names(n.value, names);
           collect_names(n.index, names);

@@ -428,3 +428,16 @@ static inline void stitch_stream_fence() {
   asm volatile("sfence" ::: "memory");
 #endif
 }
+
+// ---- prefetch (docs/cpu-backend.md, Prefetch) ----
+// Asks for the cache lines of elements [first, first + count) of a buffer of
+// `total` elements, clipped to it, so they arrive while the current elements
+// are computed. A hint: no value changes, no fault on any address.
+template <class T>
+static inline void stitch_prefetch(const T* buffer, int64_t first, int64_t count, int64_t total) {
+#if defined(__GNUC__)
+  const int64_t end = first + count < total ? first + count : total;
+  constexpr int64_t line = 64 / sizeof(T) > 0 ? int64_t(64 / sizeof(T)) : int64_t(1);
+  for (int64_t k = first; k < end; k += line) __builtin_prefetch(buffer + k, 0, 3);
+#endif
+}

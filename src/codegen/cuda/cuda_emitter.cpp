@@ -224,6 +224,8 @@ class KernelEmitter : private common::SourceWriter {
     line(fmt::format("{}[{}] = {};", s.buffer, expr(s.index.at(0)), value));
   }
 
+  // A CPU hint (kir::PrefetchStmt): the GPU hides latency with its warps.
+  void emit(const kir::PrefetchStmt&) {}
   void emit(const kir::BarrierStmt&) { line("__syncthreads();"); }
 
   // The segment width template argument of a segmented warp reduction; none for a whole warp.
@@ -401,6 +403,8 @@ bool stmts_use_narrow(const StmtList& stmts) {
             return any;
           } else if constexpr (std::is_same_v<T, kir::ReduceStmt>) {
             return expr_uses_narrow(n.value) || expr_uses_narrow(n.index);
+          } else if constexpr (std::is_same_v<T, kir::PrefetchStmt>) {
+            return false;
           } else {
             return false;
           }

@@ -12,6 +12,7 @@ namespace stitch::lower {
 std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, const std::string& prefix,
                                      const schedule::RowScheduleTarget& target) {
   std::vector<LoweredGroup> out;
+  const bool prefetch = target.machine == schedule::RowScheduleTarget::Machine::Cpu && target.prefetch;
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     const FusionGroup& group = plan.groups[i];
     LoweredGroup lowered;
@@ -43,14 +44,12 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
       if (tile) {
         lowered.kernel = lower_tile_group(g, group, name);
       } else if (group.kind == GroupKind::Stitched) {
-        lowered.kernel = lower_stitched_group(g, group, name, row, target.shared_budget_bytes());
+        lowered.kernel = lower_stitched_group(g, group, name, row, target.shared_budget_bytes(), prefetch);
       } else {
         const std::optional<schedule::ColumnScheduleChoice> column = schedule::choose_column_schedule(g, group, target);
         lowered.kernel = group.kind == GroupKind::Reduction
                              ? lower_reduction_group(g, group, name, row, column ? column->schedule : schedule::ColumnSchedule{})
-                             : lower_loop_group(g, group, name,
-                                                (target.machine == schedule::RowScheduleTarget::Machine::Cpu &&
-                                                 target.prefetch));
+                             : lower_loop_group(g, group, name, prefetch);
         if (column) {
           lowered.kernel->note = fmt::format("column schedule: {} ({})", column->schedule.describe(), column->reason);
         }

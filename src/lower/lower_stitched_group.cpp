@@ -17,6 +17,7 @@
 #include "lower/group_expr.h"
 #include "lower/lower_reduction_group.h"
 #include "lower/reduction_ops.h"
+#include "kir/printer.h"
 #include "lower/row_nest.h"
 #include "schedule/group_shared_memory.h"
 #include "stitch/error.h"
@@ -35,8 +36,13 @@ struct Root {
 class StitchedLowerer {
  public:
   StitchedLowerer(const Graph& g, const FusionGroup& group, const std::string& name,
-                  const schedule::RowSchedule& schedule, int64_t shared_budget_bytes)
-      : g_(g), group_(group), kb_(name), schedule_(schedule), shared_budget_bytes_(shared_budget_bytes) {}
+                  const schedule::RowSchedule& schedule, int64_t shared_budget_bytes, bool prefetch)
+      : g_(g),
+        group_(group),
+        kb_(name),
+        schedule_(schedule),
+        shared_budget_bytes_(shared_budget_bytes),
+        prefetch_(prefetch) {}
 
   kir::Kernel run() {
     std::string problem = stitched_group_problem(g_, group_.nodes, group_.roots, &domain_);
@@ -194,14 +200,25 @@ class StitchedLowerer {
     }
     if (nest.static_len() > 0) declare_row_caches(nest);
     nest.emit([&](const RowThread& r) {
+      ex_.take_loads();
       Index out = ex_.delinearize(r.row, outer_, "o");
       // Visits every element of the row: fn(domain index), in a fresh memo
       // scope; values cached by earlier phases are read back, and cacheable
       // values this phase computes are cached.
-      auto stride_row = [&](const std::string& var, const std::function<void(const Index&)>& fn) {
+      auto stride_row = [&](const std::string& var, const std::function<void(const Index&)>& fn,
+                            const std::vector<std::string>& prefetch = {}) {
         std::set<int> newly_cached;
         kb_.serial(var, nest.steps(), [&](const Expr& s) {
           ex_.scoped([&] {
+            // Step s's share of the next block's rows (docs/lowering.md, Prefetch).
+            int64_t steps = 0;
+            if (!prefetch.empty() && kir::is_int_constant(nest.steps(), &steps) && steps > 0) {
+              const int64_t block_elements = nest.rows_per_block() * nest.static_len();
+              const int64_t share = (block_elements + steps - 1) / steps;
+              const Expr first = add_i(mul_i(add_i(r.block, kir::int_const(1)), kir::int_const(block_elements)),
+                                       mul_i(s, kir::int_const(share)));
+              for (const std::string& buffer : prefetch) kb_.prefetch(buffer, first, kir::int_const(share));
+            }
             Expr lin = kb_.let(ex_.fresh("r"), nest.position(r, s));
             Expr at = nest.rows_per_block() == 1 ? lin : add_i(mul_i(r.slot, kir::int_const(nest.static_len())), lin);
             auto visit = [&] {
@@ -240,10 +257,38 @@ class StitchedLowerer {
       // The store phase has no reduction after it, so owners past the last
       // row may skip it as a whole.
       if (!full_roots_.empty()) {
-        nest.if_valid(r, [&] { ex_.scoped([&] { stride_row("step_out", [&](const Index& idx) { store_full_roots(idx); }); }); });
+        const std::vector<std::string> prefetch =
+            nest.static_len() > 0 && !r.row_valid.defined() ? rows_read_in_place(out) : std::vector<std::string>{};
+        nest.if_valid(r, [&] {
+          ex_.scoped([&] { stride_row("step_out", [&](const Index& idx) { store_full_roots(idx); }, prefetch); });
+        });
       }
       if (!row_roots_.empty()) nest.if_leader(r, [&] { ex_.scoped([&] { store_row_roots(out); }); });
     });
+  }
+
+  // The inputs the phases so far read as rows of the domain, in place (row
+  // `out`, any position along it), when the reduced axes are the innermost:
+  // then a block's rows are one contiguous range of each, and the store
+  // phase can prefetch the next block's (docs/lowering.md, Prefetch).
+  std::vector<std::string> rows_read_in_place(const Index& out) {
+    std::vector<std::string> buffers;
+    if (!prefetch_) return buffers;
+    for (size_t d = 0; d < outer_.size(); ++d) {
+      if (is_reduced(d)) return buffers;
+    }
+    for (const auto& [v, idx] : ex_.take_loads()) {
+      const std::string& buffer = ex_.buffer(v);
+      if (g_.type(v).shape != domain_.shape || idx.size() != domain_.shape.size()) continue;
+      if (std::find(buffers.begin(), buffers.end(), buffer) != buffers.end()) continue;
+      bool in_place = true;
+      for (size_t d = 0; d < idx.size(); ++d) {
+        in_place = in_place && (d < outer_.size() ? kir::print_expr(idx[d]) == kir::print_expr(out[d])
+                                                  : idx[d]->kind == kir::ExprKind::Var);
+      }
+      if (in_place) buffers.push_back(buffer);
+    }
+    return buffers;
   }
 
   // One thread per column (a non-innermost reduction): each phase a serial
@@ -298,6 +343,7 @@ class StitchedLowerer {
   kir::KernelBuilder kb_;
   schedule::RowSchedule schedule_;
   int64_t shared_budget_bytes_;  // the row caches' and scratch's bytes per block
+  bool prefetch_;
   bool arena_placed_ = false;
   GroupExpr ex_{g_, group_, kb_};
   StitchedDomain domain_;
@@ -321,8 +367,8 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 }
 
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
-                                 const schedule::RowSchedule& schedule, int64_t shared_budget_bytes) {
-  return StitchedLowerer(g, group, kernel_name, schedule, shared_budget_bytes).run();
+                                 const schedule::RowSchedule& schedule, int64_t shared_budget_bytes, bool prefetch) {
+  return StitchedLowerer(g, group, kernel_name, schedule, shared_budget_bytes, prefetch).run();
 }
 
 }  // namespace stitch::lower

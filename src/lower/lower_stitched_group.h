@@ -24,9 +24,11 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 // reduction). The signature is loop_group_signature's. Raises InternalError
 // when the group is not stitchable. Verified. Row caches are kept while the
 // block's shared memory stays within `shared_budget_bytes`; past
-// kir::kStaticSharedBytes it all lives in the kernel's arena.
+// kir::kStaticSharedBytes it all lives in the kernel's arena. `prefetch`:
+// the store phase of a row schedule asks for the next block's rows of the
+// inputs read in place (kir::PrefetchStmt; the CPU's).
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
                                  const schedule::RowSchedule& schedule = {},
-                                 int64_t shared_budget_bytes = kir::kStaticSharedBytes);
+                                 int64_t shared_budget_bytes = kir::kStaticSharedBytes, bool prefetch = false);
 
 }  // namespace stitch::lower

@@ -42,13 +42,14 @@ void RowNest::emit(const std::function<void(const RowThread&)>& body) {
   kb_.launch(blocks, threads_);
   kb_.grid("blk", blocks, [&](const Expr& b) {
     if (schedule_.kind == RowScheduleKind::BlockPerRow) {
-      kb_.block("thr", threads_, [&](const Expr& t) { body(RowThread{b, Expr(), t, kir::int_const(0)}); });
+      kb_.block("thr", threads_, [&](const Expr& t) { body(RowThread{b, Expr(), t, kir::int_const(0), b}); });
       return;
     }
     const int64_t warps = threads_ / kir::kWarpSize;
     kb_.block("wrp", warps, [&](const Expr& w) {
       kb_.warp("lane", [&](const Expr& lane) {
         RowThread r;
+        r.block = b;
         Expr owner = add_i(mul_i(b, kir::int_const(warps)), w);
         if (schedule_.kind == RowScheduleKind::WarpPerRow) {
           r.lane = lane;

@@ -24,6 +24,7 @@ struct RowThread {
   kir::Expr row_valid;  // bool, the owner's row is real; undefined when every owner's is
   kir::Expr lane;       // this thread's position among the row's threads, 0 .. lanes-1
   kir::Expr slot;       // the row's index among the block's rows (0 for block-per-row)
+  kir::Expr block;      // the grid's block index; the block owns rows_per_block() rows from block * rows_per_block()
 };
 
 class RowNest {

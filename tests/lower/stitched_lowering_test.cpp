@@ -185,6 +185,7 @@ TEST_F(StitchedLowering, MatchesInterpreter) {
 // The exp computed for the sum is kept in the shared row_cache0 and read back
 // by the store phase instead of being recomputed; it takes the bytes of the
 // max's scratch, dead after its block reduction (the shared-memory plan's arena).
+// Each step of the store phase asks for its share of the next block's row.
 TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
   const Graph g = canonicalize(workload("softmax.stitch", "softmax_small"));
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
@@ -224,6 +225,7 @@ TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
       total1 = block.reduce_sum(acc1, scratch=scratch1)
       let red1: f32 = total1
       for step_out in serial(1) {
+        prefetch in_x[add(mul(add(blk, 1), 100), mul(step_out, 100)) +: 100]
         let r6: i64 = add(mul(step_out, 128), thr)
         if lt(r6, 100) {
           let j7: i64 = r6
@@ -236,6 +238,36 @@ TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
   }
 }
 )");
+}
+
+// Prefetch (docs/lowering.md): the row read in place is prefetched, the
+// broadcast gamma and beta of a LayerNorm are not; the CUDA target, and
+// STITCH_PREFETCH=0 (RowScheduleTarget::prefetch), get none.
+TEST(StitchedLoweringShape, StorePhasePrefetchesTheNextRowsReadInPlace) {
+  const Graph g = canonicalize(workload("layernorm.stitch", "layernorm_small"));
+  auto prefetches = [&](const schedule::RowScheduleTarget& target) {
+    std::vector<LoweredGroup> lowered = lower_plan(g, plan(g, PlannerKind::Stitch), "k", target);
+    std::vector<std::string> lines;
+    for (const LoweredGroup& l : lowered) {
+      const std::string text = kir::print_kernel(*l.kernel);
+      for (size_t at = text.find("prefetch "); at != std::string::npos; at = text.find("prefetch ", at + 1)) {
+        lines.push_back(text.substr(at, text.find('[', at) - at));
+      }
+    }
+    return lines;
+  };
+  // Block per row: every block owns a real row. (Under a warp schedule 37
+  // rows leave spare row owners, whose store phase is under a per-warp
+  // condition: no prefetch there.)
+  schedule::RowScheduleTarget cpu = schedule::RowScheduleTarget::cpu();
+  cpu.forced = schedule::RowScheduleKind::BlockPerRow;
+  EXPECT_EQ(prefetches(cpu), std::vector<std::string>{"prefetch in_x"});
+  schedule::RowScheduleTarget gpu = schedule::RowScheduleTarget::gpu();
+  gpu.forced = schedule::RowScheduleKind::BlockPerRow;
+  EXPECT_TRUE(prefetches(gpu).empty());
+  schedule::RowScheduleTarget off = cpu;
+  off.prefetch = false;
+  EXPECT_TRUE(prefetches(off).empty());
 }
 
 }  // namespace

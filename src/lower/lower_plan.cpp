@@ -42,7 +42,7 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
       if (!tile) lowered.row_schedule = schedule::choose_row_schedule(g, group, target);
       const schedule::RowSchedule row = lowered.row_schedule ? lowered.row_schedule->schedule : schedule::RowSchedule{};
       if (tile) {
-        lowered.kernel = lower_tile_group(g, group, name);
+        lowered.kernel = lower_tile_group(g, group, name, target.machine == schedule::RowScheduleTarget::Machine::Cpu);
       } else if (group.kind == GroupKind::Stitched) {
         lowered.kernel = lower_stitched_group(g, group, name, row, target.shared_budget_bytes(), prefetch);
       } else {

@@ -33,8 +33,8 @@ struct TilePart {
 
 class TileLowerer {
  public:
-  TileLowerer(const Graph& g, const FusionGroup& group, const std::string& name)
-      : g_(g), group_(group), kb_(name) {}
+  TileLowerer(const Graph& g, const FusionGroup& group, const std::string& name, bool cpu)
+      : g_(g), group_(group), cpu_(cpu), kb_(name) {}
 
   kir::Kernel run() {
     const std::string problem = tile_group_problem(g_, group_.nodes, group_.roots, &domain_);
@@ -49,6 +49,14 @@ class TileLowerer {
     }
     for (int r : group_.roots) widest = std::max(widest, tile_part(node(r).output).count);
     threads_ = std::min(kTileBlockThreads, (widest + 31) / 32 * 32);
+    if (cpu_) {
+      // A CPU block's threads are one vector loop: as many as the tile's
+      // innermost extent (in 16s), so that a row of the tile is one pass of
+      // the loop, not a sixth of one with the rest masked off
+      // (docs/lowering.md, Tile groups).
+      const int64_t inner = domain_.shape.back().extent();
+      threads_ = std::min(kTileBlockThreads, (inner + 15) / 16 * 16);
+    }
     ex_.declare_params(loop_group_signature(g_, group_));
     for (const auto& phase : domain_.phases) {
       for (int n : phase) {
@@ -107,6 +115,7 @@ class TileLowerer {
     const bool guard = count % threads_ != 0;
     kb_.serial(var, kir::int_const(steps), [&](const Expr& s) {
       ex_.scoped([&] {
+        step_ = s;
         Expr q = kb_.let(ex_.fresh("q"), add_i(mul_i(s, kir::int_const(threads_)), thread_));
         const Expr in_range = kir::op(OpKind::Lt, {q, kir::int_const(count)});
         if (!guard) {
@@ -118,6 +127,19 @@ class TileLowerer {
         }
       });
     });
+  }
+
+  // The multi-index of position q = step * threads + thread over `shape`.
+  // When the threads span its innermost extent exactly, that is (the step
+  // over the other dims, the thread): no division, and the loads of a step
+  // are one contiguous row of the tile.
+  Index position(const Expr& q, const Shape& shape) {
+    if (!shape.empty() && shape.back().extent() == threads_) {
+      Index at = ex_.delinearize(step_, Shape(shape.begin(), shape.end() - 1));
+      at.push_back(thread_);
+      return at;
+    }
+    return ex_.delinearize(q, shape);
   }
 
   // The domain index of the block's outer index with the tile positions of
@@ -158,7 +180,7 @@ class TileLowerer {
     // threads would load 8 times the row; guarded, its kernel went from 0.17
     // to 0.087 s (16384 x 32 x 48, the 2-core CPU, busy).
     stride(name("res", n), kept.count, kept.count >= 4 * threads_, [&](const Expr& q, const std::optional<Expr>& in_range) {
-      const Index at = ex_.delinearize(q, shape_of(kept.dims));
+      const Index at = position(q, shape_of(kept.dims));
       Expr acc = kb_.let(name("acc", n), reduction_identity(red.op, acc_dtype));
       kb_.serial(name("elem", n), element_count_expr(reduced), [&](const Expr& e) {
         ex_.scoped([&] {
@@ -210,7 +232,7 @@ class TileLowerer {
     for (const auto& [dims, values] : by_part) {
       if (counts.at(dims) == 0) continue;
       stride("st" + std::to_string(loop++), counts.at(dims), false, [&](const Expr& q, const std::optional<Expr>&) {
-        const Index at = ex_.delinearize(q, shape_of(dims));
+        const Index at = position(q, shape_of(dims));
         const Index domain = domain_index(dims, at, {}, {});
         for (ValueId v : values) {
           Index idx;
@@ -226,12 +248,14 @@ class TileLowerer {
 
   const Graph& g_;
   const FusionGroup& group_;
+  const bool cpu_;
   kir::KernelBuilder kb_;
   GroupExpr ex_{g_, group_, kb_};
   TileDomain domain_;
   int64_t threads_ = kTileBlockThreads;
   Index outer_;        // the block's outer index, one entry per outer dim
   Expr thread_;        // the thread index
+  Expr step_;          // the step of the innermost stride loop being built
   std::map<int, int> number_;  // reduction node -> its number in kernel names
 };
 
@@ -245,8 +269,8 @@ std::string tile_group_lowering_problem(const Graph& g, const FusionGroup& group
   return tile_group_problem(g, group.nodes, group.roots);
 }
 
-kir::Kernel lower_tile_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name) {
-  return TileLowerer(g, group, kernel_name).run();
+kir::Kernel lower_tile_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name, bool cpu) {
+  return TileLowerer(g, group, kernel_name, cpu).run();
 }
 
 }  // namespace stitch::lower

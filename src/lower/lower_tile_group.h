@@ -29,6 +29,9 @@ std::string tile_group_lowering_problem(const Graph& g, const FusionGroup& group
 // phases and the roots read the results from there. A last phase stores the
 // roots. The signature is loop_group_signature's. Raises InternalError when
 // the group is not a tile group. Verified.
-kir::Kernel lower_tile_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name);
+// `cpu`: the block has as many threads as the tile's innermost extent (in
+// 16s), the CPU's vector loop, instead of the GPU's 32-multiple.
+kir::Kernel lower_tile_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
+                             bool cpu = false);
 
 }  // namespace stitch::lower

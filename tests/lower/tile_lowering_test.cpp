@@ -150,13 +150,18 @@ class TileLowering : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     lowered_ = std::make_unique<std::vector<Lowered>>();
-    for (const Case& c : make_cases()) {
-      Graph g = canonicalize(parse_module(c.text).graphs.front());
-      FusionGroup group = whole_graph_group(g);
-      ASSERT_EQ(tile_group_lowering_problem(g, group), "") << c.id;
-      kir::Kernel k = lower_tile_group(g, group, "tile_" + c.id);
-      GroupSignature sig = loop_group_signature(g, group);
-      lowered_->push_back({c, std::move(g), std::move(group), std::move(k), std::move(sig)});
+    // Every case in both block shapes: the GPU's (32-multiple threads) and
+    // the CPU's (threads spanning the tile's innermost extent), id "_cpu".
+    for (Case c : make_cases()) {
+      for (bool cpu : {false, true}) {
+        if (cpu) c.id += "_cpu";
+        Graph g = canonicalize(parse_module(c.text).graphs.front());
+        FusionGroup group = whole_graph_group(g);
+        ASSERT_EQ(tile_group_lowering_problem(g, group), "") << c.id;
+        kir::Kernel k = lower_tile_group(g, group, "tile_" + c.id, cpu);
+        GroupSignature sig = loop_group_signature(g, group);
+        lowered_->push_back({c, std::move(g), std::move(group), std::move(k), std::move(sig)});
+      }
     }
     std::vector<kir::Kernel> all;
     for (const Lowered& l : *lowered_) all.push_back(l.kernel);
@@ -236,6 +241,17 @@ TEST_F(TileLowering, KernelShape) {
   size_t barriers = 0;
   for (size_t at = chain.find("barrier"); at != std::string::npos; at = chain.find("barrier", at + 1)) ++barriers;
   EXPECT_EQ(barriers, 2u) << chain;
+}
+
+// The CPU's block: threads span the tile's innermost extent (48, or 45 rounded
+// up to 48; 100 to 112), and where they span it exactly a step of the store
+// phase is one row of the tile, indexed by the step and the thread directly.
+TEST_F(TileLowering, CpuBlockSpansTheInnermostExtent) {
+  const std::string center = kir::print_kernel(find("center_symbolic_cpu").kernel);
+  EXPECT_NE(center.find("launch(grid=sym_B, block=48)"), std::string::npos) << center;
+  EXPECT_NE(center.find("out_y[o0, j6, thr] = "), std::string::npos) << center;
+  const std::string wide = kir::print_kernel(find("center_wide_cpu").kernel);
+  EXPECT_NE(wide.find("block=112)"), std::string::npos) << wide;
 }
 
 TEST(TileLoweringRefusal, TileTooLarge) {

@@ -40,7 +40,7 @@ FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options) {
   switch (kind) {
     case PlannerKind::None: return plan_none(g);
     case PlannerKind::Xla: return plan_xla(g, max_fusions);
-    case PlannerKind::Stitch: return plan_stitch(g, max_fusions);
+    case PlannerKind::Stitch: return plan_stitch(g, max_fusions, options.row_hold_bytes);
     case PlannerKind::Ilp:
       throw UserError("planner '" + std::string(planner_name(kind)) + "' is not implemented yet");
   }

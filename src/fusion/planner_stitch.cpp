@@ -47,8 +47,10 @@ constexpr int64_t kSmallDotTerms = 32;
 
 // Profitability, apart from legality: why stitching `nodes` would make each
 // block re-read more than it can hold, or nothing.
+// Rows (innermost reductions) are held up to `row_hold_bytes` (PlanOptions):
+// on the CPU a block's rows stay in the core's L2 between phases.
 std::optional<std::string> reread_refusal(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
-                                          const StitchedDomain& domain) {
+                                          const StitchedDomain& domain, int64_t row_hold_bytes) {
   const StitchedReread reread = stitched_reread(g, nodes, roots, domain);
   const int64_t bytes = reread.block_bytes();
   if (bytes < 0) {
@@ -59,16 +61,18 @@ std::optional<std::string> reread_refusal(const Graph& g, const std::vector<int>
     return fmt::format("a block would re-read a column of symbolic length x {} x {} B between phases",
                        reread.block_width, reread.bytes_per_element);
   }
-  if (bytes <= kBlockHoldBytes) return std::nullopt;
+  const int64_t hold = domain.innermost() ? std::max(row_hold_bytes, kBlockHoldBytes) : kBlockHoldBytes;
+  if (bytes <= hold) return std::nullopt;
   return fmt::format("a block would re-read {} x {} x {} B = {} KiB between phases, over the {} KiB it holds",
                      reread.reduced_extent, reread.block_width, reread.bytes_per_element, bytes / 1024,
-                     kBlockHoldBytes / 1024);
+                     hold / 1024);
 }
 
 class StitchPlanner {
  public:
-  StitchPlanner(const Graph& g, FusionPlan base, int max_fusions, int budget)
-      : g_(g),
+  StitchPlanner(const Graph& g, FusionPlan base, int max_fusions, int budget, int64_t row_hold_bytes)
+      : row_hold_bytes_(row_hold_bytes),
+        g_(g),
         groups_(std::move(base.groups)),
         refusals_(std::move(base.refusals)),
         max_fusions_(max_fusions),
@@ -335,7 +339,7 @@ class StitchPlanner {
     if (!problem.empty() && !tile) return problem;
     if (auto reason = check_merge_legality(g_, groups_, a, b)) return reason;
     if (!tile) {
-      if (auto reason = reread_refusal(g_, nodes, roots, domain)) return reason;
+      if (auto reason = reread_refusal(g_, nodes, roots, domain, row_hold_bytes_)) return reason;
     }
     if (budget_ >= 0 && applied_ >= budget_) {
       return fmt::format("STITCH_MAX_FUSIONS={} fusions already applied", max_fusions_);
@@ -373,6 +377,7 @@ class StitchPlanner {
     }
   }
 
+  const int64_t row_hold_bytes_;
   const Graph& g_;
   std::vector<FusionGroup> groups_;
   std::vector<FusionRefusal> refusals_;
@@ -384,10 +389,11 @@ class StitchPlanner {
 
 }  // namespace
 
-FusionPlan plan_stitch(const Graph& g, int max_fusions) {
+FusionPlan plan_stitch(const Graph& g, int max_fusions, int64_t row_hold_bytes) {
   int applied = 0;
   FusionPlan base = plan_xla(g, max_fusions, &applied);
-  return StitchPlanner(g, std::move(base), max_fusions, max_fusions < 0 ? -1 : max_fusions - applied).run();
+  return StitchPlanner(g, std::move(base), max_fusions, max_fusions < 0 ? -1 : max_fusions - applied, row_hold_bytes)
+      .run();
 }
 
 }  // namespace stitch

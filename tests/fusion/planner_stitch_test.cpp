@@ -226,15 +226,20 @@ TEST(StitchPlanner, SplitsWhatABlockCannotHold) {
             std::string::npos)
       << print_plan(column, p);
 
-  // A softmax row of 16384 f32 is 64 KiB; 12288 is exactly 48 KiB.
-  auto softmax_kernels = [](const std::string& shape) {
+  // A softmax row of 16384 f32 is 64 KiB; 12288 is exactly 48 KiB, what a
+  // GPU block holds. A CPU block (the default options) holds 512 KiB of a
+  // row: 131072 f32; one more element and the row is split.
+  auto softmax_kernels = [](const std::string& shape, const PlanOptions& options) {
     Graph g = canonical_graph("graph s(x: f32[" + shape + "]) -> (f32[" + shape + "]) {\n  y = softmax(x, axis=-1)\n"
                               "  return y\n}");
-    return plan(g, PlannerKind::Stitch).groups.size();
+    return plan(g, PlannerKind::Stitch, options).groups.size();
   };
-  EXPECT_EQ(softmax_kernels("8, 16384"), 4u);
-  EXPECT_EQ(softmax_kernels("8, 12288"), 1u);
-  EXPECT_EQ(softmax_kernels("8, N"), 1u);
+  EXPECT_EQ(softmax_kernels("8, 16384", PlanOptions::for_gpu()), 4u);
+  EXPECT_EQ(softmax_kernels("8, 12288", PlanOptions::for_gpu()), 1u);
+  EXPECT_EQ(softmax_kernels("8, N", PlanOptions::for_gpu()), 1u);
+  EXPECT_EQ(softmax_kernels("8, 16384", PlanOptions{}), 1u);
+  EXPECT_EQ(softmax_kernels("8, 131072", PlanOptions{}), 1u);
+  EXPECT_EQ(softmax_kernels("8, 131073", PlanOptions{}), 4u);
 
   Graph symbolic_column = canonical_graph(R"(graph c(x: f32[B, 45]) -> (f32[B, 45]) {
   m = reduce_mean(x, axes=[0], keepdims=true)

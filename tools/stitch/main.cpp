@@ -53,7 +53,8 @@ int dispatch(int argc, char** argv) {
   bool plan_explain = false;
   std::string plan_target = "sm_90";
   plan->add_flag("--explain", plan_explain, "rank each group's schedule candidates by estimated latency");
-  plan->add_option("--target", plan_target, "what --explain is for: sm_80, sm_90 (default) or cpu");
+  plan->add_option("--target", plan_target,
+                   "what --explain is for: sm_80, sm_90 (default; the CUDA back end's plan) or cpu");
   std::string plan_rows, emit_rows;
   plan->add_option("--row-schedule", plan_rows, "force the row schedule --explain reports (default auto)")
       ->check(CLI::IsMember(row_schedule_option_values()));

@@ -42,7 +42,7 @@ std::string plan_text(const Graph& g, const FusionPlan& plan, const FusionCostMo
 std::string cuda_source(const Graph& canonical, PlannerKind kind, std::optional<schedule::RowScheduleKind> forced) {
 #ifdef STITCH_HAVE_CUDA
   const Graph g = split_full_reductions(canonical);
-  const FusionPlan fusion_plan = plan(g, kind);
+  const FusionPlan fusion_plan = plan(g, kind, PlanOptions::for_gpu());
   std::string prefix = "k_";
   for (char c : g.name()) prefix += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   std::vector<kir::Kernel> kernels;
@@ -98,9 +98,10 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   Module m = load_module(file, nullptr);
   // The plan of the graph the CPU back end runs: after its target rewrite
   // (full reductions split, src/ir/split_reductions.h), so this is the plan
-  // `stitch run` executes.
+  // `stitch run` executes; explained for a GPU --target, the plan the CUDA
+  // back end makes (a block holds less of a row between phases, PlanOptions).
   Graph canonical = split_full_reductions(canonicalize_with_dumps(select_graph(m, graph_name, file)));
-  FusionPlan fusion_plan = plan(canonical, kind);
+  FusionPlan fusion_plan = plan(canonical, kind, explain && gpu ? PlanOptions::for_gpu() : PlanOptions{});
   std::string text = format == "dot" ? print_plan_dot(canonical, fusion_plan)
                                      : plan_text(canonical, fusion_plan, FusionCostModel(bindings));
   if (explain && gpu) text += schedule::explain_plan(canonical, fusion_plan, *gpu, bindings, 5, forced);

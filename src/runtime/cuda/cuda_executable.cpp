@@ -170,7 +170,7 @@ CudaExecutable CudaExecutable::compile(const Graph& canonical_graph, PlannerKind
   if (options.dump && g != canonical_graph) {
     options.dump("graph", "// after split-full-reductions (cuda target)\n" + print_graph(g));
   }
-  PlanOptions plan_options;
+  PlanOptions plan_options = PlanOptions::for_gpu();
   plan_options.max_fusions = resolve_max_fusions(options.plan);
   const schedule::RowScheduleTarget rows = rows_for(*context, options);
   FusionPlan fusion_plan = stitch::plan(g, planner, plan_options);
@@ -190,7 +190,7 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
                                                           PlannerKind planner, std::shared_ptr<CudaContext> context,
                                                           CubinCache& cache, const CudaCompileOptions& options) {
   context->make_current();
-  PlanOptions plan_options;
+  PlanOptions plan_options = PlanOptions::for_gpu();
   plan_options.max_fusions = resolve_max_fusions(options.plan);
   const schedule::RowScheduleTarget rows = rows_for(*context, options);
   LoweredBatch batch = lower_batch(canonical_graphs, planner, plan_options, rows, "cuda");

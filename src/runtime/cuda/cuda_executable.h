@@ -64,7 +64,7 @@ class CudaExecutable {
   // RowScheduleTarget::for_device, whose ranking compile() uses.
   static std::string unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
                                         const schedule::RowScheduleTarget& rows = schedule::RowScheduleTarget::gpu(),
-                                        const PlanOptions& plan_options = {});
+                                        const PlanOptions& plan_options = PlanOptions::for_gpu());
 
   // Host tensors in and out: uploads the inputs, runs, downloads the outputs.
   // Checks the inputs as the interpreter does.

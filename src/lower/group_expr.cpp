@@ -157,6 +157,7 @@ Expr GroupExpr::eval(ValueId v, const Index& idx) {
   if (auto it = bound_at_.find(v.index); it != bound_at_.end()) return it->second(idx);
   std::string key = memo_key(v, idx);
   if (const Expr* e = find_memo(key)) return *e;
+  if (op_info(g_.nodes()[producer].op).category == OpCategory::HeavyElementwise) ++heavy_evaluated_;
   Expr result = eval_node(g_.nodes()[producer], idx);
   memo_.back().emplace(key, result);
   return result;

@@ -71,6 +71,10 @@ class GroupExpr {
   // The loads of values from outside the group built since the last call,
   // each with its index.
   std::vector<std::pair<ValueId, Index>> take_loads() { return std::exchange(loads_, {}); }
+  // How many heavy elementwise ops (transcendentals, division) have been
+  // evaluated so far: a lowering compares two counts to learn whether a body
+  // it built computes one.
+  int heavy_evaluated() const { return heavy_evaluated_; }
 
   // C-order multi-index of `lin` in `shape`, one local per dimension, named
   // `<prefix><k>` when a prefix is given, fresh `j<n>` names otherwise.
@@ -104,6 +108,7 @@ class GroupExpr {
   int counter_ = 0;
   PieceAssumption* assume_ = nullptr;
   std::vector<std::pair<ValueId, Index>> loads_;
+  int heavy_evaluated_ = 0;
 };
 
 }  // namespace stitch::lower

@@ -205,20 +205,19 @@ class StitchedLowerer {
       // Visits every element of the row: fn(domain index), in a fresh memo
       // scope; values cached by earlier phases are read back, and cacheable
       // values this phase computes are cached.
+      // Prefetch (docs/lowering.md): the next block's rows are asked for
+      // once, by the first reduction phase after the first whose elements
+      // compute a heavy op, or else by the store phase.
+      rows_in_place_.clear();
+      bool prefetched = false;
+      const bool may_prefetch = prefetch_ && nest.static_len() > 0 && !r.row_valid.defined();
       auto stride_row = [&](const std::string& var, const std::function<void(const Index&)>& fn,
-                            const std::vector<std::string>& prefetch = {}) {
+                            PrefetchWhen when = PrefetchWhen::Never) {
         std::set<int> newly_cached;
+        bool prefetched_here = false;
         kb_.serial(var, nest.steps(), [&](const Expr& s) {
           ex_.scoped([&] {
-            // Step s's share of the next block's rows (docs/lowering.md, Prefetch).
-            int64_t steps = 0;
-            if (!prefetch.empty() && kir::is_int_constant(nest.steps(), &steps) && steps > 0) {
-              const int64_t block_elements = nest.rows_per_block() * nest.static_len();
-              const int64_t share = (block_elements + steps - 1) / steps;
-              const Expr first = add_i(mul_i(add_i(r.block, kir::int_const(1)), kir::int_const(block_elements)),
-                                       mul_i(s, kir::int_const(share)));
-              for (const std::string& buffer : prefetch) kb_.prefetch(buffer, first, kir::int_const(share));
-            }
+            const int heavy_before = ex_.heavy_evaluated();
             Expr lin = kb_.let(ex_.fresh("r"), nest.position(r, s));
             Expr at = nest.rows_per_block() == 1 ? lin : add_i(mul_i(r.slot, kir::int_const(nest.static_len())), lin);
             auto visit = [&] {
@@ -240,14 +239,30 @@ class StitchedLowerer {
             } else {
               visit();
             }
+            note_rows_read_in_place(out);
+            const bool heavy = ex_.heavy_evaluated() > heavy_before;
+            int64_t steps = 0;
+            if (may_prefetch && !prefetched && !rows_in_place_.empty() &&
+                (when == PrefetchWhen::Always || (when == PrefetchWhen::IfHeavy && heavy)) &&
+                kir::is_int_constant(nest.steps(), &steps) && steps > 0) {
+              // Step s's share of the next block's rows.
+              const int64_t block_elements = nest.rows_per_block() * nest.static_len();
+              const int64_t share = (block_elements + steps - 1) / steps;
+              const Expr first = add_i(mul_i(add_i(r.block, kir::int_const(1)), kir::int_const(block_elements)),
+                                       mul_i(s, kir::int_const(share)));
+              for (const std::string& buffer : rows_in_place_) kb_.prefetch(buffer, first, kir::int_const(share));
+              prefetched_here = true;
+            }
           });
         });
+        prefetched = prefetched || prefetched_here;
         cached_.insert(newly_cached.begin(), newly_cached.end());
       };
       for (size_t p = 0; p < domain_.phases.size(); ++p) {
         const std::vector<int>& phase = domain_.phases[p];
         std::vector<Expr> acc = init_accumulators(phase);
-        stride_row("step" + std::to_string(p), [&](const Index& idx) { accumulate(phase, acc, idx); });
+        stride_row("step" + std::to_string(p), [&](const Index& idx) { accumulate(phase, acc, idx); },
+                   p == 0 ? PrefetchWhen::Never : PrefetchWhen::IfHeavy);
         for (size_t k = 0; k < phase.size(); ++k) {
           int n = phase[k];
           bind_total(n, nest.reduce(block_op(node(n).op), acc[k], name("total", n), name("scratch", n)));
@@ -257,38 +272,34 @@ class StitchedLowerer {
       // The store phase has no reduction after it, so owners past the last
       // row may skip it as a whole.
       if (!full_roots_.empty()) {
-        const std::vector<std::string> prefetch =
-            nest.static_len() > 0 && !r.row_valid.defined() ? rows_read_in_place(out) : std::vector<std::string>{};
         nest.if_valid(r, [&] {
-          ex_.scoped([&] { stride_row("step_out", [&](const Index& idx) { store_full_roots(idx); }, prefetch); });
+          ex_.scoped([&] { stride_row("step_out", [&](const Index& idx) { store_full_roots(idx); }, PrefetchWhen::Always); });
         });
       }
       if (!row_roots_.empty()) nest.if_leader(r, [&] { ex_.scoped([&] { store_row_roots(out); }); });
     });
   }
 
-  // The inputs the phases so far read as rows of the domain, in place (row
-  // `out`, any position along it), when the reduced axes are the innermost:
-  // then a block's rows are one contiguous range of each, and the store
-  // phase can prefetch the next block's (docs/lowering.md, Prefetch).
-  std::vector<std::string> rows_read_in_place(const Index& out) {
-    std::vector<std::string> buffers;
-    if (!prefetch_) return buffers;
+  // Adds to rows_in_place_ the inputs the loads built since the last call
+  // read as rows of the domain, in place (row `out`, any position along it),
+  // when the reduced axes are the innermost: then a block's rows are one
+  // contiguous range of each (docs/lowering.md, Prefetch).
+  void note_rows_read_in_place(const Index& out) {
+    const std::vector<std::pair<ValueId, Index>> loads = ex_.take_loads();
     for (size_t d = 0; d < outer_.size(); ++d) {
-      if (is_reduced(d)) return buffers;
+      if (is_reduced(d)) return;
     }
-    for (const auto& [v, idx] : ex_.take_loads()) {
+    for (const auto& [v, idx] : loads) {
       const std::string& buffer = ex_.buffer(v);
       if (g_.type(v).shape != domain_.shape || idx.size() != domain_.shape.size()) continue;
-      if (std::find(buffers.begin(), buffers.end(), buffer) != buffers.end()) continue;
+      if (std::find(rows_in_place_.begin(), rows_in_place_.end(), buffer) != rows_in_place_.end()) continue;
       bool in_place = true;
       for (size_t d = 0; d < idx.size(); ++d) {
         in_place = in_place && (d < outer_.size() ? kir::print_expr(idx[d]) == kir::print_expr(out[d])
                                                   : idx[d]->kind == kir::ExprKind::Var);
       }
-      if (in_place) buffers.push_back(buffer);
+      if (in_place) rows_in_place_.push_back(buffer);
     }
-    return buffers;
   }
 
   // One thread per column (a non-innermost reduction): each phase a serial
@@ -344,6 +355,8 @@ class StitchedLowerer {
   schedule::RowSchedule schedule_;
   int64_t shared_budget_bytes_;  // the row caches' and scratch's bytes per block
   bool prefetch_;
+  enum class PrefetchWhen : uint8_t { Never, IfHeavy, Always };
+  std::vector<std::string> rows_in_place_;  // of the row body being built
   bool arena_placed_ = false;
   GroupExpr ex_{g_, group_, kb_};
   StitchedDomain domain_;

@@ -185,7 +185,8 @@ TEST_F(StitchedLowering, MatchesInterpreter) {
 // The exp computed for the sum is kept in the shared row_cache0 and read back
 // by the store phase instead of being recomputed; it takes the bytes of the
 // max's scratch, dead after its block reduction (the shared-memory plan's arena).
-// Each step of the store phase asks for its share of the next block's row.
+// Each step of the exp phase (the first after the first with a heavy op)
+// asks for its share of the next block's row.
 TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
   const Graph g = canonicalize(workload("softmax.stitch", "softmax_small"));
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
@@ -221,11 +222,11 @@ TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
           acc1 = add(acc1, e5)
           row_cache0[r2] = e5
         }
+        prefetch in_x[add(mul(add(blk, 1), 100), mul(step1, 100)) +: 100]
       }
       total1 = block.reduce_sum(acc1, scratch=scratch1)
       let red1: f32 = total1
       for step_out in serial(1) {
-        prefetch in_x[add(mul(add(blk, 1), 100), mul(step_out, 100)) +: 100]
         let r6: i64 = add(mul(step_out, 128), thr)
         if lt(r6, 100) {
           let j7: i64 = r6
@@ -240,8 +241,9 @@ TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
 )");
 }
 
-// Prefetch (docs/lowering.md): the row read in place is prefetched, the
-// broadcast gamma and beta of a LayerNorm are not; the CUDA target, and
+// Prefetch (docs/lowering.md): the row read in place is prefetched (in the
+// store phase: no phase after the first computes a heavy op), the broadcast
+// gamma and beta of a LayerNorm are not; the CUDA target, and
 // STITCH_PREFETCH=0 (RowScheduleTarget::prefetch), get none.
 TEST(StitchedLoweringShape, StorePhasePrefetchesTheNextRowsReadInPlace) {
   const Graph g = canonicalize(workload("layernorm.stitch", "layernorm_small"));

@@ -204,6 +204,19 @@ TEST_F(Executable, SecondCompileOfTheSameGraphHitsTheMemoryLevel) {
   EXPECT_EQ(third.cache_stats().misses, 0);
 }
 
+// Prefetch changes the generated code, not the values: the memory level
+// keeps a graph compiled with it apart from one compiled without.
+TEST_F(Executable, PrefetchSettingsAreDifferentMemoryEntries) {
+  Graph canonical = canonicalize(cases_->at("swish_small").source);
+  CpuExecutable with = CpuExecutable::compile(canonical, PlannerKind::Xla, *cache_);
+  CompileOptions off;
+  off.rows.prefetch = false;
+  CpuExecutable without = CpuExecutable::compile(canonical, PlannerKind::Xla, *cache_, off);
+  EXPECT_EQ(without.cache_stats().memory_hits, 0);
+  EXPECT_NE(with.source(), without.source());
+  EXPECT_EQ(without.source().find("stitch_prefetch(in_"), std::string::npos);
+}
+
 TEST_F(Executable, WrongInputsAreUserErrors) {
   CpuExecutable& exe = executable("swish_small", PlannerKind::Xla);
   EXPECT_THROW(exe.run({Tensor(DType::f32, {10})}), UserError);

@@ -61,8 +61,12 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
 std::string memory_key(const Graph& g, PlannerKind planner, int max_fusions, const CompilerOptions& compiler,
                        const schedule::RowScheduleTarget& rows) {
   std::string text = structural_key(g);
-  text += fmt::format("planner {}\nmax_fusions {}\ncompiler {}\nrows {}\n", planner_name(planner), max_fusions,
-                      compiler.compiler, rows.name());
+  // The hints that change the generated code but no value (prefetch,
+  // streaming stores) are part of the key too: one process may compile a
+  // graph under both settings.
+  text += fmt::format("planner {}\nmax_fusions {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\n",
+                      planner_name(planner), max_fusions, compiler.compiler, rows.name(), rows.prefetch,
+                      rows.stream_min_bytes);
   for (const std::string& f : compiler.flags) text += f + "\n";
   return sha256_hex(text);
 }

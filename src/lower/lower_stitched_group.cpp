@@ -214,7 +214,6 @@ class StitchedLowerer {
       auto stride_row = [&](const std::string& var, const std::function<void(const Index&)>& fn,
                             PrefetchWhen when = PrefetchWhen::Never) {
         std::set<int> newly_cached;
-        bool prefetched_here = false;
         kb_.serial(var, nest.steps(), [&](const Expr& s) {
           ex_.scoped([&] {
             const int heavy_before = ex_.heavy_evaluated();
@@ -251,11 +250,10 @@ class StitchedLowerer {
               const Expr first = add_i(mul_i(add_i(r.block, kir::int_const(1)), kir::int_const(block_elements)),
                                        mul_i(s, kir::int_const(share)));
               for (const std::string& buffer : rows_in_place_) kb_.prefetch(buffer, first, kir::int_const(share));
-              prefetched_here = true;
+              prefetched = true;  // the step body is built once
             }
           });
         });
-        prefetched = prefetched || prefetched_here;
         cached_.insert(newly_cached.begin(), newly_cached.end());
       };
       for (size_t p = 0; p < domain_.phases.size(); ++p) {

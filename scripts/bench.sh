@@ -14,8 +14,10 @@
 # .venv-peers; where it cannot, the peers are skipped and the run says so). In
 # ROUNDS (default 3) alternating rounds it runs stitch bench (outputs reused),
 # stitch bench --fresh-outputs, stitch bench under jemalloc, and the peers
-# (PEERS, default torch_eager,torch_compile,jax_jit) with the default allocator
-# and under jemalloc: LD_PRELOAD of Debian's libjemalloc2 with MALLOC_CONF set
+# (PEERS, default torch_eager,torch_compile,jax_jit) with the default allocator,
+# the torch peers once more with their opt-in huge pages (THP_MEM_ALLOC_ENABLE=1,
+# the page policy Stitch's own storage has; docs/benchmarks.md, Peers) and
+# under jemalloc: LD_PRELOAD of Debian's libjemalloc2 with MALLOC_CONF set
 # to JEMALLOC_CONF (default dirty_decay_ms:-1,muzzy_decay_ms:-1, so that freed
 # pages serve the next call, which jemalloc's default decay does not do for
 # outputs of tens of MiB). The first peer run checks every peer against numpy
@@ -108,11 +110,14 @@ else
   peer_graphs=(--workloads bench/workloads --sweeps)
 fi
 
+# The peers that THP_MEM_ALLOC_ENABLE changes: torch's CPU allocator reads it.
+torch_peers=$(echo "$peers" | tr ',' '\n' | grep '^torch' | paste -sd, - || true)
+
 run_peers() {  # OUT.json [run_peers.py options]; a failed run keeps what it wrote
   local out=$1
   shift
   # On the CPU one call per sample, as stitch bench and torch time; the first warm-up call compiles.
-  if ! "$peers_python" bench/peers/run_peers.py --device cpu --peers "$peers" "${peer_graphs[@]}" \
+  if ! "$peers_python" bench/peers/run_peers.py --device cpu --peers "${RUN_PEERS:-$peers}" "${peer_graphs[@]}" \
     --repeat "$repeat" --warmup "$((warmup > 0 ? warmup : 1))" --jax-batch 1 --json "$out" "$@"; then
     if [ -s "$out" ]; then
       say "warning: run_peers.py failed; keeping the rows it wrote"
@@ -137,6 +142,10 @@ if ((with_peers)); then
       ((r > 1)) || check=(--check --stitch "$stitch")
       say "round $r of $rounds: peers${check:+ (numpy float64 check first)}"
       run_peers "$scratch/peers-default-$r.json" "${check[@]}"
+      if [ -n "$torch_peers" ]; then
+        say "round $r of $rounds: torch peers with huge pages (THP_MEM_ALLOC_ENABLE=1)"
+        THP_MEM_ALLOC_ENABLE=1 RUN_PEERS=$torch_peers run_peers "$scratch/peers-thp-$r.json"
+      fi
       if [ -n "$jemalloc" ]; then
         say "round $r of $rounds: peers under jemalloc"
         LD_PRELOAD=$jemalloc MALLOC_CONF=$jemalloc_conf run_peers "$scratch/peers-jemalloc-$r.json"
@@ -187,7 +196,8 @@ if ((with_peers)); then
   shopt -s nullglob
   python3 bench/peers/combine_cpu.py table --results "$json" --out "bench/results/cpu-$date" \
     --stitch-fresh "$scratch"/stitch-fresh-*.json --stitch-jemalloc "$scratch"/stitch-jemalloc-*.json \
-    --peers-default "$scratch"/peers-default-*.json --peers-jemalloc "$scratch"/peers-jemalloc-*.json \
+    --peers-default "$scratch"/peers-default-*.json --peers-thp "$scratch"/peers-thp-*.json \
+    --peers-jemalloc "$scratch"/peers-jemalloc-*.json \
     --jemalloc "${jemalloc:+$jemalloc with MALLOC_CONF=$jemalloc_conf}" --skipped "$skipped"
   shopt -u nullglob
   say "wrote bench/results/cpu-$date.md and cpu-$date-peers.svg"

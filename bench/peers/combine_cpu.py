@@ -3,7 +3,9 @@
 
 `scripts/bench.sh --peers` runs, in alternating rounds, `stitch bench` (outputs
 reused), `stitch bench --fresh-outputs`, `stitch bench` under jemalloc, and
-run_peers.py with the default allocator and under jemalloc. This script takes
+run_peers.py with the default allocator, with the default allocator and torch's
+opt-in huge pages (THP_MEM_ALLOC_ENABLE=1; the torch peers only), and under
+jemalloc. This script takes
 the median over the rounds of each (workload, series) and writes the results.
 
     python3 bench/peers/combine_cpu.py median OUT.json STITCH_ROUND.json...
@@ -11,15 +13,18 @@ the median over the rounds of each (workload, series) and writes the results.
         the rounds (the rounds must time the same workloads and planners)
     python3 bench/peers/combine_cpu.py table --results RESULTS.json --out PREFIX
         [--stitch-fresh R.json...] [--stitch-jemalloc R.json...]
-        [--peers-default R.json...] [--peers-jemalloc R.json...] [--skipped REASON]
+        [--peers-default R.json...] [--peers-thp R.json...] [--peers-jemalloc R.json...]
+        [--skipped REASON]
         adds the other series' rows and the comparison to RESULTS.json (whose
         rows are the `median` of the reused stitch rounds, plus any reference
         rows) and writes PREFIX.md (the table) and PREFIX-peers.svg (the ratios)
 
 Ratios are peer time over stitch time on the same workload: above 1 stitch is
 faster. The two like-for-like comparisons:
-  fresh:  `stitch bench --fresh-outputs` against the best peer as it runs by
-          default; both allocate every call's outputs with the C library's malloc.
+  fresh:  `stitch bench --fresh-outputs` against the best peer with the C
+          library's malloc, as it runs by default or, for torch, with its
+          opt-in huge pages, whichever is faster; both allocate every call's
+          outputs (Stitch maps 4 MiB or more on huge pages itself).
   reused: `stitch bench` (outputs reused) under jemalloc against the best peer
           under jemalloc, which hands a freed output's pages to the next call.
 Standard library only.
@@ -37,10 +42,15 @@ import combine
 SWEEP_PREFIX = "triton_"
 PEERS = ("torch_eager", "torch_compile", "torch_compile_max_autotune", "jax_jit")
 COMPARISONS = {
-    "fresh": "stitch --fresh-outputs vs the best peer, both with the default allocator (glibc malloc)",
+    "fresh": "stitch --fresh-outputs vs the best peer, both with the default allocator (glibc malloc; "
+             "huge pages for stitch's large storage and, where faster, torch's opt-in ones)",
     "reused": "stitch, outputs reused, vs the best peer, both under jemalloc (LD_PRELOAD)",
 }
 COLOURS = {"fresh": "#ff7f0e", "reused": "#2ca02c"}
+# The peers' series: the default allocator, the same with torch's opt-in huge
+# pages (THP_MEM_ALLOC_ENABLE=1; torch peers only), and jemalloc.
+PEER_ALLOCATORS = ("default", "thp", "jemalloc")
+ALLOCATOR_SUFFIX = {"default": "", "thp": ", huge pages", "jemalloc": ", jemalloc"}
 
 
 def load(path):
@@ -137,13 +147,14 @@ def time_of(rows, workload, **match):
     return row_of(rows, workload, **match).get("median_s")
 
 
-def best_peer(rows, workload, allocator, failed):
-    """(peer, seconds) of the fastest peer that ran and passed the check, or (None, None)."""
+def best_peer(rows, workload, allocators, failed):
+    """(peer, seconds) of the fastest peer, under any of these allocators, that ran and passed the check."""
     best = (None, None)
     for peer in PEERS:
-        t = time_of(rows, workload, peer=peer, allocator=allocator)
-        if t and (workload, peer) not in failed and (best[1] is None or t < best[1]):
-            best = (peer, t)
+        for allocator in allocators:
+            t = time_of(rows, workload, peer=peer, allocator=allocator)
+            if t and (workload, peer) not in failed and (best[1] is None or t < best[1]):
+                best = (peer + (", huge pages" if allocator == "thp" else ""), t)
     return best
 
 
@@ -182,10 +193,10 @@ def comparison(results, failed):
              "xla_reused_s": time_of(results, w, planner="xla", outputs="reused", allocator="default"),
              "stitch_fallback": row_of(results, w, planner="stitch", outputs="reused").get("fallback") or "",
              "peers_s": {f"{p}/{a}": time_of(results, w, peer=p, allocator=a)
-                         for p in peers for a in ("default", "jemalloc")}}
-        for name, stitch_key, allocator in (("fresh", "stitch_fresh_s", "default"),
-                                            ("reused", "stitch_reused_jemalloc_s", "jemalloc")):
-            peer, t = best_peer(results, w, allocator, failed)
+                         for p in peers for a in PEER_ALLOCATORS}}
+        for name, stitch_key, allocators in (("fresh", "stitch_fresh_s", ("default", "thp")),
+                                             ("reused", "stitch_reused_jemalloc_s", ("jemalloc",))):
+            peer, t = best_peer(results, w, allocators, failed)
             own = m[stitch_key]
             m[name] = {"best_peer": peer, "best_peer_s": t, "stitch_s": own,
                        "ratio": t / own if t and own else None}
@@ -238,8 +249,9 @@ def markdown(doc, peers_info, table, peers, failed, totals):
               if pm else "- Peers: none ran."),
              f"- jemalloc: `{peers_info.get('jemalloc') or 'not found'}`.",
              f"- Rounds: {peers_info['rounds']}, each running every series in turn (`stitch bench` outputs "
-             f"reused, `--fresh-outputs`, reused under jemalloc; the peers with the default allocator and "
-             f"under jemalloc); a cell is the median over the rounds of one run's median time "
+             f"reused, `--fresh-outputs`, reused under jemalloc; the peers with the default allocator, "
+             f"the torch peers again with their opt-in huge pages (`THP_MEM_ALLOC_ENABLE=1`), and under "
+             f"jemalloc); a cell is the median over the rounds of one run's median time "
              f"(repeat {doc.get('repeat', '?')}, warm-up {doc.get('warmup', '?')}).",
              "- Comparisons (ratio = the best peer's time / stitch's time; above 1 stitch is faster):",
              "  - **fresh**: " + COMPARISONS["fresh"] + ": every call allocates and frees its outputs;",
@@ -251,7 +263,9 @@ def markdown(doc, peers_info, table, peers, failed, totals):
     if peers_info.get("check_summary"):
         lines += [peers_info["check_summary"], ""]
     cols = ["stitch reused", "stitch fresh", "stitch reused, jemalloc", "xla reused"]
-    cols += [f"{p}{', jemalloc' if a == 'jemalloc' else ''}" for p in peers for a in ("default", "jemalloc")]
+    allocators = [a for a in PEER_ALLOCATORS if any(m["peers_s"].get(f"{p}/{a}") for m in table for p in peers)]
+    columns = [(p, a) for p in peers for a in allocators if any(m["peers_s"].get(f"{p}/{a}") for m in table)]
+    cols += [f"{p}{ALLOCATOR_SUFFIX[a]}" for p, a in columns]
     lines += ["## Times (ms)", "",
               "| workload | " + " | ".join(cols) + " |",
               "| --- | " + " | ".join("---:" for _ in cols) + " |"]
@@ -259,10 +273,9 @@ def markdown(doc, peers_info, table, peers, failed, totals):
         mark = "*" if m["stitch_fallback"] else ""
         cells = [_ms(m[k]) + mark for k in ("stitch_reused_s", "stitch_fresh_s", "stitch_reused_jemalloc_s")]
         cells.append(_ms(m["xla_reused_s"]))
-        for p in peers:
-            for a in ("default", "jemalloc"):
-                cell = _ms(m["peers_s"][f"{p}/{a}"])
-                cells.append(cell + " ✗" if (m["workload"], p) in failed else cell)
+        for p, a in columns:
+            cell = _ms(m["peers_s"][f"{p}/{a}"])
+            cells.append(cell + " ✗" if (m["workload"], p) in failed else cell)
         lines.append(f"| {m['workload']} | " + " | ".join(cells) + " |")
     if any(m["stitch_fallback"] for m in table):
         lines += ["", "*: the `stitch` planner's plan did not compile; the row timed the fallback (`fallback` "
@@ -272,7 +285,7 @@ def markdown(doc, peers_info, table, peers, failed, totals):
                   "(it did not do the work); never the best peer."]
         lines += [f"- {w} / {p}: {why}" for (w, p), why in sorted(failed.items())]
     lines += ["", "## Ratios against the best peer", "",
-              "| workload | fresh: best peer (default allocator) | fresh: stitch --fresh-outputs vs it "
+              "| workload | fresh: best peer (default allocator, or torch's huge pages) | fresh: stitch --fresh-outputs vs it "
               "| reused: best peer (jemalloc) | reused: stitch, outputs reused (jemalloc), vs it |",
               "| --- | --- | ---: | --- | ---: |"]
     def best(c):
@@ -381,10 +394,11 @@ def table_command(args):
     doc = load(args.results)
     doc["results"] = [r for r in doc["results"] if "peer" not in r and r.get("outputs") != "fresh"
                       and r.get("allocator", "default") == "default"]
-    peer_docs = [load(p) for p in args.peers_default + args.peers_jemalloc]
+    peer_docs = [load(p) for p in args.peers_default + args.peers_thp + args.peers_jemalloc]
     rows = series_rows([load(p) for p in args.stitch_fresh], "planner", "default", outputs="fresh")
     rows += series_rows([load(p) for p in args.stitch_jemalloc], "planner", "jemalloc", outputs="reused")
     rows += series_rows([load(p) for p in args.peers_default], "peer", "default", outputs="fresh")
+    rows += series_rows([load(p) for p in args.peers_thp], "peer", "thp", outputs="fresh")
     rows += series_rows([load(p) for p in args.peers_jemalloc], "peer", "jemalloc", outputs="fresh")
     doc["results"] += rows
     check_failed = failed_checks(peer_docs)
@@ -426,7 +440,7 @@ def main(argv=None):
     tab = sub.add_parser("table", help="add the other series and write the table and chart")
     tab.add_argument("--results", required=True, help="bench/results/cpu-DATE.json (rewritten)")
     tab.add_argument("--out", required=True, help="prefix of PREFIX.md and PREFIX-peers.svg")
-    for name in ("stitch-fresh", "stitch-jemalloc", "peers-default", "peers-jemalloc"):
+    for name in ("stitch-fresh", "stitch-jemalloc", "peers-default", "peers-thp", "peers-jemalloc"):
         tab.add_argument(f"--{name}", nargs="*", default=[], metavar="ROUND.json")
     tab.add_argument("--jemalloc", help="the libjemalloc the jemalloc series preloaded")
     tab.add_argument("--skipped", help="why the peers did not run (printed in the table)")

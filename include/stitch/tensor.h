@@ -25,17 +25,24 @@ uint16_t f64_to_bf16_bits(double d);
 namespace detail {
 // Tensor storage (docs/executable.md, Buffer planning) starts on a 64-byte
 // cache line, so that kernels' vector accesses and streaming stores
-// (docs/cpu-backend.md) line up with lines.
+// (docs/cpu-backend.md) line up with lines. Storage of kLargeStorageBytes or
+// more is mapped on its own, 2 MiB aligned, and advised for transparent huge
+// pages unless STITCH_HUGE_PAGES=0 (docs/executable.md, Tensor storage).
+inline constexpr size_t kLargeStorageBytes = size_t{4} << 20;
+void* allocate_storage(size_t bytes);
+void free_storage(void* p, size_t bytes) noexcept;
+// Whether storage of kLargeStorageBytes or more is advised for huge pages:
+// STITCH_HUGE_PAGES, read once; a value other than 0 or 1 is a UserError.
+bool huge_pages_enabled();
+
 template <class T>
 struct CacheLineAllocator {
   using value_type = T;
-  static constexpr std::align_val_t kAlignment{64};
   CacheLineAllocator() = default;
   template <class U>
   CacheLineAllocator(const CacheLineAllocator<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
-  // Unsized: clang declares no sized aligned delete without -fsized-deallocation.
-  void deallocate(T* p, size_t) { ::operator delete(p, kAlignment); }
+  T* allocate(size_t n) { return static_cast<T*>(allocate_storage(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { free_storage(p, n * sizeof(T)); }
   // resize() default-initialises: bytes stay unwritten until the Tensor
   // constructor zero-fills them (Tensor::uninitialized leaves them).
   template <class U>

@@ -216,6 +216,18 @@ TEST_F(Cli, PrefetchSwitchIsZeroOrOne) {
   EXPECT_EQ(off.status, 0) << off.output;
 }
 
+// STITCH_HUGE_PAGES (docs/executable.md, Tensor storage) is 0 or 1, checked
+// on every run, even one with no tensor large enough to map on its own.
+TEST_F(Cli, HugePagesSwitchIsZeroOrOne) {
+  const std::string cache = " STITCH_CACHE_DIR=" + (dir_ / "cache").string();
+  const std::string args = "run " + src("bench/workloads/swish.stitch") + " --graph swish_small --random-inputs 1";
+  Result bad = run_cli(args, "STITCH_HUGE_PAGES=on" + cache);
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("STITCH_HUGE_PAGES=on: not 0 or 1"), std::string::npos) << bad.output;
+  Result off = run_cli(args, "STITCH_HUGE_PAGES=0" + cache);
+  EXPECT_EQ(off.status, 0) << off.output;
+}
+
 // --backend cpu compiles through the kernel cache; each test gets its own
 // STITCH_CACHE_DIR so a hit can only come from the same test.
 TEST_F(Cli, CpuBackendMatchesInterpreterOnLayerNorm) {

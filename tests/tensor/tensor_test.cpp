@@ -478,3 +478,38 @@ TEST(FillRandom, ValuesInRange) {
 
 }  // namespace
 }  // namespace stitch
+
+namespace stitch {
+namespace {
+
+// Large storage (docs/executable.md, Tensor storage): its own mapping, zero
+// without a fill, on a cache line; successive buffers start at different
+// offsets in their pages; copies and moves keep the bytes.
+TEST(TensorStorage, LargeBuffersAreZeroedAlignedAndColoured) {
+  const int64_t n = static_cast<int64_t>(detail::kLargeStorageBytes / 4) + 1000;
+  std::set<uintptr_t> offsets;
+  std::vector<Tensor> held;
+  for (int k = 0; k < 8; ++k) {
+    Tensor t(DType::f32, {n});
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 64, 0u);
+    offsets.insert(reinterpret_cast<uintptr_t>(t.raw()) % 4096);
+    const float* f = t.data<float>();
+    EXPECT_EQ(f[0], 0.0f);
+    EXPECT_EQ(f[n / 2], 0.0f);
+    EXPECT_EQ(f[n - 1], 0.0f);
+    t.data<float>()[n - 1] = static_cast<float>(k);
+    held.push_back(std::move(t));
+  }
+  EXPECT_EQ(offsets.size(), 8u);
+  Tensor copy = held.back();
+  EXPECT_EQ(copy.data<float>()[n - 1], 7.0f);
+  EXPECT_NE(copy.raw(), held.back().raw());
+  held.clear();
+  // Small storage still comes from the aligned operator new.
+  Tensor small(DType::f32, {16});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.raw()) % 64, 0u);
+  EXPECT_EQ(small.data<float>()[15], 0.0f);
+}
+
+}  // namespace
+}  // namespace stitch

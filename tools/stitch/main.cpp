@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "stitch/error.h"
+#include "stitch/tensor.h"
 
 namespace {
 
@@ -124,6 +125,9 @@ int dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
+    // Read at the first large allocation; checked here so that a bad value
+    // is reported on every run, large or not.
+    stitch::detail::huge_pages_enabled();
     return dispatch(argc, argv);
   } catch (const stitch::UserError& e) {
     std::cerr << e.formatted() << "\n";

@@ -135,6 +135,17 @@ struct PrefetchStmt {
 // Synchronises the threads of a block (__syncthreads; a phase split on the CPU).
 struct BarrierStmt {};
 
+// The size x size square at the start of shared buffer `buffer`, row-major,
+// becomes its transpose. A block-level step like a barrier: every thread of
+// the block reaches it, every write before it is seen by every read after it.
+// The CPU emitter transposes in vector registers between two phases
+// (docs/cpu-backend.md, Tile transpose); CUDA swaps pairs across the block
+// between two __syncthreads.
+struct TransposeTileStmt {
+  std::string buffer;
+  int64_t size = 0;
+};
+
 // `result` (and for argmax/argmin `index_result`, the index of the first
 // extremum) is defined after the statement and holds the same value in every
 // participating thread. `op` is a combining reduction of ops.def: reduce_sum,
@@ -156,7 +167,7 @@ struct ReduceStmt {
 
 struct Stmt {
   std::variant<ForStmt, IfStmt, LetStmt, AssignStmt, LocalArrayStmt, StoreStmt, PrefetchStmt, BarrierStmt,
-               ReduceStmt>
+               TransposeTileStmt, ReduceStmt>
       node;
 };
 

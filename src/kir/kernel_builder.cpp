@@ -138,6 +138,10 @@ void KernelBuilder::prefetch(std::string buffer, Expr first, Expr count) {
 
 void KernelBuilder::barrier() { current().push_back({BarrierStmt{}}); }
 
+void KernelBuilder::transpose_tile(std::string buffer, int64_t size) {
+  current().push_back({TransposeTileStmt{std::move(buffer), size}});
+}
+
 Expr KernelBuilder::warp_reduce(OpKind op, Expr value, std::string result, int64_t width) {
   DType dtype = value.dtype();
   current().push_back({ReduceStmt{ReduceScope::Warp, op, std::move(value), Expr(), result, "", "", "", width}});

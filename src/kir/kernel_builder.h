@@ -54,6 +54,7 @@ class KernelBuilder {
   void store(std::string buffer, std::vector<Expr> index, Expr value);
   void prefetch(std::string buffer, Expr first, Expr count);
   void barrier();
+  void transpose_tile(std::string buffer, int64_t size);
   // `width` < 32: each segment of `width` consecutive lanes reduces alone.
   Expr warp_reduce(OpKind op, Expr value, std::string result, int64_t width = kWarpSize);
   Expr block_reduce(OpKind op, Expr value, std::string result, std::string scratch);

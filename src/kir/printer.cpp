@@ -89,6 +89,9 @@ class StmtPrinter {
     line(depth, fmt::format("prefetch {}[{} +: {}]", s.buffer, print_expr(s.first), print_expr(s.count)));
   }
   void print(const BarrierStmt&, int depth) { line(depth, "barrier"); }
+  void print(const TransposeTileStmt& s, int depth) {
+    line(depth, fmt::format("transpose_tile {}[{}x{}]", s.buffer, s.size, s.size));
+  }
   void print(const ReduceStmt& s, int depth) {
     std::string results = s.result;
     std::string operands = print_expr(s.value);

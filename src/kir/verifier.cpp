@@ -417,6 +417,19 @@ class Walker {
     if (ctx.vector_loop) problem(fmt::format("barrier inside vector loop '{}'", ctx.vector_loop->var));
   }
 
+  void check(const TransposeTileStmt& s, const Context& ctx) {
+    if (ctx.thread_region == 0) problem(fmt::format("transpose_tile of '{}' outside a block loop", s.buffer));
+    if (ctx.control != Variance::Uniform) problem("transpose_tile under thread-dependent control flow");
+    if (ctx.vector_loop) problem(fmt::format("transpose_tile inside vector loop '{}'", ctx.vector_loop->var));
+    const SharedBuffer* sb = k_.find_shared(s.buffer);
+    if (!sb) {
+      problem(fmt::format("transpose_tile of '{}', which is not a shared buffer", s.buffer));
+    } else if (s.size < 1 || s.size > sb->count / s.size) {
+      problem(fmt::format("transpose_tile of a {0}x{0} square in '{1}', which holds {2} elements", s.size, s.buffer,
+                          sb->count));
+    }
+  }
+
   void check(const ReduceStmt& s, const Context& ctx) {
     std::string what = fmt::format("{} {}", reduce_scope_name(s.scope), op_name(s.op));
     expr(s.value, ctx);

@@ -6,6 +6,7 @@
 #include "lower/lower_stitched_group.h"
 #include "lower/lower_tile_group.h"
 #include "lower/streaming_outputs.h"
+#include "lower/transpose_tiles.h"
 
 namespace stitch::lower {
 
@@ -47,9 +48,15 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, con
         lowered.kernel = lower_stitched_group(g, group, name, row, target.shared_budget_bytes(), prefetch);
       } else {
         const std::optional<schedule::ColumnScheduleChoice> column = schedule::choose_column_schedule(g, group, target);
-        lowered.kernel = group.kind == GroupKind::Reduction
-                             ? lower_reduction_group(g, group, name, row, column ? column->schedule : schedule::ColumnSchedule{})
-                             : lower_loop_group(g, group, name, prefetch);
+        const bool cpu = target.machine == schedule::RowScheduleTarget::Machine::Cpu;
+        if (group.kind == GroupKind::Reduction) {
+          lowered.kernel =
+              lower_reduction_group(g, group, name, row, column ? column->schedule : schedule::ColumnSchedule{});
+        } else if (cpu && target.transpose_tiles && transpose_tiles_problem(g, group).empty()) {
+          lowered.kernel = lower_transpose_tiles(g, group, name);
+        } else {
+          lowered.kernel = lower_loop_group(g, group, name, prefetch);
+        }
         if (column) {
           lowered.kernel->note = fmt::format("column schedule: {} ({})", column->schedule.describe(), column->reason);
         }

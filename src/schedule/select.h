@@ -39,6 +39,10 @@ struct RowScheduleTarget {
   // order (docs/lowering.md, Prefetch); on unless STITCH_PREFETCH=0.
   bool prefetch = default_prefetch();
   static bool default_prefetch();
+  // Cpu: loop groups whose transposes move the innermost axis to the
+  // second-to-last take transpose tiles (lower/transpose_tiles.h) instead of
+  // column strips; tests turn it off to run the strips.
+  bool transpose_tiles = true;
 
   static RowScheduleTarget cpu() { return {}; }
   static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt, std::nullopt, 0, -1}; }

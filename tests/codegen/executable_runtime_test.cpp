@@ -315,7 +315,9 @@ TEST_F(ExecutableRuntime, FullReductionsRunSplitIntoRowsAndPartials) {
   }
 }
 
-TEST_F(ExecutableRuntime, TransposesOfTheInnermostAxisRunInColumnStrips) {
+// y and v take transpose tiles (their transposes put the innermost axis
+// second-to-last), z column strips; without tiles all three take strips.
+TEST_F(ExecutableRuntime, TransposesOfTheInnermostAxisRunInTilesOrColumnStrips) {
   Graph g = canonical_graph(R"(graph strips(a: f32[768, 512], b: f32[512, 768], x: i32[3, 512, 256], w: f64[2, 256, 1024])
     -> (f32[512, 768], i32[256, 3, 512], f64[2, 1024, 256]) {
   y = add(transpose(a, perm=[1, 0]), b)
@@ -323,15 +325,20 @@ TEST_F(ExecutableRuntime, TransposesOfTheInnermostAxisRunInColumnStrips) {
   v = neg(transpose(w, perm=[0, 2, 1]))
   return y, z, v
 })");
-  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
-    SCOPED_TRACE(std::string(planner_name(planner)));
-    CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_);
-    EXPECT_NE(exe.source().find("row0"), std::string::npos);
-    std::vector<Tensor> inputs = random_inputs(g, 21);
-    std::vector<Tensor> want = interpret(g, inputs);
-    std::vector<Tensor> got = exe.run(inputs);
-    for (size_t o = 0; o < want.size(); ++o) {
-      EXPECT_TRUE(testing::tensors_bitwise_equal(got[o], want[o])) << "output " << o;
+  for (const bool tiles : {true, false}) {
+    for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
+      SCOPED_TRACE(std::string(planner_name(planner)) + (tiles ? " tiles" : " strips"));
+      CompileOptions options;
+      options.rows.transpose_tiles = tiles;
+      CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_, options);
+      EXPECT_NE(exe.source().find("row0"), std::string::npos);
+      EXPECT_EQ(exe.source().find("stitch_transpose_tile(tile0") != std::string::npos, tiles);
+      std::vector<Tensor> inputs = random_inputs(g, 21);
+      std::vector<Tensor> want = interpret(g, inputs);
+      std::vector<Tensor> got = exe.run(inputs);
+      for (size_t o = 0; o < want.size(); ++o) {
+        EXPECT_TRUE(testing::tensors_bitwise_equal(got[o], want[o])) << "output " << o;
+      }
     }
   }
 }

@@ -125,6 +125,32 @@ TEST(CudaEmitter, ExampleKernelsCompile) {
                   "examples.cu");
 }
 
+// A tile transpose (kir::TransposeTileStmt) between two thread phases: the
+// CPU's lowering makes them, and CUDA emits them as pair swaps.
+TEST(CudaEmitter, TransposeTileCompiles) {
+  KernelBuilder kb("flip");
+  kb.buffer_param("x", DType::f32, {int_const(256)}, Access::Read);
+  kb.buffer_param("y", DType::f32, {int_const(256)}, Access::Write);
+  kb.shared("tile", DType::f32, 256);
+  kb.launch(int_const(1), 32);
+  kb.grid("b", int_const(1), [&](const Expr&) {
+    kb.block("t", 32, [&](const Expr& t) {
+      kb.loop("s", int_const(8), LoopLevel::Serial, [&](const Expr& s) {
+        Expr at = op(OpKind::Add, {op(OpKind::Mul, {s, int_const(32)}), t});
+        kb.store("tile", {at}, kb.load("x", {at}));
+      });
+      kb.transpose_tile("tile", 16);
+      kb.loop("j", int_const(8), LoopLevel::Serial, [&](const Expr& j) {
+        Expr at = op(OpKind::Add, {op(OpKind::Mul, {j, int_const(32)}), t});
+        kb.store("y", {at}, kb.load("tile", {at}));
+      });
+    });
+  });
+  const std::string source = emit_cuda_translation_unit({kb.finish()});
+  EXPECT_NE(source.find("stitch_r < stitch_c"), std::string::npos) << source;
+  expect_compiles(source, "transpose_tile.cu");
+}
+
 TEST(CudaEmitter, EveryOpAndCastOnEveryDTypeCompiles) {
   std::vector<Kernel> kernels;
   for (DType t : kAllDTypes) kernels.push_back(every_op_kernel(t));

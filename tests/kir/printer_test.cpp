@@ -105,6 +105,28 @@ TEST(KernelPrinter, PrefetchOfTheNextBlock) {
             "}\n");
 }
 
+TEST(KernelPrinter, TransposeTileBetweenTwoPhases) {
+  KernelBuilder kb("flip");
+  kb.buffer_param("x", DType::f32, {int_const(256)}, Access::Read);
+  kb.buffer_param("y", DType::f32, {int_const(256)}, Access::Write);
+  kb.shared("tile", DType::f32, 256);
+  kb.launch(int_const(1), 16);
+  kb.grid("b", int_const(1), [&](const Expr&) {
+    kb.block("t", 16, [&](const Expr& t) {
+      kb.loop("s", int_const(16), LoopLevel::Serial, [&](const Expr& s) {
+        kb.store("tile", {s * 16 + t}, kb.load("x", {s * 16 + t}));
+      });
+      kb.transpose_tile("tile", 16);
+      kb.loop("j", int_const(16), LoopLevel::Serial, [&](const Expr& j) {
+        kb.store("y", {j * 16 + t}, kb.load("tile", {j * 16 + t}));
+      });
+    });
+  });
+  const std::string text = print_kernel(kb.finish());
+  EXPECT_NE(text.find("      }\n      transpose_tile tile[16x16]\n      for j in serial(16) {\n"), std::string::npos)
+      << text;
+}
+
 TEST(KernelPrinter, PackedKernelWithBlockRanges) {
   Kernel k = examples::packed_kernel();
   EXPECT_EQ(print_kernel(k),

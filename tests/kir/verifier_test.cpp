@@ -86,6 +86,25 @@ TEST(KernelVerifier, PrefetchNamesABufferParameter) {
             Problems{"prefetch of 'x' with a non-i64 bound"});
 }
 
+TEST(KernelVerifier, TransposeTileOnASharedSquareAtTheBlocksTopLevel) {
+  EXPECT_EQ(verify_thread_body([](KernelBuilder& kb, const Expr& b, const Expr& t) {
+              kb.store("s", {t}, x_at(kb, b, t));
+              kb.transpose_tile("s", 16);
+              kb.store("y", {b, t}, kb.load("s", {t}));
+            }),
+            Problems{});
+  EXPECT_EQ(verify_thread_body([](KernelBuilder& kb, const Expr&, const Expr&) { kb.transpose_tile("x", 16); }),
+            Problems{"transpose_tile of 'x', which is not a shared buffer"});
+  EXPECT_EQ(verify_thread_body([](KernelBuilder& kb, const Expr&, const Expr&) { kb.transpose_tile("partials", 3); }),
+            Problems{"transpose_tile of a 3x3 square in 'partials', which holds 8 elements"});
+  EXPECT_EQ(verify_thread_body([](KernelBuilder& kb, const Expr&, const Expr& t) {
+              kb.if_then(eq(t, int_const(0)), [&] { kb.transpose_tile("s", 16); });
+            }),
+            Problems{"transpose_tile under thread-dependent control flow"});
+  EXPECT_EQ(verify_grid_body([](KernelBuilder& kb, const Expr&) { kb.transpose_tile("s", 16); }),
+            Problems{"transpose_tile of 's' outside a block loop"});
+}
+
 TEST(KernelVerifier, NamesMustBeDefinedBeforeUse) {
   EXPECT_EQ(verify_thread_body([](KernelBuilder& kb, const Expr& b, const Expr& t) {
               kb.store("y", {b, t}, var("later", DType::f32));

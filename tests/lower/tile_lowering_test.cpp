@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "codegen/cpu/cpp_emitter.h"
+#include "group_kernel_runner.h"
 #include "fusion/planner.h"
 #include "fusion/tile_group.h"
 #include "ir/canonicalize.h"
@@ -136,15 +137,7 @@ struct Lowered {
   GroupSignature signature;
 };
 
-FusionGroup whole_graph_group(const Graph& g) {
-  FusionGroup group;
-  group.kind = GroupKind::Stitched;
-  for (int n = 0; n < static_cast<int>(g.nodes().size()); ++n) group.nodes.push_back(n);
-  for (const GraphOutput& out : g.outputs()) group.roots.push_back(g.value(out.value).producer);
-  std::sort(group.roots.begin(), group.roots.end());
-  group.roots.erase(std::unique(group.roots.begin(), group.roots.end()), group.roots.end());
-  return group;
-}
+FusionGroup whole_graph_group(const Graph& g) { return testing::whole_graph_group(g, GroupKind::Stitched); }
 
 class TileLowering : public ::testing::Test {
  protected:
@@ -181,20 +174,7 @@ class TileLowering : public ::testing::Test {
 
   // The kernel's outputs for `inputs`, one per graph output.
   static std::vector<Tensor> run(const Lowered& l, const std::vector<Tensor>& inputs) {
-    const Graph& g = l.graph;
-    SymbolBindings bindings = bind_inputs(g, inputs);
-    std::unordered_map<int, Tensor> values;
-    for (size_t i = 0; i < g.params().size(); ++i) values[g.params()[i].index] = inputs[i];
-    std::vector<Tensor*> buffers;
-    for (ValueId v : l.signature.inputs) buffers.push_back(&values.at(v.index));
-    for (ValueId v : l.signature.outputs) values[v.index] = Tensor(g.type(v).dtype, concrete_shape(g.type(v).shape, bindings));
-    for (ValueId v : l.signature.outputs) buffers.push_back(&values.at(v.index));
-    std::vector<int64_t> scalars;
-    for (const std::string& s : l.signature.symbols) scalars.push_back(runtime::cpu::scalar_slot(bindings.at(s)));
-    runtime::cpu::run_kernel(*module_, l.kernel, buffers, scalars);
-    std::vector<Tensor> out;
-    for (const GraphOutput& o : g.outputs()) out.push_back(values.at(o.value.index));
-    return out;
+    return testing::run_group_kernel(*module_, l.graph, l.kernel, l.signature, inputs);
   }
 
   static std::unique_ptr<std::vector<Lowered>> lowered_;

@@ -31,10 +31,11 @@ using kir::Stmt;
 using kir::StmtList;
 
 // A phase: the statements between two synchronisation points of a thread
-// region, and the reduction (if any) that ends it.
+// region, and the reduction or tile transpose (if any) that ends it.
 struct Phase {
   std::vector<const Stmt*> stmts;
   const kir::ReduceStmt* reduction = nullptr;
+  const kir::TransposeTileStmt* transpose = nullptr;
 };
 
 class KernelEmitter : private common::SourceWriter {
@@ -207,6 +208,11 @@ class KernelEmitter : private common::SourceWriter {
     line("// barrier: block-level code runs sequentially on the CPU");
   }
 
+  // Between two phases, or in block-level code: the whole block's step, once.
+  void emit(const kir::TransposeTileStmt& s) {
+    line(fmt::format("stitch_transpose_tile({}, {});", var_text(s.buffer), s.size));
+  }
+
   void emit(const kir::ReduceStmt&) { unsupported("a reduction outside a thread region's top level"); }
 
   // ---- thread regions ----
@@ -244,6 +250,9 @@ class KernelEmitter : private common::SourceWriter {
       } else if (const auto* r = std::get_if<kir::ReduceStmt>(&s.node)) {
         phases.back().reduction = r;
         phases.emplace_back();
+      } else if (const auto* t = std::get_if<kir::TransposeTileStmt>(&s.node)) {
+        phases.back().transpose = t;
+        phases.emplace_back();
       } else {
         if (has_nested_sync({s})) unsupported("a barrier or reduction nested in control flow of a thread region");
         phases.back().stmts.push_back(&s);
@@ -257,9 +266,10 @@ class KernelEmitter : private common::SourceWriter {
     analysis_.analyse(k_, *body, {region_.thread_var, region_.warp_var, region_.lane_var});
     declare_cross_phase_values(phases);
     for (size_t p = 0; p < phases.size(); ++p) {
-      if (phases[p].stmts.empty() && !phases[p].reduction) continue;
+      if (phases[p].stmts.empty() && !phases[p].reduction && !phases[p].transpose) continue;
       emit_phase(phases[p], p, phases.size());
       if (phases[p].reduction) emit_reduction_combine(*phases[p].reduction, p);
+      if (phases[p].transpose) emit(*phases[p].transpose);
     }
     in_region_ = false;
     for (const std::string& name : region_names_) per_thread_.erase(name);

@@ -40,6 +40,8 @@ void collect_names(const Stmt& s, std::set<std::string>& names) {
           names.insert(n.buffer);
           collect_names(n.first, names);
           collect_names(n.count, names);
+        } else if constexpr (std::is_same_v<T, kir::TransposeTileStmt>) {
+          names.insert(n.buffer);
         } else if constexpr (std::is_same_v<T, kir::ReduceStmt>) {
           collect_names(n.value, names);
           collect_names(n.index, names);
@@ -54,7 +56,7 @@ void collect_names(const StmtList& stmts, std::set<std::string>& names) {
 
 bool has_nested_sync(const StmtList& stmts) {
   for (const Stmt& s : stmts) {
-    if (std::holds_alternative<kir::BarrierStmt>(s.node) ||
+    if (std::holds_alternative<kir::BarrierStmt>(s.node) || std::holds_alternative<kir::TransposeTileStmt>(s.node) ||
         std::holds_alternative<kir::ReduceStmt>(s.node)) {
       return true;
     }

@@ -441,3 +441,58 @@ static inline void stitch_prefetch(const T* buffer, int64_t first, int64_t count
   for (int64_t k = first; k < end; k += line) __builtin_prefetch(buffer + k, 0, 3);
 #endif
 }
+
+// ---- tile transpose (docs/cpu-backend.md, Tile transpose) ----
+// kir::TransposeTileStmt: the n x n square at `tile`, row-major, becomes its
+// transpose. A 16 x 16 square of 4-byte elements is transposed in vector
+// registers: four steps, each exchanging one bit of the row index with the
+// same bit of the column index through two-source shuffles (one vpermt2ps
+// each with AVX-512; GCC splits them on narrower machines). The shuffles only
+// move bits, so every 4-byte type goes through them. Anything else swaps
+// pairs one by one.
+typedef float stitch_f32x16 __attribute__((vector_size(64), aligned(4)));
+typedef int32_t stitch_i32x16 __attribute__((vector_size(64)));
+
+// Rows r and r + b, for every r without bit b: `low` and `high` pick the
+// new rows from the pair's 32 elements.
+__attribute__((always_inline)) static inline void stitch_transpose_step(stitch_f32x16* rows, int b,
+                                                                       const stitch_i32x16& low,
+                                                                       const stitch_i32x16& high) {
+  for (int r = 0; r < 16; ++r) {
+    if (r & b) continue;
+    const stitch_f32x16 x = rows[r], y = rows[r + b];
+    rows[r] = __builtin_shuffle(x, y, low);
+    rows[r + b] = __builtin_shuffle(x, y, high);
+  }
+}
+
+static inline void stitch_transpose_16x16_4byte(void* tile) {
+  stitch_f32x16 rows[16];
+  std::memcpy(rows, tile, sizeof rows);
+  stitch_transpose_step(rows, 1, stitch_i32x16{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+                        stitch_i32x16{1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31});
+  stitch_transpose_step(rows, 2, stitch_i32x16{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+                        stitch_i32x16{2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31});
+  stitch_transpose_step(rows, 4, stitch_i32x16{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+                        stitch_i32x16{4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31});
+  stitch_transpose_step(rows, 8, stitch_i32x16{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+                        stitch_i32x16{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31});
+  std::memcpy(tile, rows, sizeof rows);
+}
+
+template <class T>
+static inline void stitch_transpose_tile(T* tile, int64_t n) {
+  if constexpr (sizeof(T) == 4) {
+    if (n == 16) {
+      stitch_transpose_16x16_4byte(tile);
+      return;
+    }
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = r + 1; c < n; ++c) {
+      const T t = tile[r * n + c];
+      tile[r * n + c] = tile[c * n + r];
+      tile[c * n + r] = t;
+    }
+  }
+}

@@ -227,6 +227,23 @@ class KernelEmitter : private common::SourceWriter {
   // A CPU hint (kir::PrefetchStmt): the GPU hides latency with its warps.
   void emit(const kir::PrefetchStmt&) {}
   void emit(const kir::BarrierStmt&) { line("__syncthreads();"); }
+  // Each pair above the diagonal is swapped by one thread of the block.
+  void emit(const kir::TransposeTileStmt& s) {
+    line("__syncthreads();");
+    line(fmt::format("for (int stitch_p = threadIdx.x; stitch_p < {0} * {0}; stitch_p += blockDim.x) {{", s.size));
+    ++depth_;
+    line(fmt::format("const int stitch_r = stitch_p / {0}, stitch_c = stitch_p % {0};", s.size));
+    line("if (stitch_r < stitch_c) {");
+    ++depth_;
+    line(fmt::format("const auto stitch_t = {0}[stitch_r * {1} + stitch_c];", s.buffer, s.size));
+    line(fmt::format("{0}[stitch_r * {1} + stitch_c] = {0}[stitch_c * {1} + stitch_r];", s.buffer, s.size));
+    line(fmt::format("{0}[stitch_c * {1} + stitch_r] = stitch_t;", s.buffer, s.size));
+    --depth_;
+    line("}");
+    --depth_;
+    line("}");
+    line("__syncthreads();");
+  }
 
   // The segment width template argument of a segmented warp reduction; none for a whole warp.
   static std::string width_argument(const kir::ReduceStmt& r) {

@@ -1,0 +1,50 @@
+// Test helpers of the group lowerings: the whole graph as one fusion group,
+// and one lowered kernel run on the CPU against the graph's parameters.
+#pragma once
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "fusion/fusion_plan.h"
+#include "kir/kernel.h"
+#include "lower/lower_loop_group.h"
+#include "runtime/cpu/cpu_compiler.h"
+#include "stitch/graph.h"
+#include "stitch/interpreter.h"
+#include "stitch/tensor.h"
+
+namespace stitch::testing {
+
+// Every node of `g` in one group of `kind`, rooted at the graph's outputs.
+inline FusionGroup whole_graph_group(const Graph& g, GroupKind kind) {
+  FusionGroup group;
+  group.kind = kind;
+  for (int n = 0; n < static_cast<int>(g.nodes().size()); ++n) group.nodes.push_back(n);
+  for (const GraphOutput& out : g.outputs()) group.roots.push_back(g.value(out.value).producer);
+  std::sort(group.roots.begin(), group.roots.end());
+  group.roots.erase(std::unique(group.roots.begin(), group.roots.end()), group.roots.end());
+  return group;
+}
+
+// Runs `kernel` (loaded in `module`, with signature `sig` over `g`) on
+// `inputs`, one per parameter; returns one tensor per graph output.
+inline std::vector<Tensor> run_group_kernel(const runtime::cpu::CpuModule& module, const Graph& g,
+                                            const kir::Kernel& kernel, const lower::GroupSignature& sig,
+                                            const std::vector<Tensor>& inputs) {
+  SymbolBindings bindings = bind_inputs(g, inputs);
+  std::unordered_map<int, Tensor> values;
+  for (size_t i = 0; i < g.params().size(); ++i) values[g.params()[i].index] = inputs[i];
+  std::vector<Tensor*> buffers;
+  for (ValueId v : sig.inputs) buffers.push_back(&values.at(v.index));
+  for (ValueId v : sig.outputs) values[v.index] = Tensor(g.type(v).dtype, concrete_shape(g.type(v).shape, bindings));
+  for (ValueId v : sig.outputs) buffers.push_back(&values.at(v.index));
+  std::vector<int64_t> scalars;
+  for (const std::string& s : sig.symbols) scalars.push_back(runtime::cpu::scalar_slot(bindings.at(s)));
+  runtime::cpu::run_kernel(module, kernel, buffers, scalars);
+  std::vector<Tensor> out;
+  for (const GraphOutput& o : g.outputs()) out.push_back(values.at(o.value.index));
+  return out;
+}
+
+}  // namespace stitch::testing

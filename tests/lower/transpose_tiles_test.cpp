@@ -1,0 +1,183 @@
+// Transpose tiles (lower/transpose_tiles.h): which loop groups take them, and
+// every case's kernel, compiled once for the suite, against the interpreter.
+#include "lower/transpose_tiles.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/cpu/cpp_emitter.h"
+#include "group_kernel_runner.h"
+#include "ir/canonicalize.h"
+#include "kir/printer.h"
+#include "lower/lower_loop_group.h"
+#include "random_graph.h"
+#include "runtime/cpu/cpu_compiler.h"
+#include "stitch/interpreter.h"
+#include "stitch/text.h"
+#include "tensor_compare.h"
+
+namespace stitch::lower {
+namespace {
+
+using runtime::cpu::CpuModule;
+
+Graph parse(const std::string& text) { return canonicalize(parse_module(text).graphs.front()); }
+
+FusionGroup whole_graph_loop_group(const Graph& g) { return testing::whole_graph_group(g, GroupKind::Loop); }
+
+struct Case {
+  std::string id;
+  std::string text;
+  bool transcendental = false;
+};
+
+std::vector<Case> make_cases() {
+  return {
+      {"add_2d", R"(graph add_2d(a: f32[48, 32], b: f32[32, 48]) -> (f32[32, 48]) {
+  y = add(transpose(a, perm=[1, 0]), b)
+  return y
+})"},
+      // The root is the transpose itself; an empty perm reverses.
+      {"plain", R"(graph plain(a: f32[16, 64]) -> (f32[64, 16]) {
+  y = transpose(a)
+  return y
+})"},
+      // Leading axes, kept and moved: perm [1, 2, 0] puts axis 2 second-to-last.
+      {"batched", R"(graph batched(a: f64[3, 16, 32]) -> (f64[3, 32, 16]) {
+  y = neg(transpose(a, perm=[0, 2, 1]))
+  return y
+})"},
+      {"rotated", R"(graph rotated(c: i32[32, 2, 48]) -> (i32[2, 48, 32]) {
+  z = mul(transpose(c, perm=[1, 2, 0]), 3)
+  return z
+})"},
+      // Two transposes, one of an in-group expression with a broadcast bias.
+      {"two", R"(graph two(a: f32[32, 16], b: f32[32, 16], bias: f32[16]) -> (f32[16, 32], f32[16, 32]) {
+  e = exp(add(a, broadcast(bias, shape=[32, 16])))
+  y = sub(transpose(e, perm=[1, 0]), transpose(b, perm=[1, 0]))
+  z = mul(y, y)
+  return y, z
+})",
+       true},
+      {"narrow", R"(graph narrow(a: f16[64, 16], b: bf16[64, 16]) -> (f16[16, 64]) {
+  y = add(transpose(a, perm=[1, 0]), cast(transpose(b, perm=[1, 0]), to=f16))
+  return y
+})"},
+      {"logical", R"(graph logical(p: bool[16, 32]) -> (bool[32, 16]) {
+  q = not(transpose(p, perm=[1, 0]))
+  return q
+})"},
+  };
+}
+
+struct Lowered {
+  Case c;
+  Graph graph;
+  FusionGroup group;
+  kir::Kernel kernel;
+  GroupSignature signature;
+};
+
+class TransposeTiles : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    lowered_ = std::make_unique<std::vector<Lowered>>();
+    for (const Case& c : make_cases()) {
+      Graph g = parse(c.text);
+      FusionGroup group = whole_graph_loop_group(g);
+      ASSERT_EQ(transpose_tiles_problem(g, group), "") << c.id;
+      kir::Kernel k = lower_transpose_tiles(g, group, "tiles_" + c.id);
+      GroupSignature sig = loop_group_signature(g, group);
+      lowered_->push_back({c, std::move(g), std::move(group), std::move(k), std::move(sig)});
+    }
+    std::vector<kir::Kernel> all;
+    for (const Lowered& l : *lowered_) all.push_back(l.kernel);
+    module_ = std::make_unique<CpuModule>(runtime::cpu::compile_and_load(codegen::cpu::emit_cpp_translation_unit(all)));
+  }
+  static void TearDownTestSuite() {
+    module_.reset();
+    lowered_.reset();
+  }
+
+  static std::vector<Tensor> run(const Lowered& l, const std::vector<Tensor>& inputs) {
+    return testing::run_group_kernel(*module_, l.graph, l.kernel, l.signature, inputs);
+  }
+
+  static std::unique_ptr<std::vector<Lowered>> lowered_;
+  static std::unique_ptr<CpuModule> module_;
+};
+
+std::unique_ptr<std::vector<Lowered>> TransposeTiles::lowered_;
+std::unique_ptr<CpuModule> TransposeTiles::module_;
+
+TEST_F(TransposeTiles, MatchInterpreter) {
+  for (const Lowered& l : *lowered_) {
+    SCOPED_TRACE(l.c.id);
+    for (uint64_t seed : {1u, 2u}) {
+      std::vector<Tensor> inputs = testing::random_inputs(l.graph, seed, {}, seed == 2);
+      EXPECT_TRUE(testing::outputs_match_interpreter(run(l, inputs), interpret(l.graph, inputs), l.c.transcendental, 0));
+    }
+  }
+}
+
+// One 16 x 16 square per block, 16 threads; every transpose staged in its own
+// tile and transposed once per block; the stores are the only global writes.
+TEST_F(TransposeTiles, KernelShape) {
+  for (const Lowered& l : *lowered_) {
+    SCOPED_TRACE(l.c.id);
+    EXPECT_EQ(l.kernel.launch.block_size, kTransposeTile);
+    const std::string text = kir::print_kernel(l.kernel);
+    int transposes = 0;
+    for (const Node& n : l.graph.nodes()) transposes += n.op == OpKind::Transpose;
+    EXPECT_EQ(static_cast<int>(l.kernel.shared.size()), transposes);
+    for (int k = 0; k < transposes; ++k) {
+      EXPECT_NE(text.find("transpose_tile tile" + std::to_string(k) + "[16x16]"), std::string::npos) << text;
+    }
+  }
+}
+
+TEST(TransposeTilesProblem, GroupsNotTaken) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"the last two dimensions are not multiples of 16", R"(graph g(a: f32[20, 16]) -> (f32[16, 20]) {
+  y = transpose(a)
+  return y
+})"},
+      {"a symbolic dimension", R"(graph g(a: f32[N, 16]) -> (f32[16, N]) {
+  y = transpose(a)
+  return y
+})"},
+      {"no transpose moves an innermost axis", R"(graph g(a: f32[16, 32, 16]) -> (f32[32, 16, 16]) {
+  y = transpose(a, perm=[1, 0, 2])
+  return y
+})"},
+      {"a transpose that does not move its operand's innermost axis to the roots' second-to-last",
+       R"(graph g(a: f32[16, 32, 16]) -> (f32[16, 16, 32]) {
+  y = transpose(a, perm=[2, 0, 1])
+  return y
+})"},
+      {"a transpose of another shape than the roots'", R"(graph g(a: f32[32, 16]) -> (f32[16, 16]) {
+  r = slice(transpose(a), start=[0, 0], stop=[16, 16])
+  return r
+})"},
+      {"s0 reads a transpose other than elementwise", R"(graph g(a: f32[16, 16]) -> (f32[16, 16]) {
+  t = transpose(a)
+  s0 = slice(t, start=[0, 0], stop=[8, 16])
+  s1 = slice(t, start=[8, 0], stop=[16, 16])
+  r = concat(s1, s0, axis=0)
+  return r
+})"},
+  };
+  for (const auto& [why, text] : refused) {
+    SCOPED_TRACE(why);
+    Graph g = parse(text);
+    EXPECT_EQ(transpose_tiles_problem(g, whole_graph_loop_group(g)), why);
+  }
+}
+
+}  // namespace
+}  // namespace stitch::lower

@@ -27,10 +27,14 @@ namespace detail {
 // cache line, so that kernels' vector accesses and streaming stores
 // (docs/cpu-backend.md) line up with lines. Storage of kLargeStorageBytes or
 // more is mapped on its own, 2 MiB aligned, and advised for transparent huge
-// pages unless STITCH_HUGE_PAGES=0 (docs/executable.md, Tensor storage).
+// pages unless STITCH_HUGE_PAGES=0; freed mappings up to 32 MiB are kept for
+// the next allocation of their size (docs/executable.md, Tensor storage).
 inline constexpr size_t kLargeStorageBytes = size_t{4} << 20;
 void* allocate_storage(size_t bytes);
 void free_storage(void* p, size_t bytes) noexcept;
+// Whether `p` is the storage this thread last got from a new mapping (which
+// the kernel zeroed), not a kept one or the C++ heap's.
+bool storage_is_zeroed(const void* p);
 // Whether storage of kLargeStorageBytes or more is advised for huge pages:
 // STITCH_HUGE_PAGES, read once; a value other than 0 or 1 is a UserError.
 bool huge_pages_enabled();

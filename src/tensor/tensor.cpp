@@ -124,8 +124,8 @@ float bf16_bits_to_f32(uint16_t h) { return stitch_bf16_bits_to_f32(h); }
 float f16_bits_to_f32(uint16_t h) { return stitch_f16_bits_to_f32(h); }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : Tensor(dtype, std::move(shape), NoFill{}) {
-  // Large storage is a fresh anonymous mapping, which the kernel zeroes.
-  if (!bytes_.empty() && bytes_.size() < detail::kLargeStorageBytes) std::memset(bytes_.data(), 0, bytes_.size());
+  // A new anonymous mapping is zero already (the kernel zeroes it).
+  if (!bytes_.empty() && !detail::storage_is_zeroed(bytes_.data())) std::memset(bytes_.data(), 0, bytes_.size());
 }
 
 Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> shape) { return Tensor(dtype, std::move(shape), NoFill{}); }

@@ -511,5 +511,22 @@ TEST(TensorStorage, LargeBuffersAreZeroedAlignedAndColoured) {
   EXPECT_EQ(small.data<float>()[15], 0.0f);
 }
 
+// A freed mapping of at most 32 MiB serves the next allocation of its size
+// (as glibc's heap does below its mmap threshold), and the zero-filled
+// constructor still zeroes it.
+TEST(TensorStorage, KeptMappingsAreReusedAndZeroedWhenAsked) {
+  const int64_t n = (int64_t{8} << 20) / 4;
+  uintptr_t first = 0;
+  {
+    Tensor t(DType::f32, {n});
+    for (int64_t i = 0; i < n; i += 4096) t.data<float>()[i] = 1.0f;
+    first = reinterpret_cast<uintptr_t>(t.raw());
+  }
+  Tensor u(DType::f32, {n});
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(u.raw()) / kHugePage, first / kHugePage);  // the same mapping
+  for (int64_t i = 0; i < n; i += 4096) ASSERT_EQ(u.data<float>()[i], 0.0f) << i;
+}
+
 }  // namespace
 }  // namespace stitch

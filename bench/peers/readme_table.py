@@ -22,7 +22,8 @@ def main(path):
     d = json.load(open(path))
     results = d["results"]
     print("| workload | kernels none→xla→stitch | stitch ms | stitch / copy (own footprint) | stitch vs xla "
-          "| best peer, reused (jemalloc) | stitch vs it | best peer, fresh (glibc) | stitch fresh vs it |")
+          "| best peer, reused (jemalloc) | stitch vs it | best peer, fresh (glibc; torch also with huge pages) "
+          "| stitch fresh vs it |")
     print("| --- | --- | ---: | ---: | ---: | --- | ---: | --- | ---: |")
 
     def peer(c):

@@ -52,6 +52,11 @@ std::vector<Case> make_cases() {
   y = neg(transpose(a, perm=[0, 2, 1]))
   return y
 })"},
+      // Many blocks, with a leading axis.
+      {"leading", R"(graph leading(a: f32[2, 32, 128], b: f32[2, 128, 32]) -> (f32[2, 128, 32]) {
+  y = add(transpose(a, perm=[0, 2, 1]), b)
+  return y
+})"},
       {"rotated", R"(graph rotated(c: i32[32, 2, 48]) -> (i32[2, 48, 32]) {
   z = mul(transpose(c, perm=[1, 2, 0]), 3)
   return z

@@ -121,6 +121,13 @@ Expr GroupExpr::linearize(const Index& idx, const Shape& shape) {
   return lin;
 }
 
+std::vector<int64_t> transpose_permutation(const Node& node, size_t rank) {
+  std::vector<int64_t> perm;
+  if (const AttrValue* p = node.attrs.find("perm")) perm = p->as_ints();
+  for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
+  return perm;
+}
+
 std::string GroupExpr::memo_key(ValueId v, const Index& idx) const {
   std::string key = std::to_string(v.index);
   for (const Expr& e : idx) key += "|" + kir::print_expr(e);
@@ -178,10 +185,8 @@ Expr GroupExpr::eval_node(const Node& node, const Index& idx) {
       return eval(node.inputs[0], j);
     }
     case OpKind::Transpose: {
-      size_t rank = idx.size();
-      AttrValue::Ints perm;
-      if (const AttrValue* p = attrs.find("perm")) perm = p->as_ints();
-      for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
+      const size_t rank = idx.size();
+      const std::vector<int64_t> perm = transpose_permutation(node, rank);
       Index j(rank);
       for (size_t k = 0; k < rank; ++k) j[perm[k]] = idx[k];
       return eval(node.inputs[0], j);

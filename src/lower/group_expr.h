@@ -38,6 +38,10 @@ kir::Expr dim_expr(const Dim& d);
 kir::Expr element_count_expr(const Shape& s);
 kir::Expr literal(double value, DType dtype);
 kir::Expr literal(const AttrValue& value, DType dtype);
+// A transpose node's permutation of `rank` axes: output axis k is input axis
+// perm[k]; axes its `perm` attribute leaves out are reversed (as the
+// interpreter reads it).
+std::vector<int64_t> transpose_permutation(const Node& node, size_t rank);
 
 class GroupExpr {
  public:

@@ -264,7 +264,7 @@ class LoopLowerer {
     for (int n : group_.nodes) {
       const Node& node = g_.nodes()[n];
       if (node.op != OpKind::Transpose) continue;
-      const std::vector<int64_t> perm = node.attrs.get("perm").as_ints();
+      const std::vector<int64_t> perm = transpose_permutation(node, g_.type(node.output).shape.size());
       if (!perm.empty() && perm.back() != static_cast<int64_t>(perm.size()) - 1) return true;
     }
     return false;

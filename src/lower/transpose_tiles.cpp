@@ -16,15 +16,6 @@ using kir::Expr;
 
 constexpr size_t kMaxTiledTransposes = 4;
 
-// The transpose's permutation, an empty one meaning the reversal (as the
-// interpreter and GroupExpr read it).
-std::vector<int64_t> permutation(const Node& node, size_t rank) {
-  std::vector<int64_t> perm;
-  if (const AttrValue* p = node.attrs.find("perm")) perm = p->as_ints();
-  for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
-  return perm;
-}
-
 // The group's transposes that move the operand's innermost axis, or a reason
 // the group is not taken. Each must put that axis second-to-last and have the
 // roots' shape; every node that reads one, directly or not, must be
@@ -49,8 +40,8 @@ std::string find_tiled(const Graph& g, const FusionGroup& group, std::vector<int
     const Node& node = g.nodes()[n];
     if (!is_loop_lowerable(node.op)) return fmt::format("op {} is not loop-lowerable", op_name(node.op));
     if (node.op != OpKind::Transpose) continue;
-    const std::vector<int64_t> perm = permutation(node, g.type(node.output).shape.size());
-    if (perm.back() == static_cast<int64_t>(perm.size()) - 1) continue;  // the innermost axis stays
+    const std::vector<int64_t> perm = transpose_permutation(node, g.type(node.output).shape.size());
+    if (perm.empty() || perm.back() == static_cast<int64_t>(perm.size()) - 1) continue;  // the innermost axis stays
     if (g.type(node.output).shape != shape) return "a transpose of another shape than the roots'";
     if (perm[rank - 2] != static_cast<int64_t>(rank) - 1) {
       return "a transpose that does not move its operand's innermost axis to the roots' second-to-last";
@@ -127,7 +118,7 @@ class TransposeTileLowerer {
         // its operand's innermost axis at row0 + t: one row of the operand.
         for (size_t k = 0; k < tiled_.size(); ++k) {
           const Node& node = g_.nodes()[tiled_[k]];
-          const std::vector<int64_t> perm = permutation(node, rank);
+          const std::vector<int64_t> perm = transpose_permutation(node, rank);
           kb_.loop(fmt::format("s{}", k), kir::int_const(kTransposeTile), kir::LoopLevel::Unroll, [&](const Expr& s) {
             ex_.scoped([&] {
               Index out = outer;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "fusion/stitched_group.h"
+#include "ir/env_switch.h"
 #include "schedule/group_shared_memory.h"
 #include "schedule/plan_explain.h"
 #include "stitch/error.h"
@@ -128,11 +129,7 @@ int64_t RowScheduleTarget::default_stream_min_bytes() {
 }
 
 bool RowScheduleTarget::default_prefetch() {
-  const char* env = std::getenv("STITCH_PREFETCH");
-  if (!env || !*env) return true;
-  const std::string value = env;
-  if (value != "0" && value != "1") throw UserError(fmt::format("STITCH_PREFETCH={}: not 0 or 1", env));
-  return value == "1";
+  return env_switch("STITCH_PREFETCH", true);
 }
 
 int64_t RowScheduleTarget::shared_budget_bytes() const {

@@ -4,16 +4,12 @@
 #include <sys/mman.h>
 
 #include <atomic>
-#include <mutex>
-#include <vector>
 #include <cstdint>
-#include <cstdlib>
+#include <mutex>
 #include <new>
-#include <string>
+#include <vector>
 
-#include <fmt/format.h>
-
-#include "stitch/error.h"
+#include "ir/env_switch.h"
 #include "stitch/tensor.h"
 
 namespace stitch::detail {
@@ -24,14 +20,6 @@ constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 size_t round_up_to_huge_page(size_t bytes) { return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes; }
 
-bool read_huge_pages_setting() {
-  const char* env = std::getenv("STITCH_HUGE_PAGES");
-  if (!env || !*env) return true;
-  const std::string value = env;
-  if (value != "0" && value != "1") throw UserError(fmt::format("STITCH_HUGE_PAGES={}: not 0 or 1", env));
-  return value == "1";
-}
-
 // Colours: successive large buffers start at different offsets within a
 // 4 KiB page, 0 to 7 times 9 cache lines, so that the same element of two
 // buffers of one shape (an elementwise kernel's operands and result) does not
@@ -40,15 +28,6 @@ bool read_huge_pages_setting() {
 constexpr size_t kColourStep = 9 * 64;
 constexpr unsigned kColours = 8;
 std::atomic<unsigned> next_colour{0};
-
-}  // namespace
-
-bool huge_pages_enabled() {
-  static const bool enabled = read_huge_pages_setting();
-  return enabled;
-}
-
-namespace {
 
 // Freed mappings of at most kKeptMappingBytes are kept, up to
 // kKeptTotalBytes in all, for the next allocation of the same size: what glibc
@@ -128,6 +107,11 @@ char* map_huge_pages(size_t kept) {
 }
 
 }  // namespace
+
+bool huge_pages_enabled() {
+  static const bool enabled = env_switch("STITCH_HUGE_PAGES", true);
+  return enabled;
+}
 
 // A large buffer is a private anonymous mapping of whole huge pages: the
 // kernel hands it out zeroed, and one fault maps 2 MiB instead of 4 KiB,

@@ -205,28 +205,25 @@ TEST_F(Cli, MalformedStreamThresholdIsBadInput) {
   EXPECT_NE(r.output.find("STITCH_STREAM_MIN_BYTES=4MiB: not an integer"), std::string::npos) << r.output;
 }
 
-// STITCH_PREFETCH (docs/lowering.md, Prefetch) is 0 or 1; 0 is a valid run.
-TEST_F(Cli, PrefetchSwitchIsZeroOrOne) {
-  const std::string cache = " STITCH_CACHE_DIR=" + (dir_ / "cache").string();
-  const std::string args = "run " + src("bench/workloads/swish.stitch") + " --graph swish_small --random-inputs 1";
-  Result bad = run_cli(args, "STITCH_PREFETCH=yes" + cache);
-  EXPECT_EQ(bad.status, 2) << bad.output;
-  EXPECT_NE(bad.output.find("STITCH_PREFETCH=yes: not 0 or 1"), std::string::npos) << bad.output;
-  Result off = run_cli(args, "STITCH_PREFETCH=0" + cache);
+// An on/off environment switch: `bad` is bad input (exit 2, the value named),
+// 0 is a valid run of a small graph.
+void expect_zero_or_one_switch(const fs::path& cache_dir, const std::string& name, const std::string& bad) {
+  const std::string cache = " STITCH_CACHE_DIR=" + cache_dir.string();
+  const std::string args =
+      "run " + std::string(STITCH_SOURCE_DIR) + "/bench/workloads/swish.stitch --graph swish_small --random-inputs 1";
+  Result r = run_cli(args, name + "=" + bad + cache);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find(name + "=" + bad + ": not 0 or 1"), std::string::npos) << r.output;
+  Result off = run_cli(args, name + "=0" + cache);
   EXPECT_EQ(off.status, 0) << off.output;
 }
 
+// STITCH_PREFETCH (docs/lowering.md, Prefetch) is 0 or 1.
+TEST_F(Cli, PrefetchSwitchIsZeroOrOne) { expect_zero_or_one_switch(dir_ / "cache", "STITCH_PREFETCH", "yes"); }
+
 // STITCH_HUGE_PAGES (docs/executable.md, Tensor storage) is 0 or 1, checked
 // on every run, even one with no tensor large enough to map on its own.
-TEST_F(Cli, HugePagesSwitchIsZeroOrOne) {
-  const std::string cache = " STITCH_CACHE_DIR=" + (dir_ / "cache").string();
-  const std::string args = "run " + src("bench/workloads/swish.stitch") + " --graph swish_small --random-inputs 1";
-  Result bad = run_cli(args, "STITCH_HUGE_PAGES=on" + cache);
-  EXPECT_EQ(bad.status, 2) << bad.output;
-  EXPECT_NE(bad.output.find("STITCH_HUGE_PAGES=on: not 0 or 1"), std::string::npos) << bad.output;
-  Result off = run_cli(args, "STITCH_HUGE_PAGES=0" + cache);
-  EXPECT_EQ(off.status, 0) << off.output;
-}
+TEST_F(Cli, HugePagesSwitchIsZeroOrOne) { expect_zero_or_one_switch(dir_ / "cache", "STITCH_HUGE_PAGES", "on"); }
 
 // --backend cpu compiles through the kernel cache; each test gets its own
 // STITCH_CACHE_DIR so a hit can only come from the same test.

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "codegen/cpu/cpp_emitter.h"
 #include "fusion/fusion_plan.h"
 #include "kir/kernel.h"
 #include "lower/lower_loop_group.h"
@@ -46,5 +49,40 @@ inline std::vector<Tensor> run_group_kernel(const runtime::cpu::CpuModule& modul
   for (const GraphOutput& o : g.outputs()) out.push_back(values.at(o.value.index));
   return out;
 }
+
+// One lowered group of a suite's case.
+template <class Case>
+struct LoweredGroup {
+  Case c;
+  Graph graph;
+  FusionGroup group;
+  kir::Kernel kernel;
+  lower::GroupSignature signature;
+};
+
+// A suite's lowered groups, compiled together into one module (one compiler
+// run for the suite), each run against its graph's parameters.
+template <class Case>
+class LoweredGroups {
+ public:
+  void add(Case c, Graph g, FusionGroup group, kir::Kernel kernel) {
+    lower::GroupSignature sig = lower::loop_group_signature(g, group);
+    groups_.push_back({std::move(c), std::move(g), std::move(group), std::move(kernel), std::move(sig)});
+  }
+  void compile() {
+    std::vector<kir::Kernel> kernels;
+    for (const LoweredGroup<Case>& l : groups_) kernels.push_back(l.kernel);
+    module_ = std::make_unique<runtime::cpu::CpuModule>(
+        runtime::cpu::compile_and_load(codegen::cpu::emit_cpp_translation_unit(kernels)));
+  }
+  const std::vector<LoweredGroup<Case>>& all() const { return groups_; }
+  std::vector<Tensor> run(const LoweredGroup<Case>& l, const std::vector<Tensor>& inputs) const {
+    return run_group_kernel(*module_, l.graph, l.kernel, l.signature, inputs);
+  }
+
+ private:
+  std::vector<LoweredGroup<Case>> groups_;
+  std::unique_ptr<runtime::cpu::CpuModule> module_;
+};
 
 }  // namespace stitch::testing

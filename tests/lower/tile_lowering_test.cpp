@@ -32,7 +32,6 @@
 namespace stitch::lower {
 namespace {
 
-using runtime::cpu::CpuModule;
 
 struct Case {
   std::string id;
@@ -129,20 +128,14 @@ std::vector<Case> make_cases() {
   };
 }
 
-struct Lowered {
-  Case c;
-  Graph graph;
-  FusionGroup group;
-  kir::Kernel kernel;
-  GroupSignature signature;
-};
+using Lowered = testing::LoweredGroup<Case>;
 
 FusionGroup whole_graph_group(const Graph& g) { return testing::whole_graph_group(g, GroupKind::Stitched); }
 
 class TileLowering : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    lowered_ = std::make_unique<std::vector<Lowered>>();
+    suite_ = std::make_unique<testing::LoweredGroups<Case>>();
     // Every case in both block shapes: the GPU's (32-multiple threads) and
     // the CPU's (threads spanning the tile's innermost extent), id "_cpu".
     for (Case c : make_cases()) {
@@ -152,21 +145,15 @@ class TileLowering : public ::testing::Test {
         FusionGroup group = whole_graph_group(g);
         ASSERT_EQ(tile_group_lowering_problem(g, group), "") << c.id;
         kir::Kernel k = lower_tile_group(g, group, "tile_" + c.id, cpu);
-        GroupSignature sig = loop_group_signature(g, group);
-        lowered_->push_back({c, std::move(g), std::move(group), std::move(k), std::move(sig)});
+        suite_->add(c, std::move(g), std::move(group), std::move(k));
       }
     }
-    std::vector<kir::Kernel> all;
-    for (const Lowered& l : *lowered_) all.push_back(l.kernel);
-    module_ = std::make_unique<CpuModule>(runtime::cpu::compile_and_load(codegen::cpu::emit_cpp_translation_unit(all)));
+    suite_->compile();
   }
-  static void TearDownTestSuite() {
-    module_.reset();
-    lowered_.reset();
-  }
+  static void TearDownTestSuite() { suite_.reset(); }
 
   static const Lowered& find(const std::string& id) {
-    for (const Lowered& l : *lowered_) {
+    for (const Lowered& l : suite_->all()) {
       if (l.c.id == id) return l;
     }
     throw std::runtime_error("no case " + id);
@@ -174,18 +161,16 @@ class TileLowering : public ::testing::Test {
 
   // The kernel's outputs for `inputs`, one per graph output.
   static std::vector<Tensor> run(const Lowered& l, const std::vector<Tensor>& inputs) {
-    return testing::run_group_kernel(*module_, l.graph, l.kernel, l.signature, inputs);
+    return suite_->run(l, inputs);
   }
 
-  static std::unique_ptr<std::vector<Lowered>> lowered_;
-  static std::unique_ptr<CpuModule> module_;
+  static std::unique_ptr<testing::LoweredGroups<Case>> suite_;
 };
 
-std::unique_ptr<std::vector<Lowered>> TileLowering::lowered_;
-std::unique_ptr<CpuModule> TileLowering::module_;
+std::unique_ptr<testing::LoweredGroups<Case>> TileLowering::suite_;
 
 TEST_F(TileLowering, MatchesInterpreter) {
-  for (const Lowered& l : *lowered_) {
+  for (const Lowered& l : suite_->all()) {
     for (int64_t batch : l.c.batches) {
       SCOPED_TRACE(l.c.id + " B = " + std::to_string(batch));
       std::vector<Tensor> inputs;

@@ -24,7 +24,6 @@
 namespace stitch::lower {
 namespace {
 
-using runtime::cpu::CpuModule;
 
 Graph parse(const std::string& text) { return canonicalize(parse_module(text).graphs.front()); }
 
@@ -80,48 +79,34 @@ std::vector<Case> make_cases() {
   };
 }
 
-struct Lowered {
-  Case c;
-  Graph graph;
-  FusionGroup group;
-  kir::Kernel kernel;
-  GroupSignature signature;
-};
+using Lowered = testing::LoweredGroup<Case>;
 
 class TransposeTiles : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    lowered_ = std::make_unique<std::vector<Lowered>>();
+    suite_ = std::make_unique<testing::LoweredGroups<Case>>();
     for (const Case& c : make_cases()) {
       Graph g = parse(c.text);
       FusionGroup group = whole_graph_loop_group(g);
       ASSERT_EQ(transpose_tiles_problem(g, group), "") << c.id;
       kir::Kernel k = lower_transpose_tiles(g, group, "tiles_" + c.id);
-      GroupSignature sig = loop_group_signature(g, group);
-      lowered_->push_back({c, std::move(g), std::move(group), std::move(k), std::move(sig)});
+      suite_->add(c, std::move(g), std::move(group), std::move(k));
     }
-    std::vector<kir::Kernel> all;
-    for (const Lowered& l : *lowered_) all.push_back(l.kernel);
-    module_ = std::make_unique<CpuModule>(runtime::cpu::compile_and_load(codegen::cpu::emit_cpp_translation_unit(all)));
+    suite_->compile();
   }
-  static void TearDownTestSuite() {
-    module_.reset();
-    lowered_.reset();
-  }
+  static void TearDownTestSuite() { suite_.reset(); }
 
   static std::vector<Tensor> run(const Lowered& l, const std::vector<Tensor>& inputs) {
-    return testing::run_group_kernel(*module_, l.graph, l.kernel, l.signature, inputs);
+    return suite_->run(l, inputs);
   }
 
-  static std::unique_ptr<std::vector<Lowered>> lowered_;
-  static std::unique_ptr<CpuModule> module_;
+  static std::unique_ptr<testing::LoweredGroups<Case>> suite_;
 };
 
-std::unique_ptr<std::vector<Lowered>> TransposeTiles::lowered_;
-std::unique_ptr<CpuModule> TransposeTiles::module_;
+std::unique_ptr<testing::LoweredGroups<Case>> TransposeTiles::suite_;
 
 TEST_F(TransposeTiles, MatchInterpreter) {
-  for (const Lowered& l : *lowered_) {
+  for (const Lowered& l : suite_->all()) {
     SCOPED_TRACE(l.c.id);
     for (uint64_t seed : {1u, 2u}) {
       std::vector<Tensor> inputs = testing::random_inputs(l.graph, seed, {}, seed == 2);
@@ -133,7 +118,7 @@ TEST_F(TransposeTiles, MatchInterpreter) {
 // One 16 x 16 square per block, 16 threads; every transpose staged in its own
 // tile and transposed once per block; the stores are the only global writes.
 TEST_F(TransposeTiles, KernelShape) {
-  for (const Lowered& l : *lowered_) {
+  for (const Lowered& l : suite_->all()) {
     SCOPED_TRACE(l.c.id);
     EXPECT_EQ(l.kernel.launch.block_size, kTransposeTile);
     const std::string text = kir::print_kernel(l.kernel);

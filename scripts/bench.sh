@@ -3,7 +3,8 @@
 # the none, xla and stitch planners (PLANNERS overrides), timed against a copy
 # of the same byte footprint,
 # plus the hand-written references when that binary is built. Writes
-# bench/results/cpu-<date>.json and its chart cpu-<date>.svg.
+# bench/results/cpu-<date>.json and its chart cpu-<date>.svg (RESULTS_NAME
+# replaces cpu-<date>, e.g. cpu-2026-11-25-epyc for a second machine's run on one day).
 #   scripts/bench.sh [--peers] [build-dir]     (default: build)
 # REPEAT and WARMUP (environment) override stitch bench's --repeat and --warmup;
 # WORKLOADS="swish layernorm triton_softmax_n1024" times only those graphs.
@@ -54,8 +55,13 @@ fi
 ninja -C "$build_dir" "${targets[@]}"
 
 date=$(date -u +%Y-%m-%d)
+results_name=${RESULTS_NAME:-cpu-$date}
+if ! [[ $results_name =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
+  say "RESULTS_NAME=$results_name: give a file name of letters, digits, '.', '_' and '-'" >&2
+  exit 2
+fi
 mkdir -p bench/results
-json=bench/results/cpu-$date.json
+json=bench/results/$results_name.json
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 # Every series times this copy: a rebuild of the build directory during the run
@@ -190,16 +196,16 @@ if os.path.exists(reference_path):
 json.dump(doc, open(out_path, "w"), indent=2)
 open(out_path, "a").write("\n")
 PY
-python3 scripts/plot_bench.py "$json" -o "bench/results/cpu-$date.svg"
+python3 scripts/plot_bench.py "$json" -o "bench/results/$results_name.svg"
 if ((with_peers)); then
   [ -z "$skipped" ] || say "peers skipped: $skipped"
   shopt -s nullglob
-  python3 bench/peers/combine_cpu.py table --results "$json" --out "bench/results/cpu-$date" \
+  python3 bench/peers/combine_cpu.py table --results "$json" --out "bench/results/$results_name" \
     --stitch-fresh "$scratch"/stitch-fresh-*.json --stitch-jemalloc "$scratch"/stitch-jemalloc-*.json \
     --peers-default "$scratch"/peers-default-*.json --peers-thp "$scratch"/peers-thp-*.json \
     --peers-jemalloc "$scratch"/peers-jemalloc-*.json \
     --jemalloc "${jemalloc:+$jemalloc with MALLOC_CONF=$jemalloc_conf}" --skipped "$skipped"
   shopt -u nullglob
-  say "wrote bench/results/cpu-$date.md and cpu-$date-peers.svg"
+  say "wrote bench/results/$results_name.md and $results_name-peers.svg"
 fi
 say "wrote $json"

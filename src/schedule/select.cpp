@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 
 #include "fusion/stitched_group.h"
 #include "ir/env_switch.h"
@@ -70,6 +73,29 @@ RowSchedule cpu_schedule(int64_t rows, int64_t static_len, int phases) {
   return {RowScheduleKind::WarpPerRow, kThreads, kRowScheduleWarpSize};
 }
 
+// The most warps a CPU block (8, 4, 2 or 1) whose held rows of `row_bytes`
+// each fill at most a quarter of a core's L2: eight rows of a stitched
+// LayerNorm over 16384 floats (512 KiB) ran 20.7 ms on the 1 MiB L2 of the
+// 2-core EPYC, four (256 KiB) 17.5 ms; at 12288 floats 12.4 against 11.4 ms;
+// at 8192 (256 KiB) eight and four tie (docs/schedule.md, Warps a block by
+// the L2). `row_bytes` <= 0 (symbolic, or nothing held) keeps all eight.
+int64_t cpu_warps_for_l2(int64_t row_bytes, int64_t l2_bytes) {
+  int64_t warps = kThreads / kRowScheduleWarpSize;
+  if (row_bytes <= 0 || l2_bytes <= 0) return warps;
+  while (warps > 1 && warps * row_bytes > l2_bytes / 4) warps /= 2;
+  return warps;
+}
+
+// The bytes one warp of a stitched group re-reads between phases (its held
+// row); -1 when symbolic.
+int64_t cpu_held_row_bytes(const Graph& g, const FusionGroup& group) {
+  StitchedDomain domain;
+  if (!stitched_group_problem(g, group.nodes, group.roots, &domain).empty()) return -1;
+  const StitchedReread reread = stitched_reread(g, group.nodes, group.roots, domain);
+  if (reread.reduced_extent < 0) return -1;
+  return reread.bytes_per_element * reread.reduced_extent;
+}
+
 // A stitched group under warp-per-row on the CPU: the warps of a block (8,
 // 4, 2 or 1) whose row caches hold the most values, the most warps among
 // equals. Eight rows advancing together keep eight accumulator chains and
@@ -132,6 +158,21 @@ bool RowScheduleTarget::default_prefetch() {
   return env_switch("STITCH_PREFETCH", true);
 }
 
+// The first CPU's L2 as the C library reports it (from CPUID on x86), else
+// Linux's cache description, else 1 MiB.
+int64_t RowScheduleTarget::default_cpu_l2_bytes() {
+  static const int64_t bytes = [] {
+    const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (reported > 0) return static_cast<int64_t>(reported);
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index2/size");
+    int64_t kib = 0;
+    char unit = 0;
+    if (in >> kib >> unit && kib > 0 && unit == 'K') return kib * 1024;
+    return int64_t{1} << 20;
+  }();
+  return bytes;
+}
+
 int64_t RowScheduleTarget::shared_budget_bytes() const {
   constexpr int64_t kStatic = 48 * 1024;
   if (machine != Machine::Gpu || !device) return kStatic;
@@ -186,14 +227,28 @@ std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const Fusio
   if (!d || d->pattern != GroupPattern::RowReduction) return std::nullopt;
   const int64_t len = static_row_length(g, group);
   RowScheduleChoice choice = choose_row_schedule(*d, len, target, row_phases(g, group));
-  if (target.machine == RowScheduleTarget::Machine::Cpu && !target.forced && group.kind == GroupKind::Stitched &&
-      choice.schedule.kind == RowScheduleKind::WarpPerRow) {
-    const int64_t warps = cpu_stitched_warps(g, group, target.shared_budget_bytes());
-    if (warps * kRowScheduleWarpSize != choice.schedule.threads) {
-      choice.schedule.threads = warps * kRowScheduleWarpSize;
-      choice.reason += fmt::format("; {} warp(s) a block, so that the row caches fit", warps);
-    }
+  if (target.machine != RowScheduleTarget::Machine::Cpu || target.forced ||
+      choice.schedule.kind != RowScheduleKind::WarpPerRow) {
+    return choice;
   }
+  // A one-phase reduction keeps eight warps: a dot's 2 MiB rows ran within
+  // 3% of each other with eight and with one warp a block.
+  if (group.kind != GroupKind::Stitched) return choice;
+  int64_t warps = choice.schedule.threads / kRowScheduleWarpSize;
+  const int64_t cached = cpu_stitched_warps(g, group, target.shared_budget_bytes());
+  if (cached < warps) {
+    warps = cached;
+    choice.reason += fmt::format("; {} warp(s) a block, so that the row caches fit", warps);
+  }
+  const int64_t row_bytes = cpu_held_row_bytes(g, group);
+  const int64_t l2_warps = cpu_warps_for_l2(row_bytes, target.cpu_l2_bytes);
+  if (l2_warps < warps) {
+    warps = l2_warps;
+    choice.reason += fmt::format("; {} warp(s) a block, so that the rows it holds ({} KiB each) fill at most a "
+                                 "quarter of the {} KiB L2",
+                                 warps, row_bytes / 1024, target.cpu_l2_bytes / 1024);
+  }
+  choice.schedule.threads = warps * kRowScheduleWarpSize;
   return choice;
 }
 

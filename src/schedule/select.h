@@ -43,6 +43,11 @@ struct RowScheduleTarget {
   // second-to-last take transpose tiles (lower/transpose_tiles.h) instead of
   // column strips; tests turn it off to run the strips.
   bool transpose_tiles = true;
+  // Cpu: the L2 of one core, in bytes (default_cpu_l2_bytes: the machine's).
+  // A block under warp-per-row takes fewer warps when its rows would fill
+  // more than a quarter of it (docs/schedule.md, Row schedules on the CPU).
+  int64_t cpu_l2_bytes = default_cpu_l2_bytes();
+  static int64_t default_cpu_l2_bytes();
 
   static RowScheduleTarget cpu() { return {}; }
   static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt, std::nullopt, 0, -1}; }

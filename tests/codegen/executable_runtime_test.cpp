@@ -343,6 +343,27 @@ TEST_F(ExecutableRuntime, TransposesOfTheInnermostAxisRunInTilesOrColumnStrips) 
   }
 }
 
+// A stitched LayerNorm whose rows (12345 floats, 48 KiB) the L2 rule gives
+// 8, 4, 2 or 1 warps a block, each run against the interpreter.
+TEST_F(ExecutableRuntime, StitchedRowsTakeTheWarpsTheirL2Share) {
+  Graph g = canonical_graph(R"(graph l(x: f32[21, 12345], g: f32[12345], b: f32[12345]) -> (f32[21, 12345]) {
+  y = layer_norm(x, g, b, axes=[-1], eps=1e-5)
+  return y
+})");
+  const std::pair<int64_t, const char*> cases[] = {
+      {int64_t{8} << 20, "GRID-WARP_8"}, {int64_t{1} << 20, "GRID-WARP_4"}, {int64_t{512} << 10, "GRID-WARP_2"},
+      {int64_t{128} << 10, "GRID-WARP_1"}};
+  for (const auto& [l2, label] : cases) {
+    SCOPED_TRACE(label);
+    CompileOptions options;
+    options.rows.cpu_l2_bytes = l2;
+    CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, *cache_, options);
+    EXPECT_EQ(exe.kernel_count(), 1);
+    EXPECT_NE(exe.source().find(std::string("warp-per-row [") + label + ",CTA]"), std::string::npos);
+    expect_matches(exe, g, 12345);
+  }
+}
+
 TEST_F(ExecutableRuntime, CompileBatchSharesOneTranslationUnit) {
   std::vector<Graph> graphs = {canonical_graph(kFusable), canonical_graph(R"(graph other(x: f32[N, 8]) -> (f32[N]) {
   y = sigmoid(x)

@@ -142,5 +142,45 @@ TEST(ChooseRowSchedule, CpuStitchedGroupsKeepEightWarpsWithoutARowCache) {
 })", forced), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
 }
 
+// The rows a CPU block holds between phases fill at most a quarter of the L2:
+// LayerNorm over 16384 floats holds 64 KiB a row, so 4 warps under a 1 MiB
+// L2, 8 under 2 MiB, 1 under 256 KiB; 8192 floats keep 8 under 1 MiB. A
+// symbolic row and a one-phase reduction keep 8 whatever the L2.
+TEST(ChooseRowSchedule, CpuStitchedRowsFillAQuarterOfTheL2) {
+  auto choice = [](const std::string& text, int64_t l2_bytes) {
+    const Graph g = canonicalize(parse_module(text).graphs.front());
+    const FusionPlan p = plan(g, PlannerKind::Stitch);
+    EXPECT_EQ(p.groups.size(), 1u);
+    RowScheduleTarget t = RowScheduleTarget::cpu();
+    t.cpu_l2_bytes = l2_bytes;
+    return choose_row_schedule(g, p.groups[0], t).value_or(RowScheduleChoice{});
+  };
+  auto with_l2 = [&](const std::string& text, int64_t l2_bytes) { return choice(text, l2_bytes).schedule.describe(); };
+  const char* wide = R"(graph l(x: f32[64, 16384], g: f32[16384], b: f32[16384]) -> (f32[64, 16384]) {
+  y = layer_norm(x, g, b, axes=[-1], eps=1e-5)
+  return y
+})";
+  EXPECT_EQ(with_l2(wide, 1 << 20), "warp-per-row [GRID-WARP_4,CTA]; 128 threads");
+  const std::string reason = choice(wide, 1 << 20).reason;
+  EXPECT_NE(reason.find("4 warp(s) a block, so that the rows it holds (64 KiB each) fill at most a quarter of the "
+                         "1024 KiB L2"),
+            std::string::npos)
+      << reason;
+  EXPECT_EQ(with_l2(wide, 2 << 20), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(with_l2(wide, 256 << 10), "warp-per-row [GRID-WARP_1,CTA]; 32 threads");
+  EXPECT_EQ(with_l2(R"(graph l(x: f32[64, 8192], g: f32[8192], b: f32[8192]) -> (f32[64, 8192]) {
+  y = layer_norm(x, g, b, axes=[-1], eps=1e-5)
+  return y
+})", 1 << 20), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(with_l2(R"(graph l(x: f32[64, N]) -> (f32[64, N]) {
+  y = layer_norm(x, axes=[-1], eps=1e-5)
+  return y
+})", 64 << 10), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(with_l2(R"(graph r(x: f32[64, 65536]) -> (f32[64]) {
+  y = reduce_sum(x, axes=[1])
+  return y
+})", 64 << 10), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+}
+
 }  // namespace
 }  // namespace stitch::schedule

@@ -32,7 +32,8 @@ struct RowScheduleTarget {
   int64_t forced_column_groups = 0;
   // Cpu: graph outputs of at least this many bytes that no other kernel
   // reads are written with streaming stores (lower/streaming_outputs.h);
-  // negative: never, the default unless STITCH_STREAM_MIN_BYTES sets it.
+  // negative: never. Default: STITCH_STREAM_MIN_BYTES, else the L3 on an
+  // AMD CPU and never elsewhere.
   int64_t stream_min_bytes = default_stream_min_bytes();
   static int64_t default_stream_min_bytes();
   // Cpu: loop kernels prefetch the next block of the inputs they read in

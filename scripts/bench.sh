@@ -44,6 +44,11 @@ if ! [[ $rounds =~ ^[1-9][0-9]*$ ]]; then
   say "ROUNDS=$rounds: give a whole number of at least 1" >&2
   exit 2
 fi
+results_name=${RESULTS_NAME:-cpu-$(date -u +%Y-%m-%d)}
+if ! [[ $results_name =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
+  say "RESULTS_NAME=$results_name: give a file name of letters, digits, '.', '_' and '-'" >&2
+  exit 2
+fi
 
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON >/dev/null
@@ -54,12 +59,6 @@ if ninja -C "$build_dir" -t targets all 2>/dev/null | grep -q '^stitch_bench_ref
 fi
 ninja -C "$build_dir" "${targets[@]}"
 
-date=$(date -u +%Y-%m-%d)
-results_name=${RESULTS_NAME:-cpu-$date}
-if ! [[ $results_name =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
-  say "RESULTS_NAME=$results_name: give a file name of letters, digits, '.', '_' and '-'" >&2
-  exit 2
-fi
 mkdir -p bench/results
 json=bench/results/$results_name.json
 scratch=$(mktemp -d)

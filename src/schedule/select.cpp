@@ -88,9 +88,7 @@ int64_t cpu_warps_for_l2(int64_t row_bytes, int64_t l2_bytes) {
 
 // The bytes one warp of a stitched group re-reads between phases (its held
 // row); -1 when symbolic.
-int64_t cpu_held_row_bytes(const Graph& g, const FusionGroup& group) {
-  StitchedDomain domain;
-  if (!stitched_group_problem(g, group.nodes, group.roots, &domain).empty()) return -1;
+int64_t cpu_held_row_bytes(const Graph& g, const FusionGroup& group, const StitchedDomain& domain) {
   const StitchedReread reread = stitched_reread(g, group.nodes, group.roots, domain);
   if (reread.reduced_extent < 0) return -1;
   return reread.bytes_per_element * reread.reduced_extent;
@@ -103,10 +101,9 @@ int64_t cpu_held_row_bytes(const Graph& g, const FusionGroup& group) {
 // of 4096) may not fit the block's budget, and then every exp is computed
 // twice; two rows that fit were measured faster (docs/schedule.md, Row
 // schedules on the CPU: softmax 4096 x 4096, 6.5 -> 5.1 ms).
-int64_t cpu_stitched_warps(const Graph& g, const FusionGroup& group, int64_t budget_bytes) {
+int64_t cpu_stitched_warps(const Graph& g, const FusionGroup& group, const StitchedDomain& domain,
+                           int64_t budget_bytes) {
   constexpr int64_t kMostWarps = kThreads / kRowScheduleWarpSize;
-  StitchedDomain domain;
-  if (!stitched_group_problem(g, group.nodes, group.roots, &domain).empty()) return kMostWarps;
   int64_t static_len = 1;
   for (size_t a : domain.axes) {
     if (!domain.shape[a].is_static()) return kMostWarps;  // no row cache for a symbolic row
@@ -179,9 +176,12 @@ std::string RowScheduleTarget::name() const {
 int64_t RowScheduleTarget::default_stream_min_bytes() {
   const char* env = std::getenv("STITCH_STREAM_MIN_BYTES");
   if (!env || !*env) {
-    if (!cpu_is_amd()) return -1;
-    const int64_t l3 = cpu_cache_bytes(3);
-    return l3 > 0 ? l3 : int64_t{32} << 20;
+    static const int64_t machine_default = [] {
+      if (!cpu_is_amd()) return int64_t{-1};
+      const int64_t l3 = cpu_cache_bytes(3);
+      return l3 > 0 ? l3 : int64_t{32} << 20;
+    }();
+    return machine_default;
   }
   char* end = nullptr;
   const long long v = std::strtoll(env, &end, 10);
@@ -262,14 +262,17 @@ std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const Fusio
   }
   // A one-phase reduction keeps eight warps: a dot's 2 MiB rows ran within
   // 3% of each other with eight and with one warp a block.
-  if (group.kind != GroupKind::Stitched) return choice;
+  StitchedDomain domain;
+  if (group.kind != GroupKind::Stitched || !stitched_group_problem(g, group.nodes, group.roots, &domain).empty()) {
+    return choice;
+  }
   int64_t warps = choice.schedule.threads / kRowScheduleWarpSize;
-  const int64_t cached = cpu_stitched_warps(g, group, target.shared_budget_bytes());
+  const int64_t cached = cpu_stitched_warps(g, group, domain, target.shared_budget_bytes());
   if (cached < warps) {
     warps = cached;
     choice.reason += fmt::format("; {} warp(s) a block, so that the row caches fit", warps);
   }
-  const int64_t row_bytes = cpu_held_row_bytes(g, group);
+  const int64_t row_bytes = cpu_held_row_bytes(g, group, domain);
   const int64_t l2_warps = cpu_warps_for_l2(row_bytes, target.cpu_l2_bytes);
   if (l2_warps < warps) {
     warps = l2_warps;

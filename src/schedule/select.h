@@ -46,7 +46,7 @@ struct RowScheduleTarget {
   bool transpose_tiles = true;
   // Cpu: the L2 of one core, in bytes (default_cpu_l2_bytes: the machine's).
   // A block under warp-per-row takes fewer warps when its rows would fill
-  // more than a quarter of it (docs/schedule.md, Row schedules on the CPU).
+  // more than a quarter of it (docs/schedule.md, Warps a block by the L2).
   int64_t cpu_l2_bytes = default_cpu_l2_bytes();
   static int64_t default_cpu_l2_bytes();
 

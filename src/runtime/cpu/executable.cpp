@@ -62,8 +62,8 @@ std::string memory_key(const Graph& g, PlannerKind planner, int max_fusions, con
                        const schedule::RowScheduleTarget& rows) {
   std::string text = structural_key(g);
   // The hints that change the generated code but no value (prefetch,
-  // streaming stores, transpose tiles, the L2 the warps a block follow) are
-  // part of the key too: one process may compile a graph under both settings.
+  // streaming stores, transpose tiles, the L2 size that sets the warps a
+  // block) are part of the key too: one process may compile a graph under both settings.
   text += fmt::format(
       "planner {}\nmax_fusions {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
       "cpu_l2_bytes {}\n",

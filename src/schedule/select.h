@@ -49,6 +49,11 @@ struct RowScheduleTarget {
   // more than a quarter of it (docs/schedule.md, Warps a block by the L2).
   int64_t cpu_l2_bytes = default_cpu_l2_bytes();
   static int64_t default_cpu_l2_bytes();
+  // Cpu: the L1 data cache of one core, in bytes. A block under warp-per-row
+  // whose rows each fill at most a quarter of it takes the warps whose rows
+  // fill at most half (docs/schedule.md, Warps a block by the L1).
+  int64_t cpu_l1_bytes = default_cpu_l1_bytes();
+  static int64_t default_cpu_l1_bytes();
 
   static RowScheduleTarget cpu() { return {}; }
   static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt, std::nullopt, 0, -1}; }

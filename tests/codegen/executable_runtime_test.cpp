@@ -357,6 +357,7 @@ TEST_F(ExecutableRuntime, StitchedRowsTakeTheWarpsTheirL2Share) {
     SCOPED_TRACE(label);
     CompileOptions options;
     options.rows.cpu_l2_bytes = l2;
+    options.rows.cpu_l1_bytes = 32 << 10;
     CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, *cache_, options);
     EXPECT_EQ(exe.kernel_count(), 1);
     EXPECT_NE(exe.source().find(std::string("warp-per-row [") + label + ",CTA]"), std::string::npos);

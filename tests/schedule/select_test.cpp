@@ -2,6 +2,7 @@
 // schedule): pinned for the bench shapes and a few short rows on sm_90, sm_80
 // and the CPU, for forced kinds, and through describe_group for a stitched
 // softmax whose roots are not reductions.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "fusion/planner.h"
@@ -119,7 +120,9 @@ TEST(ChooseRowSchedule, CpuStitchedGroupsKeepEightWarpsWithoutARowCache) {
     const Graph g = canonicalize(parse_module(text).graphs.front());
     const FusionPlan p = plan(g, PlannerKind::Stitch);
     EXPECT_EQ(p.groups.size(), 1u);
-    return choose_row_schedule(g, p.groups[0], t)->schedule.describe();
+    RowScheduleTarget without_l1 = t;  // the L1 rule aside (CpuShortRowsFillHalfTheL1)
+    without_l1.cpu_l1_bytes = 0;
+    return choose_row_schedule(g, p.groups[0], without_l1)->schedule.describe();
   };
   EXPECT_EQ(cpu_choice(R"(graph l(x: f32[64, 1024], g: f32[1024], b: f32[1024]) -> (f32[64, 1024]) {
   y = layer_norm(x, g, b, axes=[-1], eps=1e-5)
@@ -142,19 +145,24 @@ TEST(ChooseRowSchedule, CpuStitchedGroupsKeepEightWarpsWithoutARowCache) {
 })", forced), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
 }
 
+// The CPU's choice for the one group the stitch planner makes of `text`,
+// under an L1 and an L2 of the given sizes.
+RowScheduleChoice cpu_caches_choice(const std::string& text, int64_t l1_bytes, int64_t l2_bytes) {
+  const Graph g = canonicalize(parse_module(text).graphs.front());
+  const FusionPlan p = plan(g, PlannerKind::Stitch);
+  EXPECT_EQ(p.groups.size(), 1u);
+  RowScheduleTarget t = RowScheduleTarget::cpu();
+  t.cpu_l1_bytes = l1_bytes;
+  t.cpu_l2_bytes = l2_bytes;
+  return choose_row_schedule(g, p.groups[0], t).value_or(RowScheduleChoice{});
+}
+
 // The rows a CPU block holds between phases fill at most a quarter of the L2:
 // LayerNorm over 16384 floats holds 64 KiB a row, so 4 warps under a 1 MiB
 // L2, 8 under 2 MiB, 1 under 256 KiB; 8192 floats keep 8 under 1 MiB. A
-// symbolic row and a one-phase reduction keep 8 whatever the L2.
+// symbolic row keeps 8 whatever the L2; a one-phase reduction takes 1.
 TEST(ChooseRowSchedule, CpuStitchedRowsFillAQuarterOfTheL2) {
-  auto choice = [](const std::string& text, int64_t l2_bytes) {
-    const Graph g = canonicalize(parse_module(text).graphs.front());
-    const FusionPlan p = plan(g, PlannerKind::Stitch);
-    EXPECT_EQ(p.groups.size(), 1u);
-    RowScheduleTarget t = RowScheduleTarget::cpu();
-    t.cpu_l2_bytes = l2_bytes;
-    return choose_row_schedule(g, p.groups[0], t).value_or(RowScheduleChoice{});
-  };
+  auto choice = [](const std::string& text, int64_t l2_bytes) { return cpu_caches_choice(text, 32 << 10, l2_bytes); };
   auto with_l2 = [&](const std::string& text, int64_t l2_bytes) { return choice(text, l2_bytes).schedule.describe(); };
   const char* wide = R"(graph l(x: f32[64, 16384], g: f32[16384], b: f32[16384]) -> (f32[64, 16384]) {
   y = layer_norm(x, g, b, axes=[-1], eps=1e-5)
@@ -179,7 +187,36 @@ TEST(ChooseRowSchedule, CpuStitchedRowsFillAQuarterOfTheL2) {
   EXPECT_EQ(with_l2(R"(graph r(x: f32[64, 65536]) -> (f32[64]) {
   y = reduce_sum(x, axes=[1])
   return y
-})", 64 << 10), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+})", 64 << 10), "warp-per-row [GRID-WARP_1,CTA]; 32 threads");
+}
+
+// Rows that fill at most a quarter of the L1 data cache: the warps whose rows
+// fill at most half of it. LayerNorm over 1024 floats (4 KiB) takes 4 warps
+// under a 32 KiB L1, 2 under 16 KiB, 8 under 64 KiB; over 4096 floats (16
+// KiB, more than a quarter of 32 KiB) it keeps 8. A one-phase reduction takes
+// one warp a block whatever the caches.
+TEST(ChooseRowSchedule, CpuShortRowsFillHalfTheL1) {
+  auto choice = [](const std::string& text, int64_t l1_bytes) { return cpu_caches_choice(text, l1_bytes, 1 << 20); };
+  auto layer_norm = [](int n) {
+    return fmt::format(R"(graph l(x: f32[64, {0}], g: f32[{0}], b: f32[{0}]) -> (f32[64, {0}]) {{
+  y = layer_norm(x, g, b, axes=[-1], eps=1e-5)
+  return y
+}})", n);
+  };
+  EXPECT_EQ(choice(layer_norm(1024), 32 << 10).schedule.describe(), "warp-per-row [GRID-WARP_4,CTA]; 128 threads");
+  const std::string reason = choice(layer_norm(1024), 32 << 10).reason;
+  EXPECT_NE(reason.find("4 warp(s) a block, so that its rows (4 KiB each) fill at most half the 32 KiB L1"),
+            std::string::npos)
+      << reason;
+  EXPECT_EQ(choice(layer_norm(1024), 16 << 10).schedule.describe(), "warp-per-row [GRID-WARP_2,CTA]; 64 threads");
+  EXPECT_EQ(choice(layer_norm(1024), 64 << 10).schedule.describe(), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(choice(layer_norm(4096), 32 << 10).schedule.describe(), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  const RowScheduleChoice sum = choice(R"(graph r(x: f32[4096, 1024]) -> (f32[4096]) {
+  y = reduce_sum(x, axes=[1])
+  return y
+})", 1 << 20);
+  EXPECT_EQ(sum.schedule.describe(), "warp-per-row [GRID-WARP_1,CTA]; 32 threads");
+  EXPECT_NE(sum.reason.find("1 warp a block"), std::string::npos) << sum.reason;
 }
 
 }  // namespace

@@ -62,13 +62,13 @@ std::string memory_key(const Graph& g, PlannerKind planner, int max_fusions, con
                        const schedule::RowScheduleTarget& rows) {
   std::string text = structural_key(g);
   // The hints that change the generated code but no value (prefetch,
-  // streaming stores, transpose tiles, the L2 size that sets the warps a
-  // block) are part of the key too: one process may compile a graph under both settings.
+  // streaming stores, transpose tiles, the L1 and L2 sizes that set the warps
+  // a block) are part of the key too: one process may compile a graph under both settings.
   text += fmt::format(
       "planner {}\nmax_fusions {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
-      "cpu_l2_bytes {}\n",
+      "cpu_l2_bytes {}\ncpu_l1_bytes {}\n",
       planner_name(planner), max_fusions, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
-      rows.transpose_tiles, rows.cpu_l2_bytes);
+      rows.transpose_tiles, rows.cpu_l2_bytes, rows.cpu_l1_bytes);
   for (const std::string& f : compiler.flags) text += f + "\n";
   return sha256_hex(text);
 }

@@ -3,7 +3,8 @@
 Vector math), printed with 22 significant digits:
 
     python3 scripts/fit_math.py tanh-poly     # P of stitch_tanh's |x| < 0.625 branch, float and double
-    python3 scripts/fit_math.py erf-rational  # P / Q of stitch_erf (float, evaluated in double)
+    python3 scripts/fit_math.py erf-rational  # the earlier stitch_erf: P / Q evaluated in double
+    python3 scripts/fit_math.py erf-split     # stitch_erf on float: S below 1, P / Q of erfc above
     python3 scripts/fit_math.py rational F NP NQ HI   # any x P(x^2) / Q(x^2) fit of F in {tanh, erf} on [0, HI]
 
 Needs mpmath (Debian's python3-mpmath); a developer's tool, not part of the
@@ -11,7 +12,7 @@ build or the tests, which check the functions' accuracy themselves.
 """
 import sys
 
-from mpmath import cos, erf, lu_solve, matrix, mp, mpf, pi, sqrt, tanh
+from mpmath import cos, erf, erfc, lu_solve, matrix, mp, mpf, pi, sqrt, tanh
 
 mp.dps = 40
 
@@ -70,11 +71,63 @@ def print_rational(name, np_, nq, hi):
     print("  Q (lowest degree first):", ", ".join(mp.nstr(v, 22) for v in q))
 
 
+def absolute_rational(f, np_, nq, lo, hi, nodes=300, iterations=40):
+    """f(w) ~ P(w) / Q(w), Q(0) = 1, on [lo, hi], minimising the absolute error:
+    the same linearised, reweighted least squares as rational(). Returns (max
+    absolute error, P, Q), lowest degree first."""
+    ws = [(lo + hi) / 2 + (hi - lo) / 2 * cos(pi * (2 * k + 1) / (2 * nodes)) for k in range(nodes)]
+    ys = [f(w) for w in ws]
+    q_prev = [mpf(1)] * nodes
+    weights = [mpf(1)] * nodes
+    best = None
+    n = np_ + 1 + nq
+    for _ in range(iterations):
+        a, b = matrix(n, n), matrix(n, 1)
+        for w, y, qp, wt in zip(ws, ys, q_prev, weights):
+            row = [w ** i for i in range(np_ + 1)] + [-y * w ** j for j in range(1, nq + 1)]
+            s = wt / qp ** 2
+            for i in range(n):
+                b[i] += s * row[i] * y
+                for j in range(n):
+                    a[i, j] += s * row[i] * row[j]
+        c = lu_solve(a, b)
+        p = [c[i] for i in range(np_ + 1)]
+        q = [mpf(1)] + [c[np_ + 1 + j] for j in range(nq)]
+        q_prev = [sum(q[j] * w ** j for j in range(nq + 1)) for w in ws]
+        errors = [abs(sum(p[i] * w ** i for i in range(np_ + 1)) / qv - y) for w, y, qv in zip(ws, ys, q_prev)]
+        worst = max(errors)
+        if best is None or worst < best[0]:
+            best = (worst, p, q)
+        weights = [wt * e / worst * nodes for wt, e in zip(weights, errors)]
+        total = sum(weights)
+        weights = [wt / total * nodes for wt in weights]
+    return best
+
+
+def erf_split():
+    """stitch_erf on float: |x| < 1, x (c0 + z S(z)) with z = x^2 and S a Chebyshev
+    fit of (erf(x)/x - c0)/z over z in [0, 1]; 1 <= |x| <= 3.92, 1 - P(w)/Q(w) with
+    w = |x| - 1 and P/Q an absolute-error fit of erfc(1 + w) over w in [0, 2.92]."""
+    c0 = 2 / sqrt(pi)
+
+    def s_of(z):
+        return (erf(sqrt(z)) / sqrt(z) - c0) / z if z > 0 else -c0 / 3
+    c, err = mp.chebyfit(s_of, [0, 1], 7, error=True)
+    print(f"S: degree 6, absolute error of the fit {mp.nstr(err, 3)}")
+    print("  S (highest degree first):", ", ".join(mp.nstr(v, 22) for v in c))
+    worst, p, q = absolute_rational(lambda w: erfc(1 + w), 5, 6, mpf(0), mpf("2.92"))
+    print(f"erfc(1 + w) ~ P(w) / Q(w), P of degree 5, Q of degree 6: absolute error {mp.nstr(worst, 3)}")
+    print("  P (highest degree first):", ", ".join(mp.nstr(v, 22) for v in reversed(p)))
+    print("  Q (highest degree first):", ", ".join(mp.nstr(v, 22) for v in reversed(q)))
+
+
 def main(argv):
     if argv[:1] == ["tanh-poly"]:
         tanh_poly()
     elif argv[:1] == ["erf-rational"]:
         print_rational("erf", 6, 5, "4")
+    elif argv[:1] == ["erf-split"]:
+        erf_split()
     elif argv[:1] == ["rational"] and len(argv) == 5 and argv[1] in ("tanh", "erf"):
         print_rational(argv[1], int(argv[2]), int(argv[3]), argv[4])
     else:

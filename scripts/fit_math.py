@@ -30,22 +30,20 @@ def tanh_poly():
         print("  P (highest degree first):", ", ".join(mp.nstr(x, 22) for x in c))
 
 
-def rational(f, np_, nq, hi, nodes=400, iterations=30):
-    """f(x) ~ x P(z) / Q(z), z = x^2, Q(0) = 1, on [0, hi]: linearised weighted least
-    squares of the relative error on Chebyshev nodes, iterated (Loeb's scheme) with
-    Lawson-style reweighting toward the minimax fit. Returns (max relative error, P, Q)."""
-    xs = [hi / 2 + hi / 2 * cos(pi * (2 * k + 1) / (2 * nodes)) for k in range(nodes)]
-    ys = [f(x) / x for x in xs]
-    zs = [x * x for x in xs]
-    q_prev = [mpf(1)] * len(xs)
-    weights = [mpf(1)] * len(xs)
+def loeb_fit(ts, ys, np_, nq, iterations, relative, reweight):
+    """y ~ P(t) / Q(t), Q(0) = 1, over the nodes ts: linearised weighted least squares
+    of the relative (or absolute) error, iterated (Loeb's scheme), the weights updated
+    by reweight(weights, errors, worst) toward the minimax fit. Returns (max error, P, Q),
+    lowest degree first."""
+    q_prev = [mpf(1)] * len(ts)
+    weights = [mpf(1)] * len(ts)
     best = None
     n = np_ + 1 + nq
     for _ in range(iterations):
         a, b = matrix(n, n), matrix(n, 1)
-        for z, y, qp, w in zip(zs, ys, q_prev, weights):
-            row = [z ** i for i in range(np_ + 1)] + [-y * z ** j for j in range(1, nq + 1)]
-            s = w / (qp * y) ** 2
+        for t, y, qp, w in zip(ts, ys, q_prev, weights):
+            row = [t ** i for i in range(np_ + 1)] + [-y * t ** j for j in range(1, nq + 1)]
+            s = w / (qp * y) ** 2 if relative else w / qp ** 2
             for i in range(n):
                 b[i] += s * row[i] * y
                 for j in range(n):
@@ -53,14 +51,26 @@ def rational(f, np_, nq, hi, nodes=400, iterations=30):
         c = lu_solve(a, b)
         p = [c[i] for i in range(np_ + 1)]
         q = [mpf(1)] + [c[np_ + 1 + j] for j in range(nq)]
-        errors = [abs(sum(p[i] * z ** i for i in range(np_ + 1)) / sum(q[j] * z ** j for j in range(nq + 1)) - y) / abs(y)
-                  for z, y in zip(zs, ys)]
+        q_prev = [sum(q[j] * t ** j for j in range(nq + 1)) for t in ts]
+        errors = [abs(sum(p[i] * t ** i for i in range(np_ + 1)) / qv - y) / (abs(y) if relative else 1)
+                  for t, y, qv in zip(ts, ys, q_prev)]
         worst = max(errors)
         if best is None or worst < best[0]:
             best = (worst, p, q)
-        q_prev = [sum(q[j] * z ** j for j in range(nq + 1)) for z in zs]
-        weights = [w * (e / worst) ** mpf("0.3") + mpf("1e-30") for w, e in zip(weights, errors)]
+        weights = reweight(weights, errors, worst)
     return best
+
+
+def chebyshev_nodes(lo, hi, nodes):
+    return [(lo + hi) / 2 + (hi - lo) / 2 * cos(pi * (2 * k + 1) / (2 * nodes)) for k in range(nodes)]
+
+
+def rational(f, np_, nq, hi, nodes=400, iterations=30):
+    """f(x) ~ x P(z) / Q(z), z = x^2, Q(0) = 1, on [0, hi], by relative error, with
+    Lawson-style reweighting. Returns (max relative error, P, Q)."""
+    xs = chebyshev_nodes(mpf(0), hi, nodes)
+    return loeb_fit([x * x for x in xs], [f(x) / x for x in xs], np_, nq, iterations, True,
+                    lambda ws, es, worst: [w * (e / worst) ** mpf("0.3") + mpf("1e-30") for w, e in zip(ws, es)])
 
 
 def print_rational(name, np_, nq, hi):
@@ -72,36 +82,16 @@ def print_rational(name, np_, nq, hi):
 
 
 def absolute_rational(f, np_, nq, lo, hi, nodes=300, iterations=40):
-    """f(w) ~ P(w) / Q(w), Q(0) = 1, on [lo, hi], minimising the absolute error:
-    the same linearised, reweighted least squares as rational(). Returns (max
-    absolute error, P, Q), lowest degree first."""
-    ws = [(lo + hi) / 2 + (hi - lo) / 2 * cos(pi * (2 * k + 1) / (2 * nodes)) for k in range(nodes)]
-    ys = [f(w) for w in ws]
-    q_prev = [mpf(1)] * nodes
-    weights = [mpf(1)] * nodes
-    best = None
-    n = np_ + 1 + nq
-    for _ in range(iterations):
-        a, b = matrix(n, n), matrix(n, 1)
-        for w, y, qp, wt in zip(ws, ys, q_prev, weights):
-            row = [w ** i for i in range(np_ + 1)] + [-y * w ** j for j in range(1, nq + 1)]
-            s = wt / qp ** 2
-            for i in range(n):
-                b[i] += s * row[i] * y
-                for j in range(n):
-                    a[i, j] += s * row[i] * row[j]
-        c = lu_solve(a, b)
-        p = [c[i] for i in range(np_ + 1)]
-        q = [mpf(1)] + [c[np_ + 1 + j] for j in range(nq)]
-        q_prev = [sum(q[j] * w ** j for j in range(nq + 1)) for w in ws]
-        errors = [abs(sum(p[i] * w ** i for i in range(np_ + 1)) / qv - y) for w, y, qv in zip(ws, ys, q_prev)]
-        worst = max(errors)
-        if best is None or worst < best[0]:
-            best = (worst, p, q)
-        weights = [wt * e / worst * nodes for wt, e in zip(weights, errors)]
-        total = sum(weights)
-        weights = [wt / total * nodes for wt in weights]
-    return best
+    """f(w) ~ P(w) / Q(w), Q(0) = 1, on [lo, hi], by absolute error, each weight scaled
+    by its error over the worst and the weights renormalised. Returns (max absolute
+    error, P, Q), lowest degree first."""
+    ws = chebyshev_nodes(lo, hi, nodes)
+
+    def reweight(weights, errors, worst):
+        scaled = [w * e / worst * nodes for w, e in zip(weights, errors)]
+        total = sum(scaled)
+        return [w / total * nodes for w in scaled]
+    return loeb_fit(ws, [f(w) for w in ws], np_, nq, iterations, False, reweight)
 
 
 def erf_split():

@@ -18,13 +18,15 @@ GroupGraph build_group_graph(const Graph& g, const std::vector<FusionGroup>& gro
   }
   GroupGraph gg;
   gg.successors.resize(groups.size());
+  // member[n] == gi: n is in group gi (one array for every group, so a build
+  // costs the groups' sizes, not groups x nodes).
+  std::vector<int> member(num_nodes, -1);
   for (int gi = 0; gi < static_cast<int>(groups.size()); ++gi) {
-    std::vector<char> member(num_nodes, 0);
-    for (int n : groups[gi].nodes) member[n] = 1;
+    for (int n : groups[gi].nodes) member[n] = gi;
     for (int n : groups[gi].nodes) {
       for (ValueId v : g.nodes()[n].inputs) {
         int p = g.value(v).producer;
-        if (p < 0 || member[p]) continue;
+        if (p < 0 || member[p] == gi) continue;
         STITCH_ASSERT(home[p] >= 0,
                       fmt::format("{} is read by group {} but no group writes it",
                                   g.value_name(v), gi));

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A chain of residual blocks as one .stitch graph, for timing the planners
-(docs/fusion.md, Planning time): each block scales its input, takes a
+(docs/fusion.md, Not done yet): each block scales its input, takes a
 LayerNorm, a softmax and a tanh-GELU over f32[ROWS, COLS], and adds the block's
-input back. The graph grows linearly with BLOCKS (about 45 primitive nodes a
-block after canonicalisation).
+input back. The graph grows linearly with BLOCKS (`stitch plan --planner none`
+lists about 25 nodes a block).
 
     python3 bench/planning/residual_chain.py BLOCKS [--rows 64] [--cols 256] > chain.stitch
     stitch plan chain.stitch --planner xla     # time it

@@ -73,6 +73,15 @@ RowSchedule cpu_schedule(int64_t rows, int64_t static_len, int phases) {
   return {RowScheduleKind::WarpPerRow, kThreads, kRowScheduleWarpSize};
 }
 
+// The most warps a block (8, 4, 2 or 1) whose rows of `row_bytes` together
+// fit in `limit_bytes`; 8 when either is unknown (<= 0).
+int64_t warps_within(int64_t row_bytes, int64_t limit_bytes) {
+  int64_t warps = kThreads / kRowScheduleWarpSize;
+  if (row_bytes <= 0 || limit_bytes <= 0) return warps;
+  while (warps > 1 && warps * row_bytes > limit_bytes) warps /= 2;
+  return warps;
+}
+
 // The most warps a CPU block (8, 4, 2 or 1) whose held rows of `row_bytes`
 // each fill at most a quarter of a core's L2: eight rows of a stitched
 // LayerNorm over 16384 floats (512 KiB) ran 20.7 ms on the 1 MiB L2 of the
@@ -80,10 +89,7 @@ RowSchedule cpu_schedule(int64_t rows, int64_t static_len, int phases) {
 // at 8192 (256 KiB) eight and four tie (docs/schedule.md, Warps a block by
 // the L2). `row_bytes` <= 0 (symbolic, or nothing held) keeps all eight.
 int64_t cpu_warps_for_l2(int64_t row_bytes, int64_t l2_bytes) {
-  int64_t warps = kThreads / kRowScheduleWarpSize;
-  if (row_bytes <= 0 || l2_bytes <= 0) return warps;
-  while (warps > 1 && warps * row_bytes > l2_bytes / 4) warps /= 2;
-  return warps;
+  return warps_within(row_bytes, l2_bytes / 4);
 }
 
 // The most warps a CPU block whose held rows of `row_bytes`, when a row
@@ -94,12 +100,10 @@ int64_t cpu_warps_for_l2(int64_t row_bytes, int64_t l2_bytes) {
 // 0.77 ms with four warps, over 2048 1.81 -> 1.69 ms with two; softmax over
 // 1024 and 2048 within 4% (docs/schedule.md, Warps a block by the L1).
 // Longer rows keep what the L2 rule gives: LayerNorm over 4096 floats ran
-// 8-15% slower with fewer warps.
+// 8-15% slower with fewer warps. So this rule leaves at least 2 warps.
 int64_t cpu_warps_for_l1(int64_t row_bytes, int64_t l1_bytes) {
-  int64_t warps = kThreads / kRowScheduleWarpSize;
-  if (row_bytes <= 0 || l1_bytes <= 0 || row_bytes > l1_bytes / 4) return warps;
-  while (warps > 1 && warps * row_bytes > l1_bytes / 2) warps /= 2;
-  return warps;
+  if (row_bytes > l1_bytes / 4) return kThreads / kRowScheduleWarpSize;
+  return warps_within(row_bytes, l1_bytes / 2);
 }
 
 // The bytes one warp of a stitched group re-reads between phases (its held
@@ -287,6 +291,10 @@ std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const Fusio
       choice.schedule.kind != RowScheduleKind::WarpPerRow) {
     return choice;
   }
+  // A one-phase reduction keeps nothing between phases: one warp a block, so
+  // that a core streams one row at a time (docs/schedule.md, Warps a block by
+  // the L1: rows of 1024 floats 6.03 -> 4.07 ms, the dot's split stage 8.51
+  // -> 7.96 ms on the 2-core EPYC).
   StitchedDomain domain;
   if (group.kind != GroupKind::Stitched || !stitched_group_problem(g, group.nodes, group.roots, &domain).empty()) {
     choice.schedule.threads = kRowScheduleWarpSize;

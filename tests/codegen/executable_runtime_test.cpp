@@ -1,6 +1,7 @@
 // CpuExecutable beyond the generated kernels: dots as BLAS library calls, the
 // fallback when the compiler rejects a plan, STITCH_MAX_FUSIONS, and
 // compile_batch. Every result is compared with the reference interpreter.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -343,25 +344,46 @@ TEST_F(ExecutableRuntime, TransposesOfTheInnermostAxisRunInTilesOrColumnStrips) 
   }
 }
 
-// A stitched LayerNorm whose rows (12345 floats, 48 KiB) the L2 rule gives
-// 8, 4, 2 or 1 warps a block, each run against the interpreter.
-TEST_F(ExecutableRuntime, StitchedRowsTakeTheWarpsTheirL2Share) {
-  Graph g = canonical_graph(R"(graph l(x: f32[21, 12345], g: f32[12345], b: f32[12345]) -> (f32[21, 12345]) {
+// Row kernels whose warps a block the cache rules set, each run against the
+// interpreter: a stitched LayerNorm over rows of 12345 floats (48 KiB), which
+// the L2 rule gives 8, 4, 2 or 1 warps; one over rows of 1001 floats (4 KiB),
+// which the L1 rule gives 8, 4 or 2 (it applies to rows of at most a quarter
+// of the L1, so never leaves fewer than 2); and a one-phase reduction (1).
+TEST_F(ExecutableRuntime, RowKernelsTakeTheWarpsTheirCacheShare) {
+  auto layer_norm = [](int n) {
+    return canonical_graph(fmt::format(R"(graph l(x: f32[21, {0}], g: f32[{0}], b: f32[{0}]) -> (f32[21, {0}]) {{
   y = layer_norm(x, g, b, axes=[-1], eps=1e-5)
   return y
+}})", n).c_str());
+  };
+  const Graph wide = layer_norm(12345);
+  const Graph narrow = layer_norm(1001);
+  const Graph sum = canonical_graph(R"(graph r(x: f32[43, 1001]) -> (f32[43]) {
+  y = reduce_sum(x, axes=[1])
+  return y
 })");
-  const std::pair<int64_t, const char*> cases[] = {
-      {int64_t{8} << 20, "GRID-WARP_8"}, {int64_t{1} << 20, "GRID-WARP_4"}, {int64_t{512} << 10, "GRID-WARP_2"},
-      {int64_t{128} << 10, "GRID-WARP_1"}};
-  for (const auto& [l2, label] : cases) {
-    SCOPED_TRACE(label);
+  struct Case {
+    const Graph* graph;
+    int64_t l1, l2;
+    const char* label;
+  };
+  const Case cases[] = {{&wide, 32 << 10, int64_t{8} << 20, "GRID-WARP_8"},
+                        {&wide, 32 << 10, int64_t{1} << 20, "GRID-WARP_4"},
+                        {&wide, 32 << 10, int64_t{512} << 10, "GRID-WARP_2"},
+                        {&wide, 32 << 10, int64_t{128} << 10, "GRID-WARP_1"},
+                        {&narrow, 64 << 10, int64_t{1} << 20, "GRID-WARP_8"},
+                        {&narrow, 32 << 10, int64_t{1} << 20, "GRID-WARP_4"},
+                        {&narrow, 16 << 10, int64_t{1} << 20, "GRID-WARP_2"},
+                        {&sum, 32 << 10, int64_t{1} << 20, "GRID-WARP_1"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{} L1 {} KiB L2 {} KiB: {}", c.graph->name(), c.l1 >> 10, c.l2 >> 10, c.label));
     CompileOptions options;
-    options.rows.cpu_l2_bytes = l2;
-    options.rows.cpu_l1_bytes = 32 << 10;
-    CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, *cache_, options);
+    options.rows.cpu_l1_bytes = c.l1;
+    options.rows.cpu_l2_bytes = c.l2;
+    CpuExecutable exe = CpuExecutable::compile(*c.graph, PlannerKind::Stitch, *cache_, options);
     EXPECT_EQ(exe.kernel_count(), 1);
-    EXPECT_NE(exe.source().find(std::string("warp-per-row [") + label + ",CTA]"), std::string::npos);
-    expect_matches(exe, g, 12345);
+    EXPECT_NE(exe.source().find(std::string("warp-per-row [") + c.label + ",CTA]"), std::string::npos);
+    expect_matches(exe, *c.graph, c.graph->type(c.graph->params()[0]).shape.back().extent());
   }
 }
 

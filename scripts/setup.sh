@@ -21,6 +21,7 @@ packages=(
   clang libclang-rt-dev
   libopenblas-dev libsleef-dev
   libonnx-dev libprotobuf-dev
+  coinor-libcbc-dev
 )
 if ((with_tests)); then
   packages+=(python3-numpy python3-onnx python3-torch)

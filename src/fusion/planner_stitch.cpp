@@ -9,6 +9,8 @@
 // search of DESIGN.md is a later refinement; this form already makes softmax,
 // layernorm and their kin one kernel each.
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "fusion/group_dag.h"
 #include "fusion/legality.h"
 #include "fusion/planner.h"
 #include "fusion/stitched_group.h"
@@ -68,161 +71,189 @@ std::optional<std::string> reread_refusal(const Graph& g, const std::vector<int>
                      hold / 1024);
 }
 
+// Kernels the pack step scans past each small kernel for a partner: packing
+// saves a launch, so a partner far away in the order is worth no more than a
+// near one, and the scan stays linear in the graph.
+constexpr int kPackScan = 64;
+
+// The merges run on a GroupDag (group_dag.h): each step looks only at a
+// group's neighbours (and, for sibling reductions, the groups reading its
+// inputs), and the cycle check searches only between the two groups.
 class StitchPlanner {
  public:
   StitchPlanner(const Graph& g, FusionPlan base, int max_fusions, int budget, int64_t row_hold_bytes)
       : row_hold_bytes_(row_hold_bytes),
         g_(g),
-        groups_(std::move(base.groups)),
+        dag_(g, std::move(base.groups)),
         refusals_(std::move(base.refusals)),
         max_fusions_(max_fusions),
         budget_(budget) {
-    for (const GraphOutput& out : g.outputs()) {
-      int p = g.value(out.value).producer;
-      if (p >= 0) outputs_.insert(p);
+    for (int i = 0; i < static_cast<int>(refusals_.size()); ++i) {
+      const FusionRefusal& r = refusals_[i];
+      if (r.relation == FusionRefusal::Relation::ProducerConsumer) refusal_of_[edge_key(r.producer, r.consumer)] = i;
+    }
+    for (ValueId v : g.params()) input_consumers_[v.index];
+    for (int c = 0; c < static_cast<int>(g.nodes().size()); ++c) {
+      for (ValueId v : g.nodes()[c].inputs) {
+        auto it = input_consumers_.find(v.index);
+        if (g.value(v).producer < 0 && it != input_consumers_.end()) it->second.push_back(c);
+      }
     }
   }
 
   FusionPlan run() {
-    while (fuse_small_dot()) {
+    fuse_small_dots();
+    stitch_reductions();
+    while (absorb_pass()) {
     }
-    while (merge_one()) {
-    }
-    while (absorb_one()) {
-    }
-    while (pack_one()) {
-    }
+    pack_small_loops();
     FusionPlan plan;
     plan.planner = "stitch";
-    plan.groups = std::move(groups_);
+    plan.groups = dag_.take_groups();
     plan.refusals = std::move(refusals_);
+    drop_fused_refusals(plan);
     finalize_plan(g_, plan);
     return plan;
   }
 
  private:
-  bool has_reduction(const FusionGroup& grp) const {
-    return std::any_of(grp.nodes.begin(), grp.nodes.end(), [&](int n) { return is_reduction(g_.nodes()[n].op); });
+  static int64_t edge_key(int producer, int consumer) { return (int64_t{producer} << 32) | uint32_t(consumer); }
+
+  // xla's plan puts every reduction among its kernel's roots (a reduction is
+  // never recomputed in a consumer), so its kind says whether it holds one,
+  // and the merges here keep that true.
+  bool has_reduction(int gi) const {
+    const GroupKind kind = dag_.group(gi).kind;
+    return kind == GroupKind::Reduction || kind == GroupKind::Stitched;
   }
+
+  bool budget_spent() const { return budget_ >= 0 && applied_ >= budget_; }
 
   // Nodes of group b that read a root of group a, as (root, reader) edges.
   std::vector<std::pair<int, int>> edges(int a, int b) const {
     std::vector<std::pair<int, int>> out;
-    for (int c : groups_[b].nodes) {
-      for (ValueId v : g_.nodes()[c].inputs) {
-        int p = g_.value(v).producer;
-        if (p >= 0 && !groups_[b].contains(p) && std::binary_search(groups_[a].roots.begin(), groups_[a].roots.end(), p)) {
-          out.emplace_back(p, c);
-        }
-      }
+    const FusionGroup& gb = dag_.group(b);
+    for (int r : dag_.group(a).roots) {
+      if (gb.contains(r)) continue;
+      for (int c : dag_.consumers(r))
+        if (gb.contains(c)) out.emplace_back(r, c);
     }
     return out;
   }
 
-  // The roots of a ∪ b: those still read by another kernel, and graph outputs.
-  std::vector<int> merged_roots(int a, int b) const {
-    std::vector<int> roots;
-    for (int r : groups_[a].roots) roots.push_back(r);
-    for (int r : groups_[b].roots) roots.push_back(r);
-    std::sort(roots.begin(), roots.end());
-    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
-    std::erase_if(roots, [&](int r) {
-      if (outputs_.count(r)) return false;
-      for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
-        if (gi == a || gi == b || groups_[gi].contains(r)) continue;
-        for (int c : groups_[gi].nodes) {
-          for (ValueId v : g_.nodes()[c].inputs)
-            if (g_.value(v).producer == r) return false;
-        }
-      }
-      return true;
-    });
-    return roots;
-  }
-
-  // Merges the first (reduction kernel, neighbour kernel) pair that may be
-  // stitched; false when none is left.
-  bool merge_one() {
-    for (int a = 0; a < static_cast<int>(groups_.size()); ++a) {
-      if (!has_reduction(groups_[a])) continue;
-      for (int b = 0; b < static_cast<int>(groups_.size()); ++b) {
-        if (b == a || groups_[b].kind == GroupKind::Library) continue;
-        // b reads a's results (block composition), or a reads b's: a producer
-        // kernel recomputed in each phase instead of writing its result.
-        std::vector<std::pair<int, int>> reads = edges(a, b);
-        for (auto edge : edges(b, a)) reads.push_back(edge);
-        if (reads.empty()) {
-          // Sibling reduction kernels sharing an input: merged only as a tile group.
-          if (has_reduction(groups_[b]) && shares_input(a, b) && !merge_refusal(a, b, true)) {
-            merge(a, b);
-            return true;
-          }
-          continue;
-        }
-        std::optional<std::string> reason = merge_refusal(a, b);
-        if (!reason) {
-          merge(a, b);
-          return true;
-        }
-        for (auto [p, c] : reads) explain(p, c, "stitch: " + *reason);
+  // Groups that are neighbours of a in the DAG, or (siblings) reduction
+  // kernels reading one of its inputs from memory: every group a merge with
+  // a might concern, ascending by position in the DAG's order.
+  std::vector<int> candidates(int a) const {
+    std::vector<int> out;
+    for (int p : dag_.predecessors(a)) {
+      out.push_back(p);
+      for (int s : dag_.successors(p))
+        if (has_reduction(s)) out.push_back(s);
+    }
+    for (int s : dag_.successors(a)) out.push_back(s);
+    for (int n : dag_.group(a).nodes) {
+      for (ValueId v : g_.nodes()[n].inputs) {
+        auto it = input_consumers_.find(v.index);
+        if (it == input_consumers_.end()) continue;
+        for (int c : it->second)
+          for (int gj : dag_.groups_of(c))
+            if (has_reduction(gj)) out.push_back(gj);
       }
     }
-    return false;
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    std::erase(out, a);
+    std::sort(out.begin(), out.end(), [&](int x, int y) { return dag_.position(x) < dag_.position(y); });
+    return out;
+  }
+
+  // Block composition across reductions: a kernel holding a reduction
+  // absorbs a neighbour (a reader of its results, or a producer it would
+  // recompute in each phase) or a sibling reduction kernel sharing an input
+  // (as a tile group), while the merged kernel is legal and a block holds
+  // what its later phases re-read. Kernels are taken in the DAG's order; a
+  // kernel keeps absorbing until no new neighbour merges.
+  void stitch_reductions() {
+    for (int a : dag_.order()) {
+      if (!dag_.alive(a) || !has_reduction(a)) continue;
+      // Each candidate is tried once while a grows: a refusal stands (a
+      // larger kernel only makes a cycle, a limit or a re-read more likely),
+      // so the expensive checks run once per neighbour, not once per merge.
+      std::unordered_set<int> tried;
+      bool grew = true;
+      while (grew) {
+        grew = false;
+        for (int b : candidates(a)) {
+          if (!tried.insert(b).second || dag_.group(b).kind == GroupKind::Library) continue;
+          if (try_stitch(a, b)) {
+            grew = true;
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  // Merges b into a when the merged kernel may be stitched; on a refusal,
+  // the unfused edges between them carry its reason.
+  bool try_stitch(int a, int b) {
+    // b reads a's results (block composition), or a reads b's: a producer
+    // kernel recomputed in each phase instead of writing its result.
+    std::vector<std::pair<int, int>> reads = edges(a, b);
+    for (auto edge : edges(b, a)) reads.push_back(edge);
+    if (reads.empty()) {
+      // Sibling reduction kernels sharing an input: merged only as a tile group.
+      if (!has_reduction(b) || !shares_input(a, b) || merge_refusal(a, b, true)) return false;
+    } else if (std::optional<std::string> reason = merge_refusal(a, b)) {
+      for (auto [p, c] : reads) explain(p, c, "stitch: " + *reason);
+      return false;
+    }
+    merge(a, b);
+    return true;
   }
 
   // A small dot (kSmallDotTerms) read only by one loop kernel, elementwise,
   // joins that kernel (docs/fusion.md, Small dots): the kernel computes each
   // element of the dot where it reads it. f32, f64 and integer results only:
   // an f16/bf16 result would be rounded twice on the way from the double sum.
-  // False when no such dot is left.
-  bool fuse_small_dot() {
-    for (int a = 0; a < static_cast<int>(groups_.size()); ++a) {
-      if (groups_[a].nodes.size() != 1) continue;
-      const int dot = groups_[a].nodes.front();
-      if (!is_small_dot(dot) || outputs_.count(dot)) continue;
-      int consumer = -1;
-      bool one_consumer = true;
-      for (int b = 0; b < static_cast<int>(groups_.size()); ++b) {
-        if (b == a || edges(a, b).empty()) continue;
-        if (consumer >= 0) one_consumer = false;
-        consumer = b;
-      }
-      if (!one_consumer || consumer < 0) continue;
-      if (groups_[consumer].kind != GroupKind::Loop || has_reduction(groups_[consumer])) continue;
+  void fuse_small_dots() {
+    for (int a : dag_.order()) {
+      if (!dag_.alive(a) || dag_.group(a).nodes.size() != 1) continue;
+      const int dot = dag_.group(a).nodes.front();
+      if (!is_small_dot(dot) || dag_.is_output(dot) || dag_.successors(a).size() != 1) continue;
+      const int consumer = dag_.successors(a).front();
+      if (dag_.group(consumer).kind != GroupKind::Loop || has_reduction(consumer)) continue;
       const Shape& shape = g_.type(g_.nodes()[dot].output).shape;
       bool elementwise = true;
       for (auto [p, c] : edges(a, consumer)) {
         elementwise = elementwise && is_elementwise(g_.nodes()[c].op) && g_.type(g_.nodes()[c].output).shape == shape;
       }
-      if (!elementwise || check_merge_legality(g_, groups_, a, consumer)) continue;
-      if (budget_ >= 0 && applied_ >= budget_) return false;
+      if (!elementwise || dag_.merge_refusal(a, consumer)) continue;
+      if (budget_spent()) return;
+      const std::vector<int> operand_homes = dag_.predecessors(a);
       merge(a, consumer, GroupKind::Loop);
-      drop_unread_roots();
-      return true;
+      for (int h : operand_homes) drop_unread_roots(h);
     }
-    return false;
   }
 
   // The dot's operands may now be computed inside the merged kernel (the
   // consumer held copies of cheap producers): a root no other kernel reads and
   // no output returns is no longer written, and a kernel left without roots
-  // has no work.
-  void drop_unread_roots() {
-    for (FusionGroup& grp : groups_) {
-      std::erase_if(grp.roots, [&](int r) {
-        if (outputs_.count(r)) return false;
-        for (const FusionGroup& other : groups_) {
-          if (other.contains(r)) continue;
-          for (int c : other.nodes) {
-            for (ValueId v : g_.nodes()[c].inputs) {
-              if (g_.value(v).producer == r) return false;
-            }
-          }
-        }
-        return true;
-      });
+  // has no work; its own producers are looked at in turn.
+  void drop_unread_roots(int gi) {
+    if (!dag_.alive(gi)) return;
+    std::vector<int> roots;
+    for (int r : dag_.group(gi).roots)
+      if (dag_.read_elsewhere(r, gi, gi)) roots.push_back(r);
+    if (roots.size() == dag_.group(gi).roots.size()) return;
+    const std::vector<int> producers = dag_.predecessors(gi);
+    if (roots.empty()) {
+      dag_.retire(gi);
+    } else {
+      dag_.set_roots(gi, std::move(roots));
     }
-    std::erase_if(groups_, [](const FusionGroup& grp) { return grp.roots.empty(); });
+    for (int p : producers) drop_unread_roots(p);
   }
 
   bool is_small_dot(int n) const {
@@ -239,24 +270,24 @@ class StitchPlanner {
   // recomputes cheap producers in each consumer, and writes them once more
   // when they are graph outputs), with roots of the same shape, is dropped and
   // its roots written by the other: one pass over the inputs instead of two.
-  // False when no such pair is left.
-  bool absorb_one() {
-    for (int a = 0; a < static_cast<int>(groups_.size()); ++a) {
-      if (groups_[a].kind != GroupKind::Loop || groups_[a].roots.empty()) continue;
-      for (int b = 0; b < static_cast<int>(groups_.size()); ++b) {
-        if (b == a || groups_[b].kind != GroupKind::Loop || groups_[b].roots.empty()) continue;
-        if (!absorbs(groups_[b], groups_[a]) || check_merge_legality(g_, groups_, a, b)) continue;
-        if (budget_ >= 0 && applied_ >= budget_) return false;
+  // True when a pass absorbed a kernel.
+  bool absorb_pass() {
+    bool changed = false;
+    for (int a : dag_.order()) {
+      if (!dag_.alive(a) || dag_.group(a).kind != GroupKind::Loop || dag_.group(a).roots.empty()) continue;
+      for (int b : dag_.groups_of(dag_.group(a).nodes.front())) {
+        if (b == a || dag_.group(b).kind != GroupKind::Loop || dag_.group(b).roots.empty()) continue;
+        if (!absorbs(dag_.group(b), dag_.group(a)) || dag_.merge_refusal(a, b)) continue;
+        if (budget_spent()) return false;
         ++applied_;
-        FusionGroup& into = groups_[b];
-        into.roots.insert(into.roots.end(), groups_[a].roots.begin(), groups_[a].roots.end());
-        std::sort(into.roots.begin(), into.roots.end());
-        into.roots.erase(std::unique(into.roots.begin(), into.roots.end()), into.roots.end());
-        groups_.erase(groups_.begin() + a);
-        return true;
+        FusionGroup into = dag_.group(b);
+        into.roots.insert(into.roots.end(), dag_.group(a).roots.begin(), dag_.group(a).roots.end());
+        dag_.merge(b, a, std::move(into));
+        changed = true;
+        break;
       }
     }
-    return false;
+    return changed;
   }
 
   bool absorbs(const FusionGroup& into, const FusionGroup& from) const {
@@ -267,23 +298,30 @@ class StitchPlanner {
            std::all_of(from.roots.begin(), from.roots.end(), same_shape);
   }
 
-  // Kernel packing (DESIGN.md, Schedules and compositions): two small loop
+  // Kernel packing (DESIGN.md, Schedules and compositions): small loop
   // kernels with no data between them become one kernel, each root in its own
   // part of the grid (docs/lowering.md, Kernel packing), which saves a launch
   // where a launch costs as much as the work. Small: every root a static
-  // kPackElements or fewer elements. False when no pair is left.
-  bool pack_one() {
-    for (int a = 0; a < static_cast<int>(groups_.size()); ++a) {
-      if (!packable(groups_[a])) continue;
-      for (int b = a + 1; b < static_cast<int>(groups_.size()); ++b) {
-        if (!packable(groups_[b]) || !edges(a, b).empty() || !edges(b, a).empty()) continue;
-        if (check_merge_legality(g_, groups_, a, b)) continue;
-        if (budget_ >= 0 && applied_ >= budget_) return false;
+  // kPackElements or fewer elements. Each kernel takes partners from the next
+  // kPackScan small kernels in the order.
+  void pack_small_loops() {
+    std::vector<int> small;
+    for (int gi : dag_.order())
+      if (packable(dag_.group(gi))) small.push_back(gi);
+    for (size_t i = 0; i < small.size(); ++i) {
+      const int a = small[i];
+      if (!dag_.alive(a)) continue;
+      int scanned = 0;
+      for (size_t j = i + 1; j < small.size() && scanned < kPackScan; ++j) {
+        const int b = small[j];
+        if (!dag_.alive(b)) continue;
+        ++scanned;
+        if (!packable(dag_.group(a)) || !packable(dag_.group(b))) continue;
+        if (!edges(a, b).empty() || !edges(b, a).empty() || dag_.merge_refusal(a, b)) continue;
+        if (budget_spent()) return;
         merge(a, b, GroupKind::Loop);
-        return true;
       }
     }
-    return false;
   }
 
   bool packable(const FusionGroup& grp) const {
@@ -302,13 +340,15 @@ class StitchPlanner {
   // True when a node of a and a node of b read one value from outside both.
   bool shares_input(int a, int b) const {
     std::set<int> read;
-    for (int n : groups_[a].nodes) {
+    const FusionGroup& ga = dag_.group(a);
+    const FusionGroup& gb = dag_.group(b);
+    for (int n : ga.nodes) {
       for (ValueId v : g_.nodes()[n].inputs)
-        if (!groups_[a].contains(g_.value(v).producer)) read.insert(v.index);
+        if (!ga.contains(g_.value(v).producer)) read.insert(v.index);
     }
-    for (int n : groups_[b].nodes) {
+    for (int n : gb.nodes) {
       for (ValueId v : g_.nodes()[n].inputs)
-        if (!groups_[b].contains(g_.value(v).producer) && read.count(v.index)) return true;
+        if (!gb.contains(g_.value(v).producer) && read.count(v.index)) return true;
     }
     return false;
   }
@@ -326,24 +366,25 @@ class StitchPlanner {
   // `siblings`: a and b read none of each other's results; they merge only as
   // a tile group, so every merge a stitched group allows stays as it was.
   std::optional<std::string> merge_refusal(int a, int b, bool siblings = false) const {
-    std::vector<int> nodes = groups_[a].nodes;
-    nodes.insert(nodes.end(), groups_[b].nodes.begin(), groups_[b].nodes.end());
-    std::sort(nodes.begin(), nodes.end());
-    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    const std::vector<int> roots = merged_roots(a, b);
+    const std::vector<int> nodes = dag_.merged_nodes(a, b);
+    const std::vector<int> roots = dag_.merged_roots(a, b);
+    // The node cap first: it costs nothing, where the stitched check walks
+    // the whole merged kernel.
+    const FusionLimits limits;
+    if (static_cast<int>(nodes.size()) > limits.max_nodes_per_group) {
+      return fmt::format("the kernel would have {} ops, over the limit of {}", nodes.size(), limits.max_nodes_per_group);
+    }
     StitchedDomain domain;
     std::string problem = stitched_group_problem(g_, nodes, roots, &domain);
     // A tile holds at most kTileBytes, so it needs no re-read check.
     const bool tile = !problem.empty() && is_tile_merge(nodes, roots);
     if (siblings && !tile) return problem.empty() ? "not a tile group" : problem;
     if (!problem.empty() && !tile) return problem;
-    if (auto reason = check_merge_legality(g_, groups_, a, b)) return reason;
+    if (auto reason = dag_.merge_refusal(a, b)) return reason;
     if (!tile) {
       if (auto reason = reread_refusal(g_, nodes, roots, domain, row_hold_bytes_)) return reason;
     }
-    if (budget_ >= 0 && applied_ >= budget_) {
-      return fmt::format("STITCH_MAX_FUSIONS={} fusions already applied", max_fusions_);
-    }
+    if (budget_spent()) return fmt::format("STITCH_MAX_FUSIONS={} fusions already applied", max_fusions_);
     return std::nullopt;
   }
 
@@ -351,37 +392,38 @@ class StitchPlanner {
     ++applied_;
     FusionGroup merged;
     merged.kind = kind;
-    merged.nodes = groups_[a].nodes;
-    merged.nodes.insert(merged.nodes.end(), groups_[b].nodes.begin(), groups_[b].nodes.end());
-    std::sort(merged.nodes.begin(), merged.nodes.end());
-    merged.nodes.erase(std::unique(merged.nodes.begin(), merged.nodes.end()), merged.nodes.end());
-    merged.roots = merged_roots(a, b);
-    groups_[a] = std::move(merged);
-    groups_.erase(groups_.begin() + b);
-    // Edges now inside one kernel need no reason any more.
-    std::erase_if(refusals_, [&](const FusionRefusal& r) {
+    merged.nodes = dag_.merged_nodes(a, b);
+    merged.roots = dag_.merged_roots(a, b);
+    dag_.merge(a, b, std::move(merged));
+  }
+
+  // Edges now inside one kernel need no reason any more.
+  static void drop_fused_refusals(FusionPlan& plan) {
+    std::unordered_map<int, std::vector<int>> groups_of;
+    for (int gi = 0; gi < static_cast<int>(plan.groups.size()); ++gi)
+      for (int n : plan.groups[gi].nodes) groups_of[n].push_back(gi);
+    auto in = [&](int node) -> const std::vector<int>& { return groups_of[node]; };
+    std::erase_if(plan.refusals, [&](const FusionRefusal& r) {
       if (r.relation == FusionRefusal::Relation::Siblings) {
-        return std::any_of(groups_.begin(), groups_.end(),
-                           [&](const FusionGroup& grp) { return grp.contains(r.producer) && grp.contains(r.consumer); });
+        return std::any_of(in(r.producer).begin(), in(r.producer).end(),
+                           [&](int gi) { return plan.groups[gi].contains(r.consumer); });
       }
-      return std::none_of(groups_.begin(), groups_.end(),
-                          [&](const FusionGroup& grp) { return grp.contains(r.consumer) && !grp.contains(r.producer); });
+      return std::none_of(in(r.consumer).begin(), in(r.consumer).end(),
+                          [&](int gi) { return !plan.groups[gi].contains(r.producer); });
     });
   }
 
   void explain(int producer, int consumer, const std::string& reason) {
-    for (FusionRefusal& r : refusals_) {
-      if (r.relation == FusionRefusal::Relation::ProducerConsumer && r.producer == producer && r.consumer == consumer) {
-        r.reason = reason;
-      }
-    }
+    auto it = refusal_of_.find(edge_key(producer, consumer));
+    if (it != refusal_of_.end()) refusals_[it->second].reason = reason;
   }
 
   const int64_t row_hold_bytes_;
   const Graph& g_;
-  std::vector<FusionGroup> groups_;
+  GroupDag dag_;
   std::vector<FusionRefusal> refusals_;
-  std::set<int> outputs_;  // nodes whose value is a graph output
+  std::unordered_map<int64_t, int> refusal_of_;  // producer -> consumer refusal's index
+  std::unordered_map<int, std::vector<int>> input_consumers_;  // graph input value -> consumer nodes
   const int max_fusions_;  // the whole plan's cap, for the refusal's text
   const int budget_;       // merges allowed after xla's fusions; -1: no cap
   int applied_ = 0;

@@ -3,10 +3,12 @@
 // producer, consumers first, as XLA's InstructionFusion walks the graph in
 // reverse post-order; then sibling reductions merge (multi-output fusion).
 #include <algorithm>
-#include <set>
+#include <queue>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "fusion/group_dag.h"
 #include "fusion/legality.h"
 #include "fusion/planner.h"
 
@@ -43,6 +45,10 @@ std::optional<std::string> absorb_refusal(const Graph& g, int producer, int cons
   return std::nullopt;
 }
 
+// Reduction kernels after a given one, among those reading one value, that
+// the sibling pass looks at (see merge_sibling_reductions).
+constexpr long kSiblingScan = 16;
+
 class XlaPlanner {
  public:
   XlaPlanner(const Graph& g, int max_fusions) : g_(g), max_fusions_(max_fusions), groups_of_(g.nodes().size()) {
@@ -72,11 +78,9 @@ class XlaPlanner {
         fuse_expensive_producer(p);
       }
     }
-    merge_sibling_reductions();
     FusionPlan plan;
     plan.planner = "xla";
-    for (auto& grp : groups_)
-      if (!grp.roots.empty()) plan.groups.push_back(std::move(grp));
+    plan.groups = merge_sibling_reductions(std::move(groups_));
     plan.refusals = std::move(refusals_);
     finalize_plan(g_, plan);
     return plan;
@@ -90,13 +94,40 @@ class XlaPlanner {
   void own_group(int node) {
     groups_of_[node].push_back(static_cast<int>(groups_.size()));
     groups_.push_back({GroupKind::Loop, {node}, {node}});
+    reads_.emplace_back();
+    for (ValueId v : g_.nodes()[node].inputs) insert_sorted(reads_.back(), v.index);
   }
 
+  // check_group_limits for group gi with `node` added, from the reads kept
+  // per group: the cost of the inputs of one node, not of the whole group.
   std::optional<std::string> limit_refusal(int gi, int node) const {
-    std::vector<int> nodes = groups_[gi].nodes;
-    nodes.push_back(node);
-    if (auto reason = check_group_limits(g_, nodes, static_cast<int>(groups_[gi].roots.size()))) return reason;
+    const FusionLimits limits;
+    const FusionGroup& grp = groups_[gi];
+    const int nodes = static_cast<int>(grp.nodes.size()) + 1;
+    if (nodes > limits.max_nodes_per_group) {
+      return fmt::format("the kernel would have {} ops, over the limit of {}", nodes, limits.max_nodes_per_group);
+    }
+    const std::vector<int>& reads = reads_[gi];
+    int operands = static_cast<int>(reads.size());
+    if (std::binary_search(reads.begin(), reads.end(), g_.nodes()[node].output.index)) --operands;
+    const auto& inputs = g_.nodes()[node].inputs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const bool repeated = std::find(inputs.begin(), inputs.begin() + i, inputs[i]) != inputs.begin() + i;
+      const int p = g_.value(inputs[i]).producer;
+      if (!repeated && (p < 0 || !grp.contains(p)) && !std::binary_search(reads.begin(), reads.end(), inputs[i].index))
+        ++operands;
+    }
+    const int outputs = static_cast<int>(grp.roots.size());
+    if (operands + outputs > limits.max_operands_and_outputs) {
+      return fmt::format("the kernel would have {} operands and outputs, over the limit of {}", operands + outputs,
+                         limits.max_operands_and_outputs);
+    }
     return budget_refusal();
+  }
+
+  static void insert_sorted(std::vector<int>& v, int x) {
+    auto it = std::lower_bound(v.begin(), v.end(), x);
+    if (it == v.end() || *it != x) v.insert(it, x);
   }
 
   // STITCH_MAX_FUSIONS (PlanOptions::max_fusions): every fusion applied
@@ -116,6 +147,13 @@ class XlaPlanner {
     auto& nodes = groups_[gi].nodes;
     nodes.insert(std::upper_bound(nodes.begin(), nodes.end(), node), node);
     groups_of_[node].push_back(gi);
+    auto& reads = reads_[gi];
+    auto it = std::lower_bound(reads.begin(), reads.end(), g_.nodes()[node].output.index);
+    if (it != reads.end() && *it == g_.nodes()[node].output.index) reads.erase(it);
+    for (ValueId v : g_.nodes()[node].inputs) {
+      const int p = g_.value(v).producer;
+      if (p < 0 || !groups_[gi].contains(p)) insert_sorted(reads, v.index);
+    }
   }
 
   // Cheap: recomputed in every consumer kernel that can take it; written by
@@ -178,18 +216,17 @@ class XlaPlanner {
     own_group(p);
   }
 
-  bool is_reduction_group(int gi) const {
-    const auto& roots = groups_[gi].roots;
-    return !roots.empty() && std::all_of(roots.begin(), roots.end(), [&](int r) {
+  bool is_reduction_group(const FusionGroup& grp) const {
+    return !grp.roots.empty() && std::all_of(grp.roots.begin(), grp.roots.end(), [&](int r) {
       return category(g_, r) == OpCategory::Reduction;
     });
   }
 
   // Reductions of equal input shape, axes and result shape iterate the same
   // space, so one kernel can compute both (XLA's sibling multi-output fusion).
-  bool same_reduction_shape(int gi, int gj) const {
-    const Node& a = g_.nodes()[groups_[gi].roots.front()];
-    const Node& b = g_.nodes()[groups_[gj].roots.front()];
+  bool same_reduction_shape(const FusionGroup& x, const FusionGroup& y) const {
+    const Node& a = g_.nodes()[x.roots.front()];
+    const Node& b = g_.nodes()[y.roots.front()];
     const AttrValue* axes_a = a.attrs.find("axes");
     const AttrValue* axes_b = b.attrs.find("axes");
     bool same_axes = (axes_a == nullptr) == (axes_b == nullptr) && (!axes_a || *axes_a == *axes_b);
@@ -197,74 +234,97 @@ class XlaPlanner {
            g_.type(a.output).shape == g_.type(b.output).shape;
   }
 
-  std::set<int> external_inputs(int gi) const {
-    std::set<int> values;
-    for (int n : groups_[gi].nodes) {
+  // The values a group reads from outside itself, ascending.
+  std::vector<int> external_inputs(const FusionGroup& grp) const {
+    std::vector<int> values;
+    for (int n : grp.nodes) {
       for (ValueId v : g_.nodes()[n].inputs) {
         int p = g_.value(v).producer;
-        if (p < 0 || !groups_[gi].contains(p)) values.insert(v.index);
+        if (p < 0 || !grp.contains(p)) values.push_back(v.index);
       }
     }
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
     return values;
   }
 
-  bool reads_result_of(int reader, int writer) const {
-    std::set<int> inputs = external_inputs(reader);
-    for (int r : groups_[writer].roots)
-      if (inputs.count(g_.nodes()[r].output.index)) return true;
-    return false;
-  }
-
-  void merge_sibling_reductions() {
-    std::vector<int> order;
-    for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi)
-      if (is_reduction_group(gi)) order.push_back(gi);
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      return groups_[a].roots.front() < groups_[b].roots.front();
-    });
-    for (size_t i = 0; i < order.size(); ++i) {
-      int a = order[i];
-      if (groups_[a].roots.empty()) continue;
-      for (size_t j = i + 1; j < order.size(); ++j) {
-        int b = order[j];
-        if (groups_[b].roots.empty() || !same_reduction_shape(a, b)) continue;
-        std::set<int> in_a = external_inputs(a);
-        std::set<int> in_b = external_inputs(b);
-        bool share = std::any_of(in_a.begin(), in_a.end(), [&](int v) { return in_b.count(v); });
-        if (!share) continue;
-        int ra = groups_[a].roots.front();
-        int rb = groups_[b].roots.front();
-        if (reads_result_of(a, b) || reads_result_of(b, a)) {
+  // Sibling reductions, each with the later ones (by smallest root) that
+  // share one of its external inputs: candidates come from an index of the
+  // reduction groups reading each value, at most kSiblingScan of them per
+  // value, so the pass costs the reads, not the pairs of reductions (a value
+  // that every layer of a model reads would make it quadratic); the cycle
+  // check searches only between the two in the DAG's order.
+  std::vector<FusionGroup> merge_sibling_reductions(std::vector<FusionGroup> groups) {
+    GroupDag dag(g_, std::move(groups));
+    std::vector<int> order;  // reduction groups by smallest root
+    for (int gi = 0; gi < dag.capacity(); ++gi)
+      if (is_reduction_group(dag.group(gi))) order.push_back(gi);
+    std::sort(order.begin(), order.end(),
+              [&](int a, int b) { return dag.group(a).roots.front() < dag.group(b).roots.front(); });
+    std::vector<int> rank(dag.capacity(), -1);
+    std::unordered_map<int, std::vector<int>> readers;  // value -> ranks of reduction groups reading it
+    for (int i = 0; i < static_cast<int>(order.size()); ++i) {
+      rank[order[i]] = i;
+      for (int v : external_inputs(dag.group(order[i]))) readers[v].push_back(i);
+    }
+    for (int i = 0; i < static_cast<int>(order.size()); ++i) {
+      const int a = order[i];
+      if (!dag.alive(a)) continue;
+      // Later siblings sharing an input with a, smallest rank first; a
+      // merge adds the merged group's readers past the rank just taken.
+      std::priority_queue<int, std::vector<int>, std::greater<>> next;
+      std::vector<char> queued(order.size(), 0);
+      auto enqueue_readers = [&](const FusionGroup& grp, int after) {
+        for (int v : external_inputs(grp)) {
+          const std::vector<int>& list = readers[v];
+          auto first = std::upper_bound(list.begin(), list.end(), after);
+          auto last = list.end() - first > kSiblingScan ? first + kSiblingScan : list.end();
+          for (int j : std::vector<int>(first, last)) {
+            if (!queued[j]) {
+              queued[j] = 1;
+              next.push(j);
+            }
+          }
+        }
+      };
+      enqueue_readers(dag.group(a), i);
+      while (!next.empty()) {
+        const int j = next.top();
+        next.pop();
+        const int b = order[j];
+        if (!dag.alive(b) || !same_reduction_shape(dag.group(a), dag.group(b))) continue;
+        const int ra = dag.group(a).roots.front();
+        const int rb = dag.group(b).roots.front();
+        if (reads_result_of(dag.group(a), dag.group(b)) || reads_result_of(dag.group(b), dag.group(a))) {
           refusals_.push_back({ra, rb,
                                "one reads the other's result; xla does not consume a reduction "
                                "inside its kernel",
                                FusionRefusal::Relation::Siblings});
           continue;
         }
-        std::optional<std::string> reason = check_merge_legality(g_, groups_, a, b);
+        std::optional<std::string> reason = dag.merge_refusal(a, b);
         if (!reason) reason = budget_refusal();
         if (reason) {
           refusals_.push_back({ra, rb, *reason, FusionRefusal::Relation::Siblings});
           continue;
         }
         ++fusions_;
-        merge_into(a, b);
+        FusionGroup merged = dag.group(a);
+        merged.nodes = dag.merged_nodes(a, b);
+        merged.roots.insert(merged.roots.end(), dag.group(b).roots.begin(), dag.group(b).roots.end());
+        const FusionGroup absorbed = dag.group(b);
+        dag.merge(a, b, std::move(merged));
+        enqueue_readers(absorbed, j);
       }
     }
+    return dag.take_groups();
   }
 
-  void merge_into(int into, int from) {
-    FusionGroup& dst = groups_[into];
-    FusionGroup& src = groups_[from];
-    for (int n : src.nodes) {
-      auto& of = groups_of_[n];
-      of.erase(std::remove(of.begin(), of.end(), from), of.end());
-      if (!dst.contains(n)) insert_node(into, n);
-    }
-    dst.roots.insert(dst.roots.end(), src.roots.begin(), src.roots.end());
-    std::sort(dst.roots.begin(), dst.roots.end());
-    src.nodes.clear();
-    src.roots.clear();
+  bool reads_result_of(const FusionGroup& reader, const FusionGroup& writer) const {
+    std::vector<int> inputs = external_inputs(reader);
+    for (int r : writer.roots)
+      if (std::binary_search(inputs.begin(), inputs.end(), g_.nodes()[r].output.index)) return true;
+    return false;
   }
 
   const Graph& g_;
@@ -272,6 +332,7 @@ class XlaPlanner {
   int fusions_ = 0;        // applied so far
   std::vector<FusionGroup> groups_;     // emptied when merged away
   std::vector<std::vector<int>> groups_of_;  // node -> groups computing it
+  std::vector<std::vector<int>> reads_;      // group -> values it reads from outside, ascending
   std::vector<std::vector<int>> consumers_;  // node -> distinct consumer nodes, ascending
   std::vector<bool> is_output_;
   std::vector<FusionRefusal> refusals_;

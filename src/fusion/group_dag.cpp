@@ -1,0 +1,289 @@
+#include "fusion/group_dag.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace stitch {
+namespace {
+
+void insert_sorted(std::vector<int>& v, int x) {
+  auto it = std::lower_bound(v.begin(), v.end(), x);
+  if (it == v.end() || *it != x) v.insert(it, x);
+}
+
+void erase_sorted(std::vector<int>& v, int x) {
+  auto it = std::lower_bound(v.begin(), v.end(), x);
+  if (it != v.end() && *it == x) v.erase(it);
+}
+
+void sort_unique(std::vector<int>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+GroupDag::GroupDag(const Graph& g, std::vector<FusionGroup> groups) : g_(g), groups_(std::move(groups)) {
+  const int num_nodes = static_cast<int>(g.nodes().size());
+  const int n = static_cast<int>(groups_.size());
+  consumers_.resize(num_nodes);
+  for (int c = 0; c < num_nodes; ++c) {
+    for (ValueId v : g.nodes()[c].inputs) {
+      const int p = g.value(v).producer;
+      if (p >= 0) consumers_[p].push_back(c);
+    }
+  }
+  for (auto& list : consumers_) sort_unique(list);
+  is_output_.assign(num_nodes, 0);
+  for (const GraphOutput& out : g.outputs()) {
+    const int p = g.value(out.value).producer;
+    if (p >= 0) is_output_[p] = 1;
+  }
+  groups_of_.resize(num_nodes);
+  home_.assign(num_nodes, -1);
+  for (int gi = 0; gi < n; ++gi) {
+    sort_unique(groups_[gi].nodes);
+    sort_unique(groups_[gi].roots);
+    for (int node : groups_[gi].nodes) groups_of_[node].push_back(gi);
+    for (int r : groups_[gi].roots) {
+      STITCH_ASSERT(home_[r] == -1, "a node is a root of two fusion groups");
+      STITCH_ASSERT(contains(gi, r), "a fusion group's root is not among its nodes");
+      home_[r] = gi;
+    }
+  }
+  alive_.assign(n, 1);
+  num_alive_ = n;
+  succ_.resize(n);
+  pred_.resize(n);
+  mark_.assign(n, 0);
+  for (int gi = 0; gi < n; ++gi) relink(gi);
+
+  // Kahn's algorithm, ready groups in id order.
+  std::vector<int> indegree(n, 0);
+  for (int gi = 0; gi < n; ++gi) indegree[gi] = static_cast<int>(pred_[gi].size());
+  std::vector<int> ready;
+  for (int gi = n - 1; gi >= 0; --gi)
+    if (indegree[gi] == 0) ready.push_back(gi);
+  pos_.assign(n, -1);
+  while (!ready.empty()) {
+    const int gi = ready.back();
+    ready.pop_back();
+    pos_[gi] = static_cast<int>(order_.size());
+    order_.push_back(gi);
+    for (auto it = succ_[gi].rbegin(); it != succ_[gi].rend(); ++it)
+      if (--indegree[*it] == 0) ready.push_back(*it);
+  }
+  STITCH_ASSERT(static_cast<int>(order_.size()) == n, "fusion groups form a cycle");
+}
+
+bool GroupDag::contains(int gi, int node) const {
+  const auto& nodes = groups_[gi].nodes;
+  return std::binary_search(nodes.begin(), nodes.end(), node);
+}
+
+std::vector<int> GroupDag::order() const {
+  std::vector<int> out;
+  out.reserve(num_alive_);
+  for (int gi : order_)
+    if (gi >= 0) out.push_back(gi);
+  return out;
+}
+
+bool GroupDag::read_elsewhere(int node, int a, int b) const {
+  if (is_output_[node]) return true;
+  for (int c : consumers_[node]) {
+    for (int gj : groups_of_[c]) {
+      if (gj != a && gj != b && !contains(gj, node)) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<int> GroupDag::merged_roots(int a, int b) const {
+  std::vector<int> roots;
+  for (int gi : {a, b}) {
+    for (int r : groups_[gi].roots)
+      if (read_elsewhere(r, a, b)) roots.push_back(r);
+  }
+  sort_unique(roots);
+  return roots;
+}
+
+std::vector<int> GroupDag::merged_nodes(int a, int b) const {
+  std::vector<int> nodes;
+  nodes.reserve(groups_[a].nodes.size() + groups_[b].nodes.size());
+  std::set_union(groups_[a].nodes.begin(), groups_[a].nodes.end(), groups_[b].nodes.begin(), groups_[b].nodes.end(),
+                 std::back_inserter(nodes));
+  return nodes;
+}
+
+std::vector<int> GroupDag::forward_window(int lo, int hi, bool* hits_hi) const {
+  *hits_hi = false;
+  const int top = pos_[hi];
+  ++stamp_;
+  std::vector<int> found;
+  std::vector<int> stack;
+  auto visit = [&](int s) {
+    if (s == hi || pos_[s] >= top || mark_[s] == stamp_) return;
+    mark_[s] = stamp_;
+    stack.push_back(s);
+  };
+  for (int s : succ_[lo]) visit(s);
+  while (!stack.empty()) {
+    const int gi = stack.back();
+    stack.pop_back();
+    found.push_back(gi);
+    for (int s : succ_[gi]) {
+      if (s == hi) *hits_hi = true;
+      visit(s);
+    }
+  }
+  return found;
+}
+
+std::optional<std::string> GroupDag::cycle_refusal(int a, int b) const {
+  STITCH_ASSERT(a != b && alive_[a] && alive_[b], "merging a group with itself or a retired one");
+  const int lo = pos_[a] < pos_[b] ? a : b;
+  const int hi = lo == a ? b : a;
+  bool cycle = false;
+  forward_window(lo, hi, &cycle);
+  if (!cycle) return std::nullopt;
+  return fmt::format("merging would create a cycle: {} reaches {} through another kernel",
+                     g_.value_name(g_.nodes()[groups_[lo].roots.front()].output),
+                     g_.value_name(g_.nodes()[groups_[hi].roots.front()].output));
+}
+
+std::optional<std::string> GroupDag::merge_refusal(int a, int b, const FusionLimits& limits) const {
+  if (auto reason = cycle_refusal(a, b)) return reason;
+  const int outputs = static_cast<int>(groups_[a].roots.size() + groups_[b].roots.size());
+  return check_group_limits(g_, merged_nodes(a, b), outputs, limits);
+}
+
+void GroupDag::unlink(int gi) {
+  for (int s : succ_[gi]) erase_sorted(pred_[s], gi);
+  for (int p : pred_[gi]) erase_sorted(succ_[p], gi);
+  succ_[gi].clear();
+  pred_[gi].clear();
+}
+
+void GroupDag::relink(int gi) {
+  unlink(gi);
+  const FusionGroup& grp = groups_[gi];
+  for (int node : grp.nodes) {
+    for (ValueId v : g_.nodes()[node].inputs) {
+      const int p = g_.value(v).producer;
+      if (p < 0 || contains(gi, p)) continue;
+      STITCH_ASSERT(home_[p] >= 0, fmt::format("{} is read by a fusion group but no group writes it", g_.value_name(v)));
+      pred_[gi].push_back(home_[p]);
+    }
+  }
+  for (int r : grp.roots) {
+    for (int c : consumers_[r]) {
+      for (int gj : groups_of_[c])
+        if (gj != gi && !contains(gj, r)) succ_[gi].push_back(gj);
+    }
+  }
+  sort_unique(pred_[gi]);
+  sort_unique(succ_[gi]);
+  for (int p : pred_[gi]) insert_sorted(succ_[p], gi);
+  for (int s : succ_[gi]) insert_sorted(pred_[s], gi);
+}
+
+void GroupDag::merge(int a, int b, FusionGroup merged) {
+  STITCH_ASSERT(a != b && alive_[a] && alive_[b], "merging a group with itself or a retired one");
+  const int lo = pos_[a] < pos_[b] ? a : b;
+  const int hi = lo == a ? b : a;
+  bool cycle = false;
+  const std::vector<int> after = forward_window(lo, hi, &cycle);
+  STITCH_ASSERT(!cycle, "a merge would make the fusion groups cyclic");
+
+  sort_unique(merged.nodes);
+  sort_unique(merged.roots);
+  for (int gi : {a, b}) {
+    for (int r : groups_[gi].roots) {
+      STITCH_ASSERT(std::binary_search(merged.roots.begin(), merged.roots.end(), r) || !read_elsewhere(r, a, b),
+                    "a merge dropped a root that another kernel still reads");
+      home_[r] = -1;
+    }
+  }
+  for (int node : groups_[b].nodes) erase_sorted(groups_of_[node], b);
+  unlink(b);
+  alive_[b] = 0;
+  --num_alive_;
+  groups_[b] = FusionGroup{};
+  groups_[a] = std::move(merged);
+  for (int node : groups_[a].nodes) insert_sorted(groups_of_[node], a);
+  for (int r : groups_[a].roots) {
+    STITCH_ASSERT(contains(a, r), "a merged group's root is not among its nodes");
+    STITCH_ASSERT(home_[r] == -1, "a merged group's root is written by another group");
+    home_[r] = a;
+  }
+  relink(a);
+
+  // Reorder the window [pos lo, pos hi]: the groups that reach hi and the
+  // unrelated ones keep their order, then the merged group, then those lo
+  // reaches (none of which reaches hi, or the merge would be cyclic).
+  const int first = pos_[lo];
+  const int last = pos_[hi];
+  ++stamp_;
+  for (int gi : after) mark_[gi] = stamp_;
+  std::vector<int> head, tail;
+  for (int p = first; p <= last; ++p) {
+    const int gi = order_[p];
+    if (gi < 0 || gi == a || gi == b) continue;
+    (mark_[gi] == stamp_ ? tail : head).push_back(gi);
+  }
+  int p = first;
+  for (int gi : head) pos_[gi] = p, order_[p++] = gi;
+  pos_[a] = p, order_[p++] = a;
+  for (int gi : tail) pos_[gi] = p, order_[p++] = gi;
+  while (p <= last) order_[p++] = -1;
+  pos_[b] = -1;
+}
+
+void GroupDag::retire(int gi) {
+  STITCH_ASSERT(alive_[gi] && succ_[gi].empty(), "retiring a group that another still reads");
+  for (int r : groups_[gi].roots) STITCH_ASSERT(!is_output_[r], "retiring a group that writes a graph output");
+  unlink(gi);
+  for (int node : groups_[gi].nodes) erase_sorted(groups_of_[node], gi);
+  for (int r : groups_[gi].roots) home_[r] = -1;
+  alive_[gi] = 0;
+  --num_alive_;
+  order_[pos_[gi]] = -1;
+  pos_[gi] = -1;
+  groups_[gi] = FusionGroup{};
+}
+
+void GroupDag::set_roots(int a, std::vector<int> roots) {
+  sort_unique(roots);
+  for (int r : groups_[a].roots) {
+    if (!std::binary_search(roots.begin(), roots.end(), r)) {
+      STITCH_ASSERT(!read_elsewhere(r, a, a), "dropping a root that another kernel still reads");
+    }
+    home_[r] = -1;
+  }
+  for (int r : roots) {
+    STITCH_ASSERT(contains(a, r) && home_[r] == -1, "a new root must be a node of the group and written by no other");
+    home_[r] = a;
+  }
+  groups_[a].roots = std::move(roots);
+  relink(a);
+}
+
+std::vector<FusionGroup> GroupDag::take_groups() {
+  std::vector<FusionGroup> out;
+  out.reserve(num_alive_);
+  for (int gi : order()) out.push_back(std::move(groups_[gi]));
+  groups_.clear();
+  alive_.clear();
+  succ_.clear();
+  pred_.clear();
+  pos_.clear();
+  order_.clear();
+  num_alive_ = 0;
+  return out;
+}
+
+}  // namespace stitch

@@ -1,0 +1,100 @@
+// The kernels of a plan under construction, as a DAG that planners merge in
+// place (docs/fusion.md, Planning time). One vertex per group; an edge A -> B
+// when B reads a value whose home is A. A topological order is kept across
+// merges, so the question every merge asks, whether the merged kernel would
+// both feed and consume a third kernel, searches only the groups that lie
+// between the two in that order: planning stays linear in the graph when
+// merges are local, where rebuilding the group graph per merge
+// (check_merge_legality) made it cubic.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion_plan.h"
+#include "fusion/legality.h"
+
+namespace stitch {
+
+class GroupDag {
+ public:
+  // `groups`: every node read by a group and computed outside it has a home
+  // (is a root of exactly one group). Asserts the group graph is acyclic.
+  GroupDag(const Graph& g, std::vector<FusionGroup> groups);
+
+  const Graph& graph() const { return g_; }
+  // Group ids are stable: merges keep one id and retire the other.
+  int capacity() const { return static_cast<int>(groups_.size()); }
+  bool alive(int gi) const { return alive_[gi]; }
+  int num_alive() const { return num_alive_; }
+  const FusionGroup& group(int gi) const { return groups_[gi]; }
+  const std::vector<int>& successors(int gi) const { return succ_[gi]; }
+  const std::vector<int>& predecessors(int gi) const { return pred_[gi]; }
+  // The groups computing `node` (a cheap node may be recomputed in several).
+  const std::vector<int>& groups_of(int node) const { return groups_of_[node]; }
+  // The group writing `node` to memory, -1 when none does.
+  int home(int node) const { return home_[node]; }
+  // Distinct consumer nodes of `node`, ascending.
+  const std::vector<int>& consumers(int node) const { return consumers_[node]; }
+  bool is_output(int node) const { return is_output_[node]; }
+  // Position in the topological order kept across merges.
+  int position(int gi) const { return pos_[gi]; }
+  // Alive groups in topological order.
+  std::vector<int> order() const;
+
+  // Whether some group other than `a` and `b` reads `node` from memory, or it
+  // is a graph output: then a kernel made of a and b must still write it.
+  bool read_elsewhere(int node, int a, int b) const;
+  // The roots a kernel made of a and b writes: a's and b's roots that are read
+  // elsewhere (read_elsewhere), ascending.
+  std::vector<int> merged_roots(int a, int b) const;
+  // a's nodes and b's, ascending, unique.
+  std::vector<int> merged_nodes(int a, int b) const;
+
+  // Why a and b cannot be one kernel, or nullopt: the cycle a path through a
+  // third group would make, then the limits on the merged kernel. The same
+  // answer as check_merge_legality on the same groups.
+  std::optional<std::string> merge_refusal(int a, int b, const FusionLimits& limits = {}) const;
+  // Only the cycle half of merge_refusal.
+  std::optional<std::string> cycle_refusal(int a, int b) const;
+
+  // Replaces group a by `merged` (which must hold a's and b's nodes and the
+  // roots the caller wants written) and retires b. Asserts the merge is
+  // acyclic. Edges and the order are updated in time proportional to the
+  // merged group and the groups between a and b in the order.
+  void merge(int a, int b, FusionGroup merged);
+  // Retires a group that writes nothing anyone reads (all its roots dropped).
+  void retire(int gi);
+  // Replaces a's roots (a subset of its nodes); every dropped root must not
+  // be read elsewhere.
+  void set_roots(int a, std::vector<int> roots);
+
+  // Alive groups in topological order; the DAG is left empty.
+  std::vector<FusionGroup> take_groups();
+
+ private:
+  bool contains(int gi, int node) const;
+  // The groups between lo and hi in the order that lo reaches; sets `hits_hi`
+  // when one of them (not lo itself) has an edge to hi.
+  std::vector<int> forward_window(int lo, int hi, bool* hits_hi) const;
+  // Recomputes gi's edges from its nodes and roots, and its neighbours' lists.
+  void relink(int gi);
+  void unlink(int gi);
+
+  const Graph& g_;
+  std::vector<FusionGroup> groups_;
+  std::vector<char> alive_;
+  int num_alive_ = 0;
+  std::vector<std::vector<int>> succ_, pred_;  // sorted, unique, alive ids
+  std::vector<std::vector<int>> groups_of_;    // node -> groups, ascending
+  std::vector<int> home_;                      // node -> group or -1
+  std::vector<std::vector<int>> consumers_;    // node -> consumer nodes
+  std::vector<char> is_output_;
+  std::vector<int> pos_;    // group -> position
+  std::vector<int> order_;  // position -> group, -1 where a retired group was
+  mutable std::vector<int> mark_;  // scratch for searches: stamp per group
+  mutable int stamp_ = 0;
+};
+
+}  // namespace stitch

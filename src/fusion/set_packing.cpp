@@ -1,0 +1,119 @@
+#include "fusion/set_packing.h"
+
+#include <Cbc_C_Interface.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <mutex>
+
+#include "stitch/error.h"
+
+namespace stitch {
+namespace {
+
+using CbcModelPtr = std::unique_ptr<Cbc_Model, decltype(&Cbc_deleteModel)>;
+
+// For each element, the candidates that contain it; checks the element ids and scores.
+std::vector<std::vector<int>> candidates_by_element(const SetPackingProblem& problem) {
+  std::vector<std::vector<int>> members(problem.num_elements);
+  for (int c = 0; c < static_cast<int>(problem.candidates.size()); ++c) {
+    STITCH_ASSERT(std::isfinite(problem.candidates[c].score),
+                  fmt::format("set packing: candidate {} has a score that is not finite", c));
+    for (int e : problem.candidates[c].elements) {
+      STITCH_ASSERT(e >= 0 && e < problem.num_elements,
+                    fmt::format("set packing: candidate {} has element {} outside [0, {})", c, e,
+                                problem.num_elements));
+      STITCH_ASSERT(members[e].empty() || members[e].back() != c,
+                    fmt::format("set packing: candidate {} lists element {} twice", c, e));
+      members[e].push_back(c);
+    }
+  }
+  return members;
+}
+
+void check_forbidden_sets(const SetPackingProblem& problem) {
+  const int n = static_cast<int>(problem.candidates.size());
+  for (std::vector<int> set : problem.at_most_one_less) {
+    STITCH_ASSERT(!set.empty(), "set packing: an empty at_most_one_less set");
+    std::sort(set.begin(), set.end());
+    STITCH_ASSERT(set.front() >= 0 && set.back() < n,
+                  fmt::format("set packing: at_most_one_less names a candidate outside [0, {})", n));
+    STITCH_ASSERT(std::adjacent_find(set.begin(), set.end()) == set.end(),
+                  "set packing: at_most_one_less names a candidate twice");
+  }
+}
+
+// sum of x over `columns` <= rhs
+void add_row(Cbc_Model* model, const std::vector<int>& columns, double rhs) {
+  const std::vector<double> ones(columns.size(), 1.0);
+  Cbc_addRow(model, "", static_cast<int>(columns.size()), columns.data(), ones.data(), 'L', rhs);
+}
+
+}  // namespace
+
+SetPackingResult solve_set_packing(const SetPackingProblem& problem) {
+  const std::vector<std::vector<int>> members = candidates_by_element(problem);
+  check_forbidden_sets(problem);
+  SetPackingResult result;
+  if (problem.candidates.empty()) {
+    result.optimal = true;
+    result.status = "optimal";
+    return result;
+  }
+
+  // Cbc_solve runs CbcMain1, which keeps global state unless CBC is built with
+  // CBC_THREAD_SAFE (coin-or/Cbc#332, #223): one solve at a time.
+  static std::mutex cbc_mutex;
+  std::lock_guard<std::mutex> lock(cbc_mutex);
+  const auto start = std::chrono::steady_clock::now();
+  CbcModelPtr model(Cbc_newModel(), &Cbc_deleteModel);
+  Cbc_setLogLevel(model.get(), 0);
+  Cbc_setMaximumSeconds(model.get(), problem.time_limit_seconds);
+  // Wall time, like `seconds`; CBC's default clock is CPU time.
+  Cbc_setParameter(model.get(), "timeMode", "elapsed");
+  for (const SetPackingProblem::Candidate& c : problem.candidates) {
+    Cbc_addCol(model.get(), "", 0.0, 1.0, c.score, /*isInteger=*/1, 0, nullptr, nullptr);
+  }
+  // One clique row per element (§4.1's overlap constraint): far fewer and
+  // tighter rows than one per conflicting pair. An element in one candidate
+  // only is bounded by x <= 1 already.
+  for (const std::vector<int>& containing : members) {
+    if (containing.size() > 1) add_row(model.get(), containing, 1);
+  }
+  for (const std::vector<int>& set : problem.at_most_one_less) {
+    add_row(model.get(), set, static_cast<double>(set.size()) - 1);
+  }
+  Cbc_setObjSense(model.get(), -1);  // maximise
+  Cbc_solve(model.get());
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  // The best integer solution, or null where the time limit came first. CBC
+  // 2.10 reports a time limit reached in preprocessing as an infeasible
+  // problem (secondary status 1), so the clock decides too: the empty packing
+  // is always feasible.
+  const double* solution = Cbc_bestSolution(model.get());
+  if (Cbc_isProvenOptimal(model.get()) && solution != nullptr) {
+    result.optimal = true;
+    result.status = "optimal";
+  } else if (Cbc_isSecondsLimitReached(model.get()) || result.seconds >= problem.time_limit_seconds) {
+    result.status = fmt::format("time limit of {} s reached: {}", problem.time_limit_seconds,
+                                solution != nullptr ? "best packing found, not proven optimal"
+                                                    : "no packing found yet, so the empty one");
+  } else {
+    fail_internal(fmt::format("set packing: CBC found no packing (status {}, secondary status {})",
+                              Cbc_status(model.get()), Cbc_secondaryStatus(model.get())),
+                  __FILE__, __LINE__);
+  }
+  for (int c = 0; solution != nullptr && c < static_cast<int>(problem.candidates.size()); ++c) {
+    if (solution[c] > 0.5) {
+      result.chosen.push_back(c);
+      result.objective += problem.candidates[c].score;
+    }
+  }
+  return result;
+}
+
+}  // namespace stitch

@@ -1,0 +1,40 @@
+// Exact weighted set packing, the integer program under the `ilp` fusion
+// planner (FusionStitching 2019, §4.1): one binary variable per candidate
+// fusion pattern, maximise the summed scores, no element (op) in two chosen
+// candidates. Cycle elimination forbids a combination of candidates and solves
+// again. Solved by COIN-OR CBC (docs/dependencies.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace stitch {
+
+struct SetPackingProblem {
+  struct Candidate {
+    std::vector<int> elements;  // distinct ids in [0, num_elements)
+    double score = 0;
+  };
+
+  int num_elements = 0;
+  std::vector<Candidate> candidates;
+  // Each entry is a set S of distinct candidate indices not all of which may
+  // be chosen together: sum over S of x_i <= |S| - 1.
+  std::vector<std::vector<int>> at_most_one_less;
+  double time_limit_seconds = 60;
+};
+
+struct SetPackingResult {
+  std::vector<int> chosen;  // candidate indices, ascending
+  double objective = 0;     // the summed score of `chosen`
+  bool optimal = false;     // false: the time limit stopped CBC first
+  double seconds = 0;       // wall time of the solve
+  std::string status;       // "optimal", or why not
+};
+
+// Where the time limit stops CBC before its first packing, returns the empty
+// packing, not optimal. Throws InternalError where CBC fails otherwise (the
+// empty packing is always feasible, so "none found" is a bug).
+SetPackingResult solve_set_packing(const SetPackingProblem& problem);
+
+}  // namespace stitch

@@ -1,0 +1,106 @@
+// GroupDag (group_dag.h) against the reference it replaces in the planners:
+// build_group_graph + check_merge_legality on a plain vector of groups.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "fusion/group_dag.h"
+#include "fusion/legality.h"
+#include "fusion/planner.h"
+#include "plan_invariants.h"
+#include "random_graph.h"
+
+namespace stitch {
+namespace {
+
+using testing_fusion::canonical_graph;
+using testing_fusion::kDiamond;
+
+// The DAG's edges and order agree with a group graph built from scratch.
+std::string disagreement(const GroupDag& dag) {
+  std::vector<int> ids = dag.order();
+  std::vector<FusionGroup> groups;
+  for (int gi : ids) groups.push_back(dag.group(gi));
+  const GroupGraph gg = build_group_graph(dag.graph(), groups);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::vector<int> expected;
+    for (int s : gg.successors[i]) expected.push_back(ids[s]);
+    std::vector<int> got = dag.successors(ids[i]);
+    std::sort(expected.begin(), expected.end());
+    if (expected != got) return "successors of group " + std::to_string(ids[i]) + " differ";
+    // The order is topological: every successor comes later.
+    for (int s : gg.successors[i])
+      if (static_cast<size_t>(s) <= i) return "the order puts a successor first";
+    for (int p : dag.predecessors(ids[i]))
+      if (std::find(dag.successors(p).begin(), dag.successors(p).end(), ids[i]) == dag.successors(p).end())
+        return "predecessor and successor lists disagree";
+  }
+  return "";
+}
+
+TEST(GroupDag, MergesAgreeWithTheReferenceLegality) {
+  int merges = 0, refusals = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    Graph g = testing::random_graph(testing::varied_options(seed));
+    FusionPlan base = plan(g, PlannerKind::None);
+    GroupDag dag(g, base.groups);
+    ASSERT_EQ(disagreement(dag), "") << "seed " << seed;
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    for (int step = 0; step < 40 && dag.num_alive() > 1; ++step) {
+      std::vector<int> ids = dag.order();
+      std::vector<FusionGroup> groups;
+      for (int gi : ids) groups.push_back(dag.group(gi));
+      const int i = static_cast<int>(rng() % ids.size());
+      int j = static_cast<int>(rng() % ids.size());
+      if (i == j) j = (j + 1) % static_cast<int>(ids.size());
+      const FusionLimits unlimited{.max_nodes_per_group = 1 << 20, .max_operands_and_outputs = 1 << 20};
+      const std::optional<std::string> reference = check_merge_legality(g, groups, i, j, unlimited);
+      const std::optional<std::string> got = dag.merge_refusal(ids[i], ids[j], unlimited);
+      ASSERT_EQ(reference, got) << "seed " << seed << " step " << step;
+      if (got) {
+        ++refusals;
+        continue;
+      }
+      FusionGroup merged;
+      merged.nodes = dag.merged_nodes(ids[i], ids[j]);
+      merged.roots = dag.merged_roots(ids[i], ids[j]);
+      if (merged.roots.empty()) merged.roots.push_back(merged.nodes.back());
+      dag.merge(ids[i], ids[j], merged);
+      ++merges;
+      ASSERT_EQ(disagreement(dag), "") << "seed " << seed << " step " << step;
+    }
+  }
+  // Both answers were exercised.
+  EXPECT_GT(merges, 200);
+  EXPECT_GT(refusals, 50);
+}
+
+TEST(GroupDag, NamesTheCycleAMergeWouldMake) {
+  Graph g = canonical_graph(kDiamond);
+  FusionPlan base = plan(g, PlannerKind::None);  // r1 -> b1 -> d -> y -> r2, x read by r1 and y
+  GroupDag dag(g, base.groups);
+  EXPECT_EQ(dag.cycle_refusal(0, 3), "merging would create a cycle: r1 reaches y through another kernel");
+  EXPECT_EQ(dag.cycle_refusal(3, 0), "merging would create a cycle: r1 reaches y through another kernel");
+  EXPECT_EQ(dag.cycle_refusal(3, 4), std::nullopt);
+}
+
+TEST(GroupDag, RetiresAndReRootsGroups) {
+  Graph g = canonical_graph(kDiamond);
+  FusionPlan base = plan(g, PlannerKind::None);
+  GroupDag dag(g, base.groups);
+  // y's group takes r2 in: r2 is a graph output, so it stays a root.
+  FusionGroup merged;
+  merged.nodes = dag.merged_nodes(3, 4);
+  merged.roots = dag.merged_roots(3, 4);
+  EXPECT_EQ(merged.roots.size(), 1u);
+  dag.merge(3, 4, merged);
+  EXPECT_FALSE(dag.alive(4));
+  EXPECT_EQ(dag.num_alive(), 4);
+  EXPECT_EQ(disagreement(dag), "");
+  std::vector<FusionGroup> groups = dag.take_groups();
+  EXPECT_EQ(groups.size(), 4u);
+}
+
+}  // namespace
+}  // namespace stitch

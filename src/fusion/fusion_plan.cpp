@@ -165,8 +165,13 @@ std::string print_plan(const Graph& g, const FusionPlan& plan) {
     out += fmt::format("group {} [{}] root{} {}: {}\n", gi, group_kind_name(grp.kind),
                        grp.roots.size() == 1 ? "" : "s", join_names(g, grp.roots), body);
   }
+  // The groups of every node in one pass (groups_containing per node would
+  // cost nodes x groups).
+  std::vector<std::vector<int>> groups_of(g.nodes().size());
+  for (int gi = 0; gi < static_cast<int>(plan.groups.size()); ++gi)
+    for (int n : plan.groups[gi].nodes) groups_of[n].push_back(gi);
   for (int n = 0; n < static_cast<int>(g.nodes().size()); ++n) {
-    std::vector<int> in = plan.groups_containing(n);
+    const std::vector<int>& in = groups_of[n];
     if (in.size() < 2) continue;
     std::string list;
     for (size_t i = 0; i < in.size(); ++i) list += (i ? ", " : "") + std::to_string(in[i]);

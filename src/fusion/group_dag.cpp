@@ -143,6 +143,55 @@ std::vector<int> GroupDag::forward_window(int lo, int hi, bool* hits_hi) const {
   return found;
 }
 
+std::vector<int> GroupDag::between(const std::vector<int>& members) const {
+  int first = capacity(), last = -1;
+  for (int gi : members) {
+    first = std::min(first, pos_[gi]);
+    last = std::max(last, pos_[gi]);
+  }
+  // Forward from the members within their window of the order, then
+  // backward: a group the backward pass finds still marked by the forward
+  // one is reached both ways, so it lies between two members.
+  std::vector<int> inside = members;
+  std::sort(inside.begin(), inside.end());
+  auto member = [&](int gi) { return std::binary_search(inside.begin(), inside.end(), gi); };
+  ++stamp_;
+  const int forward = stamp_;
+  std::vector<int> stack;
+  for (int gi : members)
+    for (int s : succ_[gi])
+      if (!member(s) && pos_[s] < last && mark_[s] != forward) mark_[s] = forward, stack.push_back(s);
+  std::vector<int> reached;
+  while (!stack.empty()) {
+    const int gi = stack.back();
+    stack.pop_back();
+    reached.push_back(gi);
+    for (int s : succ_[gi])
+      if (!member(s) && pos_[s] < last && mark_[s] != forward) mark_[s] = forward, stack.push_back(s);
+  }
+  if (reached.empty()) return {};
+  ++stamp_;
+  const int backward = stamp_;
+  std::vector<int> out;
+  for (int gi : members)
+    for (int p : pred_[gi])
+      if (!member(p) && pos_[p] > first && mark_[p] != backward) {
+        if (mark_[p] == forward) out.push_back(p);
+        mark_[p] = backward, stack.push_back(p);
+      }
+  while (!stack.empty()) {
+    const int gi = stack.back();
+    stack.pop_back();
+    for (int p : pred_[gi])
+      if (!member(p) && pos_[p] > first && mark_[p] != backward) {
+        if (mark_[p] == forward) out.push_back(p);
+        mark_[p] = backward, stack.push_back(p);
+      }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::optional<std::string> GroupDag::cycle_refusal(int a, int b) const {
   STITCH_ASSERT(a != b && alive_[a] && alive_[b], "merging a group with itself or a retired one");
   const int lo = pos_[a] < pos_[b] ? a : b;

@@ -56,6 +56,9 @@ class GroupDag {
   // third group would make, then the limits on the merged kernel. The same
   // answer as check_merge_legality on the same groups.
   std::optional<std::string> merge_refusal(int a, int b, const FusionLimits& limits = {}) const;
+  // The groups outside `members` that lie on a path from one member to
+  // another: empty when the members can be one kernel without a cycle.
+  std::vector<int> between(const std::vector<int>& members) const;
   // Only the cycle half of merge_refusal.
   std::optional<std::string> cycle_refusal(int a, int b) const;
 

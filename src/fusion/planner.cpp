@@ -13,12 +13,13 @@ std::string_view planner_name(PlannerKind k) {
     case PlannerKind::Xla: return "xla";
     case PlannerKind::Stitch: return "stitch";
     case PlannerKind::Ilp: return "ilp";
+    case PlannerKind::Greedy: return "greedy";
   }
   fail_internal("unknown PlannerKind", __FILE__, __LINE__);
 }
 
 std::optional<PlannerKind> parse_planner_kind(std::string_view name) {
-  for (PlannerKind k : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch, PlannerKind::Ilp})
+  for (PlannerKind k : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch, PlannerKind::Ilp, PlannerKind::Greedy})
     if (planner_name(k) == name) return k;
   return std::nullopt;
 }
@@ -35,14 +36,14 @@ int resolve_max_fusions(const PlanOptions& options) {
   return static_cast<int>(n);
 }
 
-FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options) {
+FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options, PlanSearchReport* report) {
   const int max_fusions = resolve_max_fusions(options);
   switch (kind) {
     case PlannerKind::None: return plan_none(g);
     case PlannerKind::Xla: return plan_xla(g, max_fusions);
-    case PlannerKind::Stitch: return plan_stitch(g, max_fusions, options.row_hold_bytes);
-    case PlannerKind::Ilp:
-      throw UserError("planner '" + std::string(planner_name(kind)) + "' is not implemented yet");
+    case PlannerKind::Stitch: return plan_stitch(g, max_fusions, options.row_hold_bytes, report);
+    case PlannerKind::Ilp: return plan_ilp(g, max_fusions, options.row_hold_bytes, report);
+    case PlannerKind::Greedy: return plan_greedy(g, max_fusions, options.row_hold_bytes);
   }
   fail_internal("unknown PlannerKind", __FILE__, __LINE__);
 }

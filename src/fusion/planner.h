@@ -9,7 +9,7 @@
 
 namespace stitch {
 
-enum class PlannerKind : uint8_t { None, Xla, Stitch, Ilp };
+enum class PlannerKind : uint8_t { None, Xla, Stitch, Ilp, Greedy };
 
 std::string_view planner_name(PlannerKind k);
 std::optional<PlannerKind> parse_planner_kind(std::string_view name);
@@ -40,8 +40,21 @@ struct PlanOptions {
 // is -1 (UserError unless a non-negative integer), or -1 for none.
 int resolve_max_fusions(const PlanOptions& options);
 
-// Throws UserError for a planner that is not implemented yet (ilp).
-FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options = {});
+// What a searching planner (stitch, ilp) found. The objective is the seconds
+// its stitching saves by the delta evaluator's estimate: xla's kernels (with
+// small dots fused) less the kernels after stitching, before loop kernels
+// are absorbed and packed.
+struct PlanSearchReport {
+  double objective = 0;
+  int patterns = 0;     // patterns merged
+  int evaluations = 0;  // candidate patterns scored
+  bool optimal = true;  // ilp: CBC proved the packing optimal
+  int cycle_cuts = 0;   // ilp: constraints added to break cycles between patterns
+  double solve_seconds = 0;
+};
+
+FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options = {},
+                PlanSearchReport* report = nullptr);
 
 // Operator-at-a-time: one kernel per op.
 FusionPlan plan_none(const Graph& g);
@@ -49,9 +62,16 @@ FusionPlan plan_none(const Graph& g);
 // resolved (-1: no cap).
 FusionPlan plan_xla(const Graph& g, int max_fusions = -1, int* fusions_applied = nullptr);
 // FusionStitching's block composition across reductions (docs/fusion.md, The
-// `stitch` planner): xla's plan, then each kernel holding a reduction absorbs
-// the kernels reading its results while the result is a stitched group.
-FusionPlan plan_stitch(const Graph& g, int max_fusions = -1,
-                       int64_t row_hold_bytes = PlanOptions::kCpuRowHoldBytes);
+// `stitch` planner): xla's plan, then the patterns of kernels that may be one
+// stitched kernel, chosen by approximate DP + beam search on their scores.
+FusionPlan plan_stitch(const Graph& g, int max_fusions = -1, int64_t row_hold_bytes = PlanOptions::kCpuRowHoldBytes,
+                       PlanSearchReport* report = nullptr);
+// The same patterns, chosen exactly: a set packing solved by CBC, cycles
+// between patterns cut and solved again (FusionStitching 2019 §4.1).
+FusionPlan plan_ilp(const Graph& g, int max_fusions = -1, int64_t row_hold_bytes = PlanOptions::kCpuRowHoldBytes,
+                    PlanSearchReport* report = nullptr);
+// The first, greedy form: xla's plan, then each kernel holding a reduction
+// absorbs every neighbour it may be stitched with.
+FusionPlan plan_greedy(const Graph& g, int max_fusions = -1, int64_t row_hold_bytes = PlanOptions::kCpuRowHoldBytes);
 
 }  // namespace stitch

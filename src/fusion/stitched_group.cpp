@@ -187,8 +187,37 @@ int64_t StitchedReread::block_bytes() const {
 }
 
 StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
-                               const StitchedDomain& domain) {
+                               const StitchedDomain& domain, int64_t fits_bytes) {
   const std::unordered_set<int> in_group(nodes.begin(), nodes.end());
+  StitchedReread out;
+  out.reduced_extent = 1;
+  for (size_t a : domain.axes) {
+    const Dim& d = domain.shape[a];
+    out.reduced_extent = d.is_static() && out.reduced_extent >= 0 ? out.reduced_extent * d.extent() : -1;
+  }
+  if (!domain.innermost()) {
+    out.block_width = kStitchedColumnBlockThreads;
+    int64_t columns = 1;
+    for (const Dim& d : domain.outer_shape()) columns = d.is_static() && columns >= 0 ? columns * d.extent() : -1;
+    if (columns >= 0) out.block_width = std::min(columns, kStitchedColumnBlockThreads);
+  }
+  if (fits_bytes >= 0 && out.reduced_extent >= 0) {
+    // Whatever a later phase re-reads is among the group's row-data inputs:
+    // when all of them fit, so does the re-read, and the phases need no walk.
+    std::set<int> inputs;
+    for (int n : nodes) {
+      for (ValueId v : g.nodes()[n].inputs) {
+        const int p = g.value(v).producer;
+        if ((p < 0 || !in_group.count(p)) && is_row_data(domain, g.type(v).shape)) inputs.insert(v.index);
+      }
+    }
+    int64_t bound = 0;
+    for (int v : inputs) bound += dtype_size(g.type(ValueId{v}).dtype);
+    if (bound * out.reduced_extent * out.block_width <= fits_bytes) {
+      out.bytes_per_element = bound;
+      return out;
+    }
+  }
   // What each phase evaluates: its reductions' inputs; the store phase, the roots.
   std::vector<std::vector<ValueId>> heads;
   for (const auto& phase : domain.phases) {
@@ -241,19 +270,7 @@ StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, co
     for (int v : values) n += dtype_size(g.type(ValueId{v}).dtype);
     return n;
   };
-  StitchedReread out;
   out.bytes_per_element = std::min(bytes(reloads), bytes(frontier));
-  out.reduced_extent = 1;
-  for (size_t a : domain.axes) {
-    const Dim& d = domain.shape[a];
-    out.reduced_extent = d.is_static() && out.reduced_extent >= 0 ? out.reduced_extent * d.extent() : -1;
-  }
-  if (!domain.innermost()) {
-    out.block_width = kStitchedColumnBlockThreads;
-    int64_t columns = 1;
-    for (const Dim& d : domain.outer_shape()) columns = d.is_static() && columns >= 0 ? columns * d.extent() : -1;
-    if (columns >= 0) out.block_width = std::min(columns, kStitchedColumnBlockThreads);
-  }
   return out;
 }
 

@@ -74,7 +74,10 @@ struct StitchedReread {
 };
 
 // `domain` as stitched_group_problem fills it for the same nodes and roots.
+// With `fits_bytes` >= 0, a caller that only asks whether the re-read fits
+// in that many bytes: where every row-data input of the group fits, the
+// phases are not walked and bytes_per_element is that upper bound.
 StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
-                               const StitchedDomain& domain);
+                               const StitchedDomain& domain, int64_t fits_bytes = -1);
 
 }  // namespace stitch

@@ -23,8 +23,9 @@ namespace stitch::onnx_node {
 
 namespace {
 
-// Every implemented planner (ilp is not yet).
-constexpr PlannerKind kPlanners[] = {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch};
+// Every planner.
+constexpr PlannerKind kPlanners[] = {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch, PlannerKind::Greedy,
+                                     PlannerKind::Ilp};
 
 // What the shard is doing, for the crash report: a crash in one case kills
 // the whole shard, and this names the case.

@@ -89,7 +89,8 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
     report("-", "error: " + e.formatted(), tally.errors);
     return;
   }
-  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch}) {
+  for (PlannerKind planner :
+       {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch, PlannerKind::Greedy, PlannerKind::Ilp}) {
     const std::string planner_text(planner_name(planner));
     std::vector<Tensor> got;
     try {

@@ -103,10 +103,7 @@ SymbolBindings parse_dims(const std::vector<std::string>& specs) {
 
 PlannerKind implemented_planner(const std::string& name) {
   std::optional<PlannerKind> kind = parse_planner_kind(name);
-  if (!kind) throw UserError(fmt::format("unknown planner '{}' (planners: none, xla, stitch, ilp)", name));
-  if (*kind == PlannerKind::Ilp) {
-    throw UserError(fmt::format("planner '{}' is not implemented yet; use none, xla or stitch", name));
-  }
+  if (!kind) throw UserError(fmt::format("unknown planner '{}' (planners: none, xla, stitch, ilp, greedy)", name));
   return *kind;
 }
 
@@ -223,9 +220,9 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
 
 PlannerKind executable_planner(const std::string& backend, const std::string& planner) {
   std::optional<PlannerKind> kind = parse_planner_kind(planner.empty() ? "xla" : planner);
-  // ilp is a planner of the plan, not yet of the executables (docs/fusion.md, Not done yet).
-  if (!kind || *kind == PlannerKind::Ilp) {
-    throw UserError(fmt::format("--backend {} runs --planner none, xla or stitch, not '{}'", backend, planner));
+  if (!kind) {
+    throw UserError(
+        fmt::format("--backend {} runs --planner none, xla, stitch, ilp or greedy, not '{}'", backend, planner));
   }
   return *kind;
 }

@@ -28,7 +28,7 @@ int dispatch(int argc, char** argv) {
   run->add_option("--graph", graph_name, "graph to run (default: the first in the file)");
   run->add_option("--backend", backend, "where to run it (default cpu)")->check(CLI::IsMember({"interp", "cpu", "cuda"}));
   run->add_option("--planner", planner, "fusion planner (ignored by the interpreter; cpu: none or xla, default xla)")
-      ->check(CLI::IsMember({"none", "xla", "stitch", "ilp"}));
+      ->check(CLI::IsMember({"none", "xla", "stitch", "ilp", "greedy"}));
   run->add_option("--input", inputs.bindings, "bind a parameter: NAME=FILE.npy (repeatable)");
   run->add_option("--random-inputs", inputs.seed, "fill unbound parameters with seeded random values")
       ->each([&](const std::string&) { inputs.random = true; });

@@ -37,6 +37,17 @@ std::string plan_text(const Graph& g, const FusionPlan& plan, const FusionCostMo
   return out;
 }
 
+// What the search found (PlanSearchReport), one line.
+std::string search_text(const PlanSearchReport& r, PlannerKind kind) {
+  std::string out = fmt::format("search: {:.4g} us saved by the delta evaluator's estimate, {} patterns merged, {} scored",
+                                r.objective * 1e6, r.patterns, r.evaluations);
+  if (kind == PlannerKind::Ilp) {
+    out += fmt::format("; CBC {} in {:.3g} s, {} cycle cuts", r.optimal ? "optimal" : "not proven optimal",
+                       r.solve_seconds, r.cycle_cuts);
+  }
+  return out + "\n";
+}
+
 // The CUDA C of every kernel of the plan `stitch run` would execute (docs/cuda-backend.md);
 // dots are library calls, so they have no kernel here.
 std::string cuda_source(const Graph& canonical, PlannerKind kind, std::optional<schedule::RowScheduleKind> forced) {
@@ -101,9 +112,11 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   // `stitch run` executes; explained for a GPU --target, the plan the CUDA
   // back end makes (a block holds less of a row between phases, PlanOptions).
   Graph canonical = split_full_reductions(canonicalize_with_dumps(select_graph(m, graph_name, file)));
-  FusionPlan fusion_plan = plan(canonical, kind, explain && gpu ? PlanOptions::for_gpu() : PlanOptions{});
+  PlanSearchReport search;
+  FusionPlan fusion_plan = plan(canonical, kind, explain && gpu ? PlanOptions::for_gpu() : PlanOptions{}, &search);
   std::string text = format == "dot" ? print_plan_dot(canonical, fusion_plan)
                                      : plan_text(canonical, fusion_plan, FusionCostModel(bindings));
+  if (format != "dot" && (kind == PlannerKind::Stitch || kind == PlannerKind::Ilp)) text += search_text(search, kind);
   if (explain && gpu) text += schedule::explain_plan(canonical, fusion_plan, *gpu, bindings, 5, forced);
   if (explain && !gpu) {
     schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();

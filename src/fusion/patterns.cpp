@@ -1,0 +1,230 @@
+#include "fusion/patterns.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "fusion/legality.h"
+
+namespace stitch {
+
+double objective(const std::vector<Pattern>& patterns) {
+  double total = 0;
+  for (const Pattern& p : patterns) total += p.score;
+  return total;
+}
+
+namespace {
+
+bool better(const Pattern& a, const Pattern& b) {
+  if (a.score != b.score) return a.score > b.score;
+  return a.members < b.members;
+}
+
+// Keeps `list` to the k best, unique.
+void keep_best(std::vector<Pattern>& list, size_t k) {
+  std::sort(list.begin(), list.end(), better);
+  list.erase(std::unique(list.begin(), list.end(), [](const Pattern& a, const Pattern& b) { return a.members == b.members; }),
+             list.end());
+  if (list.size() > k) list.resize(k);
+}
+
+}  // namespace
+
+PatternSpace::PatternSpace(const StitchMerges& merges, const DeltaEvaluator& evaluator, PatternOptions options)
+    : merges_(merges), dag_(merges.dag()), evaluator_(evaluator), options_(options) {
+  const Graph& g = merges.graph();
+  seconds_.assign(dag_.capacity(), 0);
+  heads_.resize(dag_.capacity());
+  // Per kernel, the best patterns holding it (whatever their head), and the
+  // best stubs: sets that are no kernel yet (no reduction, not a stitched
+  // group, or not profitable) but may become one with more kernels.
+  std::vector<std::vector<Pattern>> containing(dag_.capacity()), stubs(dag_.capacity());
+  const std::vector<int> order = dag_.order();
+  for (int gi : order) seconds_[gi] = evaluator_.group_seconds(g, dag_.group(gi));
+  const size_t k = static_cast<size_t>(options_.top_k);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int v = *it;
+    if (dag_.group(v).kind == GroupKind::Library) continue;
+    std::vector<std::pair<Pattern, int>> extensions;  // (pattern, consumer it extends through)
+    std::vector<Pattern> new_stubs;
+    for (int u : dag_.successors(v)) {
+      if (dag_.group(u).kind == GroupKind::Library) continue;
+      std::vector<std::vector<int>> through{{u}};
+      for (const Pattern& p : containing[u]) through.push_back(p.members);
+      for (const Pattern& p : stubs[u]) through.push_back(p.members);
+      for (size_t i = 0; i < through.size(); ++i) {
+        std::vector<int> members = through[i];
+        if (std::find(members.begin(), members.end(), v) != members.end()) continue;
+        members.push_back(v);
+        std::string why_not;
+        bool stub = false;
+        std::optional<Pattern> p = evaluate(members, &why_not, &stub);
+        if (i == 0 && !p) pair_reasons_[{v, u}] = why_not;
+        if (p) extensions.emplace_back(*p, u);
+        if (!p && stub) new_stubs.push_back(Pattern{members, 0});
+      }
+    }
+    std::sort(extensions.begin(), extensions.end(), [](const auto& a, const auto& b) { return better(a.first, b.first); });
+    std::vector<Pattern> found;
+    for (const auto& [p, u] : extensions) found.push_back(p);
+    // Pairs of the best extensions through different consumers.
+    const size_t m = std::min<size_t>(extensions.size(), options_.combine);
+    for (size_t i = 0; i < m; ++i) {
+      for (size_t j = i + 1; j < m; ++j) {
+        if (extensions[i].second == extensions[j].second) continue;
+        std::vector<int> members = extensions[i].first.members;
+        bool disjoint = true;
+        for (int x : extensions[j].first.members) {
+          if (x == v) continue;
+          if (std::find(members.begin(), members.end(), x) != members.end()) disjoint = false;
+          members.push_back(x);
+        }
+        if (!disjoint) continue;
+        if (std::optional<Pattern> p = evaluate(members)) found.push_back(*p);
+      }
+    }
+    keep_best(found, k);
+    for (const Pattern& p : found) {
+      heads_[p.members[0]].push_back(p);
+      for (int member : p.members) {
+        containing[member].push_back(p);
+        keep_best(containing[member], k);
+      }
+    }
+    // Stubs: the largest first.
+    std::sort(new_stubs.begin(), new_stubs.end(),
+              [](const Pattern& a, const Pattern& b) { return a.members.size() > b.members.size(); });
+    if (new_stubs.size() > k) new_stubs.resize(k);
+    for (Pattern& p : new_stubs) {
+      std::sort(p.members.begin(), p.members.end(), [&](int a, int b) { return dag_.position(a) < dag_.position(b); });
+      for (int member : p.members) {
+        if (stubs[member].size() < k) stubs[member].push_back(p);
+      }
+    }
+  }
+  for (std::vector<Pattern>& list : heads_) keep_best(list, k);
+}
+
+std::vector<Pattern> PatternSpace::all() const {
+  std::vector<Pattern> out;
+  for (int gi : dag_.order())
+    for (const Pattern& p : heads_[gi]) out.push_back(p);
+  return out;
+}
+
+bool PatternSpace::read_outside(int node, const std::vector<int>& members) const {
+  if (dag_.is_output(node)) return true;
+  for (int c : dag_.consumers(node)) {
+    for (int gj : dag_.groups_of(c)) {
+      if (std::binary_search(members.begin(), members.end(), gj)) continue;
+      if (!dag_.group(gj).contains(node)) return true;
+    }
+  }
+  return false;
+}
+
+std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, std::string* why_not, bool* stub) const {
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  auto [it, inserted] = memo_.try_emplace(members);
+  Memo& memo = it->second;
+  if (inserted) {
+    const Graph& g = merges_.graph();
+    auto refuse = [&](std::string reason, bool may_grow = false) {
+      memo.legal = false;
+      memo.stub = may_grow;
+      memo.why_not = std::move(reason);
+    };
+    const bool reduction = std::any_of(members.begin(), members.end(), [&](int gi) { return merges_.has_reduction(gi); });
+    std::vector<int> between;
+    if (!(between = dag_.between(members)).empty()) {
+      refuse(fmt::format("merging would create a cycle: a path leaves the kernel through {} and comes back",
+                         g.value_name(g.nodes()[dag_.group(between.front()).roots.front()].output)));
+    } else {
+      FusionGroup merged;
+      merged.kind = GroupKind::Stitched;
+      for (int gi : members) {
+        const FusionGroup& grp = dag_.group(gi);
+        merged.nodes.insert(merged.nodes.end(), grp.nodes.begin(), grp.nodes.end());
+        for (int r : grp.roots)
+          if (read_outside(r, members)) merged.roots.push_back(r);
+      }
+      std::sort(merged.nodes.begin(), merged.nodes.end());
+      merged.nodes.erase(std::unique(merged.nodes.begin(), merged.nodes.end()), merged.nodes.end());
+      std::sort(merged.roots.begin(), merged.roots.end());
+      std::optional<std::string> limit = check_group_limits(g, merged.nodes, static_cast<int>(merged.roots.size()));
+      std::optional<std::string> reason;
+      if (!limit && !reduction) reason = "neither kernel holds a reduction";
+      if (!limit && !reason) reason = merges_.kernel_refusal(merged.nodes, merged.roots);
+      if (limit) {
+        refuse(*limit);
+      } else if (reason) {
+        refuse(*reason, true);
+      } else {
+        double separate = 0;
+        for (int gi : members) separate += seconds_[gi];
+        memo.score = separate - evaluator_.group_seconds(g, merged);
+        memo.legal = memo.score > 0;
+        memo.stub = !memo.legal;
+        if (!memo.legal) {
+          memo.why_not = fmt::format("not profitable: one kernel would take {:.3g} us, the {} apart {:.3g} us",
+                                     (separate - memo.score) * 1e6, members.size(), separate * 1e6);
+        }
+      }
+    }
+  }
+  if (!memo.legal) {
+    if (why_not) *why_not = memo.why_not;
+    if (stub) *stub = memo.stub;
+    return std::nullopt;
+  }
+  std::sort(members.begin(), members.end(), [&](int a, int b) { return dag_.position(a) < dag_.position(b); });
+  return Pattern{std::move(members), memo.score};
+}
+
+}  // namespace stitch
+
+namespace stitch {
+
+void merge_members(GroupDag& dag, const std::vector<int>& members) {
+  for (size_t i = 1; i < members.size(); ++i) {
+    FusionGroup merged;
+    merged.kind = GroupKind::Stitched;
+    merged.nodes = dag.merged_nodes(members[0], members[i]);
+    merged.roots = dag.merged_roots(members[0], members[i]);
+    dag.merge(members[0], members[i], std::move(merged));
+  }
+}
+
+std::vector<Pattern> apply_patterns(StitchMerges& merges, const PatternSpace& space, std::vector<Pattern> patterns) {
+  GroupDag& dag = merges.dag();
+  // Reasons first, while the ids still name xla's kernels: every edge between
+  // a kernel and its consumer kernel that a merge below does not take in.
+  for (int v : dag.order()) {
+    for (int u : dag.successors(v)) {
+      if (dag.group(v).kind == GroupKind::Library || dag.group(u).kind == GroupKind::Library) continue;
+      auto it = space.pair_reasons().find({v, u});
+      const std::string reason =
+          it != space.pair_reasons().end() ? it->second : "the search put one of the two in another kernel";
+      for (auto [p, c] : merges.edges(v, u)) merges.explain(p, c, "stitch: " + reason);
+    }
+  }
+  std::sort(patterns.begin(), patterns.end(),
+            [&](const Pattern& a, const Pattern& b) { return dag.position(a.members[0]) < dag.position(b.members[0]); });
+  std::vector<Pattern> left;
+  for (const Pattern& p : patterns) {
+    if (merges.budget_spent() || !dag.between(p.members).empty()) {
+      left.push_back(p);
+      continue;
+    }
+    for (size_t i = 1; i < p.members.size(); ++i) {
+      if (merges.budget_spent()) break;
+      merges.merge(p.members[0], p.members[i]);
+    }
+  }
+  return left;
+}
+
+}  // namespace stitch

@@ -1,0 +1,124 @@
+// Candidate fusion patterns and their scores (docs/fusion.md, The `stitch`
+// planner): FusionStitching 2021's PatternReduction. A pattern is a set of
+// xla's kernels that may be one stitched (or tile) kernel; its score is what
+// the delta evaluator says the one kernel saves over the separate ones:
+//   f(P) = sum over v in P of T(v) - T(merged P)
+// which is T_saved_memory + T_saved_launches - T_penalty, with T a kernel's
+// memory time at the target's measured bandwidth curve, its launch, and its
+// expensive ops. The kernels a pattern leaves outside read the same values
+// whatever else is merged, so scores add up over disjoint patterns: a plan's
+// objective is the sum of its patterns' scores, which both the DP + beam
+// search and the ILP maximise.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fusion/delta_evaluator.h"
+#include "fusion/stitch_merges.h"
+
+namespace stitch {
+
+struct Pattern {
+  std::vector<int> members;  // group ids of the DAG, by position in its order; members[0] is the head
+  double score = 0;          // seconds saved (DeltaEvaluator)
+};
+
+struct PatternOptions {
+  // Patterns kept per kernel, and the best single-consumer extensions
+  // combined pairwise. At 3 and 4 the beam missed the optimum by up to 27%
+  // on small random graphs (tests/fusion/search_test.cpp); at 8 and 6 it
+  // finds it on all of them.
+  int top_k = 8;
+  int combine = 6;
+};
+
+// Post-order over the DAG (consumers first): a kernel's patterns are the
+// kernel with a consumer, or with one of the best patterns or stubs holding a
+// consumer, and pairs of those over different consumers; the top_k by score
+// are kept per kernel. Each legal pattern holds a reduction, is convex (no
+// path leaves it and comes back), passes StitchMerges::kernel_refusal and the
+// operand limits, and scores above zero. Work per kernel is bounded by its
+// degree and top_k, so the space is built in time linear in the graph.
+class PatternSpace {
+ public:
+  PatternSpace(const StitchMerges& merges, const DeltaEvaluator& evaluator, PatternOptions options = {});
+
+  // Patterns headed by `gi`, best first.
+  const std::vector<Pattern>& headed_by(int gi) const { return heads_[gi]; }
+  // Every kept pattern, by head position then score.
+  std::vector<Pattern> all() const;
+  // Seconds of kernel gi alone.
+  double seconds(int gi) const { return seconds_[gi]; }
+  // Why the producer kernel and its consumer kernel were not a pattern by
+  // themselves, for the edges a plan leaves between them: an illegal merge's
+  // reason, or the score that made it unprofitable. Absent where the pair
+  // was a candidate.
+  const std::map<std::pair<int, int>, std::string>& pair_reasons() const { return pair_reasons_; }
+  // The pattern's score, or why it is not a pattern, and (`stub`) whether a
+  // larger set might be: it fails only for want of a reduction, as a stitched
+  // group, or on profit, not on a cycle or a limit.
+  std::optional<Pattern> evaluate(std::vector<int> members, std::string* why_not = nullptr,
+                                  bool* stub = nullptr) const;
+  int evaluations() const { return static_cast<int>(memo_.size()); }
+
+ private:
+  bool read_outside(int node, const std::vector<int>& members) const;
+
+  const StitchMerges& merges_;
+  const GroupDag& dag_;
+  const DeltaEvaluator& evaluator_;
+  PatternOptions options_;
+  std::vector<double> seconds_;
+  std::vector<std::vector<Pattern>> heads_;
+  std::map<std::pair<int, int>, std::string> pair_reasons_;
+  struct Memo {
+    bool legal = false;
+    bool stub = false;
+    double score = 0;
+    std::string why_not;
+  };
+  mutable std::map<std::vector<int>, Memo> memo_;
+};
+
+// The summed score of disjoint patterns.
+double objective(const std::vector<Pattern>& patterns);
+
+}  // namespace stitch
+
+namespace stitch {
+
+// Merges each pattern's kernels into one kernel, patterns by their heads'
+// positions, members in order; a pattern no longer convex once the earlier
+// ones are merged (a cycle through another pattern) is left apart and
+// returned. Before merging, the edges between kernels the plan may leave
+// apart get the reasons the pattern space recorded.
+std::vector<Pattern> apply_patterns(StitchMerges& merges, const PatternSpace& space, std::vector<Pattern> patterns);
+
+// The DP + beam search over the pattern space (planner_dp.cpp): `width`
+// partial plans walk the kernels in the DAG's order; returns the best plan's
+// patterns, disjoint.
+std::vector<Pattern> beam_search(const GroupDag& dag, const PatternSpace& space, int width);
+
+// The exact choice (planner_ilp.cpp): the best packing of `patterns` that
+// makes no cycle between them, by CBC with cuts.
+struct ExactChoice {
+  std::vector<int> chosen;  // indices into the patterns, ascending
+  bool optimal = true;      // every solve proven optimal
+  int cycle_cuts = 0;
+  double seconds = 0;
+};
+ExactChoice choose_exactly(const GroupDag& dag, const std::vector<Pattern>& patterns, double time_limit_seconds);
+// The patterns (indices) on a cycle that merging `chosen` in `dag` would
+// make: the first that can no longer be merged and those on the paths that
+// close it; empty when they all merge.
+std::vector<int> cycle_among(const GroupDag& dag, const std::vector<Pattern>& patterns, const std::vector<int>& chosen);
+
+// Merges `members` (by position) in `dag`, pairwise into the first.
+void merge_members(GroupDag& dag, const std::vector<int>& members);
+
+}  // namespace stitch

@@ -1,0 +1,439 @@
+#include "fusion/stitch_merges.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "fusion/legality.h"
+#include "fusion/tile_group.h"
+
+namespace stitch {
+namespace {
+
+// FusionStitching (2019 §4) stitches a reduction with its consumers only where
+// a block holds the data between phases (shared memory, cache); past that the
+// later phases re-read it from DRAM, a column with a large stride:
+// column_reduce_sub at 8192 x 2048 stitched ran at 0.66x to 0.81x the speed of
+// xla's two kernels (docs/benchmarks.md; docs/fusion.md, What a block re-reads). 48 KiB per block, as the row cache
+// of the stitched lowering (docs/lowering.md, Row cache).
+constexpr int64_t kBlockHoldBytes = 48 * 1024;
+
+// Kernels this small are packed with independent neighbours: 64 Ki elements
+// are one wave of 256-thread blocks on a 132-SM GPU at two blocks per SM, and
+// a few microseconds of work on a CPU core, the order of a launch.
+constexpr int64_t kPackElements = 64 * 1024;
+
+// A dot whose contraction has at most this many terms (static) is computed
+// where its elementwise consumer needs each element: a few multiply-adds per
+// element instead of a library call and a round trip of its result through
+// memory. Longer contractions re-read each operand row and column per output
+// element and belong to cuBLAS/BLAS, which tile them.
+constexpr int64_t kSmallDotTerms = 32;
+
+// Kernels the pack step scans past each small kernel for a partner: packing
+// saves a launch, so a partner far away in the order is worth no more than a
+// near one, and the scan stays linear in the graph.
+constexpr int kPackScan = 64;
+
+int64_t edge_key(int producer, int consumer) { return (int64_t{producer} << 32) | uint32_t(consumer); }
+
+// Edges now inside one kernel need no reason any more.
+// Edges now inside one kernel need no reason any more.
+void drop_fused_refusals(FusionPlan& plan) {
+  std::unordered_map<int, std::vector<int>> groups_of;
+  for (int gi = 0; gi < static_cast<int>(plan.groups.size()); ++gi)
+    for (int n : plan.groups[gi].nodes) groups_of[n].push_back(gi);
+  auto in = [&](int node) -> const std::vector<int>& { return groups_of[node]; };
+  std::erase_if(plan.refusals, [&](const FusionRefusal& r) {
+    if (r.relation == FusionRefusal::Relation::Siblings) {
+      return std::any_of(in(r.producer).begin(), in(r.producer).end(),
+                         [&](int gi) { return plan.groups[gi].contains(r.consumer); });
+    }
+    return std::none_of(in(r.consumer).begin(), in(r.consumer).end(),
+                        [&](int gi) { return !plan.groups[gi].contains(r.producer); });
+  });
+}
+
+}  // namespace
+
+// Profitability, apart from legality: why stitching `nodes` would make each
+// block re-read more than it can hold, or nothing.
+// Rows (innermost reductions) are held up to `row_hold_bytes` (PlanOptions):
+// on the CPU a block's rows stay in the core's L2 between phases.
+std::optional<std::string> reread_refusal(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
+                                          const StitchedDomain& domain, int64_t row_hold_bytes) {
+  const int64_t hold = domain.innermost() ? std::max(row_hold_bytes, kBlockHoldBytes) : kBlockHoldBytes;
+  const StitchedReread reread = stitched_reread(g, nodes, roots, domain, hold);
+  const int64_t bytes = reread.block_bytes();
+  if (bytes < 0) {
+    // A symbolic row is assumed to fit (a model's hidden or sequence dim, a
+    // few thousand elements); a symbolic column is a batch dim, unbounded,
+    // and xla's split costs little at any size.
+    if (domain.innermost()) return std::nullopt;
+    return fmt::format("a block would re-read a column of symbolic length x {} x {} B between phases",
+                       reread.block_width, reread.bytes_per_element);
+  }
+  if (bytes <= hold) return std::nullopt;
+  return fmt::format("a block would re-read {} x {} x {} B = {} KiB between phases, over the {} KiB it holds",
+                     reread.reduced_extent, reread.block_width, reread.bytes_per_element, bytes / 1024,
+                     hold / 1024);
+}
+
+StitchMerges::StitchMerges(const Graph& g, FusionPlan xla_plan, int max_fusions, int budget, int64_t row_hold_bytes)
+    : row_hold_bytes_(row_hold_bytes),
+      g_(g),
+      dag_(g, std::move(xla_plan.groups)),
+      refusals_(std::move(xla_plan.refusals)),
+      max_fusions_(max_fusions),
+      budget_(budget) {
+  for (int i = 0; i < static_cast<int>(refusals_.size()); ++i) {
+    const FusionRefusal& r = refusals_[i];
+    if (r.relation == FusionRefusal::Relation::ProducerConsumer) refusal_of_[edge_key(r.producer, r.consumer)] = i;
+  }
+  for (ValueId v : g.params()) input_consumers_[v.index];
+  for (int c = 0; c < static_cast<int>(g.nodes().size()); ++c) {
+    for (ValueId v : g.nodes()[c].inputs) {
+      auto it = input_consumers_.find(v.index);
+      if (g.value(v).producer < 0 && it != input_consumers_.end()) it->second.push_back(c);
+    }
+  }
+}
+
+// xla's plan puts every reduction among its kernel's roots (a reduction is
+// never recomputed in a consumer), so its kind says whether it holds one,
+// and the merges here keep that true.
+bool StitchMerges::has_reduction(int gi) const {
+  const GroupKind kind = dag_.group(gi).kind;
+  return kind == GroupKind::Reduction || kind == GroupKind::Stitched;
+}
+
+// Nodes of group b that read a root of group a, as (root, reader) edges.
+std::vector<std::pair<int, int>> StitchMerges::edges(int a, int b) const {
+  std::vector<std::pair<int, int>> out;
+  const FusionGroup& gb = dag_.group(b);
+  for (int r : dag_.group(a).roots) {
+    if (gb.contains(r)) continue;
+    for (int c : dag_.consumers(r))
+      if (gb.contains(c)) out.emplace_back(r, c);
+  }
+  return out;
+}
+
+// Groups that are neighbours of a in the DAG, or (siblings) reduction
+// kernels reading one of its inputs from memory: every group a merge with
+// a might concern, ascending by position in the DAG's order.
+std::vector<int> StitchMerges::candidates(int a) const {
+  std::vector<int> out;
+  for (int p : dag_.predecessors(a)) {
+    out.push_back(p);
+    for (int s : dag_.successors(p))
+      if (has_reduction(s)) out.push_back(s);
+  }
+  for (int s : dag_.successors(a)) out.push_back(s);
+  for (int n : dag_.group(a).nodes) {
+    for (ValueId v : g_.nodes()[n].inputs) {
+      auto it = input_consumers_.find(v.index);
+      if (it == input_consumers_.end()) continue;
+      for (int c : it->second)
+        for (int gj : dag_.groups_of(c))
+          if (has_reduction(gj)) out.push_back(gj);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  std::erase(out, a);
+  std::sort(out.begin(), out.end(), [&](int x, int y) { return dag_.position(x) < dag_.position(y); });
+  return out;
+}
+
+// Merges b into a when the merged kernel may be stitched; on a refusal,
+// the unfused edges between them carry its reason.
+bool StitchMerges::try_stitch(int a, int b, const DeltaEvaluator* scored) {
+  // b reads a's results (block composition), or a reads b's: a producer
+  // kernel recomputed in each phase instead of writing its result.
+  std::vector<std::pair<int, int>> reads = edges(a, b);
+  for (auto edge : edges(b, a)) reads.push_back(edge);
+  if (reads.empty()) {
+    // Sibling reduction kernels sharing an input: merged only as a tile group.
+    if (!has_reduction(b) || !shares_input(a, b) || merge_refusal(a, b, true)) return false;
+  } else if (std::optional<std::string> reason = merge_refusal(a, b)) {
+    for (auto [p, c] : reads) explain(p, c, "stitch: " + *reason);
+    return false;
+  }
+  if (scored) {
+    FusionGroup merged{GroupKind::Stitched, dag_.merged_nodes(a, b), dag_.merged_roots(a, b)};
+    const double apart = scored->group_seconds(g_, dag_.group(a)) + scored->group_seconds(g_, dag_.group(b));
+    if (scored->group_seconds(g_, merged) >= apart) return false;
+  }
+  merge(a, b);
+  return true;
+}
+
+void StitchMerges::stitch_greedily(const DeltaEvaluator* scored) {
+  for (int a : dag_.order()) {
+    if (!dag_.alive(a) || !has_reduction(a)) continue;
+    // Each candidate is tried once while a grows: a refusal stands (a larger
+    // kernel only makes a cycle, a limit or a re-read more likely), so the
+    // expensive checks run once per neighbour, not once per merge.
+    std::unordered_set<int> tried;
+    bool grew = true;
+    while (grew) {
+      grew = false;
+      for (int b : candidates(a)) {
+        if (!tried.insert(b).second || dag_.group(b).kind == GroupKind::Library) continue;
+        if (try_stitch(a, b, scored)) {
+          grew = true;
+          break;
+        }
+      }
+    }
+  }
+}
+
+double StitchMerges::plan_seconds(const DeltaEvaluator& evaluator) const {
+  double total = 0;
+  for (int gi : dag_.order()) total += evaluator.group_seconds(g_, dag_.group(gi));
+  return total;
+}
+
+// A small dot (kSmallDotTerms) read only by one loop kernel, elementwise,
+// joins that kernel (docs/fusion.md, Small dots): the kernel computes each
+// element of the dot where it reads it. f32, f64 and integer results only:
+// an f16/bf16 result would be rounded twice on the way from the double sum.
+void StitchMerges::fuse_small_dots() {
+  for (int a : dag_.order()) {
+    if (!dag_.alive(a) || dag_.group(a).nodes.size() != 1) continue;
+    const int dot = dag_.group(a).nodes.front();
+    if (!is_small_dot(dot) || dag_.is_output(dot) || dag_.successors(a).size() != 1) continue;
+    const int consumer = dag_.successors(a).front();
+    if (dag_.group(consumer).kind != GroupKind::Loop || has_reduction(consumer)) continue;
+    const Shape& shape = g_.type(g_.nodes()[dot].output).shape;
+    bool elementwise = true;
+    for (auto [p, c] : edges(a, consumer)) {
+      elementwise = elementwise && is_elementwise(g_.nodes()[c].op) && g_.type(g_.nodes()[c].output).shape == shape;
+    }
+    if (!elementwise || dag_.merge_refusal(a, consumer)) continue;
+    if (budget_spent()) return;
+    const std::vector<int> operand_homes = dag_.predecessors(a);
+    merge(a, consumer, GroupKind::Loop);
+    for (int h : operand_homes) drop_unread_roots(h);
+  }
+}
+
+// The dot's operands may now be computed inside the merged kernel (the
+// consumer held copies of cheap producers): a root no other kernel reads and
+// no output returns is no longer written, and a kernel left without roots
+// has no work; its own producers are looked at in turn.
+void StitchMerges::drop_unread_roots(int gi) {
+  if (!dag_.alive(gi)) return;
+  std::vector<int> roots;
+  for (int r : dag_.group(gi).roots)
+    if (dag_.read_elsewhere(r, gi, gi)) roots.push_back(r);
+  if (roots.size() == dag_.group(gi).roots.size()) return;
+  const std::vector<int> producers = dag_.predecessors(gi);
+  if (roots.empty()) {
+    dag_.retire(gi);
+  } else {
+    dag_.set_roots(gi, std::move(roots));
+  }
+  for (int p : producers) drop_unread_roots(p);
+}
+
+bool StitchMerges::is_small_dot(int n) const {
+  const Node& node = g_.nodes()[n];
+  if (node.op != OpKind::Dot) return false;
+  const DType dtype = g_.type(node.output).dtype;
+  if (dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::boolean) return false;
+  const Dim& terms = g_.type(node.inputs[0]).shape.back();
+  return terms.is_static() && terms.extent() <= kSmallDotTerms;
+}
+
+// Multi-output loop kernels (docs/fusion.md, Absorbed roots): a loop
+// kernel whose every node another loop kernel already computes (xla
+// recomputes cheap producers in each consumer, and writes them once more
+// when they are graph outputs), with roots of the same shape, is dropped and
+// its roots written by the other: one pass over the inputs instead of two.
+// True when a pass absorbed a kernel.
+bool StitchMerges::absorb_pass() {
+  bool changed = false;
+  for (int a : dag_.order()) {
+    if (!dag_.alive(a) || dag_.group(a).kind != GroupKind::Loop || dag_.group(a).roots.empty()) continue;
+    for (int b : dag_.groups_of(dag_.group(a).nodes.front())) {
+      if (b == a || dag_.group(b).kind != GroupKind::Loop || dag_.group(b).roots.empty()) continue;
+      if (!absorbs(dag_.group(b), dag_.group(a)) || dag_.merge_refusal(a, b)) continue;
+      if (budget_spent()) return false;
+      ++applied_;
+      FusionGroup into = dag_.group(b);
+      into.roots.insert(into.roots.end(), dag_.group(a).roots.begin(), dag_.group(a).roots.end());
+      dag_.merge(b, a, std::move(into));
+      changed = true;
+      break;
+    }
+  }
+  return changed;
+}
+
+bool StitchMerges::absorbs(const FusionGroup& into, const FusionGroup& from) const {
+  const Shape& shape = g_.type(g_.nodes()[into.roots.front()].output).shape;
+  auto same_shape = [&](int r) { return g_.type(g_.nodes()[r].output).shape == shape; };
+  return std::all_of(from.nodes.begin(), from.nodes.end(), [&](int n) { return into.contains(n); }) &&
+         std::all_of(into.roots.begin(), into.roots.end(), same_shape) &&
+         std::all_of(from.roots.begin(), from.roots.end(), same_shape);
+}
+
+// Kernel packing (DESIGN.md, Schedules and compositions): small loop
+// kernels with no data between them become one kernel, each root in its own
+// part of the grid (docs/lowering.md, Kernel packing), which saves a launch
+// where a launch costs as much as the work. Small: every root a static
+// kPackElements or fewer elements. Each kernel takes partners from the next
+// kPackScan small kernels in the order.
+void StitchMerges::pack_small_loops() {
+  std::vector<int> small;
+  for (int gi : dag_.order())
+    if (packable(dag_.group(gi))) small.push_back(gi);
+  for (size_t i = 0; i < small.size(); ++i) {
+    const int a = small[i];
+    if (!dag_.alive(a)) continue;
+    int scanned = 0;
+    for (size_t j = i + 1; j < small.size() && scanned < kPackScan; ++j) {
+      const int b = small[j];
+      if (!dag_.alive(b)) continue;
+      ++scanned;
+      if (!packable(dag_.group(a)) || !packable(dag_.group(b))) continue;
+      if (!edges(a, b).empty() || !edges(b, a).empty() || dag_.merge_refusal(a, b)) continue;
+      if (budget_spent()) return;
+      merge(a, b, GroupKind::Loop);
+    }
+  }
+}
+
+bool StitchMerges::packable(const FusionGroup& grp) const {
+  if (grp.kind != GroupKind::Loop || grp.roots.empty()) return false;
+  for (int r : grp.roots) {
+    int64_t elements = 1;
+    for (const Dim& d : g_.type(g_.nodes()[r].output).shape) {
+      if (!d.is_static()) return false;
+      elements *= d.extent();
+    }
+    if (elements > kPackElements) return false;
+  }
+  return true;
+}
+
+// True when a node of a and a node of b read one value from outside both.
+bool StitchMerges::shares_input(int a, int b) const {
+  std::set<int> read;
+  const FusionGroup& ga = dag_.group(a);
+  const FusionGroup& gb = dag_.group(b);
+  for (int n : ga.nodes) {
+    for (ValueId v : g_.nodes()[n].inputs)
+      if (!ga.contains(g_.value(v).producer)) read.insert(v.index);
+  }
+  for (int n : gb.nodes) {
+    for (ValueId v : g_.nodes()[n].inputs)
+      if (!gb.contains(g_.value(v).producer) && read.count(v.index)) return true;
+  }
+  return false;
+}
+
+// Reductions over different axes of one tile a block holds (tile_group.h;
+// docs/fusion.md, Tile groups), taken only when there is more than one
+// block: a tile kernel of one block would leave the rest of the machine idle.
+bool StitchMerges::is_tile_merge(const std::vector<int>& nodes, const std::vector<int>& roots) const {
+  TileDomain domain;
+  if (!tile_group_problem(g_, nodes, roots, &domain).empty()) return false;
+  const Shape outer = domain.outer_shape();
+  return std::any_of(outer.begin(), outer.end(), [](const Dim& d) { return !d.is_static() || d.extent() > 1; });
+}
+
+namespace {
+
+// The node cap first: it costs nothing, where the stitched check walks the
+// whole merged kernel.
+std::optional<std::string> node_cap_refusal(const std::vector<int>& nodes) {
+  const FusionLimits limits;
+  if (static_cast<int>(nodes.size()) <= limits.max_nodes_per_group) return std::nullopt;
+  return fmt::format("the kernel would have {} ops, over the limit of {}", nodes.size(), limits.max_nodes_per_group);
+}
+
+}  // namespace
+
+std::optional<std::string> StitchMerges::kernel_refusal(const std::vector<int>& nodes, const std::vector<int>& roots,
+                                                        bool* tile_out) const {
+  if (auto reason = node_cap_refusal(nodes)) return reason;
+  StitchedDomain domain;
+  const std::string problem = stitched_group_problem(g_, nodes, roots, &domain);
+  // A tile holds at most kTileBytes, so it needs no re-read check.
+  const bool tile = !problem.empty() && is_tile_merge(nodes, roots);
+  if (tile_out) *tile_out = tile;
+  if (!problem.empty() && !tile) return problem;
+  if (!tile) return reread_refusal(g_, nodes, roots, domain, row_hold_bytes_);
+  return std::nullopt;
+}
+
+// `siblings`: a and b read none of each other's results; they merge only as
+// a tile group, so every merge a stitched group allows stays as it was.
+std::optional<std::string> StitchMerges::merge_refusal(int a, int b, bool siblings) const {
+  const std::vector<int> nodes = dag_.merged_nodes(a, b);
+  const std::vector<int> roots = dag_.merged_roots(a, b);
+  if (auto reason = node_cap_refusal(nodes)) return reason;
+  StitchedDomain domain;
+  std::string problem = stitched_group_problem(g_, nodes, roots, &domain);
+  const bool tile = !problem.empty() && is_tile_merge(nodes, roots);
+  if (siblings && !tile) return problem.empty() ? "not a tile group" : problem;
+  if (!problem.empty() && !tile) return problem;
+  if (auto reason = dag_.merge_refusal(a, b)) return reason;
+  if (!tile) {
+    if (auto reason = reread_refusal(g_, nodes, roots, domain, row_hold_bytes_)) return reason;
+  }
+  if (budget_spent()) return budget_reason();
+  return std::nullopt;
+}
+
+std::string StitchMerges::budget_reason() const {
+  return fmt::format("STITCH_MAX_FUSIONS={} fusions already applied", max_fusions_);
+}
+
+void StitchMerges::merge_tile_siblings() {
+  for (int a : dag_.order()) {
+    if (!dag_.alive(a) || !has_reduction(a)) continue;
+    for (int b : candidates(a)) {
+      if (!dag_.alive(a) || !dag_.alive(b) || !has_reduction(b)) continue;
+      if (!edges(a, b).empty() || !edges(b, a).empty() || !shares_input(a, b)) continue;
+      if (!merge_refusal(a, b, true)) merge(a, b);
+    }
+  }
+}
+
+void StitchMerges::absorb_loops() {
+  while (absorb_pass()) {
+  }
+}
+
+FusionPlan StitchMerges::finish(std::string planner) {
+  FusionPlan plan;
+  plan.planner = std::move(planner);
+  plan.groups = dag_.take_groups();
+  plan.refusals = std::move(refusals_);
+  drop_fused_refusals(plan);
+  finalize_plan(g_, plan);
+  return plan;
+}
+
+void StitchMerges::merge(int a, int b, GroupKind kind) {
+  ++applied_;
+  FusionGroup merged;
+  merged.kind = kind;
+  merged.nodes = dag_.merged_nodes(a, b);
+  merged.roots = dag_.merged_roots(a, b);
+  dag_.merge(a, b, std::move(merged));
+}
+
+void StitchMerges::explain(int producer, int consumer, const std::string& reason) {
+  auto it = refusal_of_.find(edge_key(producer, consumer));
+  if (it != refusal_of_.end()) refusals_[it->second].reason = reason;
+}
+
+}  // namespace stitch

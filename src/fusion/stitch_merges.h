@@ -1,0 +1,106 @@
+// The merges the FusionStitching planners share (docs/fusion.md, The `stitch`
+// planner): they all start from xla's plan (thread composition), turn small
+// dots into loop code, and end by absorbing duplicated loop kernels and
+// packing small ones; between those steps each decides which kernels to
+// stitch across reductions by its own search (greedy, DP + beam, ILP), over
+// the legality checks here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fusion/delta_evaluator.h"
+#include "fusion/fusion_plan.h"
+#include "fusion/group_dag.h"
+#include "fusion/stitched_group.h"
+
+namespace stitch {
+
+class StitchMerges {
+ public:
+  // `budget`: merges allowed after xla's fusions (-1: no cap); `max_fusions`
+  // only names the whole plan's cap in refusals.
+  StitchMerges(const Graph& g, FusionPlan xla_plan, int max_fusions, int budget, int64_t row_hold_bytes);
+
+  const Graph& graph() const { return g_; }
+  GroupDag& dag() { return dag_; }
+  const GroupDag& dag() const { return dag_; }
+
+  // A small dot read only by one elementwise loop kernel joins it.
+  void fuse_small_dots();
+  // Merges each reduction kernel with the sibling reduction kernels sharing
+  // an input where the two are a tile group (the searches leave those alone).
+  void merge_tile_siblings();
+  // A loop kernel another loop kernel recomputes whole gives its roots to it.
+  void absorb_loops();
+  // Small independent loop kernels become one packed kernel.
+  void pack_small_loops();
+  // The plan, the unfused edges with their reasons.
+  FusionPlan finish(std::string planner);
+
+  // xla's plan puts every reduction among its kernel's roots, so a group's
+  // kind says whether it holds one, and every merge here keeps that true.
+  bool has_reduction(int gi) const;
+  // Nodes of group b that read a root of group a, as (root, reader) edges.
+  std::vector<std::pair<int, int>> edges(int a, int b) const;
+  // Groups that are neighbours of a, or reduction kernels reading one of its
+  // inputs from memory, ascending by position in the DAG's order.
+  std::vector<int> candidates(int a) const;
+  bool shares_input(int a, int b) const;
+
+  // Why `nodes` writing `roots` cannot be one stitched or tile kernel, or
+  // nullopt: the node cap, the stitched (or tile) group rules, and for a
+  // stitched group what a block re-reads between phases. The cycle and the
+  // operand limits are the DAG's (GroupDag::merge_refusal). `tile` is set to
+  // whether it would be a tile group.
+  std::optional<std::string> kernel_refusal(const std::vector<int>& nodes, const std::vector<int>& roots,
+                                            bool* tile = nullptr) const;
+  // kernel_refusal of a and b merged, then the DAG's checks, then the budget.
+  // `siblings`: a and b read none of each other's results; they merge only
+  // as a tile group.
+  std::optional<std::string> merge_refusal(int a, int b, bool siblings = false) const;
+  // Merges b into a when they may be stitched (the greedy step) and, given
+  // an evaluator, the merge scores above zero; on a refusal, the unfused
+  // edges between them carry its reason.
+  bool try_stitch(int a, int b, const DeltaEvaluator* scored = nullptr);
+  // Each kernel holding a reduction, in the DAG's order, absorbs every
+  // neighbour try_stitch allows: the `greedy` planner unscored, and the
+  // searching planners' last step, scored, after their patterns.
+  void stitch_greedily(const DeltaEvaluator* scored = nullptr);
+  // Seconds of the plan's kernels by the evaluator's estimate.
+  double plan_seconds(const DeltaEvaluator& evaluator) const;
+  void merge(int a, int b, GroupKind kind = GroupKind::Stitched);
+  bool budget_spent() const { return budget_ >= 0 && applied_ >= budget_; }
+  std::string budget_reason() const;
+  // Sets the reason of the unfused edge producer -> consumer, if it has one.
+  void explain(int producer, int consumer, const std::string& reason);
+
+ private:
+  bool is_small_dot(int n) const;
+  void drop_unread_roots(int gi);
+  bool absorbs(const FusionGroup& into, const FusionGroup& from) const;
+  bool packable(const FusionGroup& grp) const;
+  bool is_tile_merge(const std::vector<int>& nodes, const std::vector<int>& roots) const;
+  bool absorb_pass();
+
+  const int64_t row_hold_bytes_;
+  const Graph& g_;
+  GroupDag dag_;
+  std::vector<FusionRefusal> refusals_;
+  std::unordered_map<int64_t, int> refusal_of_;                // producer -> consumer refusal's index
+  std::unordered_map<int, std::vector<int>> input_consumers_;  // graph input value -> consumer nodes
+  const int max_fusions_;
+  const int budget_;
+  int applied_ = 0;
+};
+
+// Why a block of the stitched kernel `nodes` would re-read more between its
+// phases than it holds, or nullopt (docs/fusion.md, What a block re-reads).
+std::optional<std::string> reread_refusal(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
+                                          const StitchedDomain& domain, int64_t row_hold_bytes);
+
+}  // namespace stitch

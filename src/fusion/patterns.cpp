@@ -227,4 +227,17 @@ std::vector<Pattern> apply_patterns(StitchMerges& merges, const PatternSpace& sp
   return left;
 }
 
+FusionPlan finish_search(StitchMerges& merges, const PatternSpace& space, const std::vector<Pattern>& chosen,
+                         const DeltaEvaluator& evaluator, double before, const std::string& planner,
+                         int* patterns_merged, double* objective_seconds) {
+  const std::vector<Pattern> left = apply_patterns(merges, space, chosen);
+  *patterns_merged = static_cast<int>(chosen.size() - left.size());
+  merges.stitch_greedily(&evaluator);
+  *objective_seconds = before - merges.plan_seconds(evaluator);
+  merges.merge_tile_siblings();
+  merges.absorb_loops();
+  merges.pack_small_loops();
+  return merges.finish(planner);
+}
+
 }  // namespace stitch

@@ -118,6 +118,14 @@ ExactChoice choose_exactly(const GroupDag& dag, const std::vector<Pattern>& patt
 // close it; empty when they all merge.
 std::vector<int> cycle_among(const GroupDag& dag, const std::vector<Pattern>& patterns, const std::vector<int>& chosen);
 
+// The end of a searching planner (stitch, ilp): `chosen` merged
+// (apply_patterns), the scored greedy step, tile siblings, absorbing and
+// packing; `before` is the plan's seconds the search started from, for the
+// report's objective.
+FusionPlan finish_search(StitchMerges& merges, const PatternSpace& space, const std::vector<Pattern>& chosen,
+                         const DeltaEvaluator& evaluator, double before, const std::string& planner,
+                         int* patterns_merged, double* objective_seconds);
+
 // Merges `members` (by position) in `dag`, pairwise into the first.
 void merge_members(GroupDag& dag, const std::vector<int>& members);
 

@@ -86,17 +86,11 @@ FusionPlan plan_stitch(const Graph& g, int max_fusions, int64_t row_hold_bytes, 
   const double before = merges.plan_seconds(evaluator);
   const PatternSpace space(merges, evaluator);
   const std::vector<Pattern> chosen = beam_search(merges.dag(), space, kBeamWidth);
-  const std::vector<Pattern> left = apply_patterns(merges, space, chosen);
-  if (report) {
-    report->patterns = static_cast<int>(chosen.size() - left.size());
-    report->evaluations = space.evaluations();
-  }
-  merges.stitch_greedily(&evaluator);
-  if (report) report->objective = before - merges.plan_seconds(evaluator);
-  merges.merge_tile_siblings();
-  merges.absorb_loops();
-  merges.pack_small_loops();
-  return merges.finish("stitch");
+  PlanSearchReport found;
+  found.evaluations = space.evaluations();
+  FusionPlan plan = finish_search(merges, space, chosen, evaluator, before, "stitch", &found.patterns, &found.objective);
+  if (report) *report = found;
+  return plan;
 }
 
 }  // namespace stitch

@@ -88,20 +88,14 @@ FusionPlan plan_ilp(const Graph& g, int max_fusions, int64_t row_hold_bytes, Pla
   const ExactChoice exact = choose_exactly(merges.dag(), patterns, kTimeLimitSeconds);
   std::vector<Pattern> chosen;
   for (int c : exact.chosen) chosen.push_back(patterns[c]);
-  const std::vector<Pattern> left = apply_patterns(merges, space, chosen);
-  if (report) {
-    report->patterns = static_cast<int>(chosen.size() - left.size());
-    report->evaluations = space.evaluations();
-    report->optimal = exact.optimal;
-    report->cycle_cuts = exact.cycle_cuts;
-    report->solve_seconds = exact.seconds;
-  }
-  merges.stitch_greedily(&evaluator);
-  if (report) report->objective = before - merges.plan_seconds(evaluator);
-  merges.merge_tile_siblings();
-  merges.absorb_loops();
-  merges.pack_small_loops();
-  return merges.finish("ilp");
+  PlanSearchReport found;
+  found.evaluations = space.evaluations();
+  found.optimal = exact.optimal;
+  found.cycle_cuts = exact.cycle_cuts;
+  found.solve_seconds = exact.seconds;
+  FusionPlan plan = finish_search(merges, space, chosen, evaluator, before, "ilp", &found.patterns, &found.objective);
+  if (report) *report = found;
+  return plan;
 }
 
 }  // namespace stitch

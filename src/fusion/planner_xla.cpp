@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "fusion/cost_model.h"
 #include "fusion/group_dag.h"
 #include "fusion/legality.h"
 #include "fusion/planner.h"
@@ -159,6 +160,11 @@ class XlaPlanner {
   // Cheap: recomputed in every consumer kernel that can take it; written by
   // a kernel of its own only when something still reads it from memory.
   void fuse_cheap_producer(int p) {
+    if (std::optional<std::string> reason = duplication_refusal(p)) {
+      for (int c : consumers_[p]) refuse(p, c, absorb_refusal(g_, p, c).value_or(*reason));
+      own_group(p);
+      return;
+    }
     bool materialise = is_output_[p] || consumers_[p].empty();
     for (int c : consumers_[p]) {
       if (auto reason = absorb_refusal(g_, p, c)) {
@@ -179,6 +185,39 @@ class XlaPlanner {
       }
     }
     if (materialise) own_group(p);
+  }
+
+  // After XLA's globally unfusible producers (ComputeGloballyUnfusible): a
+  // cheap op read by several consumers that reads more bytes than it writes,
+  // one of whose consumers cannot take it (a dot), is written once by its own
+  // kernel and read by every consumer, rather than also recomputed from its
+  // larger inputs beside the copy that is written anyway. What it reads
+  // counts a broadcast operand at its source's size and a constant as
+  // nothing: what recomputing it would read.
+  std::optional<std::string> duplication_refusal(int p) const {
+    if (consumers_[p].size() + (is_output_[p] ? 1 : 0) < 2) return std::nullopt;
+    const FusionCostModel bytes;
+    int64_t read = 0;
+    std::vector<int> seen;
+    for (ValueId v : g_.nodes()[p].inputs) {
+      if (std::find(seen.begin(), seen.end(), v.index) != seen.end()) continue;
+      seen.push_back(v.index);
+      const Node* producer = g_.producer(v);
+      if (producer && category(g_, g_.value(v).producer) == OpCategory::Source) continue;
+      if (producer && producer->op == OpKind::Broadcast) {
+        read += bytes.value_bytes(g_, producer->inputs[0]);
+      } else {
+        read += bytes.value_bytes(g_, v);
+      }
+    }
+    if (read <= bytes.value_bytes(g_, g_.nodes()[p].output)) return std::nullopt;
+    for (int c : consumers_[p]) {
+      if (absorb_refusal(g_, p, c)) {
+        return fmt::format("{} reads more than it writes and {} cannot take it; xla writes it once",
+                           op_name(g_.nodes()[p].op), g_.value_name(g_.nodes()[c].output));
+      }
+    }
+    return std::nullopt;
   }
 
   // Expensive (heavy elementwise, gather) or never absorbed (reduction, dot):

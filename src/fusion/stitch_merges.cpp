@@ -290,23 +290,30 @@ bool StitchMerges::absorbs(const FusionGroup& into, const FusionGroup& from) con
 // kPackElements or fewer elements. Each kernel takes partners from the next
 // kPackScan small kernels in the order.
 void StitchMerges::pack_small_loops() {
-  std::vector<int> small;
+  std::vector<int> loops;
   for (int gi : dag_.order())
-    if (packable(dag_.group(gi))) small.push_back(gi);
-  for (size_t i = 0; i < small.size(); ++i) {
-    const int a = small[i];
+    if (dag_.group(gi).kind == GroupKind::Loop && !dag_.group(gi).roots.empty()) loops.push_back(gi);
+  for (size_t i = 0; i < loops.size(); ++i) {
+    const int a = loops[i];
     if (!dag_.alive(a)) continue;
     int scanned = 0;
-    for (size_t j = i + 1; j < small.size() && scanned < kPackScan; ++j) {
-      const int b = small[j];
+    for (size_t j = i + 1; j < loops.size() && scanned < kPackScan; ++j) {
+      const int b = loops[j];
       if (!dag_.alive(b)) continue;
       ++scanned;
-      if (!packable(dag_.group(a)) || !packable(dag_.group(b))) continue;
+      const bool small = packable(dag_.group(a)) && packable(dag_.group(b));
+      if (!small && !same_parallelism(dag_.group(a), dag_.group(b))) continue;
       if (!edges(a, b).empty() || !edges(b, a).empty() || dag_.merge_refusal(a, b)) continue;
       if (budget_spent()) return;
       merge(a, b, GroupKind::Loop);
     }
   }
+}
+
+bool StitchMerges::same_parallelism(const FusionGroup& a, const FusionGroup& b) const {
+  const Shape& shape = g_.type(g_.nodes()[a.roots.front()].output).shape;
+  auto same = [&](int r) { return g_.type(g_.nodes()[r].output).shape == shape; };
+  return std::all_of(a.roots.begin(), a.roots.end(), same) && std::all_of(b.roots.begin(), b.roots.end(), same);
 }
 
 bool StitchMerges::packable(const FusionGroup& grp) const {

@@ -37,6 +37,29 @@ not fused: y_sum -> y_sum_bcast: xla does not fuse a consumer into a reduction's
 )");
 }
 
+TEST(XlaPlanner, WritesOnceACheapOpThatReadsMoreThanItWritesAndFeedsADot) {
+  // y reads two tensors and feeds a dot: it is written once and its other
+  // consumer reads it; z reads no more than it writes, so it is recomputed
+  // in its other consumer as usual.
+  Graph g = canonical_graph(R"(graph residual(a: f32[4, 4], b: f32[4, 4], w: f32[4, 4]) {
+  y = add(a, b)
+  d = dot(y, w)
+  e = exp(y)
+  z = mul(a, a)
+  f = dot(z, w)
+  t = tanh(z)
+  return d, e, f, t
+})");
+  FusionPlan p = plan_xla(g);
+  check_plan_invariants(g, p);
+  const std::string text = print_plan(g, p);
+  EXPECT_NE(text.find("group 0 [loop] root y: y = add(a, b)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("not fused: y -> e: add reads more than it writes and d cannot take it; xla writes it once"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("duplicated: z in groups"), std::string::npos) << text;
+}
+
 TEST(XlaPlanner, LayerNormDuplicatesTheCentringIntoBothConsumers) {
   expect_xla_plan(workload("layernorm.stitch", "layernorm_small"),
                   R"(plan layernorm_small (planner xla): 4 groups

@@ -41,6 +41,23 @@ TEST_F(Subcommands, PlanTextListsGroupsBytesAndWhyEdgesStayUnfused) {
   EXPECT_EQ(count(none.output, "\ngroup "), 7) << none.output;
 }
 
+TEST_F(Subcommands, PlanJsonGivesGroupsSchedulesPredictionsAndTheSearch) {
+  CliResult r = run_cli("plan " + softmax() + " --planner ilp --format json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("{", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("\"planner\": \"ilp\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"kernels\": 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"kind\": \"stitched\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"schedule_target\": \"cpu\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"optimal\": true"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"predicted_seconds\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"op\": \"reduce_max\""), std::string::npos) << r.output;
+  CliResult xla = run_cli("plan " + softmax() + " --format json");
+  ASSERT_EQ(xla.status, 0) << xla.output;
+  EXPECT_NE(xla.output.find("\"kernels\": 4"), std::string::npos) << xla.output;
+  EXPECT_EQ(xla.output.find("\"search\""), std::string::npos) << xla.output;
+}
+
 TEST_F(Subcommands, PlanDotHasOneClusterPerGroupAndLabelledUnfusedEdges) {
   CliResult r = run_cli("plan " + softmax() + " --format dot");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -178,7 +195,7 @@ TEST_F(Subcommands, BadInputsExitTwoWithAClearMessage) {
     std::string expected;
   };
   std::vector<Case> cases = {
-      {"plan " + add + " --format html", "--format html is not supported yet"},
+      {"plan " + add + " --format html", "--format html is not supported yet; use --format text, dot or json"},
       {"plan " + add + " --planner fastest", "unknown planner 'fastest'"},
       {"plan " + add + " --graph nope", "no graph named 'nope'"},
       {"emit " + add + " --backend rocm", "--backend rocm: that back end is not built yet"},

@@ -48,7 +48,7 @@ int dispatch(int argc, char** argv) {
   plan->add_option("FILE", file, "a .stitch file or an .onnx model")->required();
   plan->add_option("--graph", graph_name, "graph to plan (default: the first in the file)");
   plan->add_option("--planner", plan_planner, "fusion planner (default xla)");
-  plan->add_option("--format", format, "text or dot (html is not supported yet)");
+  plan->add_option("--format", format, "text, dot or json (html is not supported yet)");
   plan->add_option("--dim", plan_dims, "bind a symbolic dim for the byte counts: SYMBOL=N (repeatable)");
   plan->add_option("-o,--output", output, "write to this file instead of stdout");
   bool plan_explain = false;

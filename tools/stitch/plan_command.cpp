@@ -1,6 +1,7 @@
 // `stitch plan` and `stitch emit` (docs/cli.md): the fusion plan and the
 // generated source, the two artefacts a user inspects before running.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cctype>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "cli.h"
 #include "ir/split_reductions.h"
 #include "fusion/cost_model.h"
+#include "fusion/delta_evaluator.h"
 #include "fusion/planner.h"
 #include "runtime/cpu/executable.h"
 #include "schedule/plan_explain.h"
@@ -35,6 +37,66 @@ std::string plan_text(const Graph& g, const FusionPlan& plan, const FusionCostMo
   out += fmt::format("bytes total: {} read, {} written, {} kernels\n", total.bytes_read, total.bytes_written,
                      total.launches);
   return out;
+}
+
+// The plan as JSON (docs/cli.md, `stitch plan --format json`): the planner,
+// every group with its kind, roots, ops, bytes, the cost model's predicted
+// seconds and its schedule, the kernel count, the plan's predicted seconds,
+// and what a searching planner found.
+std::string plan_json(const Graph& g, const FusionPlan& plan, const SymbolBindings& bindings, PlannerKind kind,
+                      const PlanSearchReport& search, const schedule::RowScheduleTarget& rows) {
+  using nlohmann::json;
+  const FusionCostModel bytes(bindings);
+  const DeltaEvaluator evaluator(cpu_target_model(), bytes);
+  json groups = json::array();
+  double total = 0;
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    const FusionGroup& grp = plan.groups[gi];
+    json ops = json::array();
+    for (int n : grp.nodes) {
+      ops.push_back({{"name", g.value_name(g.nodes()[n].output)}, {"op", op_name(g.nodes()[n].op)}});
+    }
+    json roots = json::array();
+    for (int r : grp.roots) roots.push_back(g.value_name(g.nodes()[r].output));
+    json sched;
+    if (std::optional<schedule::RowScheduleChoice> row = schedule::choose_row_schedule(g, grp, rows, bindings)) {
+      sched = {{"kind", "row"}, {"schedule", row->schedule.describe()}, {"reason", row->reason}};
+    } else if (grp.kind == GroupKind::Library || grp.kind == GroupKind::Loop) {
+      sched = {{"kind", std::string(group_kind_name(grp.kind))}};
+    } else {
+      sched = {{"kind", "column or tile"}, {"reason", "chosen by the lowering"}};
+    }
+    const PlanCost cost = bytes.group_cost(g, grp);
+    const double seconds = evaluator.group_seconds(g, grp);
+    total += seconds;
+    groups.push_back({{"index", gi},
+                      {"kind", std::string(group_kind_name(grp.kind))},
+                      {"roots", roots},
+                      {"ops", ops},
+                      {"bytes_read", cost.bytes_read},
+                      {"bytes_written", cost.bytes_written},
+                      {"predicted_seconds", seconds},
+                      {"schedule", sched}});
+  }
+  json doc = {{"graph", plan.graph_name},
+              {"planner", plan.planner},
+              {"kernels", plan.groups.size()},
+              {"predicted_seconds", total},
+              {"cost_model", evaluator.target().name},
+              {"schedule_target", rows.name()},
+              {"groups", groups}};
+  if (kind == PlannerKind::Stitch || kind == PlannerKind::Ilp) {
+    json s = {{"objective_seconds", search.objective},
+              {"patterns_merged", search.patterns},
+              {"patterns_scored", search.evaluations}};
+    if (kind == PlannerKind::Ilp) {
+      s["optimal"] = search.optimal;
+      s["cycle_cuts"] = search.cycle_cuts;
+      s["solve_seconds"] = search.solve_seconds;
+    }
+    doc["search"] = s;
+  }
+  return doc.dump(1) + "\n";
 }
 
 // What the search found (PlanSearchReport), one line.
@@ -95,8 +157,8 @@ std::optional<schedule::RowScheduleKind> forced_row_schedule(const std::string& 
 int plan_command(const std::string& file, const std::string& graph_name, const std::string& planner,
                  const std::string& format, const std::vector<std::string>& dims, const std::string& output,
                  bool explain, const std::string& target, const std::string& row_schedule) {
-  if (format != "text" && format != "dot") {
-    throw UserError(fmt::format("--format {} is not supported yet; use --format text or --format dot", format));
+  if (format != "text" && format != "dot" && format != "json") {
+    throw UserError(fmt::format("--format {} is not supported yet; use --format text, dot or json", format));
   }
   std::optional<schedule::GpuTarget> gpu = schedule::gpu_target(target);
   if (explain && format != "text") throw UserError("--explain prints text; use it with --format text");
@@ -114,9 +176,18 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   Graph canonical = split_full_reductions(canonicalize_with_dumps(select_graph(m, graph_name, file)));
   PlanSearchReport search;
   FusionPlan fusion_plan = plan(canonical, kind, explain && gpu ? PlanOptions::for_gpu() : PlanOptions{}, &search);
-  std::string text = format == "dot" ? print_plan_dot(canonical, fusion_plan)
-                                     : plan_text(canonical, fusion_plan, FusionCostModel(bindings));
-  if (format != "dot" && (kind == PlannerKind::Stitch || kind == PlannerKind::Ilp)) text += search_text(search, kind);
+  std::string text;
+  if (format == "json") {
+    // The CPU's plan, as the text form prints it, with the CPU's schedules.
+    schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
+    rows.forced = forced;
+    text = plan_json(canonical, fusion_plan, bindings, kind, search, rows);
+  } else if (format == "dot") {
+    text = print_plan_dot(canonical, fusion_plan);
+  } else {
+    text = plan_text(canonical, fusion_plan, FusionCostModel(bindings));
+    if (kind == PlannerKind::Stitch || kind == PlannerKind::Ilp) text += search_text(search, kind);
+  }
   if (explain && gpu) text += schedule::explain_plan(canonical, fusion_plan, *gpu, bindings, 5, forced);
   if (explain && !gpu) {
     schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();

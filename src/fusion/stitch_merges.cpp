@@ -37,6 +37,9 @@ constexpr int64_t kSmallDotTerms = 32;
 // near one, and the scan stays linear in the graph.
 constexpr int kPackScan = 64;
 
+// Sibling reduction kernels a step looks at per shared value (candidates).
+constexpr int kSiblingScan = 16;
+
 int64_t edge_key(int producer, int consumer) { return (int64_t{producer} << 32) | uint32_t(consumer); }
 
 // Edges now inside one kernel need no reason any more.
@@ -126,19 +129,39 @@ std::vector<std::pair<int, int>> StitchMerges::edges(int a, int b) const {
 // a might concern, ascending by position in the DAG's order.
 std::vector<int> StitchMerges::candidates(int a) const {
   std::vector<int> out;
+  // Siblings: reduction kernels reading one value a reads, the kSiblingScan
+  // nearest to a in the order per value (a value every layer of a model
+  // reads, an attention mask, would make the steps quadratic otherwise).
+  auto add_siblings = [&](std::vector<int> readers) {
+    std::erase_if(readers, [&](int gj) { return gj == a || !has_reduction(gj); });
+    if (readers.size() > static_cast<size_t>(kSiblingScan)) {
+      auto distance = [&](int gj) { return std::abs(dag_.position(gj) - dag_.position(a)); };
+      std::nth_element(readers.begin(), readers.begin() + kSiblingScan, readers.end(),
+                       [&](int x, int y) { return distance(x) < distance(y); });
+      readers.resize(kSiblingScan);
+    }
+    out.insert(out.end(), readers.begin(), readers.end());
+  };
   for (int p : dag_.predecessors(a)) {
     out.push_back(p);
-    for (int s : dag_.successors(p))
-      if (has_reduction(s)) out.push_back(s);
+    add_siblings(dag_.successors(p));
   }
   for (int s : dag_.successors(a)) out.push_back(s);
+  std::vector<int> seen;
   for (int n : dag_.group(a).nodes) {
     for (ValueId v : g_.nodes()[n].inputs) {
       auto it = input_consumers_.find(v.index);
-      if (it == input_consumers_.end()) continue;
-      for (int c : it->second)
-        for (int gj : dag_.groups_of(c))
-          if (has_reduction(gj)) out.push_back(gj);
+      if (it == input_consumers_.end() || std::find(seen.begin(), seen.end(), v.index) != seen.end()) continue;
+      seen.push_back(v.index);
+      // The readers nearest a in node order (a proxy for the DAG's order
+      // that needs no search): kSiblingScan on each side of a's first node.
+      const std::vector<int>& readers = it->second;
+      const auto at = std::lower_bound(readers.begin(), readers.end(), dag_.group(a).nodes.front()) - readers.begin();
+      const long first = std::max<long>(0, at - kSiblingScan), last = std::min<long>(readers.size(), at + kSiblingScan);
+      std::vector<int> groups;
+      for (long i = first; i < last; ++i)
+        for (int gj : dag_.groups_of(readers[i])) groups.push_back(gj);
+      add_siblings(std::move(groups));
     }
   }
   std::sort(out.begin(), out.end());

@@ -37,6 +37,26 @@ TargetModel cpu_target_model() {
   return t;
 }
 
+TargetModel gpu_target_model() {
+  TargetModel t;
+  t.name = "sm_90 (published figures)";
+  // NVIDIA H100 datasheet (SXM5): 3.35 TB/s HBM3. A kernel moving V bytes is
+  // taken to need V / (0.9 x peak) plus 2 us to fill 132 SMs with requests
+  // (memory latency ~1 us, ramp-up), so M(V) = V / (2 us + V / (0.9 peak)).
+  const double peak = 0.9 * 3.35e12;
+  const double fill = 2e-6;
+  for (int e = 12; e <= 30; e += 2) {
+    const int64_t bytes = int64_t{1} << e;
+    t.bandwidth_curve.emplace_back(bytes, static_cast<double>(bytes) / (fill + static_cast<double>(bytes) / peak));
+  }
+  // A kernel launch from the host, a few microseconds (CUDA streams, no graph).
+  t.launch_seconds = 3e-6;
+  // Special-function units: 16 a cycle per SM (CUDA C++ Programming Guide,
+  // compute capability 9.0) x 132 SMs x 1.98 GHz.
+  t.expensive_op_seconds = 1.0 / (16.0 * 132 * 1.98e9);
+  return t;
+}
+
 double DeltaEvaluator::expensive_seconds(const Graph& g, const FusionGroup& group) const {
   double seconds = 0;
   for (int n : group.nodes) {

@@ -41,8 +41,8 @@ FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options, Pl
   switch (kind) {
     case PlannerKind::None: return plan_none(g);
     case PlannerKind::Xla: return plan_xla(g, max_fusions);
-    case PlannerKind::Stitch: return plan_stitch(g, max_fusions, options.row_hold_bytes, report);
-    case PlannerKind::Ilp: return plan_ilp(g, max_fusions, options.row_hold_bytes, report);
+    case PlannerKind::Stitch: return plan_stitch(g, max_fusions, options.row_hold_bytes, report, options.target);
+    case PlannerKind::Ilp: return plan_ilp(g, max_fusions, options.row_hold_bytes, report, options.target);
     case PlannerKind::Greedy: return plan_greedy(g, max_fusions, options.row_hold_bytes);
   }
   fail_internal("unknown PlannerKind", __FILE__, __LINE__);

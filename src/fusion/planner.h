@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 
+#include "fusion/delta_evaluator.h"
 #include "fusion/fusion_plan.h"
 
 namespace stitch {
@@ -26,12 +27,16 @@ struct PlanOptions {
   // re-reads). The CPU's, the default: a core's L2 share; the GPU's
   // (for_gpu): the 48 KiB of static shared memory a row cache can take.
   int64_t row_hold_bytes = kCpuRowHoldBytes;
+  // What the searching planners (stitch, ilp) score patterns with: the CPU's
+  // measured model, or (for_gpu) the GPU's from published figures.
+  TargetModel target = cpu_target_model();
 
   static constexpr int64_t kCpuRowHoldBytes = 512 * 1024;
   static constexpr int64_t kGpuRowHoldBytes = 48 * 1024;
   static PlanOptions for_gpu() {
     PlanOptions o;
     o.row_hold_bytes = kGpuRowHoldBytes;
+    o.target = gpu_target_model();
     return o;
   }
 };
@@ -65,11 +70,11 @@ FusionPlan plan_xla(const Graph& g, int max_fusions = -1, int* fusions_applied =
 // `stitch` planner): xla's plan, then the patterns of kernels that may be one
 // stitched kernel, chosen by approximate DP + beam search on their scores.
 FusionPlan plan_stitch(const Graph& g, int max_fusions = -1, int64_t row_hold_bytes = PlanOptions::kCpuRowHoldBytes,
-                       PlanSearchReport* report = nullptr);
+                       PlanSearchReport* report = nullptr, const TargetModel& target = cpu_target_model());
 // The same patterns, chosen exactly: a set packing solved by CBC, cycles
 // between patterns cut and solved again (FusionStitching 2019 §4.1).
 FusionPlan plan_ilp(const Graph& g, int max_fusions = -1, int64_t row_hold_bytes = PlanOptions::kCpuRowHoldBytes,
-                    PlanSearchReport* report = nullptr);
+                    PlanSearchReport* report = nullptr, const TargetModel& target = cpu_target_model());
 // The first, greedy form: xla's plan, then each kernel holding a reduction
 // absorbs every neighbour it may be stitched with.
 FusionPlan plan_greedy(const Graph& g, int max_fusions = -1, int64_t row_hold_bytes = PlanOptions::kCpuRowHoldBytes);

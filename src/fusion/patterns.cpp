@@ -49,8 +49,7 @@ PatternSpace::PatternSpace(const StitchMerges& merges, const DeltaEvaluator& eva
     if (dag_.group(v).kind == GroupKind::Library) continue;
     std::vector<std::pair<Pattern, int>> extensions;  // (pattern, consumer it extends through)
     std::vector<Pattern> new_stubs;
-    for (int u : dag_.successors(v)) {
-      if (dag_.group(u).kind == GroupKind::Library) continue;
+    for (int u : nearest_consumers(v)) {
       std::vector<std::vector<int>> through{{u}};
       for (const Pattern& p : containing[u]) through.push_back(p.members);
       for (const Pattern& p : stubs[u]) through.push_back(p.members);
@@ -105,6 +104,15 @@ PatternSpace::PatternSpace(const StitchMerges& merges, const DeltaEvaluator& eva
     }
   }
   for (std::vector<Pattern>& list : heads_) keep_best(list, k);
+}
+
+std::vector<int> PatternSpace::nearest_consumers(int v) const {
+  std::vector<int> out;
+  for (int u : dag_.successors(v))
+    if (dag_.group(u).kind != GroupKind::Library) out.push_back(u);
+  std::sort(out.begin(), out.end(), [&](int a, int b) { return dag_.position(a) < dag_.position(b); });
+  if (out.size() > static_cast<size_t>(options_.consumers)) out.resize(options_.consumers);
+  return out;
 }
 
 std::vector<Pattern> PatternSpace::all() const {

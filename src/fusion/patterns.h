@@ -35,6 +35,12 @@ struct PatternOptions {
   // finds it on all of them.
   int top_k = 8;
   int combine = 6;
+  // Consumer kernels a kernel extends through, the nearest in the order: a
+  // pattern holding a kernel and a far consumer is rarely convex (the path
+  // between them leaves it), and a value that every later kernel reads (xla
+  // recomputing a residual sum in each) would make the work per kernel grow
+  // with the graph.
+  int consumers = 8;
 };
 
 // Post-order over the DAG (consumers first): a kernel's patterns are the
@@ -68,6 +74,7 @@ class PatternSpace {
 
  private:
   bool read_outside(int node, const std::vector<int>& members) const;
+  std::vector<int> nearest_consumers(int v) const;
 
   const StitchMerges& merges_;
   const GroupDag& dag_;

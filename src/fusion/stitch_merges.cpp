@@ -142,11 +142,24 @@ std::vector<int> StitchMerges::candidates(int a) const {
     }
     out.insert(out.end(), readers.begin(), readers.end());
   };
-  for (int p : dag_.predecessors(a)) {
+  // Neighbours, the kSiblingScan nearest on each side: xla's rules can make
+  // a kernel read (or be read by) dozens of others (a residual sum
+  // recomputed in every later kernel), and a far neighbour is rarely a legal
+  // merge (the path between them would leave the kernel).
+  auto nearest = [&](std::vector<int> groups) {
+    if (groups.size() > static_cast<size_t>(kSiblingScan)) {
+      auto distance = [&](int gj) { return std::abs(dag_.position(gj) - dag_.position(a)); };
+      std::nth_element(groups.begin(), groups.begin() + kSiblingScan, groups.end(),
+                       [&](int x, int y) { return distance(x) < distance(y); });
+      groups.resize(kSiblingScan);
+    }
+    return groups;
+  };
+  for (int p : nearest(dag_.predecessors(a))) {
     out.push_back(p);
     add_siblings(dag_.successors(p));
   }
-  for (int s : dag_.successors(a)) out.push_back(s);
+  for (int s : nearest(dag_.successors(a))) out.push_back(s);
   std::vector<int> seen;
   for (int n : dag_.group(a).nodes) {
     for (ValueId v : g_.nodes()[n].inputs) {

@@ -74,6 +74,12 @@ std::vector<Pattern> beam_search(const GroupDag& dag, const PatternSpace& space,
   std::vector<Pattern> out;
   for (const Chosen* c = beam.front().chosen.get(); c != nullptr; c = c->earlier.get()) out.push_back(c->pattern);
   std::reverse(out.begin(), out.end());
+  // Release the chains link by link: destroying a chain of thousands of
+  // patterns through its owners' destructors would recurse that deep.
+  for (BeamPlan& plan : beam) {
+    std::shared_ptr<const Chosen> link = std::move(plan.chosen);
+    while (link && link.use_count() == 1) link = link->earlier;
+  }
   return out;
 }
 

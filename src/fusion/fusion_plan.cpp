@@ -24,6 +24,15 @@ std::string_view group_kind_name(GroupKind k) {
   fail_internal("unknown GroupKind", __FILE__, __LINE__);
 }
 
+std::string_view refusal_cause_name(RefusalCause c) {
+  switch (c) {
+    case RefusalCause::Illegal: return "illegal";
+    case RefusalCause::Budget: return "budget";
+    case RefusalCause::Unprofitable: return "unprofitable";
+  }
+  fail_internal("unknown RefusalCause", __FILE__, __LINE__);
+}
+
 bool FusionGroup::contains(int node) const {
   return std::binary_search(nodes.begin(), nodes.end(), node);
 }

@@ -34,6 +34,18 @@ struct FusionGroup {
   bool contains(int node) const;
 };
 
+// Why a fusion was not made (docs/fusion.md, Refusal causes): it would be
+// wrong or cannot be expressed as one kernel (Illegal), it would pass a
+// resource limit or the fusion cap (Budget), or a rule or the cost model
+// says it does not pay (Unprofitable).
+enum class RefusalCause : uint8_t { Illegal, Budget, Unprofitable };
+std::string_view refusal_cause_name(RefusalCause c);
+
+struct Refusal {
+  RefusalCause cause = RefusalCause::Illegal;
+  std::string reason;
+};
+
 // A producer -> consumer pair left in different kernels, or two sibling
 // groups that were not merged, with the reason (STYLE.md §4).
 struct FusionRefusal {
@@ -42,6 +54,7 @@ struct FusionRefusal {
   int consumer = -1;  // for Siblings: a root of the second group
   std::string reason;
   Relation relation = Relation::ProducerConsumer;
+  RefusalCause cause = RefusalCause::Illegal;
 };
 
 struct FusionPlan {

@@ -204,10 +204,13 @@ std::optional<std::string> GroupDag::cycle_refusal(int a, int b) const {
                      g_.value_name(g_.nodes()[groups_[hi].roots.front()].output));
 }
 
-std::optional<std::string> GroupDag::merge_refusal(int a, int b, const FusionLimits& limits) const {
-  if (auto reason = cycle_refusal(a, b)) return reason;
+std::optional<Refusal> GroupDag::merge_refusal(int a, int b, const FusionLimits& limits) const {
+  if (auto reason = cycle_refusal(a, b)) return Refusal{RefusalCause::Illegal, std::move(*reason)};
   const int outputs = static_cast<int>(groups_[a].roots.size() + groups_[b].roots.size());
-  return check_group_limits(g_, merged_nodes(a, b), outputs, limits);
+  if (auto reason = check_group_limits(g_, merged_nodes(a, b), outputs, limits)) {
+    return Refusal{RefusalCause::Budget, std::move(*reason)};
+  }
+  return std::nullopt;
 }
 
 void GroupDag::unlink(int gi) {

@@ -55,7 +55,8 @@ class GroupDag {
   // Why a and b cannot be one kernel, or nullopt: the cycle a path through a
   // third group would make, then the limits on the merged kernel. The same
   // answer as check_merge_legality on the same groups.
-  std::optional<std::string> merge_refusal(int a, int b, const FusionLimits& limits = {}) const;
+  // The cycle is illegal; the limits are the budget.
+  std::optional<Refusal> merge_refusal(int a, int b, const FusionLimits& limits = {}) const;
   // The groups outside `members` that lie on a path from one member to
   // another: empty when the members can be one kernel without a cycle.
   std::vector<int> between(const std::vector<int>& members) const;

@@ -57,7 +57,7 @@ PatternSpace::PatternSpace(const StitchMerges& merges, const DeltaEvaluator& eva
         std::vector<int> members = through[i];
         if (std::find(members.begin(), members.end(), v) != members.end()) continue;
         members.push_back(v);
-        std::string why_not;
+        Refusal why_not;
         bool stub = false;
         std::optional<Pattern> p = evaluate(members, &why_not, &stub);
         if (i == 0 && !p) pair_reasons_[{v, u}] = why_not;
@@ -133,14 +133,14 @@ bool PatternSpace::read_outside(int node, const std::vector<int>& members) const
   return false;
 }
 
-std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, std::string* why_not, bool* stub) const {
+std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal* why_not, bool* stub) const {
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
   auto [it, inserted] = memo_.try_emplace(members);
   Memo& memo = it->second;
   if (inserted) {
     const Graph& g = merges_.graph();
-    auto refuse = [&](std::string reason, bool may_grow = false) {
+    auto refuse = [&](Refusal reason, bool may_grow = false) {
       memo.legal = false;
       memo.stub = may_grow;
       memo.why_not = std::move(reason);
@@ -148,8 +148,9 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, std::str
     const bool reduction = std::any_of(members.begin(), members.end(), [&](int gi) { return merges_.has_reduction(gi); });
     std::vector<int> between;
     if (!(between = dag_.between(members)).empty()) {
-      refuse(fmt::format("merging would create a cycle: a path leaves the kernel through {} and comes back",
-                         g.value_name(g.nodes()[dag_.group(between.front()).roots.front()].output)));
+      refuse({RefusalCause::Illegal,
+              fmt::format("merging would create a cycle: a path leaves the kernel through {} and comes back",
+                          g.value_name(g.nodes()[dag_.group(between.front()).roots.front()].output))});
     } else {
       FusionGroup merged;
       merged.kind = GroupKind::Stitched;
@@ -163,11 +164,11 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, std::str
       merged.nodes.erase(std::unique(merged.nodes.begin(), merged.nodes.end()), merged.nodes.end());
       std::sort(merged.roots.begin(), merged.roots.end());
       std::optional<std::string> limit = check_group_limits(g, merged.nodes, static_cast<int>(merged.roots.size()));
-      std::optional<std::string> reason;
-      if (!limit && !reduction) reason = "neither kernel holds a reduction";
+      std::optional<Refusal> reason;
+      if (!limit && !reduction) reason = Refusal{RefusalCause::Illegal, "neither kernel holds a reduction"};
       if (!limit && !reason) reason = merges_.kernel_refusal(merged.nodes, merged.roots);
       if (limit) {
-        refuse(*limit);
+        refuse({RefusalCause::Budget, *limit});
       } else if (reason) {
         refuse(*reason, true);
       } else {
@@ -177,8 +178,9 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, std::str
         memo.legal = memo.score > 0;
         memo.stub = !memo.legal;
         if (!memo.legal) {
-          memo.why_not = fmt::format("not profitable: one kernel would take {:.3g} us, the {} apart {:.3g} us",
-                                     (separate - memo.score) * 1e6, members.size(), separate * 1e6);
+          memo.why_not = {RefusalCause::Unprofitable,
+                          fmt::format("not profitable: one kernel would take {:.3g} us, the {} apart {:.3g} us",
+                                      (separate - memo.score) * 1e6, members.size(), separate * 1e6)};
         }
       }
     }
@@ -214,9 +216,10 @@ std::vector<Pattern> apply_patterns(StitchMerges& merges, const PatternSpace& sp
     for (int u : dag.successors(v)) {
       if (dag.group(v).kind == GroupKind::Library || dag.group(u).kind == GroupKind::Library) continue;
       auto it = space.pair_reasons().find({v, u});
-      const std::string reason =
-          it != space.pair_reasons().end() ? it->second : "the search put one of the two in another kernel";
-      for (auto [p, c] : merges.edges(v, u)) merges.explain(p, c, "stitch: " + reason);
+      const Refusal reason = it != space.pair_reasons().end()
+                                 ? it->second
+                                 : Refusal{RefusalCause::Unprofitable, "the search put one of the two in another kernel"};
+      for (auto [p, c] : merges.edges(v, u)) merges.explain(p, c, {reason.cause, "stitch: " + reason.reason});
     }
   }
   std::sort(patterns.begin(), patterns.end(),

@@ -64,11 +64,11 @@ class PatternSpace {
   // themselves, for the edges a plan leaves between them: an illegal merge's
   // reason, or the score that made it unprofitable. Absent where the pair
   // was a candidate.
-  const std::map<std::pair<int, int>, std::string>& pair_reasons() const { return pair_reasons_; }
+  const std::map<std::pair<int, int>, Refusal>& pair_reasons() const { return pair_reasons_; }
   // The pattern's score, or why it is not a pattern, and (`stub`) whether a
   // larger set might be: it fails only for want of a reduction, as a stitched
   // group, or on profit, not on a cycle or a limit.
-  std::optional<Pattern> evaluate(std::vector<int> members, std::string* why_not = nullptr,
+  std::optional<Pattern> evaluate(std::vector<int> members, Refusal* why_not = nullptr,
                                   bool* stub = nullptr) const;
   int evaluations() const { return static_cast<int>(memo_.size()); }
 
@@ -82,12 +82,12 @@ class PatternSpace {
   PatternOptions options_;
   std::vector<double> seconds_;
   std::vector<std::vector<Pattern>> heads_;
-  std::map<std::pair<int, int>, std::string> pair_reasons_;
+  std::map<std::pair<int, int>, Refusal> pair_reasons_;
   struct Memo {
     bool legal = false;
     bool stub = false;
     double score = 0;
-    std::string why_not;
+    Refusal why_not;
   };
   mutable std::map<std::vector<int>, Memo> memo_;
 };

@@ -17,7 +17,8 @@ FusionPlan plan_none(const Graph& g) {
       if (p >= 0) producers.insert(p);
     }
     for (int p : producers)
-      plan.refusals.push_back({p, n, "planner none runs one op per kernel"});
+      plan.refusals.push_back({p, n, "planner none runs one op per kernel", FusionRefusal::Relation::ProducerConsumer,
+                               RefusalCause::Unprofitable});
   }
   finalize_plan(g, plan);
   return plan;

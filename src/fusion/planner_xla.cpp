@@ -35,14 +35,17 @@ bool reuses_elements(const Graph& g, int producer, int consumer) {
 
 // Why XLA would not compute `producer` inside `consumer`'s kernel, whatever
 // else the producer feeds.
-std::optional<std::string> absorb_refusal(const Graph& g, int producer, int consumer) {
+std::optional<Refusal> absorb_refusal(const Graph& g, int producer, int consumer) {
   OpCategory p = category(g, producer);
   OpCategory c = category(g, consumer);
-  if (p == OpCategory::Dot) return "dot is a library call; xla does not fuse its result into a consumer";
-  if (c == OpCategory::Dot) return "dot is a library call; xla does not fuse its operands into it";
-  if (p == OpCategory::Reduction) return "xla does not fuse a consumer into a reduction's kernel";
-  if (!is_duplicable(p) && reuses_elements(g, producer, consumer))
-    return "xla does not fuse an expensive op into a consumer that reuses its elements";
+  constexpr RefusalCause kIllegal = RefusalCause::Illegal;
+  if (p == OpCategory::Dot) return Refusal{kIllegal, "dot is a library call; xla does not fuse its result into a consumer"};
+  if (c == OpCategory::Dot) return Refusal{kIllegal, "dot is a library call; xla does not fuse its operands into it"};
+  if (p == OpCategory::Reduction) return Refusal{kIllegal, "xla does not fuse a consumer into a reduction's kernel"};
+  if (!is_duplicable(p) && reuses_elements(g, producer, consumer)) {
+    return Refusal{RefusalCause::Unprofitable,
+                   "xla does not fuse an expensive op into a consumer that reuses its elements"};
+  }
   return std::nullopt;
 }
 
@@ -88,8 +91,9 @@ class XlaPlanner {
   }
 
  private:
-  void refuse(int producer, int consumer, std::string reason) {
-    refusals_.push_back({producer, consumer, std::move(reason)});
+  void refuse(int producer, int consumer, Refusal refusal) {
+    refusals_.push_back(
+        {producer, consumer, std::move(refusal.reason), FusionRefusal::Relation::ProducerConsumer, refusal.cause});
   }
 
   void own_group(int node) {
@@ -101,12 +105,13 @@ class XlaPlanner {
 
   // check_group_limits for group gi with `node` added, from the reads kept
   // per group: the cost of the inputs of one node, not of the whole group.
-  std::optional<std::string> limit_refusal(int gi, int node) const {
+  std::optional<Refusal> limit_refusal(int gi, int node) const {
     const FusionLimits limits;
     const FusionGroup& grp = groups_[gi];
     const int nodes = static_cast<int>(grp.nodes.size()) + 1;
     if (nodes > limits.max_nodes_per_group) {
-      return fmt::format("the kernel would have {} ops, over the limit of {}", nodes, limits.max_nodes_per_group);
+      return Refusal{RefusalCause::Budget,
+                     fmt::format("the kernel would have {} ops, over the limit of {}", nodes, limits.max_nodes_per_group)};
     }
     const std::vector<int>& reads = reads_[gi];
     int operands = static_cast<int>(reads.size());
@@ -120,8 +125,8 @@ class XlaPlanner {
     }
     const int outputs = static_cast<int>(grp.roots.size());
     if (operands + outputs > limits.max_operands_and_outputs) {
-      return fmt::format("the kernel would have {} operands and outputs, over the limit of {}", operands + outputs,
-                         limits.max_operands_and_outputs);
+      return Refusal{RefusalCause::Budget, fmt::format("the kernel would have {} operands and outputs, over the limit of {}",
+                                                       operands + outputs, limits.max_operands_and_outputs)};
     }
     return budget_refusal();
   }
@@ -133,9 +138,9 @@ class XlaPlanner {
 
   // STITCH_MAX_FUSIONS (PlanOptions::max_fusions): every fusion applied
   // spends one; once spent, every further fusion is refused.
-  std::optional<std::string> budget_refusal() const {
+  std::optional<Refusal> budget_refusal() const {
     if (max_fusions_ < 0 || fusions_ < max_fusions_) return std::nullopt;
-    return fmt::format("STITCH_MAX_FUSIONS={} fusions already applied", max_fusions_);
+    return Refusal{RefusalCause::Budget, fmt::format("STITCH_MAX_FUSIONS={} fusions already applied", max_fusions_)};
   }
 
   // A fusion: `node` absorbed into group `gi`.
@@ -161,7 +166,7 @@ class XlaPlanner {
   // a kernel of its own only when something still reads it from memory.
   void fuse_cheap_producer(int p) {
     if (std::optional<std::string> reason = duplication_refusal(p)) {
-      for (int c : consumers_[p]) refuse(p, c, absorb_refusal(g_, p, c).value_or(*reason));
+      for (int c : consumers_[p]) refuse(p, c, absorb_refusal(g_, p, c).value_or(Refusal{RefusalCause::Unprofitable, *reason}));
       own_group(p);
       return;
     }
@@ -227,11 +232,12 @@ class XlaPlanner {
     std::string_view op = op_name(g_.nodes()[p].op);
     if (consumers.size() == 1 && !is_output_[p]) {
       int c = consumers.front();
-      std::optional<std::string> reason = absorb_refusal(g_, p, c);
+      std::optional<Refusal> reason = absorb_refusal(g_, p, c);
       if (!reason && groups_of_[c].size() > 1) {
-        reason = fmt::format("its consumer is computed in {} kernels; xla does not duplicate an "
-                             "expensive op",
-                             groups_of_[c].size());
+        reason = Refusal{RefusalCause::Unprofitable,
+                         fmt::format("its consumer is computed in {} kernels; xla does not duplicate an "
+                                     "expensive op",
+                                     groups_of_[c].size())};
       }
       if (!reason) reason = limit_refusal(groups_of_[c].front(), p);
       if (!reason) {
@@ -241,13 +247,15 @@ class XlaPlanner {
       refuse(p, c, *reason);
     } else {
       for (int c : consumers) {
-        std::optional<std::string> reason = absorb_refusal(g_, p, c);
+        std::optional<Refusal> reason = absorb_refusal(g_, p, c);
         if (!reason && is_output_[p]) {
-          reason = fmt::format("{} is also a graph output; xla does not duplicate an expensive op", op);
+          reason = Refusal{RefusalCause::Unprofitable,
+                           fmt::format("{} is also a graph output; xla does not duplicate an expensive op", op)};
         }
         if (!reason) {
-          reason = fmt::format("{} has {} consumers; xla does not duplicate an expensive op", op,
-                               consumers.size());
+          reason = Refusal{RefusalCause::Unprofitable,
+                           fmt::format("{} has {} consumers; xla does not duplicate an expensive op", op,
+                                       consumers.size())};
         }
         refuse(p, c, *reason);
       }
@@ -338,13 +346,13 @@ class XlaPlanner {
           refusals_.push_back({ra, rb,
                                "one reads the other's result; xla does not consume a reduction "
                                "inside its kernel",
-                               FusionRefusal::Relation::Siblings});
+                               FusionRefusal::Relation::Siblings, RefusalCause::Illegal});
           continue;
         }
-        std::optional<std::string> reason = dag.merge_refusal(a, b);
+        std::optional<Refusal> reason = dag.merge_refusal(a, b);
         if (!reason) reason = budget_refusal();
         if (reason) {
-          refusals_.push_back({ra, rb, *reason, FusionRefusal::Relation::Siblings});
+          refusals_.push_back({ra, rb, reason->reason, FusionRefusal::Relation::Siblings, reason->cause});
           continue;
         }
         ++fusions_;

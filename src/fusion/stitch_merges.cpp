@@ -194,14 +194,21 @@ bool StitchMerges::try_stitch(int a, int b, const DeltaEvaluator* scored) {
   if (reads.empty()) {
     // Sibling reduction kernels sharing an input: merged only as a tile group.
     if (!has_reduction(b) || !shares_input(a, b) || merge_refusal(a, b, true)) return false;
-  } else if (std::optional<std::string> reason = merge_refusal(a, b)) {
-    for (auto [p, c] : reads) explain(p, c, "stitch: " + *reason);
+  } else if (std::optional<Refusal> refusal = merge_refusal(a, b)) {
+    for (auto [p, c] : reads) explain(p, c, {refusal->cause, "stitch: " + refusal->reason});
     return false;
   }
   if (scored) {
     FusionGroup merged{GroupKind::Stitched, dag_.merged_nodes(a, b), dag_.merged_roots(a, b)};
     const double apart = scored->group_seconds(g_, dag_.group(a)) + scored->group_seconds(g_, dag_.group(b));
-    if (scored->group_seconds(g_, merged) >= apart) return false;
+    const double together = scored->group_seconds(g_, merged);
+    if (together >= apart) {
+      const Refusal unprofitable{RefusalCause::Unprofitable,
+                                 fmt::format("stitch: not profitable: one kernel would take {:.3g} us, the two apart {:.3g} us",
+                                             together * 1e6, apart * 1e6)};
+      for (auto [p, c] : reads) explain(p, c, unprofitable);
+      return false;
+    }
   }
   merge(a, b);
   return true;
@@ -395,43 +402,52 @@ namespace {
 
 // The node cap first: it costs nothing, where the stitched check walks the
 // whole merged kernel.
-std::optional<std::string> node_cap_refusal(const std::vector<int>& nodes) {
+std::optional<Refusal> node_cap_refusal(const std::vector<int>& nodes) {
   const FusionLimits limits;
   if (static_cast<int>(nodes.size()) <= limits.max_nodes_per_group) return std::nullopt;
-  return fmt::format("the kernel would have {} ops, over the limit of {}", nodes.size(), limits.max_nodes_per_group);
+  return Refusal{RefusalCause::Budget,
+                 fmt::format("the kernel would have {} ops, over the limit of {}", nodes.size(), limits.max_nodes_per_group)};
+}
+
+// What a block re-reads past what it holds is a budget (a named gate), not a
+// question of correctness.
+std::optional<Refusal> reread_budget(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
+                                     const StitchedDomain& domain, int64_t row_hold_bytes) {
+  if (auto reason = reread_refusal(g, nodes, roots, domain, row_hold_bytes)) return Refusal{RefusalCause::Budget, *reason};
+  return std::nullopt;
 }
 
 }  // namespace
 
-std::optional<std::string> StitchMerges::kernel_refusal(const std::vector<int>& nodes, const std::vector<int>& roots,
-                                                        bool* tile_out) const {
+std::optional<Refusal> StitchMerges::kernel_refusal(const std::vector<int>& nodes, const std::vector<int>& roots,
+                                                    bool* tile_out) const {
   if (auto reason = node_cap_refusal(nodes)) return reason;
   StitchedDomain domain;
   const std::string problem = stitched_group_problem(g_, nodes, roots, &domain);
   // A tile holds at most kTileBytes, so it needs no re-read check.
   const bool tile = !problem.empty() && is_tile_merge(nodes, roots);
   if (tile_out) *tile_out = tile;
-  if (!problem.empty() && !tile) return problem;
-  if (!tile) return reread_refusal(g_, nodes, roots, domain, row_hold_bytes_);
+  if (!problem.empty() && !tile) return Refusal{RefusalCause::Illegal, problem};
+  if (!tile) return reread_budget(g_, nodes, roots, domain, row_hold_bytes_);
   return std::nullopt;
 }
 
 // `siblings`: a and b read none of each other's results; they merge only as
 // a tile group, so every merge a stitched group allows stays as it was.
-std::optional<std::string> StitchMerges::merge_refusal(int a, int b, bool siblings) const {
+std::optional<Refusal> StitchMerges::merge_refusal(int a, int b, bool siblings) const {
   const std::vector<int> nodes = dag_.merged_nodes(a, b);
   const std::vector<int> roots = dag_.merged_roots(a, b);
   if (auto reason = node_cap_refusal(nodes)) return reason;
   StitchedDomain domain;
   std::string problem = stitched_group_problem(g_, nodes, roots, &domain);
   const bool tile = !problem.empty() && is_tile_merge(nodes, roots);
-  if (siblings && !tile) return problem.empty() ? "not a tile group" : problem;
-  if (!problem.empty() && !tile) return problem;
+  if (siblings && !tile) return Refusal{RefusalCause::Illegal, problem.empty() ? "not a tile group" : problem};
+  if (!problem.empty() && !tile) return Refusal{RefusalCause::Illegal, problem};
   if (auto reason = dag_.merge_refusal(a, b)) return reason;
   if (!tile) {
-    if (auto reason = reread_refusal(g_, nodes, roots, domain, row_hold_bytes_)) return reason;
+    if (auto reason = reread_budget(g_, nodes, roots, domain, row_hold_bytes_)) return reason;
   }
-  if (budget_spent()) return budget_reason();
+  if (budget_spent()) return Refusal{RefusalCause::Budget, budget_reason()};
   return std::nullopt;
 }
 
@@ -474,9 +490,11 @@ void StitchMerges::merge(int a, int b, GroupKind kind) {
   dag_.merge(a, b, std::move(merged));
 }
 
-void StitchMerges::explain(int producer, int consumer, const std::string& reason) {
+void StitchMerges::explain(int producer, int consumer, const Refusal& refusal) {
   auto it = refusal_of_.find(edge_key(producer, consumer));
-  if (it != refusal_of_.end()) refusals_[it->second].reason = reason;
+  if (it == refusal_of_.end()) return;
+  refusals_[it->second].reason = refusal.reason;
+  refusals_[it->second].cause = refusal.cause;
 }
 
 }  // namespace stitch

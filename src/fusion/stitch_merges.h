@@ -58,12 +58,12 @@ class StitchMerges {
   // stitched group what a block re-reads between phases. The cycle and the
   // operand limits are the DAG's (GroupDag::merge_refusal). `tile` is set to
   // whether it would be a tile group.
-  std::optional<std::string> kernel_refusal(const std::vector<int>& nodes, const std::vector<int>& roots,
-                                            bool* tile = nullptr) const;
+  std::optional<Refusal> kernel_refusal(const std::vector<int>& nodes, const std::vector<int>& roots,
+                                        bool* tile = nullptr) const;
   // kernel_refusal of a and b merged, then the DAG's checks, then the budget.
   // `siblings`: a and b read none of each other's results; they merge only
   // as a tile group.
-  std::optional<std::string> merge_refusal(int a, int b, bool siblings = false) const;
+  std::optional<Refusal> merge_refusal(int a, int b, bool siblings = false) const;
   // Merges b into a when they may be stitched (the greedy step) and, given
   // an evaluator, the merge scores above zero; on a refusal, the unfused
   // edges between them carry its reason.
@@ -77,8 +77,9 @@ class StitchMerges {
   void merge(int a, int b, GroupKind kind = GroupKind::Stitched);
   bool budget_spent() const { return budget_ >= 0 && applied_ >= budget_; }
   std::string budget_reason() const;
-  // Sets the reason of the unfused edge producer -> consumer, if it has one.
-  void explain(int producer, int consumer, const std::string& reason);
+  // Sets the reason and cause of the unfused edge producer -> consumer, if
+  // it has one.
+  void explain(int producer, int consumer, const Refusal& refusal);
 
  private:
   bool is_small_dot(int n) const;

@@ -55,6 +55,10 @@ TEST_F(Subcommands, PlanJsonGivesGroupsSchedulesPredictionsAndTheSearch) {
   CliResult xla = run_cli("plan " + softmax() + " --format json");
   ASSERT_EQ(xla.status, 0) << xla.output;
   EXPECT_NE(xla.output.find("\"kernels\": 4"), std::string::npos) << xla.output;
+  // Every unfused edge with its cause: a reduction's consumer is illegal for
+  // xla, a second copy of exp unprofitable.
+  EXPECT_NE(xla.output.find("\"cause\": \"illegal\""), std::string::npos) << xla.output;
+  EXPECT_NE(xla.output.find("\"cause\": \"unprofitable\""), std::string::npos) << xla.output;
   EXPECT_EQ(xla.output.find("\"search\""), std::string::npos) << xla.output;
 }
 

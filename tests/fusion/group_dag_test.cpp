@@ -56,8 +56,12 @@ TEST(GroupDag, MergesAgreeWithTheReferenceLegality) {
       if (i == j) j = (j + 1) % static_cast<int>(ids.size());
       const FusionLimits unlimited{.max_nodes_per_group = 1 << 20, .max_operands_and_outputs = 1 << 20};
       const std::optional<std::string> reference = check_merge_legality(g, groups, i, j, unlimited);
-      const std::optional<std::string> got = dag.merge_refusal(ids[i], ids[j], unlimited);
+      const std::optional<Refusal> refusal = dag.merge_refusal(ids[i], ids[j], unlimited);
+      const std::optional<std::string> got = refusal ? std::optional(refusal->reason) : std::nullopt;
       ASSERT_EQ(reference, got) << "seed " << seed << " step " << step;
+      if (refusal) {
+        EXPECT_EQ(refusal->cause, RefusalCause::Illegal);  // no limits: only cycles
+      }
       if (got) {
         ++refusals;
         continue;

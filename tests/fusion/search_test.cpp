@@ -127,5 +127,28 @@ TEST(SearchingPlanners, ReportTheirObjectives) {
   EXPECT_NEAR(dp.objective, ilp.objective, 1e-12);
 }
 
+TEST(RefusalCauses, SayWhetherAFusionIsIllegalOverABudgetOrUnprofitable) {
+  Graph g = canonical_graph(R"(graph softmax(x: f32[8, 8]) {
+  y = softmax(x, axis=-1)
+  return y
+})");
+  auto cause_of = [&](const FusionPlan& p, const std::string& producer) {
+    for (const FusionRefusal& r : p.refusals)
+      if (g.value_name(g.nodes()[r.producer].output) == producer) return r.cause;
+    ADD_FAILURE() << "no refusal from " << producer;
+    return RefusalCause::Illegal;
+  };
+  const FusionPlan xla = plan(g, PlannerKind::Xla);
+  EXPECT_EQ(cause_of(xla, "y_max"), RefusalCause::Illegal);       // a reduction's consumer
+  EXPECT_EQ(cause_of(xla, "y_exp"), RefusalCause::Unprofitable);  // exp not duplicated
+  PlanOptions capped;
+  capped.max_fusions = 0;
+  const FusionPlan none_allowed = plan(g, PlannerKind::Stitch, capped);
+  bool budget = false;
+  for (const FusionRefusal& r : none_allowed.refusals) budget |= r.cause == RefusalCause::Budget;
+  EXPECT_TRUE(budget) << print_plan(g, none_allowed);
+  EXPECT_EQ(refusal_cause_name(RefusalCause::Budget), "budget");
+}
+
 }  // namespace
 }  // namespace stitch

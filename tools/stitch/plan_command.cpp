@@ -78,13 +78,23 @@ std::string plan_json(const Graph& g, const FusionPlan& plan, const SymbolBindin
                       {"predicted_seconds", seconds},
                       {"schedule", sched}});
   }
+  json unfused = json::array();
+  for (const FusionRefusal& r : plan.refusals) {
+    const bool siblings = r.relation == FusionRefusal::Relation::Siblings;
+    unfused.push_back({{"relation", siblings ? "siblings" : "producer-consumer"},
+                       {"producer", g.value_name(g.nodes()[r.producer].output)},
+                       {"consumer", g.value_name(g.nodes()[r.consumer].output)},
+                       {"cause", std::string(refusal_cause_name(r.cause))},
+                       {"reason", r.reason}});
+  }
   json doc = {{"graph", plan.graph_name},
               {"planner", plan.planner},
               {"kernels", plan.groups.size()},
               {"predicted_seconds", total},
               {"cost_model", evaluator.target().name},
               {"schedule_target", rows.name()},
-              {"groups", groups}};
+              {"groups", groups},
+              {"unfused", unfused}};
   if (kind == PlannerKind::Stitch || kind == PlannerKind::Ilp) {
     json s = {{"objective_seconds", search.objective},
               {"patterns_merged", search.patterns},

@@ -84,10 +84,7 @@ std::vector<Pattern> beam_search(const GroupDag& dag, const PatternSpace& space,
 }
 
 FusionPlan plan_stitch(const Graph& g, int max_fusions, int64_t row_hold_bytes, PlanSearchReport* report, const TargetModel& target) {
-  int applied = 0;
-  FusionPlan base = plan_xla(g, max_fusions, &applied);
-  StitchMerges merges(g, std::move(base), max_fusions, max_fusions < 0 ? -1 : max_fusions - applied, row_hold_bytes);
-  merges.fuse_small_dots();
+  StitchMerges merges = StitchMerges::from_xla(g, max_fusions, row_hold_bytes);
   const DeltaEvaluator evaluator(target);
   const double before = merges.plan_seconds(evaluator);
   const PatternSpace space(merges, evaluator);

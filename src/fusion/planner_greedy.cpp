@@ -12,10 +12,7 @@
 namespace stitch {
 
 FusionPlan plan_greedy(const Graph& g, int max_fusions, int64_t row_hold_bytes) {
-  int applied = 0;
-  FusionPlan base = plan_xla(g, max_fusions, &applied);
-  StitchMerges merges(g, std::move(base), max_fusions, max_fusions < 0 ? -1 : max_fusions - applied, row_hold_bytes);
-  merges.fuse_small_dots();
+  StitchMerges merges = StitchMerges::from_xla(g, max_fusions, row_hold_bytes);
   merges.stitch_greedily();
   merges.absorb_loops();
   merges.pack_small_loops();

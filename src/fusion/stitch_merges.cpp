@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "fusion/legality.h"
+#include "fusion/planner.h"
 #include "fusion/tile_group.h"
 
 namespace stitch {
@@ -102,6 +103,14 @@ StitchMerges::StitchMerges(const Graph& g, FusionPlan xla_plan, int max_fusions,
       if (g.value(v).producer < 0 && it != input_consumers_.end()) it->second.push_back(c);
     }
   }
+}
+
+StitchMerges StitchMerges::from_xla(const Graph& g, int max_fusions, int64_t row_hold_bytes) {
+  int applied = 0;
+  FusionPlan base = plan_xla(g, max_fusions, &applied);
+  StitchMerges merges(g, std::move(base), max_fusions, max_fusions < 0 ? -1 : max_fusions - applied, row_hold_bytes);
+  merges.fuse_small_dots();
+  return merges;
 }
 
 // xla's plan puts every reduction among its kernel's roots (a reduction is

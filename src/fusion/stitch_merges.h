@@ -25,6 +25,9 @@ class StitchMerges {
   // `budget`: merges allowed after xla's fusions (-1: no cap); `max_fusions`
   // only names the whole plan's cap in refusals.
   StitchMerges(const Graph& g, FusionPlan xla_plan, int max_fusions, int budget, int64_t row_hold_bytes);
+  // Where every FusionStitching planner starts: xla's plan, its fusions
+  // counted against `max_fusions` (-1: no cap), and the small dots fused.
+  static StitchMerges from_xla(const Graph& g, int max_fusions, int64_t row_hold_bytes);
 
   const Graph& graph() const { return g_; }
   GroupDag& dag() { return dag_; }

@@ -363,8 +363,21 @@ void StitchMerges::pack_small_loops() {
 }
 
 bool StitchMerges::same_parallelism(const FusionGroup& a, const FusionGroup& b) const {
+  // One shape, or one static element count (a transposed root beside its
+  // untransposed siblings: each gets an equal part of the grid).
+  auto elements = [&](int r) {
+    int64_t n = 1;
+    for (const Dim& d : g_.type(g_.nodes()[r].output).shape) {
+      if (!d.is_static()) return int64_t{-1};
+      n *= d.extent();
+    }
+    return n;
+  };
   const Shape& shape = g_.type(g_.nodes()[a.roots.front()].output).shape;
-  auto same = [&](int r) { return g_.type(g_.nodes()[r].output).shape == shape; };
+  const int64_t count = elements(a.roots.front());
+  auto same = [&](int r) {
+    return g_.type(g_.nodes()[r].output).shape == shape || (count >= 0 && elements(r) == count);
+  };
   return std::all_of(a.roots.begin(), a.roots.end(), same) && std::all_of(b.roots.begin(), b.roots.end(), same);
 }
 

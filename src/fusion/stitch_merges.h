@@ -41,7 +41,8 @@ class StitchMerges {
   // A loop kernel another loop kernel recomputes whole gives its roots to it.
   void absorb_loops();
   // Independent loop kernels become one packed kernel: small ones (each its
-  // part of the grid), and any whose roots all have one shape (one loop).
+  // part of the grid), and any whose roots all have one shape (one loop) or
+  // one static element count (equal parts of the grid).
   void pack_small_loops();
   // The plan, the unfused edges with their reasons.
   FusionPlan finish(std::string planner);
@@ -89,7 +90,7 @@ class StitchMerges {
   void drop_unread_roots(int gi);
   bool absorbs(const FusionGroup& into, const FusionGroup& from) const;
   bool packable(const FusionGroup& grp) const;
-  // Every root of both of one shape: one loop computes them all.
+  // Every root of both of one shape, or of one static element count.
   bool same_parallelism(const FusionGroup& a, const FusionGroup& b) const;
   bool is_tile_merge(const std::vector<int>& nodes, const std::vector<int>& roots) const;
   bool absorb_pass();

@@ -6,7 +6,13 @@
 #include <map>
 #include <string>
 
+#include <filesystem>
+#include <unistd.h>
+
 #include "fusion/planner.h"
+#include "runtime/cpu/executable.h"
+#include "stitch/interpreter.h"
+#include "tensor_compare.h"
 #include "fusion/stitched_group.h"
 #include "ir/canonicalize.h"
 #include "plan_invariants.h"
@@ -102,6 +108,39 @@ TEST(StitchPlanner, PacksSmallIndependentLoopKernels) {
   EXPECT_EQ(packed, 1);  // x and y; z (256 Ki elements) and w (symbolic) alone
 }
 
+// Large independent loop kernels pack when their roots have one shape or one
+// static element count (FusionStitching's kernel packing of one parallelism):
+// a transposed root beside an untransposed one takes an equal part of the
+// grid, as a model's transposed keys beside its queries and values. The
+// packed kernel computes what the interpreter does, bit for bit (exact ops).
+TEST(StitchPlanner, PacksLargeLoopKernelsOfOneElementCount) {
+  Graph g = canonical_graph(R"(graph qk(a: f32[256, 520], b: f32[256, 520], c: f32[300, 301]) {
+  x = neg(a)
+  y = transpose(abs(b), perm=[1, 0])
+  z = neg(c)
+  return x, y, z
+})");
+  FusionPlan s = plan(g, PlannerKind::Stitch);
+  check_plan_invariants(g, s);
+  ASSERT_EQ(s.groups.size(), 2u) << print_plan(g, s);  // x with y (133,120 elements each); z (90,300) alone
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < g.params().size(); ++i) {
+    std::vector<int64_t> dims;
+    for (const Dim& d : g.type(g.params()[i]).shape) dims.push_back(d.extent());
+    inputs.emplace_back(DType::f32, dims);
+    fill_random(inputs.back(), 5 + i);
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("stitch-pack-" + std::to_string(::getpid()));
+  runtime::cpu::KernelCache cache(dir);
+  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(g, PlannerKind::Stitch, cache);
+  const std::vector<Tensor> got = exe.run(inputs);
+  const std::vector<Tensor> want = interpret(g, inputs);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(testing::tensors_bitwise_equal(got[i], want[i])) << i;
+}
+
 // A loop kernel whose nodes another loop kernel already computes, roots of
 // the same shape, is absorbed into it (docs/fusion.md, Absorbed roots); one
 // of another shape is not.
@@ -120,9 +159,15 @@ TEST(StitchPlanner, AbsorbsALoopKernelAnotherRecomputes) {
   t = transpose(mul(y, 2.0), perm=[1, 0])
   return y, t
 })");
+  // y's kernel and t's (which recomputes y) are not one loop: their roots
+  // differ in shape. They are packed instead (one element count, each root
+  // its own part of the grid), so the plan still has one group, the xla
+  // plan two.
   FusionPlan o = plan(other, PlannerKind::Stitch);
   check_plan_invariants(other, o);
-  EXPECT_EQ(o.groups.size(), 2u);  // y's kernel, and t's, which recomputes y
+  EXPECT_EQ(plan(other, PlannerKind::Xla).groups.size(), 2u);
+  ASSERT_EQ(o.groups.size(), 1u);
+  EXPECT_EQ(o.groups[0].roots.size(), 2u);
 }
 
 // Graphs without a reduction are planned as xla plans them, but for packing.

@@ -17,6 +17,13 @@
 
 namespace stitch {
 
+// How many neighbouring kernels (or readers of one value) a planner's merge
+// step looks at around a kernel: enough for any fusion pattern of a model
+// layer, and few enough that a value read by every layer, or a kernel read
+// by dozens of others, keeps the step's work bounded (docs/fusion.md,
+// Planning time).
+inline constexpr int kNeighbourScan = 16;
+
 class GroupDag {
  public:
   // `groups`: every node read by a group and computed outside it has a home

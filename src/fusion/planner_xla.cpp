@@ -49,10 +49,6 @@ std::optional<Refusal> absorb_refusal(const Graph& g, int producer, int consumer
   return std::nullopt;
 }
 
-// Reduction kernels after a given one, among those reading one value, that
-// the sibling pass looks at (see merge_sibling_reductions).
-constexpr long kSiblingScan = 16;
-
 class XlaPlanner {
  public:
   XlaPlanner(const Graph& g, int max_fusions) : g_(g), max_fusions_(max_fusions), groups_of_(g.nodes().size()) {
@@ -297,7 +293,7 @@ class XlaPlanner {
 
   // Sibling reductions, each with the later ones (by smallest root) that
   // share one of its external inputs: candidates come from an index of the
-  // reduction groups reading each value, at most kSiblingScan of them per
+  // reduction groups reading each value, at most kNeighbourScan of them per
   // value, so the pass costs the reads, not the pairs of reductions (a value
   // that every layer of a model reads would make it quadratic); the cycle
   // check searches only between the two in the DAG's order.
@@ -325,7 +321,7 @@ class XlaPlanner {
         for (int v : external_inputs(grp)) {
           const std::vector<int>& list = readers[v];
           auto first = std::upper_bound(list.begin(), list.end(), after);
-          auto last = list.end() - first > kSiblingScan ? first + kSiblingScan : list.end();
+          auto last = list.end() - first > kNeighbourScan ? first + kNeighbourScan : list.end();
           for (int j : std::vector<int>(first, last)) {
             if (!queued[j]) {
               queued[j] = 1;

@@ -38,9 +38,6 @@ constexpr int64_t kSmallDotTerms = 32;
 // near one, and the scan stays linear in the graph.
 constexpr int kPackScan = 64;
 
-// Sibling reduction kernels a step looks at per shared value (candidates).
-constexpr int kSiblingScan = 16;
-
 int64_t edge_key(int producer, int consumer) { return (int64_t{producer} << 32) | uint32_t(consumer); }
 
 // Edges now inside one kernel need no reason any more.
@@ -138,31 +135,25 @@ std::vector<std::pair<int, int>> StitchMerges::edges(int a, int b) const {
 // a might concern, ascending by position in the DAG's order.
 std::vector<int> StitchMerges::candidates(int a) const {
   std::vector<int> out;
-  // Siblings: reduction kernels reading one value a reads, the kSiblingScan
-  // nearest to a in the order per value (a value every layer of a model
-  // reads, an attention mask, would make the steps quadratic otherwise).
-  auto add_siblings = [&](std::vector<int> readers) {
-    std::erase_if(readers, [&](int gj) { return gj == a || !has_reduction(gj); });
-    if (readers.size() > static_cast<size_t>(kSiblingScan)) {
-      auto distance = [&](int gj) { return std::abs(dag_.position(gj) - dag_.position(a)); };
-      std::nth_element(readers.begin(), readers.begin() + kSiblingScan, readers.end(),
-                       [&](int x, int y) { return distance(x) < distance(y); });
-      readers.resize(kSiblingScan);
-    }
-    out.insert(out.end(), readers.begin(), readers.end());
-  };
-  // Neighbours, the kSiblingScan nearest on each side: xla's rules can make
-  // a kernel read (or be read by) dozens of others (a residual sum
-  // recomputed in every later kernel), and a far neighbour is rarely a legal
-  // merge (the path between them would leave the kernel).
+  // The kNeighbourScan nearest to a in the order: xla's rules can make a
+  // kernel read (or be read by) dozens of others (a residual sum recomputed
+  // in every later kernel), and a far neighbour is rarely a legal merge (the
+  // path between them would leave the kernel).
   auto nearest = [&](std::vector<int> groups) {
-    if (groups.size() > static_cast<size_t>(kSiblingScan)) {
+    if (groups.size() > static_cast<size_t>(kNeighbourScan)) {
       auto distance = [&](int gj) { return std::abs(dag_.position(gj) - dag_.position(a)); };
-      std::nth_element(groups.begin(), groups.begin() + kSiblingScan, groups.end(),
+      std::nth_element(groups.begin(), groups.begin() + kNeighbourScan, groups.end(),
                        [&](int x, int y) { return distance(x) < distance(y); });
-      groups.resize(kSiblingScan);
+      groups.resize(kNeighbourScan);
     }
     return groups;
+  };
+  // Siblings: reduction kernels reading one value a reads, the nearest per
+  // value (a value every layer of a model reads, an attention mask, would
+  // make the steps quadratic otherwise).
+  auto add_siblings = [&](std::vector<int> readers) {
+    std::erase_if(readers, [&](int gj) { return gj == a || !has_reduction(gj); });
+    for (int gj : nearest(std::move(readers))) out.push_back(gj);
   };
   for (int p : nearest(dag_.predecessors(a))) {
     out.push_back(p);
@@ -176,10 +167,10 @@ std::vector<int> StitchMerges::candidates(int a) const {
       if (it == input_consumers_.end() || std::find(seen.begin(), seen.end(), v.index) != seen.end()) continue;
       seen.push_back(v.index);
       // The readers nearest a in node order (a proxy for the DAG's order
-      // that needs no search): kSiblingScan on each side of a's first node.
+      // that needs no search): kNeighbourScan on each side of a's first node.
       const std::vector<int>& readers = it->second;
       const auto at = std::lower_bound(readers.begin(), readers.end(), dag_.group(a).nodes.front()) - readers.begin();
-      const long first = std::max<long>(0, at - kSiblingScan), last = std::min<long>(readers.size(), at + kSiblingScan);
+      const long first = std::max<long>(0, at - kNeighbourScan), last = std::min<long>(readers.size(), at + kNeighbourScan);
       std::vector<int> groups;
       for (long i = first; i < last; ++i)
         for (int gj : dag_.groups_of(readers[i])) groups.push_back(gj);

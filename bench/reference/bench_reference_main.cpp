@@ -29,6 +29,7 @@
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
 #include "lower/lower_plan.h"
+#include "runtime/common/pipeline.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/text.h"
 
@@ -65,13 +66,24 @@ Difference compare(const Tensor& want, const Tensor& got) {
   return d;
 }
 
+// The compile pipeline's plan, schedule and lower stages (docs/pipeline.md)
+// on `g` as given: the reference kernels are timed on the same graph, so it
+// is not split.
+std::vector<lower::LoweredGroup> lower_through_the_pipeline(const Graph& g, PlannerKind planner) {
+  runtime::Compilation c = runtime::compilation_of(g, planner, {}, schedule::RowScheduleTarget::cpu());
+  c.graph = g;
+  c.kernel_prefix = "bench";
+  run_pipeline(c, runtime::Backend{}, "plan", "lower");
+  return std::move(c.lowered.groups);
+}
+
 // The compiled kernels of `planner`, called in plan order on buffers
 // allocated once (one per value, no pooling), so only kernel time is timed.
 class KernelRunner {
  public:
   KernelRunner(const std::string& name, const Graph& g, PlannerKind planner, runtime::cpu::KernelCache& cache,
                const std::vector<Tensor>& inputs)
-      : groups_(lower::lower_plan(g, plan(g, planner), "bench")) {
+      : groups_(lower_through_the_pipeline(g, planner)) {
     std::vector<kir::Kernel> kernels;
     for (const lower::LoweredGroup& l : groups_) kernels.push_back(*l.kernel);
     const std::string source = codegen::cpu::emit_cpp_translation_unit(kernels);

@@ -11,6 +11,7 @@
 
 #include "fusion/legality.h"
 #include "fusion/stitched_group.h"
+#include "fusion/tile_group.h"
 
 namespace stitch {
 
@@ -19,6 +20,7 @@ std::string_view group_kind_name(GroupKind k) {
     case GroupKind::Loop: return "loop";
     case GroupKind::Reduction: return "reduction";
     case GroupKind::Stitched: return "stitched";
+    case GroupKind::Tile: return "tile";
     case GroupKind::Library: return "library";
   }
   fail_internal("unknown GroupKind", __FILE__, __LINE__);
@@ -104,6 +106,12 @@ void finalize_plan(const Graph& g, FusionPlan& plan) {
     STITCH_ASSERT(!grp.roots.empty(), "fusion group without a root");
     grp.kind = kind_from_roots(g, grp.roots);
     if (grp.kind != GroupKind::Library && is_stitched_group(g, grp.nodes, grp.roots)) grp.kind = GroupKind::Stitched;
+    // Reductions over different axes of one tile: neither a reduction nor a
+    // stitched kernel can hold them (both need one set of axes).
+    if ((grp.kind == GroupKind::Reduction || grp.kind == GroupKind::Stitched) &&
+        tile_group_problem(g, grp.nodes, grp.roots).empty()) {
+      grp.kind = GroupKind::Tile;
+    }
   }
   GroupGraph gg = build_group_graph(g, plan.groups);
   std::vector<int> order = topological_group_order(plan.groups, gg);

@@ -15,6 +15,7 @@ enum class GroupKind : uint8_t {
   Loop,       // elementwise / broadcast / layout / gather roots: one thread per output element
   Reduction,  // at least one root is a reduction: XLA's "input fusion"
   Stitched,   // a reduction's result is read inside the kernel, or written beside other roots (stitched_group.h)
+  Tile,       // reductions over different axes of one tile, a block per tile (tile_group.h)
   Library,    // a dot: a BLAS call, never fused
 };
 
@@ -67,7 +68,8 @@ struct FusionPlan {
   int home_group(int node) const;  // -1 when the node is never materialised
 };
 
-// Sorts nodes and roots, derives each group's kind, orders the groups
+// Sorts nodes and roots, derives each group's kind (a group with reductions
+// that tile_group_problem accepts is a tile group), orders the groups
 // topologically (ties by their smallest root) and the refusals by node.
 // Asserts that every unfused producer -> consumer edge carries a reason.
 void finalize_plan(const Graph& g, FusionPlan& plan);

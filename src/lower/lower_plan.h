@@ -10,6 +10,8 @@
 #include "fusion/fusion_plan.h"
 #include "kir/kernel.h"
 #include "lower/lower_loop_group.h"
+#include "lower/schedule_groups.h"
+#include "schedule/group_schedule.h"
 #include "schedule/select.h"
 
 namespace stitch::lower {
@@ -18,18 +20,22 @@ struct LoweredGroup {
   int group = -1;                     // index into FusionPlan::groups
   std::optional<kir::Kernel> kernel;  // absent: not lowered yet
   GroupSignature signature;           // meaningful only with a kernel
-  std::string not_lowered_reason;     // set exactly when kernel is absent
-  // The row schedule the kernel follows: set for a reduction or stitched
-  // group reducing its innermost axes (schedule/select.h).
-  std::optional<schedule::RowScheduleChoice> row_schedule;
+  std::string not_lowered_reason;     // set exactly when kernel is absent (and not a library group)
+  schedule::GroupSchedule schedule;   // what the kernel follows (schedule_groups.h)
 };
 
-// One entry per group of `plan`, in plan order. Kernels are named
-// "<prefix>_g<index>". A loop group with an op outside is_loop_lowerable, a
-// reduction group with a reduction_group_problem and a library group come
-// back without a kernel and a reason. Row-reduction and stitched groups take
-// the row schedule choose_row_schedule picks for `target` (the back end the
-// kernels are for; the CPU by default).
+// One entry per group of `plan`, in plan order, each group's kernel built as
+// `schedules` (schedule_plan's, one per group) says: the lowering decides
+// nothing of its own. Kernels are named "<prefix>_g<index>". A group whose
+// schedule is Unlowered comes back without a kernel and with its reason; a
+// library group without a kernel (a library call). `target` gives what the
+// schedule does not: the block's shared-memory budget and, on the CPU, which
+// graph outputs take streaming stores (streaming_outputs.h).
+std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
+                                     const std::vector<schedule::GroupSchedule>& schedules, const std::string& prefix,
+                                     const schedule::RowScheduleTarget& target = schedule::RowScheduleTarget::cpu());
+
+// The same with schedule_plan's default schedules for `target`.
 std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, const std::string& prefix,
                                      const schedule::RowScheduleTarget& target = schedule::RowScheduleTarget::cpu());
 

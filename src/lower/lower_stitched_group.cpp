@@ -36,13 +36,15 @@ struct Root {
 class StitchedLowerer {
  public:
   StitchedLowerer(const Graph& g, const FusionGroup& group, const std::string& name,
-                  const schedule::RowSchedule& schedule, int64_t shared_budget_bytes, bool prefetch)
+                  const schedule::RowSchedule& schedule, int64_t shared_budget_bytes, bool prefetch,
+                  const schedule::GroupSharedMemory* shared)
       : g_(g),
         group_(group),
         kb_(name),
         schedule_(schedule),
         shared_budget_bytes_(shared_budget_bytes),
-        prefetch_(prefetch) {}
+        prefetch_(prefetch),
+        shared_(shared) {}
 
   kir::Kernel run() {
     std::string problem = stitched_group_problem(g_, group_.nodes, group_.roots, &domain_);
@@ -155,15 +157,16 @@ class StitchedLowerer {
   // plan's decision (schedule/group_shared_memory.h): one slice per row the
   // block owns, scratch included, within the block's budget.
   void declare_row_caches(const RowNest& nest) {
-    schedule::StitchedLayout layout;
-    layout.row_len = nest.static_len();
-    layout.rows_per_block = nest.rows_per_block();
-    layout.scratch_slots = nest.schedule().kind == schedule::RowScheduleKind::BlockPerRow ? nest.threads() / kir::kWarpSize : 0;
-    layout.budget_bytes = shared_budget_bytes_;
-    const schedule::GroupSharedMemory plan = schedule::plan_group_shared_memory(g_, group_, domain_, layout);
+    // The schedule stage's plan when it made one, else the same plan made here.
+    std::optional<schedule::GroupSharedMemory> own;
+    if (!shared_) {
+      own = schedule::plan_stitched_shared_memory(g_, group_, nest.schedule(), shared_budget_bytes_);
+      STITCH_ASSERT(own.has_value(), "a stitched row kernel with a static row has a shared-memory plan");
+    }
+    const schedule::GroupSharedMemory& plan = shared_ ? *shared_ : *own;
     for (int n : plan.cached) {
       cache_[n] = "row_cache" + std::to_string(cache_.size());
-      kb_.shared(cache_[n], g_.type(node(n).output).dtype, layout.rows_per_block * layout.row_len);
+      kb_.shared(cache_[n], g_.type(node(n).output).dtype, nest.rows_per_block() * nest.static_len());
     }
     place_in_arena(plan);
     // Past the static limit every buffer must be in the one (dynamic) arena.
@@ -353,6 +356,7 @@ class StitchedLowerer {
   schedule::RowSchedule schedule_;
   int64_t shared_budget_bytes_;  // the row caches' and scratch's bytes per block
   bool prefetch_;
+  const schedule::GroupSharedMemory* shared_;  // the schedule's plan; null: planned here
   enum class PrefetchWhen : uint8_t { Never, IfHeavy, Always };
   std::vector<std::string> rows_in_place_;  // of the row body being built
   bool arena_placed_ = false;
@@ -378,8 +382,9 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 }
 
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
-                                 const schedule::RowSchedule& schedule, int64_t shared_budget_bytes, bool prefetch) {
-  return StitchedLowerer(g, group, kernel_name, schedule, shared_budget_bytes, prefetch).run();
+                                 const schedule::RowSchedule& schedule, int64_t shared_budget_bytes, bool prefetch,
+                                 const schedule::GroupSharedMemory* shared) {
+  return StitchedLowerer(g, group, kernel_name, schedule, shared_budget_bytes, prefetch, shared).run();
 }
 
 }  // namespace stitch::lower

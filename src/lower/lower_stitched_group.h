@@ -8,6 +8,7 @@
 
 #include "fusion/fusion_plan.h"
 #include "kir/kernel.h"
+#include "schedule/group_shared_memory.h"
 #include "schedule/row_schedule.h"
 #include "stitch/graph.h"
 
@@ -26,9 +27,12 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 // block's shared memory stays within `shared_budget_bytes`; past
 // kir::kStaticSharedBytes it all lives in the kernel's arena. `prefetch`:
 // the store phase of a row schedule asks for the next block's rows of the
-// inputs read in place (kir::PrefetchStmt; the CPU's).
+// inputs read in place (kir::PrefetchStmt; the CPU's). `shared`: the
+// schedule stage's shared-memory plan (GroupSchedule::shared_memory), which
+// the row caches follow; null: the same plan is made here.
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
                                  const schedule::RowSchedule& schedule = {},
-                                 int64_t shared_budget_bytes = kir::kStaticSharedBytes, bool prefetch = false);
+                                 int64_t shared_budget_bytes = kir::kStaticSharedBytes, bool prefetch = false,
+                                 const schedule::GroupSharedMemory* shared = nullptr);
 
 }  // namespace stitch::lower

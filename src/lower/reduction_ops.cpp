@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "lower/group_expr.h"
+#include "schedule/row_schedule.h"
 
 namespace stitch::lower {
 
@@ -14,7 +15,7 @@ RowGeometry row_geometry(const Expr& len, int64_t max_threads) {
   RowGeometry r;
   kir::is_int_constant(len, &r.static_len);
   r.threads = max_threads;
-  if (r.static_len >= 0) r.threads = std::clamp<int64_t>((r.static_len + 31) / 32 * 32, 32, max_threads);
+  r.threads = schedule::block_per_row_threads(r.static_len, max_threads);
   r.steps = r.static_len >= 0 ? kir::int_const((r.static_len + r.threads - 1) / r.threads)
                               : (len + (r.threads - 1)) / r.threads;
   r.guard = r.static_len < 0 || r.static_len % r.threads != 0;

@@ -128,6 +128,28 @@ GroupSharedMemory plan_group_shared_memory(const Graph& g, const FusionGroup& gr
   return Planner(g, group, domain, layout).run();
 }
 
+std::optional<GroupSharedMemory> plan_stitched_shared_memory(const Graph& g, const FusionGroup& group,
+                                                             const RowSchedule& row, int64_t budget_bytes) {
+  StitchedDomain domain;
+  if (group.kind != GroupKind::Stitched || !stitched_group_problem(g, group.nodes, group.roots, &domain).empty() ||
+      !domain.innermost()) {
+    return std::nullopt;
+  }
+  int64_t row_len = 1;
+  for (size_t a : domain.axes) {
+    if (!domain.shape[a].is_static()) return std::nullopt;
+    row_len *= domain.shape[a].extent();
+  }
+  if (row_len <= 0) return std::nullopt;
+  StitchedLayout layout;
+  layout.row_len = row_len;
+  layout.rows_per_block = row.rows_per_block();
+  layout.scratch_slots =
+      row.kind == RowScheduleKind::BlockPerRow ? block_per_row_threads(row_len, row.threads) / kRowScheduleWarpSize : 0;
+  layout.budget_bytes = budget_bytes;
+  return plan_group_shared_memory(g, group, domain, layout);
+}
+
 std::string print_group_shared_memory(const GroupSharedMemory& m) {
   return print_shared_memory_plan(m.problem, m.plan);
 }

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fusion/fusion_plan.h"
 #include "fusion/stitched_group.h"
 #include "stitch/graph.h"
+#include "schedule/row_schedule.h"
 #include "schedule/shared_memory_plan.h"
 
 namespace stitch::schedule {
@@ -44,6 +46,15 @@ struct GroupSharedMemory {
 // that would push the arena over the budget is dropped, earliest first kept.
 GroupSharedMemory plan_group_shared_memory(const Graph& g, const FusionGroup& group, const StitchedDomain& domain,
                                            const StitchedLayout& layout);
+
+// The shared memory of stitched group `group` under row schedule `row`, laid
+// out as the lowering lays the rows out (row_nest.h: a block-per-row block
+// takes the warps a short row fills, and keeps its reductions' per-warp
+// partials), within `budget_bytes`; nullopt when the group has no stitched
+// domain reducing its innermost axes, or its rows are not static (no row
+// caches then).
+std::optional<GroupSharedMemory> plan_stitched_shared_memory(const Graph& g, const FusionGroup& group,
+                                                             const RowSchedule& row, int64_t budget_bytes);
 
 // print_shared_memory_plan's text, each buffer named by what it holds and
 // its op ("scratch %m", "row cache %e"), as `stitch plan --explain` prints it.

@@ -64,6 +64,7 @@ std::variant<GroupDescription, std::string> describe_group(const Graph& g, const
                                                            const SymbolBindings& bindings, int64_t default_extent) {
   if (group.kind == GroupKind::Library) return std::string("a library call: no schedule to rank");
   if (group.roots.empty()) return std::string("no roots: the group writes nothing");
+  if (group.kind == GroupKind::Tile) return std::string("a tile group: a block per tile, no strategy ranks it yet");
   GroupDescription d;
   d.inputs = external_inputs(g, group);
   d.outputs = static_cast<int64_t>(group.roots.size());
@@ -118,28 +119,12 @@ namespace {
 
 // The shared-memory plan of a stitched group's row kernel under `schedule`,
 // indented under its group; "" for other groups and symbolic rows.
-std::string shared_memory_lines(const Graph& g, const FusionGroup& group, const RowSchedule& schedule) {
-  StitchedDomain domain;
-  if (group.kind != GroupKind::Stitched || !stitched_group_problem(g, group.nodes, group.roots, &domain).empty() ||
-      !domain.innermost()) {
-    return "";
-  }
-  int64_t row_len = 1;
-  for (size_t d : domain.axes) {
-    if (!domain.shape[d].is_static()) return "";
-    row_len *= domain.shape[d].extent();
-  }
-  StitchedLayout layout;
-  layout.row_len = row_len;
-  layout.rows_per_block = schedule.rows_per_block();
-  if (schedule.kind == RowScheduleKind::BlockPerRow) {
-    // A short row takes fewer threads: the row rounded up to whole warps (lower::row_geometry).
-    const int64_t threads = std::min(schedule.threads, (row_len + kRowScheduleWarpSize - 1) / kRowScheduleWarpSize *
-                                                           kRowScheduleWarpSize);
-    layout.scratch_slots = threads / kRowScheduleWarpSize;
-  }
+std::string shared_memory_lines(const Graph& g, const FusionGroup& group, const RowSchedule& schedule,
+                                int64_t budget_bytes) {
+  const std::optional<GroupSharedMemory> m = plan_stitched_shared_memory(g, group, schedule, budget_bytes);
+  if (!m) return "";
   std::string out;
-  const std::string text = print_group_shared_memory(plan_group_shared_memory(g, group, domain, layout));
+  const std::string text = print_group_shared_memory(*m);
   for (size_t start = 0; start < text.size();) {
     const size_t end = text.find('\n', start);
     out += "  " + text.substr(start, end - start) + "\n";
@@ -155,7 +140,7 @@ std::string chosen_line(const Graph& g, const FusionGroup& group, const RowSched
   const std::optional<RowScheduleChoice> choice = choose_row_schedule(g, group, rows, bindings);
   if (!choice) return "";
   return fmt::format("  chosen: {} ({}); the lowering uses it\n", choice->schedule.describe(), choice->reason) +
-         shared_memory_lines(g, group, choice->schedule);
+         shared_memory_lines(g, group, choice->schedule, rows.shared_budget_bytes());
 }
 
 }  // namespace

@@ -60,4 +60,10 @@ std::optional<int64_t> multi_row_lanes(int64_t len) {
   return std::min(lanes, kRowScheduleWarpSize / 2);
 }
 
+int64_t block_per_row_threads(int64_t static_len, int64_t max_threads) {
+  if (static_len < 0) return max_threads;
+  return std::clamp<int64_t>((static_len + kRowScheduleWarpSize - 1) / kRowScheduleWarpSize * kRowScheduleWarpSize,
+                             kRowScheduleWarpSize, max_threads);
+}
+
 }  // namespace stitch::schedule

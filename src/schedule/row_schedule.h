@@ -42,6 +42,11 @@ struct RowSchedule {
   friend bool operator==(const RowSchedule&, const RowSchedule&) = default;
 };
 
+// The threads block-per-row launches for rows of `static_len` elements (-1:
+// symbolic) under a schedule of at most `max_threads`: a short static row
+// takes the warps it fills, no fewer than one.
+int64_t block_per_row_threads(int64_t static_len, int64_t max_threads);
+
 // The lanes a row of `len` elements gets under multi-row-per-warp: the
 // smallest power of two >= len, between 2 and 16 (rows of 17..31 elements: 16
 // lanes, two steps each); nullopt when len >= 32 or unknown (< 0): such rows

@@ -20,24 +20,6 @@ namespace {
 
 constexpr int64_t kThreads = 256;
 
-// The row length of `group`'s reductions when every reduced extent is
-// static, else -1. describe_group has already checked the group reduces the
-// innermost axes.
-int64_t static_row_length(const Graph& g, const FusionGroup& group) {
-  for (int r : group.roots) {
-    const Node& n = g.nodes()[static_cast<size_t>(r)];
-    if (!is_reduction(n.op) || !n.attrs.has("axes") || n.inputs.empty()) continue;
-    const Shape& shape = g.type(n.inputs[0]).shape;
-    int64_t len = 1;
-    for (int64_t a : n.attrs.get("axes").as_ints()) {
-      const Dim& d = shape[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(shape.size()) : a)];
-      if (!d.is_static()) return -1;
-      len *= d.extent();
-    }
-    return len;
-  }
-  return -1;
-}
 
 // The lowering's schedule for a ranked candidate, or nullopt for a strategy it
 // does not implement (thread-per-row).
@@ -277,6 +259,22 @@ RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_
   }
   choice.reason = fmt::format("no ranked candidate the lowering implements on {}: block-per-row", target.gpu_arch);
   return choice;
+}
+
+int64_t static_row_length(const Graph& g, const FusionGroup& group) {
+  for (int r : group.roots) {
+    const Node& n = g.nodes()[static_cast<size_t>(r)];
+    if (!is_reduction(n.op) || !n.attrs.has("axes") || n.inputs.empty()) continue;
+    const Shape& shape = g.type(n.inputs[0]).shape;
+    int64_t len = 1;
+    for (int64_t a : n.attrs.get("axes").as_ints()) {
+      const Dim& d = shape[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(shape.size()) : a)];
+      if (!d.is_static()) return -1;
+      len *= d.extent();
+    }
+    return len;
+  }
+  return -1;
 }
 
 std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const FusionGroup& group,

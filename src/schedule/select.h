@@ -92,4 +92,8 @@ std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const Fusio
                                                      const RowScheduleTarget& target,
                                                      const SymbolBindings& bindings = {});
 
+// The row length of `group`'s first reduction root when every reduced
+// extent is static, else -1.
+int64_t static_row_length(const Graph& g, const FusionGroup& group);
+
 }  // namespace stitch::schedule

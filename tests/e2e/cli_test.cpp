@@ -302,6 +302,46 @@ TEST_F(Cli, CpuBackendDumpsPlanKernelsAndSource) {
   EXPECT_NE(r.output.find("extern \"C\""), std::string::npos) << r.output;
 }
 
+// docs/pipeline.md, Dumps: every stage by its name, the schedule stage's
+// values among them.
+TEST_F(Cli, DumpsEveryPipelineStageByName) {
+  std::string env = "STITCH_DUMP=split-reductions,plan,schedule,lower,emit,compile STITCH_CACHE_DIR=" +
+                    (dir_ / "cache").string();
+  Result r = run_cli("run " + src("bench/workloads/softmax.stitch") +
+                         " --graph softmax_small --backend cpu --planner stitch --random-inputs 1",
+                     env);
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* stage : {"split-reductions", "plan", "schedule", "lower", "emit", "compile"}) {
+    EXPECT_NE(r.output.find(std::string("// STITCH_DUMP ") + stage + "\n"), std::string::npos) << stage;
+  }
+  EXPECT_NE(r.output.find("schedules of softmax_small (planner stitch): 1 groups"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("group 0 [stitched] y: row "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("compile: 1 kernels loaded"), std::string::npos) << r.output;
+}
+
+// docs/tuning.md: --tune measures once; the second run reads the choice back.
+TEST_F(Cli, TunedRunMeasuresOnceThenHitsTheTuningCache) {
+  std::string env = "STITCH_DUMP=tune STITCH_CACHE_DIR=" + (dir_ / "cache").string();
+  std::string args = "run " + src("bench/workloads/softmax.stitch") +
+                     " --graph softmax_small --planner stitch --random-inputs 3 --tune";
+  Result first = run_cli(args, env);
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_NE(first.output.find("0 from the tuning cache, 1 measured"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("// STITCH_DUMP tune\ngroup 0: "), std::string::npos) << first.output;
+  Result second = run_cli(args, env);
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_NE(second.output.find("1 from the tuning cache, 0 measured"), std::string::npos) << second.output;
+  EXPECT_EQ(first.output.substr(first.output.find("y:")), second.output.substr(second.output.find("y:")));
+  // STITCH_TUNE=1 is --tune; anything but 0 or 1 is bad input.
+  Result by_env = run_cli("run " + src("bench/workloads/softmax.stitch") +
+                              " --graph softmax_small --planner stitch --random-inputs 3",
+                          env + " STITCH_TUNE=1");
+  EXPECT_NE(by_env.output.find("1 from the tuning cache, 0 measured"), std::string::npos) << by_env.output;
+  Result bad = run_cli("run " + src("bench/workloads/softmax.stitch") + " --random-inputs 3", "STITCH_TUNE=yes");
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("STITCH_TUNE=yes"), std::string::npos) << bad.output;
+}
+
 TEST_F(Cli, CpuBackendRefusesWhatItCannotRunYet) {
   // argmax over a static empty axis does not lower to a CPU kernel
   // (docs/lowering.md, Not supported yet); the interpreter rejects it at run time.

@@ -49,6 +49,9 @@ TEST_F(Subcommands, PlanJsonGivesGroupsSchedulesPredictionsAndTheSearch) {
   EXPECT_NE(r.output.find("\"kernels\": 1"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"kind\": \"stitched\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"schedule_target\": \"cpu\""), std::string::npos) << r.output;
+  // The schedule stage's value (docs/pipeline.md): a row schedule with its row cache.
+  EXPECT_NE(r.output.find("\"schedule\": \"row warp-per-row"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"cached\": ["), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"optimal\": true"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"predicted_seconds\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"op\": \"reduce_max\""), std::string::npos) << r.output;

@@ -192,7 +192,7 @@ TEST(TileGroupPlanner, DoubleCenteringIsOneKernel) {
   const FusionPlan p = plan(g, PlannerKind::Stitch);
   testing_fusion::check_plan_invariants(g, p);
   ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
-  EXPECT_EQ(p.groups[0].kind, GroupKind::Stitched);
+  EXPECT_EQ(p.groups[0].kind, GroupKind::Tile);
   EXPECT_TRUE(p.refusals.empty()) << print_plan(g, p);
   EXPECT_EQ(tile_group_problem(g, p.groups[0].nodes, p.groups[0].roots), "");
 }
@@ -209,7 +209,7 @@ TEST(TileGroupPlanner, SiblingReductionsMerge) {
   const FusionPlan p = plan(g, PlannerKind::Stitch);
   testing_fusion::check_plan_invariants(g, p);
   ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
-  EXPECT_EQ(p.groups[0].kind, GroupKind::Reduction);
+  EXPECT_EQ(p.groups[0].kind, GroupKind::Tile);
 }
 
 // A tile that is the whole tensor would be one block: the planner leaves

@@ -29,6 +29,7 @@
 #include "runtime/cpu/cpu_compiler.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "runtime/cuda/cubin_cache.h"
+#include "runtime/common/pipeline.h"
 #include "schedule/row_schedule.h"
 #include "schedule/select.h"
 #include "schedule/target.h"
@@ -195,15 +196,12 @@ std::string batch_source(const std::vector<gpu_testing::GpuGraph>& graphs, Plann
   rows.forced_column_groups = forced_column_groups;
   PlanOptions options;
   options.max_fusions = resolve_max_fusions(options);
-  std::vector<kir::Kernel> kernels;
-  const std::vector<Graph> canonical = gpu_testing::canonical_graphs(graphs);
-  for (size_t i = 0; i < canonical.size(); ++i) {
-    const Graph g = split_full_reductions(canonical[i]);
-    LoweredPlan lowered =
-        lower_whole_plan(g, plan(g, planner, options), kernel_prefix(g.name()) + "_b" + std::to_string(i), rows);
-    EXPECT_EQ(lowered.unsupported, "") << g.name() << " (" << planner_name(planner) << ") does not lower for CUDA";
-    kernels.insert(kernels.end(), lowered.kernels.begin(), lowered.kernels.end());
-  }
+  runtime::Backend backend;
+  backend.name = "cuda";
+  const std::vector<kir::Kernel> kernels =
+      runtime::lower_batch(gpu_testing::canonical_graphs(graphs), runtime::compilation_of(Graph(), planner, options, rows),
+                           backend)
+          .kernels;
   return codegen::cuda::emit_cuda_translation_unit(kernels);
 }
 

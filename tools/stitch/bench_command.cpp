@@ -121,6 +121,7 @@ void print_header() {
 int bench_command(const std::vector<std::string>& files, const BenchOptions& options) {
   if (options.backend == "cuda") {
     if (options.fresh_outputs) throw UserError("--fresh-outputs: only --backend cpu times fresh outputs");
+    if (options.tune) throw UserError("--tune: schedules are tuned on the CPU only so far; use --backend cpu");
     return bench_cuda_command(files, options);
   }
   if (options.backend != "cpu") {
@@ -145,8 +146,14 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
     w.inputs = bench_inputs(w, options);
     double copy_gbps = -1;
     int64_t bytes_min = -1;
+    // --tune: each planner untuned, then tuned, side by side ("stitch+tune").
+    std::vector<std::pair<PlannerKind, bool>> variants;
     for (PlannerKind planner : planners) {
-      const std::string planner_text(planner_name(planner));
+      variants.emplace_back(planner, false);
+      if (options.tune) variants.emplace_back(planner, true);
+    }
+    for (const auto& [planner, tuned] : variants) {
+      const std::string planner_text = std::string(planner_name(planner)) + (tuned ? "+tune" : "");
       ScratchDirectory cold_directory;
       double compile_s = 0, load_s = 0, memory_hit_s = 0;
       std::optional<runtime::cpu::CpuExecutable> exe;
@@ -154,9 +161,12 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
       compile_options.rows.forced = forced;
       try {
         runtime::cpu::KernelCache cold(cold_directory.path());
+        // --tune: the cold compile measures the schedules, the warm ones read them back.
+        std::unique_ptr<tune::ScheduleTuner> tuner = tuned ? cpu_tuner(true, cold, compile_options) : nullptr;
         Clock::time_point start = Clock::now();
         runtime::cpu::CpuExecutable::compile(w.canonical, planner, cold, compile_options);
         compile_s = seconds_since(start);
+        if (tuner) report_tuning(*tuner);
         runtime::cpu::KernelCache warm(cold_directory.path());
         start = Clock::now();
         runtime::cpu::CpuExecutable::compile(w.canonical, planner, warm, compile_options);
@@ -208,7 +218,8 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
       row.update({{"memory_hit_s", memory_hit_s},
                   {"peak_intermediate_bytes", exe->peak_intermediate_bytes()},
                   {"fallback", exe->fallback()},
-                  {"outputs", outputs_policy}});
+                  {"outputs", outputs_policy},
+                  {"tuned", tuned}});
       results.push_back(std::move(row));
     }
     w.inputs.clear();

@@ -2,12 +2,16 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "fusion/planner.h"
 #include "schedule/select.h"
+#include "runtime/common/pipeline.h"
+#include "runtime/cpu/executable.h"
+#include "tune/schedule_tuner.h"
 #include "stitch/graph.h"
 #include "stitch/tensor.h"
 
@@ -54,7 +58,20 @@ std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const M
 // Prints the graph after each canonicalisation pass when STITCH_DUMP names
 // "graph" (or "all"); returns the canonical graph.
 Graph canonicalize_with_dumps(const Graph& g);
+// Whether STITCH_DUMP asks for `stage`: a pipeline stage (or an older name
+// for one, runtime::dump_stage_matches), "cache", "buffers" or "all".
 bool dump_enabled(const std::string& stage);
+// The pipeline stages STITCH_DUMP names, printed to stderr as
+// "// STITCH_DUMP <stage>" and the stage's text.
+runtime::StageDump stage_dumps();
+
+// --tune or STITCH_TUNE=1 (docs/tuning.md): a tuner over `cache`'s
+// directory, wired into `options`; nullptr when tuning is not asked for.
+std::unique_ptr<tune::ScheduleTuner> cpu_tuner(bool tune, runtime::cpu::KernelCache& cache,
+                                               runtime::cpu::CompileOptions& options);
+// One line on stderr saying what the tuner did (with a warning when a
+// candidate disagreed with the interpreter); its report under STITCH_DUMP=tune.
+void report_tuning(const tune::ScheduleTuner& tuner);
 
 // --backend cuda (cuda_commands.cpp). Each throws UserError (status 2) when
 // this stitch was built without the CUDA toolkit, or when no driver or device
@@ -73,7 +90,7 @@ BackendRun check_run_on_cuda(const Graph& canonical, PlannerKind planner, const 
 
 int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                 const std::string& planner, const InputSpec& inputs, const std::string& output_dir,
-                bool print_values);
+                bool print_values, bool tune);
 int print_command(const std::string& file, const std::string& graph_name, bool canonical);
 
 // The planner `--planner` names for a compiled back end ("xla" when empty);
@@ -127,6 +144,7 @@ struct BenchOptions {
   // --fresh-outputs: every timed run allocates its outputs, as a framework's
   // call does, instead of writing into the same tensors (CPU only).
   bool fresh_outputs = false;
+  bool tune = false;  // --tune: schedules measured (docs/tuning.md)
 };
 // stitch bench (bench_command.cpp; --backend cuda: bench_cuda_command.cpp).
 int bench_command(const std::vector<std::string>& files, const BenchOptions& options);

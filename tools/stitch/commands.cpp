@@ -68,12 +68,25 @@ void summarize(const std::string& name, const Tensor& t) {
 bool dump_enabled(const std::string& stage) {
   const char* env = std::getenv("STITCH_DUMP");
   if (!env) return false;
-  std::string list = std::string(",") + env + ",";
-  return list.find("," + stage + ",") != std::string::npos || list.find(",all,") != std::string::npos;
+  const std::string list = env;
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    if (runtime::dump_stage_matches(std::string_view(list).substr(start, end - start), stage)) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+runtime::StageDump stage_dumps() {
+  return {[](std::string_view stage) { return dump_enabled(std::string(stage)); },
+          [](std::string_view stage, const std::string& text) {
+            std::cerr << "// STITCH_DUMP " << stage << "\n" << text;
+          }};
 }
 
 Graph canonicalize_with_dumps(const Graph& g) {
-  if (!dump_enabled("graph")) return canonicalize(g);
+  if (!dump_enabled("canonicalize")) return canonicalize(g);
   std::cerr << "// STITCH_DUMP graph: as parsed\n" << print_graph(g);
   return canonicalize(g, [](const std::string& pass, const Graph& after) {
     std::cerr << "// STITCH_DUMP graph: after " << pass << "\n" << print_graph(after);
@@ -196,13 +209,15 @@ std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const M
 namespace {
 
 // --backend cpu: plan, lower, compile through the on-disk kernel cache, run.
-std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs,
+                               bool tune) {
   const PlannerKind kind = executable_planner("cpu", planner);
   runtime::cpu::KernelCache cache;
-  auto dump = [](std::string_view stage, const std::string& text) {
-    if (dump_enabled(std::string(stage))) std::cerr << "// STITCH_DUMP " << stage << "\n" << text;
-  };
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, kind, cache, dump);
+  runtime::cpu::CompileOptions options;
+  options.dump = stage_dumps();
+  std::unique_ptr<tune::ScheduleTuner> tuner = cpu_tuner(tune, cache, options);
+  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, kind, cache, options);
+  if (tuner) report_tuning(*tuner);
   if (dump_enabled("cache")) {
     runtime::cpu::CacheStats s = cache.stats();
     std::cerr << fmt::format("cache: hits={} misses={}\n", s.hits, s.misses);
@@ -218,6 +233,32 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
 
 }  // namespace
 
+std::unique_ptr<tune::ScheduleTuner> cpu_tuner(bool tune, runtime::cpu::KernelCache& cache,
+                                               runtime::cpu::CompileOptions& options) {
+  if (!tune && !tune::tuning_requested_by_environment()) return nullptr;
+  auto tuner = std::make_unique<tune::ScheduleTuner>(cache);
+  tune::ScheduleTuner* t = tuner.get();
+  options.tuner = [t](const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
+    return t->choose(g, plan, target);
+  };
+  options.tuner_key = tuner->key();
+  return tuner;
+}
+
+void report_tuning(const tune::ScheduleTuner& tuner) {
+  const tune::TuneStats& s = tuner.stats();
+  std::cerr << fmt::format(
+      "stitch: tuned {} groups with several candidate schedules: {} from the tuning cache, {} measured ({} stale, {} "
+      "corrupt entries), {} not tunable; {} differ from the default\n",
+      s.groups, s.hits, s.measured, s.stale, s.corrupt, s.untunable, s.changed);
+  if (s.rejected > 0) {
+    std::cerr << fmt::format("stitch: warning: {} candidate schedules disagreed with the interpreter and were not "
+                             "taken (a bug in Stitch; STITCH_DUMP=tune shows them)\n",
+                             s.rejected);
+  }
+  if (dump_enabled("tune")) std::cerr << "// STITCH_DUMP tune\n" << tuner.report();
+}
+
 PlannerKind executable_planner(const std::string& backend, const std::string& planner) {
   std::optional<PlannerKind> kind = parse_planner_kind(planner.empty() ? "xla" : planner);
   if (!kind) {
@@ -229,10 +270,11 @@ PlannerKind executable_planner(const std::string& backend, const std::string& pl
 
 int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                 const std::string& planner, const InputSpec& spec, const std::string& output_dir,
-                bool print_values) {
+                bool print_values, bool tune) {
   ModelInputs model;
   Module m = load_module(file, &model, &spec);
   const Graph& g = select_graph(m, graph_name, file);
+  if (tune && backend != "cpu") throw UserError("--tune: schedules are tuned on the CPU only so far; use --backend cpu");
   if (backend == "cuda") require_cuda_device();
   if (backend != "interp" && backend != "cpu" && backend != "cuda") {
     throw UserError(fmt::format("backend '{}' is not built into this version of stitch; use --backend interp, cpu "
@@ -240,7 +282,7 @@ int run_command(const std::string& file, const std::string& graph_name, const st
   }
   Graph canonical = canonicalize_with_dumps(g);
   std::vector<Tensor> inputs = gather_inputs(canonical, spec, model);
-  std::vector<Tensor> results = backend == "cpu"    ? run_on_cpu(canonical, planner, inputs)
+  std::vector<Tensor> results = backend == "cpu"    ? run_on_cpu(canonical, planner, inputs, tune)
                                 : backend == "cuda" ? run_on_cuda(canonical, planner, inputs)
                                                     : interpret(canonical, inputs);
 

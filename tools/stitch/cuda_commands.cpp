@@ -38,9 +38,7 @@ void require_cuda_device() { cuda_context(); }
 std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs) {
   std::shared_ptr<runtime::cuda::CudaContext> context = cuda_context();
   runtime::cuda::CudaCompileOptions options;
-  options.dump = [](std::string_view stage, const std::string& text) {
-    if (dump_enabled(std::string(stage))) std::cerr << "// STITCH_DUMP " << stage << "\n" << text;
-  };
+  options.dump = stage_dumps();
   runtime::cuda::CudaExecutable exe =
       runtime::cuda::CudaExecutable::compile(canonical, executable_planner("cuda", planner), context, cubin_cache(), options);
   if (dump_enabled("cache")) {

@@ -35,6 +35,8 @@ int dispatch(int argc, char** argv) {
   run->add_option("--dim", inputs.dims, "bind a symbolic dim for random inputs: SYMBOL=N (repeatable)");
   run->add_option("--output-dir", output_dir, "write each result to DIR/<name>.npy");
   run->add_flag("--print", print_values, "print the results");
+  bool run_tune = false;
+  run->add_flag("--tune", run_tune, "cpu: measure each group's candidate schedules, keep the fastest (cached on disk)");
 
   bool raw = false;
   CLI::App* print = app.add_subcommand("print", "Print a file's graphs in canonical text form");
@@ -98,6 +100,8 @@ int dispatch(int argc, char** argv) {
       ->check(CLI::IsMember(row_schedule_option_values()));
   bench->add_flag("--fresh-outputs", bench_options.fresh_outputs,
                   "allocate the outputs in every timed run, as a framework does (default: reuse them)");
+  bench->add_flag("--tune", bench_options.tune,
+                  "cpu: measure each group's candidate schedules, keep the fastest (cached on disk)");
 
   try {
     app.parse(argc, argv);
@@ -111,7 +115,7 @@ int dispatch(int argc, char** argv) {
     app.exit(e);
     return kExitBadInput;
   }
-  if (*run) return run_command(file, graph_name, backend, planner, inputs, output_dir, print_values);
+  if (*run) return run_command(file, graph_name, backend, planner, inputs, output_dir, print_values, run_tune);
   if (*print) return print_command(file, graph_name, !raw);
   if (*plan) return plan_command(file, graph_name, plan_planner, format, plan_dims, output, plan_explain, plan_target,
                                  plan_rows);

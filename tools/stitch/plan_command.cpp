@@ -8,16 +8,15 @@
 #include <iostream>
 
 #include "cli.h"
-#include "ir/split_reductions.h"
+#include "codegen/cpu/cpp_emitter.h"
 #include "fusion/cost_model.h"
 #include "fusion/delta_evaluator.h"
 #include "fusion/planner.h"
-#include "runtime/cpu/executable.h"
+#include "runtime/common/pipeline.h"
 #include "schedule/plan_explain.h"
 #include "stitch/text.h"
 #ifdef STITCH_HAVE_CUDA
 #include "codegen/cuda/cuda_emitter.h"
-#include "lower/lower_plan.h"
 #endif
 
 namespace stitch::cli {
@@ -44,7 +43,8 @@ std::string plan_text(const Graph& g, const FusionPlan& plan, const FusionCostMo
 // seconds and its schedule, the kernel count, the plan's predicted seconds,
 // and what a searching planner found.
 std::string plan_json(const Graph& g, const FusionPlan& plan, const SymbolBindings& bindings, PlannerKind kind,
-                      const PlanSearchReport& search, const schedule::RowScheduleTarget& rows) {
+                      const PlanSearchReport& search, const std::vector<schedule::GroupSchedule>& schedules,
+                      const schedule::RowScheduleTarget& rows) {
   using nlohmann::json;
   const FusionCostModel bytes(bindings);
   const DeltaEvaluator evaluator(cpu_target_model(), bytes);
@@ -58,13 +58,17 @@ std::string plan_json(const Graph& g, const FusionPlan& plan, const SymbolBindin
     }
     json roots = json::array();
     for (int r : grp.roots) roots.push_back(g.value_name(g.nodes()[r].output));
-    json sched;
-    if (std::optional<schedule::RowScheduleChoice> row = schedule::choose_row_schedule(g, grp, rows, bindings)) {
-      sched = {{"kind", "row"}, {"schedule", row->schedule.describe()}, {"reason", row->reason}};
-    } else if (grp.kind == GroupKind::Library || grp.kind == GroupKind::Loop) {
-      sched = {{"kind", std::string(group_kind_name(grp.kind))}};
-    } else {
-      sched = {{"kind", "column or tile"}, {"reason", "chosen by the lowering"}};
+    const schedule::GroupSchedule& s = schedules.at(gi);
+    json sched = {{"kind", std::string(schedule::schedule_kind_name(s.kind))},
+                  {"schedule", s.key()},
+                  {"reason", s.reason}};
+    if (s.kind == schedule::ScheduleKind::Row) sched["row"] = s.row.describe();
+    if (s.kind == schedule::ScheduleKind::Column) sched["column"] = s.column.describe();
+    if (s.shared_bytes > 0) {
+      json cached = json::array();
+      for (int n : s.cached) cached.push_back(g.value_name(g.nodes()[n].output));
+      sched["shared_bytes"] = s.shared_bytes;
+      sched["cached"] = cached;
     }
     const PlanCost cost = bytes.group_cost(g, grp);
     const double seconds = evaluator.group_seconds(g, grp);
@@ -120,31 +124,31 @@ std::string search_text(const PlanSearchReport& r, PlannerKind kind) {
   return out + "\n";
 }
 
-// The CUDA C of every kernel of the plan `stitch run` would execute (docs/cuda-backend.md);
-// dots are library calls, so they have no kernel here.
-std::string cuda_source(const Graph& canonical, PlannerKind kind, std::optional<schedule::RowScheduleKind> forced) {
+// The translation unit of the plan `stitch run` would execute on `backend`
+// (docs/cli.md, stitch emit): the pipeline through its emit stage, on the
+// CPU's target or a GPU's table entry (sm_90); dots are library calls, so
+// they have no kernel here.
+std::string emitted_source(const Graph& canonical, PlannerKind kind, const std::string& backend_name,
+                           std::optional<schedule::RowScheduleKind> forced) {
+  runtime::Backend backend;
+  backend.name = backend_name;
+  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
+  PlanOptions options;
+  if (backend_name == "cuda") {
 #ifdef STITCH_HAVE_CUDA
-  const Graph g = split_full_reductions(canonical);
-  const FusionPlan fusion_plan = plan(g, kind, PlanOptions::for_gpu());
-  std::string prefix = "k_";
-  for (char c : g.name()) prefix += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  std::vector<kir::Kernel> kernels;
-  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::gpu();
-  rows.forced = forced;
-  for (lower::LoweredGroup& l : lower::lower_plan(g, fusion_plan, prefix, rows)) {
-    if (l.kernel) {
-      kernels.push_back(std::move(*l.kernel));
-    } else if (fusion_plan.groups[l.group].kind != GroupKind::Library) {
-      throw UserError(fmt::format("--backend cuda cannot emit group {} yet: {}", l.group, l.not_lowered_reason));
-    }
-  }
-  return codegen::cuda::emit_cuda_translation_unit(kernels);
+    backend.emit = [](const std::vector<kir::Kernel>& kernels) { return codegen::cuda::emit_cuda_translation_unit(kernels); };
+    rows = schedule::RowScheduleTarget::gpu();
+    options = PlanOptions::for_gpu();
 #else
-  (void)canonical;
-  (void)kind;
-  (void)forced;
-  throw UserError("--backend cuda: this stitch was built without the CUDA toolkit");
+    throw UserError("--backend cuda: this stitch was built without the CUDA toolkit");
 #endif
+  } else {
+    backend.emit = [](const std::vector<kir::Kernel>& kernels) { return codegen::cpu::emit_cpp_translation_unit(kernels); };
+  }
+  rows.forced = forced;
+  runtime::Compilation c = runtime::compilation_of(canonical, kind, options, rows);
+  run_pipeline(c, backend, "split-reductions", "emit", stage_dumps());
+  return c.source;
 }
 
 }  // namespace
@@ -183,15 +187,23 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   // (full reductions split, src/ir/split_reductions.h), so this is the plan
   // `stitch run` executes; explained for a GPU --target, the plan the CUDA
   // back end makes (a block holds less of a row between phases, PlanOptions).
-  Graph canonical = split_full_reductions(canonicalize_with_dumps(select_graph(m, graph_name, file)));
-  PlanSearchReport search;
-  FusionPlan fusion_plan = plan(canonical, kind, explain && gpu ? PlanOptions::for_gpu() : PlanOptions{}, &search);
+  // The plan of the graph the CPU back end runs: the pipeline through its
+  // schedule stage (full reductions split, src/ir/split_reductions.h), so this
+  // is the plan `stitch run` executes; explained for a GPU --target, the plan
+  // the CUDA back end makes (a block holds less of a row between phases,
+  // PlanOptions).
+  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
+  rows.forced = forced;
+  runtime::Compilation c = runtime::compilation_of(canonicalize_with_dumps(select_graph(m, graph_name, file)), kind,
+                                                   explain && gpu ? PlanOptions::for_gpu() : PlanOptions{}, rows);
+  run_pipeline(c, runtime::Backend{}, "split-reductions", "schedule", stage_dumps());
+  const Graph& canonical = c.graph;
+  const FusionPlan& fusion_plan = c.plan;
+  const PlanSearchReport& search = c.search;
   std::string text;
   if (format == "json") {
     // The CPU's plan, as the text form prints it, with the CPU's schedules.
-    schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
-    rows.forced = forced;
-    text = plan_json(canonical, fusion_plan, bindings, kind, search, rows);
+    text = plan_json(canonical, fusion_plan, bindings, kind, search, c.schedules, rows);
   } else if (format == "dot") {
     text = print_plan_dot(canonical, fusion_plan);
   } else {
@@ -200,8 +212,6 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   }
   if (explain && gpu) text += schedule::explain_plan(canonical, fusion_plan, *gpu, bindings, 5, forced);
   if (explain && !gpu) {
-    schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
-    rows.forced = forced;
     text += schedule::explain_row_schedules(canonical, fusion_plan, rows, bindings);
   }
   if (output.empty()) {
@@ -223,17 +233,8 @@ int emit_command(const std::string& file, const std::string& graph_name, const s
   }
   PlannerKind kind = implemented_planner(planner);
   Module m = load_module(file, nullptr);
-  Graph canonical = canonicalize_with_dumps(select_graph(m, graph_name, file));
-  if (backend == "cuda") {
-    std::cout << cuda_source(canonical, kind, forced);
-    return kExitOk;
-  }
-  // Through the executable, so the text is exactly what `stitch run` compiles.
-  runtime::cpu::KernelCache cache;
-  runtime::cpu::CompileOptions options;
-  options.rows.forced = forced;
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, kind, cache, options);
-  std::cout << exe.source();
+  // The same pipeline `stitch run` compiles through, stopped after its emit stage.
+  std::cout << emitted_source(canonicalize_with_dumps(select_graph(m, graph_name, file)), kind, backend, forced);
   return kExitOk;
 }
 

@@ -5,7 +5,6 @@
 #include <cctype>
 #include <iostream>
 
-#include "ir/split_reductions.h"
 #include "kir/printer.h"
 #include "stitch/error.h"
 #include "stitch/text.h"
@@ -24,10 +23,10 @@ int64_t value_bytes(const Graph& g, ValueId v, const SymbolBindings& bindings) {
   return n;
 }
 
-LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::string& prefix,
-                             const schedule::RowScheduleTarget& rows) {
+LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::vector<schedule::GroupSchedule>& schedules,
+                             const std::string& prefix, const schedule::RowScheduleTarget& rows) {
   LoweredPlan out;
-  out.groups = lower::lower_plan(g, plan, prefix, rows);
+  out.groups = lower::lower_plan(g, plan, schedules, prefix, rows);
   for (lower::LoweredGroup& l : out.groups) {
     const FusionGroup& group = plan.groups[l.group];
     if (group.kind == GroupKind::Library) {
@@ -65,6 +64,13 @@ std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered)
     steps.push_back(std::move(step));
   }
   return steps;
+}
+
+StepValues signature_values(const lower::GroupSignature& signature) {
+  StepValues values;
+  for (ValueId v : signature.inputs) values.reads.push_back(v.index);
+  for (ValueId v : signature.outputs) values.writes.push_back(v.index);
+  return values;
 }
 
 std::string unsupported_message(const std::string& backend, const std::string& reason) {
@@ -106,24 +112,6 @@ std::string print_kernels(const std::vector<kir::Kernel>& kernels) {
   std::string text;
   for (const kir::Kernel& k : kernels) text += kir::print_kernel(k);
   return text;
-}
-
-LoweredBatch lower_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
-                         const PlanOptions& plan_options, const schedule::RowScheduleTarget& rows,
-                         const std::string& backend) {
-  LoweredBatch batch;
-  for (size_t i = 0; i < canonical_graphs.size(); ++i) {
-    batch.graphs.push_back(split_full_reductions(canonical_graphs[i]));
-    const Graph& g = batch.graphs.back();
-    batch.plans.push_back(lower_whole_plan(g, stitch::plan(g, planner, plan_options),
-                                           kernel_prefix(g.name()) + "_b" + std::to_string(i), rows));
-    const LoweredPlan& lowered = batch.plans.back();
-    if (!lowered.unsupported.empty()) {
-      throw UserError(fmt::format("graph {} ('{}'): {}", i, g.name(), unsupported_message(backend, lowered.unsupported)));
-    }
-    batch.kernels.insert(batch.kernels.end(), lowered.kernels.begin(), lowered.kernels.end());
-  }
-  return batch;
 }
 
 void report_warning(const std::function<void(const std::string&)>& warn, const std::string& message) {

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +13,7 @@
 #include "fusion/planner.h"
 #include "kir/kernel.h"
 #include "lower/lower_plan.h"
+#include "runtime/common/buffer_plan.h"
 #include "schedule/select.h"
 #include "stitch/error.h"
 #include "stitch/graph.h"
@@ -38,8 +38,9 @@ struct LoweredPlan {
   std::string unsupported;           // "" when every group lowers
 };
 
-LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::string& prefix,
-                             const schedule::RowScheduleTarget& rows);
+// `plan` lowered as `schedules` say (lower::lower_plan).
+LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::vector<schedule::GroupSchedule>& schedules,
+                             const std::string& prefix, const schedule::RowScheduleTarget& rows);
 
 // One entry of a launch list, before a back end binds its entry point: a
 // dot (a library call on `node`) or the kernel of its group.
@@ -52,6 +53,9 @@ struct LaunchStep {
   std::vector<int> arg_reductions;
 };
 std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered);
+
+// The values a launch step reads and writes, for the buffer plan.
+StepValues signature_values(const lower::GroupSignature& signature);
 
 // "--backend BACKEND cannot run this graph yet: REASON; use --backend interp".
 std::string unsupported_message(const std::string& backend, const std::string& reason);
@@ -68,64 +72,14 @@ std::vector<int> arg_reduction_nodes(const Graph& g, const FusionGroup& group);
 // interpreter's UserError, word for word.
 void check_arg_reduction_extent(const Graph& g, int node, const SymbolBindings& bindings);
 
-// The texts of the fallback reports (build_with_fallback).
+// The texts of the fallback reports (the compile stage, pipeline.h).
 std::string fallback_note(const Graph& g, PlannerKind planner, const std::string& what, const std::string& error);
 std::string interpreter_note(const Graph& g, const std::string& error);
 
 // Every kernel's Kernel IR text, for STITCH_DUMP=kir.
 std::string print_kernels(const std::vector<kir::Kernel>& kernels);
 
-// Many graphs lowered for one translation unit (compile_batch): each graph
-// after split_full_reductions, its plan under `planner` and its kernels
-// (prefixed "<graph>_b<i>" so names stay unique), all kernels in order.
-// Throws UserError naming the first graph that does not lower.
-struct LoweredBatch {
-  std::vector<Graph> graphs;
-  std::vector<LoweredPlan> plans;
-  std::vector<kir::Kernel> kernels;
-};
-LoweredBatch lower_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
-                         const PlanOptions& plan_options, const schedule::RowScheduleTarget& rows,
-                         const std::string& backend);
-
 // `warn` with the message, or "stitch: warning: MESSAGE" on stderr without one.
 void report_warning(const std::function<void(const std::string&)>& warn, const std::string& message);
-
-// The ladder both executables climb down when generated code does not
-// compile (docs/executable.md, Fallback): the planner's kernels, else one
-// kernel per op, else the reference interpreter, so a Stitch bug costs speed,
-// never the result. `build` returns nullptr and sets its error string when
-// the compiler rejects a plan; `what` names the kernels in the report
-// ("kernels", "CUDA kernels"). Compiled needs `plan`, `fallback` and
-// `interpret` members.
-template <class Compiled>
-std::shared_ptr<Compiled> build_with_fallback(
-    const Graph& g, PlannerKind planner, const LoweredPlan& lowered, const schedule::RowScheduleTarget& rows,
-    const std::string& what, const std::function<std::shared_ptr<Compiled>(const LoweredPlan&, std::string&)>& build,
-    const std::function<void(const std::string&)>& warn) {
-  std::string error;
-  std::shared_ptr<Compiled> compiled = build(lowered, error);
-  if (!compiled && planner != PlannerKind::None) {
-    std::string note = fallback_note(g, planner, what, error);
-    LoweredPlan unfused = lower_whole_plan(g, plan_none(g), kernel_prefix(g.name()), rows);
-    STITCH_ASSERT(unfused.unsupported.empty(), "the unfused plan lowers whenever the fused one does");
-    compiled = build(unfused, error);
-    if (compiled) {
-      compiled->fallback = note + "falling back to the unfused plan (planner none)";
-      report_warning(warn, compiled->fallback);
-    } else {
-      note += "the unfused plan failed too:\n" + error + "\n";
-    }
-    error = note;
-  }
-  if (!compiled) {
-    compiled = std::make_shared<Compiled>();
-    compiled->plan = plan_none(g);
-    compiled->interpret = true;
-    compiled->fallback = interpreter_note(g, error);
-    report_warning(warn, compiled->fallback);
-  }
-  return compiled;
-}
 
 }  // namespace stitch::runtime

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include "codegen/cpu/cpp_emitter.h"
+#include "runtime/common/buffer_plan.h"
 #include "runtime/common/launch_list.h"
-#include "ir/split_reductions.h"
+#include "runtime/common/pipeline.h"
 #include "ir/structural_key.h"
 #include "stitch/text.h"
 #include "kir/printer.h"
@@ -59,7 +61,7 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
 }
 
 std::string memory_key(const Graph& g, PlannerKind planner, int max_fusions, const CompilerOptions& compiler,
-                       const schedule::RowScheduleTarget& rows) {
+                       const schedule::RowScheduleTarget& rows, const std::string& tuner_key) {
   std::string text = structural_key(g);
   // The hints that change the generated code but no value (prefetch,
   // streaming stores, transpose tiles, the L1 and L2 sizes that set the warps
@@ -70,6 +72,8 @@ std::string memory_key(const Graph& g, PlannerKind planner, int max_fusions, con
       planner_name(planner), max_fusions, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
       rows.transpose_tiles, rows.cpu_l2_bytes, rows.cpu_l1_bytes);
   for (const std::string& f : compiler.flags) text += f + "\n";
+  // Tuned schedules (CompileOptions::schedule_override) change the kernels.
+  text += "tuner " + tuner_key + "\n";
   return sha256_hex(text);
 }
 
@@ -78,26 +82,26 @@ CacheStats stats_delta(const CacheStats& before, const CacheStats& after) {
           after.recompiled_corrupt - before.recompiled_corrupt};
 }
 
-// Emits, compiles and loads `lowered`; nullptr and a message in `error` when
-// the compiler rejects it (or the test seam says it would).
-std::shared_ptr<CompiledGraph> try_build(const Graph& g, const LoweredPlan& lowered, KernelCache& cache,
-                                         const CompileOptions& options, std::string& error) {
-  auto compiled = std::make_shared<CompiledGraph>();
-  compiled->source = codegen::cpu::emit_cpp_translation_unit(lowered.kernels);
-  if (options.dump) options.dump("source", compiled->source);
-  if (options.reject_plan && options.reject_plan(lowered.plan)) {
-    error = "the translation unit was rejected by CompileOptions::reject_plan (test seam)";
-    return nullptr;
-  }
-  try {
-    compiled->module = cache.load_or_compile(compiled->source, options.compiler);
-  } catch (const CompileError& e) {
-    error = e.what();
-    return nullptr;
-  }
-  compiled->steps = make_steps(g, lowered, compiled->module);
-  compiled->plan = lowered.plan;
-  return compiled;
+// The CPU's stages of the pipeline: the C++ emitter, and the compiler through
+// the kernel cache, loading into `module`.
+Backend cpu_backend(KernelCache& cache, const CompileOptions& options, CpuModule& module) {
+  Backend backend;
+  backend.name = "cpu";
+  backend.emit = [](const std::vector<kir::Kernel>& kernels) { return codegen::cpu::emit_cpp_translation_unit(kernels); };
+  backend.build = [&cache, &options, &module](const std::string& source, const LoweredPlan& lowered, std::string& error) {
+    if (options.reject_plan && options.reject_plan(lowered.plan)) {
+      error = "the translation unit was rejected by CompileOptions::reject_plan (test seam)";
+      return false;
+    }
+    try {
+      module = cache.load_or_compile(source, options.compiler);
+    } catch (const CompileError& e) {
+      error = e.what();
+      return false;
+    }
+    return true;
+  };
+  return backend;
 }
 
 }  // namespace
@@ -111,7 +115,7 @@ const std::string& CpuExecutable::source() const { return compiled_->source; }
 const std::string& CpuExecutable::fallback() const { return compiled_->fallback; }
 
 CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
-                                     const DumpHook& dump) {
+                                     const StageDump& dump) {
   CompileOptions options;
   options.dump = dump;
   return compile(canonical_graph, planner, cache, options);
@@ -120,36 +124,31 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
 CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
                                      const CompileOptions& options) {
   const CacheStats before = cache.stats();
-  const int max_fusions = resolve_max_fusions(options.plan);
-  const std::string key = memory_key(canonical_graph, planner, max_fusions, options.compiler, options.rows);
-  // The graph the CPU runs: full reductions split so that they use every core
-  // (src/ir/split_reductions.h). Deterministic, so a memory hit rebuilds the
-  // same value numbering the cached steps refer to.
-  const Graph g = split_full_reductions(canonical_graph);
+  // The CPU's planning options; only the fusion cap comes from the caller.
+  PlanOptions plan_options;
+  plan_options.max_fusions = resolve_max_fusions(options.plan);
+  const std::string key =
+      memory_key(canonical_graph, planner, plan_options.max_fusions, options.compiler, options.rows, options.tuner_key);
+  Compilation c = compilation_of(canonical_graph, planner, plan_options, options.rows);
+  c.schedule_override = options.schedule_override;
+  c.tuner = options.tuner;
+  c.warn = options.warn;
+  CpuModule module;
+  const Backend backend = cpu_backend(cache, options, module);
+  // The graph the CPU runs (split-reductions) is deterministic, so a memory
+  // hit rebuilds the same value numbering the cached steps refer to.
+  run_pipeline(c, backend, "split-reductions", "split-reductions", options.dump);
   if (std::shared_ptr<const CompiledGraph> hit = cache.find_compiled_graph(key)) {
-    CpuExecutable exe(g, std::move(hit));
+    CpuExecutable exe(std::move(c.graph), std::move(hit));
     exe.cache_stats_ = stats_delta(before, cache.stats());
     return exe;
   }
-  if (options.dump && g != canonical_graph) {
-    options.dump("graph", "// after split-full-reductions (cpu target)\n" + print_graph(g));
-  }
-
-  PlanOptions plan_options;
-  plan_options.max_fusions = max_fusions;
-  FusionPlan fusion_plan = stitch::plan(g, planner, plan_options);
-  if (options.dump) options.dump("plan", print_plan(g, fusion_plan));
-  LoweredPlan lowered = lower_whole_plan(g, std::move(fusion_plan), kernel_prefix(g.name()), options.rows);
-  if (!lowered.unsupported.empty()) throw UserError(unsupported_message("cpu", lowered.unsupported));
-  if (options.dump) options.dump("kir", print_kernels(lowered.kernels));
-
-  // A fused kernel the compiler rejects must not cost the user the result.
-  std::shared_ptr<CompiledGraph> compiled = build_with_fallback<CompiledGraph>(
-      g, planner, lowered, options.rows, "kernels",
-      [&](const LoweredPlan& plan, std::string& error) { return try_build(g, plan, cache, options, error); },
-      options.warn);
+  run_pipeline(c, backend, "plan", "compile", options.dump);
+  auto compiled = std::make_shared<CompiledGraph>();
+  compiled->module = module;
+  take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) { return make_steps(g, l, module); });
   cache.store_compiled_graph(key, compiled);
-  CpuExecutable exe(g, std::move(compiled));
+  CpuExecutable exe(std::move(c.graph), std::move(compiled));
   exe.cache_stats_ = stats_delta(before, cache.stats());
   return exe;
 }
@@ -159,21 +158,22 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
                                                         const schedule::RowScheduleTarget& rows) {
   PlanOptions resolved;
   resolved.max_fusions = resolve_max_fusions(plan_options);
-  LoweredBatch batch = lower_batch(canonical_graphs, planner, resolved, rows, "cpu");
-  const std::vector<Graph>& graphs = batch.graphs;
-  std::vector<LoweredPlan>& lowered = batch.plans;
+  CompileOptions options;
+  CpuModule module;
+  const Backend backend = cpu_backend(cache, options, module);
+  LoweredBatch batch = lower_batch(canonical_graphs, compilation_of(Graph(), planner, resolved, rows), backend);
   const CacheStats before = cache.stats();
-  const std::string source = codegen::cpu::emit_cpp_translation_unit(batch.kernels);
-  CpuModule module = cache.load_or_compile(source);
+  const std::string source = backend.emit(batch.kernels);
+  module = cache.load_or_compile(source);
   const CacheStats delta = stats_delta(before, cache.stats());
   std::vector<CpuExecutable> out;
-  for (size_t i = 0; i < graphs.size(); ++i) {
+  for (Compilation& c : batch.graphs) {
     auto compiled = std::make_shared<CompiledGraph>();
-    compiled->steps = make_steps(graphs[i], lowered[i], module);
-    compiled->plan = std::move(lowered[i].plan);
+    compiled->steps = make_steps(c.graph, c.lowered, module);
+    compiled->plan = std::move(c.lowered.plan);
     compiled->source = source;
     compiled->module = module;
-    out.push_back(CpuExecutable(graphs[i], std::move(compiled)));
+    out.push_back(CpuExecutable(std::move(c.graph), std::move(compiled)));
     out.back().cache_stats_ = delta;
   }
   return out;
@@ -181,8 +181,9 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
 
 std::string CpuExecutable::unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
                                               const PlanOptions& plan_options) {
-  const Graph g = split_full_reductions(canonical_graph);
-  return lower_whole_plan(g, stitch::plan(g, planner, plan_options), "k", schedule::RowScheduleTarget::cpu()).unsupported;
+  Compilation c = compilation_of(canonical_graph, planner, plan_options, schedule::RowScheduleTarget::cpu());
+  run_pipeline(c, Backend{}, "split-reductions", "schedule");
+  return lower_whole_plan(c.graph, c.plan, c.schedules, "k", c.target).unsupported;
 }
 
 std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
@@ -220,66 +221,37 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
     // Kernels write every element of an output: fresh ones are not zeroed first.
     if (!reusable) results[i] = Tensor::uninitialized(dtype, std::move(shape));
   }
-  std::map<int, int> last_use;  // intermediate value index -> last step reading it
-  for (int i = 0; i < step_count; ++i) {
-    for (ValueId v : steps[i].signature.outputs) {
-      if (!output_slot.count(v.index)) last_use[v.index] = i;
-    }
-  }
-  for (int i = 0; i < step_count; ++i) {
-    for (ValueId v : steps[i].signature.inputs) {
-      if (auto it = last_use.find(v.index); it != last_use.end()) it->second = std::max(it->second, i);
-    }
-  }
-
-  // Buffer planning: best fit from the free workspace buffers, growing the
-  // workspace only when none fits. Within a run a buffer is free again after
-  // the last reader of its value; every buffer is free when a run starts.
-  std::vector<std::vector<std::byte>>& pool = workspace_;
-  std::vector<int> free_buffers(pool.size());  // indices into pool
-  for (size_t i = 0; i < pool.size(); ++i) free_buffers[i] = static_cast<int>(i);
-  std::map<int, int> buffer_of;            // intermediate value index -> pool index
   std::map<int, const std::byte*> params;  // parameter value index -> input data
   for (size_t i = 0; i < g.params().size(); ++i) params[g.params()[i].index] = inputs[i].raw();
-  int buffers_used = 0;
-  int64_t bytes_used = 0;
+
+  // Buffer planning (runtime/common/buffer_plan.h): best fit from the
+  // workspace buffers, all free when a run starts, appending one only when
+  // none fits; the plan is made before the first step runs.
+  std::set<int> external;
+  for (const auto& [value, slot] : output_slot) external.insert(value);
+  for (const auto& [value, data] : params) external.insert(value);
+  std::vector<StepValues> step_values;
+  for (const auto& step : steps) step_values.push_back(signature_values(step.signature));
+  const Lifetimes lifetimes = plan_lifetimes(step_values, external);
+  std::map<int, int64_t> bytes;
+  for (const Lifetime& l : lifetimes.values) bytes[l.value] = value_bytes(g, ValueId{l.value}, bindings);
+  std::vector<std::vector<std::byte>>& pool = workspace_;
+  std::vector<int64_t> pool_bytes;
+  for (const std::vector<std::byte>& buffer : pool) pool_bytes.push_back(static_cast<int64_t>(buffer.size()));
+  const BufferPlan plan = plan_buffers(lifetimes, bytes, pool_bytes);
+  for (size_t b = pool.size(); b < plan.pool_bytes.size(); ++b) {
+    pool.emplace_back(static_cast<size_t>(plan.pool_bytes[b]));
+  }
 
   auto address_of = [&](ValueId v) -> void* {
     if (auto it = params.find(v.index); it != params.end()) return const_cast<std::byte*>(it->second);
     if (auto it = output_slot.find(v.index); it != output_slot.end()) return results[it->second].raw();
-    if (auto it = buffer_of.find(v.index); it != buffer_of.end()) return pool[it->second].data();
+    if (const PlannedValue* planned = plan.find(v.index)) return pool[planned->buffer].data();
     throw InternalError(fmt::format("cpu executable: value {} has no buffer", g.value_name(v)), __FILE__, __LINE__);
   };
 
-  std::vector<bool> touched(pool.size(), false);
   for (int i = 0; i < step_count; ++i) {
     const Step& step = steps[i];
-    // Inputs of this step stay held until after it ran, so a root never
-    // shares a buffer with a value the same kernel reads.
-    for (ValueId v : step.signature.outputs) {
-      if (output_slot.count(v.index)) continue;
-      size_t bytes = static_cast<size_t>(value_bytes(g, v, bindings));
-      auto best = free_buffers.end();
-      for (auto it = free_buffers.begin(); it != free_buffers.end(); ++it) {
-        if (pool[*it].size() >= bytes && (best == free_buffers.end() || pool[*it].size() < pool[*best].size())) {
-          best = it;
-        }
-      }
-      if (best != free_buffers.end()) {
-        buffer_of[v.index] = *best;
-        free_buffers.erase(best);
-      } else {
-        buffer_of[v.index] = static_cast<int>(pool.size());
-        pool.emplace_back(bytes);
-        touched.push_back(false);
-      }
-      const int b = buffer_of[v.index];
-      if (!touched[b]) {
-        touched[b] = true;
-        ++buffers_used;
-        bytes_used += static_cast<int64_t>(pool[b].size());
-      }
-    }
     for (int node : step.arg_reductions) check_arg_reduction_extent(g, node, bindings);
     if (step.kind == Step::Kind::Dot) {
       const Node& n = g.nodes()[step.node];
@@ -297,16 +269,13 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
       step.function(buffers.data(), scalars.data());
       if (status != 0) throw_rejected_input(g, status - 1, bindings);
     }
-    for (auto& [value, last] : last_use) {
-      if (last == i) free_buffers.push_back(buffer_of.at(value));
-    }
   }
 
   // The peak of this run: the workspace buffers it used (a buffer left from
   // a larger earlier run counts with its full size).
-  peak_intermediate_bytes_ = bytes_used;
-  intermediate_buffer_count_ = buffers_used;
-  intermediate_value_count_ = static_cast<int>(last_use.size());
+  peak_intermediate_bytes_ = plan.bytes_used;
+  intermediate_buffer_count_ = plan.buffers_used;
+  intermediate_value_count_ = plan.intermediate_count();
 
   // A value returned twice gets a copy in its later slots; a parameter
   // returned as is, a copy of the input.

@@ -14,6 +14,7 @@
 
 #include "fusion/planner.h"
 #include "lower/lower_plan.h"
+#include "runtime/common/pipeline.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "schedule/select.h"
 #include "stitch/graph.h"
@@ -21,17 +22,21 @@
 
 namespace stitch::runtime::cpu {
 
-// Called with ("plan" | "kir" | "source", text) as each artefact becomes
-// available, so a caller can dump the plan even when lowering then fails.
-using DumpHook = std::function<void(std::string_view stage, const std::string& text)>;
-
 struct CompileOptions {
   PlanOptions plan;  // max_fusions: -1 reads STITCH_MAX_FUSIONS
   CompilerOptions compiler;
   // The row schedules of row reductions and stitched groups: chosen for the
   // CPU unless a kind is forced (stitch bench --row-schedule).
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
-  DumpHook dump;
+  // The pipeline stages to print (STITCH_DUMP): each as it finishes, so the
+  // plan is printed even when lowering then fails.
+  runtime::StageDump dump;
+  // Replace groups' default schedules: the tuner (tune/schedule_tuner.h) or
+  // a test's choice. `tuner_key` names what they would choose, so that the
+  // in-memory cache tells tuned executables from untuned ones.
+  lower::ScheduleOverride schedule_override;
+  runtime::Compilation::Tuner tuner;
+  std::string tuner_key;
   // Where the loud report of a compile failure and its fallback goes; stderr
   // ("stitch: warning: ...") when empty.
   std::function<void(const std::string&)> warn;
@@ -56,7 +61,7 @@ class CpuExecutable {
   static CpuExecutable compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
                                const CompileOptions& options = {});
   static CpuExecutable compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
-                               const DumpHook& dump);
+                               const runtime::StageDump& dump);
 
   // For test suites: every graph's kernels in one translation unit, one
   // compiler run. No fallback: a compile failure throws CompileError.

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 #include "codegen/cuda/cuda_emitter.h"
-#include "ir/split_reductions.h"
+#include "runtime/common/buffer_plan.h"
 #include "runtime/common/launch_list.h"
+#include "runtime/common/pipeline.h"
 #include "runtime/cpu/cpu_compiler.h"
 #include "runtime/cuda/gpu_dot.h"
 #include "runtime/cuda/launch_geometry.h"
@@ -113,34 +115,41 @@ schedule::RowScheduleTarget rows_for(const CudaContext& context, const CudaCompi
   return rows;
 }
 
-// Emits, compiles (through the cubin cache) and loads `lowered`; nullptr and
-// a message in `error` when NVRTC or the emitter rejects it.
-std::shared_ptr<CompiledCudaGraph> try_build(const Graph& g, const LoweredPlan& lowered,
-                                             const std::shared_ptr<CudaContext>& context, CubinCache& cache,
-                                             const CudaCompileOptions& options, std::string& error) {
-  auto compiled = std::make_shared<CompiledCudaGraph>();
-  try {
-    compiled->source = codegen::cuda::emit_cuda_translation_unit(lowered.kernels);
-  } catch (const InternalError& e) {
-    error = fmt::format("the CUDA emitter failed: {}", e.what());
-    return nullptr;
-  }
-  if (options.dump) options.dump("source", compiled->source);
-  if (options.reject_plan && options.reject_plan(lowered.plan)) {
-    error = "the translation unit was rejected by CudaCompileOptions::reject_plan (test seam)";
-    return nullptr;
-  }
-  std::string cubin;
-  try {
-    cubin = cache.load_or_compile(compiled->source, context->device().arch());
-  } catch (const cpu::CompileError& e) {
-    error = fmt::format("{}\n{}", e.what(), e.diagnostics());
-    return nullptr;
-  }
-  compiled->module = std::make_shared<CudaModule>(context, cubin);
-  compiled->steps = make_steps(g, lowered, *compiled->module);
-  compiled->plan = lowered.plan;
-  return compiled;
+// The CUDA stages of the pipeline: the CUDA C emitter, and NVRTC through the
+// cubin cache, loading into `module`. An emitter failure is reported like a
+// compile failure, so the fallback ladder takes over.
+Backend cuda_backend(const std::shared_ptr<CudaContext>& context, CubinCache& cache, const CudaCompileOptions& options,
+                     std::shared_ptr<CudaModule>& module, std::string& emit_error) {
+  Backend backend;
+  backend.name = "cuda";
+  backend.emit = [&emit_error](const std::vector<kir::Kernel>& kernels) {
+    emit_error.clear();
+    try {
+      return codegen::cuda::emit_cuda_translation_unit(kernels);
+    } catch (const InternalError& e) {
+      emit_error = fmt::format("the CUDA emitter failed: {}", e.what());
+      return std::string();
+    }
+  };
+  backend.build = [&context, &cache, &options, &module, &emit_error](const std::string& source,
+                                                                      const LoweredPlan& lowered, std::string& error) {
+    if (!emit_error.empty()) {
+      error = emit_error;
+      return false;
+    }
+    if (options.reject_plan && options.reject_plan(lowered.plan)) {
+      error = "the translation unit was rejected by CudaCompileOptions::reject_plan (test seam)";
+      return false;
+    }
+    try {
+      module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch()));
+    } catch (const cpu::CompileError& e) {
+      error = fmt::format("{}\n{}", e.what(), e.diagnostics());
+      return false;
+    }
+    return true;
+  };
+  return backend;
 }
 
 int64_t numel(const std::vector<int64_t>& shape) {
@@ -164,26 +173,19 @@ CudaExecutable CudaExecutable::compile(const Graph& canonical_graph, PlannerKind
                                        std::shared_ptr<CudaContext> context, CubinCache& cache,
                                        const CudaCompileOptions& options) {
   context->make_current();
-  // Full reductions become two row reductions, so every SM takes part
-  // (src/ir/split_reductions.h), as on the CPU.
-  const Graph g = split_full_reductions(canonical_graph);
-  if (options.dump && g != canonical_graph) {
-    options.dump("graph", "// after split-full-reductions (cuda target)\n" + print_graph(g));
-  }
   PlanOptions plan_options = PlanOptions::for_gpu();
   plan_options.max_fusions = resolve_max_fusions(options.plan);
-  const schedule::RowScheduleTarget rows = rows_for(*context, options);
-  FusionPlan fusion_plan = stitch::plan(g, planner, plan_options);
-  if (options.dump) options.dump("plan", print_plan(g, fusion_plan));
-  LoweredPlan lowered = lower_whole_plan(g, std::move(fusion_plan), kernel_prefix(g.name()), rows);
-  if (!lowered.unsupported.empty()) throw UserError(unsupported_message("cuda", lowered.unsupported));
-  if (options.dump) options.dump("kir", print_kernels(lowered.kernels));
-
-  std::shared_ptr<CompiledCudaGraph> compiled = build_with_fallback<CompiledCudaGraph>(
-      g, planner, lowered, rows, "CUDA kernels",
-      [&](const LoweredPlan& plan, std::string& error) { return try_build(g, plan, context, cache, options, error); },
-      options.warn);
-  return CudaExecutable(g, std::move(context), std::move(compiled));
+  Compilation c = compilation_of(canonical_graph, planner, plan_options, rows_for(*context, options));
+  c.warn = options.warn;
+  std::shared_ptr<CudaModule> module;
+  std::string emit_error;
+  const Backend backend = cuda_backend(context, cache, options, module, emit_error);
+  // Full reductions become two row reductions, so every SM takes part, as on the CPU.
+  run_pipeline(c, backend, "split-reductions", "compile", options.dump);
+  auto compiled = std::make_shared<CompiledCudaGraph>();
+  compiled->module = module;
+  take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) { return make_steps(g, l, *module); });
+  return CudaExecutable(std::move(c.graph), std::move(context), std::move(compiled));
 }
 
 std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Graph>& canonical_graphs,
@@ -192,20 +194,21 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
   context->make_current();
   PlanOptions plan_options = PlanOptions::for_gpu();
   plan_options.max_fusions = resolve_max_fusions(options.plan);
-  const schedule::RowScheduleTarget rows = rows_for(*context, options);
-  LoweredBatch batch = lower_batch(canonical_graphs, planner, plan_options, rows, "cuda");
-  const std::vector<Graph>& graphs = batch.graphs;
-  std::vector<LoweredPlan>& lowered = batch.plans;
+  std::shared_ptr<CudaModule> module;
+  std::string emit_error;
+  const Backend backend = cuda_backend(context, cache, options, module, emit_error);
+  LoweredBatch batch =
+      lower_batch(canonical_graphs, compilation_of(Graph(), planner, plan_options, rows_for(*context, options)), backend);
   const std::string source = codegen::cuda::emit_cuda_translation_unit(batch.kernels);
-  auto module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch()));
+  module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch()));
   std::vector<CudaExecutable> out;
-  for (size_t i = 0; i < graphs.size(); ++i) {
+  for (Compilation& c : batch.graphs) {
     auto compiled = std::make_shared<CompiledCudaGraph>();
-    compiled->steps = make_steps(graphs[i], lowered[i], *module);
-    compiled->plan = std::move(lowered[i].plan);
+    compiled->steps = make_steps(c.graph, c.lowered, *module);
+    compiled->plan = std::move(c.lowered.plan);
     compiled->source = source;
     compiled->module = module;
-    out.push_back(CudaExecutable(graphs[i], context, std::move(compiled)));
+    out.push_back(CudaExecutable(std::move(c.graph), context, std::move(compiled)));
   }
   return out;
 }
@@ -213,8 +216,9 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
 std::string CudaExecutable::unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
                                                const schedule::RowScheduleTarget& rows,
                                                const PlanOptions& plan_options) {
-  const Graph g = split_full_reductions(canonical_graph);
-  return lower_whole_plan(g, stitch::plan(g, planner, plan_options), kernel_prefix(g.name()), rows).unsupported;
+  Compilation c = compilation_of(canonical_graph, planner, plan_options, rows);
+  run_pipeline(c, Backend{}, "split-reductions", "schedule");
+  return lower_whole_plan(c.graph, c.plan, c.schedules, kernel_prefix(c.graph.name()), c.target).unsupported;
 }
 
 std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
@@ -277,19 +281,17 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
     }
   }
   const int step_count = static_cast<int>(steps.size());
-  std::map<int, int> last_use;  // intermediate value index -> last step reading it
-  for (int i = 0; i < step_count; ++i) {
-    for (ValueId v : steps[i].signature.outputs) {
-      if (!output_slot.count(v.index)) last_use[v.index] = i;
-    }
-  }
-  for (int i = 0; i < step_count; ++i) {
-    for (ValueId v : steps[i].signature.inputs) {
-      if (auto it = last_use.find(v.index); it != last_use.end()) it->second = std::max(it->second, i);
-    }
-  }
   std::map<int, CUdeviceptr> params;
   for (size_t i = 0; i < g.params().size(); ++i) params[g.params()[i].index] = inputs[i]->buffer.get();
+  // The intermediates and the step after which each is released
+  // (runtime/common/buffer_plan.h); the caching allocator, not a planned
+  // pool, hands their memory on.
+  std::set<int> external;
+  for (const auto& [value, slot] : output_slot) external.insert(value);
+  for (const auto& [value, pointer] : params) external.insert(value);
+  std::vector<StepValues> step_values;
+  for (const auto& step : steps) step_values.push_back(signature_values(step.signature));
+  const Lifetimes lifetimes = plan_lifetimes(step_values, external);
   std::map<int, DeviceBuffer> intermediates;
   auto address_of = [&](ValueId v) -> CUdeviceptr {
     if (auto it = params.find(v.index); it != params.end()) return it->second;
@@ -312,10 +314,8 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
   int status_index = 0;
   for (int i = 0; i < step_count; ++i) {
     const CudaStep& step = steps[i];
-    for (ValueId v : step.signature.outputs) {
-      if (!output_slot.count(v.index)) {
-        intermediates.emplace(v.index, DeviceBuffer(context_, static_cast<size_t>(value_bytes(g, v, bindings))));
-      }
+    for (int v : lifetimes.written_at[i]) {
+      intermediates.emplace(v, DeviceBuffer(context_, static_cast<size_t>(value_bytes(g, ValueId{v}, bindings))));
     }
     if (step.kind == CudaStep::Kind::Dot) {
       const Node& n = g.nodes()[step.node];
@@ -354,9 +354,7 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
               fmt::format("cuLaunchKernel({})", step.kernel.name).c_str());
       }
     }
-    for (auto& [value, last] : last_use) {
-      if (last == i) intermediates.erase(value);
-    }
+    for (int v : lifetimes.released_after[i]) intermediates.erase(v);
   }
 
   // A value returned twice is copied into its later slots; a parameter

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fusion/planner.h"
+#include "runtime/common/pipeline.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
 #include "schedule/select.h"
@@ -30,8 +31,7 @@ struct CudaCompileOptions {
   // overrides the ranking (stitch bench --row-schedule, tests).
   std::optional<schedule::RowScheduleKind> forced_rows;
   int64_t forced_column_groups = 0;
-  // Called with ("plan" | "kir" | "source", text) as each artefact exists.
-  std::function<void(std::string_view stage, const std::string& text)> dump;
+  runtime::StageDump dump;  // the pipeline stages to print (STITCH_DUMP)
   // Where the loud report of a compile failure and its fallback goes; stderr
   // ("stitch: warning: ...") when empty.
   std::function<void(const std::string&)> warn;

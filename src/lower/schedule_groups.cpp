@@ -1,0 +1,200 @@
+#include "lower/schedule_groups.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lower/lower_loop_group.h"
+#include "lower/lower_reduction_group.h"
+#include "lower/lower_stitched_group.h"
+#include "lower/lower_tile_group.h"
+#include "lower/transpose_tiles.h"
+#include "schedule/column_schedule.h"
+
+namespace stitch::lower {
+
+using schedule::GroupSchedule;
+using schedule::RowSchedule;
+using schedule::RowScheduleKind;
+using schedule::RowScheduleTarget;
+using schedule::ScheduleKind;
+
+namespace {
+
+bool on_cpu(const RowScheduleTarget& t) { return t.machine == RowScheduleTarget::Machine::Cpu; }
+
+GroupSchedule unlowered(std::string reason) {
+  GroupSchedule s;
+  s.kind = ScheduleKind::Unlowered;
+  s.reason = std::move(reason);
+  return s;
+}
+
+// Why the lowering has no kernel for `group` at all, or "".
+std::string lowering_problem(const Graph& g, const FusionGroup& group) {
+  switch (group.kind) {
+    case GroupKind::Library: return "";
+    case GroupKind::Tile: return tile_group_lowering_problem(g, group);
+    case GroupKind::Reduction: return reduction_group_problem(g, group);
+    case GroupKind::Stitched: return stitched_group_lowering_problem(g, group);
+    case GroupKind::Loop:
+      for (int n : group.nodes) {
+        const OpKind op = g.nodes()[static_cast<size_t>(n)].op;
+        if (!is_loop_lowerable(op)) return "op " + std::string(op_name(op)) + " in a loop group";
+      }
+      return "";
+  }
+  return "unknown group kind";
+}
+
+GroupSchedule row_schedule(const Graph& g, const FusionGroup& group, const RowScheduleTarget& target,
+                           const RowSchedule& row, std::string reason) {
+  GroupSchedule s;
+  s.kind = ScheduleKind::Row;
+  s.row = row;
+  s.prefetch = group.kind == GroupKind::Stitched && on_cpu(target) && target.prefetch;
+  s.reason = std::move(reason);
+  complete_schedule(g, group, target, s);
+  return s;
+}
+
+}  // namespace
+
+void complete_schedule(const Graph& g, const FusionGroup& group, const RowScheduleTarget& target, GroupSchedule& s) {
+  s.cached.clear();
+  s.shared_bytes = 0;
+  s.shared_memory.reset();
+  if (s.kind != ScheduleKind::Row) return;
+  std::optional<schedule::GroupSharedMemory> m =
+      schedule::plan_stitched_shared_memory(g, group, s.row, target.shared_budget_bytes());
+  if (!m) return;
+  s.cached = m->cached;
+  s.shared_bytes = m->plan.arena_bytes;
+  s.shared_memory = std::make_shared<const schedule::GroupSharedMemory>(std::move(*m));
+}
+
+GroupSchedule schedule_group(const Graph& g, const FusionGroup& group, const RowScheduleTarget& target) {
+  if (group.kind == GroupKind::Library) {
+    GroupSchedule s;
+    s.kind = ScheduleKind::Library;
+    s.reason = "a library call";
+    return s;
+  }
+  if (std::string problem = lowering_problem(g, group); !problem.empty()) return unlowered("not lowered yet: " + problem);
+  GroupSchedule s;
+  switch (group.kind) {
+    case GroupKind::Tile:
+      s.kind = ScheduleKind::Tile;
+      s.reason = "reductions over different axes of one tile: a block per tile";
+      return s;
+    case GroupKind::Reduction:
+    case GroupKind::Stitched: {
+      if (std::optional<schedule::RowScheduleChoice> row = schedule::choose_row_schedule(g, group, target)) {
+        return row_schedule(g, group, target, row->schedule, row->reason);
+      }
+      s.kind = ScheduleKind::Column;
+      if (group.kind == GroupKind::Stitched) {
+        s.reason = "a stitched group over other axes than the innermost: a thread per column";
+      } else if (std::optional<schedule::ColumnScheduleChoice> c = schedule::choose_column_schedule(g, group, target)) {
+        s.column = c->schedule;
+        s.reason = c->reason;
+      } else {
+        s.reason = "no column ranking: a thread per column";
+      }
+      return s;
+    }
+    case GroupKind::Loop:
+      if (on_cpu(target) && target.transpose_tiles && transpose_tiles_problem(g, group).empty()) {
+        s.kind = ScheduleKind::TransposeTiles;
+        s.reason = "its transposes move the innermost axis: 16 x 16 tiles";
+        return s;
+      }
+      s.kind = ScheduleKind::Loop;
+      s.prefetch = on_cpu(target) && target.prefetch;
+      s.reason = "a thread per output element";
+      return s;
+    case GroupKind::Library: break;
+  }
+  return unlowered("unknown group kind");
+}
+
+std::vector<GroupSchedule> schedule_candidates(const Graph& g, const FusionGroup& group,
+                                               const RowScheduleTarget& target) {
+  std::vector<GroupSchedule> out{schedule_group(g, group, target)};
+  const GroupSchedule& first = out.front();
+  auto add = [&](GroupSchedule s) {
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(std::move(s));
+  };
+  switch (first.kind) {
+    case ScheduleKind::Row: {
+      // Every row kind the lowering implements; warp-per-row at 1 to 8 warps.
+      const int64_t len = schedule::static_row_length(g, group);
+      add(row_schedule(g, group, target, {RowScheduleKind::BlockPerRow, 256, 32}, "a candidate"));
+      for (int64_t warps : {1, 2, 4, 8}) {
+        add(row_schedule(g, group, target, {RowScheduleKind::WarpPerRow, warps * 32, 32}, "a candidate"));
+      }
+      if (std::optional<int64_t> lanes = schedule::multi_row_lanes(len)) {
+        add(row_schedule(g, group, target, {RowScheduleKind::MultiRowPerWarp, 256, *lanes}, "a candidate"));
+      }
+      break;
+    }
+    case ScheduleKind::Column: {
+      if (group.kind != GroupKind::Reduction || first.reason.find("argmax") != std::string::npos) break;
+      for (int64_t groups : {1, 8}) {
+        GroupSchedule s = first;
+        s.column = groups == 1 ? schedule::ColumnSchedule{} : schedule::ColumnSchedule{groups, 32};
+        s.reason = "a candidate";
+        add(s);
+      }
+      break;
+    }
+    case ScheduleKind::Loop:
+    case ScheduleKind::TransposeTiles: {
+      if (!on_cpu(target)) break;
+      GroupSchedule loop;
+      loop.kind = ScheduleKind::Loop;
+      loop.reason = "a candidate";
+      loop.prefetch = true;
+      add(loop);
+      loop.prefetch = false;
+      add(loop);
+      break;
+    }
+    default: break;
+  }
+  return out;
+}
+
+std::vector<GroupSchedule> schedule_plan(const Graph& g, const FusionPlan& plan, const RowScheduleTarget& target,
+                                         const ScheduleOverride& override_group) {
+  std::vector<GroupSchedule> out;
+  out.reserve(plan.groups.size());
+  for (size_t i = 0; i < plan.groups.size(); ++i) {
+    const FusionGroup& group = plan.groups[i];
+    if (override_group) {
+      const std::vector<GroupSchedule> candidates = schedule_candidates(g, group, target);
+      if (std::optional<GroupSchedule> chosen = override_group(static_cast<int>(i), candidates)) {
+        complete_schedule(g, group, target, *chosen);
+        out.push_back(std::move(*chosen));
+        continue;
+      }
+      out.push_back(candidates.front());
+      continue;
+    }
+    out.push_back(schedule_group(g, group, target));
+  }
+  return out;
+}
+
+std::string print_schedules(const Graph& g, const FusionPlan& plan, const std::vector<GroupSchedule>& s) {
+  std::string out = fmt::format("schedules of {} (planner {}): {} groups\n", plan.graph_name, plan.planner, s.size());
+  for (size_t i = 0; i < s.size() && i < plan.groups.size(); ++i) {
+    const FusionGroup& group = plan.groups[i];
+    std::string roots;
+    for (int r : group.roots) roots += (roots.empty() ? "" : ", ") + g.value_name(g.nodes()[static_cast<size_t>(r)].output);
+    out += fmt::format("group {} [{}] {}: {}\n", i, group_kind_name(group.kind), roots, s[i].describe());
+  }
+  return out;
+}
+
+}  // namespace stitch::lower

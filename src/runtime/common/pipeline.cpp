@@ -1,0 +1,169 @@
+#include "runtime/common/pipeline.h"
+
+#include <fmt/format.h>
+
+#include "ir/canonicalize.h"
+#include "ir/split_reductions.h"
+#include "stitch/error.h"
+#include "stitch/text.h"
+
+namespace stitch::runtime {
+
+namespace {
+
+void canonicalize_stage(Compilation& c, const Backend&) { c.canonical = canonicalize(c.input); }
+
+// Full reductions split so that they use every core or SM (src/ir/split_reductions.h).
+void split_stage(Compilation& c, const Backend&) { c.graph = split_full_reductions(c.canonical); }
+
+void plan_stage(Compilation& c, const Backend&) {
+  c.search = {};
+  c.plan = stitch::plan(c.graph, c.planner, c.plan_options, &c.search);
+}
+
+void schedule_stage(Compilation& c, const Backend&) {
+  if (c.tuner) {
+    const std::vector<std::optional<schedule::GroupSchedule>> tuned = c.tuner(c.graph, c.plan, c.target);
+    c.schedules = lower::schedule_plan(
+        c.graph, c.plan, c.target,
+        [&tuned](int group, const std::vector<schedule::GroupSchedule>&) { return tuned.at(static_cast<size_t>(group)); });
+    return;
+  }
+  c.schedules = lower::schedule_plan(c.graph, c.plan, c.target, c.schedule_override);
+}
+
+std::string prefix_of(const Compilation& c) {
+  return c.kernel_prefix.empty() ? kernel_prefix(c.graph.name()) : c.kernel_prefix;
+}
+
+void lower_stage(Compilation& c, const Backend& backend) {
+  c.lowered = lower_whole_plan(c.graph, c.plan, c.schedules, prefix_of(c), c.target);
+  if (!c.lowered.unsupported.empty()) throw UserError(unsupported_message(backend.name, c.lowered.unsupported));
+}
+
+void emit_stage(Compilation& c, const Backend& backend) {
+  STITCH_ASSERT(backend.emit != nullptr, "the " + backend.name + " back end has no emitter");
+  c.source = backend.emit(c.lowered.kernels);
+}
+
+// The ladder of docs/executable.md (When the compiler rejects a plan): the planner's kernels, else
+// one kernel per op, else the reference interpreter, so a Stitch bug costs
+// speed, never the result.
+void compile_stage(Compilation& c, const Backend& backend) {
+  STITCH_ASSERT(backend.build != nullptr, "the " + backend.name + " back end has no compiler");
+  c.fallback.clear();
+  c.interpret = false;
+  std::string error;
+  if (backend.build(c.source, c.lowered, error)) return;
+  const std::string what = backend.name == "cpu" ? "kernels" : "CUDA kernels";
+  std::string note = fallback_note(c.graph, c.planner, what, error);
+  if (c.planner != PlannerKind::None) {
+    c.plan = plan_none(c.graph);
+    c.search = {};
+    schedule_stage(c, backend);
+    lower_stage(c, backend);
+    emit_stage(c, backend);
+    if (backend.build(c.source, c.lowered, error)) {
+      c.fallback = note + "falling back to the unfused plan (planner none)";
+      report_warning(c.warn, c.fallback);
+      return;
+    }
+    note += "the unfused plan failed too:\n" + error + "\n";
+  }
+  c.plan = plan_none(c.graph);
+  c.schedules.clear();
+  c.lowered = {};
+  c.interpret = true;
+  c.fallback = interpreter_note(c.graph, note);
+  report_warning(c.warn, c.fallback);
+}
+
+std::string print_canonical(const Compilation& c) { return print_graph(c.canonical); }
+std::string print_split(const Compilation& c) { return print_graph(c.graph); }
+std::string print_plan_stage(const Compilation& c) { return print_plan(c.graph, c.plan); }
+std::string print_schedule_stage(const Compilation& c) { return lower::print_schedules(c.graph, c.plan, c.schedules); }
+std::string print_lower_stage(const Compilation& c) { return print_kernels(c.lowered.kernels); }
+std::string print_emit_stage(const Compilation& c) { return c.source; }
+std::string print_compile_stage(const Compilation& c) {
+  if (c.interpret) return "compile: nothing compiled; the reference interpreter runs the graph\n";
+  std::string out = fmt::format("compile: {} kernels loaded ({} back end)\n", c.lowered.kernels.size(),
+                                c.target.machine == schedule::RowScheduleTarget::Machine::Cpu ? "cpu" : "cuda");
+  if (!c.fallback.empty()) out += "after a fallback: " + c.fallback + "\n";
+  return out;
+}
+
+}  // namespace
+
+const std::vector<Stage>& pipeline_stages() {
+  static const std::vector<Stage> stages = {
+      {"canonicalize", "the graph in canonical form (ir/canonicalize.h)", canonicalize_stage, print_canonical},
+      {"split-reductions", "full reductions split into two row reductions (ir/split_reductions.h)", split_stage,
+       print_split},
+      {"plan", "which ops share a kernel (fusion/planner.h)", plan_stage, print_plan_stage},
+      {"schedule", "one schedule per group (lower/schedule_groups.h)", schedule_stage, print_schedule_stage},
+      {"lower", "every group's kernel in Kernel IR (lower/lower_plan.h)", lower_stage, print_lower_stage},
+      {"emit", "the back end's translation unit (codegen/)", emit_stage, print_emit_stage},
+      {"compile", "the translation unit compiled and loaded, with the fallback ladder", compile_stage,
+       print_compile_stage},
+  };
+  return stages;
+}
+
+std::optional<size_t> stage_index(std::string_view name) {
+  const std::vector<Stage>& stages = pipeline_stages();
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+void run_pipeline(Compilation& c, const Backend& backend, std::string_view first, std::string_view last,
+                  const StageDump& dump) {
+  const std::optional<size_t> from = stage_index(first), to = stage_index(last);
+  STITCH_ASSERT(from && to && *from <= *to, fmt::format("run_pipeline: no stages {} .. {}", first, last));
+  const std::vector<Stage>& stages = pipeline_stages();
+  for (size_t i = *from; i <= *to; ++i) {
+    stages[i].run(c, backend);
+    if (dump.wants && dump.print && dump.wants(stages[i].name)) dump.print(stages[i].name, stages[i].print(c));
+  }
+}
+
+Compilation compilation_of(const Graph& canonical, PlannerKind planner, const PlanOptions& plan_options,
+                           const schedule::RowScheduleTarget& target) {
+  Compilation c;
+  c.input = canonical;
+  c.canonical = canonical;
+  c.planner = planner;
+  c.plan_options = plan_options;
+  c.target = target;
+  return c;
+}
+
+LoweredBatch lower_batch(const std::vector<Graph>& canonical_graphs, const Compilation& settings,
+                         const Backend& backend) {
+  LoweredBatch batch;
+  for (size_t i = 0; i < canonical_graphs.size(); ++i) {
+    Compilation c = compilation_of(canonical_graphs[i], settings.planner, settings.plan_options, settings.target);
+    c.schedule_override = settings.schedule_override;
+    c.tuner = settings.tuner;
+    c.kernel_prefix = kernel_prefix(canonical_graphs[i].name()) + "_b" + std::to_string(i);
+    try {
+      run_pipeline(c, backend, "split-reductions", "lower");
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("graph {} ('{}'): {}", i, canonical_graphs[i].name(), e.what()));
+    }
+    batch.kernels.insert(batch.kernels.end(), c.lowered.kernels.begin(), c.lowered.kernels.end());
+    batch.graphs.push_back(std::move(c));
+  }
+  return batch;
+}
+
+bool dump_stage_matches(std::string_view requested, std::string_view stage) {
+  if (requested == "all" || requested == stage) return true;
+  if (requested == "graph") return stage == "canonicalize" || stage == "split-reductions";
+  if (requested == "kir") return stage == "lower";
+  if (requested == "source") return stage == "emit";
+  return false;
+}
+
+}  // namespace stitch::runtime

@@ -1,0 +1,216 @@
+// Execution-based tuning (docs/tuning.md): the tuner measures every
+// candidate schedule of a group, keeps the fastest, and caches the choice on
+// disk: a second tuner over the same directory measures nothing (hit); an
+// entry made for other candidates or another compiler is measured again
+// (stale); an entry that does not parse is measured again and rewritten
+// (corrupt). The executable follows the tuned schedule, and its results match
+// the interpreter.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "ir/canonicalize.h"
+#include "lower/schedule_groups.h"
+#include "runtime/cpu/executable.h"
+#include "stitch/interpreter.h"
+#include "stitch/text.h"
+#include "random_graph.h"
+#include "tensor_compare.h"
+#include "tune/group_graph.h"
+#include "tune/schedule_tuner.h"
+
+namespace stitch::tune {
+namespace {
+
+namespace fs = std::filesystem;
+using schedule::GroupSchedule;
+using schedule::RowScheduleTarget;
+
+// A stitched softmax (row candidates) and a column reduction (column
+// candidates) in two kernels.
+const char* kGraph = R"(
+graph tuned(x: f32[256, 300], a: f32[200, 64]) -> (f32[256, 300], f32[64]) {
+  m = reduce_max(x, axes=[1], keepdims=true)
+  e = exp(sub(x, m))
+  s = reduce_sum(e, axes=[1], keepdims=true)
+  y = div(e, s)
+  c = reduce_sum(tanh(a), axes=[0])
+  return y, c
+}
+)";
+
+class Tuning : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("stitch_tuning_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    graph_ = canonicalize(parse_module(kGraph).graphs.front());
+    plan_ = plan(graph_, PlannerKind::Stitch);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  TuneOptions options() const {
+    TuneOptions o;
+    o.directory = dir_;
+    o.min_runs = 2;
+    o.min_seconds = 0.001;
+    return o;
+  }
+  // Entries in the tuning directory.
+  std::vector<fs::path> entries() const {
+    std::vector<fs::path> out;
+    if (fs::exists(dir_)) {
+      for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path());
+    }
+    return out;
+  }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  fs::path dir_;
+  Graph graph_;
+  FusionPlan plan_;
+  runtime::cpu::KernelCache kernels_;  // the shared kernel cache: compiles once per test run
+};
+
+TEST_F(Tuning, MeasuresOnceThenAnswersFromTheCache) {
+  ASSERT_EQ(plan_.groups.size(), 2u) << print_plan(graph_, plan_);
+  ScheduleTuner first(kernels_, options());
+  const auto chosen = first.choose(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(first.stats().groups, 2);
+  EXPECT_EQ(first.stats().measured, 2) << first.report();
+  EXPECT_EQ(first.stats().hits, 0);
+  EXPECT_EQ(first.stats().rejected, 0) << first.report();
+  EXPECT_EQ(entries().size(), 2u);
+  for (const auto& c : chosen) {
+    ASSERT_TRUE(c.has_value());
+    EXPECT_NE(c->reason.find("tuned:"), std::string::npos) << c->describe();
+  }
+
+  ScheduleTuner second(kernels_, options());
+  const auto again = second.choose(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(second.stats().hits, 2) << second.report();
+  EXPECT_EQ(second.stats().measured, 0);
+  ASSERT_EQ(again.size(), chosen.size());
+  for (size_t i = 0; i < again.size(); ++i) EXPECT_EQ(*again[i], *chosen[i]);
+}
+
+TEST_F(Tuning, KeepsTheFastestAndTheExecutableFollowsIt) {
+  const std::vector<GroupSchedule> candidates =
+      lower::schedule_candidates(graph_, plan_.groups[0], RowScheduleTarget::cpu());
+  ASSERT_GE(candidates.size(), 3u);
+  TuneOptions o = options();
+  // Candidate 2 is made the fastest of every group that has one.
+  o.adjust_seconds = [](int index, double measured) { return index == 2 ? 1e-9 : measured + 1.0; };
+  ScheduleTuner tuner(kernels_, o);
+  runtime::cpu::CompileOptions compile;
+  compile.tuner = [&](const Graph& g, const FusionPlan& p, const RowScheduleTarget& t) { return tuner.choose(g, p, t); };
+  compile.tuner_key = tuner.key() + " test";
+  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(graph_, PlannerKind::Stitch, kernels_,
+                                                                        compile);
+  EXPECT_GE(tuner.stats().changed, 1) << tuner.report();
+  EXPECT_NE(exe.source().find(candidates[2].row.describe()), std::string::npos) << tuner.report();
+  const std::vector<Tensor> inputs = stitch::testing::random_inputs(graph_, 3, {});
+  EXPECT_TRUE(stitch::testing::outputs_match_interpreter(exe.run(inputs), interpret(graph_, inputs), true, 300));
+}
+
+TEST_F(Tuning, StaleEntriesAreMeasuredAgain) {
+  ScheduleTuner(kernels_, options()).choose(graph_, plan_, RowScheduleTarget::cpu());
+  const std::vector<fs::path> files = entries();
+  ASSERT_EQ(files.size(), 2u);
+  // As if made for other candidates or by another compiler.
+  std::string text = read(files[0]);
+  const size_t at = text.find("fingerprint ");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at + 12, 8, "00000000");
+  std::ofstream(files[0]) << text;
+
+  ScheduleTuner tuner(kernels_, options());
+  tuner.choose(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(tuner.stats().stale, 1) << tuner.report();
+  EXPECT_EQ(tuner.stats().measured, 1);
+  EXPECT_EQ(tuner.stats().hits, 1);
+  ScheduleTuner after(kernels_, options());
+  after.choose(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(after.stats().hits, 2) << after.report();
+}
+
+TEST_F(Tuning, CorruptEntriesAreMeasuredAgainAndRewritten) {
+  ScheduleTuner(kernels_, options()).choose(graph_, plan_, RowScheduleTarget::cpu());
+  const std::vector<fs::path> files = entries();
+  ASSERT_EQ(files.size(), 2u);
+  std::ofstream(files[0]) << "\x7f garbage";
+  {
+    // A well-formed entry whose choice is no candidate is corrupt too.
+    std::string text = read(files[1]);
+    const size_t at = text.find("choice ");
+    const size_t end = text.find('\n', at);
+    text.replace(at, end - at, "choice row no-such-schedule");
+    std::ofstream(files[1]) << text;
+  }
+  ScheduleTuner tuner(kernels_, options());
+  const auto chosen = tuner.choose(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(tuner.stats().corrupt, 2) << tuner.report();
+  EXPECT_EQ(tuner.stats().measured, 2);
+  for (const auto& c : chosen) EXPECT_TRUE(c.has_value());
+  ScheduleTuner after(kernels_, options());
+  after.choose(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(after.stats().hits, 2) << after.report();
+}
+
+TEST_F(Tuning, SymbolicShapesKeepTheDefault) {
+  const Graph g = canonicalize(parse_module(R"(
+graph dyn(x: f32[B, 300]) -> (f32[B]) {
+  y = reduce_sum(exp(x), axes=[1])
+  return y
+}
+)").graphs.front());
+  const FusionPlan p = plan(g, PlannerKind::Stitch);
+  ScheduleTuner tuner(kernels_, options());
+  const auto chosen = tuner.choose(g, p, RowScheduleTarget::cpu());
+  ASSERT_EQ(chosen.size(), 1u);
+  EXPECT_FALSE(chosen[0].has_value());
+  EXPECT_EQ(tuner.stats().untunable, 1);
+  EXPECT_TRUE(entries().empty());
+}
+
+TEST(TuningEnvironment, AcceptsZeroAndOneOnly) {
+  const char* saved = std::getenv("STITCH_TUNE");
+  const std::string keep = saved ? saved : "";
+  setenv("STITCH_TUNE", "1", 1);
+  EXPECT_TRUE(tuning_requested_by_environment());
+  setenv("STITCH_TUNE", "0", 1);
+  EXPECT_FALSE(tuning_requested_by_environment());
+  setenv("STITCH_TUNE", "yes", 1);
+  EXPECT_THROW(tuning_requested_by_environment(), UserError);
+  unsetenv("STITCH_TUNE");
+  EXPECT_FALSE(tuning_requested_by_environment());
+  if (saved) setenv("STITCH_TUNE", keep.c_str(), 1);
+}
+
+TEST(GroupGraph, KeepsTheGroupsKindAndReadsItsInputsAsParameters) {
+  const Graph g = canonicalize(parse_module(kGraph).graphs.front());
+  const FusionPlan p = plan(g, PlannerKind::Stitch);
+  for (const FusionGroup& group : p.groups) {
+    const GroupGraph sub = group_graph(g, group, "sub");
+    ASSERT_EQ(sub.plan.groups.size(), 1u);
+    EXPECT_EQ(sub.plan.groups[0].kind, group.kind);
+    EXPECT_EQ(sub.graph.nodes().size(), group.nodes.size());
+    EXPECT_EQ(sub.graph.outputs().size(), group.roots.size());
+    EXPECT_EQ(sub.graph.params().size(), 1u);  // x, or a
+  }
+}
+
+}  // namespace
+}  // namespace stitch::tune

@@ -58,6 +58,7 @@ GroupDag::GroupDag(const Graph& g, std::vector<FusionGroup> groups) : g_(g), gro
   succ_.resize(n);
   pred_.resize(n);
   mark_.assign(n, 0);
+  member_.assign(n, 0);
   for (int gi = 0; gi < n; ++gi) relink(gi);
 
   // Kahn's algorithm, ready groups in id order.
@@ -149,12 +150,18 @@ std::vector<int> GroupDag::between(const std::vector<int>& members) const {
     first = std::min(first, pos_[gi]);
     last = std::max(last, pos_[gi]);
   }
+  std::vector<int> inside = members;
+  std::sort(inside.begin(), inside.end());
+  inside.erase(std::unique(inside.begin(), inside.end()), inside.end());
+  // Members at consecutive positions have nothing between them.
+  if (last - first + 1 == static_cast<int>(inside.size())) return {};
+  ++stamp_;
+  const int members_stamp = stamp_;
+  for (int gi : inside) member_[gi] = members_stamp;
   // Forward from the members within their window of the order, then
   // backward: a group the backward pass finds still marked by the forward
   // one is reached both ways, so it lies between two members.
-  std::vector<int> inside = members;
-  std::sort(inside.begin(), inside.end());
-  auto member = [&](int gi) { return std::binary_search(inside.begin(), inside.end(), gi); };
+  auto member = [&](int gi) { return member_[gi] == members_stamp; };
   ++stamp_;
   const int forward = stamp_;
   std::vector<int> stack;

@@ -104,7 +104,8 @@ class GroupDag {
   std::vector<char> is_output_;
   std::vector<int> pos_;    // group -> position
   std::vector<int> order_;  // position -> group, -1 where a retired group was
-  mutable std::vector<int> mark_;  // scratch for searches: stamp per group
+  mutable std::vector<int> mark_;    // scratch for searches: stamp per group
+  mutable std::vector<int> member_;  // scratch for between(): stamp per member group
   mutable int stamp_ = 0;
 };
 

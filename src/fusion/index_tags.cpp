@@ -1,5 +1,9 @@
 #include "fusion/index_tags.h"
 
+#include <algorithm>
+
+#include "stitch/error.h"
+
 #include <set>
 
 namespace stitch {
@@ -17,27 +21,27 @@ std::vector<size_t> reduced_axes(const Graph& g, const Node& n) {
   return {axes.begin(), axes.end()};
 }
 
-std::unordered_set<int> reduction_dependents(const Graph& g, const std::vector<int>& nodes) {
-  const std::unordered_set<int> in_group(nodes.begin(), nodes.end());
-  std::unordered_set<int> depends;
-  for (int n : nodes) {  // ascending: producers first
+std::vector<int> reduction_dependents(const Graph& g, const std::vector<int>& nodes) {
+  STITCH_ASSERT(std::is_sorted(nodes.begin(), nodes.end()), "reduction_dependents: nodes ascending");
+  std::vector<int> depends;  // ascending, as `nodes`; a subset of them
+  for (int n : nodes) {      // ascending: producers first
     const Node& node = g.nodes()[static_cast<size_t>(n)];
     bool dep = is_reduction(node.op);
     for (ValueId v : node.inputs) {
       const int p = g.value(v).producer;
-      dep = dep || (p >= 0 && in_group.count(p) && depends.count(p));
+      dep = dep || (p >= 0 && std::binary_search(depends.begin(), depends.end(), p));
     }
-    if (dep) depends.insert(n);
+    if (dep) depends.push_back(n);
   }
   return depends;
 }
 
 ReductionReadWalk::ReductionReadWalk(const Graph& g, const std::vector<int>& nodes)
-    : g_(g), in_group_(nodes.begin(), nodes.end()), depends_(reduction_dependents(g, nodes)) {}
+    : g_(g), depends_(reduction_dependents(g, nodes)) {}
 
 const Node* ReductionReadWalk::next(ValueId v, const IndexTags& tags) {
   const int p = g_.value(v).producer;
-  if (p < 0 || !in_group_.count(p) || !depends_.count(p)) return nullptr;
+  if (p < 0 || !std::binary_search(depends_.begin(), depends_.end(), p)) return nullptr;
   if (!visited_.insert({v.index, tags}).second) return nullptr;
   return &g_.nodes()[static_cast<size_t>(p)];
 }

@@ -8,7 +8,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -25,8 +24,9 @@ bool is_static_one(const Dim& d);
 // A reduction node's reduced axes of its input, ascending (all without `axes`).
 std::vector<size_t> reduced_axes(const Graph& g, const Node& n);
 
-// The nodes among `nodes` whose value depends, inside them, on a reduction's result.
-std::unordered_set<int> reduction_dependents(const Graph& g, const std::vector<int>& nodes);
+// The nodes among `nodes` (ascending) whose value depends, inside them, on a
+// reduction's result; ascending.
+std::vector<int> reduction_dependents(const Graph& g, const std::vector<int>& nodes);
 
 // What a backward walk over a group's reads of reduction results must still
 // visit: `next(v, tags)` is the producer of `v` when it is a node of the group
@@ -38,8 +38,7 @@ class ReductionReadWalk {
 
  private:
   const Graph& g_;
-  std::unordered_set<int> in_group_;
-  std::unordered_set<int> depends_;  // nodes whose value depends on a reduction of the group
+  std::vector<int> depends_;  // nodes whose value depends on a reduction of the group, ascending
   std::set<std::pair<int, IndexTags>> visited_;
 };
 

@@ -61,25 +61,30 @@ bool is_acyclic(const GroupGraph& gg) {
 }
 
 int count_external_operands(const Graph& g, const std::vector<int>& nodes) {
-  std::set<int> inside(nodes.begin(), nodes.end());
-  std::set<int> operands;  // value indices
-  for (int n : nodes) {
+  std::vector<int> inside(nodes);
+  std::sort(inside.begin(), inside.end());
+  inside.erase(std::unique(inside.begin(), inside.end()), inside.end());
+  std::vector<int> operands;  // value indices
+  for (int n : inside) {
     for (ValueId v : g.nodes()[n].inputs) {
       int p = g.value(v).producer;
-      if (p < 0 || !inside.count(p)) operands.insert(v.index);
+      if (p < 0 || !std::binary_search(inside.begin(), inside.end(), p)) operands.push_back(v.index);
     }
   }
-  return static_cast<int>(operands.size());
+  std::sort(operands.begin(), operands.end());
+  return static_cast<int>(std::unique(operands.begin(), operands.end()) - operands.begin());
 }
 
 std::optional<std::string> check_group_limits(const Graph& g, const std::vector<int>& nodes,
                                               int num_outputs, const FusionLimits& limits) {
-  std::set<int> unique(nodes.begin(), nodes.end());
+  std::vector<int> unique(nodes);
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
   if (static_cast<int>(unique.size()) > limits.max_nodes_per_group) {
     return fmt::format("the kernel would have {} ops, over the limit of {}", unique.size(),
                        limits.max_nodes_per_group);
   }
-  int operands = count_external_operands(g, std::vector<int>(unique.begin(), unique.end()));
+  int operands = count_external_operands(g, unique);
   if (operands + num_outputs > limits.max_operands_and_outputs) {
     return fmt::format("the kernel would have {} operands and outputs, over the limit of {}",
                        operands + num_outputs, limits.max_operands_and_outputs);

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <unordered_set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -105,8 +104,25 @@ std::optional<std::vector<int>> stitched_root_index(const StitchedDomain& domain
   return index;
 }
 
+namespace {
+
+// Membership in a group's nodes: a sorted copy searched by bisection, cheaper
+// to build than a hash set for the checks the planners run per candidate.
+class NodeSet {
+ public:
+  explicit NodeSet(const std::vector<int>& nodes) : sorted_(nodes) {
+    if (!std::is_sorted(sorted_.begin(), sorted_.end())) std::sort(sorted_.begin(), sorted_.end());
+  }
+  size_t count(int n) const { return std::binary_search(sorted_.begin(), sorted_.end(), n) ? 1 : 0; }
+
+ private:
+  std::vector<int> sorted_;
+};
+
+}  // namespace
+
 bool is_stitched_group(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots) {
-  std::unordered_set<int> in_group(nodes.begin(), nodes.end());
+  const NodeSet in_group(nodes);
   bool has_reduction = false;
   for (int n : nodes) {
     const Node& node = g.nodes()[n];
@@ -188,7 +204,7 @@ int64_t StitchedReread::block_bytes() const {
 
 StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
                                const StitchedDomain& domain, int64_t fits_bytes) {
-  const std::unordered_set<int> in_group(nodes.begin(), nodes.end());
+  const NodeSet in_group(nodes);
   StitchedReread out;
   out.reduced_extent = 1;
   for (size_t a : domain.axes) {

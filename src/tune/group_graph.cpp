@@ -10,20 +10,20 @@ GroupGraph group_graph(const Graph& g, const FusionGroup& group, const std::stri
   GroupGraph out{Graph(name), {}};
   Graph& sub = out.graph;
   std::map<int, ValueId> mapped;  // value index in g -> value in sub
-  auto operand = [&](ValueId v) {
-    if (auto it = mapped.find(v.index); it != mapped.end()) return it->second;
-    const ValueId p = sub.add_param(g.value_name(v), g.type(v));
-    mapped.emplace(v.index, p);
-    return p;
-  };
+  // Parameters first (a graph's parameters precede its nodes), in the order
+  // the group first reads them.
+  for (int n : group.nodes) {
+    for (ValueId v : g.nodes()[static_cast<size_t>(n)].inputs) {
+      const int producer = g.value(v).producer;
+      if ((producer >= 0 && group.contains(producer)) || mapped.count(v.index)) continue;
+      mapped.emplace(v.index, sub.add_param(g.value_name(v), g.type(v)));
+    }
+  }
   std::map<int, int> node_of;  // node index in g -> node index in sub
   for (int n : group.nodes) {
     const Node& node = g.nodes()[static_cast<size_t>(n)];
     std::vector<ValueId> inputs;
-    for (ValueId v : node.inputs) {
-      const int producer = g.value(v).producer;
-      inputs.push_back(producer >= 0 && group.contains(producer) ? mapped.at(v.index) : operand(v));
-    }
+    for (ValueId v : node.inputs) inputs.push_back(mapped.at(v.index));
     const ValueId out_value = sub.add_node(node.op, std::move(inputs), node.attrs, g.type(node.output),
                                            g.value_name(node.output), node.loc);
     mapped.emplace(node.output.index, out_value);

@@ -199,6 +199,22 @@ TEST(TuningEnvironment, AcceptsZeroAndOneOnly) {
   if (saved) setenv("STITCH_TUNE", keep.c_str(), 1);
 }
 
+TEST(GroupGraph, ParametersComeBeforeNodesWhateverTheReadOrder) {
+  // y's second operand is a parameter first read after t is computed.
+  const Graph g = canonicalize(parse_module(R"(
+graph late(a: f32[64], b: f32[64]) -> (f32[64]) {
+  t = exp(a)
+  y = add(t, b)
+  return y
+}
+)").graphs.front());
+  const FusionPlan p = plan(g, PlannerKind::Xla);
+  ASSERT_EQ(p.groups.size(), 1u);
+  const GroupGraph sub = group_graph(g, p.groups[0], "sub");
+  EXPECT_EQ(sub.graph.params().size(), 2u);
+  EXPECT_EQ(sub.graph.nodes().size(), 2u);
+}
+
 TEST(GroupGraph, KeepsTheGroupsKindAndReadsItsInputsAsParameters) {
   const Graph g = canonicalize(parse_module(kGraph).graphs.front());
   const FusionPlan p = plan(g, PlannerKind::Stitch);

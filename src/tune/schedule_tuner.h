@@ -20,6 +20,7 @@
 #include "schedule/group_schedule.h"
 #include "schedule/select.h"
 #include "stitch/graph.h"
+#include "tune/measure.h"
 
 namespace stitch::tune {
 
@@ -27,14 +28,12 @@ struct TuneOptions {
   // Where the choices live: one file per (group structure, machine). Empty:
   // "tuning" under the kernel cache's directory.
   std::filesystem::path directory;
-  // Each candidate runs at least `min_runs` times and for at least
-  // `min_seconds` after one warm-up run; its time is the fastest run.
-  int min_runs = 5;
-  double min_seconds = 0.02;
+  MeasureOptions measure;  // how long each candidate runs
   // A candidate replaces the default only when it is faster by more than
   // this fraction, so that noise does not flip a choice.
   double margin = 0.03;
-  // Test seam: replaces the measured seconds of candidate `index` of a group.
+  // Test seam: replaces the measured seconds of candidate `index` of a group
+  // (the fusion tuner: 0 the fused kernel, 1 its xla kernels apart).
   std::function<double(int index, double measured)> adjust_seconds;
 };
 

@@ -327,10 +327,17 @@ TEST_F(Cli, TunedRunMeasuresOnceThenHitsTheTuningCache) {
   Result first = run_cli(args, env);
   ASSERT_EQ(first.status, 0) << first.output;
   EXPECT_NE(first.output.find("0 from the tuning cache, 1 measured"), std::string::npos) << first.output;
-  EXPECT_NE(first.output.find("// STITCH_DUMP tune\ngroup 0: "), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("// STITCH_DUMP tune\n"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("\ngroup 0: "), std::string::npos) << first.output;
+  // The stitched softmax is xla's four kernels fused: a contested decision, measured.
+  EXPECT_NE(first.output.find("tuned 1 fusion decisions: 0 from the tuning cache, 1 measured"), std::string::npos)
+      << first.output;
+  EXPECT_NE(first.output.find("kernel 0: fused "), std::string::npos) << first.output;
   Result second = run_cli(args, env);
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_NE(second.output.find("1 from the tuning cache, 0 measured"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("tuned 1 fusion decisions: 1 from the tuning cache, 0 measured"), std::string::npos)
+      << second.output;
   EXPECT_EQ(first.output.substr(first.output.find("y:")), second.output.substr(second.output.find("y:")));
   // STITCH_TUNE=1 is --tune; anything but 0 or 1 is bad input.
   Result by_env = run_cli("run " + src("bench/workloads/softmax.stitch") +

@@ -22,6 +22,7 @@
 #include "stitch/text.h"
 #include "random_graph.h"
 #include "tensor_compare.h"
+#include "tune/fusion_tuner.h"
 #include "tune/group_graph.h"
 #include "tune/schedule_tuner.h"
 
@@ -59,8 +60,8 @@ class Tuning : public ::testing::Test {
   TuneOptions options() const {
     TuneOptions o;
     o.directory = dir_;
-    o.min_runs = 2;
-    o.min_seconds = 0.001;
+    o.measure.min_runs = 2;
+    o.measure.min_seconds = 0.001;
     return o;
   }
   // Entries in the tuning directory.
@@ -226,6 +227,114 @@ TEST(GroupGraph, KeepsTheGroupsKindAndReadsItsInputsAsParameters) {
     EXPECT_EQ(sub.graph.outputs().size(), group.roots.size());
     EXPECT_EQ(sub.graph.params().size(), 1u);  // x, or a
   }
+}
+
+}  // namespace
+}  // namespace stitch::tune
+
+namespace stitch::tune {
+namespace {
+
+// docs/tuning.md, Fusion decisions: the stitched softmax merges xla's four
+// kernels; measured apart faster (by the test seam) it is split back.
+class FusionTuning : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("stitch_fusion_tuning_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    graph_ = canonicalize(parse_module(R"(
+graph softmax(x: f32[128, 300]) -> (f32[128, 300]) {
+  m = reduce_max(x, axes=[1], keepdims=true)
+  e = exp(sub(x, m))
+  s = reduce_sum(e, axes=[1], keepdims=true)
+  y = div(e, s)
+  return y
+}
+)").graphs.front());
+    plan_ = plan(graph_, PlannerKind::Stitch);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  TuneOptions options(bool apart_faster) const {
+    TuneOptions o;
+    o.directory = dir_;
+    o.measure.min_runs = 2;
+    o.measure.min_seconds = 0.001;
+    o.adjust_seconds = [apart_faster](int index, double) { return (index == 1) == apart_faster ? 1.0 : 2.0; };
+    return o;
+  }
+  fs::path dir_;
+  Graph graph_;
+  FusionPlan plan_;
+  runtime::cpu::KernelCache kernels_;
+};
+
+TEST_F(FusionTuning, SplitsAKernelMeasuredSlowerThanItsPartsAndStillComputesTheGraph) {
+  ASSERT_EQ(plan_.groups.size(), 1u);
+  const size_t xla_kernels = plan(graph_, PlannerKind::Xla).groups.size();
+  ASSERT_GE(xla_kernels, 2u);
+  FusionTuner tuner(kernels_, options(true));
+  const FusionPlan refined = tuner.refine(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(tuner.stats().contested, 1);
+  EXPECT_EQ(tuner.stats().measured, 1) << tuner.report();
+  EXPECT_EQ(tuner.stats().split, 1) << tuner.report();
+  EXPECT_EQ(refined.groups.size(), xla_kernels) << print_plan(graph_, refined);
+  EXPECT_NE(print_plan(graph_, refined).find("tuning measured these kernels apart faster"), std::string::npos)
+      << print_plan(graph_, refined);
+
+  runtime::cpu::CompileOptions compile;
+  compile.plan_tuner = [&](const Graph& g, const FusionPlan& p, const RowScheduleTarget& t) {
+    return FusionTuner(kernels_, options(true)).refine(g, p, t);
+  };
+  compile.tuner_key = "split by a test";
+  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(graph_, PlannerKind::Stitch, kernels_, compile);
+  EXPECT_EQ(exe.kernel_count(), static_cast<int>(xla_kernels));
+  const std::vector<Tensor> inputs = stitch::testing::random_inputs(graph_, 5, {});
+  EXPECT_TRUE(stitch::testing::outputs_match_interpreter(exe.run(inputs), interpret(graph_, inputs), true, 300));
+}
+
+TEST_F(FusionTuning, KeepsAKernelMeasuredFasterAndAnswersFromTheCache) {
+  FusionTuner first(kernels_, options(false));
+  const FusionPlan kept = first.refine(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(first.stats().split, 0) << first.report();
+  EXPECT_EQ(kept.groups.size(), 1u);
+  FusionTuner second(kernels_, options(true));  // would split, but the cache answers "fused"
+  second.refine(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(second.stats().hits, 1) << second.report();
+  EXPECT_EQ(second.stats().measured, 0);
+  EXPECT_EQ(second.stats().split, 0);
+}
+
+TEST_F(FusionTuning, StaleAndCorruptEntriesAreMeasuredAgain) {
+  FusionTuner(kernels_, options(false)).refine(graph_, plan_, RowScheduleTarget::cpu());
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir_)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  std::string text;
+  {
+    std::ifstream in(files[0]);
+    std::ostringstream s;
+    s << in.rdbuf();
+    text = s.str();
+  }
+  const size_t at = text.find("fingerprint ");
+  ASSERT_NE(at, std::string::npos);
+  std::string stale = text;
+  stale.replace(at + 12, 8, "00000000");
+  std::ofstream(files[0]) << stale;
+  FusionTuner after_stale(kernels_, options(false));
+  after_stale.refine(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(after_stale.stats().stale, 1) << after_stale.report();
+  EXPECT_EQ(after_stale.stats().measured, 1);
+
+  std::ofstream(files[0]) << "stitch-fusion-tuning-v1\nfingerprint x\nchoice maybe\n";
+  FusionTuner after_corrupt(kernels_, options(false));
+  after_corrupt.refine(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(after_corrupt.stats().corrupt, 1) << after_corrupt.report();
+  EXPECT_EQ(after_corrupt.stats().measured, 1);
+  FusionTuner after(kernels_, options(false));
+  after.refine(graph_, plan_, RowScheduleTarget::cpu());
+  EXPECT_EQ(after.stats().hits, 1) << after.report();
 }
 
 }  // namespace

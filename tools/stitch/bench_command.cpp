@@ -162,11 +162,11 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
       try {
         runtime::cpu::KernelCache cold(cold_directory.path());
         // --tune: the cold compile measures the schedules, the warm ones read them back.
-        std::unique_ptr<tune::ScheduleTuner> tuner = tuned ? cpu_tuner(true, cold, compile_options) : nullptr;
+        std::unique_ptr<Tuners> tuners = tuned ? cpu_tuners(true, cold, compile_options) : nullptr;
         Clock::time_point start = Clock::now();
         runtime::cpu::CpuExecutable::compile(w.canonical, planner, cold, compile_options);
         compile_s = seconds_since(start);
-        if (tuner) report_tuning(*tuner);
+        if (tuners) report_tuning(*tuners);
         runtime::cpu::KernelCache warm(cold_directory.path());
         start = Clock::now();
         runtime::cpu::CpuExecutable::compile(w.canonical, planner, warm, compile_options);

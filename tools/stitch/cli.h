@@ -11,6 +11,7 @@
 #include "schedule/select.h"
 #include "runtime/common/pipeline.h"
 #include "runtime/cpu/executable.h"
+#include "tune/fusion_tuner.h"
 #include "tune/schedule_tuner.h"
 #include "stitch/graph.h"
 #include "stitch/tensor.h"
@@ -65,13 +66,18 @@ bool dump_enabled(const std::string& stage);
 // "// STITCH_DUMP <stage>" and the stage's text.
 runtime::StageDump stage_dumps();
 
-// --tune or STITCH_TUNE=1 (docs/tuning.md): a tuner over `cache`'s
-// directory, wired into `options`; nullptr when tuning is not asked for.
-std::unique_ptr<tune::ScheduleTuner> cpu_tuner(bool tune, runtime::cpu::KernelCache& cache,
-                                               runtime::cpu::CompileOptions& options);
-// One line on stderr saying what the tuner did (with a warning when a
-// candidate disagreed with the interpreter); its report under STITCH_DUMP=tune.
-void report_tuning(const tune::ScheduleTuner& tuner);
+// --tune or STITCH_TUNE=1 (docs/tuning.md): both tuners (contested fusion
+// decisions, then schedules) over `cache`'s directory, wired into `options`;
+// nullptr when tuning is not asked for.
+struct Tuners {
+  explicit Tuners(runtime::cpu::KernelCache& cache) : fusions(cache), schedules(cache) {}
+  tune::FusionTuner fusions;
+  tune::ScheduleTuner schedules;
+};
+std::unique_ptr<Tuners> cpu_tuners(bool tune, runtime::cpu::KernelCache& cache, runtime::cpu::CompileOptions& options);
+// Two lines on stderr saying what the tuners did (with a warning when a
+// candidate disagreed with the interpreter); their reports under STITCH_DUMP=tune.
+void report_tuning(const Tuners& tuners);
 
 // --backend cuda (cuda_commands.cpp). Each throws UserError (status 2) when
 // this stitch was built without the CUDA toolkit, or when no driver or device

@@ -215,9 +215,9 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
   runtime::cpu::KernelCache cache;
   runtime::cpu::CompileOptions options;
   options.dump = stage_dumps();
-  std::unique_ptr<tune::ScheduleTuner> tuner = cpu_tuner(tune, cache, options);
+  std::unique_ptr<Tuners> tuners = cpu_tuners(tune, cache, options);
   runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, kind, cache, options);
-  if (tuner) report_tuning(*tuner);
+  if (tuners) report_tuning(*tuners);
   if (dump_enabled("cache")) {
     runtime::cpu::CacheStats s = cache.stats();
     std::cerr << fmt::format("cache: hits={} misses={}\n", s.hits, s.misses);
@@ -233,20 +233,27 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
 
 }  // namespace
 
-std::unique_ptr<tune::ScheduleTuner> cpu_tuner(bool tune, runtime::cpu::KernelCache& cache,
-                                               runtime::cpu::CompileOptions& options) {
+std::unique_ptr<Tuners> cpu_tuners(bool tune, runtime::cpu::KernelCache& cache, runtime::cpu::CompileOptions& options) {
   if (!tune && !tune::tuning_requested_by_environment()) return nullptr;
-  auto tuner = std::make_unique<tune::ScheduleTuner>(cache);
-  tune::ScheduleTuner* t = tuner.get();
-  options.tuner = [t](const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
-    return t->choose(g, plan, target);
+  auto tuners = std::make_unique<Tuners>(cache);
+  Tuners* t = tuners.get();
+  options.plan_tuner = [t](const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
+    return t->fusions.refine(g, plan, target);
   };
-  options.tuner_key = tuner->key();
-  return tuner;
+  options.tuner = [t](const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
+    return t->schedules.choose(g, plan, target);
+  };
+  options.tuner_key = t->schedules.key();
+  return tuners;
 }
 
-void report_tuning(const tune::ScheduleTuner& tuner) {
-  const tune::TuneStats& s = tuner.stats();
+void report_tuning(const Tuners& tuners) {
+  const tune::FusionTuneStats& f = tuners.fusions.stats();
+  std::cerr << fmt::format(
+      "stitch: tuned {} fusion decisions: {} from the tuning cache, {} measured ({} stale, {} corrupt entries), {} not "
+      "tunable; {} kernels split back into xla's\n",
+      f.contested, f.hits, f.measured, f.stale, f.corrupt, f.untunable, f.split);
+  const tune::TuneStats& s = tuners.schedules.stats();
   std::cerr << fmt::format(
       "stitch: tuned {} groups with several candidate schedules: {} from the tuning cache, {} measured ({} stale, {} "
       "corrupt entries), {} not tunable; {} differ from the default\n",
@@ -256,7 +263,9 @@ void report_tuning(const tune::ScheduleTuner& tuner) {
                              "taken (a bug in Stitch; STITCH_DUMP=tune shows them)\n",
                              s.rejected);
   }
-  if (dump_enabled("tune")) std::cerr << "// STITCH_DUMP tune\n" << tuner.report();
+  if (dump_enabled("tune")) {
+    std::cerr << "// STITCH_DUMP tune\n" << tuners.fusions.report() << tuners.schedules.report();
+  }
 }
 
 PlannerKind executable_planner(const std::string& backend, const std::string& planner) {

@@ -19,6 +19,7 @@ void split_stage(Compilation& c, const Backend&) { c.graph = split_full_reductio
 void plan_stage(Compilation& c, const Backend&) {
   c.search = {};
   c.plan = stitch::plan(c.graph, c.planner, c.plan_options, &c.search);
+  if (c.plan_tuner) c.plan = c.plan_tuner(c.graph, c.plan, c.target);
 }
 
 void schedule_stage(Compilation& c, const Backend&) {
@@ -146,6 +147,7 @@ LoweredBatch lower_batch(const std::vector<Graph>& canonical_graphs, const Compi
     Compilation c = compilation_of(canonical_graphs[i], settings.planner, settings.plan_options, settings.target);
     c.schedule_override = settings.schedule_override;
     c.tuner = settings.tuner;
+    c.plan_tuner = settings.plan_tuner;
     c.kernel_prefix = kernel_prefix(canonical_graphs[i].name()) + "_b" + std::to_string(i);
     try {
       run_pipeline(c, backend, "split-reductions", "lower");

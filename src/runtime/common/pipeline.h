@@ -55,6 +55,10 @@ struct Compilation {
   using Tuner = std::function<std::vector<std::optional<schedule::GroupSchedule>>(
       const Graph&, const FusionPlan&, const schedule::RowScheduleTarget&)>;
   Tuner tuner;
+  // Settles contested fusion decisions by measurement (tune/fusion_tuner.h):
+  // the plan stage's plan, refined; unset: the planner's plan as it is.
+  using PlanTuner = std::function<FusionPlan(const Graph&, const FusionPlan&, const schedule::RowScheduleTarget&)>;
+  PlanTuner plan_tuner;
   // Where the compile stage's fallback report goes (report_warning).
   std::function<void(const std::string&)> warn;
 

@@ -132,6 +132,7 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   Compilation c = compilation_of(canonical_graph, planner, plan_options, options.rows);
   c.schedule_override = options.schedule_override;
   c.tuner = options.tuner;
+  c.plan_tuner = options.plan_tuner;
   c.warn = options.warn;
   CpuModule module;
   const Backend backend = cpu_backend(cache, options, module);

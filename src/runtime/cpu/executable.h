@@ -36,6 +36,7 @@ struct CompileOptions {
   // in-memory cache tells tuned executables from untuned ones.
   lower::ScheduleOverride schedule_override;
   runtime::Compilation::Tuner tuner;
+  runtime::Compilation::PlanTuner plan_tuner;  // contested fusions measured (tune/fusion_tuner.h)
   std::string tuner_key;
   // Where the loud report of a compile failure and its fallback goes; stderr
   // ("stitch: warning: ...") when empty.

@@ -1,0 +1,129 @@
+#include "tune/measure.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "codegen/cpu/cpp_emitter.h"
+#include "lower/lower_plan.h"
+#include "stitch/error.h"
+#include "stitch/interpreter.h"
+#include "stitch/tensor.h"
+#include "tensor/compare.h"
+
+namespace stitch::tune {
+
+namespace {
+
+double run_seconds(runtime::cpu::KernelFunction f, std::vector<void*>& buffers, const MeasureOptions& options) {
+  const int64_t* no_scalars = nullptr;
+  f(buffers.data(), no_scalars);  // warm-up: pages touched, caches filled
+  double best = std::numeric_limits<double>::infinity(), total = 0;
+  for (int runs = 0; (runs < options.min_runs || total < options.min_seconds) && runs < 1000; ++runs) {
+    const auto start = std::chrono::steady_clock::now();
+    f(buffers.data(), no_scalars);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::min(best, s);
+    total += s;
+  }
+  return best;
+}
+
+// A group graph's random inputs and the interpreter's results on them.
+struct Reference {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> want;
+  std::string problem;  // set when the interpreter rejected the inputs
+};
+
+Reference reference_of(const Graph& g) {
+  Reference r;
+  uint64_t seed = 0x5eed;
+  for (ValueId v : g.params()) {
+    Tensor t(g.type(v).dtype, concrete_shape(g.type(v).shape, {}));
+    fill_random(t, seed++);
+    r.inputs.push_back(std::move(t));
+  }
+  try {
+    r.want = interpret(g, r.inputs);
+  } catch (const UserError& e) {
+    r.problem = fmt::format("random inputs are not valid for it ({})", e.what());
+  }
+  return r;
+}
+
+}  // namespace
+
+bool all_static(const Graph& g) {
+  for (ValueId p : g.params()) {
+    for (const Dim& d : g.type(p).shape) {
+      if (!d.is_static()) return false;
+    }
+  }
+  return true;
+}
+
+std::vector<TrialResult> measure_trials(runtime::cpu::KernelCache& kernels, const std::vector<Trial>& trials,
+                                        const schedule::RowScheduleTarget& target, const MeasureOptions& options) {
+  std::vector<TrialResult> out(trials.size());
+  if (trials.empty()) return out;
+  std::vector<kir::Kernel> kernel_list;
+  std::vector<lower::GroupSignature> signatures;
+  std::vector<std::string> names;
+  for (size_t t = 0; t < trials.size(); ++t) {
+    const GroupGraph& sub = *trials[t].group;
+    STITCH_ASSERT(all_static(sub.graph), "measure_trials: a group graph of static shapes");
+    std::vector<lower::LoweredGroup> l =
+        lower::lower_plan(sub.graph, sub.plan, {trials[t].schedule}, fmt::format("tune_t{}", t), target);
+    STITCH_ASSERT(l.size() == 1 && l[0].kernel, "a trial's schedule lowers: " + trials[t].schedule.describe());
+    names.push_back(l[0].kernel->name);
+    signatures.push_back(l[0].signature);
+    kernel_list.push_back(std::move(*l[0].kernel));
+  }
+  const runtime::cpu::CpuModule module = kernels.load_or_compile(codegen::cpu::emit_cpp_translation_unit(kernel_list));
+
+  std::map<const GroupGraph*, Reference> references;
+  for (size_t t = 0; t < trials.size(); ++t) {
+    const GroupGraph* group = trials[t].group;
+    auto it = references.find(group);
+    if (it == references.end()) it = references.emplace(group, reference_of(group->graph)).first;
+    Reference& ref = it->second;
+    if (!ref.problem.empty()) {
+      out[t].problem = ref.problem;
+      continue;
+    }
+    const Graph& sg = group->graph;
+    std::map<int, size_t> param_index, output_index;
+    for (size_t i = 0; i < sg.params().size(); ++i) param_index[sg.params()[i].index] = i;
+    for (size_t i = 0; i < sg.outputs().size(); ++i) output_index[sg.outputs()[i].value.index] = i;
+    std::vector<Tensor> outputs;
+    for (const GraphOutput& o : sg.outputs()) {
+      outputs.push_back(Tensor::uninitialized(sg.type(o.value).dtype, concrete_shape(sg.type(o.value).shape, {})));
+    }
+    std::vector<void*> buffers;
+    for (ValueId v : signatures[t].inputs) buffers.push_back(ref.inputs.at(param_index.at(v.index)).raw());
+    for (ValueId v : signatures[t].outputs) buffers.push_back(outputs.at(output_index.at(v.index)).raw());
+    int32_t status = 0;
+    if (signatures[t].status) buffers.push_back(&status);
+    const double seconds = run_seconds(module.function(names[t]), buffers, options);
+    if (status != 0) {
+      out[t].problem = "the kernel rejected the input";
+      continue;
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const std::string diff =
+          compare_with_interpreter(outputs[o], ref.want[o], output_allowance(sg, sg.outputs()[o].value, {})).describe();
+      if (!diff.empty()) {
+        out[t].problem = "disagrees with the interpreter: " + diff;
+        out[t].mismatch = true;
+        break;
+      }
+    }
+    if (out[t].problem.empty()) out[t].seconds = seconds;
+  }
+  return out;
+}
+
+}  // namespace stitch::tune

@@ -1,0 +1,49 @@
+// Timing kernels of single groups on the CPU (docs/tuning.md, What it does):
+// the measuring both tuners share. Every trial (a group graph under one
+// schedule) is lowered into one translation unit, compiled once, then run on
+// random inputs of the group's static shapes, checked against the
+// interpreter, and timed.
+#pragma once
+
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "runtime/cpu/kernel_cache.h"
+#include "schedule/group_schedule.h"
+#include "schedule/select.h"
+#include "tune/group_graph.h"
+
+namespace stitch::tune {
+
+struct MeasureOptions {
+  // Each trial runs at least `min_runs` times and for at least `min_seconds`
+  // after one warm-up run; its time is the fastest run.
+  int min_runs = 5;
+  double min_seconds = 0.02;
+};
+
+struct Trial {
+  const GroupGraph* group = nullptr;  // trials of one group share its inputs
+  schedule::GroupSchedule schedule;
+};
+
+struct TrialResult {
+  double seconds = std::numeric_limits<double>::infinity();
+  // Empty when measured. Otherwise why not: the kernel rejected its input,
+  // or its results disagree with the interpreter (`mismatch` then).
+  std::string problem;
+  bool mismatch = false;
+};
+
+// Whether every parameter of `g` has a static shape (only those are timed).
+bool all_static(const Graph& g);
+
+// One result per trial, in order. Groups whose interpreter run rejects the
+// random inputs (a gather's indices out of range) get that as every trial's
+// problem.
+std::vector<TrialResult> measure_trials(runtime::cpu::KernelCache& kernels, const std::vector<Trial>& trials,
+                                        const schedule::RowScheduleTarget& target, const MeasureOptions& options);
+
+}  // namespace stitch::tune

@@ -139,15 +139,24 @@ bool is_stitched_group(const Graph& g, const std::vector<int>& nodes, const std:
 std::string stitched_group_problem(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
                                    StitchedDomain* domain_out) {
   StitchedDomain domain;
-  std::map<int, size_t> level;  // node -> dependence level (reductions count 1)
+  // Per node (by its place among the sorted nodes), its dependence level
+  // (reductions count 1) once visited; kUnvisited before.
+  std::vector<int> sorted(nodes);
+  if (!std::is_sorted(sorted.begin(), sorted.end())) std::sort(sorted.begin(), sorted.end());
+  constexpr size_t kUnvisited = static_cast<size_t>(-1);
+  std::vector<size_t> level(sorted.size(), kUnvisited);
+  auto slot = [&](int n) -> size_t* {
+    auto it = std::lower_bound(sorted.begin(), sorted.end(), n);
+    return it != sorted.end() && *it == n ? &level[static_cast<size_t>(it - sorted.begin())] : nullptr;
+  };
   for (int n : nodes) {
     const Node& node = g.nodes()[n];
     const OpCategory c = op_info(node.op).category;
     if (c == OpCategory::Dot) return "a dot cannot be stitched";
     size_t lvl = 0;
     for (ValueId v : node.inputs) {
-      auto it = level.find(g.value(v).producer);
-      if (it != level.end()) lvl = std::max(lvl, it->second);
+      const size_t* l = slot(g.value(v).producer);
+      if (l && *l != kUnvisited) lvl = std::max(lvl, *l);
     }
     if (c == OpCategory::Reduction) {
       if (!is_stitchable_reduction(node.op)) return fmt::format("{} cannot be stitched", op_name(node.op));
@@ -163,7 +172,7 @@ std::string stitched_group_problem(const Graph& g, const std::vector<int>& nodes
       if (domain.phases.size() < lvl) domain.phases.resize(lvl);
       domain.phases[lvl - 1].push_back(n);
     }
-    level[n] = lvl;
+    *slot(n) = lvl;
   }
   if (domain.phases.empty()) return "no reduction";
   for (auto& phase : domain.phases) std::sort(phase.begin(), phase.end());

@@ -2,10 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "lower/lower_reduction_group.h"
 #include "lower/lower_stitched_group.h"
 #include "lower/lower_tile_group.h"
-#include "lower/streaming_outputs.h"
 #include "lower/transpose_tiles.h"
 #include "stitch/error.h"
 
@@ -57,9 +58,19 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
         break;
     }
     if (lowered.kernel || s.kind == ScheduleKind::Library) lowered.signature = loop_group_signature(g, group);
+    if (lowered.kernel) {
+      // Streaming stores for the outputs the schedule names (written once, by this kernel).
+      const size_t first_output = lowered.signature.inputs.size();
+      for (size_t k = 0; k < lowered.signature.outputs.size(); ++k) {
+        kir::BufferParam& b = lowered.kernel->buffers.at(first_output + k);
+        const int v = lowered.signature.outputs[k].index;
+        if (b.access == kir::Access::Write && std::binary_search(s.streamed.begin(), s.streamed.end(), v)) {
+          b.streaming = true;
+        }
+      }
+    }
     out.push_back(std::move(lowered));
   }
-  if (cpu && target.stream_min_bytes >= 0) mark_streaming_outputs(g, plan, out, target.stream_min_bytes);
   return out;
 }
 

@@ -29,8 +29,7 @@ struct LoweredGroup {
 // nothing of its own. Kernels are named "<prefix>_g<index>". A group whose
 // schedule is Unlowered comes back without a kernel and with its reason; a
 // library group without a kernel (a library call). `target` gives what the
-// schedule does not: the block's shared-memory budget and, on the CPU, which
-// graph outputs take streaming stores (streaming_outputs.h).
+// schedule does not: the block's shared-memory budget.
 std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
                                      const std::vector<schedule::GroupSchedule>& schedules, const std::string& prefix,
                                      const schedule::RowScheduleTarget& target = schedule::RowScheduleTarget::cpu());

@@ -8,6 +8,7 @@
 #include "lower/lower_reduction_group.h"
 #include "lower/lower_stitched_group.h"
 #include "lower/lower_tile_group.h"
+#include "lower/streaming_outputs.h"
 #include "lower/transpose_tiles.h"
 #include "schedule/column_schedule.h"
 
@@ -169,6 +170,9 @@ std::vector<GroupSchedule> schedule_plan(const Graph& g, const FusionPlan& plan,
                                          const ScheduleOverride& override_group) {
   std::vector<GroupSchedule> out;
   out.reserve(plan.groups.size());
+  const std::vector<std::vector<int>> streamed = on_cpu(target) && target.stream_min_bytes >= 0
+                                                     ? streaming_outputs(g, plan, target.stream_min_bytes)
+                                                     : std::vector<std::vector<int>>(plan.groups.size());
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     const FusionGroup& group = plan.groups[i];
     if (override_group) {
@@ -176,12 +180,15 @@ std::vector<GroupSchedule> schedule_plan(const Graph& g, const FusionPlan& plan,
       if (std::optional<GroupSchedule> chosen = override_group(static_cast<int>(i), candidates)) {
         complete_schedule(g, group, target, *chosen);
         out.push_back(std::move(*chosen));
-        continue;
+      } else {
+        out.push_back(candidates.front());
       }
-      out.push_back(candidates.front());
-      continue;
+    } else {
+      out.push_back(schedule_group(g, group, target));
     }
-    out.push_back(schedule_group(g, group, target));
+    if (out.back().kind != ScheduleKind::Library && out.back().kind != ScheduleKind::Unlowered) {
+      out.back().streamed = streamed[i];
+    }
   }
   return out;
 }

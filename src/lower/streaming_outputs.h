@@ -9,14 +9,15 @@
 #include <vector>
 
 #include "fusion/fusion_plan.h"
-#include "lower/lower_plan.h"
 
 namespace stitch::lower {
 
-// Marks the output buffers of `lowered`'s kernels that qualify: at least
-// `min_bytes` (schedule::RowScheduleTarget::stream_min_bytes). Outputs of
-// symbolic shape are never streamed (their size is not known here).
-void mark_streaming_outputs(const Graph& g, const FusionPlan& plan, std::vector<LoweredGroup>& lowered,
-                            int64_t min_bytes);
+// Per group of `plan`, the graph outputs its kernel stores non-temporally
+// (value indices, ascending): those of at least `min_bytes`
+// (schedule::RowScheduleTarget::stream_min_bytes) that no other group reads.
+// Outputs of symbolic shape are never streamed (their size is not known
+// here). The schedule stage records them in each GroupSchedule; the lowering
+// marks those buffers.
+std::vector<std::vector<int>> streaming_outputs(const Graph& g, const FusionPlan& plan, int64_t min_bytes);
 
 }  // namespace stitch::lower

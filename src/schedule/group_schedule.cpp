@@ -30,6 +30,11 @@ std::string GroupSchedule::key() const {
     text += "]";
   }
   if (shared_bytes > 0) text += fmt::format(" shared {}", shared_bytes);
+  if (!streamed.empty()) {
+    text += " streamed [";
+    for (size_t i = 0; i < streamed.size(); ++i) text += (i ? " " : "") + std::to_string(streamed[i]);
+    text += "]";
+  }
   return text;
 }
 

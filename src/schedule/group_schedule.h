@@ -44,6 +44,9 @@ struct GroupSchedule {
   // and the block's shared-memory arena in bytes as Algorithm 4 placed it.
   std::vector<int> cached;
   int64_t shared_bytes = 0;
+  // CPU: the graph outputs (value indices, ascending) the kernel stores
+  // non-temporally (docs/cpu-backend.md, Streaming stores).
+  std::vector<int> streamed;
   // The plan itself, which the lowering places its buffers by; derived from
   // the decision above (plan_stitched_shared_memory), so == ignores it.
   std::shared_ptr<const GroupSharedMemory> shared_memory;

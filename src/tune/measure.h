@@ -2,7 +2,7 @@
 // the measuring both tuners share. Every trial (a group graph under one
 // schedule) is lowered into one translation unit, compiled once, then run on
 // random inputs of the group's static shapes, checked against the
-// interpreter, and timed.
+// interpreter, and timed in interleaved rounds.
 #pragma once
 
 #include <functional>
@@ -18,10 +18,13 @@
 namespace stitch::tune {
 
 struct MeasureOptions {
-  // Each trial runs at least `min_runs` times and for at least `min_seconds`
-  // after one warm-up run; its time is the fastest run.
-  int min_runs = 5;
-  double min_seconds = 0.02;
+  // After one warm-up run that is checked against the interpreter, each
+  // trial runs at least `min_runs` times and for at least `min_seconds` in
+  // all, spread over `rounds` rounds that take every trial in turn (so that a
+  // slow spell of the machine falls on all of them); its time is its fastest run.
+  int min_runs = 6;
+  double min_seconds = 0.03;
+  int rounds = 3;
 };
 
 struct Trial {

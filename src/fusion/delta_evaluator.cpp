@@ -37,13 +37,18 @@ TargetModel cpu_target_model() {
   return t;
 }
 
-TargetModel gpu_target_model() {
+namespace {
+
+// A GPU's model from its datasheet: DRAM bandwidth, SMs, SFU results per SM
+// per cycle and boost clock.
+TargetModel published_gpu(std::string name, double dram_bytes_per_second, int sms, double sfu_per_sm_cycle,
+                          double clock_hz) {
   TargetModel t;
-  t.name = "sm_90 (published figures)";
-  // NVIDIA H100 datasheet (SXM5): 3.35 TB/s HBM3. A kernel moving V bytes is
-  // taken to need V / (0.9 x peak) plus 2 us to fill 132 SMs with requests
-  // (memory latency ~1 us, ramp-up), so M(V) = V / (2 us + V / (0.9 peak)).
-  const double peak = 0.9 * 3.35e12;
+  t.name = std::move(name);
+  // A kernel moving V bytes is taken to need V / (0.9 x peak) plus 2 us to
+  // fill the SMs with requests (memory latency ~1 us, ramp-up), so
+  // M(V) = V / (2 us + V / (0.9 peak)).
+  const double peak = 0.9 * dram_bytes_per_second;
   const double fill = 2e-6;
   for (int e = 12; e <= 30; e += 2) {
     const int64_t bytes = int64_t{1} << e;
@@ -51,10 +56,25 @@ TargetModel gpu_target_model() {
   }
   // A kernel launch from the host, a few microseconds (CUDA streams, no graph).
   t.launch_seconds = 3e-6;
-  // Special-function units: 16 a cycle per SM (CUDA C++ Programming Guide,
-  // compute capability 9.0) x 132 SMs x 1.98 GHz.
-  t.expensive_op_seconds = 1.0 / (16.0 * 132 * 1.98e9);
+  t.expensive_op_seconds = 1.0 / (sfu_per_sm_cycle * sms * clock_hz);
   return t;
+}
+
+}  // namespace
+
+TargetModel gpu_target_model(const std::string& arch) {
+  // Compute capability 8.x or older: the A100's figures.
+  const bool ampere = arch.rfind("sm_", 0) == 0 && arch.size() >= 4 && arch[3] <= '8' && arch.size() == 5;
+  // NVIDIA A100 datasheet (SXM4, 40 GB): 1,555 GB/s HBM2, 108 SMs at 1.41 GHz;
+  // H100 datasheet (SXM5): 3.35 TB/s HBM3, 132 SMs at 1.98 GHz. Special-function
+  // units: 16 results a cycle per SM for compute capability 8.0 and 9.0 (CUDA
+  // C++ Programming Guide, arithmetic instruction throughput).
+  if (ampere) {
+    return published_gpu(arch == "sm_80" ? "sm_80 (published figures)" : arch + " (sm_80's published figures)",
+                         1.555e12, 108, 16.0, 1.41e9);
+  }
+  return published_gpu(arch == "sm_90" ? "sm_90 (published figures)" : arch + " (sm_90's published figures)",
+                       3.35e12, 132, 16.0, 1.98e9);
 }
 
 double DeltaEvaluator::expensive_seconds(const Graph& g, const FusionGroup& group) const {

@@ -35,11 +35,13 @@ struct TargetModel {
 // The CPU this project is developed on, measured with
 // scripts/measure_bandwidth_curve.sh (values and date in docs/fusion.md).
 TargetModel cpu_target_model();
-// A GPU (H100-SXM5, sm_90) from published figures until one measures it
-// (docs/fusion.md, Delta evaluator): 90% of the datasheet's DRAM bandwidth
-// for a large kernel, a fixed 2 us to fill the machine that small kernels
-// do not amortise, a 3 us launch, and the SFU rate for expensive ops.
-TargetModel gpu_target_model();
+// A GPU from published figures until one measures it (docs/fusion.md, Delta
+// evaluator): 90% of the datasheet's DRAM bandwidth for a large kernel, a
+// fixed 2 us to fill the machine that small kernels do not amortise, a 3 us
+// launch, and the SFU rate for expensive ops. "sm_90": H100-SXM5; "sm_80":
+// A100-SXM4-40GB; another sm_8x takes sm_80's figures, anything newer
+// sm_90's, and the model's name says so.
+TargetModel gpu_target_model(const std::string& arch = "sm_90");
 
 struct FusionDelta {
   double saved_memory = 0;    // seconds

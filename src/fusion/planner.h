@@ -33,10 +33,11 @@ struct PlanOptions {
 
   static constexpr int64_t kCpuRowHoldBytes = 512 * 1024;
   static constexpr int64_t kGpuRowHoldBytes = 48 * 1024;
-  static PlanOptions for_gpu() {
+  // The GPU's options, scored with `arch`'s model (gpu_target_model).
+  static PlanOptions for_gpu(const std::string& arch = "sm_90") {
     PlanOptions o;
     o.row_hold_bytes = kGpuRowHoldBytes;
-    o.target = gpu_target_model();
+    o.target = gpu_target_model(arch);
     return o;
   }
 };

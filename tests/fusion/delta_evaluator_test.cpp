@@ -39,6 +39,23 @@ TEST(DeltaEvaluator, TheMeasuredCpuCurveIsUsable) {
   EXPECT_GT(t.launch_seconds, 0);
 }
 
+// The GPU models from published figures: the A100's DRAM is slower than the
+// H100's, so a large kernel takes longer on sm_80; other architectures take
+// the nearest table entry and say so.
+TEST(DeltaEvaluator, GpuModelsFollowTheirDatasheets) {
+  const TargetModel h100 = gpu_target_model("sm_90");
+  const TargetModel a100 = gpu_target_model("sm_80");
+  EXPECT_EQ(h100.name, "sm_90 (published figures)");
+  EXPECT_EQ(a100.name, "sm_80 (published figures)");
+  const int64_t big = int64_t{1} << 30;
+  EXPECT_GT(a100.memory_seconds(big), 2.0 * h100.memory_seconds(big));
+  EXPECT_LT(a100.memory_seconds(big), 2.3 * h100.memory_seconds(big));
+  EXPECT_GT(a100.expensive_op_seconds, h100.expensive_op_seconds);
+  EXPECT_EQ(gpu_target_model("sm_86").name, "sm_86 (sm_80's published figures)");
+  EXPECT_EQ(gpu_target_model("sm_100").name, "sm_100 (sm_90's published figures)");
+  EXPECT_EQ(PlanOptions::for_gpu("sm_80").target.name, a100.name);
+}
+
 const char* kChain = R"(graph chain(x: f32[256, 256]) {
   a = exp(x)
   b = mul(a, 2.0)

@@ -195,7 +195,7 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
   rows.forced = forced;
   runtime::Compilation c = runtime::compilation_of(canonicalize_with_dumps(select_graph(m, graph_name, file)), kind,
-                                                   explain && gpu ? PlanOptions::for_gpu() : PlanOptions{}, rows);
+                                                   explain && gpu ? PlanOptions::for_gpu(gpu->arch) : PlanOptions{}, rows);
   // The JSON form gives each group's schedule; the others stop after planning.
   run_pipeline(c, runtime::Backend{}, "split-reductions", format == "json" ? "schedule" : "plan", stage_dumps());
   const Graph& canonical = c.graph;

@@ -173,7 +173,7 @@ CudaExecutable CudaExecutable::compile(const Graph& canonical_graph, PlannerKind
                                        std::shared_ptr<CudaContext> context, CubinCache& cache,
                                        const CudaCompileOptions& options) {
   context->make_current();
-  PlanOptions plan_options = PlanOptions::for_gpu();
+  PlanOptions plan_options = PlanOptions::for_gpu(context->device().arch());
   plan_options.max_fusions = resolve_max_fusions(options.plan);
   Compilation c = compilation_of(canonical_graph, planner, plan_options, rows_for(*context, options));
   c.warn = options.warn;
@@ -192,7 +192,7 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
                                                           PlannerKind planner, std::shared_ptr<CudaContext> context,
                                                           CubinCache& cache, const CudaCompileOptions& options) {
   context->make_current();
-  PlanOptions plan_options = PlanOptions::for_gpu();
+  PlanOptions plan_options = PlanOptions::for_gpu(context->device().arch());
   plan_options.max_fusions = resolve_max_fusions(options.plan);
   std::shared_ptr<CudaModule> module;
   std::string emit_error;

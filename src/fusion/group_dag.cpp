@@ -59,6 +59,8 @@ GroupDag::GroupDag(const Graph& g, std::vector<FusionGroup> groups) : g_(g), gro
   pred_.resize(n);
   mark_.assign(n, 0);
   member_.assign(n, 0);
+  external_.assign(n, {});
+  external_known_.assign(n, 0);
   for (int gi = 0; gi < n; ++gi) relink(gi);
 
   // Kahn's algorithm, ready groups in id order.
@@ -214,8 +216,49 @@ std::optional<std::string> GroupDag::cycle_refusal(int a, int b) const {
 std::optional<Refusal> GroupDag::merge_refusal(int a, int b, const FusionLimits& limits) const {
   if (auto reason = cycle_refusal(a, b)) return Refusal{RefusalCause::Illegal, std::move(*reason)};
   const int outputs = static_cast<int>(groups_[a].roots.size() + groups_[b].roots.size());
-  if (auto reason = check_group_limits(g_, merged_nodes(a, b), outputs, limits)) {
+  if (auto reason = limits_refusal({a, b}, merged_nodes(a, b), outputs, limits)) {
     return Refusal{RefusalCause::Budget, std::move(*reason)};
+  }
+  return std::nullopt;
+}
+
+const std::vector<int>& GroupDag::external_operands(int gi) const {
+  if (!external_known_[gi]) {
+    std::vector<int>& ext = external_[gi];
+    ext.clear();
+    for (int n : groups_[gi].nodes) {
+      for (ValueId v : g_.nodes()[n].inputs) {
+        const int p = g_.value(v).producer;
+        if (p < 0 || !contains(gi, p)) ext.push_back(v.index);
+      }
+    }
+    sort_unique(ext);
+    external_known_[gi] = 1;
+  }
+  return external_[gi];
+}
+
+std::optional<std::string> GroupDag::limits_refusal(const std::vector<int>& members,
+                                                    const std::vector<int>& merged_nodes, int outputs,
+                                                    const FusionLimits& limits) const {
+  const size_t node_count = merged_nodes.size();
+  if (static_cast<int>(node_count) > limits.max_nodes_per_group) {
+    return fmt::format("the kernel would have {} ops, over the limit of {}", node_count, limits.max_nodes_per_group);
+  }
+  // A value a member reads from outside itself stays an operand of the
+  // merged kernel unless another member computes it.
+  std::vector<int> operands;
+  for (int i : members) {
+    for (int v : external_operands(i)) {
+      const int p = g_.value(ValueId{v}).producer;
+      if (p < 0 || !std::binary_search(merged_nodes.begin(), merged_nodes.end(), p)) operands.push_back(v);
+    }
+  }
+  sort_unique(operands);
+  const int count = static_cast<int>(operands.size());
+  if (count + outputs > limits.max_operands_and_outputs) {
+    return fmt::format("the kernel would have {} operands and outputs, over the limit of {}", count + outputs,
+                       limits.max_operands_and_outputs);
   }
   return std::nullopt;
 }
@@ -273,6 +316,7 @@ void GroupDag::merge(int a, int b, FusionGroup merged) {
   --num_alive_;
   groups_[b] = FusionGroup{};
   groups_[a] = std::move(merged);
+  external_known_[a] = external_known_[b] = 0;
   for (int node : groups_[a].nodes) insert_sorted(groups_of_[node], a);
   for (int r : groups_[a].roots) {
     STITCH_ASSERT(contains(a, r), "a merged group's root is not among its nodes");
@@ -313,6 +357,7 @@ void GroupDag::retire(int gi) {
   order_[pos_[gi]] = -1;
   pos_[gi] = -1;
   groups_[gi] = FusionGroup{};
+  external_known_[gi] = 0;
 }
 
 void GroupDag::set_roots(int a, std::vector<int> roots) {

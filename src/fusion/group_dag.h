@@ -64,6 +64,13 @@ class GroupDag {
   // answer as check_merge_legality on the same groups.
   // The cycle is illegal; the limits are the budget.
   std::optional<Refusal> merge_refusal(int a, int b, const FusionLimits& limits = {}) const;
+  // Why `members` as one kernel of `merged_nodes` (their nodes, ascending,
+  // unique) writing `outputs` values would not fit `limits`
+  // (check_group_limits' answer, in its words), or nullopt. Counts the
+  // merged kernel's operands from each member's cached external operands
+  // instead of walking every node.
+  std::optional<std::string> limits_refusal(const std::vector<int>& members, const std::vector<int>& merged_nodes,
+                                            int outputs, const FusionLimits& limits = {}) const;
   // The groups outside `members` that lie on a path from one member to
   // another: empty when the members can be one kernel without a cycle.
   std::vector<int> between(const std::vector<int>& members) const;
@@ -106,6 +113,11 @@ class GroupDag {
   std::vector<int> order_;  // position -> group, -1 where a retired group was
   mutable std::vector<int> mark_;    // scratch for searches: stamp per group
   mutable std::vector<int> member_;  // scratch for between(): stamp per member group
+  // Per group, the values its nodes read from outside it (ascending), made
+  // when first asked for; cleared when the group changes.
+  mutable std::vector<std::vector<int>> external_;
+  mutable std::vector<char> external_known_;
+  const std::vector<int>& external_operands(int gi) const;
   mutable int stamp_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "fusion/patterns.h"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -154,16 +155,19 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal*
     } else {
       FusionGroup merged;
       merged.kind = GroupKind::Stitched;
+      std::vector<int> merged_so_far;
       for (int gi : members) {
         const FusionGroup& grp = dag_.group(gi);
-        merged.nodes.insert(merged.nodes.end(), grp.nodes.begin(), grp.nodes.end());
+        merged_so_far.swap(merged.nodes);
+        merged.nodes.clear();
+        std::set_union(merged_so_far.begin(), merged_so_far.end(), grp.nodes.begin(), grp.nodes.end(),
+                       std::back_inserter(merged.nodes));
         for (int r : grp.roots)
           if (read_outside(r, members)) merged.roots.push_back(r);
       }
-      std::sort(merged.nodes.begin(), merged.nodes.end());
-      merged.nodes.erase(std::unique(merged.nodes.begin(), merged.nodes.end()), merged.nodes.end());
       std::sort(merged.roots.begin(), merged.roots.end());
-      std::optional<std::string> limit = check_group_limits(g, merged.nodes, static_cast<int>(merged.roots.size()));
+      std::optional<std::string> limit =
+          dag_.limits_refusal(members, merged.nodes, static_cast<int>(merged.roots.size()));
       std::optional<Refusal> reason;
       if (!limit && !reduction) reason = Refusal{RefusalCause::Illegal, "neither kernel holds a reduction"};
       if (!limit && !reason) reason = merges_.kernel_refusal(merged.nodes, merged.roots);

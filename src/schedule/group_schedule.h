@@ -51,7 +51,7 @@ struct GroupSchedule {
   // the decision above (plan_stitched_shared_memory), so == ignores it.
   std::shared_ptr<const GroupSharedMemory> shared_memory;
   // Commentary, not part of the decision (== and hash ignore them): why this
-  // schedule ("rank 1 of 15 on sm_90", "tuned: 0.41 ms, best of 3",
+  // schedule ("rank 1 of 15 on sm_90", "tuned: the fastest candidate ...",
   // "the CPU rule ...").
   std::string reason;
 

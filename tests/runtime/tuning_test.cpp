@@ -104,7 +104,31 @@ TEST_F(Tuning, MeasuresOnceThenAnswersFromTheCache) {
   EXPECT_EQ(second.stats().hits, 2) << second.report();
   EXPECT_EQ(second.stats().measured, 0);
   ASSERT_EQ(again.size(), chosen.size());
-  for (size_t i = 0; i < again.size(); ++i) EXPECT_EQ(*again[i], *chosen[i]);
+  for (size_t i = 0; i < again.size(); ++i) {
+    EXPECT_EQ(*again[i], *chosen[i]);
+    EXPECT_EQ(again[i]->reason, chosen[i]->reason);  // the kernels' comments, so their source, alike
+  }
+}
+
+// A tuned schedule's kernel source is the same whether measured or read back
+// from the tuning cache, so a second compile loads the kernels from disk.
+TEST_F(Tuning, ASecondTunedCompileLoadsItsKernelsFromTheCache) {
+  auto compile = [&](runtime::cpu::KernelCache& kernels, ScheduleTuner& tuner) {
+    runtime::cpu::CompileOptions o;
+    o.tuner = [&](const Graph& g, const FusionPlan& p, const RowScheduleTarget& t) { return tuner.choose(g, p, t); };
+    o.tuner_key = tuner.key();
+    return runtime::cpu::CpuExecutable::compile(graph_, PlannerKind::Stitch, kernels, o);
+  };
+  runtime::cpu::KernelCache cold(dir_ / "kernels");
+  ScheduleTuner measuring(cold, options());
+  compile(cold, measuring);
+  EXPECT_EQ(measuring.stats().measured, 2) << measuring.report();
+  runtime::cpu::KernelCache warm(dir_ / "kernels");
+  ScheduleTuner reading(warm, options());
+  runtime::cpu::CpuExecutable exe = compile(warm, reading);
+  EXPECT_EQ(reading.stats().hits, 2) << reading.report();
+  EXPECT_EQ(exe.cache_stats().misses, 0);
+  EXPECT_EQ(exe.cache_stats().hits, 1);
 }
 
 TEST_F(Tuning, KeepsTheFastestAndTheExecutableFollowsIt) {

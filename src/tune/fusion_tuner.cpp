@@ -90,6 +90,14 @@ FusionPlan FusionTuner::refine(const Graph& g, const FusionPlan& plan, const sch
     std::vector<int> parts = parts_of(group, xla);
     if (parts.size() < 2) continue;
     ++stats_.contested;
+    // A small dot the planner fused (stitch_merges.h, fuse_small_dots) is a
+    // library call apart: only kernels are timed here.
+    if (std::any_of(parts.begin(), parts.end(),
+                    [&](int x) { return xla.groups[static_cast<size_t>(x)].kind == GroupKind::Library; })) {
+      ++stats_.untunable;
+      report_ += fmt::format("kernel {}: not tuned: apart, one of its parts is a library call\n", i);
+      continue;
+    }
     Contest c;
     c.group = static_cast<int>(i);
     c.parts = parts;

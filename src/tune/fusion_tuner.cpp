@@ -65,6 +65,7 @@ std::string plan_problem(const Graph& g, const std::vector<FusionGroup>& groups)
 
 struct Contest {
   int group = -1;
+  std::vector<int> alike;  // later kernels of the same structure: decided with this one
   std::vector<int> parts;  // xla group indices
   GroupGraph fused;
   std::vector<GroupGraph> apart;
@@ -143,7 +144,12 @@ FusionPlan FusionTuner::refine(const Graph& g, const FusionPlan& plan, const sch
         continue;
       }
     }
-    contests.push_back(std::move(c));
+    auto same = std::find_if(contests.begin(), contests.end(), [&](const Contest& q) { return q.path == c.path; });
+    if (same != contests.end()) {
+      same->alike.push_back(c.group);
+    } else {
+      contests.push_back(std::move(c));
+    }
   }
 
   // Every contested kernel and its parts, default schedules, one translation unit.
@@ -177,6 +183,11 @@ FusionPlan FusionTuner::refine(const Graph& g, const FusionPlan& plan, const sch
     }
     ++stats_.measured;
     const bool split = apart < fused_s * (1 - options_.margin);
+    for (int gi : c.alike) {
+      decided[gi] = split;
+      times[gi] = {fused_s, apart};
+      ++stats_.measured;
+    }
     decided[c.group] = split;
     times[c.group] = {fused_s, apart};
     write_cache_file(c.path, fmt::format("{}\nfingerprint {}\nchoice {}\ntime fused {:.9g}\ntime apart {:.9g}\n", kFormat,

@@ -79,6 +79,9 @@ std::optional<Entry> parse_entry(const std::string& text) {
 // One group to measure: its graph, candidates and where its choice goes.
 struct Pending {
   int group = -1;
+  // Later groups of the same structure (the same cache entry): they take
+  // this group's choice, measured once.
+  std::vector<int> alike;
   GroupGraph sub;
   std::vector<GroupSchedule> candidates;
   fs::path path;
@@ -153,7 +156,12 @@ std::vector<std::optional<GroupSchedule>> ScheduleTuner::choose(const Graph& g, 
         report_ += fmt::format("group {}: tuning cache entry {} names no candidate: measured again\n", i, p.path.string());
       }
     }
-    pending.push_back(std::move(p));
+    auto same = std::find_if(pending.begin(), pending.end(), [&](const Pending& q) { return q.path == p.path; });
+    if (same != pending.end()) {
+      same->alike.push_back(p.group);
+    } else {
+      pending.push_back(std::move(p));
+    }
   }
   if (pending.empty()) return out;
 
@@ -197,16 +205,22 @@ std::vector<std::optional<GroupSchedule>> ScheduleTuner::choose(const Graph& g, 
     if (best != 0 && seconds[best] >= seconds[0] * (1 - options_.margin)) best = 0;
     entry.choice = p.candidates[best].key();
     write_cache_file(p.path, print_entry(entry));
-    // The choice in the plan's own numbering (candidates of the original group, same order).
-    GroupSchedule chosen = lower::schedule_candidates(g, plan.groups[static_cast<size_t>(p.group)], target)[best];
-    chosen.reason = kTunedReason;
-    if (best != 0) ++stats_.changed;
     std::string line = fmt::format("group {}:", p.group);
     for (size_t j = 0; j < seconds.size(); ++j) {
       line += fmt::format(" {}{} {:.4g} ms;", j == best ? "*" : "", p.candidates[j].key(), seconds[j] * 1e3);
     }
     report_ += line + "\n";
-    out[static_cast<size_t>(p.group)] = std::move(chosen);
+    // The choice in each group's own numbering (its candidates, same order).
+    std::vector<int> groups{p.group};
+    groups.insert(groups.end(), p.alike.begin(), p.alike.end());
+    for (int gi : groups) {
+      GroupSchedule chosen = lower::schedule_candidates(g, plan.groups[static_cast<size_t>(gi)], target)[best];
+      chosen.reason = kTunedReason;
+      if (best != 0) ++stats_.changed;
+      if (gi != p.group) ++stats_.measured;
+      if (gi != p.group) report_ += fmt::format("group {}: as group {} (the same structure)\n", gi, p.group);
+      out[static_cast<size_t>(gi)] = std::move(chosen);
+    }
   }
   return out;
 }

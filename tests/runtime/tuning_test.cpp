@@ -131,6 +131,43 @@ TEST_F(Tuning, ASecondTunedCompileLoadsItsKernelsFromTheCache) {
   EXPECT_EQ(exe.cache_stats().hits, 1);
 }
 
+// Two groups of one structure share a cache entry, so they are measured
+// once and take the same choice; a second run reads that choice back for
+// both, and so compiles the same kernels.
+TEST_F(Tuning, GroupsOfOneStructureAreMeasuredOnceAndChooseAlike) {
+  const Graph g = canonicalize(parse_module(R"(
+graph twice(x: f32[64, 300], w: f32[300, 300]) -> (f32[64, 300]) {
+  m = reduce_max(x, axes=[1], keepdims=true)
+  e = exp(sub(x, m))
+  y = div(e, reduce_sum(e, axes=[1], keepdims=true))
+  z = dot(y, w)
+  m2 = reduce_max(z, axes=[1], keepdims=true)
+  e2 = exp(sub(z, m2))
+  y2 = div(e2, reduce_sum(e2, axes=[1], keepdims=true))
+  return y2
+}
+)").graphs.front());
+  const FusionPlan p = plan(g, PlannerKind::Stitch);
+  ASSERT_EQ(p.groups.size(), 3u) << print_plan(g, p);
+  ScheduleTuner first(kernels_, options());
+  const auto chosen = first.choose(g, p, RowScheduleTarget::cpu());
+  EXPECT_EQ(first.stats().groups, 2);
+  EXPECT_EQ(first.stats().measured, 2) << first.report();
+  EXPECT_NE(first.report().find("(the same structure)"), std::string::npos) << first.report();
+  EXPECT_EQ(entries().size(), 1u);
+  ASSERT_TRUE(chosen[0] && chosen[2]);
+  EXPECT_EQ(chosen[0]->row, chosen[2]->row);
+  ScheduleTuner second(kernels_, options());
+  const auto again = second.choose(g, p, RowScheduleTarget::cpu());
+  EXPECT_EQ(second.stats().hits, 2) << second.report();
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    ASSERT_EQ(again[i].has_value(), chosen[i].has_value());
+    if (chosen[i]) {
+      EXPECT_EQ(*again[i], *chosen[i]);
+    }
+  }
+}
+
 TEST_F(Tuning, KeepsTheFastestAndTheExecutableFollowsIt) {
   const std::vector<GroupSchedule> candidates =
       lower::schedule_candidates(graph_, plan_.groups[0], RowScheduleTarget::cpu());

@@ -108,9 +108,13 @@ std::vector<std::optional<GroupSchedule>> ScheduleTuner::choose(const Graph& g, 
   // makes every entry stale.
   const std::string compiler = kernels_.key("", runtime::cpu::CompilerOptions{});
   std::vector<Pending> pending;
+  // Each group's candidates in the plan's own numbering; a choice is taken
+  // from them by its position among the group graph's.
+  std::vector<std::vector<GroupSchedule>> own(plan.groups.size());
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     const FusionGroup& group = plan.groups[i];
-    std::vector<GroupSchedule> candidates = lower::schedule_candidates(g, group, target);
+    own[i] = lower::schedule_candidates(g, group, target);
+    const std::vector<GroupSchedule>& candidates = own[i];
     if (candidates.size() < 2) continue;
     ++stats_.groups;
     Pending p;
@@ -210,11 +214,11 @@ std::vector<std::optional<GroupSchedule>> ScheduleTuner::choose(const Graph& g, 
       line += fmt::format(" {}{} {:.4g} ms;", j == best ? "*" : "", p.candidates[j].key(), seconds[j] * 1e3);
     }
     report_ += line + "\n";
-    // The choice in each group's own numbering (its candidates, same order).
+    // The choice among each group's own candidates (same order).
     std::vector<int> groups{p.group};
     groups.insert(groups.end(), p.alike.begin(), p.alike.end());
     for (int gi : groups) {
-      GroupSchedule chosen = lower::schedule_candidates(g, plan.groups[static_cast<size_t>(gi)], target)[best];
+      GroupSchedule chosen = own[static_cast<size_t>(gi)][best];
       chosen.reason = kTunedReason;
       if (best != 0) ++stats_.changed;
       if (gi != p.group) ++stats_.measured;

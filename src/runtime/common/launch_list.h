@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,20 @@ std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered)
 
 // The values a launch step reads and writes, for the buffer plan.
 StepValues signature_values(const lower::GroupSignature& signature);
+
+// When each intermediate of a launch list lives (buffer_plan.h): every value
+// a step writes, except the graph's parameters and the values `output_slot`
+// (value index -> result slot) sends to the result tensors. `Step` needs a
+// `signature`.
+template <class Step>
+Lifetimes launch_lifetimes(const Graph& g, const std::vector<Step>& steps, const std::map<int, size_t>& output_slot) {
+  std::set<int> external;
+  for (const auto& [value, slot] : output_slot) external.insert(value);
+  for (ValueId p : g.params()) external.insert(p.index);
+  std::vector<StepValues> values;
+  for (const Step& step : steps) values.push_back(signature_values(step.signature));
+  return plan_lifetimes(values, external);
+}
 
 // "--backend BACKEND cannot run this graph yet: REASON; use --backend interp".
 std::string unsupported_message(const std::string& backend, const std::string& reason);

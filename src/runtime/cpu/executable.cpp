@@ -228,12 +228,7 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
   // Buffer planning (runtime/common/buffer_plan.h): best fit from the
   // workspace buffers, all free when a run starts, appending one only when
   // none fits; the plan is made before the first step runs.
-  std::set<int> external;
-  for (const auto& [value, slot] : output_slot) external.insert(value);
-  for (const auto& [value, data] : params) external.insert(value);
-  std::vector<StepValues> step_values;
-  for (const auto& step : steps) step_values.push_back(signature_values(step.signature));
-  const Lifetimes lifetimes = plan_lifetimes(step_values, external);
+  const Lifetimes lifetimes = launch_lifetimes(g, steps, output_slot);
   std::map<int, int64_t> bytes;
   for (const Lifetime& l : lifetimes.values) bytes[l.value] = value_bytes(g, ValueId{l.value}, bindings);
   std::vector<std::vector<std::byte>>& pool = workspace_;

@@ -286,12 +286,7 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
   // The intermediates and the step after which each is released
   // (runtime/common/buffer_plan.h); the caching allocator, not a planned
   // pool, hands their memory on.
-  std::set<int> external;
-  for (const auto& [value, slot] : output_slot) external.insert(value);
-  for (const auto& [value, pointer] : params) external.insert(value);
-  std::vector<StepValues> step_values;
-  for (const auto& step : steps) step_values.push_back(signature_values(step.signature));
-  const Lifetimes lifetimes = plan_lifetimes(step_values, external);
+  const Lifetimes lifetimes = launch_lifetimes(g, steps, output_slot);
   std::map<int, DeviceBuffer> intermediates;
   auto address_of = [&](ValueId v) -> CUdeviceptr {
     if (auto it = params.find(v.index); it != params.end()) return it->second;

@@ -5,11 +5,12 @@
 # same byte footprint; then the peers (PyTorch eager, torch.compile, JAX jit) on
 # the same graphs, and one combined table and chart. Writes
 #   bench/results/gpu-<date>-stitch.json   stitch bench alone (kept whatever the peers do)
+#   bench/results/gpu-<date>-peers.json    the peers alone (run_peers.py)
 #   bench/results/gpu-<date>.{json,md,svg} stitch and the peers (bench/peers/combine.py)
 #   scripts/gpu-bench.sh [build-dir]     (default: build-gpu; built by scripts/gpu-check.sh)
 # Environment: REPEAT, WARMUP (stitch bench's and the peers' --repeat/--warmup),
 # PLANNERS (default none,xla,stitch), PEERS (default torch_eager,torch_compile,jax_jit;
-# empty: no peers). Exit status: 0 when everything ran; 1 when stitch bench failed;
+# empty: no peers), DEADLINE (epoch seconds: the peers stop 30 s before it). Exit status: 0 when everything ran; 1 when stitch bench failed;
 # 3 when the stitch numbers were written but the sweeps, the peers or the
 # combination failed.
 set -euo pipefail
@@ -71,11 +72,20 @@ peers_json=""
 if [ -n "$peers" ]; then
   if [ -f bench/peers/run_peers.py ]; then
     say "python3 bench/peers/run_peers.py --peers $peers --device cuda"
-    if python3 bench/peers/run_peers.py --workloads bench/workloads --sweeps --peers "$peers" \
+    # With DEADLINE (epoch seconds), the peers stop 30 s before it, keeping the
+    # rows they measured (run_peers.py writes its JSON after every workload).
+    limit=()
+    if [ -n "${DEADLINE:-}" ]; then
+      left=$((DEADLINE - $(date +%s) - 30))
+      ((left > 10)) || left=10
+      limit=(timeout "$left")
+      say "the peers get ${left}s (DEADLINE)"
+    fi
+    if "${limit[@]}" python3 bench/peers/run_peers.py --workloads bench/workloads --sweeps --peers "$peers" \
       --repeat "$repeat" --warmup "$warmup" --device cuda --json "$work/peers.json"; then
       peers_json=$work/peers.json
     elif [ -s "$work/peers.json" ]; then
-      say "warning: bench/peers/run_peers.py failed; using the peer results it wrote"
+      say "warning: bench/peers/run_peers.py failed or was stopped; using the peer results it wrote"
       peers_json=$work/peers.json
       partial=1
     else
@@ -88,6 +98,7 @@ if [ -n "$peers" ]; then
   fi
 fi
 
+[ -n "$peers_json" ] && cp "$peers_json" "$base-peers.json" && say "wrote $base-peers.json"
 combined=0
 if [ -f bench/peers/combine.py ]; then
   args=(--stitch "$work/stitch.json" --out "$base")
@@ -106,10 +117,6 @@ else
 fi
 if ((!combined)); then
   # Keep what was measured: the peers' raw results, and a chart of stitch alone.
-  if [ -n "$peers_json" ]; then
-    cp "$peers_json" "$base-peers.json"
-    say "kept $base-peers.json"
-  fi
   if python3 scripts/plot_bench.py "$base-stitch.json" -o "$base.svg"; then
     say "wrote $base.svg (stitch only)"
   fi

@@ -271,11 +271,13 @@ copy_results() {
   mkdir -p "$OUT"
   local date
   date=$(date -u +%Y-%m-%d)
-  local candidates=(
-    "$summary" "$logs/build.log" "$logs/ctest.log" "$logs/bench.log"
-    "bench/results/gpu-$date.json" "bench/results/gpu-$date-stitch.json"
-    "bench/results/gpu-$date.md" "bench/results/gpu-$date.svg"
-    "bench/results/gpu-$date-peers.json"
+  # At most 8 files come back: the build log only when the build failed.
+  local candidates=("$summary")
+  ((built)) || candidates+=("$logs/build.log")
+  candidates+=(
+    "$logs/ctest.log" "$logs/bench.log"
+    "bench/results/gpu-$date-stitch.json" "bench/results/gpu-$date-peers.json"
+    "bench/results/gpu-$date.json" "bench/results/gpu-$date.md" "bench/results/gpu-$date.svg"
   )
   local f n=0
   for f in "${candidates[@]}"; do
@@ -373,7 +375,7 @@ if has_step test; then
   fi
   t=$SECONDS
   test_jobs=${GPU_CHECK_TEST_JOBS:-4}
-  if ctest --test-dir "$build_dir" -L "$label" --no-tests=error --output-on-failure -j "$test_jobs" \
+  if ctest --test-dir "$build_dir" -L "$label" --no-tests=error --output-on-failure -j "$test_jobs" --timeout 300 \
     >"$logs/ctest.log" 2>&1; then
     say "tests: ${count:-?} labelled '$label' passed in $(elapsed "$t") (log $logs/ctest.log)"
   else

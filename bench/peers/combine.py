@@ -136,6 +136,9 @@ def markdown(stitch_doc, peers_doc, table, peers):
              "same run (the stitch planners against the stitch run's copy, the peers against the peers' "
              "copy). `*`: the row ran a fallback; `err`: failed or unsupported; `—`: not run.",
              "- Ratios: stitch GB/s over the other's GB/s (same bytes); above 1 stitch is faster.", ""]
+    if peers and peers_doc.get("complete") is False:
+        lines += ["**The peers' run stopped before its last workload (a time limit): peer cells "
+                  "of the workloads it did not reach are `—`.**", ""]
     if dev.get("name") and pm.get("gpu") and dev["name"] != pm["gpu"]:
         lines += [f"**Warning: the two runs are on different GPUs ({dev['name']} vs {pm['gpu']}); "
                   "compare fractions of copy, not ratios.**", ""]

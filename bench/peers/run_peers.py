@@ -465,6 +465,14 @@ def parse_args(argv):
     return args
 
 
+def write_json(path, doc):
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
 def main(argv=None):
     args = parse_args(argv)
     all_workloads = wl.load(args.workloads, with_sweeps=args.sweeps or bool(args.only))
@@ -506,17 +514,21 @@ def main(argv=None):
             print(f"run_peers: no copy baseline: {e}", file=sys.stderr)
             copy_timer = None
         results, copies = [], []
-        for w in selected:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        # Written after every workload (atomically), so a run stopped at a time
+        # limit keeps the rows it measured; "complete" says whether it finished.
+        for i, w in enumerate(selected):
             rows, copy = time_workload(w, peers, copy_timer, args)
             results += rows
             if copy:
                 copies.append(copy)
-        doc["copy_gbps"] = statistics.median(copies) if copies else None
-        doc["results"] = results
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+            doc["copy_gbps"] = statistics.median(copies) if copies else None
+            doc["results"] = results
+            doc["complete"] = i + 1 == len(selected)
+            write_json(args.json, doc)
+        if not selected:
+            doc["copy_gbps"], doc["results"], doc["complete"] = None, [], True
+            write_json(args.json, doc)
         print(f"run_peers: wrote {len(results)} rows to {args.json}", file=sys.stderr)
     if not ok:
         print("run_peers: the check FAILED for at least one workload (see above)", file=sys.stderr)

@@ -264,6 +264,12 @@ if [ -f "$build_dir/gpu-check.env" ]; then
 fi
 # Kernels compiled during the check stay with the build, not in ~/.cache.
 export STITCH_CACHE_DIR=${STITCH_CACHE_DIR:-$build_dir/kernel-cache}
+# The ONNX node cases that scripts/gpu-deps.sh generated with Debian's onnx 1.12
+# (the GPU machine's onnx may be one whose generate-data writes no node cases).
+if [ -f "$repo/.gpu-deps/onnx-node-cases.tgz" ] && [ -z "${STITCH_ONNX_NODE_CASES:-}" ]; then
+  export STITCH_ONNX_NODE_CASES=$repo/.gpu-deps/onnx-node-cases.tgz
+  say "ONNX node cases: $STITCH_ONNX_NODE_CASES"
+fi
 
 # ---------------------------------------------------------------- results to $OUT
 copy_results() {
@@ -350,7 +356,10 @@ if has_step build; then
   targets=()
   for target in ${GPU_CHECK_TARGETS:-}; do targets+=(--target "$target"); done
   echo "\$ cmake --build $build_dir -j $jobs ${targets[*]}" >>"$logs/build.log"
-  if cmake --build "$build_dir" -j "$jobs" "${targets[@]}" >>"$logs/build.log" 2>&1; then
+  # Ninja keeps going after a failed step (-k 0), so one build log names every error.
+  keep_going=()
+  grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja' "$build_dir/CMakeCache.txt" && keep_going=(-- -k 0)
+  if cmake --build "$build_dir" -j "$jobs" "${targets[@]}" "${keep_going[@]}" >>"$logs/build.log" 2>&1; then
     built=1
     say "build: OK in $(elapsed "$t") (log $logs/build.log)"
   else

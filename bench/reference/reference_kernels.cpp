@@ -1,6 +1,8 @@
 // Compiled with the flags of the CPU JIT (bench/CMakeLists.txt), never -ffast-math.
 #include "bench/reference/reference_kernels.h"
 
+#include <cstdint>
+
 #include "tensor/narrow_float.h"
 // After narrow_float.h, as in every generated translation unit.
 #include "codegen/cpu/stitch_cpu_runtime.h"

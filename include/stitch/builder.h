@@ -4,6 +4,7 @@
 // Errors are UserErrors; the text parser adds the source location.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>

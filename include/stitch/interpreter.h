@@ -4,6 +4,7 @@
 // every op; floating reductions accumulate in double. Semantics: docs/semantics.md.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "stitch/graph.h"

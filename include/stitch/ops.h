@@ -1,6 +1,7 @@
 // Primitive op kinds and their static properties (DESIGN.md, Graph IR).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 

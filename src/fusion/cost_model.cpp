@@ -1,5 +1,6 @@
 #include "fusion/cost_model.h"
 
+#include <cstdint>
 #include <set>
 
 #include <fmt/format.h>

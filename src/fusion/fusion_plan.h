@@ -2,6 +2,7 @@
 // for every producer -> consumer edge left between kernels, why.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>

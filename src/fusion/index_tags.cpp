@@ -1,6 +1,7 @@
 #include "fusion/index_tags.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "stitch/error.h"
 

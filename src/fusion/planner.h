@@ -2,6 +2,7 @@
 // into a FusionPlan. Legality lives in legality.h, shared by all of them.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 

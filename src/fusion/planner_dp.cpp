@@ -9,6 +9,7 @@
 // FusionStitching planner. Each kernel costs the beam width times its
 // patterns, so planning is linear in the graph.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 

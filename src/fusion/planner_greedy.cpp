@@ -7,6 +7,8 @@
 // No cost is weighed: the `stitch` planner (planner_dp.cpp) searches by the
 // delta evaluator's scores, and this one stays as its yardstick.
 #include "fusion/planner.h"
+
+#include <cstdint>
 #include "fusion/stitch_merges.h"
 
 namespace stitch {

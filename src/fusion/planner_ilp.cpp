@@ -8,6 +8,7 @@
 // paths that close the cycle are forbidden together and the problem solved
 // again, until no cycle is left.
 #include <algorithm>
+#include <cstdint>
 
 #include <fmt/format.h>
 

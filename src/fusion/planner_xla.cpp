@@ -3,6 +3,7 @@
 // producer, consumers first, as XLA's InstructionFusion walks the graph in
 // reverse post-order; then sibling reductions merge (multi-output fusion).
 #include <algorithm>
+#include <cstdint>
 #include <queue>
 #include <unordered_map>
 

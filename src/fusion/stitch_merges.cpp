@@ -1,6 +1,7 @@
 #include "fusion/stitch_merges.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <unordered_set>
 

@@ -7,6 +7,7 @@
 #include "fusion/stitched_group.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <utility>

@@ -9,6 +9,7 @@
 #include "fusion/tile_group.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <unordered_set>

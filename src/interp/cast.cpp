@@ -1,5 +1,7 @@
 // cast(x, to=dtype) between any two dtypes (docs/semantics.md, "Casts").
 #include "interp/op_evaluators.h"
+
+#include <cstdint>
 #include "interp/scalar_semantics.h"
 
 namespace stitch::interp {

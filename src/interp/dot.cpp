@@ -2,6 +2,7 @@
 // (a) or a column (b) and the added dim dropped from the result; leading dims
 // are batch dims and broadcast.
 #include <algorithm>
+#include <cstdint>
 
 #include "interp/op_evaluators.h"
 #include "interp/scalar_semantics.h"

@@ -1,5 +1,6 @@
 // Unary, binary, select and clamp: the op is chosen once per node, then a
 // typed loop applies its scalar semantics (scalar_semantics.h) to every element.
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <cmath>

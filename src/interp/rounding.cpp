@@ -1,5 +1,7 @@
 #include "interp/rounding.h"
 
+#include <cstdint>
+
 #include "stitch/tensor.h"
 
 namespace stitch::interp {

@@ -1,5 +1,6 @@
 // Ops without operands: iota (the index along an axis) and constant (a splat).
 #include <algorithm>
+#include <cstdint>
 
 #include "interp/op_evaluators.h"
 

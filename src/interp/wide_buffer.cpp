@@ -1,5 +1,6 @@
 #include "interp/wide_buffer.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

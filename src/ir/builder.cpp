@@ -1,5 +1,6 @@
 #include "stitch/builder.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "ir/composites.h"

@@ -1,5 +1,6 @@
 #include "ir/canonicalize.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <map>

@@ -1,5 +1,6 @@
 #include "ir/composites.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

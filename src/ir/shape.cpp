@@ -1,5 +1,6 @@
 #include "stitch/shape.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <limits>

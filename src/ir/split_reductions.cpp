@@ -1,5 +1,7 @@
 #include "ir/split_reductions.h"
 
+#include <cstdint>
+
 #include "ir/rewriter.h"
 
 namespace stitch {

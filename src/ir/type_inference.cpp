@@ -1,5 +1,6 @@
 #include "ir/type_inference.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

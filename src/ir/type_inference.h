@@ -2,6 +2,7 @@
 // single place that knows each op's typing rule (DESIGN.md, Graph IR).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "stitch/graph.h"

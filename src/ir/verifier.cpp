@@ -1,5 +1,6 @@
 #include "ir/verifier.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <unordered_set>

@@ -1,5 +1,6 @@
 #include "kir/expr.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <bit>

@@ -1,5 +1,7 @@
 #include "kir/kernel.h"
 
+#include <cstdint>
+
 #include "stitch/error.h"
 
 namespace stitch::kir {

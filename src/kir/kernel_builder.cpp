@@ -1,5 +1,7 @@
 #include "kir/kernel_builder.h"
 
+#include <cstdint>
+
 #include "kir/verifier.h"
 #include "stitch/error.h"
 

@@ -2,6 +2,7 @@
 // tests and the lowering read like the printed kernel.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>

@@ -1,5 +1,6 @@
 #include "kir/verifier.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

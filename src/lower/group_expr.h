@@ -5,6 +5,7 @@
 // differ only in how they iterate; both evaluate values through GroupExpr.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>

@@ -5,6 +5,7 @@
 #include "lower/lower_loop_group.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <map>

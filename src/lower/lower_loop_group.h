@@ -2,6 +2,7 @@
 // docs/lowering.md): thread composition, one thread per output element.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 

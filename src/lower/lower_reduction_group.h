@@ -3,6 +3,7 @@
 // groups).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "fusion/fusion_plan.h"

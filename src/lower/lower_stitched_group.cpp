@@ -7,6 +7,7 @@
 #include "lower/lower_stitched_group.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>

@@ -4,6 +4,7 @@
 // one kernel.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "fusion/fusion_plan.h"

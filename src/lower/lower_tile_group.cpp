@@ -8,6 +8,7 @@
 #include "lower/lower_tile_group.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>

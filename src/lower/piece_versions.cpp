@@ -2,6 +2,8 @@
 // concat's coordinate and the block-uniform test of a version's guards.
 #include "lower/piece_versions.h"
 
+#include <cstdint>
+
 #include "lower/group_expr.h"
 
 namespace stitch::lower {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include "kir/expr.h"
+
+#include <cstdint>
 #include "stitch/graph.h"
 
 namespace stitch::lower {

@@ -1,5 +1,7 @@
 #include "lower/row_nest.h"
 
+#include <cstdint>
+
 #include "lower/group_expr.h"
 #include "lower/reduction_ops.h"
 #include "stitch/error.h"

@@ -5,6 +5,7 @@
 // each schedule kind is spelled once.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>

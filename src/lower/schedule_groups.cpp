@@ -1,5 +1,6 @@
 #include "lower/schedule_groups.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

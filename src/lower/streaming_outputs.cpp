@@ -1,6 +1,7 @@
 #include "lower/streaming_outputs.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "lower/lower_loop_group.h"

@@ -1,5 +1,6 @@
 #include "lower/transpose_tiles.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <set>

@@ -6,6 +6,7 @@
 // from it along the output's rows: no load of the group is strided.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "fusion/fusion_plan.h"

@@ -2,6 +2,7 @@
 
 #include "onnx/importer.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <cstring>

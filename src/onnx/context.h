@@ -5,6 +5,7 @@
 // Reshape's shape input or a Slice's starts never become graph values.
 #pragma once
 
+#include <cstdint>
 #include <onnx/onnx_pb.h>
 
 #include <functional>

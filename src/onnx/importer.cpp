@@ -1,5 +1,6 @@
 #include "onnx/importer.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>

@@ -3,6 +3,7 @@
 // parameters ("bound parameters"), which callers pass like inputs.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 

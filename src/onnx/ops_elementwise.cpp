@@ -1,6 +1,7 @@
 // Elementwise ONNX ops: unary math, activations (LeakyRelu, Gelu, Clip),
 // binary arithmetic, variadic Sum/Mean/Max/Min, comparisons and logic, Where,
 // Cast, CastLike, Identity (docs/onnx.md, Ops).
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "onnx/context.h"

@@ -1,5 +1,6 @@
 // ONNX neural-network ops: MatMul, Gemm, Softmax, LogSoftmax,
 // LayerNormalization (docs/onnx.md, Ops).
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "onnx/context.h"

@@ -4,6 +4,7 @@
 // starts, pads, axes) must be known tensors; a node whose inputs are all known
 // is folded by the importer, so Shape -> Gather -> Concat -> Reshape chains
 // leave a static reshape and nothing else.
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 #include "schedule/candidates.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

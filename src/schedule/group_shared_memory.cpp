@@ -1,6 +1,7 @@
 #include "schedule/group_shared_memory.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 

@@ -1,6 +1,7 @@
 #include "schedule/latency.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 namespace stitch::schedule {

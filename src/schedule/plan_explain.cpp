@@ -1,5 +1,6 @@
 #include "schedule/plan_explain.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -3,6 +3,7 @@
 // Explaining a plan).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <variant>

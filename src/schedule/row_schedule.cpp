@@ -1,5 +1,6 @@
 #include "schedule/row_schedule.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

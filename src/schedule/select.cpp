@@ -1,5 +1,6 @@
 #include "schedule/select.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <unistd.h>

@@ -1,6 +1,7 @@
 #include "schedule/shared_memory_plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <fmt/format.h>
 #include <utility>
 

@@ -1,5 +1,6 @@
 #include "schedule/template.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <cctype>

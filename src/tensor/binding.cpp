@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "stitch/interpreter.h"

@@ -1,5 +1,6 @@
 #include "tune/measure.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // The `stitch` binary end to end: the acceptance paths of the CLI and its
 // exit statuses on bad input (DESIGN.md, CLI).
+#include <cstdint>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +10,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <regex>
+#include <string>
 
 #include "cli_runner.h"
 #include "stitch/npy.h"
@@ -410,7 +413,12 @@ TEST(CliCuda, RunAndCheckOnTheGpu) {
   EXPECT_EQ(run.status, 0) << run.output;
   Result check = run_cli("check " + file + " --graph layernorm_small --backend cuda");
   EXPECT_EQ(check.status, 0) << check.output;
-  EXPECT_NE(check.output.find("3 ok, 0 failed"), std::string::npos) << check.output;
+  // One row per planner, each within tolerance of the interpreter.
+  EXPECT_NE(check.output.find("5 ok, 0 failed, 0 unsupported, 0 bad input"), std::string::npos) << check.output;
+  for (const char* planner : {"none", "xla", "stitch", "greedy", "ilp"}) {
+    const std::regex row(std::string("layernorm_small +") + planner + " +cuda +y .* ok\\n");
+    EXPECT_TRUE(std::regex_search(check.output, row)) << planner << "\n" << check.output;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Small dots (docs/fusion.md, Small dots): the stitch planner computes a dot
 // with a short static contraction inside its elementwise consumer's kernel.
 // Plans, and results on the CPU back end against the interpreter.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -1,5 +1,6 @@
 #include "gpu_differential.h"
 
+#include <cstdint>
 #include <stdlib.h>
 
 #include <stdexcept>

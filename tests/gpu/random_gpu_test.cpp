@@ -11,6 +11,7 @@
 // run) into a cubin cache of its own; when it fails to compile, each graph is
 // compiled alone so the report names the seed. STITCH_SOAK_GRAPHS /
 // STITCH_SOAK_FIRST_SEED run other seeds, each in the shard of its seed.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>

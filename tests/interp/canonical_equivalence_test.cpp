@@ -1,6 +1,7 @@
 // Canonicalisation must not change what a graph computes: for every graph of
 // the parser corpus and the workloads, the canonical graph gives bit-identical
 // results to the graph as parsed, and its printed form parses back to it.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // Floating-point semantics pinned by hand: one rounding per op, wide
 // accumulation, signed zeros and NaN rules that docs/semantics.md fixes where
 // IEEE or numpy leave a choice.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,6 +1,7 @@
 // The interpreter against numpy: every case in tests/interp/golden/cases.txt,
 // written by scripts/gen_interp_golden.py, is one op applied to the case's
 // in*.npy files and compared with its out.npy under the case's tolerance.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -3,6 +3,7 @@
 // nodes, and a large input.
 #include "stitch/interpreter.h"
 
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <chrono>

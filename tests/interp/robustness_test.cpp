@@ -3,6 +3,7 @@
 // graph the builder rejects is skipped; running an accepted one may raise a
 // UserError (a gather index out of range, argmax over an empty axis) and
 // nothing else. Best run under the sanitizers, where it found nothing.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 

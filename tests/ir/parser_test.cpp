@@ -1,5 +1,6 @@
 // The text parser on well-formed input: what it builds, how it names things,
 // and the lexer underneath it.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>

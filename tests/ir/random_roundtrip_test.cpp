@@ -3,6 +3,7 @@
 // point; the canonical graph verifies, round-trips the same way, and is a
 // fixed point of canonicalize(). Also checks the generator itself: it is
 // deterministic, honours its options, and reaches every op and dtype.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <set>

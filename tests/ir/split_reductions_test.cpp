@@ -2,6 +2,7 @@
 // (src/ir/split_reductions.h): which reductions qualify, the structure of the
 // rewrite, and that the interpreter gives the same values within the
 // tolerance of a reduction of the whole length.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include "ir/canonicalize.h"

@@ -1,5 +1,6 @@
 // One test per verifier rule (docs/kernel-ir.md, "Verifier rules"), each
 // pinning the exact message, on a kernel that is valid apart from that fault.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <functional>

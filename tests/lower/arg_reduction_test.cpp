@@ -4,6 +4,7 @@
 // through CpuExecutable and compared exactly with the interpreter on inputs
 // salted with ties, -0/+0, NaNs (the first one wins), infinities and rows
 // where every element is equal.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <unistd.h>

@@ -7,6 +7,7 @@
 // planner builds today. One translation unit for all graphs; each output is
 // compared with the interpreter (exact, or 32 eps relative to 1 + |want| when
 // the graph has a transcendental op). STITCH_SOAK_GRAPHS / _FIRST_SEED apply.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>

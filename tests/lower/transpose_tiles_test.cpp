@@ -2,6 +2,7 @@
 // every case's kernel, compiled once for the suite, against the interpreter.
 #include "lower/transpose_tiles.h"
 
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>

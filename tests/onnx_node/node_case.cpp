@@ -1,5 +1,6 @@
 #include "node_case.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -2,6 +2,7 @@
 // generator writes it: CASE/model.onnx and CASE/test_data_set_K/{input,output}_N.pb.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>

@@ -1,5 +1,6 @@
 #include "reference_compare.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <cmath>

@@ -2,6 +2,7 @@
 // L = N_wave x N_instr x CPI on hand-computed kernels, and the ranking's
 // choices for row reductions of short and long rows (STYLE.md §9: force each
 // branch with chosen shapes).
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>

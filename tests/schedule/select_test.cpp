@@ -2,6 +2,7 @@
 // schedule): pinned for the bench shapes and a few short rows on sm_90, sm_80
 // and the CPU, for forced kinds, and through describe_group for a stitched
 // softmax whose roots are not reductions.
+#include <cstdint>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

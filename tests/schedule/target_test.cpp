@@ -1,4 +1,5 @@
 // GPU table entries and the host CPU target (docs/schedule.md, Targets).
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -1,5 +1,6 @@
 #include "random_graph.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

@@ -1,5 +1,6 @@
 // The generator's steps, one op family each: operands and attributes chosen
 // so that every op is valid by construction (random_graph.h).
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <limits>

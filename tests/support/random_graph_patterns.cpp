@@ -7,6 +7,7 @@
 // reductions. Steps that follow often reduce the same axes again, so chains
 // grow longer than one recipe; some totals are returned too (several roots).
 // docs/fuzzing.md describes the patterns and what they found.
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "random_graph_generator.h"

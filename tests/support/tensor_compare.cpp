@@ -1,5 +1,6 @@
 #include "tensor_compare.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

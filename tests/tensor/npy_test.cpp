@@ -1,5 +1,6 @@
 #include "stitch/npy.h"
 
+#include <cstdint>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

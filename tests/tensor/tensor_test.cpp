@@ -1,5 +1,6 @@
 #include "stitch/tensor.h"
 
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <bit>

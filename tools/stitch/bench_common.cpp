@@ -1,5 +1,6 @@
 #include "bench_common.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <unistd.h>
 

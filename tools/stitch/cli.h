@@ -1,6 +1,7 @@
 // Shared pieces of the `stitch` subcommands (DESIGN.md, CLI).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>

@@ -4,6 +4,7 @@
 // own storage types, math functions and runtime helper names.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>

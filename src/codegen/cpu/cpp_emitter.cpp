@@ -1,6 +1,7 @@
 #include "codegen/cpu/cpp_emitter.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>

@@ -5,6 +5,7 @@
 // not handle yet raises InternalError("C++ emitter: ... not supported yet").
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -1,6 +1,7 @@
 #include "codegen/cpu/cpp_text.h"
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <unordered_set>

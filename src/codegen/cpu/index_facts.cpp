@@ -1,6 +1,7 @@
 #include "codegen/cpu/index_facts.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "codegen/common/index_range.h"
 

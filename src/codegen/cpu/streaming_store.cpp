@@ -1,6 +1,7 @@
 #include "codegen/cpu/streaming_store.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace stitch::codegen::cpu {
 

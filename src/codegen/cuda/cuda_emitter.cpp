@@ -1,6 +1,7 @@
 #include "codegen/cuda/cuda_emitter.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>

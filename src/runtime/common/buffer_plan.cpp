@@ -1,5 +1,6 @@
 #include "runtime/common/buffer_plan.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 #include "runtime/common/launch_list.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <cctype>

@@ -1,5 +1,6 @@
 #include "runtime/cpu/cpu_compiler.h"
 
+#include <cstdint>
 #include <dlfcn.h>
 #include <unistd.h>
 

@@ -1,6 +1,7 @@
 #include "runtime/cpu/dot_call.h"
 
 #include <cblas.h>
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 #include "runtime/cpu/executable.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

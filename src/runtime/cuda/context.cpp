@@ -1,5 +1,6 @@
 #include "runtime/cuda/context.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "runtime/cuda/cublas.h"

@@ -1,5 +1,6 @@
 #include "runtime/cuda/cublas.h"
 
+#include <cstdint>
 #include <dlfcn.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_executable.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <map>

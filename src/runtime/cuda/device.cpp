@@ -1,5 +1,6 @@
 #include "runtime/cuda/device.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 namespace stitch::runtime::cuda {

@@ -1,6 +1,7 @@
 #include "runtime/cuda/device_allocator.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include <fmt/format.h>
 

@@ -1,5 +1,7 @@
 #include "runtime/cuda/gpu_dot.h"
 
+#include <cstdint>
+
 #include "runtime/cpu/dot_call.h"
 #include "runtime/cuda/cublas.h"
 #include "stitch/error.h"

@@ -1,5 +1,6 @@
 #include "runtime/cuda/launch_geometry.h"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>

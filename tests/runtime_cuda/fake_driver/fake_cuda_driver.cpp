@@ -7,6 +7,7 @@
 // Test-only: never installed, never loaded outside tests/.
 #include "fake_cuda_driver.h"
 
+#include <cstdint>
 #include <elf.h>
 
 #include <algorithm>

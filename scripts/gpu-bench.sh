@@ -10,7 +10,9 @@
 #   scripts/gpu-bench.sh [build-dir]     (default: build-gpu; built by scripts/gpu-check.sh)
 # Environment: REPEAT, WARMUP (stitch bench's and the peers' --repeat/--warmup),
 # PLANNERS (default none,xla,stitch), PEERS (default torch_eager,torch_compile,jax_jit;
-# empty: no peers), DEADLINE (epoch seconds: the peers stop 30 s before it). Exit status: 0 when everything ran; 1 when stitch bench failed;
+# empty: no peers), DEADLINE (epoch seconds: the peers stop 30 s before it),
+# ROW_SCHEDULES (forced row schedules to time the row-reduction graphs under),
+# MODELS=1 and MODEL_PLANNERS (the model graphs too). Exit status: 0 when everything ran; 1 when stitch bench failed;
 # 3 when the stitch numbers were written but the sweeps, the peers or the
 # combination failed.
 set -euo pipefail
@@ -67,6 +69,72 @@ if ! "$build_dir/stitch" bench bench/workloads/*.stitch "${sweeps[@]}" --backend
 fi
 cp "$work/stitch.json" "$base-stitch.json"
 say "wrote $base-stitch.json"
+
+# With ROW_SCHEDULES (a comma-separated subset of block-per-row, warp-per-row,
+# multi-row-per-warp): the row-reduction graphs again under the stitch planner
+# with each row schedule forced, the data for the GPU's default choice
+# (bench/results/gpu-<date>-rows.json: one stitch bench document per schedule).
+if [ -n "${ROW_SCHEDULES:-}" ]; then
+  row_graphs=(bench/workloads/{layernorm,log_softmax,residual_layernorm,rmsnorm,softmax,softmax_explicit}.stitch)
+  for f in "${sweeps[@]}"; do row_graphs+=("$f"); done
+  docs=()
+  for rs in ${ROW_SCHEDULES//,/ }; do
+    say "$build_dir/stitch bench (${#row_graphs[@]} row graphs) --backend cuda --planners stitch --row-schedule $rs"
+    if "$build_dir/stitch" bench "${row_graphs[@]}" --backend cuda --planners stitch --row-schedule "$rs" \
+      --repeat "$repeat" --warmup "$warmup" --json "$work/rows-$rs.json"; then
+      docs+=("$work/rows-$rs.json")
+    else
+      say "warning: stitch bench --row-schedule $rs failed"
+      partial=1
+    fi
+  done
+  if ((${#docs[@]})); then
+    python3 - "$base-rows.json" "${docs[@]}" <<'PY'
+import json, os, sys
+out, paths = sys.argv[1], sys.argv[2:]
+doc = {os.path.basename(p)[len("rows-"):-len(".json")]: json.load(open(p)) for p in paths}
+json.dump(doc, open(out, "w"), indent=1)
+PY
+    say "wrote $base-rows.json"
+  fi
+fi
+
+# With MODELS=1: the model graphs of docs/models.md (BERT-base, GPT-2 x12, T5
+# block, DIEN), each its own stitch bench under MODEL_PLANNERS (default
+# xla,stitch), stopped 20 s before DEADLINE when one is set
+# (bench/results/gpu-<date>-models.json: one document per model).
+if [ "${MODELS:-0}" = 1 ]; then
+  mkdir -p "$work/models"
+  python3 bench/models/bert.py >"$work/models/bert.stitch"
+  python3 bench/models/gpt2_block.py --blocks 12 >"$work/models/gpt2.stitch"
+  python3 bench/models/t5_block.py >"$work/models/t5.stitch"
+  python3 bench/models/dien.py >"$work/models/dien.stitch"
+  docs=()
+  for m in bert gpt2 t5 dien; do
+    limit=()
+    if [ -n "${DEADLINE:-}" ]; then
+      left=$((DEADLINE - $(date +%s) - 20))
+      if ((left < 15)); then say "warning: no time left for the model $m (DEADLINE)"; partial=1; break; fi
+      limit=(timeout "$left")
+    fi
+    say "$build_dir/stitch bench $m --backend cuda --planners ${MODEL_PLANNERS:-xla,stitch}"
+    if "${limit[@]}" "$build_dir/stitch" bench "$work/models/$m.stitch" --backend cuda \
+      --planners "${MODEL_PLANNERS:-xla,stitch}" --repeat "$repeat" --warmup "$warmup" --json "$work/models/$m.json"; then
+      docs+=("$work/models/$m.json")
+    else
+      say "warning: stitch bench of the model $m failed or was stopped"
+      partial=1
+    fi
+  done
+  if ((${#docs[@]})); then
+    python3 - "$base-models.json" "${docs[@]}" <<'PY'
+import json, os, sys
+out, paths = sys.argv[1], sys.argv[2:]
+json.dump({os.path.basename(p)[:-len(".json")]: json.load(open(p)) for p in paths}, open(out, "w"), indent=1)
+PY
+    say "wrote $base-models.json"
+  fi
+fi
 
 peers_json=""
 if [ -n "$peers" ]; then

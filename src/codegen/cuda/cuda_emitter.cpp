@@ -66,7 +66,10 @@ class KernelEmitter : private common::SourceWriter {
     for (const kir::BufferParam& b : k_.buffers) {
       check_identifier(b.name);
       const bool read_only = b.access == kir::Access::Read;
-      params.push_back(fmt::format("{}{}* {}", read_only ? "const " : "", storage_type(b.dtype), b.name));
+      // Distinct buffers (the executable never passes overlapping ones), so
+      // __restrict__: loads may move past stores and read-only ones take the
+      // non-coherent path.
+      params.push_back(fmt::format("{}{}* __restrict__ {}", read_only ? "const " : "", storage_type(b.dtype), b.name));
     }
     for (const kir::ScalarParam& s : k_.scalars) {
       check_identifier(s.name);

@@ -266,6 +266,17 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
   // returning a value); every other value a step writes lives in a buffer of
   // the caching allocator from its producing step to its last consumer.
   outputs.resize(g.outputs().size());
+  // The kernels' buffer parameters are __restrict__ (docs/cuda-backend.md):
+  // an output that overlaps an input is replaced, never written in place.
+  auto overlaps_an_input = [&](const DeviceTensor& out) {
+    const CUdeviceptr begin = out.buffer.get(), end = begin + out.buffer.bytes();
+    if (!begin || begin == end) return false;
+    for (const DeviceTensor* in : inputs) {
+      const CUdeviceptr b = in->buffer.get(), e = b + in->buffer.bytes();
+      if (b && b < end && begin < e) return true;
+    }
+    return false;
+  };
   std::map<int, size_t> output_slot;
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const ValueId v = g.outputs()[i].value;
@@ -275,7 +286,8 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
     std::vector<int64_t> shape = concrete_shape(g.type(v).shape, bindings);
     DeviceTensor& out = outputs[i];
     const size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(dtype);
-    if (out.dtype != dtype || out.shape != shape || out.buffer.bytes() != bytes || (bytes > 0 && !out.buffer.get())) {
+    if (out.dtype != dtype || out.shape != shape || out.buffer.bytes() != bytes || (bytes > 0 && !out.buffer.get()) ||
+        overlaps_an_input(out)) {
       out.dtype = dtype;
       out.shape = std::move(shape);
       out.buffer = DeviceBuffer(context_, bytes);

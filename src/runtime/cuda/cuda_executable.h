@@ -73,7 +73,9 @@ class CudaExecutable {
   // Device tensors in and out, all work queued on the context's stream; it
   // returns without waiting unless a kernel can reject its input (a gather
   // index out of range), whose status is read back. An output of the right
-  // dtype and shape is written in place, anything else replaced.
+  // dtype and shape is written in place, anything else replaced; so is an
+  // output whose memory overlaps an input's (the kernels' pointers are
+  // __restrict__).
   void run_on_device(const std::vector<const DeviceTensor*>& inputs, std::vector<DeviceTensor>& outputs);
 
   int kernel_count() const;  // kernels launched plus library calls per run

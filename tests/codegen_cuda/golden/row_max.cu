@@ -1,6 +1,6 @@
 extern "C" __global__ void __launch_bounds__(256) row_max(
-    const float* x,
-    float* y,
+    const float* __restrict__ x,
+    float* __restrict__ y,
     const int64_t M) {
   // grid: (stitch_add<int64_t>(M, 7) / 8) blocks of 256 threads
   const int64_t b = blockIdx.x;

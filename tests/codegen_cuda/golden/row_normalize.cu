@@ -1,6 +1,6 @@
 extern "C" __global__ void __launch_bounds__(256) row_normalize(
-    const float* x,
-    float* y,
+    const float* __restrict__ x,
+    float* __restrict__ y,
     const int64_t N) {
   // grid: N blocks of 256 threads
   __shared__ float row[1024];

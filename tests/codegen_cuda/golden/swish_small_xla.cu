@@ -1,6 +1,6 @@
 extern "C" __global__ void __launch_bounds__(256) k_swish_small_g0(
-    const float* in_x,
-    float* out_y) {
+    const float* __restrict__ in_x,
+    float* __restrict__ out_y) {
   // grid: 3 blocks of 256 threads
   const int64_t blk = blockIdx.x;
   {  // block loop: thread thr of 256

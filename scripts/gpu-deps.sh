@@ -104,7 +104,7 @@ tree_bytes=$(git ls-files -z --cached --others --exclude-standard | xargs -0 -r 
   | awk '{s+=$1} END {print s+0}')
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
 total=$((debs_bytes + tree_bytes))
-echo "gpu-deps: $out: $(ls "$out"/*.deb | wc -l) .deb files, $(mib "$debs_bytes")"
+echo "gpu-deps: $out: $(ls "$out"/*.deb | wc -l) .deb files; with the cases $(mib "$debs_bytes")"
 echo "gpu-deps: working tree (tracked and unignored files): $(mib "$tree_bytes")"
 echo "gpu-deps: total to carry: $(mib "$total") of $budget_mib MiB"
 if ((total > budget_mib * 1048576)); then

@@ -1,9 +1,10 @@
 #include "fusion/cost_model.h"
 
 #include <cstdint>
-#include <set>
 
 #include <fmt/format.h>
+
+#include "fusion/node_index.h"
 
 namespace stitch {
 
@@ -22,16 +23,16 @@ int64_t FusionCostModel::value_bytes(const Graph& g, ValueId v) const {
 }
 
 PlanCost FusionCostModel::group_cost(const Graph& g, const FusionGroup& group) const {
-  std::set<int> external;  // value indices
-  for (int n : group.nodes) {
-    for (ValueId v : g.nodes()[n].inputs) {
-      int p = g.value(v).producer;
-      if (p < 0 || !group.contains(p)) external.insert(v.index);
-    }
-  }
+  // Each value read from outside the group counts once.
+  const NodeIndex in_group(group.nodes, g.nodes().size());
+  IdSet external(static_cast<size_t>(g.num_values()));
   PlanCost cost;
   cost.launches = 1;
-  for (int v : external) cost.bytes_read += value_bytes(g, ValueId{v});
+  for (int n : group.nodes) {
+    for (ValueId v : g.nodes()[n].inputs) {
+      if (!in_group.contains(g.value(v).producer) && external.insert(v.index)) cost.bytes_read += value_bytes(g, v);
+    }
+  }
   for (int r : group.roots) cost.bytes_written += value_bytes(g, g.nodes()[r].output);
   return cost;
 }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "fusion/node_index.h"
+
 namespace stitch {
 namespace {
 
@@ -247,14 +249,13 @@ std::optional<std::string> GroupDag::limits_refusal(const std::vector<int>& memb
   }
   // A value a member reads from outside itself stays an operand of the
   // merged kernel unless another member computes it.
-  std::vector<int> operands;
+  const NodeIndex in_kernel(merged_nodes, g_.nodes().size());
+  IdSet operands(static_cast<size_t>(g_.num_values()));
   for (int i : members) {
     for (int v : external_operands(i)) {
-      const int p = g_.value(ValueId{v}).producer;
-      if (p < 0 || !std::binary_search(merged_nodes.begin(), merged_nodes.end(), p)) operands.push_back(v);
+      if (!in_kernel.contains(g_.value(ValueId{v}).producer)) operands.insert(v);
     }
   }
-  sort_unique(operands);
   const int count = static_cast<int>(operands.size());
   if (count + outputs > limits.max_operands_and_outputs) {
     return fmt::format("the kernel would have {} operands and outputs, over the limit of {}", count + outputs,

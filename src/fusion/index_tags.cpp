@@ -38,11 +38,11 @@ std::vector<int> reduction_dependents(const Graph& g, const std::vector<int>& no
 }
 
 ReductionReadWalk::ReductionReadWalk(const Graph& g, const std::vector<int>& nodes)
-    : g_(g), depends_(reduction_dependents(g, nodes)) {}
+    : g_(g), depends_(reduction_dependents(g, nodes)), depends_index_(depends_, g.nodes().size()) {}
 
 const Node* ReductionReadWalk::next(ValueId v, const IndexTags& tags) {
   const int p = g_.value(v).producer;
-  if (p < 0 || !std::binary_search(depends_.begin(), depends_.end(), p)) return nullptr;
+  if (!depends_index_.contains(p)) return nullptr;
   if (!visited_.insert({v.index, tags}).second) return nullptr;
   return &g_.nodes()[static_cast<size_t>(p)];
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "fusion/node_index.h"
 #include "stitch/graph.h"
 
 namespace stitch {
@@ -34,11 +35,14 @@ std::vector<int> reduction_dependents(const Graph& g, const std::vector<int>& no
 class ReductionReadWalk {
  public:
   ReductionReadWalk(const Graph& g, const std::vector<int>& nodes);
+  ReductionReadWalk(const ReductionReadWalk&) = delete;
+  ReductionReadWalk& operator=(const ReductionReadWalk&) = delete;
   const Node* next(ValueId v, const IndexTags& tags);
 
  private:
   const Graph& g_;
   std::vector<int> depends_;  // nodes whose value depends on a reduction of the group, ascending
+  NodeIndex depends_index_;   // over depends_
   std::set<std::pair<int, IndexTags>> visited_;
 };
 

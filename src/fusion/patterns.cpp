@@ -155,16 +155,18 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal*
     } else {
       FusionGroup merged;
       merged.kind = GroupKind::Stitched;
-      std::vector<int> merged_so_far;
+      // The kernels' nodes are disjoint: one sort, not a union per member.
+      size_t total = 0;
+      for (int gi : members) total += dag_.group(gi).nodes.size();
+      merged.nodes.reserve(total);
       for (int gi : members) {
         const FusionGroup& grp = dag_.group(gi);
-        merged_so_far.swap(merged.nodes);
-        merged.nodes.clear();
-        std::set_union(merged_so_far.begin(), merged_so_far.end(), grp.nodes.begin(), grp.nodes.end(),
-                       std::back_inserter(merged.nodes));
+        merged.nodes.insert(merged.nodes.end(), grp.nodes.begin(), grp.nodes.end());
         for (int r : grp.roots)
           if (read_outside(r, members)) merged.roots.push_back(r);
       }
+      std::sort(merged.nodes.begin(), merged.nodes.end());
+      merged.nodes.erase(std::unique(merged.nodes.begin(), merged.nodes.end()), merged.nodes.end());
       std::sort(merged.roots.begin(), merged.roots.end());
       std::optional<std::string> limit =
           dag_.limits_refusal(members, merged.nodes, static_cast<int>(merged.roots.size()));

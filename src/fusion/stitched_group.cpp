@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "fusion/index_tags.h"
+#include "fusion/node_index.h"
 
 namespace stitch {
 namespace {
@@ -105,32 +106,15 @@ std::optional<std::vector<int>> stitched_root_index(const StitchedDomain& domain
   return index;
 }
 
-namespace {
-
-// Membership in a group's nodes: a sorted copy searched by bisection, cheaper
-// to build than a hash set for the checks the planners run per candidate.
-class NodeSet {
- public:
-  explicit NodeSet(const std::vector<int>& nodes) : sorted_(nodes) {
-    if (!std::is_sorted(sorted_.begin(), sorted_.end())) std::sort(sorted_.begin(), sorted_.end());
-  }
-  size_t count(int n) const { return std::binary_search(sorted_.begin(), sorted_.end(), n) ? 1 : 0; }
-
- private:
-  std::vector<int> sorted_;
-};
-
-}  // namespace
-
 bool is_stitched_group(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots) {
-  const NodeSet in_group(nodes);
+  const NodeIndex in_group(nodes, g.nodes().size());
   bool has_reduction = false;
   for (int n : nodes) {
     const Node& node = g.nodes()[n];
     has_reduction = has_reduction || is_reduction(node.op);
     for (ValueId v : node.inputs) {
       int p = g.value(v).producer;
-      if (p >= 0 && in_group.count(p) && is_reduction(g.nodes()[p].op)) return true;
+      if (in_group.contains(p) && is_reduction(g.nodes()[p].op)) return true;
     }
   }
   if (!has_reduction) return false;
@@ -140,15 +124,14 @@ bool is_stitched_group(const Graph& g, const std::vector<int>& nodes, const std:
 std::string stitched_group_problem(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
                                    StitchedDomain* domain_out) {
   StitchedDomain domain;
-  // Per node (by its place among the sorted nodes), its dependence level
-  // (reductions count 1) once visited; kUnvisited before.
-  std::vector<int> sorted(nodes);
-  if (!std::is_sorted(sorted.begin(), sorted.end())) std::sort(sorted.begin(), sorted.end());
+  // Per node (by its place in `nodes`), its dependence level (reductions
+  // count 1) once visited; kUnvisited before.
+  const NodeIndex place(nodes, g.nodes().size());
   constexpr size_t kUnvisited = static_cast<size_t>(-1);
-  std::vector<size_t> level(sorted.size(), kUnvisited);
+  std::vector<size_t> level(nodes.size(), kUnvisited);
   auto slot = [&](int n) -> size_t* {
-    auto it = std::lower_bound(sorted.begin(), sorted.end(), n);
-    return it != sorted.end() && *it == n ? &level[static_cast<size_t>(it - sorted.begin())] : nullptr;
+    const int i = place.find(n);
+    return i >= 0 ? &level[static_cast<size_t>(i)] : nullptr;
   };
   for (int n : nodes) {
     const Node& node = g.nodes()[n];
@@ -214,7 +197,7 @@ int64_t StitchedReread::block_bytes() const {
 
 StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
                                const StitchedDomain& domain, int64_t fits_bytes) {
-  const NodeSet in_group(nodes);
+  const NodeIndex in_group(nodes, g.nodes().size());
   StitchedReread out;
   out.reduced_extent = 1;
   for (size_t a : domain.axes) {
@@ -234,7 +217,7 @@ StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, co
     for (int n : nodes) {
       for (ValueId v : g.nodes()[n].inputs) {
         const int p = g.value(v).producer;
-        if ((p < 0 || !in_group.count(p)) && is_row_data(domain, g.type(v).shape)) inputs.insert(v.index);
+        if (!in_group.contains(p) && is_row_data(domain, g.type(v).shape)) inputs.insert(v.index);
       }
     }
     int64_t bound = 0;
@@ -268,7 +251,7 @@ StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, co
       stack.pop_back();
       if (!seen.insert(v.index).second || stop(v)) continue;
       const int p = g.value(v).producer;
-      if (p < 0 || !in_group.count(p) || is_reduction(g.nodes()[p].op)) continue;
+      if (!in_group.contains(p) || is_reduction(g.nodes()[p].op)) continue;
       for (ValueId in : g.nodes()[p].inputs) stack.push_back(in);
     }
     return seen;
@@ -276,7 +259,7 @@ StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, co
   auto row_data = [&](ValueId v) { return is_row_data(domain, g.type(v).shape); };
   auto is_load = [&](ValueId v) {
     const int p = g.value(v).producer;
-    return p < 0 || !in_group.count(p);
+    return !in_group.contains(p);
   };
   for (size_t k = 0; k < heads.size(); ++k) {
     walk(heads[k], [&](ValueId v) {

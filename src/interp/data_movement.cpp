@@ -1,10 +1,10 @@
 // Layout and data-movement ops. Each is a strided copy: the op only decides the
 // source and destination strides and offsets. Values move unchanged, so no
 // rounding is needed except for pad's fill value.
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "interp/op_evaluators.h"
 #include "interp/strided_loop.h"

@@ -1,9 +1,9 @@
 // Unary, binary, select and clamp: the op is chosen once per node, then a
 // typed loop applies its scalar semantics (scalar_semantics.h) to every element.
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "interp/op_evaluators.h"
 #include "interp/scalar_semantics.h"

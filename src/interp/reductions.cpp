@@ -2,10 +2,10 @@
 // each element is folded into its output's accumulator, so every output sees
 // its reduced elements in increasing row-major order of the reduced indices
 // (the order docs/semantics.md promises) while memory is read sequentially.
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "interp/op_evaluators.h"

@@ -1,9 +1,9 @@
 #include "interp/wide_buffer.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdint>
 #include <limits>
 #include <new>
 

@@ -1,6 +1,7 @@
 #include "stitch/builder.h"
 
 #include <cstdint>
+
 #include <fmt/format.h>
 
 #include "ir/composites.h"

@@ -1,8 +1,8 @@
 #include "ir/canonicalize.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <map>
 
 #include "ir/rewriter.h"

@@ -1,10 +1,10 @@
 #include "ir/composites.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 
 namespace stitch {

@@ -1,8 +1,8 @@
 #include "stitch/shape.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <limits>
 
 #include "stitch/error.h"

@@ -1,10 +1,10 @@
 #include "ir/type_inference.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <numeric>

@@ -1,8 +1,8 @@
 #include "ir/verifier.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <unordered_set>
 
 #include "ir/type_inference.h"

@@ -1,9 +1,9 @@
 #include "kir/expr.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <bit>
+#include <cstdint>
 
 #include "ir/type_inference.h"
 #include "stitch/error.h"

@@ -1,9 +1,9 @@
 #include "kir/verifier.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
 

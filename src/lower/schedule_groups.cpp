@@ -1,9 +1,9 @@
 #include "lower/schedule_groups.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "lower/lower_loop_group.h"
 #include "lower/lower_reduction_group.h"

@@ -1,8 +1,8 @@
 #include "lower/transpose_tiles.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <set>
 #include <vector>
 

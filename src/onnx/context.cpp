@@ -2,9 +2,9 @@
 
 #include "onnx/importer.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstring>
 
 namespace stitch::onnx_import {

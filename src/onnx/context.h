@@ -5,9 +5,9 @@
 // Reshape's shape input or a Slice's starts never become graph values.
 #pragma once
 
-#include <cstdint>
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>

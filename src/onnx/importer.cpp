@@ -1,10 +1,10 @@
 #include "onnx/importer.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <optional>

@@ -2,6 +2,7 @@
 // binary arithmetic, variadic Sum/Mean/Max/Min, comparisons and logic, Where,
 // Cast, CastLike, Identity (docs/onnx.md, Ops).
 #include <cstdint>
+
 #include <fmt/format.h>
 
 #include "onnx/context.h"

@@ -1,6 +1,7 @@
 // ONNX neural-network ops: MatMul, Gemm, Softmax, LogSoftmax,
 // LayerNormalization (docs/onnx.md, Ops).
 #include <cstdint>
+
 #include <fmt/format.h>
 
 #include "onnx/context.h"

@@ -1,6 +1,7 @@
 // ONNX reductions: ReduceSum/Mean/Max/Min/Prod, the composed ones (L1, L2,
 // SumSquare, LogSum, LogSumExp), and ArgMax/ArgMin (docs/onnx.md, Ops).
 #include <cstdint>
+
 #include <fmt/format.h>
 
 #include "onnx/context.h"

@@ -4,12 +4,12 @@
 // starts, pads, axes) must be known tensors; a node whose inputs are all known
 // is folded by the importer, so Shape -> Gather -> Concat -> Reshape chains
 // leave a static reshape and nothing else.
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>

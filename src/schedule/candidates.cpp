@@ -1,10 +1,10 @@
 #include "schedule/candidates.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdlib>
 
 #include "schedule/row_schedule.h"
@@ -44,6 +44,42 @@ void read_elements(KernelCandidate& k, const GroupDescription& g, double n) {
   k.per_thread.sfu += n * g.sfu_per_element;
 }
 
+// Re-read rows. A stitched group's kernel passes over each row g.passes
+// times (softmax: the max, the sum, the output). Under a block per row the
+// row is cached in shared memory when it fits a block's static shared memory
+// (docs/shared-memory.md, Stitched kernels), so only the first pass reads
+// DRAM. Otherwise every later pass reads the row again: from the L1 when the
+// rows resident on an SM fit the L1 left beside their blocks' shared memory,
+// else from L2/DRAM, as more DRAM bytes and memory instructions. Half the L1
+// counts: the carve-out does not give the L1 all of the array, and other
+// lines (outputs, broadcast operands) share it; rows of 1024 floats, 64 per
+// SM (the whole 256 KiB), already ran as fast block-per-row as warp-per-row.
+// Measured on an H200 (bench/results/gpu-2026-11-26-h200-b-rows.json):
+// softmax over rows of 4096 floats ran at 0.24 of copy warp-per-row (64 rows
+// of 16 KiB resident per SM) and 0.91 block-per-row; rows of 512 floats at
+// 0.71 and 0.42.
+void account_rereads(KernelCandidate& k, const GroupDescription& g, const GpuTarget& t, int64_t rows_per_block,
+                     double loads_per_pass, bool block_per_row) {
+  const int64_t extra = g.passes - 1;
+  if (extra <= 0) return;
+  const int64_t row_bytes = g.cols * g.element_bytes * g.row_inputs;
+  const double reread_loads = loads_per_pass * static_cast<double>(g.row_inputs * extra);
+  if (block_per_row && row_bytes + k.shared_bytes_per_block <= t.shared_bytes_per_block) {
+    k.shared_bytes_per_block += row_bytes;
+    // The later passes, and the stores that fill the cache.
+    k.per_thread.shared += reread_loads + loads_per_pass * static_cast<double>(g.row_inputs);
+    return;
+  }
+  const Occupancy o = occupancy(t, k.threads_per_block, k.registers_per_thread, k.shared_bytes_per_block);
+  const int64_t l1_bytes = (t.l1_shared_bytes_per_sm - o.blocks_per_sm * k.shared_bytes_per_block) / 2;
+  if (o.blocks_per_sm * rows_per_block * row_bytes <= l1_bytes) {
+    k.per_thread.shared += reread_loads;  // L1 hits: a shared-memory load's cost
+    return;
+  }
+  k.per_thread.memory += reread_loads;
+  k.bytes_moved += extra * g.rows * row_bytes;
+}
+
 void row_reduction(const GroupDescription& g, const GpuTarget& t, std::vector<KernelCandidate>& out) {
   const int64_t m = g.rows, l = g.cols, warp = t.warp_size;
   for (int64_t threads : kBlockSizes) {
@@ -59,6 +95,7 @@ void row_reduction(const GroupDescription& g, const GpuTarget& t, std::vector<Ke
       k.per_thread.sync = 1;
       k.per_thread.memory += static_cast<double>(g.outputs);
       k.shared_bytes_per_block = warps * kPartialBytes;
+      account_rereads(k, g, t, 1, n, true);
       out.push_back(std::move(k));
     }
     // Warp per row: each warp owns a row, its lanes stride over it, and one
@@ -70,6 +107,7 @@ void row_reduction(const GroupDescription& g, const GpuTarget& t, std::vector<Ke
       k.per_thread.alu += n;
       k.per_thread.shared = log2_of(warp);
       k.per_thread.memory += static_cast<double>(g.outputs);
+      account_rereads(k, g, t, warps, n, false);
       out.push_back(std::move(k));
     }
     // Rows shorter than a warp: `rows_per_warp` rows share a warp, each on a
@@ -84,6 +122,7 @@ void row_reduction(const GroupDescription& g, const GpuTarget& t, std::vector<Ke
       k.per_thread.alu += n;
       k.per_thread.shared = log2_of(lanes);
       k.per_thread.memory += static_cast<double>(g.outputs);
+      account_rereads(k, g, t, warps * rows_per_warp, n, false);
       out.push_back(std::move(k));
     }
     // Thread per row (paper §5.2's THREAD: a reduction treated as elementwise):
@@ -98,6 +137,7 @@ void row_reduction(const GroupDescription& g, const GpuTarget& t, std::vector<Ke
       const int64_t sectors = std::min(warp, ceil_div(warp * l * g.element_bytes, kSectorBytes));
       k.fetch_per_useful_byte =
           std::max(1.0, static_cast<double>(sectors * kSectorBytes) / static_cast<double>(warp * g.element_bytes));
+      account_rereads(k, g, t, threads, n, false);
       out.push_back(std::move(k));
     }
   }
@@ -197,8 +237,10 @@ OpDomain GroupDescription::domain() const {
 std::string GroupDescription::summary() const {
   const std::string shape = pattern == GroupPattern::Elementwise ? fmt::format("{}", rows * cols)
                                                                  : fmt::format("{} x {}", rows, cols);
-  return fmt::format("{} {}, {}-byte elements, {} input{}, {} output{}", group_pattern_name(pattern), shape,
-                     element_bytes, inputs, inputs == 1 ? "" : "s", outputs, outputs == 1 ? "" : "s");
+  std::string text = fmt::format("{} {}, {}-byte elements, {} input{}, {} output{}", group_pattern_name(pattern),
+                                 shape, element_bytes, inputs, inputs == 1 ? "" : "s", outputs, outputs == 1 ? "" : "s");
+  if (passes > 1) text += fmt::format(", {} passes over each row", passes);
+  return text;
 }
 
 std::vector<KernelCandidate> enumerate_candidates(const GroupDescription& group, const GpuTarget& target) {

@@ -31,6 +31,13 @@ struct GroupDescription {
   double alu_per_element = 0;    // cheap elementwise ops applied to each element read
   double sfu_per_element = 0;    // expensive ones (exp, log, division, ...)
   int64_t bytes = 0;             // DRAM bytes when known (the plan's cost model); 0: from the shape
+  // Row reductions: how often a kernel that keeps nothing between phases reads
+  // each row (a stitched softmax: the max, the sum, the output: 3); 1 for a
+  // plain reduction (candidates.cpp, Re-read rows).
+  int64_t passes = 1;
+  // Row reductions: the inputs read a whole row per row (not broadcast along
+  // it: LayerNorm's x, not its gamma); at least 1.
+  int64_t row_inputs = 1;
 
   int64_t bytes_moved() const;
   // The op's iteration domain for template validation.

@@ -1,10 +1,10 @@
 #include "schedule/plan_explain.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "fusion/cost_model.h"
@@ -49,6 +49,22 @@ int64_t external_inputs(const Graph& g, const FusionGroup& group) {
   return std::max<int64_t>(1, static_cast<int64_t>(external.size()));
 }
 
+// External inputs of `group` with `elements` elements: those a row kernel
+// reads a whole row of per row.
+int64_t full_row_inputs(const Graph& g, const FusionGroup& group, int64_t elements, const SymbolBindings& bindings,
+                        int64_t default_extent) {
+  std::set<int32_t> full;
+  for (int n : group.nodes) {
+    for (ValueId v : g.nodes()[static_cast<size_t>(n)].inputs) {
+      const int producer = g.value(v).producer;
+      if (producer >= 0 && group.contains(producer)) continue;
+      const Shape& shape = g.type(v).shape;
+      if (product(extents(shape, bindings, default_extent), 0, shape.size()) == elements) full.insert(v.index);
+    }
+  }
+  return static_cast<int64_t>(full.size());
+}
+
 void count_ops(const Graph& g, const FusionGroup& group, GroupDescription& d) {
   for (int n : group.nodes) {
     switch (op_info(g.nodes()[static_cast<size_t>(n)].op).category) {
@@ -89,6 +105,11 @@ std::variant<GroupDescription, std::string> describe_group(const Graph& g, const
   }
   if (!reduction || !reduction->attrs.has("axes") || reduction->inputs.empty())
     return std::string("no reduction root with axes");
+  if (group.kind == GroupKind::Stitched) {
+    int64_t reductions = 0;
+    for (int n : group.nodes) reductions += is_reduction(g.nodes()[static_cast<size_t>(n)].op) ? 1 : 0;
+    d.passes = reductions + 1;
+  }
   const TensorType& in = g.type(reduction->inputs[0]);
   const std::vector<int64_t> shape = extents(in.shape, bindings, default_extent);
   std::vector<int64_t> axes = reduction->attrs.get("axes").as_ints();
@@ -106,6 +127,7 @@ std::variant<GroupDescription, std::string> describe_group(const Graph& g, const
     d.pattern = GroupPattern::RowReduction;
     d.rows = product(shape, 0, r - k);
     d.cols = product(shape, r - k, r);
+    d.row_inputs = std::max<int64_t>(1, full_row_inputs(g, group, d.rows * d.cols, bindings, default_extent));
   } else if (contiguous_from(0)) {
     d.pattern = GroupPattern::ColumnReduction;
     d.rows = product(shape, 0, k);

@@ -1,10 +1,10 @@
 #include "schedule/row_schedule.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 
 namespace stitch::schedule {
 

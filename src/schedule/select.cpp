@@ -1,11 +1,11 @@
 #include "schedule/select.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 

@@ -1,7 +1,8 @@
 #include "schedule/shared_memory_plan.h"
 
-#include <algorithm>
 #include <cstdint>
+
+#include <algorithm>
 #include <fmt/format.h>
 #include <utility>
 

@@ -35,6 +35,9 @@ GpuTarget make_sm80() {
   t.shared_bytes_per_block_optin = 163 * 1024;
   t.shared_reserved_per_block = 1024;
   t.shared_alloc_unit = 128;
+  // CUDA C++ Programming Guide, compute capability 8.0: 192 KB of combined
+  // L1 and shared memory per SM (9.0: 256 KB).
+  t.l1_shared_bytes_per_sm = 192 * 1024;
   // NVIDIA A100 datasheet (SXM4 40GB): 1410 MHz boost, 1555 GB/s HBM2, 40 MB L2.
   t.clock_hz = 1.41e9;
   t.memory_bytes_per_second = 1555e9;
@@ -55,6 +58,7 @@ GpuTarget make_sm90() {
   t.sm_count = 132;
   t.shared_bytes_per_sm = 228 * 1024;
   t.shared_bytes_per_block_optin = 227 * 1024;
+  t.l1_shared_bytes_per_sm = 256 * 1024;
   // NVIDIA H100 datasheet (SXM5): 1980 MHz boost, 3.35 TB/s HBM3, 50 MB L2.
   t.clock_hz = 1.98e9;
   t.memory_bytes_per_second = 3.35e12;

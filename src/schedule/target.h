@@ -41,6 +41,9 @@ struct GpuTarget {
   int64_t shared_bytes_per_block_optin = 0;
   int64_t shared_reserved_per_block = 0; // taken by the system from the SM's shared memory per resident block
   int64_t shared_alloc_unit = 128;
+  // The SM's L1 data cache and shared memory together (one array, split by
+  // the carve-out): what re-read rows are served from (candidates.cpp).
+  int64_t l1_shared_bytes_per_sm = 0;
   double clock_hz = 0;                   // boost clock
   double memory_bytes_per_second = 0;    // DRAM peak
   int64_t l2_bytes = 0;

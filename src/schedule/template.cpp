@@ -1,9 +1,9 @@
 #include "schedule/template.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cstdint>
 #include <optional>
 
 #include "stitch/error.h"

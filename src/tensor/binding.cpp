@@ -1,4 +1,5 @@
 #include <cstdint>
+
 #include <fmt/format.h>
 
 #include "stitch/interpreter.h"

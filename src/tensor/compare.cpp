@@ -1,11 +1,11 @@
 #include "tensor/compare.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <set>
 
 namespace stitch {

@@ -1,10 +1,10 @@
 #include "tune/measure.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <map>
 

@@ -3,10 +3,10 @@
 // 128+ MiB, too big for a test), for the none and xla planners, all graphs of
 // a planner in one translation unit. `_dyn` graphs run with each symbol bound
 // to 1 and to 7 on the same compiled kernels (docs/testing.md).
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 
 #include "interpreter_differential.h"

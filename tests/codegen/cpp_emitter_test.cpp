@@ -2,9 +2,9 @@
 // phase loops around a barrier, an index let recomputed after it rather than
 // kept per thread, in plain arithmetic since t + 1 cannot overflow), the compiler's diagnostics on a broken source,
 // and the explicit refusal of constructs the emitter does not handle yet.
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 
 #include "codegen/cpu/cpp_emitter.h"

@@ -1,10 +1,10 @@
 // The C++ back end end to end: the example kernels of every composition are
 // emitted into ONE translation unit, compiled once for the whole file (compiles
 // are slow), run on small inputs and compared with values computed here.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 

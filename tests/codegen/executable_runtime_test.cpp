@@ -1,13 +1,13 @@
 // CpuExecutable beyond the generated kernels: dots as BLAS library calls, the
 // fallback when the compiler rejects a plan, STITCH_MAX_FUSIONS, and
 // compile_batch. Every result is compared with the reference interpreter.
-#include <cstdint>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>

@@ -8,6 +8,7 @@
 // reductions; else (32 if transcendental) + 4 * n ulps of (1 + |want|), n the
 // longest float reduction, since kernels accumulate in f32 in their own order.
 #include <cstdint>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -11,10 +11,10 @@
 // left out (CpuExecutable::unsupported_reason non-empty is a failure).
 // STITCH_SOAK_GRAPHS=N (from STITCH_SOAK_FIRST_SEED) runs N seeds instead,
 // each in the shard it has in a normal run.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include <chrono>
 #include <cstdio>

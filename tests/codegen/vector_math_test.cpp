@@ -5,12 +5,12 @@
 // interpreter (glibc in double, rounded once), with NaN and inf exactly where
 // the interpreter has them. The translation unit must also really call
 // SLEEF's vector variants, or the loops did not vectorise.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

@@ -3,10 +3,10 @@
 // argmax over f16), every elementwise op and cast on every dtype the typing
 // rule accepts, and literals of every kind, all compiled by NVRTC; golden text
 // for a warp-split row reduction and for the lowered swish_small kernel.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <limits>
 #include <sstream>

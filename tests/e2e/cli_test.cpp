@@ -1,9 +1,9 @@
 // The `stitch` binary end to end: the acceptance paths of the CLI and its
 // exit statuses on bad input (DESIGN.md, CLI).
-#include <cstdint>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <fstream>
 
 #include <array>

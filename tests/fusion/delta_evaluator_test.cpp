@@ -1,6 +1,7 @@
 // The shared delta evaluator: M(V) interpolation, the three terms of a
 // fusion's score, and plan estimates that order none above xla.
 #include <cstdint>
+
 #include <gtest/gtest.h>
 
 #include "fusion/delta_evaluator.h"

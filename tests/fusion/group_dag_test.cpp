@@ -1,9 +1,9 @@
 // GroupDag (group_dag.h) against the reference it replaces in the planners:
 // build_group_graph + check_merge_legality on a plain vector of groups.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <random>
 
 #include "fusion/group_dag.h"

@@ -1,8 +1,8 @@
 // The greedy `stitch` planner (docs/fusion.md, The `stitch` planner) and the
 // stitched-group check it shares with the lowering (stitched_group.h).
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <string>

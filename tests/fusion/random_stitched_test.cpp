@@ -10,12 +10,12 @@
 // As tests/codegen/random_cpu_test.cpp: one translation unit per shard,
 // compiled into a kernel cache of the run's own; STITCH_SOAK_GRAPHS /
 // STITCH_SOAK_FIRST_SEED run other seeds, each in the shard of seed % kShards.
-#include <cstdint>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>

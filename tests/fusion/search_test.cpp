@@ -1,9 +1,9 @@
 // The searching planners (docs/fusion.md, The `stitch` planner, The `ilp`
 // planner): the exact choice against exhaustive enumeration, cycle
 // elimination, and the DP + beam search against the exact optimum.
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>

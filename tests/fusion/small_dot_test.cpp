@@ -2,6 +2,7 @@
 // with a short static contraction inside its elementwise consumer's kernel.
 // Plans, and results on the CPU back end against the interpreter.
 #include <cstdint>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>

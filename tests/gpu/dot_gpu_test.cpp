@@ -10,9 +10,9 @@
 // (docs/fusion.md, Small dots). Each output is
 // compared under the documented allowance, in which a dot counts its
 // contraction length.
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

@@ -6,9 +6,9 @@
 // graphs that return a parameter or one value twice, and the fallback when
 // NVRTC rejects the fused plan (CudaCompileOptions::reject_plan). Every
 // result is compared with the interpreter.
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>

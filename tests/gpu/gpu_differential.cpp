@@ -1,8 +1,8 @@
 #include "gpu_differential.h"
 
-#include <cstdint>
 #include <stdlib.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <system_error>
 

@@ -11,11 +11,11 @@
 // run) into a cubin cache of its own; when it fails to compile, each graph is
 // compiled alone so the report names the seed. STITCH_SOAK_GRAPHS /
 // STITCH_SOAK_FIRST_SEED run other seeds, each in the shard of its seed.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <ostream>

@@ -1,10 +1,10 @@
 // Canonicalisation must not change what a graph computes: for every graph of
 // the parser corpus and the workloads, the canonical graph gives bit-identical
 // results to the graph as parsed, and its printed form parses back to it.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 
 #include "ir/canonicalize.h"

@@ -1,10 +1,10 @@
 // Floating-point semantics pinned by hand: one rounding per op, wide
 // accumulation, signed zeros and NaN rules that docs/semantics.md fixes where
 // IEEE or numpy leave a choice.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "single_op.h"

@@ -1,9 +1,9 @@
 // The interpreter against numpy: every case in tests/interp/golden/cases.txt,
 // written by scripts/gen_interp_golden.py, is one op applied to the case's
 // in*.npy files and compared with its out.npy under the case's tolerance.
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>

@@ -3,11 +3,11 @@
 // nodes, and a large input.
 #include "stitch/interpreter.h"
 
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 

@@ -7,6 +7,7 @@
 // commutative op, differently in the interpreter's broadcasting and dense loops.
 // STITCH_SOAK_GRAPHS=N runs N graphs instead of the normal count (docs/testing.md).
 #include <cstdint>
+
 #include <gtest/gtest.h>
 
 #include "ir/canonicalize.h"

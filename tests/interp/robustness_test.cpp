@@ -4,6 +4,7 @@
 // UserError (a gather index out of range, argmax over an empty axis) and
 // nothing else. Best run under the sanitizers, where it found nothing.
 #include <cstdint>
+
 #include <gtest/gtest.h>
 
 

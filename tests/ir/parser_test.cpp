@@ -1,9 +1,9 @@
 // The text parser on well-formed input: what it builds, how it names things,
 // and the lexer underneath it.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <set>
 
 #include "ir/lexer.h"

@@ -3,9 +3,9 @@
 // point; the canonical graph verifies, round-trips the same way, and is a
 // fixed point of canonicalize(). Also checks the generator itself: it is
 // deterministic, honours its options, and reaches every op and dtype.
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <set>
 
 #include "ir/canonicalize.h"

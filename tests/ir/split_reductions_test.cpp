@@ -3,6 +3,7 @@
 // rewrite, and that the interpreter gives the same values within the
 // tolerance of a reduction of the whole length.
 #include <cstdint>
+
 #include <gtest/gtest.h>
 
 #include "ir/canonicalize.h"

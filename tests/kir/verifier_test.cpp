@@ -1,8 +1,8 @@
 // One test per verifier rule (docs/kernel-ir.md, "Verifier rules"), each
 // pinning the exact message, on a kernel that is valid apart from that fault.
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 
 #include "kir/kernel_builder.h"

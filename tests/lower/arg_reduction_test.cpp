@@ -4,12 +4,12 @@
 // through CpuExecutable and compared exactly with the interpreter on inputs
 // salted with ties, -0/+0, NaNs (the first one wins), infinities and rows
 // where every element is equal.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <memory>

@@ -4,11 +4,11 @@
 // of the tile, a symbolic batch and a reduction over a middle axis. All in
 // one translation unit, compared with the interpreter; argmax keeps a thread
 // per column.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>

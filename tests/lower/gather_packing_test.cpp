@@ -3,10 +3,10 @@
 // with the interpreter exactly (gather and the packed ops are data movement or
 // exact arithmetic). Gather indices are chosen by hand, negatives included,
 // since random data would be out of range.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <memory>
 #include <unordered_map>

@@ -10,11 +10,11 @@
 // Graphs with float reductions add 4 * n * eps * (1 + |want|), n the longest
 // reduction of the graph: the kernels accumulate in f32 in their own order,
 // the interpreter in double sequentially (docs/lowering.md, Tests).
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>

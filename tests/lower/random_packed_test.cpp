@@ -7,10 +7,10 @@
 // planner builds today. One translation unit for all graphs; each output is
 // compared with the interpreter (exact, or 32 eps relative to 1 + |want| when
 // the graph has a transcendental op). STITCH_SOAK_GRAPHS / _FIRST_SEED apply.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <unordered_map>

@@ -5,11 +5,11 @@
 // and a symbolic row length. Each kind's kernels are compiled in one
 // translation unit (one ctest process per kind, so ctest -j2 runs two at once)
 // and compared with the interpreter at docs/lowering.md's tolerances.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>

@@ -8,11 +8,11 @@
 // one translation unit and compared with the interpreter at the tolerances of
 // docs/lowering.md (Tests and tolerances): 32 eps for transcendental ops plus
 // 4 n eps for reductions of length n.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>

@@ -4,11 +4,11 @@
 // planner, on loop, stitched (warp-split) and reduction kernels, with outputs
 // that are streamed, guarded, symbolic or of a type that is never streamed,
 // and with a destination that is not aligned to a cache line.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>

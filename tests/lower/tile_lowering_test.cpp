@@ -4,12 +4,12 @@
 // lower_tile_group; all kernels are compiled in one translation unit and
 // compared with the interpreter at the tolerances of docs/lowering.md (Tests
 // and tolerances): 4 n eps for reductions of length n.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>

@@ -2,10 +2,10 @@
 // every case's kernel, compiled once for the suite, against the interpreter.
 #include "lower/transpose_tiles.h"
 
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>

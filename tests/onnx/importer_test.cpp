@@ -1,9 +1,9 @@
 // The ONNX importer on small models built here with the protobuf API, checked
 // against values computed in the test through the interpreter (and once the CPU).
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 

@@ -2,11 +2,11 @@
 // composed reductions, ArgMax/ArgMin, LogSoftmax, LayerNormalization, Gemm) on
 // small models built with the protobuf API, checked against values computed
 // here in double; a few run on the CPU back end too.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 
 #include "onnx/importer.h"

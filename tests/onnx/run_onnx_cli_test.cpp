@@ -1,12 +1,12 @@
 // `stitch run model.onnx`: the CLI binds the initializers itself, fills only
 // the real inputs, takes inputs by ONNX name and names the output files after
 // the ONNX outputs; plan, emit, check and bench accept .onnx too.
-#include <cstdint>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

@@ -2,9 +2,9 @@
 // here with the protobuf API, checked through the interpreter against values
 // computed in the test (numpy semantics), and for the gather-based forms
 // (negative Slice steps, edge and reflect Pad) also on the CPU back end.
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <limits>
 
 #include "onnx/importer.h"

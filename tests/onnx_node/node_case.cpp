@@ -1,12 +1,12 @@
 #include "node_case.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <set>

@@ -1,9 +1,9 @@
 #include "reference_compare.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 
 namespace stitch::onnx_node {
 

@@ -1,10 +1,10 @@
 // The conformance runner's own pieces: the ONNX tolerance, the grouping of
 // reasons, the results file, sharding, the back-end interface. The runner
 // judges the importer, so its comparison is pinned here by hand.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <limits>

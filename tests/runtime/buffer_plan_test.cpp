@@ -3,9 +3,9 @@
 // how long each lives, and which pooled buffer best fit gives it.
 #include "runtime/common/buffer_plan.h"
 
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>

@@ -3,9 +3,9 @@
 // compiler, no system compiler needed), and the schedule stage's values:
 // printable, comparable, hashable, and followed by the lowering (every
 // candidate schedule of a group runs and matches the interpreter).
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <unordered_set>
 #include <vector>

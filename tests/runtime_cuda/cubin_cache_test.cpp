@@ -4,12 +4,12 @@
 // units the GPU suites (tests/gpu, label gpu) will build, for sm_90 through
 // the cache, so a test input that does not lower or compile fails here, long
 // before the GPU machine runs it.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

@@ -2,10 +2,10 @@
 // GPU: loading, the shape -> gemm plan, and run_dot_cuda's calls checked by a
 // host stand-in for cuBLAS's two gemms on the fake driver's host memory,
 // against the CPU's run_dot. With a GPU (label gpu): real cuBLAS against it.
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <tuple>

@@ -3,9 +3,9 @@
 // to a cubin for the fake H100's sm_90, module loading, the launch list with
 // its grids, blocks, dynamic shared memory and arguments, device buffers and
 // their return. The results themselves are checked on a GPU (tests/gpu).
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "fake_cuda_driver.h"

@@ -1,9 +1,9 @@
 // The caching device allocator (docs/cuda-allocator-and-cublas.md, The
 // caching allocator), run on the fake driver: which requests reach cuMemAlloc,
 // which are served from the cache, and what running out of memory does.
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <random>
 #include <set>
 #include <string>

@@ -2,11 +2,11 @@
 // is what every GPU-less runtime test stands on, so its own behaviour is
 // pinned here: load_driver accepts it, it reports an H100, and it refuses what
 // the real driver refuses.
-#include <cstdint>
 #include <elf.h>
 #include <gtest/gtest.h>
 #include <nvrtc.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>

@@ -2,10 +2,10 @@
 // L = N_wave x N_instr x CPI on hand-computed kernels, and the ranking's
 // choices for row reductions of short and long rows (STYLE.md §9: force each
 // branch with chosen shapes).
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "schedule/candidates.h"
 #include "schedule/latency.h"
@@ -151,6 +151,35 @@ TEST(Ranking, LongRowsPreferABlockPerRow) {
     EXPECT_EQ(r.front().kernel.strategy, "block-per-row") << render_ranking(row_reduction(1024, 16384), *t, r);
     EXPECT_EQ(print_template(r.front().kernel.schedule), "[GRID,CTA];");
   }
+}
+
+// Re-read rows (candidates.cpp): three passes over rows of 4096 floats. A
+// block per row caches its 16 KiB row in shared memory; 64 warps a SM, one
+// row each, overflow half the L1, so warp-per-row reads every row 3 times
+// from DRAM. Rows of 256 floats (64 KiB resident) hit the L1 instead.
+TEST(Ranking, RereadRowsCostDramUnlessCachedOrInTheL1) {
+  const GpuTarget& t = sm90_target();
+  auto find = [](const std::vector<KernelCandidate>& all, const std::string& strategy, int64_t threads) {
+    for (const KernelCandidate& k : all)
+      if (k.strategy == strategy && k.threads_per_block == threads) return k;
+    ADD_FAILURE() << strategy << " " << threads;
+    return KernelCandidate{};
+  };
+  GroupDescription g = row_reduction(4096, 4096);
+  g.passes = 3;
+  const std::vector<KernelCandidate> all = enumerate_candidates(g, t);
+  const KernelCandidate warp = find(all, "warp-per-row", 256);
+  const KernelCandidate block = find(all, "block-per-row", 256);
+  EXPECT_EQ(warp.bytes_moved, g.bytes_moved() + 2 * 4096 * 4096 * 4);
+  EXPECT_EQ(block.bytes_moved, g.bytes_moved());
+  EXPECT_EQ(block.shared_bytes_per_block, 8 * 4 + 4096 * 4);
+  EXPECT_EQ(rank_candidates(g, t).front().kernel.strategy, "block-per-row");
+
+  GroupDescription short_rows = row_reduction(65536, 256);
+  short_rows.passes = 3;
+  const KernelCandidate short_warp = find(enumerate_candidates(short_rows, t), "warp-per-row", 256);
+  EXPECT_EQ(short_warp.bytes_moved, short_rows.bytes_moved());
+  EXPECT_EQ(rank_candidates(short_rows, t).front().kernel.strategy, "warp-per-row");
 }
 
 TEST(Ranking, RowsShorterThanAWarpShareIt) {

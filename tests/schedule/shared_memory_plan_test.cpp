@@ -1,9 +1,9 @@
 // The shared-memory planner (FusionStitching 2019, Alg. 4): reuse decided by
 // dominance on the data-flow graph, first-fit offsets, alignment, the budget,
 // the alloc/req ratio of the paper's Table 4, and the printed plan.
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <random>
 
 #include "schedule/shared_memory_plan.h"

@@ -1,7 +1,7 @@
 // GPU table entries and the host CPU target (docs/schedule.md, Targets).
-#include <cstdint>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 

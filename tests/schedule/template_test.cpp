@@ -1,6 +1,7 @@
 // Schedule templates (docs/schedule.md): the grammar pinned as text, exact
 // round trips, every parse error with its position, every validation rule.
 #include <cstdint>
+
 #include <gtest/gtest.h>
 
 #include "schedule/template.h"

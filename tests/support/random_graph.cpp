@@ -1,9 +1,9 @@
 #include "random_graph.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>

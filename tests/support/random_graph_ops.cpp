@@ -1,8 +1,8 @@
 // The generator's steps, one op family each: operands and attributes chosen
 // so that every op is valid by construction (random_graph.h).
-#include <cstdint>
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <limits>
 
 #include "random_graph_generator.h"

@@ -8,6 +8,7 @@
 // grow longer than one recipe; some totals are returned too (several roots).
 // docs/fuzzing.md describes the patterns and what they found.
 #include <cstdint>
+
 #include <fmt/format.h>
 
 #include "random_graph_generator.h"

@@ -1,11 +1,11 @@
 #include "tensor_compare.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace stitch::testing {

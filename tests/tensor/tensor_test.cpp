@@ -1,10 +1,10 @@
 #include "stitch/tensor.h"
 
-#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <set>

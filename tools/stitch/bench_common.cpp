@@ -1,10 +1,10 @@
 #include "bench_common.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <fstream>

@@ -3,12 +3,12 @@
 // device-resident inputs, next to a device-to-device copy of the same byte
 // footprint measured in the same run. Every planner's first run is checked
 // against the reference interpreter before it is timed.
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iostream>

@@ -1,7 +1,7 @@
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>

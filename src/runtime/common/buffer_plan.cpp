@@ -1,9 +1,9 @@
 #include "runtime/common/buffer_plan.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include "stitch/error.h"

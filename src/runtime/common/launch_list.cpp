@@ -1,9 +1,9 @@
 #include "runtime/common/launch_list.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cstdint>
 #include <iostream>
 
 #include "kir/printer.h"

@@ -1,9 +1,9 @@
 #include "runtime/cpu/cpu_compiler.h"
 
-#include <cstdint>
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>

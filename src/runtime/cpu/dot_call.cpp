@@ -1,10 +1,10 @@
 #include "runtime/cpu/dot_call.h"
 
 #include <cblas.h>
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "stitch/error.h"

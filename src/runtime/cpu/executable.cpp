@@ -1,10 +1,10 @@
 #include "runtime/cpu/executable.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <map>
 #include <set>
 

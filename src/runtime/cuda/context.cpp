@@ -1,6 +1,7 @@
 #include "runtime/cuda/context.h"
 
 #include <cstdint>
+
 #include <fmt/format.h>
 
 #include "runtime/cuda/cublas.h"

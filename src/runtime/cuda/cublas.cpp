@@ -1,10 +1,10 @@
 #include "runtime/cuda/cublas.h"
 
-#include <cstdint>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>

@@ -1,8 +1,8 @@
 #include "runtime/cuda/cuda_executable.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <map>
 #include <set>
 

@@ -1,6 +1,7 @@
 #include "runtime/cuda/device.h"
 
 #include <cstdint>
+
 #include <fmt/format.h>
 
 namespace stitch::runtime::cuda {

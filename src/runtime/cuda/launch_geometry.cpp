@@ -1,9 +1,9 @@
 #include "runtime/cuda/launch_geometry.h"
 
-#include <cstdint>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "stitch/error.h"
 

@@ -7,11 +7,11 @@
 // Test-only: never installed, never loaded outside tests/.
 #include "fake_cuda_driver.h"
 
-#include <cstdint>
 #include <elf.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>

@@ -1,0 +1,60 @@
+#include "fusion/node_index.h"
+
+#include <cstddef>
+#include <memory>
+
+namespace stitch {
+
+namespace {
+
+// Arrays of -1 that no index holds now, kept for the next one on this thread.
+std::vector<std::unique_ptr<std::vector<int>>>& free_slots() {
+  thread_local std::vector<std::unique_ptr<std::vector<int>>> pool;
+  return pool;
+}
+
+// An array of at least `count` -1s, from the pool when it has one.
+std::vector<int>* take_slots(size_t count) {
+  auto& pool = free_slots();
+  std::vector<int>* slots = nullptr;
+  if (pool.empty()) {
+    slots = new std::vector<int>();
+  } else {
+    slots = pool.back().release();
+    pool.pop_back();
+  }
+  if (slots->size() < count) slots->resize(count, -1);
+  return slots;
+}
+
+// Back to the pool; the caller has reset every slot it set to -1.
+void give_back(std::vector<int>* slots) { free_slots().emplace_back(slots); }
+
+}  // namespace
+
+NodeIndex::NodeIndex(const std::vector<int>& nodes, size_t node_count)
+    : nodes_(nodes), slots_(take_slots(node_count)) {
+  for (size_t i = 0; i < nodes.size(); ++i) (*slots_)[static_cast<size_t>(nodes[i])] = static_cast<int>(i);
+}
+
+NodeIndex::~NodeIndex() {
+  for (int n : nodes_) (*slots_)[static_cast<size_t>(n)] = -1;
+  give_back(slots_);
+}
+
+IdSet::IdSet(size_t id_count) : slots_(take_slots(id_count)) {}
+
+IdSet::~IdSet() {
+  for (int id : inserted_) (*slots_)[static_cast<size_t>(id)] = -1;
+  give_back(slots_);
+}
+
+bool IdSet::insert(int id) {
+  int& slot = (*slots_)[static_cast<size_t>(id)];
+  if (slot >= 0) return false;
+  slot = static_cast<int>(inserted_.size());
+  inserted_.push_back(id);
+  return true;
+}
+
+}  // namespace stitch

@@ -13,7 +13,7 @@
 #include "codegen/common/source_writer.h"
 #include "codegen/cpu/cpu_runtime_text.h"
 #include "codegen/cpu/cpp_text.h"
-#include "codegen/cpu/index_facts.h"
+#include "codegen/common/index_facts.h"
 #include "codegen/cpu/kir_scan.h"
 #include "codegen/cpu/region_analysis.h"
 #include "codegen/cpu/streaming_store.h"

@@ -11,10 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cpu/index_facts.h"
+#include "codegen/common/index_facts.h"
 #include "kir/kernel.h"
 
 namespace stitch::codegen::cpu {
+
+using common::IndexFacts;
 
 // Threads per streamed chunk: one 64-byte line of f32, two of f64.
 inline constexpr int64_t kStreamChunk = 16;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/common/index_facts.h"
 #include "codegen/common/index_range.h"
 #include "codegen/common/source_writer.h"
 #include "codegen/cuda/cuda_runtime_text.h"
@@ -53,6 +54,28 @@ void collect_assigned(const StmtList& stmts, std::set<std::string>& names) {
   }
 }
 
+// The i64 lets of a kernel that are never assigned and defined once, by
+// name: what IndexFacts may look through (a local defined before every use
+// of the index lets built on it, so in scope wherever they are).
+void collect_index_lets(const StmtList& stmts, const std::set<std::string>& assigned,
+                        std::map<std::string, const kir::LetStmt*>& lets, std::set<std::string>& twice) {
+  for (const Stmt& s : stmts) {
+    if (const auto* l = std::get_if<kir::LetStmt>(&s.node)) {
+      if (l->init.defined() && l->dtype == DType::i64 && !assigned.count(l->name) && !twice.count(l->name)) {
+        if (!lets.emplace(l->name, l).second) {
+          lets.erase(l->name);
+          twice.insert(l->name);
+        }
+      }
+    }
+    if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) collect_index_lets(f->body, assigned, lets, twice);
+    if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
+      collect_index_lets(i->then_body, assigned, lets, twice);
+      collect_index_lets(i->else_body, assigned, lets, twice);
+    }
+  }
+}
+
 using Range = common::IndexRange;
 
 class KernelEmitter : private common::SourceWriter {
@@ -62,6 +85,8 @@ class KernelEmitter : private common::SourceWriter {
   std::string emit() {
     check_identifier(k_.name);
     collect_assigned(k_.body, assigned_);
+    std::set<std::string> twice;
+    collect_index_lets(k_.body, assigned_, index_lets_, twice);
     std::vector<std::string> params;
     for (const kir::BufferParam& b : k_.buffers) {
       check_identifier(b.name);
@@ -338,6 +363,9 @@ class KernelEmitter : private common::SourceWriter {
       }
       return offset;
     }
+    // An index that delinearises one linear value in the buffer's own shape
+    // (an elementwise loop's access) is that value: no i64 divisions.
+    if (std::optional<Expr> linear = facts_.cancelled_offset(b, index)) return typed(*linear);
     // A literal first index is typed, so literal products cannot overflow an int.
     offset = typed(index.at(0));
     for (size_t d = 1; d < index.size(); ++d) {
@@ -390,6 +418,8 @@ class KernelEmitter : private common::SourceWriter {
   const Kernel& k_;
   std::set<std::string> assigned_;     // locals ever assigned: their let value is not a range
   std::map<std::string, Range> ranges_;  // i64 names with known bounds (names are unique per kernel)
+  std::map<std::string, const kir::LetStmt*> index_lets_;  // collect_index_lets
+  common::IndexFacts facts_{index_lets_};
 };
 
 bool narrow(DType t) { return is_narrow_float(t); }

@@ -1,5 +1,5 @@
-// What the C++ emitter can prove about i64 index expressions of one kernel
-// (docs/cpu-backend.md, Thread loops): value ranges from loop extents and
+// What an emitter can prove about i64 index expressions of one kernel
+// (docs/cpu-backend.md, Thread loops; docs/cuda-backend.md, Linear offsets): value ranges from loop extents and
 // literals, known power-of-two factors, and the linear value behind a
 // delinearised index. It looks through the lets the emitter recomputes.
 #pragma once
@@ -14,7 +14,7 @@
 #include "codegen/common/index_range.h"
 #include "kir/kernel.h"
 
-namespace stitch::codegen::cpu {
+namespace stitch::codegen::common {
 
 class IndexFacts {
  public:
@@ -44,4 +44,4 @@ class IndexFacts {
   std::map<std::string, int64_t> loop_extent_;
 };
 
-}  // namespace stitch::codegen::cpu
+}  // namespace stitch::codegen::common

@@ -1,11 +1,11 @@
-#include "codegen/cpu/index_facts.h"
+#include "codegen/common/index_facts.h"
 
 #include <algorithm>
 #include <cstdint>
 
 #include "codegen/common/index_range.h"
 
-namespace stitch::codegen::cpu {
+namespace stitch::codegen::common {
 namespace {
 
 using kir::Expr;
@@ -104,4 +104,4 @@ std::optional<Expr> IndexFacts::cancelled_offset(const kir::BufferParam& b, cons
   return x;
 }
 
-}  // namespace stitch::codegen::cpu
+}  // namespace stitch::codegen::common

@@ -146,6 +146,31 @@ TEST_F(ExecutableGpu, RunOnDeviceTwiceWritesTheSameOutputsInPlace) {
   }
 }
 
+// An output given as the input too: the kernels' pointers are __restrict__,
+// so the output is replaced rather than written over the values the kernels
+// read, and the result is that of the input's old values.
+TEST_F(ExecutableGpu, AnOutputThatIsAlsoTheInputIsReplaced) {
+  const Graph g = canonical_graph(kRunTwiceGraph);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache cache(dir.path());
+  for (PlannerKind planner : kPlanners) {
+    SCOPED_TRACE(std::string(planner_name(planner)));
+    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+    DeviceTensor x = runtime::cuda::upload(context(), seeded_inputs(g, 3, {})[0]);
+    std::vector<DeviceTensor> outputs;
+    exe.run_on_device({&x}, outputs);
+    ASSERT_EQ(outputs.size(), 4u);
+    const Tensor b = runtime::cuda::download(*context(), outputs[0]);  // f32[64, 32], as x
+    const CUdeviceptr b_data = outputs[0].buffer.get();
+    exe.run_on_device({&outputs[0]}, outputs);
+    context()->synchronize();
+    EXPECT_NE(outputs[0].buffer.get(), b_data);
+    std::vector<Tensor> got;
+    for (const DeviceTensor& t : outputs) got.push_back(runtime::cuda::download(*context(), t));
+    EXPECT_EQ(compare_outputs(g, {}, got, interpret(g, {b})), "");
+  }
+}
+
 TEST_F(ExecutableGpu, OutOfRangeGatherIndexIsTheInterpretersUserError) {
   const Graph g = canonical_graph(kGatherGraph);
   ScratchDirectory dir("stitch-executable-gpu-test");

@@ -265,18 +265,27 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
   // Graph outputs are written straight into `outputs` (the first slot
   // returning a value); every other value a step writes lives in a buffer of
   // the caching allocator from its producing step to its last consumer.
+  // The inputs' memory, taken before any output is replaced: an input may be
+  // one of `outputs` itself.
+  std::map<int, CUdeviceptr> params;
+  std::vector<std::pair<CUdeviceptr, CUdeviceptr>> input_ranges;
+  for (size_t i = 0; i < g.params().size(); ++i) {
+    params[g.params()[i].index] = inputs[i]->buffer.get();
+    input_ranges.emplace_back(inputs[i]->buffer.get(), inputs[i]->buffer.get() + inputs[i]->buffer.bytes());
+  }
   outputs.resize(g.outputs().size());
   // The kernels' buffer parameters are __restrict__ (docs/cuda-backend.md):
-  // an output that overlaps an input is replaced, never written in place.
+  // an output that overlaps an input is replaced, never written in place, and
+  // its old memory (which the kernels read) is kept until the run is queued.
   auto overlaps_an_input = [&](const DeviceTensor& out) {
     const CUdeviceptr begin = out.buffer.get(), end = begin + out.buffer.bytes();
     if (!begin || begin == end) return false;
-    for (const DeviceTensor* in : inputs) {
-      const CUdeviceptr b = in->buffer.get(), e = b + in->buffer.bytes();
+    for (const auto& [b, e] : input_ranges) {
       if (b && b < end && begin < e) return true;
     }
     return false;
   };
+  std::vector<DeviceBuffer> retired;
   std::map<int, size_t> output_slot;
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const ValueId v = g.outputs()[i].value;
@@ -290,12 +299,11 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
         overlaps_an_input(out)) {
       out.dtype = dtype;
       out.shape = std::move(shape);
+      retired.push_back(std::move(out.buffer));
       out.buffer = DeviceBuffer(context_, bytes);
     }
   }
   const int step_count = static_cast<int>(steps.size());
-  std::map<int, CUdeviceptr> params;
-  for (size_t i = 0; i < g.params().size(); ++i) params[g.params()[i].index] = inputs[i]->buffer.get();
   // The intermediates and the step after which each is released
   // (runtime/common/buffer_plan.h); the caching allocator, not a planned
   // pool, hands their memory on.
@@ -367,24 +375,31 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
 
   // A value returned twice is copied into its later slots; a parameter
   // returned as is, copied from the input.
+  // A parameter's memory and type are the ones taken before the outputs were
+  // replaced (the input may be one of `outputs`).
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const ValueId v = g.outputs()[i].value;
-    const DeviceTensor* source = nullptr;
+    DeviceTensor copy;
+    CUdeviceptr from = 0;
     if (g.value(v).producer < 0) {
       for (size_t p = 0; p < g.params().size(); ++p) {
-        if (g.params()[p] == v) source = inputs[p];
+        if (g.params()[p] != v) continue;
+        copy.dtype = types[p].dtype;
+        copy.shape = types[p].shape;
+        from = input_ranges[p].first;
       }
     } else if (output_slot.at(v.index) != i) {
-      source = &outputs[output_slot.at(v.index)];
+      const DeviceTensor& source = outputs[output_slot.at(v.index)];
+      copy.dtype = source.dtype;
+      copy.shape = source.shape;
+      from = source.buffer.get();
+    } else {
+      continue;
     }
-    if (!source) continue;
-    DeviceTensor copy;
-    copy.dtype = source->dtype;
-    copy.shape = source->shape;
-    copy.buffer = DeviceBuffer(context_, source->nbytes());
-    if (source->nbytes() > 0) {
-      check(api, api.cuMemcpyDtoDAsync(copy.buffer.get(), source->buffer.get(), source->nbytes(), stream),
-            "cuMemcpyDtoDAsync");
+    const size_t bytes = static_cast<size_t>(numel(copy.shape)) * dtype_size(copy.dtype);
+    copy.buffer = DeviceBuffer(context_, bytes);
+    if (bytes > 0) {
+      check(api, api.cuMemcpyDtoDAsync(copy.buffer.get(), from, bytes, stream), "cuMemcpyDtoDAsync");
     }
     outputs[i] = std::move(copy);
   }

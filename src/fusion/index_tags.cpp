@@ -43,7 +43,15 @@ ReductionReadWalk::ReductionReadWalk(const Graph& g, const std::vector<int>& nod
 const Node* ReductionReadWalk::next(ValueId v, const IndexTags& tags) {
   const int p = g_.value(v).producer;
   if (!depends_index_.contains(p)) return nullptr;
-  if (!visited_.insert({v.index, tags}).second) return nullptr;
+  bool packable = tags.size() <= 8;
+  uint64_t key = 0;
+  for (int t : tags) {
+    packable = packable && t >= -1 && t <= 254;
+    key = (key << 8) | static_cast<uint64_t>(static_cast<uint8_t>(t + 1));
+  }
+  if (packable ? !visited_packed_.insert({v.index, key}).second : !visited_.insert({v.index, tags}).second) {
+    return nullptr;
+  }
   return &g_.nodes()[static_cast<size_t>(p)];
 }
 

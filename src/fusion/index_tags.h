@@ -5,6 +5,7 @@
 // through ops that only move indices are the same for both, and live here.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -43,6 +44,9 @@ class ReductionReadWalk {
   const Graph& g_;
   std::vector<int> depends_;  // nodes whose value depends on a reduction of the group, ascending
   NodeIndex depends_index_;   // over depends_
+  // (value, tags) visited: tags packed a byte a dim when they fit (rank <= 8,
+  // tags in [-1, 254]; the value fixes the rank), else whole.
+  std::set<std::pair<int, uint64_t>> visited_packed_;
   std::set<std::pair<int, IndexTags>> visited_;
 };
 

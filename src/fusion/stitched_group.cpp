@@ -46,6 +46,15 @@ class RowConsistency {
       if (!want) return fmt::format("{} is read at another row than the one it reduces", g_.value_name(v));
       return "";
     }
+    // An elementwise op of operands of its own shape reads them at its tags:
+    // no copies of the tags (the common case, and the planners' hot path).
+    if (is_elementwise(node.op) && std::all_of(node.inputs.begin(), node.inputs.end(),
+                                                [&](ValueId in) { return g_.type(in).shape == out; })) {
+      for (ValueId in : node.inputs) {
+        if (std::string why = check(in, tags); !why.empty()) return why;
+      }
+      return "";
+    }
     std::string problem;
     if (std::optional<std::vector<Tags>> operands = operand_index_tags(g_, node, tags, &problem)) {
       for (size_t i = 0; i < operands->size(); ++i) {

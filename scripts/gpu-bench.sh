@@ -70,6 +70,23 @@ fi
 cp "$work/stitch.json" "$base-stitch.json"
 say "wrote $base-stitch.json"
 
+# Several stitch bench documents as one JSON object, keyed by each file's name
+# less PREFIX and ".json".   merge_documents OUT PREFIX FILE...
+merge_documents() {
+  local out=$1 prefix=$2
+  shift 2
+  python3 - "$out" "$prefix" "$@" <<'PY'
+import json, os, sys
+out, prefix, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+doc = {os.path.basename(p)[len(prefix):-len(".json")]: json.load(open(p)) for p in paths}
+json.dump(doc, open(out, "w"), indent=1)
+PY
+  say "wrote $out"
+}
+
+# Seconds left before DEADLINE less MARGIN; empty without a DEADLINE.
+seconds_left() { [ -n "${DEADLINE:-}" ] && echo $((DEADLINE - $(date +%s) - $1)); }
+
 # With ROW_SCHEDULES (a comma-separated subset of block-per-row, warp-per-row,
 # multi-row-per-warp): the row-reduction graphs again under the stitch planner
 # with each row schedule forced, the data for the GPU's default choice
@@ -88,15 +105,7 @@ if [ -n "${ROW_SCHEDULES:-}" ]; then
       partial=1
     fi
   done
-  if ((${#docs[@]})); then
-    python3 - "$base-rows.json" "${docs[@]}" <<'PY'
-import json, os, sys
-out, paths = sys.argv[1], sys.argv[2:]
-doc = {os.path.basename(p)[len("rows-"):-len(".json")]: json.load(open(p)) for p in paths}
-json.dump(doc, open(out, "w"), indent=1)
-PY
-    say "wrote $base-rows.json"
-  fi
+  if ((${#docs[@]})); then merge_documents "$base-rows.json" rows- "${docs[@]}"; fi
 fi
 
 # With MODELS=1: the model graphs of docs/models.md (BERT-base, GPT-2 x12, T5
@@ -112,8 +121,7 @@ if [ "${MODELS:-0}" = 1 ]; then
   docs=()
   for m in bert gpt2 t5 dien; do
     limit=()
-    if [ -n "${DEADLINE:-}" ]; then
-      left=$((DEADLINE - $(date +%s) - 20))
+    if left=$(seconds_left 20); then
       if ((left < 15)); then say "warning: no time left for the model $m (DEADLINE)"; partial=1; break; fi
       limit=(timeout "$left")
     fi
@@ -126,14 +134,7 @@ if [ "${MODELS:-0}" = 1 ]; then
       partial=1
     fi
   done
-  if ((${#docs[@]})); then
-    python3 - "$base-models.json" "${docs[@]}" <<'PY'
-import json, os, sys
-out, paths = sys.argv[1], sys.argv[2:]
-json.dump({os.path.basename(p)[:-len(".json")]: json.load(open(p)) for p in paths}, open(out, "w"), indent=1)
-PY
-    say "wrote $base-models.json"
-  fi
+  if ((${#docs[@]})); then merge_documents "$base-models.json" "" "${docs[@]}"; fi
 fi
 
 peers_json=""
@@ -143,8 +144,7 @@ if [ -n "$peers" ]; then
     # With DEADLINE (epoch seconds), the peers stop 30 s before it, keeping the
     # rows they measured (run_peers.py writes its JSON after every workload).
     limit=()
-    if [ -n "${DEADLINE:-}" ]; then
-      left=$((DEADLINE - $(date +%s) - 30))
+    if left=$(seconds_left 30); then
       ((left > 10)) || left=10
       limit=(timeout "$left")
       say "the peers get ${left}s (DEADLINE)"

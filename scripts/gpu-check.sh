@@ -291,7 +291,8 @@ copy_results() {
   for f in "${candidates[@]}"; do
     ((n < 8)) || break
     [ -f "$f" ] || continue
-    cp -f "$f" "$OUT/$(basename "$f")"
+    # Results are committed: the machine's paths become <bundle> and <repo>.
+    sed -e "s|$bundle_root|<bundle>|g" -e "s|$repo|<repo>|g" -e "s|$OUT|\$OUT|g" "$f" >"$OUT/$(basename "$f")"
     n=$((n + 1))
   done
 }

@@ -51,6 +51,18 @@ class ExecutableGpu : public GpuTest {
     EXPECT_EQ(check_against_interpreter(exe, g, symbols, seeded_inputs(g, seed, symbols)), "") << g.name();
   }
   std::string arch() const { return context()->device().arch(); }
+  // `body(exe)` for `g` compiled under each of kPlanners against one scratch
+  // cubin cache, the planner named in the trace.
+  template <typename Body>
+  void for_each_planner(const Graph& g, Body body) {
+    ScratchDirectory dir("stitch-executable-gpu-test");
+    CubinCache cache(dir.path());
+    for (PlannerKind planner : kPlanners) {
+      SCOPED_TRACE(std::string(planner_name(planner)));
+      CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+      body(exe);
+    }
+  }
 };
 
 TEST_F(ExecutableGpu, ASecondCompileInANewCacheObjectOnTheSameDirectoryIsAHit) {
@@ -108,11 +120,7 @@ TEST_F(ExecutableGpu, ACorruptedCubinIsDetectedAndRecompiled) {
 
 TEST_F(ExecutableGpu, RunOnDeviceTwiceWritesTheSameOutputsInPlace) {
   const Graph g = canonical_graph(kRunTwiceGraph);
-  ScratchDirectory dir("stitch-executable-gpu-test");
-  CubinCache cache(dir.path());
-  for (PlannerKind planner : kPlanners) {
-    SCOPED_TRACE(std::string(planner_name(planner)));
-    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+  for_each_planner(g, [&](CudaExecutable& exe) {
     const std::vector<Tensor> first = seeded_inputs(g, 1, {}), second = seeded_inputs(g, 2, {});
     std::vector<DeviceTensor> outputs;
     auto run = [&](const std::vector<Tensor>& host) {
@@ -143,7 +151,7 @@ TEST_F(ExecutableGpu, RunOnDeviceTwiceWritesTheSameOutputsInPlace) {
     ASSERT_EQ(outputs.size(), 4u);
     EXPECT_EQ(outputs[1].shape, std::vector<int64_t>{64});
     EXPECT_EQ(compare_outputs(g, {}, download_all(), interpret(g, first)), "");
-  }
+  });
 }
 
 // An output given as the input too: the kernels' pointers are __restrict__,
@@ -151,11 +159,7 @@ TEST_F(ExecutableGpu, RunOnDeviceTwiceWritesTheSameOutputsInPlace) {
 // read, and the result is that of the input's old values.
 TEST_F(ExecutableGpu, AnOutputThatIsAlsoTheInputIsReplaced) {
   const Graph g = canonical_graph(kRunTwiceGraph);
-  ScratchDirectory dir("stitch-executable-gpu-test");
-  CubinCache cache(dir.path());
-  for (PlannerKind planner : kPlanners) {
-    SCOPED_TRACE(std::string(planner_name(planner)));
-    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+  for_each_planner(g, [&](CudaExecutable& exe) {
     DeviceTensor x = runtime::cuda::upload(context(), seeded_inputs(g, 3, {})[0]);
     std::vector<DeviceTensor> outputs;
     exe.run_on_device({&x}, outputs);
@@ -168,16 +172,12 @@ TEST_F(ExecutableGpu, AnOutputThatIsAlsoTheInputIsReplaced) {
     std::vector<Tensor> got;
     for (const DeviceTensor& t : outputs) got.push_back(runtime::cuda::download(*context(), t));
     EXPECT_EQ(compare_outputs(g, {}, got, interpret(g, {b})), "");
-  }
+  });
 }
 
 TEST_F(ExecutableGpu, OutOfRangeGatherIndexIsTheInterpretersUserError) {
   const Graph g = canonical_graph(kGatherGraph);
-  ScratchDirectory dir("stitch-executable-gpu-test");
-  CubinCache cache(dir.path());
-  for (PlannerKind planner : kPlanners) {
-    SCOPED_TRACE(std::string(planner_name(planner)));
-    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+  for_each_planner(g, [&](CudaExecutable& exe) {
     Tensor x(DType::f32, {5, 3});
     fill_random(x, 1);
     auto indices = [](std::vector<int64_t> values) {
@@ -199,44 +199,32 @@ TEST_F(ExecutableGpu, OutOfRangeGatherIndexIsTheInterpretersUserError) {
     }
     // The executable is still usable after a rejected input.
     EXPECT_EQ(compare_outputs(g, {}, exe.run(good), interpret(g, good)), "");
-  }
+  });
 }
 
 TEST_F(ExecutableGpu, ArgmaxOverAnAxisEmptyAtRunTimeIsTheInterpretersUserError) {
   const Graph g = canonical_graph(kArgmaxGraph);
-  ScratchDirectory dir("stitch-executable-gpu-test");
-  CubinCache cache(dir.path());
-  for (PlannerKind planner : kPlanners) {
-    SCOPED_TRACE(std::string(planner_name(planner)));
-    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+  for_each_planner(g, [&](CudaExecutable& exe) {
     const std::vector<Tensor> empty = seeded_inputs(g, 1, {{"N", 0}});
     EXPECT_EQ(testing::rejects_like_interpreter([&] { interpret(g, empty); }, [&] { exe.run(empty); }), "");
     expect_matches(exe, g, {{"N", 5}});
     expect_matches(exe, g, {{"N", 40}});
-  }
+  });
 }
 
 TEST_F(ExecutableGpu, EmptyTensorsFromSymbolsBoundToZero) {
   const Graph g = canonical_graph(kEmptiesGraph);
-  ScratchDirectory dir("stitch-executable-gpu-test");
-  CubinCache cache(dir.path());
-  for (PlannerKind planner : kPlanners) {
-    SCOPED_TRACE(std::string(planner_name(planner)));
-    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+  for_each_planner(g, [&](CudaExecutable& exe) {
     for (const SymbolBindings& symbols : std::vector<SymbolBindings>{
              {{"B", 0}, {"N", 0}}, {{"B", 0}, {"N", 5}}, {{"B", 3}, {"N", 0}}, {{"B", 70}, {"N", 33}}}) {
       expect_matches(exe, g, symbols);
     }
-  }
+  });
 }
 
 TEST_F(ExecutableGpu, ReturnsAParameterAndTheSameValueTwice) {
   const Graph g = canonical_graph(kPassthroughGraph);
-  ScratchDirectory dir("stitch-executable-gpu-test");
-  CubinCache cache(dir.path());
-  for (PlannerKind planner : kPlanners) {
-    SCOPED_TRACE(std::string(planner_name(planner)));
-    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+  for_each_planner(g, [&](CudaExecutable& exe) {
     const std::vector<Tensor> inputs = seeded_inputs(g, 3, {});
     expect_matches(exe, g);
     // Returned parameters are copies, never the input's own memory.
@@ -253,7 +241,7 @@ TEST_F(ExecutableGpu, ReturnsAParameterAndTheSameValueTwice) {
     std::vector<Tensor> got;
     for (const DeviceTensor& t : outputs) got.push_back(runtime::cuda::download(*context(), t));
     EXPECT_EQ(compare_outputs(g, {}, got, interpret(g, inputs)), "");
-  }
+  });
 }
 
 TEST_F(ExecutableGpu, RejectedFusedPlanFallsBackToTheUnfusedPlanLoudly) {

@@ -52,7 +52,10 @@ class Graph {
   const std::vector<GraphOutput>& outputs() const { return outputs_; }
   int num_values() const { return static_cast<int>(values_.size()); }
 
-  const ValueInfo& value(ValueId v) const;
+  const ValueInfo& value(ValueId v) const {
+    if (v.index < 0 || v.index >= num_values()) value_out_of_range(v);
+    return values_[static_cast<size_t>(v.index)];
+  }
   const TensorType& type(ValueId v) const { return value(v).type; }
   const std::string& value_name(ValueId v) const { return value(v).name; }
   const Node* producer(ValueId v) const;  // nullptr for parameters
@@ -77,6 +80,9 @@ class Graph {
   bool operator!=(const Graph& o) const { return !(*this == o); }
 
  private:
+  // An internal error naming the id (the planners' hot paths inline value()).
+  [[noreturn]] void value_out_of_range(ValueId v) const;
+
   std::string name_;
   std::vector<ValueInfo> values_;
   std::vector<ValueId> params_;

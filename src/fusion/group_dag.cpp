@@ -148,6 +148,48 @@ std::vector<int> GroupDag::forward_window(int lo, int hi, bool* hits_hi) const {
   return found;
 }
 
+bool GroupDag::path_through_third(int lo, int hi) const {
+  // Forward from lo and backward from hi, a step of each in turn, within the
+  // window between them: the first side to run out has walked all it reaches
+  // without meeting hi (or lo), so there is no path; a group both sides reach
+  // is on one. Each step costs at most twice the smaller side.
+  const int bottom = pos_[lo], top = pos_[hi];
+  const int forward = ++stamp_;
+  const int backward = ++stamp_;
+  std::vector<int> ahead, behind;
+  bool met = false;
+  auto visit_ahead = [&](int s) {
+    if (s == hi || pos_[s] >= top || mark_[s] == forward) return;
+    met = met || member_[s] == backward;
+    mark_[s] = forward;
+    ahead.push_back(s);
+  };
+  auto visit_behind = [&](int p) {
+    if (p == lo || pos_[p] <= bottom || member_[p] == backward) return;
+    met = met || mark_[p] == forward;
+    member_[p] = backward;
+    behind.push_back(p);
+  };
+  for (int s : succ_[lo]) visit_ahead(s);
+  for (int p : pred_[hi]) visit_behind(p);
+  while (!met && !ahead.empty() && !behind.empty()) {
+    const int x = ahead.back();
+    ahead.pop_back();
+    for (int s : succ_[x]) {
+      if (s == hi) return true;
+      visit_ahead(s);
+    }
+    if (met) break;
+    const int y = behind.back();
+    behind.pop_back();
+    for (int p : pred_[y]) {
+      if (p == lo) return true;
+      visit_behind(p);
+    }
+  }
+  return met;
+}
+
 std::vector<int> GroupDag::between(const std::vector<int>& members) const {
   int first = capacity(), last = -1;
   for (int gi : members) {
@@ -203,13 +245,45 @@ std::vector<int> GroupDag::between(const std::vector<int>& members) const {
   return out;
 }
 
+bool GroupDag::joins_without_cycle(const std::vector<int>& convex, int added) const {
+  int first = pos_[added], last = pos_[added];
+  ++stamp_;
+  const int members_stamp = stamp_;
+  for (int gi : convex) {
+    first = std::min(first, pos_[gi]);
+    last = std::max(last, pos_[gi]);
+    member_[gi] = members_stamp;
+  }
+  member_[added] = members_stamp;
+  auto member = [&](int gi) { return member_[gi] == members_stamp; };
+  // Forward from `added` to a member after it, through groups before the
+  // last member; then backward to a member before it.
+  auto reaches_member = [&](const std::vector<std::vector<int>>& next, auto inside_window) {
+    ++stamp_;
+    const int seen = stamp_;
+    std::vector<int> stack;
+    for (int s : next[added])
+      if (!member(s) && inside_window(s) && mark_[s] != seen) mark_[s] = seen, stack.push_back(s);
+    while (!stack.empty()) {
+      const int gi = stack.back();
+      stack.pop_back();
+      for (int s : next[gi]) {
+        if (member(s)) return true;
+        if (inside_window(s) && mark_[s] != seen) mark_[s] = seen, stack.push_back(s);
+      }
+    }
+    return false;
+  };
+  if (pos_[added] < last && reaches_member(succ_, [&](int gi) { return pos_[gi] < last; })) return false;
+  if (pos_[added] > first && reaches_member(pred_, [&](int gi) { return pos_[gi] > first; })) return false;
+  return true;
+}
+
 std::optional<std::string> GroupDag::cycle_refusal(int a, int b) const {
   STITCH_ASSERT(a != b && alive_[a] && alive_[b], "merging a group with itself or a retired one");
   const int lo = pos_[a] < pos_[b] ? a : b;
   const int hi = lo == a ? b : a;
-  bool cycle = false;
-  forward_window(lo, hi, &cycle);
-  if (!cycle) return std::nullopt;
+  if (!path_through_third(lo, hi)) return std::nullopt;
   return fmt::format("merging would create a cycle: {} reaches {} through another kernel",
                      g_.value_name(g_.nodes()[groups_[lo].roots.front()].output),
                      g_.value_name(g_.nodes()[groups_[hi].roots.front()].output));

@@ -74,6 +74,14 @@ class GroupDag {
   // The groups outside `members` that lie on a path from one member to
   // another: empty when the members can be one kernel without a cycle.
   std::vector<int> between(const std::vector<int>& members) const;
+  // between(convex + {added}) is empty, where `convex` (no id twice, without
+  // `added`) is itself without a group between its members: a path that
+  // leaves the larger set and comes back must start or end at `added`, so
+  // only the walks from `added` are needed (the pattern space's extensions).
+  bool joins_without_cycle(const std::vector<int>& convex, int added) const;
+  // The values group gi reads from outside itself (graph inputs included),
+  // ascending; made when first asked for, and again after gi changes.
+  const std::vector<int>& external_operands(int gi) const;
   // Only the cycle half of merge_refusal.
   std::optional<std::string> cycle_refusal(int a, int b) const;
 
@@ -96,6 +104,9 @@ class GroupDag {
   // The groups between lo and hi in the order that lo reaches; sets `hits_hi`
   // when one of them (not lo itself) has an edge to hi.
   std::vector<int> forward_window(int lo, int hi, bool* hits_hi) const;
+  // Whether a path from lo to hi (lo before hi in the order) passes through
+  // a third group: what merging them would turn into a cycle.
+  bool path_through_third(int lo, int hi) const;
   // Recomputes gi's edges from its nodes and roots, and its neighbours' lists.
   void relink(int gi);
   void unlink(int gi);
@@ -112,12 +123,11 @@ class GroupDag {
   std::vector<int> pos_;    // group -> position
   std::vector<int> order_;  // position -> group, -1 where a retired group was
   mutable std::vector<int> mark_;    // scratch for searches: stamp per group
-  mutable std::vector<int> member_;  // scratch for between(): stamp per member group
+  mutable std::vector<int> member_;  // scratch for between() and the backward walks: stamp per group
   // Per group, the values its nodes read from outside it (ascending), made
   // when first asked for; cleared when the group changes.
   mutable std::vector<std::vector<int>> external_;
   mutable std::vector<char> external_known_;
-  const std::vector<int>& external_operands(int gi) const;
   mutable int stamp_ = 0;
 };
 

@@ -38,7 +38,10 @@ std::vector<int> reduction_dependents(const Graph& g, const std::vector<int>& no
 }
 
 ReductionReadWalk::ReductionReadWalk(const Graph& g, const std::vector<int>& nodes)
-    : g_(g), depends_(reduction_dependents(g, nodes)), depends_index_(depends_, g.nodes().size()) {}
+    : g_(g),
+      depends_(reduction_dependents(g, nodes)),
+      depends_index_(depends_, g.nodes().size()),
+      visited_values_(static_cast<size_t>(g.num_values())) {}
 
 const Node* ReductionReadWalk::next(ValueId v, const IndexTags& tags) {
   const int p = g_.value(v).producer;
@@ -49,7 +52,12 @@ const Node* ReductionReadWalk::next(ValueId v, const IndexTags& tags) {
     packable = packable && t >= -1 && t <= 254;
     key = (key << 8) | static_cast<uint64_t>(static_cast<uint8_t>(t + 1));
   }
-  if (packable ? !visited_packed_.insert({v.index, key}).second : !visited_.insert({v.index, tags}).second) {
+  if (!packable) {
+    if (!visited_.insert({v.index, tags}).second) return nullptr;
+  } else if (const int slot = visited_values_.find(v.index); slot < 0) {
+    visited_values_.insert(v.index);
+    first_packed_.push_back(key);
+  } else if (first_packed_[static_cast<size_t>(slot)] == key || !more_packed_.insert({v.index, key}).second) {
     return nullptr;
   }
   return &g_.nodes()[static_cast<size_t>(p)];

@@ -45,8 +45,12 @@ class ReductionReadWalk {
   std::vector<int> depends_;  // nodes whose value depends on a reduction of the group, ascending
   NodeIndex depends_index_;   // over depends_
   // (value, tags) visited: tags packed a byte a dim when they fit (rank <= 8,
-  // tags in [-1, 254]; the value fixes the rank), else whole.
-  std::set<std::pair<int, uint64_t>> visited_packed_;
+  // tags in [-1, 254]; the value fixes the rank), else whole. Most values
+  // are visited at one index only: the first packed tags of each sit in a
+  // dense slot, any others in a set.
+  IdSet visited_values_;
+  std::vector<uint64_t> first_packed_;  // by visited_values_'s insertion order
+  std::set<std::pair<int, uint64_t>> more_packed_;
   std::set<std::pair<int, IndexTags>> visited_;
 };
 

@@ -1,6 +1,9 @@
 #include "fusion/node_index.h"
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace stitch {
@@ -55,6 +58,44 @@ bool IdSet::insert(int id) {
   slot = static_cast<int>(inserted_.size());
   inserted_.push_back(id);
   return true;
+}
+
+std::vector<int> sorted_union(const std::vector<const std::vector<int>*>& lists) {
+  int lo = -1, hi = -1;
+  size_t total = 0;
+  for (const std::vector<int>* list : lists) {
+    for (int id : *list) {
+      lo = lo < 0 ? id : std::min(lo, id);
+      hi = std::max(hi, id);
+    }
+    total += list->size();
+  }
+  std::vector<int> out;
+  if (total == 0) return out;
+  out.reserve(total);
+  const size_t words = static_cast<size_t>(hi - lo) / 64 + 1;
+  if (words > 4 * total) {
+    // Sparse (a constant every layer shares puts a small id into lists of
+    // late nodes): a sort costs less than the span.
+    for (const std::vector<int>* list : lists) out.insert(out.end(), list->begin(), list->end());
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  thread_local std::vector<uint64_t> bits;
+  bits.assign(words, 0);
+  for (const std::vector<int>* list : lists) {
+    for (int id : *list) {
+      const size_t at = static_cast<size_t>(id - lo);
+      bits[at / 64] |= uint64_t{1} << (at % 64);
+    }
+  }
+  for (size_t w = 0; w < words; ++w) {
+    for (uint64_t word = bits[w]; word != 0; word &= word - 1) {
+      out.push_back(lo + static_cast<int>(w * 64) + std::countr_zero(word));
+    }
+  }
+  return out;
 }
 
 }  // namespace stitch

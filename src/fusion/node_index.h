@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace stitch {
@@ -42,14 +43,21 @@ class IdSet {
 
   // True when `id` was not in the set yet.
   bool insert(int id);
-  bool contains(int id) const {
-    return id >= 0 && static_cast<size_t>(id) < slots_->size() && (*slots_)[static_cast<size_t>(id)] >= 0;
+  // The order `id` was inserted in (0 for the first), or -1.
+  int find(int id) const {
+    return id >= 0 && static_cast<size_t>(id) < slots_->size() ? (*slots_)[static_cast<size_t>(id)] : -1;
   }
+  bool contains(int id) const { return find(id) >= 0; }
   size_t size() const { return inserted_.size(); }
 
  private:
   std::vector<int> inserted_;
   std::vector<int>* slots_;
 };
+
+// The union of lists of ids >= 0 (several may hold one id), ascending
+// and unique: marked in a bitmap over their span and read back a word at a
+// time, O(total + span / 64) instead of a sort of the concatenation.
+std::vector<int> sorted_union(const std::vector<const std::vector<int>*>& lists);
 
 }  // namespace stitch

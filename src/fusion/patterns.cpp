@@ -1,12 +1,14 @@
 #include "fusion/patterns.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <numeric>
 
 #include <fmt/format.h>
 
 #include "fusion/legality.h"
+#include "fusion/node_index.h"
 
 namespace stitch {
 
@@ -60,7 +62,8 @@ PatternSpace::PatternSpace(const StitchMerges& merges, const DeltaEvaluator& eva
         members.push_back(v);
         Refusal why_not;
         bool stub = false;
-        std::optional<Pattern> p = evaluate(members, &why_not, &stub);
+        // Each extends a convex pattern or stub (or u alone) by v.
+        std::optional<Pattern> p = evaluate(members, &why_not, &stub, v);
         if (i == 0 && !p) pair_reasons_[{v, u}] = why_not;
         if (p) extensions.emplace_back(*p, u);
         if (!p && stub) new_stubs.push_back(Pattern{members, 0});
@@ -123,18 +126,34 @@ std::vector<Pattern> PatternSpace::all() const {
   return out;
 }
 
-bool PatternSpace::read_outside(int node, const std::vector<int>& members) const {
-  if (dag_.is_output(node)) return true;
-  for (int c : dag_.consumers(node)) {
-    for (int gj : dag_.groups_of(c)) {
-      if (std::binary_search(members.begin(), members.end(), gj)) continue;
-      if (!dag_.group(gj).contains(node)) return true;
+size_t PatternSpace::MembersHash::operator()(const std::vector<int>& members) const {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a over the ids
+  for (int id : members) h = (h ^ static_cast<uint32_t>(id)) * 1099511628211ull;
+  return static_cast<size_t>(h);
+}
+
+const std::vector<int>& PatternSpace::memory_readers(int node) const {
+  auto [it, inserted] = memory_readers_.try_emplace(node);
+  if (inserted) {
+    std::vector<int>& readers = it->second;
+    if (dag_.is_output(node)) readers.push_back(-1);
+    for (int c : dag_.consumers(node)) {
+      for (int gj : dag_.groups_of(c))
+        if (!dag_.group(gj).contains(node)) readers.push_back(gj);
     }
+    std::sort(readers.begin(), readers.end());
+    readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
   }
+  return it->second;
+}
+
+bool PatternSpace::read_outside(int node, const std::vector<int>& members) const {
+  for (int gj : memory_readers(node))
+    if (gj < 0 || !std::binary_search(members.begin(), members.end(), gj)) return true;
   return false;
 }
 
-std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal* why_not, bool* stub) const {
+std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal* why_not, bool* stub, int added) const {
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
   auto [it, inserted] = memo_.try_emplace(members);
@@ -144,29 +163,46 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal*
     auto refuse = [&](Refusal reason, bool may_grow = false) {
       memo.legal = false;
       memo.stub = may_grow;
+      // Only a pair's reason is ever shown (pair_reasons); a larger set
+      // keeps the cause alone, which saves its memo the text.
+      if (members.size() > 2) reason.reason.clear();
       memo.why_not = std::move(reason);
     };
     const bool reduction = std::any_of(members.begin(), members.end(), [&](int gi) { return merges_.has_reduction(gi); });
     std::vector<int> between;
-    if (!(between = dag_.between(members)).empty()) {
+    bool cycle = false;
+    if (added >= 0) {
+      std::vector<int> convex;
+      convex.reserve(members.size());
+      for (int gi : members)
+        if (gi != added) convex.push_back(gi);
+      cycle = !dag_.joins_without_cycle(convex, added);
+      // A pair's refusal names the group on the path (pair_reasons).
+      if (cycle && members.size() == 2) between = dag_.between(members);
+    } else {
+      between = dag_.between(members);
+      cycle = !between.empty();
+    }
+    if (cycle) {
+      // The incremental check does not name the group on the path; a pair's
+      // refusal does.
       refuse({RefusalCause::Illegal,
-              fmt::format("merging would create a cycle: a path leaves the kernel through {} and comes back",
-                          g.value_name(g.nodes()[dag_.group(between.front()).roots.front()].output))});
+              between.empty() ? std::string("merging would create a cycle: a path leaves the kernel and comes back")
+                              : fmt::format("merging would create a cycle: a path leaves the kernel through {} and comes back",
+                                            g.value_name(g.nodes()[dag_.group(between.front()).roots.front()].output))});
     } else {
       FusionGroup merged;
       merged.kind = GroupKind::Stitched;
-      // The kernels' nodes are disjoint: one sort, not a union per member.
-      size_t total = 0;
-      for (int gi : members) total += dag_.group(gi).nodes.size();
-      merged.nodes.reserve(total);
+      // Kernels may share nodes (xla recomputes cheap producers in each).
+      std::vector<const std::vector<int>*> lists;
+      lists.reserve(members.size());
       for (int gi : members) {
         const FusionGroup& grp = dag_.group(gi);
-        merged.nodes.insert(merged.nodes.end(), grp.nodes.begin(), grp.nodes.end());
+        lists.push_back(&grp.nodes);
         for (int r : grp.roots)
           if (read_outside(r, members)) merged.roots.push_back(r);
       }
-      std::sort(merged.nodes.begin(), merged.nodes.end());
-      merged.nodes.erase(std::unique(merged.nodes.begin(), merged.nodes.end()), merged.nodes.end());
+      merged.nodes = sorted_union(lists);
       std::sort(merged.roots.begin(), merged.roots.end());
       std::optional<std::string> limit =
           dag_.limits_refusal(members, merged.nodes, static_cast<int>(merged.roots.size()));
@@ -184,9 +220,11 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal*
         memo.legal = memo.score > 0;
         memo.stub = !memo.legal;
         if (!memo.legal) {
-          memo.why_not = {RefusalCause::Unprofitable,
-                          fmt::format("not profitable: one kernel would take {:.3g} us, the {} apart {:.3g} us",
-                                      (separate - memo.score) * 1e6, members.size(), separate * 1e6)};
+          memo.why_not.cause = RefusalCause::Unprofitable;
+          if (members.size() == 2) {
+            memo.why_not.reason = fmt::format("not profitable: one kernel would take {:.3g} us, the 2 apart {:.3g} us",
+                                              (separate - memo.score) * 1e6, separate * 1e6);
+          }
         }
       }
     }

@@ -65,15 +65,22 @@ class PatternSpace {
   // reason, or the score that made it unprofitable. Absent where the pair
   // was a candidate.
   const std::map<std::pair<int, int>, Refusal>& pair_reasons() const { return pair_reasons_; }
-  // The pattern's score, or why it is not a pattern, and (`stub`) whether a
+  // The pattern's score, or why it is not a pattern (the reason's text for a
+  // pair only; a larger set gets the cause), and (`stub`) whether a
   // larger set might be: it fails only for want of a reduction, as a stitched
   // group, or on profit, not on a cycle or a limit.
-  std::optional<Pattern> evaluate(std::vector<int> members, Refusal* why_not = nullptr,
-                                  bool* stub = nullptr) const;
+  // `added`, when given, is a member without which the others are convex (a
+  // pattern or stub the search extends): the cycle check walks from it alone.
+  std::optional<Pattern> evaluate(std::vector<int> members, Refusal* why_not = nullptr, bool* stub = nullptr,
+                                  int added = -1) const;
   int evaluations() const { return static_cast<int>(memo_.size()); }
 
  private:
   bool read_outside(int node, const std::vector<int>& members) const;
+  // The groups that read `node` from memory (not recomputing it), ascending;
+  // -1 first for a graph output. Made when first asked for: the DAG does not
+  // change while the space is built.
+  const std::vector<int>& memory_readers(int node) const;
   std::vector<int> nearest_consumers(int v) const;
 
   const StitchMerges& merges_;
@@ -89,7 +96,11 @@ class PatternSpace {
     double score = 0;
     Refusal why_not;
   };
-  mutable std::map<std::vector<int>, Memo> memo_;
+  struct MembersHash {
+    size_t operator()(const std::vector<int>& members) const;
+  };
+  mutable std::unordered_map<std::vector<int>, Memo, MembersHash> memo_;
+  mutable std::unordered_map<int, std::vector<int>> memory_readers_;
 };
 
 // The summed score of disjoint patterns.

@@ -278,20 +278,6 @@ class XlaPlanner {
            g_.type(a.output).shape == g_.type(b.output).shape;
   }
 
-  // The values a group reads from outside itself, ascending.
-  std::vector<int> external_inputs(const FusionGroup& grp) const {
-    std::vector<int> values;
-    for (int n : grp.nodes) {
-      for (ValueId v : g_.nodes()[n].inputs) {
-        int p = g_.value(v).producer;
-        if (p < 0 || !grp.contains(p)) values.push_back(v.index);
-      }
-    }
-    std::sort(values.begin(), values.end());
-    values.erase(std::unique(values.begin(), values.end()), values.end());
-    return values;
-  }
-
   // Sibling reductions, each with the later ones (by smallest root) that
   // share one of its external inputs: candidates come from an index of the
   // reduction groups reading each value, at most kNeighbourScan of them per
@@ -309,29 +295,29 @@ class XlaPlanner {
     std::unordered_map<int, std::vector<int>> readers;  // value -> ranks of reduction groups reading it
     for (int i = 0; i < static_cast<int>(order.size()); ++i) {
       rank[order[i]] = i;
-      for (int v : external_inputs(dag.group(order[i]))) readers[v].push_back(i);
+      for (int v : dag.external_operands(order[i])) readers[v].push_back(i);
     }
+    std::vector<int> queued(order.size(), -1);  // j -> the i that queued it
     for (int i = 0; i < static_cast<int>(order.size()); ++i) {
       const int a = order[i];
       if (!dag.alive(a)) continue;
       // Later siblings sharing an input with a, smallest rank first; a
       // merge adds the merged group's readers past the rank just taken.
       std::priority_queue<int, std::vector<int>, std::greater<>> next;
-      std::vector<char> queued(order.size(), 0);
-      auto enqueue_readers = [&](const FusionGroup& grp, int after) {
-        for (int v : external_inputs(grp)) {
+      auto enqueue_readers = [&](const std::vector<int>& inputs, int after) {
+        for (int v : inputs) {
           const std::vector<int>& list = readers[v];
           auto first = std::upper_bound(list.begin(), list.end(), after);
           auto last = list.end() - first > kNeighbourScan ? first + kNeighbourScan : list.end();
-          for (int j : std::vector<int>(first, last)) {
-            if (!queued[j]) {
-              queued[j] = 1;
-              next.push(j);
+          for (auto it = first; it != last; ++it) {
+            if (queued[*it] != i) {
+              queued[*it] = i;
+              next.push(*it);
             }
           }
         }
       };
-      enqueue_readers(dag.group(a), i);
+      enqueue_readers(dag.external_operands(a), i);
       while (!next.empty()) {
         const int j = next.top();
         next.pop();
@@ -339,7 +325,8 @@ class XlaPlanner {
         if (!dag.alive(b) || !same_reduction_shape(dag.group(a), dag.group(b))) continue;
         const int ra = dag.group(a).roots.front();
         const int rb = dag.group(b).roots.front();
-        if (reads_result_of(dag.group(a), dag.group(b)) || reads_result_of(dag.group(b), dag.group(a))) {
+        if (reads_result_of(dag.external_operands(a), dag.group(b)) ||
+            reads_result_of(dag.external_operands(b), dag.group(a))) {
           refusals_.push_back({ra, rb,
                                "one reads the other's result; xla does not consume a reduction "
                                "inside its kernel",
@@ -356,16 +343,16 @@ class XlaPlanner {
         FusionGroup merged = dag.group(a);
         merged.nodes = dag.merged_nodes(a, b);
         merged.roots.insert(merged.roots.end(), dag.group(b).roots.begin(), dag.group(b).roots.end());
-        const FusionGroup absorbed = dag.group(b);
+        const std::vector<int> absorbed_inputs = dag.external_operands(b);
         dag.merge(a, b, std::move(merged));
-        enqueue_readers(absorbed, j);
+        enqueue_readers(absorbed_inputs, j);
       }
     }
     return dag.take_groups();
   }
 
-  bool reads_result_of(const FusionGroup& reader, const FusionGroup& writer) const {
-    std::vector<int> inputs = external_inputs(reader);
+  // `inputs`: the values the reader reads from outside itself, ascending.
+  bool reads_result_of(const std::vector<int>& inputs, const FusionGroup& writer) const {
     for (int r : writer.roots)
       if (std::binary_search(inputs.begin(), inputs.end(), g_.nodes()[r].output.index)) return true;
     return false;

@@ -452,6 +452,9 @@ std::optional<Refusal> StitchMerges::merge_refusal(int a, int b, bool siblings) 
   const std::vector<int> nodes = dag_.merged_nodes(a, b);
   const std::vector<int> roots = dag_.merged_roots(a, b);
   if (auto reason = node_cap_refusal(nodes)) return reason;
+  // The cycle first: it is the cheaper check, and no kernel rule can allow
+  // a merge that would make one.
+  if (auto reason = dag_.cycle_refusal(a, b)) return Refusal{RefusalCause::Illegal, std::move(*reason)};
   StitchedDomain domain;
   std::string problem = stitched_group_problem(g_, nodes, roots, &domain);
   const bool tile = !problem.empty() && is_tile_merge(nodes, roots);

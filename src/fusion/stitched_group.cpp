@@ -222,15 +222,17 @@ StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, co
   if (fits_bytes >= 0 && out.reduced_extent >= 0) {
     // Whatever a later phase re-reads is among the group's row-data inputs:
     // when all of them fit, so does the re-read, and the phases need no walk.
-    std::set<int> inputs;
+    IdSet inputs(static_cast<size_t>(g.num_values()));
+    int64_t bound = 0;
     for (int n : nodes) {
       for (ValueId v : g.nodes()[n].inputs) {
         const int p = g.value(v).producer;
-        if (!in_group.contains(p) && is_row_data(domain, g.type(v).shape)) inputs.insert(v.index);
+        if (!in_group.contains(p) && !inputs.contains(v.index) && is_row_data(domain, g.type(v).shape)) {
+          inputs.insert(v.index);
+          bound += dtype_size(g.type(v).dtype);
+        }
       }
     }
-    int64_t bound = 0;
-    for (int v : inputs) bound += dtype_size(g.type(ValueId{v}).dtype);
     if (bound * out.reduced_extent * out.block_width <= fits_bytes) {
       out.bytes_per_element = bound;
       return out;

@@ -4,9 +4,8 @@
 
 namespace stitch {
 
-const ValueInfo& Graph::value(ValueId v) const {
-  STITCH_ASSERT(v.index >= 0 && v.index < num_values(), fmt::format("value id {} out of range", v.index));
-  return values_[v.index];
+void Graph::value_out_of_range(ValueId v) const {
+  fail_internal(fmt::format("value id {} out of range", v.index), __FILE__, __LINE__);
 }
 
 const Node* Graph::producer(ValueId v) const {

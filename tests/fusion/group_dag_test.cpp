@@ -8,6 +8,7 @@
 
 #include "fusion/group_dag.h"
 #include "fusion/legality.h"
+#include "fusion/node_index.h"
 #include "fusion/planner.h"
 #include "plan_invariants.h"
 #include "random_graph.h"
@@ -79,6 +80,45 @@ TEST(GroupDag, MergesAgreeWithTheReferenceLegality) {
   // Both answers were exercised.
   EXPECT_GT(merges, 200);
   EXPECT_GT(refusals, 50);
+}
+
+// The incremental cycle check of the pattern space agrees with between():
+// sets grown one group at a time, each step from a convex set.
+TEST(GroupDag, JoiningAConvexSetAgreesWithTheFullCheck) {
+  int joins = 0, cycles = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    Graph g = testing::random_graph(testing::varied_options(seed));
+    const GroupDag dag(g, plan(g, PlannerKind::None).groups);
+    const std::vector<int> ids = dag.order();
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    for (int start = 0; start < 10; ++start) {
+      std::vector<int> convex{ids[rng() % ids.size()]};
+      for (int step = 0; step < 12; ++step) {
+        const int added = ids[rng() % ids.size()];
+        if (std::find(convex.begin(), convex.end(), added) != convex.end()) continue;
+        std::vector<int> grown = convex;
+        grown.push_back(added);
+        const bool full = dag.between(grown).empty();
+        ASSERT_EQ(dag.joins_without_cycle(convex, added), full) << "seed " << seed;
+        if (full) {
+          convex = grown;
+          ++joins;
+        } else {
+          ++cycles;
+        }
+      }
+    }
+  }
+  EXPECT_GT(joins, 500);
+  EXPECT_GT(cycles, 100);
+}
+
+TEST(NodeIndex, SortedUnionOfListsDenseAndSparse) {
+  const std::vector<int> a{3, 5, 9}, b{5, 6, 200000}, empty;
+  EXPECT_EQ(sorted_union({&a, &b, &empty}), (std::vector<int>{3, 5, 6, 9, 200000}));  // sparse: sorted
+  const std::vector<int> c{0, 64, 65, 127}, d{1, 64, 128};
+  EXPECT_EQ(sorted_union({&c, &d}), (std::vector<int>{0, 1, 64, 65, 127, 128}));  // dense: the bitmap
+  EXPECT_EQ(sorted_union({&empty}), std::vector<int>{});
 }
 
 TEST(GroupDag, NamesTheCycleAMergeWouldMake) {

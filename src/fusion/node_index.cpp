@@ -73,19 +73,25 @@ std::vector<int> sorted_union(const std::vector<const std::vector<int>*>& lists)
   std::vector<int> out;
   if (total == 0) return out;
   out.reserve(total);
-  const size_t words = static_cast<size_t>(hi - lo) / 64 + 1;
-  if (words > 4 * total) {
-    // Sparse (a constant every layer shares puts a small id into lists of
-    // late nodes): a sort costs less than the span.
-    for (const std::vector<int>* list : lists) out.insert(out.end(), list->begin(), list->end());
+  // The bitmap spans at most 4 x total words below the largest id: a
+  // constant every layer shares puts a small id into lists of late nodes,
+  // and such ids below the span are sorted apart (they are few) and come first.
+  const int64_t span_bits = 64 * 4 * static_cast<int64_t>(total);
+  if (static_cast<int64_t>(hi) - lo >= span_bits) {
+    const int floor = static_cast<int>(hi - span_bits + 1);
+    for (const std::vector<int>* list : lists)
+      for (int id : *list)
+        if (id < floor) out.push_back(id);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
+    lo = floor;
   }
+  const size_t words = static_cast<size_t>(hi - lo) / 64 + 1;
   thread_local std::vector<uint64_t> bits;
   bits.assign(words, 0);
   for (const std::vector<int>* list : lists) {
     for (int id : *list) {
+      if (id < lo) continue;
       const size_t at = static_cast<size_t>(id - lo);
       bits[at / 64] |= uint64_t{1} << (at % 64);
     }

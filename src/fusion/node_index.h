@@ -57,7 +57,8 @@ class IdSet {
 
 // The union of lists of ids >= 0 (several may hold one id), ascending
 // and unique: marked in a bitmap over their span and read back a word at a
-// time, O(total + span / 64) instead of a sort of the concatenation.
+// time, O(total + span / 64) instead of a sort of the concatenation; ids
+// more than 256 x total below the largest are sorted apart.
 std::vector<int> sorted_union(const std::vector<const std::vector<int>*>& lists);
 
 }  // namespace stitch

@@ -126,16 +126,51 @@ std::vector<Pattern> PatternSpace::all() const {
   return out;
 }
 
-size_t PatternSpace::MembersHash::operator()(const std::vector<int>& members) const {
-  uint64_t h = 14695981039346656037ull;  // FNV-1a over the ids
-  for (int id : members) h = (h ^ static_cast<uint32_t>(id)) * 1099511628211ull;
-  return static_cast<size_t>(h);
+PatternSpace::Memo& PatternSpace::memo_of(const std::vector<int>& members, bool* inserted) const {
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a over the ids
+  for (int id : members) hash = (hash ^ static_cast<uint32_t>(id)) * 1099511628211ull;
+  auto same = [&](const MemoEntry& e) {
+    return e.hash == hash && e.size == members.size() &&
+           std::equal(members.begin(), members.end(), memo_ids_.begin() + e.offset);
+  };
+  if (memo_slots_.size() < 2 * (memo_entries_.size() + 1)) {
+    // Grow to keep the table at most half full, and place every entry again.
+    std::vector<int32_t> slots(std::max<size_t>(1024, 2 * memo_slots_.size()), -1);
+    const size_t mask = slots.size() - 1;
+    for (size_t e = 0; e < memo_entries_.size(); ++e) {
+      size_t i = memo_entries_[e].hash & mask;
+      while (slots[i] >= 0) i = (i + 1) & mask;
+      slots[i] = static_cast<int32_t>(e);
+    }
+    memo_slots_ = std::move(slots);
+  }
+  const size_t mask = memo_slots_.size() - 1;
+  size_t i = hash & mask;
+  for (; memo_slots_[i] >= 0; i = (i + 1) & mask) {
+    MemoEntry& e = memo_entries_[static_cast<size_t>(memo_slots_[i])];
+    if (same(e)) {
+      *inserted = false;
+      return e.memo;
+    }
+  }
+  memo_slots_[i] = static_cast<int32_t>(memo_entries_.size());
+  MemoEntry& e = memo_entries_.emplace_back();
+  e.hash = hash;
+  e.offset = static_cast<uint32_t>(memo_ids_.size());
+  e.size = static_cast<uint32_t>(members.size());
+  memo_ids_.insert(memo_ids_.end(), members.begin(), members.end());
+  *inserted = true;
+  return e.memo;
 }
 
 const std::vector<int>& PatternSpace::memory_readers(int node) const {
-  auto [it, inserted] = memory_readers_.try_emplace(node);
-  if (inserted) {
-    std::vector<int>& readers = it->second;
+  if (memory_readers_known_.empty()) {
+    memory_readers_.resize(merges_.graph().nodes().size());
+    memory_readers_known_.assign(merges_.graph().nodes().size(), 0);
+  }
+  std::vector<int>& readers = memory_readers_[static_cast<size_t>(node)];
+  if (!memory_readers_known_[static_cast<size_t>(node)]) {
+    memory_readers_known_[static_cast<size_t>(node)] = 1;
     if (dag_.is_output(node)) readers.push_back(-1);
     for (int c : dag_.consumers(node)) {
       for (int gj : dag_.groups_of(c))
@@ -144,7 +179,7 @@ const std::vector<int>& PatternSpace::memory_readers(int node) const {
     std::sort(readers.begin(), readers.end());
     readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
   }
-  return it->second;
+  return readers;
 }
 
 bool PatternSpace::read_outside(int node, const std::vector<int>& members) const {
@@ -156,8 +191,8 @@ bool PatternSpace::read_outside(int node, const std::vector<int>& members) const
 std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal* why_not, bool* stub, int added) const {
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
-  auto [it, inserted] = memo_.try_emplace(members);
-  Memo& memo = it->second;
+  bool inserted = false;
+  Memo& memo = memo_of(members, &inserted);
   if (inserted) {
     const Graph& g = merges_.graph();
     auto refuse = [&](Refusal reason, bool may_grow = false) {
@@ -291,6 +326,7 @@ FusionPlan finish_search(StitchMerges& merges, const PatternSpace& space, const 
   *objective_seconds = before - merges.plan_seconds(evaluator);
   merges.merge_tile_siblings();
   merges.absorb_loops();
+  merges.fuse_loop_producers(&evaluator);
   merges.pack_small_loops();
   return merges.finish(planner);
 }

@@ -11,6 +11,7 @@
 // search and the ILP maximise.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -73,7 +74,7 @@ class PatternSpace {
   // pattern or stub the search extends): the cycle check walks from it alone.
   std::optional<Pattern> evaluate(std::vector<int> members, Refusal* why_not = nullptr, bool* stub = nullptr,
                                   int added = -1) const;
-  int evaluations() const { return static_cast<int>(memo_.size()); }
+  int evaluations() const { return static_cast<int>(memo_entries_.size()); }
 
  private:
   bool read_outside(int node, const std::vector<int>& members) const;
@@ -96,11 +97,23 @@ class PatternSpace {
     double score = 0;
     Refusal why_not;
   };
-  struct MembersHash {
-    size_t operator()(const std::vector<int>& members) const;
+  // Every set evaluated, once (ids ascending, one after another in one
+  // array), found by open addressing on its hash: hundreds of thousands of
+  // sets on a large graph, where a hash map of vectors spent more time
+  // allocating, probing and freeing than the checks it saved.
+  struct MemoEntry {
+    uint64_t hash = 0;
+    uint32_t offset = 0, size = 0;  // into memo_ids_
+    Memo memo;
   };
-  mutable std::unordered_map<std::vector<int>, Memo, MembersHash> memo_;
-  mutable std::unordered_map<int, std::vector<int>> memory_readers_;
+  // The entry of `members` (ascending, unique), made when missing; sets
+  // `inserted`. The reference lasts until the next call.
+  Memo& memo_of(const std::vector<int>& members, bool* inserted) const;
+  mutable std::vector<int> memo_ids_;
+  mutable std::vector<MemoEntry> memo_entries_;
+  mutable std::vector<int32_t> memo_slots_;  // entry index or -1; a power of two long
+  mutable std::vector<std::vector<int>> memory_readers_;  // by node
+  mutable std::vector<char> memory_readers_known_;
 };
 
 // The summed score of disjoint patterns.

@@ -17,6 +17,7 @@ FusionPlan plan_greedy(const Graph& g, int max_fusions, int64_t row_hold_bytes) 
   StitchMerges merges = StitchMerges::from_xla(g, max_fusions, row_hold_bytes);
   merges.stitch_greedily();
   merges.absorb_loops();
+  merges.fuse_loop_producers();
   merges.pack_small_loops();
   return merges.finish("greedy");
 }

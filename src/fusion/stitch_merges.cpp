@@ -483,6 +483,55 @@ void StitchMerges::merge_tile_siblings() {
   }
 }
 
+const Shape* StitchMerges::loop_shape(const FusionGroup& grp) const {
+  if (grp.kind != GroupKind::Loop || grp.roots.empty()) return nullptr;
+  const Shape& shape = g_.type(g_.nodes()[grp.roots.front()].output).shape;
+  for (int r : grp.roots)
+    if (g_.type(g_.nodes()[r].output).shape != shape) return nullptr;
+  return &shape;
+}
+
+bool StitchMerges::reads_in_place(int a, int b, const Shape& shape) const {
+  const std::vector<std::pair<int, int>> reads = edges(a, b);
+  return !reads.empty() && std::all_of(reads.begin(), reads.end(), [&](std::pair<int, int> read) {
+    const Node& reader = g_.nodes()[read.second];
+    return is_elementwise(reader.op) && g_.type(reader.output).shape == shape;
+  });
+}
+
+// Producer-consumer multi-output fusion (docs/fusion.md, Loop producers): xla
+// recomputes a cheap producer in each consumer kernel but leaves an expensive
+// one (a sigmoid read by two gates) in a kernel of its own, which writes its
+// result for every consumer to read back. Merged into its first consumer of
+// the same shape, the producer is computed once per element where that
+// consumer reads it (the lowering evaluates a value once per index) and
+// written only for the others. Producers in the DAG's order, consumers by
+// position; each merge re-reads the merged kernel's consumers.
+void StitchMerges::fuse_loop_producers(const DeltaEvaluator* scored) {
+  for (int a : dag_.order()) {
+    bool merged = true;
+    while (merged && dag_.alive(a)) {
+      merged = false;
+      const Shape* shape = loop_shape(dag_.group(a));
+      if (!shape) break;
+      for (int c : dag_.successors(a)) {
+        const Shape* consumer_shape = loop_shape(dag_.group(c));
+        if (!consumer_shape || *consumer_shape != *shape || !reads_in_place(a, c, *shape)) continue;
+        if (dag_.merge_refusal(a, c)) continue;
+        if (scored) {
+          const FusionGroup together{GroupKind::Loop, dag_.merged_nodes(a, c), dag_.merged_roots(a, c)};
+          const double apart = scored->group_seconds(g_, dag_.group(a)) + scored->group_seconds(g_, dag_.group(c));
+          if (scored->group_seconds(g_, together) >= apart) continue;
+        }
+        if (budget_spent()) return;
+        merge(a, c, GroupKind::Loop);
+        merged = true;
+        break;
+      }
+    }
+  }
+}
+
 void StitchMerges::absorb_loops() {
   while (absorb_pass()) {
   }

@@ -40,6 +40,12 @@ class StitchMerges {
   void merge_tile_siblings();
   // A loop kernel another loop kernel recomputes whole gives its roots to it.
   void absorb_loops();
+  // Multi-output loop fusion: a loop kernel whose roots a consumer loop
+  // kernel of the same shape reads elementwise, at its own index, joins that
+  // consumer, and its roots that others read stay roots (one pass instead of
+  // two, nothing computed twice). Given an evaluator, only where the merged
+  // kernel is estimated faster than the two.
+  void fuse_loop_producers(const DeltaEvaluator* scored = nullptr);
   // Independent loop kernels become one packed kernel: small ones (each its
   // part of the grid), and any whose roots all have one shape (one loop) or
   // one static element count (equal parts of the grid).
@@ -94,6 +100,11 @@ class StitchMerges {
   bool same_parallelism(const FusionGroup& a, const FusionGroup& b) const;
   bool is_tile_merge(const std::vector<int>& nodes, const std::vector<int>& roots) const;
   bool absorb_pass();
+  // The shape every root of a loop group has, or null when they differ.
+  const Shape* loop_shape(const FusionGroup& grp) const;
+  // Every read of a's roots by b is an elementwise op of b's loop shape
+  // reading at its own index.
+  bool reads_in_place(int a, int b, const Shape& shape) const;
 
   const int64_t row_hold_bytes_;
   const Graph& g_;

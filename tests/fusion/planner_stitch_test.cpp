@@ -171,6 +171,36 @@ TEST(StitchPlanner, AbsorbsALoopKernelAnotherRecomputes) {
   EXPECT_EQ(o.groups[0].roots.size(), 2u);
 }
 
+// An expensive producer that xla leaves alone (two consumers) joins the
+// consumer that reads it in place, as a second root of one loop (the other
+// consumer reads it through a slice); the kernel computes the sigmoid once
+// and matches the interpreter (within the transcendental tolerance).
+TEST(StitchPlanner, FusesALoopProducerIntoItsInPlaceConsumer) {
+  Graph g = canonical_graph(R"(graph producers(a: f32[300, 256]) {
+  s = sigmoid(a)
+  y = mul(s, a)
+  u = mul(slice(s, start=[0, 0], stop=[100, 256]), 3.0)
+  return y, u
+})");
+  EXPECT_EQ(plan(g, PlannerKind::Xla).groups.size(), 3u);
+  for (PlannerKind kind : {PlannerKind::Greedy, PlannerKind::Stitch, PlannerKind::Ilp}) {
+    FusionPlan p = plan(g, kind);
+    check_plan_invariants(g, p);
+    ASSERT_EQ(p.groups.size(), 2u) << print_plan(g, p);
+    EXPECT_EQ(p.groups[0].kind, GroupKind::Loop);
+    EXPECT_EQ(p.groups[0].roots.size(), 2u) << print_plan(g, p);  // s (read by the slice) and y
+  }
+  std::vector<Tensor> inputs{Tensor(DType::f32, {300, 256})};
+  fill_random(inputs[0], 7);
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("stitch-producer-" + std::to_string(::getpid()));
+  runtime::cpu::KernelCache cache(dir);
+  const std::vector<Tensor> got = runtime::cpu::CpuExecutable::compile(g, PlannerKind::Stitch, cache).run(inputs);
+  const std::vector<Tensor> want = interpret(g, inputs);
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(testing::outputs_match_interpreter(got, want, /*transcendental=*/true, 0));
+}
+
 // Graphs without a reduction are planned as xla plans them, but for packing.
 TEST(StitchPlanner, WithoutReductionsTheXlaPlan) {
   for (const char* name : {"gelu_tanh", "transpose_add", "bias_gelu"}) {

@@ -33,9 +33,26 @@ TargetModel cpu_target_model() {
       {int64_t{1} << 24, 51.8e9},  {int64_t{1} << 26, 47.3e9},  {int64_t{1} << 28, 21.7e9},
       {int64_t{1} << 30, 22.0e9}};
   t.bandwidth_curve.assign(std::begin(measured), std::end(measured));
-  t.launch_seconds = 2e-6;
-  t.expensive_op_seconds = 0.25e-9;
+  // bench/calibration/cpu_costs.py on the same machine, 2026-11-26: one more
+  // kernel of a 64-kernel chain of tiny ops (the call and an OpenMP parallel
+  // region), and per op the seconds per element with both cores busy, as
+  // the generated code computes it (SLEEF's vector functions, Stitch's own
+  // tanh, erf, sigmoid); medians of 3 rounds.
+  t.launch_seconds = 1.25e-6;
+  t.expensive_op_seconds = 0.5e-9;  // an op not listed below
+  t.op_seconds = {
+      {OpKind::Exp, 0.31e-9},   {OpKind::Exp2, 0.26e-9},       {OpKind::Expm1, 0.96e-9}, {OpKind::Log, 0.57e-9},
+      {OpKind::Log2, 0.63e-9},  {OpKind::Log1p, 1.03e-9},      {OpKind::Sqrt, 0.095e-9}, {OpKind::Rsqrt, 0.19e-9},
+      {OpKind::Reciprocal, 0.08e-9}, {OpKind::Div, 0.077e-9}, {OpKind::Sin, 0.58e-9},   {OpKind::Cos, 0.71e-9},
+      {OpKind::Tan, 1.12e-9},   {OpKind::Tanh, 0.60e-9},       {OpKind::Sigmoid, 0.46e-9}, {OpKind::Erf, 0.32e-9},
+      {OpKind::Pow, 2.0e-9},    {OpKind::Rem, 1.21e-9},        {OpKind::Atan2, 1.18e-9},
+  };
   return t;
+}
+
+double TargetModel::expensive_seconds_of(OpKind op) const {
+  auto it = op_seconds.find(op);
+  return it != op_seconds.end() ? it->second : expensive_op_seconds;
 }
 
 namespace {
@@ -85,7 +102,7 @@ double DeltaEvaluator::expensive_seconds(const Graph& g, const FusionGroup& grou
     if (c != OpCategory::HeavyElementwise) continue;
     const ValueId out = g.nodes()[n].output;
     const double elements = static_cast<double>(bytes_.value_bytes(g, out)) / dtype_size(g.type(out).dtype);
-    seconds += elements * target_.expensive_op_seconds;
+    seconds += elements * target_.expensive_seconds_of(g.nodes()[n].op);
   }
   return seconds;
 }

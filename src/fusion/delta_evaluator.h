@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,8 +24,13 @@ struct TargetModel {
   std::vector<std::pair<int64_t, double>> bandwidth_curve;
   double launch_seconds = 0;
   // Seconds per element of one expensive elementwise op (exp, tanh, div...)
-  // with every core busy; cheap ops are taken as free next to memory.
+  // with every core busy; cheap ops are taken as free next to memory. Ops
+  // measured one by one override it (op_seconds).
   double expensive_op_seconds = 0;
+  std::map<OpKind, double> op_seconds;
+
+  // An expensive op's seconds per element: its own measurement, else the rate.
+  double expensive_seconds_of(OpKind op) const;
 
   // M(V): the effective bandwidth of a kernel that moves `bytes`.
   double bandwidth(int64_t bytes) const;
@@ -32,8 +38,9 @@ struct TargetModel {
   double memory_seconds(int64_t bytes) const;
 };
 
-// The CPU this project is developed on, measured with
-// scripts/measure_bandwidth_curve.sh (values and date in docs/fusion.md).
+// The CPU this project is developed on: the bandwidth curve measured with
+// scripts/measure_bandwidth_curve.sh, the launch and the expensive ops with
+// bench/calibration/cpu_costs.py (values and dates in docs/fusion.md).
 TargetModel cpu_target_model();
 // A GPU from published figures until one measures it (docs/fusion.md, Delta
 // evaluator): 90% of the datasheet's DRAM bandwidth for a large kernel, a

@@ -31,6 +31,28 @@ TEST(DeltaEvaluator, BandwidthCurveInterpolatesLogLinearlyAndClamps) {
   EXPECT_DOUBLE_EQ(t.memory_seconds(2000000), 2000000 / 4e9);
 }
 
+// An op measured on its own is charged its own cost, others the rate; the
+// group's compute adds them per element.
+TEST(DeltaEvaluator, ExpensiveOpsAreChargedPerOp) {
+  TargetModel t = two_point_target();
+  t.op_seconds = {{OpKind::Tanh, 4e-9}};
+  EXPECT_DOUBLE_EQ(t.expensive_seconds_of(OpKind::Tanh), 4e-9);
+  EXPECT_DOUBLE_EQ(t.expensive_seconds_of(OpKind::Exp), 1e-9);
+  Graph g = canonical_graph(R"(graph ops(x: f32[1000]) {
+  a = tanh(x)
+  b = exp(a)
+  return b
+})");
+  const FusionGroup all{GroupKind::Loop, {0, 1}, {1}};
+  const DeltaEvaluator with(t), without(two_point_target());
+  // The same memory and launch; tanh's 1,000 elements cost 3 us more.
+  EXPECT_NEAR(with.group_seconds(g, all) - without.group_seconds(g, all), 1000 * 3e-9, 1e-12);
+  // The CPU model lists every expensive op it was measured on.
+  const TargetModel cpu = cpu_target_model();
+  for (OpKind op : {OpKind::Exp, OpKind::Tanh, OpKind::Div, OpKind::Erf, OpKind::Sigmoid})
+    EXPECT_TRUE(cpu.op_seconds.count(op)) << op_name(op);
+}
+
 TEST(DeltaEvaluator, TheMeasuredCpuCurveIsUsable) {
   TargetModel t = cpu_target_model();
   ASSERT_GE(t.bandwidth_curve.size(), 2u);

@@ -319,11 +319,25 @@ std::vector<Pattern> apply_patterns(StitchMerges& merges, const PatternSpace& sp
 
 FusionPlan finish_search(StitchMerges& merges, const PatternSpace& space, const std::vector<Pattern>& chosen,
                          const DeltaEvaluator& evaluator, double before, const std::string& planner,
-                         int* patterns_merged, double* objective_seconds) {
+                         PlanSearchReport* report) {
+  // Named while the ids are still xla's kernels.
+  const Graph& g = merges.graph();
+  std::vector<ChosenPattern> described;
+  for (const Pattern& p : chosen) {
+    ChosenPattern d;
+    d.score_seconds = p.score;
+    for (int gi : p.members) d.kernels.push_back(g.value_name(g.nodes()[merges.dag().group(gi).roots.front()].output));
+    described.push_back(std::move(d));
+  }
   const std::vector<Pattern> left = apply_patterns(merges, space, chosen);
-  *patterns_merged = static_cast<int>(chosen.size() - left.size());
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    described[i].merged = std::none_of(left.begin(), left.end(),
+                                       [&](const Pattern& l) { return l.members == chosen[i].members; });
+  }
+  report->chosen = std::move(described);
+  report->patterns = static_cast<int>(chosen.size() - left.size());
   merges.stitch_greedily(&evaluator);
-  *objective_seconds = before - merges.plan_seconds(evaluator);
+  report->objective = before - merges.plan_seconds(evaluator);
   merges.merge_tile_siblings();
   merges.absorb_loops();
   merges.fuse_loop_producers(&evaluator);

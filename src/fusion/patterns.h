@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "fusion/delta_evaluator.h"
+#include "fusion/planner.h"
 #include "fusion/stitch_merges.h"
 
 namespace stitch {
@@ -150,12 +151,13 @@ ExactChoice choose_exactly(const GroupDag& dag, const std::vector<Pattern>& patt
 std::vector<int> cycle_among(const GroupDag& dag, const std::vector<Pattern>& patterns, const std::vector<int>& chosen);
 
 // The end of a searching planner (stitch, ilp): `chosen` merged
-// (apply_patterns), the scored greedy step, tile siblings, absorbing and
-// packing; `before` is the plan's seconds the search started from, for the
-// report's objective.
+// (apply_patterns), the scored greedy step, tile siblings, absorbing, loop
+// producers and packing; `before` is the plan's seconds the search started
+// from, for the report's objective. Fills the report's patterns merged,
+// objective and chosen patterns.
 FusionPlan finish_search(StitchMerges& merges, const PatternSpace& space, const std::vector<Pattern>& chosen,
                          const DeltaEvaluator& evaluator, double before, const std::string& planner,
-                         int* patterns_merged, double* objective_seconds);
+                         PlanSearchReport* report);
 
 // Merges `members` (by position) in `dag`, pairwise into the first.
 void merge_members(GroupDag& dag, const std::vector<int>& members);

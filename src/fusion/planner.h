@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "fusion/delta_evaluator.h"
 #include "fusion/fusion_plan.h"
@@ -51,10 +53,20 @@ int resolve_max_fusions(const PlanOptions& options);
 // its stitching saves by the delta evaluator's estimate: xla's kernels (with
 // small dots fused) less the kernels after stitching, before loop kernels
 // are absorbed and packed.
+// A pattern a search chose: xla's kernels it joins (each by its first root's
+// value name), the delta evaluator's score, and whether it was merged (a
+// pattern that would close a cycle through another is left apart).
+struct ChosenPattern {
+  std::vector<std::string> kernels;
+  double score_seconds = 0;
+  bool merged = true;
+};
+
 struct PlanSearchReport {
   double objective = 0;
   int patterns = 0;     // patterns merged
   int evaluations = 0;  // candidate patterns scored
+  std::vector<ChosenPattern> chosen;  // in the DAG's order of their heads
   bool optimal = true;  // ilp: CBC proved the packing optimal
   int cycle_cuts = 0;   // ilp: constraints added to break cycles between patterns
   double solve_seconds = 0;

@@ -92,7 +92,7 @@ FusionPlan plan_stitch(const Graph& g, int max_fusions, int64_t row_hold_bytes, 
   const std::vector<Pattern> chosen = beam_search(merges.dag(), space, kBeamWidth);
   PlanSearchReport found;
   found.evaluations = space.evaluations();
-  FusionPlan plan = finish_search(merges, space, chosen, evaluator, before, "stitch", &found.patterns, &found.objective);
+  FusionPlan plan = finish_search(merges, space, chosen, evaluator, before, "stitch", &found);
   if (report) *report = found;
   return plan;
 }

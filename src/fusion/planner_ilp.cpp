@@ -91,7 +91,7 @@ FusionPlan plan_ilp(const Graph& g, int max_fusions, int64_t row_hold_bytes, Pla
   found.optimal = exact.optimal;
   found.cycle_cuts = exact.cycle_cuts;
   found.solve_seconds = exact.seconds;
-  FusionPlan plan = finish_search(merges, space, chosen, evaluator, before, "ilp", &found.patterns, &found.objective);
+  FusionPlan plan = finish_search(merges, space, chosen, evaluator, before, "ilp", &found);
   if (report) *report = found;
   return plan;
 }

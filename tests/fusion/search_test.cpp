@@ -128,6 +128,27 @@ TEST(SearchingPlanners, ReportTheirObjectives) {
   EXPECT_NEAR(dp.objective, ilp.objective, 1e-12);
 }
 
+// The report lists each chosen pattern: xla's kernels by their first roots,
+// its score; the merged ones' scores add up to no more than the objective's
+// pattern part (the scored greedy step may add to it).
+TEST(SearchingPlanners, ReportEachChosenPatternWithItsScore) {
+  Graph g = canonical_graph(R"(graph softmax(x: f32[64, 256]) {
+  y = softmax(x, axis=-1)
+  return y
+})");
+  for (PlannerKind kind : {PlannerKind::Stitch, PlannerKind::Ilp}) {
+    PlanSearchReport r;
+    const FusionPlan p = plan(g, kind, {}, &r);
+    ASSERT_EQ(r.chosen.size(), 1u);
+    EXPECT_TRUE(r.chosen[0].merged);
+    EXPECT_GT(r.chosen[0].score_seconds, 0);
+    EXPECT_EQ(r.chosen[0].kernels.size(), plan(g, PlannerKind::Xla).groups.size());
+    EXPECT_EQ(r.patterns, 1);
+    EXPECT_NEAR(r.objective, r.chosen[0].score_seconds, 1e-12);
+    EXPECT_EQ(p.groups.size(), 1u);
+  }
+}
+
 TEST(RefusalCauses, SayWhetherAFusionIsIllegalOverABudgetOrUnprofitable) {
   Graph g = canonical_graph(R"(graph softmax(x: f32[8, 8]) {
   y = softmax(x, axis=-1)

@@ -1,6 +1,7 @@
 // `stitch plan` and `stitch emit` (docs/cli.md): the fusion plan and the
 // generated source, the two artefacts a user inspects before running.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cctype>
@@ -100,9 +101,14 @@ std::string plan_json(const Graph& g, const FusionPlan& plan, const SymbolBindin
               {"groups", groups},
               {"unfused", unfused}};
   if (kind == PlannerKind::Stitch || kind == PlannerKind::Ilp) {
+    json chosen = json::array();
+    for (const ChosenPattern& p : search.chosen) {
+      chosen.push_back({{"kernels", p.kernels}, {"score_seconds", p.score_seconds}, {"merged", p.merged}});
+    }
     json s = {{"objective_seconds", search.objective},
               {"patterns_merged", search.patterns},
-              {"patterns_scored", search.evaluations}};
+              {"patterns_scored", search.evaluations},
+              {"patterns", chosen}};
     if (kind == PlannerKind::Ilp) {
       s["optimal"] = search.optimal;
       s["cycle_cuts"] = search.cycle_cuts;
@@ -113,15 +119,23 @@ std::string plan_json(const Graph& g, const FusionPlan& plan, const SymbolBindin
   return doc.dump(1) + "\n";
 }
 
-// What the search found (PlanSearchReport), one line.
-std::string search_text(const PlanSearchReport& r, PlannerKind kind) {
+// What the search found (PlanSearchReport), one line; with `patterns`, then
+// each chosen pattern's score and xla's kernels it joins.
+std::string search_text(const PlanSearchReport& r, PlannerKind kind, bool patterns) {
   std::string out = fmt::format("search: {:.4g} us saved by the delta evaluator's estimate, {} patterns merged, {} scored",
                                 r.objective * 1e6, r.patterns, r.evaluations);
   if (kind == PlannerKind::Ilp) {
     out += fmt::format("; CBC {} in {:.3g} s, {} cycle cuts", r.optimal ? "optimal" : "not proven optimal",
                        r.solve_seconds, r.cycle_cuts);
   }
-  return out + "\n";
+  out += "\n";
+  if (!patterns) return out;
+  for (const ChosenPattern& p : r.chosen) {
+    out += fmt::format("  pattern {:+.4g} us{}: {} of xla's kernels: {}\n", p.score_seconds * 1e6,
+                       p.merged ? "" : " (left apart: it would close a cycle through another)", p.kernels.size(),
+                       fmt::join(p.kernels, ", "));
+  }
+  return out;
 }
 
 // The translation unit of the plan `stitch run` would execute on `backend`
@@ -209,7 +223,7 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
     text = print_plan_dot(canonical, fusion_plan);
   } else {
     text = plan_text(canonical, fusion_plan, FusionCostModel(bindings));
-    if (kind == PlannerKind::Stitch || kind == PlannerKind::Ilp) text += search_text(search, kind);
+    if (kind == PlannerKind::Stitch || kind == PlannerKind::Ilp) text += search_text(search, kind, explain);
   }
   if (explain && gpu) text += schedule::explain_plan(canonical, fusion_plan, *gpu, bindings, 5, forced);
   if (explain && !gpu) {

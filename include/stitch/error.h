@@ -3,13 +3,39 @@
 // invariant inside Stitch and names the file and line that caught it.
 #pragma once
 
+#include <memory>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 
 namespace stitch {
 
+// A source file's name, shared by every location in the file: each node keeps
+// its location through every graph pass, and copying one costs a reference
+// count, not a string (a 100,000-node graph copies its nodes a few times
+// while it is canonicalized).
+class SourceFile {
+ public:
+  SourceFile() = default;
+  // Implicit, so that a location reads SourceLoc{path, line, col}.
+  SourceFile(std::string name) : name_(std::make_shared<const std::string>(std::move(name))) {}
+  SourceFile(const char* name) : SourceFile(std::string(name)) {}
+
+  const std::string& str() const {
+    static const std::string kNone;
+    return name_ ? *name_ : kNone;
+  }
+  bool empty() const { return str().empty(); }
+  friend bool operator==(const SourceFile& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const SourceFile& a, const char* b) { return a.str() == b; }
+  friend std::ostream& operator<<(std::ostream& out, const SourceFile& f) { return out << f.str(); }
+
+ private:
+  std::shared_ptr<const std::string> name_;
+};
+
 struct SourceLoc {
-  std::string file;
+  SourceFile file;
   int line = 0;  // 1-based; 0 means "no location"
   int col = 0;   // 1-based
 

@@ -7,9 +7,9 @@ namespace stitch {
 std::string UserError::formatted() const {
   if (!loc_.known()) {
     return loc_.file.empty() ? fmt::format("error: {}", what())
-                             : fmt::format("{}: error: {}", loc_.file, what());
+                             : fmt::format("{}: error: {}", loc_.file.str(), what());
   }
-  return fmt::format("{}:{}:{}: error: {}", loc_.file, loc_.line, loc_.col, what());
+  return fmt::format("{}:{}:{}: error: {}", loc_.file.str(), loc_.line, loc_.col, what());
 }
 
 InternalError::InternalError(const std::string& message, const char* file, int line)

@@ -433,7 +433,7 @@ class Parser {
 
   std::vector<Token> toks_;
   size_t pos_ = 0;
-  const std::string& file_;
+  const SourceFile file_;  // one shared name for every location
 };
 
 // ---------------------------------------------------------------- building

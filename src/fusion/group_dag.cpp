@@ -291,6 +291,10 @@ std::optional<std::string> GroupDag::cycle_refusal(int a, int b) const {
 
 std::optional<Refusal> GroupDag::merge_refusal(int a, int b, const FusionLimits& limits) const {
   if (auto reason = cycle_refusal(a, b)) return Refusal{RefusalCause::Illegal, std::move(*reason)};
+  return pair_limits_refusal(a, b, limits);
+}
+
+std::optional<Refusal> GroupDag::pair_limits_refusal(int a, int b, const FusionLimits& limits) const {
   const int outputs = static_cast<int>(groups_[a].roots.size() + groups_[b].roots.size());
   if (auto reason = limits_refusal({a, b}, merged_nodes(a, b), outputs, limits)) {
     return Refusal{RefusalCause::Budget, std::move(*reason)};

@@ -64,6 +64,8 @@ class GroupDag {
   // answer as check_merge_legality on the same groups.
   // The cycle is illegal; the limits are the budget.
   std::optional<Refusal> merge_refusal(int a, int b, const FusionLimits& limits = {}) const;
+  // The limits half of merge_refusal, for a caller that checked the cycle.
+  std::optional<Refusal> pair_limits_refusal(int a, int b, const FusionLimits& limits = {}) const;
   // Why `members` as one kernel of `merged_nodes` (their nodes, ascending,
   // unique) writing `outputs` values would not fit `limits`
   // (check_group_limits' answer, in its words), or nullopt. Counts the

@@ -38,6 +38,8 @@ void keep_best(std::vector<Pattern>& list, size_t k) {
 PatternSpace::PatternSpace(const StitchMerges& merges, const DeltaEvaluator& evaluator, PatternOptions options)
     : merges_(merges), dag_(merges.dag()), evaluator_(evaluator), options_(options) {
   const Graph& g = merges.graph();
+  memory_readers_.resize(g.nodes().size());
+  memory_readers_known_.assign(g.nodes().size(), 0);
   seconds_.assign(dag_.capacity(), 0);
   heads_.resize(dag_.capacity());
   // Per kernel, the best patterns holding it (whatever their head), and the
@@ -164,10 +166,6 @@ PatternSpace::Memo& PatternSpace::memo_of(const std::vector<int>& members, bool*
 }
 
 const std::vector<int>& PatternSpace::memory_readers(int node) const {
-  if (memory_readers_known_.empty()) {
-    memory_readers_.resize(merges_.graph().nodes().size());
-    memory_readers_known_.assign(merges_.graph().nodes().size(), 0);
-  }
   std::vector<int>& readers = memory_readers_[static_cast<size_t>(node)];
   if (!memory_readers_known_[static_cast<size_t>(node)]) {
     memory_readers_known_[static_cast<size_t>(node)] = 1;
@@ -204,7 +202,6 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal*
       memo.why_not = std::move(reason);
     };
     const bool reduction = std::any_of(members.begin(), members.end(), [&](int gi) { return merges_.has_reduction(gi); });
-    std::vector<int> between;
     bool cycle = false;
     if (added >= 0) {
       std::vector<int> convex;
@@ -212,19 +209,18 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal*
       for (int gi : members)
         if (gi != added) convex.push_back(gi);
       cycle = !dag_.joins_without_cycle(convex, added);
-      // A pair's refusal names the group on the path (pair_reasons).
-      if (cycle && members.size() == 2) between = dag_.between(members);
     } else {
-      between = dag_.between(members);
-      cycle = !between.empty();
+      cycle = !dag_.between(members).empty();
     }
     if (cycle) {
-      // The incremental check does not name the group on the path; a pair's
-      // refusal does.
-      refuse({RefusalCause::Illegal,
-              between.empty() ? std::string("merging would create a cycle: a path leaves the kernel and comes back")
-                              : fmt::format("merging would create a cycle: a path leaves the kernel through {} and comes back",
-                                            g.value_name(g.nodes()[dag_.group(between.front()).roots.front()].output))});
+      // Only a pair's refusal keeps its text (refuse): it names a group on the path.
+      std::string text;
+      if (members.size() == 2) {
+        const std::vector<int> between = dag_.between(members);
+        text = fmt::format("merging would create a cycle: a path leaves the kernel through {} and comes back",
+                           g.value_name(g.nodes()[dag_.group(between.front()).roots.front()].output));
+      }
+      refuse({RefusalCause::Illegal, std::move(text)});
     } else {
       FusionGroup merged;
       merged.kind = GroupKind::Stitched;

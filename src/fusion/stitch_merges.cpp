@@ -460,7 +460,7 @@ std::optional<Refusal> StitchMerges::merge_refusal(int a, int b, bool siblings) 
   const bool tile = !problem.empty() && is_tile_merge(nodes, roots);
   if (siblings && !tile) return Refusal{RefusalCause::Illegal, problem.empty() ? "not a tile group" : problem};
   if (!problem.empty() && !tile) return Refusal{RefusalCause::Illegal, problem};
-  if (auto reason = dag_.merge_refusal(a, b)) return reason;
+  if (auto reason = dag_.pair_limits_refusal(a, b)) return reason;
   if (!tile) {
     if (auto reason = reread_budget(g_, nodes, roots, domain, row_hold_bytes_)) return reason;
   }

@@ -227,8 +227,7 @@ StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, co
     for (int n : nodes) {
       for (ValueId v : g.nodes()[n].inputs) {
         const int p = g.value(v).producer;
-        if (!in_group.contains(p) && !inputs.contains(v.index) && is_row_data(domain, g.type(v).shape)) {
-          inputs.insert(v.index);
+        if (!in_group.contains(p) && is_row_data(domain, g.type(v).shape) && inputs.insert(v.index)) {
           bound += dtype_size(g.type(v).dtype);
         }
       }

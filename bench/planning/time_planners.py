@@ -55,8 +55,8 @@ def time_plan(stitch, path, planner, repeat, limit):
             return {"seconds": None, "error": r.stderr.strip()[-500:]}
         out = r.stdout
         best = seconds if best is None else min(best, seconds)
-    first = out.splitlines()[0]
-    kernels = int(re.search(r": (\d+) groups?", first).group(1))
+    # Launches: the groups less the dot epilogues (plan_text's "bytes total" line).
+    kernels = int(re.search(r"^bytes total: .*, (\d+) kernels$", out, re.M).group(1))
     search = [l for l in out.splitlines() if l.startswith("search:")]
     return {"seconds": best, "kernels": kernels, "search": search[0] if search else None}
 

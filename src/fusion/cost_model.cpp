@@ -27,10 +27,14 @@ PlanCost FusionCostModel::group_cost(const Graph& g, const FusionGroup& group) c
   const NodeIndex in_group(group.nodes, g.nodes().size());
   IdSet external(static_cast<size_t>(g.num_values()));
   PlanCost cost;
-  cost.launches = 1;
+  // A dot epilogue runs inside its dot's call and reads the dot's result from
+  // the cache (dot_epilogues.h).
+  cost.launches = group.epilogue_of < 0 ? 1 : 0;
   for (int n : group.nodes) {
     for (ValueId v : g.nodes()[n].inputs) {
-      if (!in_group.contains(g.value(v).producer) && external.insert(v.index)) cost.bytes_read += value_bytes(g, v);
+      const int producer = g.value(v).producer;
+      if (producer >= 0 && producer == group.epilogue_of) continue;
+      if (!in_group.contains(producer) && external.insert(v.index)) cost.bytes_read += value_bytes(g, v);
     }
   }
   for (int r : group.roots) cost.bytes_written += value_bytes(g, g.nodes()[r].output);

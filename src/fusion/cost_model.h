@@ -15,7 +15,7 @@ namespace stitch {
 struct PlanCost {
   int64_t bytes_read = 0;     // each group reads each external input once
   int64_t bytes_written = 0;  // each group writes each of its roots once
-  int64_t launches = 0;       // one kernel (or library call) per group
+  int64_t launches = 0;       // one kernel (or library call) per group; none for a dot epilogue
   int64_t bytes_moved() const { return bytes_read + bytes_written; }
 };
 

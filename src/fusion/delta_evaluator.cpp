@@ -109,7 +109,8 @@ double DeltaEvaluator::expensive_seconds(const Graph& g, const FusionGroup& grou
 
 double DeltaEvaluator::group_seconds(const Graph& g, const FusionGroup& group) const {
   PlanCost c = bytes_.group_cost(g, group);
-  return target_.memory_seconds(c.bytes_moved()) + target_.launch_seconds + expensive_seconds(g, group);
+  return target_.memory_seconds(c.bytes_moved()) + static_cast<double>(c.launches) * target_.launch_seconds +
+         expensive_seconds(g, group);
 }
 
 double DeltaEvaluator::plan_seconds(const Graph& g, const FusionPlan& plan) const {

@@ -47,6 +47,10 @@ std::vector<int> FusionPlan::groups_containing(int node) const {
   return out;
 }
 
+int FusionPlan::kernel_count() const {
+  return static_cast<int>(std::count_if(groups.begin(), groups.end(), [](const FusionGroup& g) { return g.epilogue_of < 0; }));
+}
+
 int FusionPlan::home_group(int node) const {
   for (int i = 0; i < static_cast<int>(groups.size()); ++i) {
     const auto& roots = groups[i].roots;
@@ -73,26 +77,48 @@ void sort_unique(std::vector<int>& v) {
 }
 
 // Kahn's algorithm; among ready groups the one with the smallest root goes
-// first, so the order follows the source text where the DAG allows.
-std::vector<int> topological_group_order(const std::vector<FusionGroup>& groups,
+// first, so the order follows the source text where the DAG allows. A dot
+// epilogue and its dot's group are one vertex (the epilogue's other
+// producers must precede the dot), and the epilogue follows the dot.
+std::vector<int> topological_group_order(const Graph& g, const std::vector<FusionGroup>& groups,
                                          const GroupGraph& gg) {
   const int n = static_cast<int>(groups.size());
+  std::vector<int> vertex(n), epilogue(n, -1);
+  for (int i = 0; i < n; ++i) vertex[i] = i;
+  std::map<int, int> library_group;  // dot node -> its group
+  for (int i = 0; i < n; ++i) {
+    if (groups[i].kind == GroupKind::Library) library_group.emplace(groups[i].roots.front(), i);
+  }
+  for (int i = 0; i < n; ++i) {
+    if (groups[i].epilogue_of < 0) continue;
+    const auto found = library_group.find(groups[i].epilogue_of);
+    const int dot_group = found == library_group.end() ? -1 : found->second;
+    STITCH_ASSERT(dot_group >= 0 && epilogue[dot_group] < 0, "a dot epilogue names a dot with no group of its own, or a second epilogue");
+    vertex[i] = dot_group;
+    epilogue[dot_group] = i;
+  }
+  std::vector<std::set<int>> successors(n);
   std::vector<int> indegree(n, 0);
-  for (const auto& succ : gg.successors)
-    for (int s : succ) ++indegree[s];
+  for (int a = 0; a < n; ++a) {
+    for (int b : gg.successors[a]) {
+      if (vertex[a] != vertex[b] && successors[vertex[a]].insert(vertex[b]).second) ++indegree[vertex[b]];
+    }
+  }
   using Entry = std::pair<int, int>;  // (smallest root, group)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   for (int i = 0; i < n; ++i)
-    if (indegree[i] == 0) ready.emplace(groups[i].roots.front(), i);
+    if (vertex[i] == i && indegree[i] == 0) ready.emplace(groups[i].roots.front(), i);
   std::vector<int> order;
   while (!ready.empty()) {
     int gi = ready.top().second;
     ready.pop();
     order.push_back(gi);
-    for (int s : gg.successors[gi])
+    if (epilogue[gi] >= 0) order.push_back(epilogue[gi]);
+    for (int s : successors[gi])
       if (--indegree[s] == 0) ready.emplace(groups[s].roots.front(), s);
   }
-  STITCH_ASSERT(static_cast<int>(order.size()) == n, "fusion plan has a cycle between groups");
+  STITCH_ASSERT(static_cast<int>(order.size()) == n,
+                fmt::format("fusion plan of {} has a cycle between groups (a dot epilogue counted with its dot)", g.name()));
   return order;
 }
 
@@ -114,7 +140,7 @@ void finalize_plan(const Graph& g, FusionPlan& plan) {
     }
   }
   GroupGraph gg = build_group_graph(g, plan.groups);
-  std::vector<int> order = topological_group_order(plan.groups, gg);
+  std::vector<int> order = topological_group_order(g, plan.groups, gg);
   std::vector<FusionGroup> ordered;
   for (int gi : order) ordered.push_back(std::move(plan.groups[gi]));
   plan.groups = std::move(ordered);
@@ -169,9 +195,11 @@ std::string join_names(const Graph& g, const std::vector<int>& nodes) {
 }  // namespace
 
 std::string print_plan(const Graph& g, const FusionPlan& plan) {
-  std::string out = fmt::format("plan {} (planner {}): {} group{}\n", plan.graph_name,
-                                plan.planner, plan.groups.size(),
-                                plan.groups.size() == 1 ? "" : "s");
+  const int epilogues = static_cast<int>(plan.groups.size()) - plan.kernel_count();
+  std::string out = fmt::format("plan {} (planner {}): {} group{}{}\n", plan.graph_name, plan.planner,
+                                plan.groups.size(), plan.groups.size() == 1 ? "" : "s",
+                                epilogues == 0 ? std::string()
+                                               : fmt::format(", {} of them dot epilogue{}", epilogues, epilogues == 1 ? "" : "s"));
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
     const FusionGroup& grp = plan.groups[gi];
     std::string body;
@@ -179,7 +207,9 @@ std::string print_plan(const Graph& g, const FusionPlan& plan) {
       if (i) body += "; ";
       body += describe_node(g, grp.nodes[i]);
     }
-    out += fmt::format("group {} [{}] root{} {}: {}\n", gi, group_kind_name(grp.kind),
+    const std::string epilogue =
+        grp.epilogue_of < 0 ? std::string() : fmt::format(", epilogue of {}", node_name(g, grp.epilogue_of));
+    out += fmt::format("group {} [{}{}] root{} {}: {}\n", gi, group_kind_name(grp.kind), epilogue,
                        grp.roots.size() == 1 ? "" : "s", join_names(g, grp.roots), body);
   }
   // The groups of every node in one pass (groups_containing per node would

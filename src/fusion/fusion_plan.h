@@ -32,6 +32,11 @@ struct FusionGroup {
   GroupKind kind = GroupKind::Loop;
   std::vector<int> nodes;  // indices into Graph::nodes(), ascending (topological)
   std::vector<int> roots;  // subset of nodes, ascending: the values this kernel writes
+  // A dot node, or -1. Set: this group is that dot's epilogue (dot_epilogues.h):
+  // its kernel runs inside the dot's library call, a panel of the dot's rows at
+  // a time, right after the group that computes the dot, and reads the dot's
+  // result while it is in the cache. It is not a launch of its own.
+  int epilogue_of = -1;
 
   bool contains(int node) const;
 };
@@ -67,12 +72,15 @@ struct FusionPlan {
 
   std::vector<int> groups_containing(int node) const;
   int home_group(int node) const;  // -1 when the node is never materialised
+  // Launches: the groups less the dot epilogues, which run inside their dot's call.
+  int kernel_count() const;
 };
 
 // Sorts nodes and roots, derives each group's kind (a group with reductions
 // that tile_group_problem accepts is a tile group), orders the groups
-// topologically (ties by their smallest root) and the refusals by node.
-// Asserts that every unfused producer -> consumer edge carries a reason.
+// topologically (ties by their smallest root; a dot epilogue right after its
+// dot's group) and the refusals by node. Asserts that every unfused
+// producer -> consumer edge carries a reason.
 void finalize_plan(const Graph& g, FusionPlan& plan);
 
 // "name = op(a, b)" for node `index`.

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "fusion/dot_epilogues.h"
+
 namespace stitch {
 
 std::string_view planner_name(PlannerKind k) {
@@ -36,14 +38,29 @@ int resolve_max_fusions(const PlanOptions& options) {
   return static_cast<int>(n);
 }
 
+bool resolve_dot_epilogues(const PlanOptions& options) {
+  if (!options.dot_epilogues) return false;
+  const char* env = std::getenv("STITCH_DOT_EPILOGUES");
+  if (!env || !*env) return true;
+  const std::string value = env;
+  if (value != "0" && value != "1") throw UserError(fmt::format("STITCH_DOT_EPILOGUES='{}' is neither 0 nor 1", env));
+  return value == "1";
+}
+
 FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options, PlanSearchReport* report) {
   const int max_fusions = resolve_max_fusions(options);
+  const bool epilogues = resolve_dot_epilogues(options) && max_fusions < 0;
+  auto with_epilogues = [&](FusionPlan p) {
+    if (epilogues) pair_dot_epilogues(g, p);
+    return p;
+  };
   switch (kind) {
     case PlannerKind::None: return plan_none(g);
     case PlannerKind::Xla: return plan_xla(g, max_fusions);
-    case PlannerKind::Stitch: return plan_stitch(g, max_fusions, options.row_hold_bytes, report, options.target);
-    case PlannerKind::Ilp: return plan_ilp(g, max_fusions, options.row_hold_bytes, report, options.target);
-    case PlannerKind::Greedy: return plan_greedy(g, max_fusions, options.row_hold_bytes);
+    case PlannerKind::Stitch:
+      return with_epilogues(plan_stitch(g, max_fusions, options.row_hold_bytes, report, options.target));
+    case PlannerKind::Ilp: return with_epilogues(plan_ilp(g, max_fusions, options.row_hold_bytes, report, options.target));
+    case PlannerKind::Greedy: return with_epilogues(plan_greedy(g, max_fusions, options.row_hold_bytes));
   }
   fail_internal("unknown PlannerKind", __FILE__, __LINE__);
 }

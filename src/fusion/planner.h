@@ -33,6 +33,11 @@ struct PlanOptions {
   // What the searching planners (stitch, ilp) score patterns with: the CPU's
   // measured model, or (for_gpu) the GPU's from published figures.
   TargetModel target = cpu_target_model();
+  // stitch, ilp and greedy make a kernel that reads a dot's result by elements
+  // or rows that dot's epilogue (dot_epilogues.h), run inside the dot's call.
+  // The CPU executable runs them; the CUDA one does not yet (for_gpu: false).
+  // Off under a fusion cap (max_fusions), which counts the planner's merges only.
+  bool dot_epilogues = true;
 
   static constexpr int64_t kCpuRowHoldBytes = 512 * 1024;
   static constexpr int64_t kGpuRowHoldBytes = 48 * 1024;
@@ -41,6 +46,7 @@ struct PlanOptions {
     PlanOptions o;
     o.row_hold_bytes = kGpuRowHoldBytes;
     o.target = gpu_target_model(arch);
+    o.dot_epilogues = false;
     return o;
   }
 };
@@ -48,6 +54,9 @@ struct PlanOptions {
 // The cap `options` asks for: max_fusions, or $STITCH_MAX_FUSIONS when that
 // is -1 (UserError unless a non-negative integer), or -1 for none.
 int resolve_max_fusions(const PlanOptions& options);
+// Whether `options` asks for dot epilogues: dot_epilogues, unless
+// $STITCH_DOT_EPILOGUES is 0 (UserError unless 0 or 1).
+bool resolve_dot_epilogues(const PlanOptions& options);
 
 // What a searching planner (stitch, ilp) found. The objective is the seconds
 // its stitching saves by the delta evaluator's estimate: xla's kernels (with

@@ -182,6 +182,11 @@ struct Kernel {
   Launch launch;
   std::vector<SharedBuffer> shared;
   int64_t shared_arena_bytes = 0;  // > 0: every shared buffer has an offset in one arena
+  // > 0: a dot epilogue's kernel (fusion/dot_epilogues.h), CPU only. Its
+  // caller passes a block range [first, end) as two scalars after `scalars`
+  // and runs the grid range by range; block b reads the dot's result only at
+  // the row-major elements [b * panel_elements, (b + 1) * panel_elements).
+  int64_t panel_elements = 0;
   StmtList body;
 
   const BufferParam* find_buffer(std::string_view name) const;

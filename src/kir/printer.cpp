@@ -138,6 +138,7 @@ std::string print_kernel(const Kernel& k) {
   }
   out += fmt::format(") launch(grid={}, block={}) {{\n", print_expr(k.launch.grid), k.launch.block_size);
   if (k.shared_arena_bytes > 0) out += fmt::format("  shared arena: {} bytes\n", k.shared_arena_bytes);
+  if (k.panel_elements > 0) out += fmt::format("  dot epilogue: block ranges, {} elements of the dot a block\n", k.panel_elements);
   for (const SharedBuffer& s : k.shared) {
     out += fmt::format("  shared {}: {}", s.name, print_type(s.dtype, std::to_string(s.count)));
     out += s.offset >= 0 ? fmt::format(" at {}\n", s.offset) : "\n";

@@ -44,8 +44,16 @@ class LoopLowerer {
       grid = add_i(grid, r.blocks);
     }
     kb_.launch(grid, kLoopBlockThreads);
+    // A dot epilogue runs by block ranges over the dot's rows: its blocks
+    // must cover consecutive elements, kPerBlock each (no column strips).
+    const bool epilogue = group_.epilogue_of >= 0;
+    STITCH_ASSERT(!epilogue || ranges.size() == 1, "a dot epilogue's loop kernel has roots of one element count");
     kb_.grid("blk", grid, [&](const Expr& b) {
       if (ranges.size() == 1) {
+        if (epilogue) {
+          emit_threads(ranges.front(), b, "", nullptr);
+          return;
+        }
         emit_range(ranges.front(), b, "");
         return;
       }
@@ -67,7 +75,9 @@ class LoopLowerer {
       };
       chain(0);
     });
-    return kb_.finish();
+    kir::Kernel k = kb_.finish();
+    if (epilogue) k.panel_elements = kPerBlock;
+    return k;
   }
 
  private:

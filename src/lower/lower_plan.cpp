@@ -57,6 +57,17 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
         }
         break;
     }
+    if (group.epilogue_of >= 0 && lowered.kernel) {
+      // A dot epilogue (fusion/dot_epilogues.h) runs by block ranges over the
+      // dot's rows: a row block holds rows_per_block rows of the dot's result.
+      STITCH_ASSERT(cpu && (s.kind == ScheduleKind::Loop || s.kind == ScheduleKind::Row),
+                    fmt::format("a dot epilogue scheduled {} on {}", schedule::schedule_kind_name(s.kind), target.name()));
+      if (s.kind == ScheduleKind::Row) {
+        const Shape& dot = g.type(g.nodes()[group.epilogue_of].output).shape;
+        lowered.kernel->panel_elements = s.row.rows_per_block() * dot.back().extent();
+      }
+      STITCH_ASSERT(lowered.kernel->panel_elements > 0, "a dot epilogue's kernel without block ranges");
+    }
     if (lowered.kernel || s.kind == ScheduleKind::Library) lowered.signature = loop_group_signature(g, group);
     if (lowered.kernel) {
       // Streaming stores for the outputs the schedule names (written once, by this kernel).

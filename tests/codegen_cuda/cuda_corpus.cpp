@@ -14,7 +14,10 @@ namespace stitch::testing {
 LoweredKernels lower_for_cuda(const Graph& graph, PlannerKind planner, const std::string& prefix,
                               const schedule::RowScheduleTarget& rows) {
   const Graph g = split_full_reductions(canonicalize(graph));
-  const FusionPlan fusion_plan = plan(g, planner);
+  // The CPU's planning options, less dot epilogues, which CUDA does not run.
+  PlanOptions options;
+  options.dot_epilogues = false;
+  const FusionPlan fusion_plan = plan(g, planner, options);
   LoweredKernels out;
   for (lower::LoweredGroup& l : lower::lower_plan(g, fusion_plan, prefix, rows)) {
     if (l.kernel) {

@@ -74,14 +74,16 @@ std::string plan_json(const Graph& g, const FusionPlan& plan, const SymbolBindin
     const PlanCost cost = bytes.group_cost(g, grp);
     const double seconds = evaluator.group_seconds(g, grp);
     total += seconds;
-    groups.push_back({{"index", gi},
+    json entry = {{"index", gi},
                       {"kind", std::string(group_kind_name(grp.kind))},
                       {"roots", roots},
                       {"ops", ops},
                       {"bytes_read", cost.bytes_read},
                       {"bytes_written", cost.bytes_written},
                       {"predicted_seconds", seconds},
-                      {"schedule", sched}});
+                      {"schedule", sched}};
+    if (grp.epilogue_of >= 0) entry["epilogue_of"] = g.value_name(g.nodes()[grp.epilogue_of].output);
+    groups.push_back(std::move(entry));
   }
   json unfused = json::array();
   for (const FusionRefusal& r : plan.refusals) {
@@ -94,7 +96,7 @@ std::string plan_json(const Graph& g, const FusionPlan& plan, const SymbolBindin
   }
   json doc = {{"graph", plan.graph_name},
               {"planner", plan.planner},
-              {"kernels", plan.groups.size()},
+              {"kernels", plan.kernel_count()},
               {"predicted_seconds", total},
               {"cost_model", evaluator.target().name},
               {"schedule_target", rows.name()},

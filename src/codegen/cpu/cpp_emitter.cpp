@@ -90,6 +90,14 @@ class KernelEmitter : private common::SourceWriter {
     check_identifier(f.var);
     facts_.note_loop_extent(f.var, f.extent);
     line(fmt::format("const int64_t stitch_grid = {};", expr(f.extent)));
+    if (k_.panel_elements > 0) {
+      // A dot epilogue (kir::Kernel::panel_elements): the caller runs the
+      // grid a range of blocks at a time, passed after the scalars.
+      const size_t first = k_.scalars.size();
+      line(fmt::format("const int64_t stitch_block_first = stitch_scalars[{}] < 0 ? 0 : stitch_scalars[{}];", first, first));
+      line(fmt::format("const int64_t stitch_block_end = stitch_scalars[{}] < stitch_grid ? stitch_scalars[{}] : stitch_grid;",
+                       first + 1, first + 1));
+    }
     // Streaming stores are weakly ordered: each thread fences its own before
     // the parallel region ends, so the caller (and the next kernel) sees them.
     const bool fence = std::any_of(k_.buffers.begin(), k_.buffers.end(), streams);
@@ -101,7 +109,9 @@ class KernelEmitter : private common::SourceWriter {
     } else {
       line("#pragma omp parallel for schedule(static)");
     }
-    line(fmt::format("for (int64_t {0} = 0; {0} < stitch_grid; ++{0}) {{", f.var));
+    line(fmt::format("for (int64_t {0} = {1}; {0} < {2}; ++{0}) {{", f.var,
+                     k_.panel_elements > 0 ? "stitch_block_first" : "0",
+                     k_.panel_elements > 0 ? "stitch_block_end" : "stitch_grid"));
     ++depth_;
     for (const kir::SharedBuffer& sb : k_.shared) {
       check_identifier(sb.name);

@@ -124,6 +124,7 @@ class KernelEmitter : private common::SourceWriter {
   // variable is the block index and its body runs once in every thread.
   void emit_grid_loop(const kir::ForStmt& f) {
     check_identifier(f.var);
+    STITCH_ASSERT(k_.panel_elements == 0, "the CUDA emitter has no dot epilogues (block ranges), kernel " + k_.name);
     line(fmt::format("// grid: {} blocks of {} threads", expr(f.extent), k_.launch.block_size));
     // An arena (docs/shared-memory.md): buffers whose lifetimes do not
     // overlap share bytes, each a typed pointer at its offset.

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <iostream>
 
 #include "kir/printer.h"
@@ -54,6 +56,15 @@ std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered)
     LaunchStep step;
     step.signature = l.signature;
     const FusionGroup& group = lowered.plan.groups[l.group];
+    if (group.epilogue_of >= 0) {
+      STITCH_ASSERT(!steps.empty() && steps.back().dot && steps.back().node == group.epilogue_of && !steps.back().epilogue,
+                    "a dot epilogue does not follow its dot's step");
+      steps.back().epilogue = &*l.kernel;
+      steps.back().epilogue_signature = l.signature;
+      const std::vector<int> arg = arg_reduction_nodes(g, group);
+      steps.back().arg_reductions.insert(steps.back().arg_reductions.end(), arg.begin(), arg.end());
+      continue;
+    }
     if (group.kind == GroupKind::Library) {
       STITCH_ASSERT(group.nodes.size() == 1, "a library group holds exactly one dot");
       step.dot = true;
@@ -72,6 +83,37 @@ StepValues signature_values(const lower::GroupSignature& signature) {
   for (ValueId v : signature.inputs) values.reads.push_back(v.index);
   for (ValueId v : signature.outputs) values.writes.push_back(v.index);
   return values;
+}
+
+StepValues signature_values(const lower::GroupSignature& dot, const lower::GroupSignature& epilogue) {
+  StepValues values = signature_values(dot);
+  std::set<int> written(values.writes.begin(), values.writes.end());
+  for (ValueId v : epilogue.inputs) {
+    if (!written.count(v.index)) values.reads.push_back(v.index);
+  }
+  for (ValueId v : epilogue.outputs) values.writes.push_back(v.index);
+  return values;
+}
+
+std::vector<DotPanel> dot_panels(int64_t rows, int64_t row_length, int64_t panel_elements, int64_t element_bytes,
+                                 int64_t panel_bytes) {
+  STITCH_ASSERT(rows > 0 && row_length > 0 && panel_elements > 0 && element_bytes > 0, "dot_panels: empty problem");
+  const int64_t elements = rows * row_length;
+  const int64_t blocks = (elements + panel_elements - 1) / panel_elements;
+  // Block boundaries that are row boundaries: every `aligned` blocks.
+  const int64_t aligned = row_length / std::gcd(row_length, panel_elements);
+  const int64_t wanted = std::max<int64_t>(1, panel_bytes / (panel_elements * element_bytes));
+  const int64_t per_panel = (wanted + aligned - 1) / aligned * aligned;
+  std::vector<DotPanel> panels;
+  for (int64_t first = 0; first < blocks; first += per_panel) {
+    DotPanel p;
+    p.first_block = first;
+    p.end_block = std::min(blocks, first + per_panel);
+    p.first_row = first * panel_elements / row_length;
+    p.end_row = p.end_block == blocks ? rows : p.end_block * panel_elements / row_length;
+    panels.push_back(p);
+  }
+  return panels;
 }
 
 std::string unsupported_message(const std::string& backend, const std::string& reason) {

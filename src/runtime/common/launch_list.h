@@ -46,6 +46,8 @@ LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::vector<
 
 // One entry of a launch list, before a back end binds its entry point: a
 // dot (a library call on `node`) or the kernel of its group.
+// A dot with an epilogue (fusion/dot_epilogues.h) is one step: the dot's
+// call runs `epilogue` a range of its blocks after each panel of rows.
 struct LaunchStep {
   bool dot = false;
   int node = -1;                       // dot: the dot node
@@ -53,11 +55,38 @@ struct LaunchStep {
   lower::GroupSignature signature;     // values read and written
   // argmax/argmin nodes whose run-time extents are checked before the launch.
   std::vector<int> arg_reductions;
+  // dot: its epilogue's kernel and signature, or nullptr.
+  const kir::Kernel* epilogue = nullptr;
+  lower::GroupSignature epilogue_signature;
 };
 std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered);
 
 // The values a launch step reads and writes, for the buffer plan.
 StepValues signature_values(const lower::GroupSignature& signature);
+// A dot step with its epilogue: what the two read (less the dot's result,
+// which the step writes) and write.
+StepValues signature_values(const lower::GroupSignature& dot, const lower::GroupSignature& epilogue);
+
+// The values a step reads and writes: a `Step` has `signature` and
+// `epilogue_signature` (empty unless a dot has an epilogue).
+template <class Step>
+StepValues step_values(const Step& step) {
+  if (step.epilogue_signature.outputs.empty()) return signature_values(step.signature);
+  return signature_values(step.signature, step.epilogue_signature);
+}
+
+// Where a dot epilogue's block ranges stop (fusion/dot_epilogues.h): panels
+// of about `panel_bytes` of the dot's result, each a whole number of blocks
+// of `panel_elements` that starts and ends on a row of the dot (of
+// `row_length` elements, `rows` in all), so that panels are independent: a
+// panel computes its rows and runs its blocks, which read only those rows.
+// When blocks and rows only meet at the end, one panel. Pure, so tests pin it.
+struct DotPanel {
+  int64_t first_block = 0, end_block = 0;  // the epilogue's blocks [first, end)
+  int64_t first_row = 0, end_row = 0;      // the dot's rows [first, end) they read
+};
+std::vector<DotPanel> dot_panels(int64_t rows, int64_t row_length, int64_t panel_elements, int64_t element_bytes,
+                                 int64_t panel_bytes);
 
 // When each intermediate of a launch list lives (buffer_plan.h): every value
 // a step writes, except the graph's parameters and the values `output_slot`
@@ -69,7 +98,7 @@ Lifetimes launch_lifetimes(const Graph& g, const std::vector<Step>& steps, const
   for (const auto& [value, slot] : output_slot) external.insert(value);
   for (ValueId p : g.params()) external.insert(p.index);
   std::vector<StepValues> values;
-  for (const Step& step : steps) values.push_back(signature_values(step.signature));
+  for (const Step& step : steps) values.push_back(step_values(step));
   return plan_lifetimes(values, external);
 }
 

@@ -18,7 +18,10 @@ void split_stage(Compilation& c, const Backend&) { c.graph = split_full_reductio
 
 void plan_stage(Compilation& c, const Backend&) {
   c.search = {};
-  c.plan = stitch::plan(c.graph, c.planner, c.plan_options, &c.search);
+  PlanOptions options = c.plan_options;
+  // Only the CPU executable runs dot epilogues (fusion/dot_epilogues.h).
+  if (c.target.machine != schedule::RowScheduleTarget::Machine::Cpu) options.dot_epilogues = false;
+  c.plan = stitch::plan(c.graph, c.planner, options, &c.search);
   if (c.plan_tuner) c.plan = c.plan_tuner(c.graph, c.plan, c.target);
 }
 

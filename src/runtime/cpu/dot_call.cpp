@@ -92,6 +92,31 @@ void gemm_batches(const MatmulProblem& p, const T* a, const T* b, T* c) {
   }
 }
 
+// Rows [row_begin, row_end) of the batches stacked (batch i's row r is row
+// i * m + r): per batch it meets, one gemm on the rows it holds.
+template <class T>
+void gemm_rows(const MatmulProblem& p, const T* a, const T* b, T* c, int64_t row_begin, int64_t row_end) {
+  if (p.n == 0 || row_begin >= row_end) return;
+  const blasint n = static_cast<blasint>(p.n), k = static_cast<blasint>(p.k);
+  for (int64_t batch = row_begin / p.m; batch * p.m < row_end; ++batch) {
+    const int64_t first = std::max(row_begin, batch * p.m) - batch * p.m;
+    const int64_t last = std::min(row_end, (batch + 1) * p.m) - batch * p.m;
+    T* c_rows = c + (batch * p.m + first) * p.n;
+    if (p.k == 0) {
+      std::fill(c_rows, c_rows + (last - first) * p.n, T{0});
+      continue;
+    }
+    const T* a_rows = a + p.a_offsets[static_cast<size_t>(batch)] + first * p.k;
+    const T* b_batch = b + p.b_offsets[static_cast<size_t>(batch)];
+    const blasint m = static_cast<blasint>(last - first);
+    if constexpr (std::is_same_v<T, float>) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a_rows, k, b_batch, n, 0.0f, c_rows, n);
+    } else {
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a_rows, k, b_batch, n, 0.0, c_rows, n);
+    }
+  }
+}
+
 // Integer products wrap in two's complement at 64 bits, then the sum is
 // narrowed to T, exactly as the interpreter does (docs/semantics.md).
 template <class T>
@@ -163,6 +188,38 @@ void run_dot(DType dtype, const std::vector<int64_t>& a_shape, const std::vector
       throw InternalError(fmt::format("dot library call: no implementation for dtype {}", dtype_name(dtype)),
                           __FILE__, __LINE__);
   }
+}
+
+void run_dot_panels(DType dtype, const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
+                    const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out,
+                    const std::vector<DotPanel>& panels, const std::function<void(size_t panel)>& epilogue) {
+  STITCH_ASSERT(dtype == DType::f32 || dtype == DType::f64, "a dot epilogue on a " + std::string(dtype_name(dtype)) + " dot");
+  STITCH_ASSERT(a_shape.size() >= 2 && b_shape.size() >= 2, "a dot epilogue on an operand of rank below 2");
+  if (panels.size() < 2) {
+    run_dot(dtype, a_shape, b_shape, out_shape, a, b, out);
+    if (!panels.empty()) epilogue(0);
+    return;
+  }
+  const MatmulProblem p = matmul_problem(a_shape, b_shape, out_shape);
+  STITCH_ASSERT(panels.back().end_row == p.m * static_cast<int64_t>(p.a_offsets.size()), "dot panels do not end at the last row");
+  // One pool of threads: BLAS runs single-threaded inside OpenMP's, so the
+  // two never spin against each other on the same cores.
+  const int blas_threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  const int64_t count = static_cast<int64_t>(panels.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < count; ++i) {
+    const DotPanel& panel = panels[static_cast<size_t>(i)];
+    if (dtype == DType::f32) {
+      gemm_rows(p, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(out), panel.first_row,
+                panel.end_row);
+    } else {
+      gemm_rows(p, static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(out),
+                panel.first_row, panel.end_row);
+    }
+    epilogue(static_cast<size_t>(i));
+  }
+  openblas_set_num_threads(blas_threads);
 }
 
 }  // namespace stitch::runtime::cpu

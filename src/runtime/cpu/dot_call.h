@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
+#include "runtime/common/launch_list.h"
 #include "stitch/dtype.h"
 
 namespace stitch::runtime::cpu {
@@ -16,5 +18,17 @@ namespace stitch::runtime::cpu {
 // every buffer is contiguous (C order) and holds `dtype` elements.
 void run_dot(DType dtype, const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
              const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out);
+
+// A dot with an epilogue (fusion/dot_epilogues.h), f32 or f64, both operands
+// of rank 2 or more, a row being the last axis of the result and rows counted
+// over every other axis (batches included). With two panels or more, the
+// panels run in parallel on every core (OpenMP): each computes its rows by a
+// one-thread BLAS call and then calls `epilogue(i)` on the same core, while
+// its rows are in that core's cache; the epilogue's own parallel loop is
+// nested there, so it runs on that core alone. With one panel: the whole dot
+// on BLAS's threads, then `epilogue(0)`. `epilogue` must not throw.
+void run_dot_panels(DType dtype, const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
+                    const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out,
+                    const std::vector<DotPanel>& panels, const std::function<void(size_t panel)>& epilogue);
 
 }  // namespace stitch::runtime::cpu

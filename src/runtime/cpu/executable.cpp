@@ -31,6 +31,10 @@ struct Step {
   // argmax/argmin roots: an axis they reduce that is empty at run time is the
   // interpreter's UserError, checked before the launch.
   std::vector<int> arg_reductions;
+  // Dot: its epilogue (fusion/dot_epilogues.h), run by the panels of `panels`.
+  KernelFunction epilogue = nullptr;
+  lower::GroupSignature epilogue_signature;
+  std::vector<DotPanel> panels;
 };
 
 struct CompiledGraph {
@@ -38,6 +42,7 @@ struct CompiledGraph {
   std::vector<Step> steps;
   std::string source;
   CpuModule module;  // keeps the kernels' shared object loaded
+  int64_t dot_panel_bytes = 0;  // a dot's row panels (dot_call.h)
   // Set when compile() fell back; with `interpret`, run() uses the reference
   // interpreter because no plan compiled.
   std::string fallback;
@@ -46,8 +51,9 @@ struct CompiledGraph {
 
 namespace {
 
-// The launch list of `lowered`, with kernel entry points from `module`.
-std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module) {
+// The launch list of `lowered`, with kernel entry points from `module`; a
+// dot epilogue's panels are about `panel_bytes` of the dot's result.
+std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module, int64_t panel_bytes) {
   std::vector<Step> steps;
   for (LaunchStep& l : launch_steps(g, lowered)) {
     Step step;
@@ -56,21 +62,38 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
     if (l.kernel) step.function = module.function(l.kernel->name);
     step.signature = std::move(l.signature);
     step.arg_reductions = std::move(l.arg_reductions);
+    if (l.epilogue) {
+      // dot_epilogue_refusal admits static, non-empty results only.
+      const TensorType& t = g.type(g.nodes()[l.node].output);
+      const std::vector<int64_t> shape = concrete_shape(t.shape, {});
+      int64_t rows = 1;
+      for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+      step.epilogue = module.function(l.epilogue->name);
+      step.epilogue_signature = std::move(l.epilogue_signature);
+      step.panels = dot_panels(rows, shape.back(), l.epilogue->panel_elements, dtype_size(t.dtype), panel_bytes);
+    }
     steps.push_back(std::move(step));
   }
   return steps;
 }
 
-std::string memory_key(const Graph& g, PlannerKind planner, int max_fusions, const CompilerOptions& compiler,
+// The run-time value of each symbol a kernel takes, in its order.
+std::vector<int64_t> kernel_scalars(const lower::GroupSignature& signature, const SymbolBindings& bindings) {
+  std::vector<int64_t> scalars;
+  for (const std::string& s : signature.symbols) scalars.push_back(scalar_slot(bindings.at(s)));
+  return scalars;
+}
+
+std::string memory_key(const Graph& g, PlannerKind planner, const PlanOptions& plan, const CompilerOptions& compiler,
                        const schedule::RowScheduleTarget& rows, const std::string& tuner_key) {
   std::string text = structural_key(g);
   // The hints that change the generated code but no value (prefetch,
   // streaming stores, transpose tiles, the L1 and L2 sizes that set the warps
   // a block) are part of the key too: one process may compile a graph under both settings.
   text += fmt::format(
-      "planner {}\nmax_fusions {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
+      "planner {}\nmax_fusions {}\ndot_epilogues {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
       "cpu_l2_bytes {}\ncpu_l1_bytes {}\n",
-      planner_name(planner), max_fusions, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
+      planner_name(planner), plan.max_fusions, plan.dot_epilogues, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
       rows.transpose_tiles, rows.cpu_l2_bytes, rows.cpu_l1_bytes);
   for (const std::string& f : compiler.flags) text += f + "\n";
   // Tuned schedules (CompileOptions::schedule_override) change the kernels.
@@ -105,6 +128,10 @@ Backend cpu_backend(KernelCache& cache, const CompileOptions& options, CpuModule
   return backend;
 }
 
+// A dot epilogue's panel (fusion/dot_epilogues.h): half a core's L2 of the
+// dot's result, the other half for BLAS's packed operands.
+int64_t dot_panel_bytes(const schedule::RowScheduleTarget& rows) { return rows.cpu_l2_bytes / 2; }
+
 }  // namespace
 
 CpuExecutable::CpuExecutable(Graph graph, std::shared_ptr<const CompiledGraph> compiled)
@@ -128,8 +155,8 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   // The CPU's planning options; only the fusion cap comes from the caller.
   PlanOptions plan_options;
   plan_options.max_fusions = resolve_max_fusions(options.plan);
-  const std::string key =
-      memory_key(canonical_graph, planner, plan_options.max_fusions, options.compiler, options.rows, options.tuner_key);
+  plan_options.dot_epilogues = resolve_dot_epilogues(options.plan);
+  const std::string key = memory_key(canonical_graph, planner, plan_options, options.compiler, options.rows, options.tuner_key);
   Compilation c = compilation_of(canonical_graph, planner, plan_options, options.rows);
   c.schedule_override = options.schedule_override;
   c.tuner = options.tuner;
@@ -148,7 +175,10 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   run_pipeline(c, backend, "plan", "compile", options.dump);
   auto compiled = std::make_shared<CompiledGraph>();
   compiled->module = module;
-  take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) { return make_steps(g, l, module); });
+  take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) {
+    return make_steps(g, l, module, dot_panel_bytes(options.rows));
+  });
+  compiled->dot_panel_bytes = dot_panel_bytes(options.rows);
   cache.store_compiled_graph(key, compiled);
   CpuExecutable exe(std::move(c.graph), std::move(compiled));
   exe.cache_stats_ = stats_delta(before, cache.stats());
@@ -160,6 +190,7 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
                                                         const schedule::RowScheduleTarget& rows) {
   PlanOptions resolved;
   resolved.max_fusions = resolve_max_fusions(plan_options);
+  resolved.dot_epilogues = resolve_dot_epilogues(plan_options);
   CompileOptions options;
   CpuModule module;
   const Backend backend = cpu_backend(cache, options, module);
@@ -171,7 +202,8 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
   std::vector<CpuExecutable> out;
   for (Compilation& c : batch.graphs) {
     auto compiled = std::make_shared<CompiledGraph>();
-    compiled->steps = make_steps(c.graph, c.lowered, module);
+    compiled->steps = make_steps(c.graph, c.lowered, module, dot_panel_bytes(rows));
+    compiled->dot_panel_bytes = dot_panel_bytes(rows);
     compiled->plan = std::move(c.lowered.plan);
     compiled->source = source;
     compiled->module = module;
@@ -250,22 +282,58 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
   for (int i = 0; i < step_count; ++i) {
     const Step& step = steps[i];
     for (int node : step.arg_reductions) check_arg_reduction_extent(g, node, bindings);
+    auto buffers_of = [&](const lower::GroupSignature& signature, int32_t& status) {
+      std::vector<void*> buffers;
+      for (ValueId v : signature.inputs) buffers.push_back(address_of(v));
+      for (ValueId v : signature.outputs) buffers.push_back(address_of(v));
+      if (signature.status) buffers.push_back(&status);
+      return buffers;
+    };
+    int32_t status = 0;
     if (step.kind == Step::Kind::Dot) {
       const Node& n = g.nodes()[step.node];
-      run_dot(g.type(n.output).dtype, concrete_shape(g.type(n.inputs[0]).shape, bindings),
-              concrete_shape(g.type(n.inputs[1]).shape, bindings), concrete_shape(g.type(n.output).shape, bindings),
-              address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output));
+      const DType dtype = g.type(n.output).dtype;
+      const std::vector<int64_t> a = concrete_shape(g.type(n.inputs[0]).shape, bindings);
+      const std::vector<int64_t> b = concrete_shape(g.type(n.inputs[1]).shape, bindings);
+      const std::vector<int64_t> out = concrete_shape(g.type(n.output).shape, bindings);
+      if (!step.epilogue) {
+        // f32 and f64 matrices by row panels on OpenMP's threads, as with an
+        // epilogue, so BLAS's threads and OpenMP's never spin against each
+        // other; the rest on BLAS's own (dot_call.h).
+        const bool panels = (dtype == DType::f32 || dtype == DType::f64) && a.size() >= 2 && b.size() >= 2 &&
+                            out.back() > 0 && std::find(out.begin(), out.end(), 0) == out.end();
+        if (!panels) {
+          run_dot(dtype, a, b, out, address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output));
+          continue;
+        }
+        int64_t rows = 1;
+        for (size_t d = 0; d + 1 < out.size(); ++d) rows *= out[d];
+        run_dot_panels(dtype, a, b, out, address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output),
+                       dot_panels(rows, out.back(), out.back(), dtype_size(dtype), compiled_->dot_panel_bytes),
+                       [](size_t) {});
+        continue;
+      }
+      // A dot epilogue: each panel's rows, then the blocks that read them,
+      // while the rows are in the cache (run_dot_panels). Each panel has its
+      // own scalars (its block range) and status.
+      const size_t count = step.panels.size();
+      std::vector<int32_t> statuses(count, 0);
+      std::vector<std::vector<void*>> buffers(count);
+      std::vector<std::vector<int64_t>> scalars(count, kernel_scalars(step.epilogue_signature, bindings));
+      for (size_t i = 0; i < count; ++i) {
+        buffers[i] = buffers_of(step.epilogue_signature, statuses[i]);
+        scalars[i].push_back(step.panels[i].first_block);
+        scalars[i].push_back(step.panels[i].end_block);
+      }
+      run_dot_panels(dtype, a, b, out, address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output),
+                     step.panels, [&](size_t i) { step.epilogue(buffers[i].data(), scalars[i].data()); });
+      for (int32_t s : statuses) status = status != 0 ? status : s;
     } else {
-      std::vector<void*> buffers;
-      for (ValueId v : step.signature.inputs) buffers.push_back(address_of(v));
-      for (ValueId v : step.signature.outputs) buffers.push_back(address_of(v));
-      int32_t status = 0;
-      if (step.signature.status) buffers.push_back(&status);
-      std::vector<int64_t> scalars;
-      for (const std::string& s : step.signature.symbols) scalars.push_back(scalar_slot(bindings.at(s)));
+      std::vector<void*> buffers = buffers_of(step.signature, status);
+      const std::vector<int64_t> scalars = kernel_scalars(step.signature, bindings);
       step.function(buffers.data(), scalars.data());
-      if (status != 0) throw_rejected_input(g, status - 1, bindings);
     }
+    if (status != 0) throw_rejected_input(g, status - 1, bindings);
   }
 
   // The peak of this run: the workspace buffers it used (a buffer left from

@@ -71,6 +71,7 @@ struct CudaStep {
   int node = -1;                  // Dot: the dot node
   lower::GroupSignature signature;
   std::vector<int> arg_reductions;
+  lower::GroupSignature epilogue_signature;  // always empty: no dot epilogues on CUDA (PlanOptions::for_gpu)
 };
 
 struct CompiledCudaGraph {
@@ -93,6 +94,7 @@ int64_t dynamic_shared_bytes(const kir::Kernel& k) {
 std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, const CudaModule& module) {
   std::vector<CudaStep> steps;
   for (LaunchStep& l : launch_steps(g, lowered)) {
+    STITCH_ASSERT(!l.epilogue, "a dot epilogue in a CUDA plan (PlanOptions::for_gpu plans none)");
     CudaStep step;
     step.kind = l.dot ? CudaStep::Kind::Dot : CudaStep::Kind::Kernel;
     step.node = l.node;

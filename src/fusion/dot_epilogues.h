@@ -1,0 +1,28 @@
+// Dot epilogues (docs/fusion.md, Dot epilogues): a loop or row-reduction
+// kernel that reads a dot's result element by element or row by row runs
+// inside the dot's library call. The CPU executable computes the dot a panel
+// of rows at a time and runs the kernel's blocks over each panel while the
+// panel is in the cache: one launch instead of two, and the dot's result is
+// not read back from memory. The dot's result is still written (another
+// kernel or the graph's outputs may read it).
+#pragma once
+
+#include <string>
+
+#include "fusion/fusion_plan.h"
+
+namespace stitch {
+
+// Why `consumer` cannot be the epilogue of dot node `dot` (shapes, dtype and
+// how the group reads the dot's result; not the order of the groups), or ""
+// when it can.
+std::string dot_epilogue_refusal(const Graph& g, int dot, const FusionGroup& consumer);
+
+// Makes each group the epilogue of the dot it reads, where
+// dot_epilogue_refusal allows and the dot's group comes after every other
+// group the consumer reads (so the pair runs at the dot's place in the
+// order): one epilogue per dot, one dot per epilogue. `plan` is finalized
+// before and after. Returns how many it paired.
+int pair_dot_epilogues(const Graph& g, FusionPlan& plan);
+
+}  // namespace stitch

@@ -56,6 +56,15 @@ TEST(DotPanels, APanelIsAWholeNumberOfBlocksWithinItsBytes) {
   EXPECT_EQ(panels[24].end_row, 1000);
 }
 
+TEST(DotPanels, SmallResultsAreSplitForEveryThread) {
+  // 100 blocks of 4 KB fit one 1 MB panel; four are asked for.
+  EXPECT_EQ(dot_panels(1000, 100, 1000, 4, 1 << 20, 4).size(), 4u);
+  expect_panels_cover(512, 72, 72, 4, 1 << 20);
+  EXPECT_EQ(dot_panels(512, 72, 72, 4, 1 << 20, 4).size(), 4u);
+  // No more panels than blocks.
+  EXPECT_EQ(dot_panels(3, 72, 72, 4, 1 << 20, 4).size(), 3u);
+}
+
 TEST(DotPanels, PanelsGrowToTheNextRowBoundary) {
   // 1024-element blocks over rows of 768: a row boundary every 3 blocks.
   const std::vector<DotPanel> panels = dot_panels(1024, 768, 1024, 4, 4096);

@@ -1,6 +1,7 @@
 #include "runtime/cpu/executable.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cctype>
@@ -51,6 +52,14 @@ struct CompiledGraph {
 
 namespace {
 
+// A dot epilogue's panel (fusion/dot_epilogues.h): half a core's L2 of the
+// dot's result, the other half for BLAS's packed operands.
+int64_t dot_panel_bytes(const schedule::RowScheduleTarget& rows) { return rows.cpu_l2_bytes / 2; }
+
+// At least two panels a thread where the rows allow, so that a small dot is
+// shared by every core on OpenMP's threads rather than left to BLAS's.
+int64_t dot_min_panels() { return 2 * static_cast<int64_t>(omp_get_max_threads()); }
+
 // The launch list of `lowered`, with kernel entry points from `module`; a
 // dot epilogue's panels are about `panel_bytes` of the dot's result.
 std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module, int64_t panel_bytes) {
@@ -70,7 +79,8 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
       for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
       step.epilogue = module.function(l.epilogue->name);
       step.epilogue_signature = std::move(l.epilogue_signature);
-      step.panels = dot_panels(rows, shape.back(), l.epilogue->panel_elements, dtype_size(t.dtype), panel_bytes);
+      step.panels = dot_panels(rows, shape.back(), l.epilogue->panel_elements, dtype_size(t.dtype), panel_bytes,
+                               dot_min_panels());
     }
     steps.push_back(std::move(step));
   }
@@ -128,9 +138,6 @@ Backend cpu_backend(KernelCache& cache, const CompileOptions& options, CpuModule
   return backend;
 }
 
-// A dot epilogue's panel (fusion/dot_epilogues.h): half a core's L2 of the
-// dot's result, the other half for BLAS's packed operands.
-int64_t dot_panel_bytes(const schedule::RowScheduleTarget& rows) { return rows.cpu_l2_bytes / 2; }
 
 }  // namespace
 
@@ -309,7 +316,8 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
         int64_t rows = 1;
         for (size_t d = 0; d + 1 < out.size(); ++d) rows *= out[d];
         run_dot_panels(dtype, a, b, out, address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output),
-                       dot_panels(rows, out.back(), out.back(), dtype_size(dtype), compiled_->dot_panel_bytes),
+                       dot_panels(rows, out.back(), out.back(), dtype_size(dtype), compiled_->dot_panel_bytes,
+                                  dot_min_panels()),
                        [](size_t) {});
         continue;
       }

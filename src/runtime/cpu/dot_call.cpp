@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 
 #include "stitch/error.h"
 #include "tensor/narrow_float.h"
@@ -204,6 +205,9 @@ void run_dot_panels(DType dtype, const std::vector<int64_t>& a_shape, const std:
   STITCH_ASSERT(panels.back().end_row == p.m * static_cast<int64_t>(p.a_offsets.size()), "dot panels do not end at the last row");
   // One pool of threads: BLAS runs single-threaded inside OpenMP's, so the
   // two never spin against each other on the same cores.
+  // OpenBLAS's thread count is process state: one panelled dot at a time.
+  static std::mutex blas_state;
+  const std::lock_guard<std::mutex> lock(blas_state);
   const int blas_threads = openblas_get_num_threads();
   openblas_set_num_threads(1);
   const int64_t count = static_cast<int64_t>(panels.size());

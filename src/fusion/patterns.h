@@ -145,9 +145,9 @@ struct ExactChoice {
   double seconds = 0;
 };
 ExactChoice choose_exactly(const GroupDag& dag, const std::vector<Pattern>& patterns, double time_limit_seconds);
-// The patterns (indices) on a cycle that merging `chosen` in `dag` would
-// make: the first that can no longer be merged and those on the paths that
-// close it; empty when they all merge.
+// The patterns (indices) on one cycle that merging `chosen` in `dag` would
+// make (each chosen pattern contracted to one vertex), ascending; empty when
+// they all merge. Linear in the DAG.
 std::vector<int> cycle_among(const GroupDag& dag, const std::vector<Pattern>& patterns, const std::vector<int>& chosen);
 
 // The end of a searching planner (stitch, ilp): `chosen` merged

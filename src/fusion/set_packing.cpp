@@ -75,6 +75,11 @@ SetPackingResult solve_set_packing(const SetPackingProblem& problem) {
   // integral without it; every plan measured came out the same
   // (docs/fusion.md, The `ilp` planner). Still exact: B&B proves optimality.
   Cbc_setParameter(model.get(), "preprocess", "off");
+  // Nor root heuristics (the feasibility pump) or cut generators: the root
+  // LP of these set packings has been integral, and they took a third of the
+  // solve (0.35 -> 0.23 s on the 10,004-node chain, the same optimum, proven).
+  Cbc_setParameter(model.get(), "heuristicsOnOff", "off");
+  Cbc_setParameter(model.get(), "cutsOnOff", "off");
   // The whole matrix in one call, column by column: CBC's row-at-a-time
   // calls took longer than the solve (1.9 s against 0.8 s for 90,000
   // candidates of the 10,004-node residual chain). One clique row per element

@@ -97,12 +97,19 @@ std::vector<int> topological_group_order(const Graph& g, const std::vector<Fusio
     vertex[i] = dot_group;
     epilogue[dot_group] = i;
   }
-  std::vector<std::set<int>> successors(n);
-  std::vector<int> indegree(n, 0);
+  std::vector<std::vector<int>> successors(n);
   for (int a = 0; a < n; ++a) {
     for (int b : gg.successors[a]) {
-      if (vertex[a] != vertex[b] && successors[vertex[a]].insert(vertex[b]).second) ++indegree[vertex[b]];
+      if (vertex[a] != vertex[b]) successors[vertex[a]].push_back(vertex[b]);
     }
+  }
+  std::vector<int> indegree(n, 0);
+  for (std::vector<int>& succ : successors) {
+    if (!library_group.empty()) {  // a contracted pair may repeat an edge
+      std::sort(succ.begin(), succ.end());
+      succ.erase(std::unique(succ.begin(), succ.end()), succ.end());
+    }
+    for (int b : succ) ++indegree[b];
   }
   using Entry = std::pair<int, int>;  // (smallest root, group)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;

@@ -425,6 +425,99 @@ void GroupDag::merge(int a, int b, FusionGroup merged) {
   pos_[b] = -1;
 }
 
+void GroupDag::merge_all(const std::vector<int>& members, GroupKind kind) {
+  STITCH_ASSERT(members.size() >= 2, "merge_all of fewer than two groups");
+  const int a = members[0];
+  std::vector<int> sorted = members;
+  std::sort(sorted.begin(), sorted.end());
+  STITCH_ASSERT(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), "merge_all of a group twice");
+  auto is_member = [&](int gi) { return std::binary_search(sorted.begin(), sorted.end(), gi); };
+  int lo = a, hi = a;
+  for (int m : members) {
+    STITCH_ASSERT(alive_[m], "merging a retired group");
+    if (pos_[m] < pos_[lo]) lo = m;
+    if (pos_[m] > pos_[hi]) hi = m;
+  }
+  FusionGroup merged;
+  merged.kind = kind;
+  for (int m : members) {
+    merged.nodes.insert(merged.nodes.end(), groups_[m].nodes.begin(), groups_[m].nodes.end());
+    for (int r : groups_[m].roots) {
+      bool outside = is_output_[r];
+      for (size_t i = 0; !outside && i < consumers_[r].size(); ++i) {
+        for (int gj : groups_of_[consumers_[r][i]]) {
+          if (!is_member(gj) && !contains(gj, r)) {
+            outside = true;
+            break;
+          }
+        }
+      }
+      if (outside) merged.roots.push_back(r);
+    }
+  }
+  sort_unique(merged.nodes);
+  sort_unique(merged.roots);
+
+  // The groups before the last member that some member reaches: after the
+  // merged group. None of them reaches a member (the set is convex).
+  const int top = pos_[hi];
+  ++stamp_;
+  std::vector<int> after, stack;
+  auto visit = [&](int s) {
+    if (is_member(s) || pos_[s] >= top || mark_[s] == stamp_) return;
+    mark_[s] = stamp_;
+    stack.push_back(s);
+  };
+  for (int m : members)
+    for (int s : succ_[m]) visit(s);
+  while (!stack.empty()) {
+    const int gi = stack.back();
+    stack.pop_back();
+    after.push_back(gi);
+    for (int s : succ_[gi]) {
+      STITCH_ASSERT(!is_member(s), "a merge would make the fusion groups cyclic");
+      visit(s);
+    }
+  }
+
+  for (int m : members)
+    for (int r : groups_[m].roots) home_[r] = -1;
+  for (size_t i = 1; i < members.size(); ++i) {
+    const int b = members[i];
+    for (int node : groups_[b].nodes) erase_sorted(groups_of_[node], b);
+    unlink(b);
+    alive_[b] = 0;
+    --num_alive_;
+    groups_[b] = FusionGroup{};
+    external_known_[b] = 0;
+  }
+  groups_[a] = std::move(merged);
+  external_known_[a] = 0;
+  for (int node : groups_[a].nodes) insert_sorted(groups_of_[node], a);
+  for (int r : groups_[a].roots) {
+    STITCH_ASSERT(home_[r] == -1, "a merged group's root is written by another group");
+    home_[r] = a;
+  }
+  relink(a);
+
+  const int first = pos_[lo];
+  const int last = pos_[hi];
+  ++stamp_;
+  for (int gi : after) mark_[gi] = stamp_;
+  std::vector<int> head, tail;
+  for (int p = first; p <= last; ++p) {
+    const int gi = order_[p];
+    if (gi < 0 || is_member(gi)) continue;
+    (mark_[gi] == stamp_ ? tail : head).push_back(gi);
+  }
+  int p = first;
+  for (int gi : head) pos_[gi] = p, order_[p++] = gi;
+  pos_[a] = p, order_[p++] = a;
+  for (int gi : tail) pos_[gi] = p, order_[p++] = gi;
+  while (p <= last) order_[p++] = -1;
+  for (size_t i = 1; i < members.size(); ++i) pos_[members[i]] = -1;
+}
+
 void GroupDag::retire(int gi) {
   STITCH_ASSERT(alive_[gi] && succ_[gi].empty(), "retiring a group that another still reads");
   for (int r : groups_[gi].roots) STITCH_ASSERT(!is_output_[r], "retiring a group that writes a graph output");

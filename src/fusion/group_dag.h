@@ -92,6 +92,11 @@ class GroupDag {
   // acyclic. Edges and the order are updated in time proportional to the
   // merged group and the groups between a and b in the order.
   void merge(int a, int b, FusionGroup merged);
+  // Merges `members` (alive, distinct, a convex set: no path leaves it and
+  // comes back) into the first, as `kind`, writing the members' roots read
+  // outside them: what merging the first with each other in turn gives, with
+  // one relink of the merged group instead of one per member.
+  void merge_all(const std::vector<int>& members, GroupKind kind);
   // Retires a group that writes nothing anyone reads (all its roots dropped).
   void retire(int gi);
   // Replaces a's roots (a subset of its nodes); every dropped root must not

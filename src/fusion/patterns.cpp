@@ -273,16 +273,6 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal*
 
 namespace stitch {
 
-void merge_members(GroupDag& dag, const std::vector<int>& members) {
-  for (size_t i = 1; i < members.size(); ++i) {
-    FusionGroup merged;
-    merged.kind = GroupKind::Stitched;
-    merged.nodes = dag.merged_nodes(members[0], members[i]);
-    merged.roots = dag.merged_roots(members[0], members[i]);
-    dag.merge(members[0], members[i], std::move(merged));
-  }
-}
-
 std::vector<Pattern> apply_patterns(StitchMerges& merges, const PatternSpace& space, std::vector<Pattern> patterns) {
   GroupDag& dag = merges.dag();
   // Reasons first, while the ids still name xla's kernels: every edge between
@@ -303,6 +293,10 @@ std::vector<Pattern> apply_patterns(StitchMerges& merges, const PatternSpace& sp
   for (const Pattern& p : patterns) {
     if (merges.budget_spent() || !dag.between(p.members).empty()) {
       left.push_back(p);
+      continue;
+    }
+    if (merges.budget_left(static_cast<int>(p.members.size()) - 1)) {
+      merges.merge_all(p.members);
       continue;
     }
     for (size_t i = 1; i < p.members.size(); ++i) {

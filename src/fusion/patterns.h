@@ -159,7 +159,4 @@ FusionPlan finish_search(StitchMerges& merges, const PatternSpace& space, const 
                          const DeltaEvaluator& evaluator, double before, const std::string& planner,
                          PlanSearchReport* report);
 
-// Merges `members` (by position) in `dag`, pairwise into the first.
-void merge_members(GroupDag& dag, const std::vector<int>& members);
-
 }  // namespace stitch

@@ -556,6 +556,11 @@ void StitchMerges::merge(int a, int b, GroupKind kind) {
   dag_.merge(a, b, std::move(merged));
 }
 
+void StitchMerges::merge_all(const std::vector<int>& members) {
+  applied_ += static_cast<int>(members.size()) - 1;
+  dag_.merge_all(members, GroupKind::Stitched);
+}
+
 void StitchMerges::explain(int producer, int consumer, const Refusal& refusal) {
   auto it = refusal_of_.find(edge_key(producer, consumer));
   if (it == refusal_of_.end()) return;

@@ -85,7 +85,11 @@ class StitchMerges {
   // Seconds of the plan's kernels by the evaluator's estimate.
   double plan_seconds(const DeltaEvaluator& evaluator) const;
   void merge(int a, int b, GroupKind kind = GroupKind::Stitched);
+  // A convex set of kernels into its first, one fusion per other member.
+  void merge_all(const std::vector<int>& members);
   bool budget_spent() const { return budget_ >= 0 && applied_ >= budget_; }
+  // Whether `fusions` more fit the cap.
+  bool budget_left(int fusions) const { return budget_ < 0 || applied_ + fusions <= budget_; }
   std::string budget_reason() const;
   // Sets the reason and cause of the unfused edge producer -> consumer, if
   // it has one.

@@ -113,6 +113,48 @@ TEST(GroupDag, JoiningAConvexSetAgreesWithTheFullCheck) {
   EXPECT_GT(cycles, 100);
 }
 
+// merge_all of a convex set gives what merging its first with each other in
+// turn gives: the same groups, roots, edges and a topological order.
+TEST(GroupDag, MergingAConvexSetAtOnceEqualsMergingItPairwise) {
+  int sets = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    Graph g = testing::random_graph(testing::varied_options(seed));
+    const std::vector<FusionGroup> base = plan(g, PlannerKind::None).groups;
+    GroupDag at_once(g, base), pairwise(g, base);
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    for (int round = 0; round < 6 && at_once.num_alive() > 2; ++round) {
+      // A convex set grown one group at a time from a random one.
+      const std::vector<int> ids = at_once.order();
+      std::vector<int> convex{ids[rng() % ids.size()]};
+      for (int step = 0; step < 10; ++step) {
+        const int added = ids[rng() % ids.size()];
+        if (std::find(convex.begin(), convex.end(), added) != convex.end()) continue;
+        if (at_once.joins_without_cycle(convex, added)) convex.push_back(added);
+      }
+      if (convex.size() < 2) continue;
+      at_once.merge_all(convex, GroupKind::Stitched);
+      for (size_t i = 1; i < convex.size(); ++i) {
+        FusionGroup merged;
+        merged.kind = GroupKind::Stitched;
+        merged.nodes = pairwise.merged_nodes(convex[0], convex[i]);
+        merged.roots = pairwise.merged_roots(convex[0], convex[i]);
+        pairwise.merge(convex[0], convex[i], merged);
+      }
+      ++sets;
+      ASSERT_EQ(disagreement(at_once), "") << "seed " << seed << " round " << round;
+      ASSERT_EQ(at_once.num_alive(), pairwise.num_alive());
+      for (int gi = 0; gi < at_once.capacity(); ++gi) {
+        ASSERT_EQ(at_once.alive(gi), pairwise.alive(gi)) << "seed " << seed;
+        if (!at_once.alive(gi)) continue;
+        EXPECT_EQ(at_once.group(gi).nodes, pairwise.group(gi).nodes) << "seed " << seed;
+        EXPECT_EQ(at_once.group(gi).roots, pairwise.group(gi).roots) << "seed " << seed;
+        EXPECT_EQ(at_once.successors(gi), pairwise.successors(gi)) << "seed " << seed;
+      }
+    }
+  }
+  EXPECT_GT(sets, 150);
+}
+
 TEST(NodeIndex, SortedUnionOfListsDenseAndSparse) {
   const std::vector<int> a{3, 5, 9}, b{5, 6, 200000}, empty;
   EXPECT_EQ(sorted_union({&a, &b, &empty}), (std::vector<int>{3, 5, 6, 9, 200000}));  // sparse: sorted

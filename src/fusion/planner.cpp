@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fusion/dot_epilogues.h"
+#include "ir/env_switch.h"
 
 namespace stitch {
 
@@ -39,12 +40,9 @@ int resolve_max_fusions(const PlanOptions& options) {
 }
 
 bool resolve_dot_epilogues(const PlanOptions& options) {
-  if (!options.dot_epilogues) return false;
-  const char* env = std::getenv("STITCH_DOT_EPILOGUES");
-  if (!env || !*env) return true;
-  const std::string value = env;
-  if (value != "0" && value != "1") throw UserError(fmt::format("STITCH_DOT_EPILOGUES='{}' is neither 0 nor 1", env));
-  return value == "1";
+  // Read even when off, so a bad value is reported wherever it is set.
+  const bool env = env_switch("STITCH_DOT_EPILOGUES", true);
+  return options.dot_epilogues && env;
 }
 
 FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options, PlanSearchReport* report) {

@@ -55,7 +55,8 @@ struct PlanOptions {
 // is -1 (UserError unless a non-negative integer), or -1 for none.
 int resolve_max_fusions(const PlanOptions& options);
 // Whether `options` asks for dot epilogues: dot_epilogues, unless
-// $STITCH_DOT_EPILOGUES is 0 (UserError unless 0 or 1).
+// $STITCH_DOT_EPILOGUES is 0 (UserError "NAME=VALUE: not 0 or 1" unless 0, 1
+// or unset).
 bool resolve_dot_epilogues(const PlanOptions& options);
 
 // What a searching planner (stitch, ilp) found. The objective is the seconds

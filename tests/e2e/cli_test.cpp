@@ -224,6 +224,11 @@ void expect_zero_or_one_switch(const fs::path& cache_dir, const std::string& nam
 // STITCH_PREFETCH (docs/lowering.md, Prefetch) is 0 or 1.
 TEST_F(Cli, PrefetchSwitchIsZeroOrOne) { expect_zero_or_one_switch(dir_ / "cache", "STITCH_PREFETCH", "yes"); }
 
+// STITCH_DOT_EPILOGUES (docs/fusion.md, Dot epilogues) is 0 or 1.
+TEST_F(Cli, DotEpiloguesSwitchIsZeroOrOne) {
+  expect_zero_or_one_switch(dir_ / "cache", "STITCH_DOT_EPILOGUES", "maybe");
+}
+
 // STITCH_HUGE_PAGES (docs/executable.md, Tensor storage) is 0 or 1, checked
 // on every run, even one with no tensor large enough to map on its own.
 TEST_F(Cli, HugePagesSwitchIsZeroOrOne) { expect_zero_or_one_switch(dir_ / "cache", "STITCH_HUGE_PAGES", "on"); }

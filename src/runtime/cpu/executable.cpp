@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -92,6 +93,63 @@ std::vector<int64_t> kernel_scalars(const lower::GroupSignature& signature, cons
   std::vector<int64_t> scalars;
   for (const std::string& s : signature.symbols) scalars.push_back(scalar_slot(bindings.at(s)));
   return scalars;
+}
+
+using AddressOf = std::function<void*(ValueId)>;
+
+// A kernel's buffer arguments: inputs, outputs, then `status` if it reports one.
+std::vector<void*> kernel_buffers(const lower::GroupSignature& signature, const AddressOf& address_of, int32_t& status) {
+  std::vector<void*> buffers;
+  for (ValueId v : signature.inputs) buffers.push_back(address_of(v));
+  for (ValueId v : signature.outputs) buffers.push_back(address_of(v));
+  if (signature.status) buffers.push_back(&status);
+  return buffers;
+}
+
+// A dot step (dot_call.h): f32 and f64 matrices by row panels on OpenMP's
+// threads, so BLAS's threads and OpenMP's never spin against each other, with
+// the epilogue's blocks after each panel while its rows are in the cache; the
+// rest on BLAS's own threads. Returns the epilogue's status (0: accepted).
+int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bindings, int64_t panel_bytes,
+                     const AddressOf& address_of) {
+  const Node& n = g.nodes()[step.node];
+  const DType dtype = g.type(n.output).dtype;
+  const std::vector<int64_t> a = concrete_shape(g.type(n.inputs[0]).shape, bindings);
+  const std::vector<int64_t> b = concrete_shape(g.type(n.inputs[1]).shape, bindings);
+  const std::vector<int64_t> out = concrete_shape(g.type(n.output).shape, bindings);
+  void* const a_data = address_of(n.inputs[0]);
+  void* const b_data = address_of(n.inputs[1]);
+  void* const out_data = address_of(n.output);
+  if (!step.epilogue) {
+    const bool panels = (dtype == DType::f32 || dtype == DType::f64) && a.size() >= 2 && b.size() >= 2 &&
+                        std::find(out.begin(), out.end(), 0) == out.end();
+    if (!panels) {
+      run_dot(dtype, a, b, out, a_data, b_data, out_data);
+      return 0;
+    }
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < out.size(); ++d) rows *= out[d];
+    run_dot_panels(dtype, a, b, out, a_data, b_data, out_data,
+                   dot_panels(rows, out.back(), out.back(), dtype_size(dtype), panel_bytes, dot_min_panels()),
+                   [](size_t) {});
+    return 0;
+  }
+  // Each panel has its own block range and status.
+  const size_t count = step.panels.size();
+  std::vector<int32_t> statuses(count, 0);
+  std::vector<std::vector<void*>> buffers(count);
+  std::vector<std::vector<int64_t>> scalars(count, kernel_scalars(step.epilogue_signature, bindings));
+  for (size_t p = 0; p < count; ++p) {
+    buffers[p] = kernel_buffers(step.epilogue_signature, address_of, statuses[p]);
+    scalars[p].push_back(step.panels[p].first_block);
+    scalars[p].push_back(step.panels[p].end_block);
+  }
+  run_dot_panels(dtype, a, b, out, a_data, b_data, out_data, step.panels,
+                 [&](size_t p) { step.epilogue(buffers[p].data(), scalars[p].data()); });
+  for (int32_t s : statuses) {
+    if (s != 0) return s;
+  }
+  return 0;
 }
 
 std::string memory_key(const Graph& g, PlannerKind planner, const PlanOptions& plan, const CompilerOptions& compiler,
@@ -279,7 +337,7 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
     pool.emplace_back(static_cast<size_t>(plan.pool_bytes[b]));
   }
 
-  auto address_of = [&](ValueId v) -> void* {
+  const AddressOf address_of = [&](ValueId v) -> void* {
     if (auto it = params.find(v.index); it != params.end()) return const_cast<std::byte*>(it->second);
     if (auto it = output_slot.find(v.index); it != output_slot.end()) return results[it->second].raw();
     if (const PlannedValue* planned = plan.find(v.index)) return pool[planned->buffer].data();
@@ -289,55 +347,11 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
   for (int i = 0; i < step_count; ++i) {
     const Step& step = steps[i];
     for (int node : step.arg_reductions) check_arg_reduction_extent(g, node, bindings);
-    auto buffers_of = [&](const lower::GroupSignature& signature, int32_t& status) {
-      std::vector<void*> buffers;
-      for (ValueId v : signature.inputs) buffers.push_back(address_of(v));
-      for (ValueId v : signature.outputs) buffers.push_back(address_of(v));
-      if (signature.status) buffers.push_back(&status);
-      return buffers;
-    };
     int32_t status = 0;
     if (step.kind == Step::Kind::Dot) {
-      const Node& n = g.nodes()[step.node];
-      const DType dtype = g.type(n.output).dtype;
-      const std::vector<int64_t> a = concrete_shape(g.type(n.inputs[0]).shape, bindings);
-      const std::vector<int64_t> b = concrete_shape(g.type(n.inputs[1]).shape, bindings);
-      const std::vector<int64_t> out = concrete_shape(g.type(n.output).shape, bindings);
-      if (!step.epilogue) {
-        // f32 and f64 matrices by row panels on OpenMP's threads, as with an
-        // epilogue, so BLAS's threads and OpenMP's never spin against each
-        // other; the rest on BLAS's own (dot_call.h).
-        const bool panels = (dtype == DType::f32 || dtype == DType::f64) && a.size() >= 2 && b.size() >= 2 &&
-                            out.back() > 0 && std::find(out.begin(), out.end(), 0) == out.end();
-        if (!panels) {
-          run_dot(dtype, a, b, out, address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output));
-          continue;
-        }
-        int64_t rows = 1;
-        for (size_t d = 0; d + 1 < out.size(); ++d) rows *= out[d];
-        run_dot_panels(dtype, a, b, out, address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output),
-                       dot_panels(rows, out.back(), out.back(), dtype_size(dtype), compiled_->dot_panel_bytes,
-                                  dot_min_panels()),
-                       [](size_t) {});
-        continue;
-      }
-      // A dot epilogue: each panel's rows, then the blocks that read them,
-      // while the rows are in the cache (run_dot_panels). Each panel has its
-      // own scalars (its block range) and status.
-      const size_t count = step.panels.size();
-      std::vector<int32_t> statuses(count, 0);
-      std::vector<std::vector<void*>> buffers(count);
-      std::vector<std::vector<int64_t>> scalars(count, kernel_scalars(step.epilogue_signature, bindings));
-      for (size_t i = 0; i < count; ++i) {
-        buffers[i] = buffers_of(step.epilogue_signature, statuses[i]);
-        scalars[i].push_back(step.panels[i].first_block);
-        scalars[i].push_back(step.panels[i].end_block);
-      }
-      run_dot_panels(dtype, a, b, out, address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output),
-                     step.panels, [&](size_t i) { step.epilogue(buffers[i].data(), scalars[i].data()); });
-      for (int32_t s : statuses) status = status != 0 ? status : s;
+      status = run_dot_step(g, step, bindings, compiled_->dot_panel_bytes, address_of);
     } else {
-      std::vector<void*> buffers = buffers_of(step.signature, status);
+      std::vector<void*> buffers = kernel_buffers(step.signature, address_of, status);
       const std::vector<int64_t> scalars = kernel_scalars(step.signature, bindings);
       step.function(buffers.data(), scalars.data());
     }

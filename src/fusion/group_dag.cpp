@@ -386,16 +386,28 @@ void GroupDag::merge(int a, int b, FusionGroup merged) {
     for (int r : groups_[gi].roots) {
       STITCH_ASSERT(std::binary_search(merged.roots.begin(), merged.roots.end(), r) || !read_elsewhere(r, a, b),
                     "a merge dropped a root that another kernel still reads");
-      home_[r] = -1;
     }
   }
-  for (int node : groups_[b].nodes) erase_sorted(groups_of_[node], b);
-  unlink(b);
-  alive_[b] = 0;
-  --num_alive_;
-  groups_[b] = FusionGroup{};
+  install_merge({a, b}, std::move(merged), after, lo, hi);
+}
+
+void GroupDag::install_merge(const std::vector<int>& members, FusionGroup merged, const std::vector<int>& after, int lo,
+                             int hi) {
+  const int a = members[0];
+  auto is_member = [&](int gi) { return std::find(members.begin(), members.end(), gi) != members.end(); };
+  for (int m : members)
+    for (int r : groups_[m].roots) home_[r] = -1;
+  for (size_t i = 1; i < members.size(); ++i) {
+    const int b = members[i];
+    for (int node : groups_[b].nodes) erase_sorted(groups_of_[node], b);
+    unlink(b);
+    alive_[b] = 0;
+    --num_alive_;
+    groups_[b] = FusionGroup{};
+    external_known_[b] = 0;
+  }
   groups_[a] = std::move(merged);
-  external_known_[a] = external_known_[b] = 0;
+  external_known_[a] = 0;
   for (int node : groups_[a].nodes) insert_sorted(groups_of_[node], a);
   for (int r : groups_[a].roots) {
     STITCH_ASSERT(contains(a, r), "a merged group's root is not among its nodes");
@@ -404,9 +416,9 @@ void GroupDag::merge(int a, int b, FusionGroup merged) {
   }
   relink(a);
 
-  // Reorder the window [pos lo, pos hi]: the groups that reach hi and the
-  // unrelated ones keep their order, then the merged group, then those lo
-  // reaches (none of which reaches hi, or the merge would be cyclic).
+  // Reorder the window [pos lo, pos hi]: the groups that reach a member and
+  // the unrelated ones keep their order, then the merged group, then those a
+  // member reaches (none of which reaches a member, or the merge would be cyclic).
   const int first = pos_[lo];
   const int last = pos_[hi];
   ++stamp_;
@@ -414,7 +426,7 @@ void GroupDag::merge(int a, int b, FusionGroup merged) {
   std::vector<int> head, tail;
   for (int p = first; p <= last; ++p) {
     const int gi = order_[p];
-    if (gi < 0 || gi == a || gi == b) continue;
+    if (gi < 0 || is_member(gi)) continue;
     (mark_[gi] == stamp_ ? tail : head).push_back(gi);
   }
   int p = first;
@@ -422,7 +434,7 @@ void GroupDag::merge(int a, int b, FusionGroup merged) {
   pos_[a] = p, order_[p++] = a;
   for (int gi : tail) pos_[gi] = p, order_[p++] = gi;
   while (p <= last) order_[p++] = -1;
-  pos_[b] = -1;
+  for (size_t i = 1; i < members.size(); ++i) pos_[members[i]] = -1;
 }
 
 void GroupDag::merge_all(const std::vector<int>& members, GroupKind kind) {
@@ -480,42 +492,7 @@ void GroupDag::merge_all(const std::vector<int>& members, GroupKind kind) {
     }
   }
 
-  for (int m : members)
-    for (int r : groups_[m].roots) home_[r] = -1;
-  for (size_t i = 1; i < members.size(); ++i) {
-    const int b = members[i];
-    for (int node : groups_[b].nodes) erase_sorted(groups_of_[node], b);
-    unlink(b);
-    alive_[b] = 0;
-    --num_alive_;
-    groups_[b] = FusionGroup{};
-    external_known_[b] = 0;
-  }
-  groups_[a] = std::move(merged);
-  external_known_[a] = 0;
-  for (int node : groups_[a].nodes) insert_sorted(groups_of_[node], a);
-  for (int r : groups_[a].roots) {
-    STITCH_ASSERT(home_[r] == -1, "a merged group's root is written by another group");
-    home_[r] = a;
-  }
-  relink(a);
-
-  const int first = pos_[lo];
-  const int last = pos_[hi];
-  ++stamp_;
-  for (int gi : after) mark_[gi] = stamp_;
-  std::vector<int> head, tail;
-  for (int p = first; p <= last; ++p) {
-    const int gi = order_[p];
-    if (gi < 0 || is_member(gi)) continue;
-    (mark_[gi] == stamp_ ? tail : head).push_back(gi);
-  }
-  int p = first;
-  for (int gi : head) pos_[gi] = p, order_[p++] = gi;
-  pos_[a] = p, order_[p++] = a;
-  for (int gi : tail) pos_[gi] = p, order_[p++] = gi;
-  while (p <= last) order_[p++] = -1;
-  for (size_t i = 1; i < members.size(); ++i) pos_[members[i]] = -1;
+  install_merge(members, std::move(merged), after, lo, hi);
 }
 
 void GroupDag::retire(int gi) {

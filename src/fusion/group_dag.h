@@ -117,6 +117,10 @@ class GroupDag {
   // Recomputes gi's edges from its nodes and roots, and its neighbours' lists.
   void relink(int gi);
   void unlink(int gi);
+  // Replaces members[0] by `merged`, retires the other members, relinks, and
+  // moves `after` (the groups in the window [pos lo, pos hi] a member reaches)
+  // after the merged group.
+  void install_merge(const std::vector<int>& members, FusionGroup merged, const std::vector<int>& after, int lo, int hi);
 
   const Graph& g_;
   std::vector<FusionGroup> groups_;

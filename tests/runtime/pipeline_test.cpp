@@ -5,6 +5,7 @@
 // candidate schedule of a group runs and matches the interpreter).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_set>
@@ -115,6 +116,29 @@ TEST(Pipeline, DumpsOnlyWhatIsWanted) {
                  [&](std::string_view stage, const std::string&) { dumped.emplace_back(stage); }};
   run_pipeline(c, cpu_emitter(), "split-reductions", "lower", dump);
   EXPECT_EQ(dumped, std::vector<std::string>{"schedule"});
+}
+
+// The plan stage makes dot epilogues for the CPU only: the CUDA executable
+// has no way to run them (fusion/dot_epilogues.h), whatever the options say.
+TEST(Pipeline, DotEpiloguesOnlyForTheCpu) {
+  const Graph g = canonicalize(parse_graph(R"(graph e(x: f32[64, 128], w: f32[128, 48], b: f32[48]) {
+  r = tanh(add(dot(x, w), b))
+  return r
+})"));
+  auto epilogues = [](const FusionPlan& p) {
+    return std::count_if(p.groups.begin(), p.groups.end(), [](const FusionGroup& grp) { return grp.epilogue_of >= 0; });
+  };
+  Compilation cpu = compilation_of(g, PlannerKind::Stitch, {}, schedule::RowScheduleTarget::cpu());
+  run_pipeline(cpu, cpu_emitter(), "split-reductions", "lower");
+  EXPECT_EQ(epilogues(cpu.plan), 1);
+  EXPECT_EQ(cpu.plan.kernel_count(), 1);
+  EXPECT_EQ(cpu.lowered.kernels.size(), 1u);
+  EXPECT_GT(cpu.lowered.kernels.front().panel_elements, 0);
+  Compilation gpu = compilation_of(g, PlannerKind::Stitch, {}, schedule::RowScheduleTarget::gpu());
+  run_pipeline(gpu, Backend{}, "split-reductions", "lower");
+  EXPECT_EQ(epilogues(gpu.plan), 0);
+  EXPECT_EQ(gpu.plan.kernel_count(), 2);
+  EXPECT_EQ(gpu.lowered.kernels.front().panel_elements, 0);
 }
 
 TEST(Pipeline, LowerStageNamesTheGroupItCannotLower) {

@@ -206,10 +206,15 @@ void run_dot_panels(DType dtype, const std::vector<int64_t>& a_shape, const std:
   // One pool of threads: BLAS runs single-threaded inside OpenMP's, so the
   // two never spin against each other on the same cores.
   // OpenBLAS's thread count is process state: one panelled dot at a time.
+  // Only a pthreads build needs it set: an OpenMP build runs one-threaded
+  // inside a parallel region by itself, and its openblas_set_num_threads
+  // would set OpenMP's thread count for the region below.
   static std::mutex blas_state;
   const std::lock_guard<std::mutex> lock(blas_state);
+  constexpr int kPthreadsBuild = 1;  // openblas_get_parallel(): 0 sequential, 1 pthreads, 2 OpenMP
+  const bool own_threads = openblas_get_parallel() == kPthreadsBuild;
   const int blas_threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);
+  if (own_threads) openblas_set_num_threads(1);
   const int64_t count = static_cast<int64_t>(panels.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t i = 0; i < count; ++i) {
@@ -223,7 +228,7 @@ void run_dot_panels(DType dtype, const std::vector<int64_t>& a_shape, const std:
     }
     epilogue(static_cast<size_t>(i));
   }
-  openblas_set_num_threads(blas_threads);
+  if (own_threads) openblas_set_num_threads(blas_threads);
 }
 
 }  // namespace stitch::runtime::cpu

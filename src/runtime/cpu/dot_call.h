@@ -25,7 +25,8 @@ void run_dot(DType dtype, const std::vector<int64_t>& a_shape, const std::vector
 // panels run in parallel on every core (OpenMP): each computes its rows by a
 // one-thread BLAS call and then calls `epilogue(i)` on the same core, while
 // its rows are in that core's cache; the epilogue's own parallel loop is
-// nested there, so it runs on that core alone. With one panel: the whole dot
+// nested there, so it runs on that core alone (OpenMP's default of one active
+// level). With one panel: the whole dot
 // on BLAS's threads, then `epilogue(0)`. `epilogue` must not throw.
 void run_dot_panels(DType dtype, const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
                     const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out,

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
-#include <numeric>
 #include <iostream>
+#include <numeric>
 
 #include "kir/printer.h"
 #include "stitch/error.h"

@@ -72,29 +72,9 @@ MatmulProblem matmul_problem(const std::vector<int64_t>& a, const std::vector<in
   return p;
 }
 
-// Row-major C[m x n] = A[m x k] B[k x n] through CBLAS, one call per batch.
-template <class T>
-void gemm_batches(const MatmulProblem& p, const T* a, const T* b, T* c) {
-  const int64_t c_size = p.m * p.n;
-  if (c_size == 0) return;
-  if (p.k == 0) {
-    std::fill(c, c + c_size * static_cast<int64_t>(p.a_offsets.size()), T{0});
-    return;
-  }
-  const blasint m = static_cast<blasint>(p.m), n = static_cast<blasint>(p.n), k = static_cast<blasint>(p.k);
-  for (size_t i = 0; i < p.a_offsets.size(); ++i) {
-    if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a + p.a_offsets[i], k,
-                  b + p.b_offsets[i], n, 0.0f, c + static_cast<int64_t>(i) * c_size, n);
-    } else {
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a + p.a_offsets[i], k,
-                  b + p.b_offsets[i], n, 0.0, c + static_cast<int64_t>(i) * c_size, n);
-    }
-  }
-}
-
-// Rows [row_begin, row_end) of the batches stacked (batch i's row r is row
-// i * m + r): per batch it meets, one gemm on the rows it holds.
+// Rows [row_begin, row_end) of row-major C[m x n] = A[m x k] B[k x n] per
+// batch, the batches stacked (batch i's row r is row i * m + r): one CBLAS
+// gemm per batch the rows meet, on the rows it holds.
 template <class T>
 void gemm_rows(const MatmulProblem& p, const T* a, const T* b, T* c, int64_t row_begin, int64_t row_end) {
   if (p.n == 0 || row_begin >= row_end) return;
@@ -116,6 +96,12 @@ void gemm_rows(const MatmulProblem& p, const T* a, const T* b, T* c, int64_t row
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a_rows, k, b_batch, n, 0.0, c_rows, n);
     }
   }
+}
+
+// Every row of every batch.
+template <class T>
+void gemm_batches(const MatmulProblem& p, const T* a, const T* b, T* c) {
+  gemm_rows(p, a, b, c, 0, p.m * static_cast<int64_t>(p.a_offsets.size()));
 }
 
 // Integer products wrap in two's complement at 64 bits, then the sum is
@@ -204,11 +190,11 @@ void run_dot_panels(DType dtype, const std::vector<int64_t>& a_shape, const std:
   const MatmulProblem p = matmul_problem(a_shape, b_shape, out_shape);
   STITCH_ASSERT(panels.back().end_row == p.m * static_cast<int64_t>(p.a_offsets.size()), "dot panels do not end at the last row");
   // One pool of threads: BLAS runs single-threaded inside OpenMP's, so the
-  // two never spin against each other on the same cores.
-  // OpenBLAS's thread count is process state: one panelled dot at a time.
-  // Only a pthreads build needs it set: an OpenMP build runs one-threaded
-  // inside a parallel region by itself, and its openblas_set_num_threads
-  // would set OpenMP's thread count for the region below.
+  // two never spin against each other on the same cores. Only a pthreads
+  // build needs its thread count set (an OpenMP build runs one-threaded inside
+  // a parallel region by itself, and its setter would set OpenMP's count for
+  // the region below); that count is process state, hence one panelled dot
+  // at a time.
   static std::mutex blas_state;
   const std::lock_guard<std::mutex> lock(blas_state);
   constexpr int kPthreadsBuild = 1;  // openblas_get_parallel(): 0 sequential, 1 pthreads, 2 OpenMP

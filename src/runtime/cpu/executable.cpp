@@ -61,6 +61,13 @@ int64_t dot_panel_bytes(const schedule::RowScheduleTarget& rows) { return rows.c
 // shared by every core on OpenMP's threads rather than left to BLAS's.
 int64_t dot_min_panels() { return 2 * static_cast<int64_t>(omp_get_max_threads()); }
 
+// A dot result's rows: the product of every axis but the last.
+int64_t dot_rows(const std::vector<int64_t>& shape) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  return rows;
+}
+
 // The launch list of `lowered`, with kernel entry points from `module`; a
 // dot epilogue's panels are about `panel_bytes` of the dot's result.
 std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module, int64_t panel_bytes) {
@@ -76,11 +83,9 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
       // dot_epilogue_refusal admits static, non-empty results only.
       const TensorType& t = g.type(g.nodes()[l.node].output);
       const std::vector<int64_t> shape = concrete_shape(t.shape, {});
-      int64_t rows = 1;
-      for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
       step.epilogue = module.function(l.epilogue->name);
       step.epilogue_signature = std::move(l.epilogue_signature);
-      step.panels = dot_panels(rows, shape.back(), l.epilogue->panel_elements, dtype_size(t.dtype), panel_bytes,
+      step.panels = dot_panels(dot_rows(shape), shape.back(), l.epilogue->panel_elements, dtype_size(t.dtype), panel_bytes,
                                dot_min_panels());
     }
     steps.push_back(std::move(step));
@@ -127,10 +132,8 @@ int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bin
       run_dot(dtype, a, b, out, a_data, b_data, out_data);
       return 0;
     }
-    int64_t rows = 1;
-    for (size_t d = 0; d + 1 < out.size(); ++d) rows *= out[d];
     run_dot_panels(dtype, a, b, out, a_data, b_data, out_data,
-                   dot_panels(rows, out.back(), out.back(), dtype_size(dtype), panel_bytes, dot_min_panels()),
+                   dot_panels(dot_rows(out), out.back(), out.back(), dtype_size(dtype), panel_bytes, dot_min_panels()),
                    [](size_t) {});
     return 0;
   }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <vector>
 
 #include "fusion/legality.h"
@@ -14,6 +16,13 @@ namespace {
 int64_t elements(const Shape& s) {
   int64_t n = 1;
   for (const Dim& d : s) n *= d.extent();
+  return n;
+}
+
+// The product of every axis but the last: a dot result's rows.
+int64_t leading(const Shape& s) {
+  int64_t n = 1;
+  for (size_t d = 0; d + 1 < s.size(); ++d) n *= s[d].extent();
   return n;
 }
 
@@ -32,38 +41,68 @@ std::string dot_refusal(const Graph& g, const Node& dot) {
   return "";
 }
 
+// Whether `n`, reading values computed from the dot's result, computes row r
+// of its result from row r of theirs alone (rows of the dot's result: a
+// value's row r is its elements [r * w, (r + 1) * w) for w = elements /
+// rows). Elementwise ops and reshapes keep the linear order; a slice or
+// concat of the last axis, and a broadcast along it, keep the leading axes.
+// `from_dot` says which of n's inputs are computed from the dot's result.
+bool keeps_rows(const Graph& g, const Node& n, int64_t rows, const std::function<bool(ValueId)>& from_dot) {
+  const Shape& out = g.type(n.output).shape;
+  if (!is_static(out) || elements(out) % rows != 0) return false;
+  if (n.op == OpKind::Reshape) return true;
+  if (is_elementwise(n.op)) {  // without an implicit broadcast of a row
+    return std::all_of(n.inputs.begin(), n.inputs.end(),
+                       [&](ValueId v) { return !from_dot(v) || g.type(v).shape == out; });
+  }
+  const int last = static_cast<int>(out.size()) - 1;
+  if (last < 0 || leading(out) != rows) return false;
+  const Shape& in = g.type(n.inputs[0]).shape;
+  switch (n.op) {
+    case OpKind::Slice: return leading(in) == rows;  // with equal products, no leading axis is cut
+    case OpKind::Concat: return n.attrs.get("axis").as_int() == last;
+    case OpKind::Broadcast:
+      return in.size() == out.size() && std::equal(in.begin(), in.end() - 1, out.begin()) &&
+             (in.back().extent() == 1 || in.back() == out.back());
+    default: return false;
+  }
+}
+
 }  // namespace
 
 std::string dot_epilogue_refusal(const Graph& g, int dot, const FusionGroup& consumer) {
   const Node& dot_node = g.nodes()[dot];
   if (std::string why = dot_refusal(g, dot_node); !why.empty()) return why;
-  const bool rows = consumer.kind == GroupKind::Reduction || consumer.kind == GroupKind::Stitched;
-  if (consumer.kind != GroupKind::Loop && !rows) {
+  const bool loop = consumer.kind == GroupKind::Loop;
+  if (!loop && consumer.kind != GroupKind::Reduction && consumer.kind != GroupKind::Stitched) {
     return fmt::format("a {} kernel does not run by the dot's rows", group_kind_name(consumer.kind));
   }
-  // The shapes a block of the consumer covers by rows of the dot's result:
-  // the result itself, and one value per row (without and with keepdims).
+  // A loop kernel runs by blocks of the dot's rows, each root the same rows
+  // (any width); a row kernel's blocks cover rows of the dot's shape, its
+  // roots the dot's shape or one value per row (without and with keepdims).
   const Shape& full = g.type(dot_node.output).shape;
+  const int64_t rows = leading(full);
   const Shape per_row(full.begin(), full.end() - 1);
   Shape per_row_kept = per_row;
   per_row_kept.push_back(Dim(1));
   const int64_t last = static_cast<int64_t>(full.size()) - 1;
-  auto is_row_shape = [&](const Shape& s) { return rows && (s == per_row || s == per_row_kept); };
+  auto is_row_shape = [&](const Shape& s) { return !loop && (s == per_row || s == per_row_kept); };
   for (int r : consumer.roots) {
     const Shape& s = g.type(g.nodes()[r].output).shape;
-    if (s != full && !is_row_shape(s)) {
-      return fmt::format("its root {} is not of the dot's shape or one value per row", g.value_name(g.nodes()[r].output));
+    const bool ok = loop ? is_static(s) && elements(s) % rows == 0 : s == full || is_row_shape(s);
+    if (!ok) {
+      return fmt::format("its root {} is not {}", g.value_name(g.nodes()[r].output),
+                         loop ? "made of rows of the dot's result" : "of the dot's shape or one value per row");
     }
   }
   // Every value of the consumer computed from the dot's result must be read
   // at the element or the row the block works on.
   std::vector<int> depends;  // consumer nodes that read the dot's result, directly or not
-  auto reads_dot = [&](const Node& n) {
-    return std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) {
-      const int p = g.value(v).producer;
-      return p == dot || std::binary_search(depends.begin(), depends.end(), p);
-    });
+  auto from_dot = [&](ValueId v) {
+    const int p = g.value(v).producer;
+    return p == dot || std::binary_search(depends.begin(), depends.end(), p);
   };
+  auto reads_dot = [&](const Node& n) { return std::any_of(n.inputs.begin(), n.inputs.end(), from_dot); };
   for (int id : consumer.nodes) {
     const Node& n = g.nodes()[id];
     if (n.op == OpKind::Transpose) return "a transpose in the kernel (tiled transposes do not run by rows)";
@@ -78,9 +117,10 @@ std::string dot_epilogue_refusal(const Graph& g, int dot, const FusionGroup& con
     if (!reads_dot(n)) continue;
     const Shape& in = g.type(n.inputs[0]).shape;
     const Shape& out = g.type(n.output).shape;
-    const bool ok = (is_elementwise(n.op) && (out == full || is_row_shape(out))) || is_reduction(n.op) ||
-                    (n.op == OpKind::Broadcast && is_row_shape(in) && in.size() == full.size() && out == full) ||
-                    (n.op == OpKind::Reshape && is_row_shape(in) && is_row_shape(out));
+    const bool ok = loop ? keeps_rows(g, n, rows, from_dot)
+                         : (is_elementwise(n.op) && (out == full || is_row_shape(out))) || is_reduction(n.op) ||
+                               (n.op == OpKind::Broadcast && is_row_shape(in) && in.size() == full.size() && out == full) ||
+                               (n.op == OpKind::Reshape && is_row_shape(in) && is_row_shape(out));
     if (!ok) {
       return fmt::format("{} = {} reads the dot's result other than element by element or row by row",
                          g.value_name(n.output), op_name(n.op));
@@ -89,6 +129,86 @@ std::string dot_epilogue_refusal(const Graph& g, int dot, const FusionGroup& con
   }
   return "";
 }
+
+namespace {
+
+void sorted_union(std::vector<int>& into, const std::vector<int>& from) {
+  into.insert(into.end(), from.begin(), from.end());
+  std::sort(into.begin(), into.end());
+  into.erase(std::unique(into.begin(), into.end()), into.end());
+}
+
+// Loop kernels that read a loop epilogue's rows join it (docs/fusion.md,
+// Dot epilogues): a kernel whose latest producer is the epilogue (or its
+// dot), every other producer done before the dot, runs inside the dot's
+// call too where the joined kernel still computes each row from the same
+// row of the dot. A GRU's next input, a concat of the gates' slices, is one.
+// `plan` is finalized, each epilogue right after its dot. Returns how many
+// kernels joined.
+int join_loop_epilogues(const Graph& g, FusionPlan& plan) {
+  std::vector<FusionGroup>& groups = plan.groups;
+  const int count = static_cast<int>(groups.size());
+  const GroupGraph gg = build_group_graph(g, groups);
+  std::vector<std::vector<int>> producers(count);
+  for (int a = 0; a < count; ++a) {
+    for (int b : gg.successors[a]) producers[b].push_back(a);
+  }
+  std::map<int, int> epilogue_after;  // a dot's group -> its loop epilogue (the next group)
+  for (int i = 1; i < count; ++i) {
+    if (groups[i].epilogue_of >= 0 && groups[i].kind == GroupKind::Loop) epilogue_after[i - 1] = i;
+  }
+  std::vector<int> owner(count);  // the group each group's roots are now written by
+  for (int i = 0; i < count; ++i) owner[i] = i;
+  std::vector<int> joined_into;   // epilogues that took a kernel
+  int joined = 0;
+  for (int c = 0; c < count; ++c) {
+    const FusionGroup& consumer = groups[c];
+    if (consumer.kind != GroupKind::Loop || consumer.epilogue_of >= 0 || producers[c].empty()) continue;
+    std::vector<int> from;
+    for (int p : producers[c]) from.push_back(owner[p]);
+    std::sort(from.begin(), from.end());
+    int e = from.back();
+    if (groups[e].epilogue_of < 0) {
+      const auto after = epilogue_after.find(e);
+      if (after == epilogue_after.end()) continue;
+      e = after->second;
+    }
+    if (groups[e].kind != GroupKind::Loop) continue;
+    const int d = e - 1;
+    if (std::any_of(from.begin(), from.end(), [&](int p) { return p != d && p != e && p > d; })) continue;
+    FusionGroup merged = groups[e];
+    sorted_union(merged.nodes, consumer.nodes);
+    sorted_union(merged.roots, consumer.roots);
+    if (!dot_epilogue_refusal(g, merged.epilogue_of, merged).empty()) continue;
+    if (check_group_limits(g, merged.nodes, static_cast<int>(merged.roots.size()))) continue;
+    groups[e] = std::move(merged);
+    groups[c].roots.clear();
+    owner[c] = e;
+    joined_into.push_back(e);
+    ++joined;
+  }
+  if (joined == 0) return 0;
+  std::erase_if(groups, [](const FusionGroup& grp) { return grp.roots.empty(); });
+  // A root the joined kernel alone read is no longer written.
+  std::vector<bool> read_outside(g.num_values(), false);
+  for (const GraphOutput& o : g.outputs()) read_outside[o.value.index] = true;
+  for (const FusionGroup& grp : groups) {
+    for (int n : grp.nodes) {
+      for (ValueId v : g.nodes()[n].inputs) {
+        const int p = g.value(v).producer;
+        if (p >= 0 && !grp.contains(p)) read_outside[v.index] = true;
+      }
+    }
+  }
+  for (FusionGroup& grp : groups) {
+    if (grp.epilogue_of < 0) continue;
+    std::erase_if(grp.roots, [&](int r) { return !read_outside[g.nodes()[r].output.index]; });
+  }
+  drop_fused_refusals(plan);
+  return joined;
+}
+
+}  // namespace
 
 int pair_dot_epilogues(const Graph& g, FusionPlan& plan) {
   const int count = static_cast<int>(plan.groups.size());
@@ -119,7 +239,9 @@ int pair_dot_epilogues(const Graph& g, FusionPlan& plan) {
       r.reason = "the dot's epilogue: runs inside its library call, a panel of rows at a time";
     }
   }
-  if (paired > 0) finalize_plan(g, plan);
+  if (paired == 0) return 0;
+  finalize_plan(g, plan);
+  if (join_loop_epilogues(g, plan) > 0) finalize_plan(g, plan);
   return paired;
 }
 

@@ -5,6 +5,7 @@
 #include <queue>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -130,6 +131,21 @@ std::vector<int> topological_group_order(const Graph& g, const std::vector<Fusio
 }
 
 }  // namespace
+
+void drop_fused_refusals(FusionPlan& plan) {
+  std::unordered_map<int, std::vector<int>> groups_of;
+  for (int gi = 0; gi < static_cast<int>(plan.groups.size()); ++gi)
+    for (int n : plan.groups[gi].nodes) groups_of[n].push_back(gi);
+  auto in = [&](int node) -> const std::vector<int>& { return groups_of[node]; };
+  std::erase_if(plan.refusals, [&](const FusionRefusal& r) {
+    if (r.relation == FusionRefusal::Relation::Siblings) {
+      return std::any_of(in(r.producer).begin(), in(r.producer).end(),
+                         [&](int gi) { return plan.groups[gi].contains(r.consumer); });
+    }
+    return std::none_of(in(r.consumer).begin(), in(r.consumer).end(),
+                        [&](int gi) { return !plan.groups[gi].contains(r.producer); });
+  });
+}
 
 void finalize_plan(const Graph& g, FusionPlan& plan) {
   plan.graph_name = g.name();

@@ -83,6 +83,9 @@ struct FusionPlan {
 // producer -> consumer edge carries a reason.
 void finalize_plan(const Graph& g, FusionPlan& plan);
 
+// Drops the refusals of edges now inside one kernel (they need no reason).
+void drop_fused_refusals(FusionPlan& plan);
+
 // "name = op(a, b)" for node `index`.
 std::string describe_node(const Graph& g, int index);
 

@@ -41,23 +41,6 @@ constexpr int kPackScan = 64;
 
 int64_t edge_key(int producer, int consumer) { return (int64_t{producer} << 32) | uint32_t(consumer); }
 
-// Edges now inside one kernel need no reason any more.
-// Edges now inside one kernel need no reason any more.
-void drop_fused_refusals(FusionPlan& plan) {
-  std::unordered_map<int, std::vector<int>> groups_of;
-  for (int gi = 0; gi < static_cast<int>(plan.groups.size()); ++gi)
-    for (int n : plan.groups[gi].nodes) groups_of[n].push_back(gi);
-  auto in = [&](int node) -> const std::vector<int>& { return groups_of[node]; };
-  std::erase_if(plan.refusals, [&](const FusionRefusal& r) {
-    if (r.relation == FusionRefusal::Relation::Siblings) {
-      return std::any_of(in(r.producer).begin(), in(r.producer).end(),
-                         [&](int gi) { return plan.groups[gi].contains(r.consumer); });
-    }
-    return std::none_of(in(r.consumer).begin(), in(r.consumer).end(),
-                        [&](int gi) { return !plan.groups[gi].contains(r.producer); });
-  });
-}
-
 }  // namespace
 
 // Profitability, apart from legality: why stitching `nodes` would make each

@@ -38,16 +38,20 @@ class LoopLowerer {
     ex_.declare_params(signature_);
 
     std::vector<BlockRange> ranges = block_ranges();
+    // A dot epilogue runs by block ranges over the dot's rows: with the
+    // dot's element count alone its blocks cover consecutive elements,
+    // kPerBlock each (no column strips); with roots of other widths each
+    // block covers a number of the dot's rows of every root.
+    const bool epilogue = group_.epilogue_of >= 0;
+    if (epilogue && (ranges.size() != 1 || ranges.front().count != element_count_expr(dot_shape()))) {
+      return run_row_blocks(ranges);
+    }
     Expr grid = kir::int_const(0);
     for (BlockRange& r : ranges) {
       r.first_block = grid;
       grid = add_i(grid, r.blocks);
     }
     kb_.launch(grid, kLoopBlockThreads);
-    // A dot epilogue runs by block ranges over the dot's rows: its blocks
-    // must cover consecutive elements, kPerBlock each (no column strips).
-    const bool epilogue = group_.epilogue_of >= 0;
-    STITCH_ASSERT(!epilogue || ranges.size() == 1, "a dot epilogue's loop kernel has roots of one element count");
     kb_.grid("blk", grid, [&](const Expr& b) {
       if (ranges.size() == 1) {
         if (epilogue) {
@@ -89,6 +93,56 @@ class LoopLowerer {
     Expr blocks;
     Expr first_block;
   };
+
+  const Shape& dot_shape() const { return g_.type(g_.nodes()[group_.epilogue_of].output).shape; }
+
+  // A dot epilogue with roots of several widths (dot_epilogue_refusal: each
+  // root is rows of the dot's result, its row r elements [r * w, (r + 1) * w)
+  // for its width w): block b covers rows [b * R, (b + 1) * R) of every
+  // root, R rows making about kPerBlock elements of the widest, each root
+  // shape's part of them in chunks of kPerBlock elements. Its block ranges
+  // are in R rows of the dot (Kernel::panel_elements).
+  kir::Kernel run_row_blocks(const std::vector<BlockRange>& ranges) {
+    const Shape& dot = dot_shape();
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < dot.size(); ++d) rows *= dot[d].extent();
+    std::vector<int64_t> widths;
+    for (const BlockRange& r : ranges) {
+      int64_t count = 0;
+      STITCH_ASSERT(kir::is_int_constant(r.count, &count) && count % rows == 0,
+                    "a dot epilogue's root is not rows of the dot's result");
+      widths.push_back(count / rows);
+    }
+    const int64_t widest = *std::max_element(widths.begin(), widths.end());
+    const int64_t per_block = std::max<int64_t>(1, kPerBlock / std::max<int64_t>(1, widest));
+    const Expr grid = kir::int_const((rows + per_block - 1) / per_block);
+    kb_.launch(grid, kLoopBlockThreads);
+    kb_.grid("blk", grid, [&](const Expr& b) {
+      for (size_t k = 0; k < ranges.size(); ++k) {
+        if (widths[k] == 0) continue;
+        ex_.scoped([&] {
+          const std::string suffix = ranges.size() == 1 ? "" : std::to_string(k);
+          const int64_t span = per_block * widths[k];
+          const Expr lo = kb_.let("lo" + suffix, mul_i(b, kir::int_const(span)));
+          const Expr hi = kb_.let("hi" + suffix, kir::op(OpKind::Min, {add_i(lo, kir::int_const(span)), ranges[k].count}));
+          const int64_t chunks = (span + kPerBlock - 1) / kPerBlock;
+          auto chunk = [&](const Expr& first) {
+            emit_elements(ranges[k], [&](const Expr& u) { return add_i(first, mul_i(u, kir::int_const(kLoopBlockThreads))); },
+                          hi, true, suffix, nullptr);
+          };
+          if (chunks == 1) {
+            chunk(lo);
+          } else {
+            kb_.serial("chunk" + suffix, kir::int_const(chunks),
+                       [&](const Expr& s) { chunk(add_i(lo, mul_i(s, kir::int_const(kPerBlock)))); });
+          }
+        });
+      }
+    });
+    kir::Kernel k = kb_.finish();
+    k.panel_elements = per_block * dot.back().extent();
+    return k;
+  }
 
   std::vector<BlockRange> block_ranges() const {
     std::vector<BlockRange> ranges;
@@ -211,14 +265,25 @@ class LoopLowerer {
 
   // The thread loop of one block range; under `assume`, one piece version.
   void emit_threads(const BlockRange& range, const Expr& b, const std::string& suffix, PieceAssumption* assume) {
-    ex_.assume(assume);
     int64_t static_count = 0;
     // A static count that fills every block needs no tail guard.
-    bool guard = !kir::is_int_constant(range.count, &static_count) || static_count % kPerBlock != 0;
+    const bool guard = !kir::is_int_constant(range.count, &static_count) || static_count % kPerBlock != 0;
+    emit_elements(
+        range, [&](const Expr& u) { return (b * kLoopElementsPerThread + u) * kLoopBlockThreads; }, range.count, guard,
+        suffix, assume);
+  }
+
+  // kPerBlock elements of `range` on one block's threads: part `u` of thread
+  // `t` computes linear index part_first(u) + t, where below `limit` when
+  // `guard`.
+  void emit_elements(const BlockRange& range, const std::function<Expr(const Expr&)>& part_first, const Expr& limit,
+                     bool guard, const std::string& suffix, PieceAssumption* assume) {
+    ex_.assume(assume);
     kb_.block("thr" + suffix, kLoopBlockThreads, [&](const Expr& t) {
       kb_.loop("part" + suffix, kir::int_const(kLoopElementsPerThread), kir::LoopLevel::Unroll, [&](const Expr& u) {
         ex_.take_loads();
-        Expr lin = kb_.let("lin" + suffix, (b * kLoopElementsPerThread + u) * kLoopBlockThreads + t);
+        const Expr first = part_first(u);
+        Expr lin = kb_.let("lin" + suffix, first + t);
         auto body = [&] {
           for (size_t s = 0; s < range.roots_by_shape.size(); ++s) {
             const std::vector<int>& roots = range.roots_by_shape[s];
@@ -235,13 +300,13 @@ class LoopLowerer {
           }
         };
         if (guard) {
-          kb_.if_then(kir::op(OpKind::Lt, {lin, range.count}), body);
+          kb_.if_then(kir::op(OpKind::Lt, {lin, limit}), body);
         } else {
           body();
         }
         // The same part of the next block, while the rest of this one
         // computes (docs/lowering.md, Prefetch).
-        const Expr ahead = add_i((b * kLoopElementsPerThread + u) * kLoopBlockThreads, kir::int_const(kPerBlock));
+        const Expr ahead = add_i(first, kir::int_const(kPerBlock));
         for (const std::string& buffer : prefetched(range, ex_.take_loads())) {
           kb_.prefetch(buffer, ahead, kir::int_const(kLoopBlockThreads));
         }

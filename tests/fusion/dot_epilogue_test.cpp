@@ -231,6 +231,68 @@ TEST(DotEpilogue, MatchesTheInterpreterPanelByPanel) {
   }
 }
 
+TEST(DotEpilogue, RowLocalKernelsAfterAnEpilogueJoinIt) {
+  // One GRU step (TensorFlow's GRUCell): the candidate's input slices the
+  // gates, the new state slices them again; each is computed row by row
+  // from the rows of one dot, so it runs in that dot's call. Contractions of
+  // 50 terms: not small dots.
+  const Graph g = canonical_graph(R"(graph gru(x: f32[301, 30], h: f32[301, 20], wg: f32[50, 40], bg: f32[40],
+      wc: f32[50, 20], bc: f32[20]) {
+    gates = sigmoid(add(dot(concat(x, h, axis=1), wg), bg))
+    r = slice(gates, start=[0, 0], stop=[301, 20])
+    u = slice(gates, start=[0, 20], stop=[301, 40])
+    xr = concat(x, mul(r, h), axis=1)
+    c = tanh(add(dot(xr, wc), bc))
+    hn = add(mul(u, h), mul(sub(1.0, u), c))
+    return hn, xr
+  })");
+  for (PlannerKind kind : {PlannerKind::Stitch, PlannerKind::Ilp, PlannerKind::Greedy}) {
+    SCOPED_TRACE(std::string(planner_name(kind)));
+    const FusionPlan p = plan(g, kind);
+    testing_fusion::check_plan_invariants(g, p);
+    expect_epilogues_follow_their_dots(g, p);
+    // concat(x, h), then each dot with its epilogue.
+    EXPECT_EQ(p.kernel_count(), 3) << print_plan(g, p);
+    ASSERT_EQ(epilogue_dots(g, p).size(), 2u) << print_plan(g, p);
+    int with_xr = -1, with_hn = -1;
+    for (int i = 0; i < static_cast<int>(p.groups.size()); ++i) {
+      if (p.groups[i].contains(node_named(g, "xr"))) with_xr = i;
+      if (p.groups[i].contains(node_named(g, "hn"))) with_hn = i;
+    }
+    ASSERT_GE(with_xr, 0);
+    ASSERT_GE(with_hn, 0);
+    EXPECT_GE(p.groups[with_xr].epilogue_of, 0) << print_plan(g, p);
+    EXPECT_GE(p.groups[with_hn].epilogue_of, 0) << print_plan(g, p);
+    // The gates are read by both epilogues, so the first still writes them;
+    // c only by its own epilogue's new state, so it is not written.
+    for (const FusionGroup& grp : p.groups) {
+      EXPECT_EQ(std::count(grp.roots.begin(), grp.roots.end(), node_named(g, "c")), 0) << print_plan(g, p);
+    }
+  }
+  for (int64_t panel_bytes : {int64_t{1}, int64_t{4096}, int64_t{20000}, int64_t{1} << 20}) {
+    SCOPED_TRACE(panel_bytes);
+    expect_matches_interpreter(g, panel_bytes, 3);
+  }
+}
+
+TEST(DotEpilogue, AKernelReadingAnEpilogueAndALaterKernelStaysApart) {
+  // m reads the epilogue's rows and a column sum of them, which the dot's
+  // call cannot have computed yet.
+  const Graph g = canonical_graph(R"(graph later(x: f32[300, 64], w: f32[64, 40]) {
+    e = tanh(dot(x, w))
+    s = reduce_sum(e, axes=[0], keepdims=true)
+    m = mul(slice(e, start=[0, 0], stop=[300, 20]), slice(s, start=[0, 0], stop=[1, 20]))
+    return e, m
+  })");
+  const FusionPlan p = plan(g, PlannerKind::Stitch);
+  testing_fusion::check_plan_invariants(g, p);
+  for (const FusionGroup& grp : p.groups) {
+    if (grp.epilogue_of < 0) continue;
+    EXPECT_FALSE(grp.contains(node_named(g, "m"))) << print_plan(g, p);
+  }
+  for (int64_t panel_bytes : {int64_t{1}, int64_t{1} << 20}) expect_matches_interpreter(g, panel_bytes, p.kernel_count());
+}
+
 TEST(DotEpilogue, TheEnvironmentTurnsThemOff) {
   const Graph g = canonical_graph(kTransformerPieces);
   ASSERT_EQ(::setenv("STITCH_DOT_EPILOGUES", "0", 1), 0);

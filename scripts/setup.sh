@@ -22,6 +22,7 @@ packages=(
   libopenblas-dev libsleef-dev
   libonnx-dev libprotobuf-dev
   coinor-libcbc-dev
+  libjemalloc-dev
 )
 if ((with_tests)); then
   packages+=(python3-numpy python3-onnx python3-torch)

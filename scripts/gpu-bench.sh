@@ -12,7 +12,7 @@
 # PLANNERS (default none,xla,stitch), PEERS (default torch_eager,torch_compile,jax_jit;
 # empty: no peers), DEADLINE (epoch seconds: the peers stop 30 s before it),
 # ROW_SCHEDULES (forced row schedules to time the row-reduction graphs under),
-# MODELS=1 and MODEL_PLANNERS (the model graphs too). Exit status: 0 when everything ran; 1 when stitch bench failed;
+# MODELS=1 and MODEL_PLANNERS (the model graphs too), TUNE=1 (the row graphs tuned on the device). Exit status: 0 when everything ran; 1 when stitch bench failed;
 # 3 when the stitch numbers were written but the sweeps, the peers or the
 # combination failed.
 set -euo pipefail
@@ -106,6 +106,19 @@ if [ -n "${ROW_SCHEDULES:-}" ]; then
     fi
   done
   if ((${#docs[@]})); then merge_documents "$base-rows.json" rows- "${docs[@]}"; fi
+fi
+
+# With TUNE=1: the row-reduction graphs under the stitch planner untuned and
+# tuned on the device (`stitch+tune`; docs/tuning.md, On a GPU),
+# bench/results/gpu-<date>-tune.json.
+if [ "${TUNE:-0}" = 1 ]; then
+  tune_graphs=(bench/workloads/{layernorm,log_softmax,residual_layernorm,rmsnorm,softmax,softmax_explicit}.stitch)
+  say "$build_dir/stitch bench (${#tune_graphs[@]} row graphs) --backend cuda --planners stitch --tune"
+  if ! "$build_dir/stitch" bench "${tune_graphs[@]}" --backend cuda --planners stitch --tune \
+    --repeat "$repeat" --warmup "$warmup" --json "$base-tune.json"; then
+    say "warning: stitch bench --backend cuda --tune failed"
+    partial=1
+  fi
 fi
 
 # With MODELS=1: the model graphs of docs/models.md (BERT-base, GPT-2 x12, T5

@@ -19,7 +19,7 @@
 #   GPU_CHECK_LABEL=REGEX     CTest label (default: gpu)
 #   GPU_CHECK_TEST_JOBS=N     ctest -j (default 4; the tests share the one GPU)
 #   GPU_CHECK_TARGETS="a b"   build only these targets (default: everything)
-#   REPEAT, WARMUP, PLANNERS, PEERS   passed on to scripts/gpu-bench.sh
+#   REPEAT, WARMUP, PLANNERS, PEERS, ROW_SCHEDULES, MODELS, TUNE   passed on to scripts/gpu-bench.sh
 #   OUT                       when set (the device tool's output folder), the
 #                             summary, logs and results are copied there (8 files)
 # Exit status: nonzero when the build, the tests or `stitch bench` failed (a
@@ -283,7 +283,7 @@ copy_results() {
   candidates+=(
     "$logs/ctest.log" "$logs/bench.log"
     "bench/results/gpu-$date-stitch.json" "bench/results/gpu-$date-peers.json" "bench/results/gpu-$date-rows.json"
-    "bench/results/gpu-$date-models.json"
+    "bench/results/gpu-$date-models.json" "bench/results/gpu-$date-tune.json"
     # Made again from the two above by bench/peers/combine.py when they do not fit.
     "bench/results/gpu-$date.md" "bench/results/gpu-$date.json" "bench/results/gpu-$date.svg"
   )

@@ -37,10 +37,14 @@ void write_cache_file(const fs::path& p, const std::string& text) {
   if (ec) throw UserError(fmt::format("tuning cache: cannot rename {} to {}: {}", tmp.string(), p.string(), ec.message()));
 }
 
-std::string measured_target_text(const schedule::RowScheduleTarget& t) {
+std::string measured_target_text(const schedule::RowScheduleTarget& t, const std::string& description) {
   return fmt::format("target {} prefetch {} stream_min_bytes {} transpose_tiles {} l1 {} l2 {}\n", t.name(), t.prefetch,
                      t.stream_min_bytes, t.transpose_tiles, t.cpu_l1_bytes, t.cpu_l2_bytes) +
-         runtime::cpu::target_description();
+         description;
+}
+
+std::string measured_target_text(const schedule::RowScheduleTarget& t) {
+  return measured_target_text(t, runtime::cpu::target_description());
 }
 
 }  // namespace stitch::tune

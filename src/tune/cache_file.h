@@ -22,5 +22,7 @@ void write_cache_file(const std::filesystem::path& p, const std::string& text);
 // What a measurement depends on besides the group: the target fields that
 // change the generated code, and the machine (CPU model and ISA flags).
 std::string measured_target_text(const schedule::RowScheduleTarget& t);
+// The same fields, on the machine `description` names (a GPU's measurer).
+std::string measured_target_text(const schedule::RowScheduleTarget& t, const std::string& description);
 
 }  // namespace stitch::tune

@@ -90,23 +90,38 @@ struct Pending {
 
 }  // namespace
 
+Measurer cpu_measurer(runtime::cpu::KernelCache& kernels) {
+  Measurer m;
+  m.machine = schedule::RowScheduleTarget::Machine::Cpu;
+  m.description = runtime::cpu::target_description();
+  // The compiler and machine the kernels are measured with.
+  m.compiler = kernels.key("", runtime::cpu::CompilerOptions{});
+  m.measure = [&kernels](const std::vector<Trial>& trials, const schedule::RowScheduleTarget& target,
+                         const MeasureOptions& options) { return measure_trials(kernels, trials, target, options); };
+  return m;
+}
+
 ScheduleTuner::ScheduleTuner(runtime::cpu::KernelCache& kernels, TuneOptions options)
-    : kernels_(kernels), options_(std::move(options)), directory_(tuning_directory(kernels_, options_.directory)) {}
+    : ScheduleTuner(cpu_measurer(kernels), tuning_directory(kernels, options.directory), options) {}
+
+ScheduleTuner::ScheduleTuner(Measurer measurer, std::filesystem::path directory, TuneOptions options)
+    : measurer_(std::move(measurer)),
+      options_(std::move(options)),
+      directory_(options_.directory.empty() ? std::move(directory) : options_.directory) {}
 
 std::string ScheduleTuner::key() const { return "tuned from " + directory_.string(); }
 
 fs::path ScheduleTuner::entry_path(const Graph& group_graph, const schedule::RowScheduleTarget& target) const {
-  const std::string key = structural_key(group_graph) + measured_target_text(target);
+  const std::string key = structural_key(group_graph) + measured_target_text(target, measurer_.description);
   return directory_ / (runtime::cpu::sha256_hex(key) + ".tune");
 }
 
 std::vector<std::optional<GroupSchedule>> ScheduleTuner::choose(const Graph& g, const FusionPlan& plan,
                                                                const schedule::RowScheduleTarget& target) {
-  STITCH_ASSERT(target.machine == schedule::RowScheduleTarget::Machine::Cpu, "the tuner measures on the CPU");
+  STITCH_ASSERT(target.machine == measurer_.machine, "the tuner measures on the machine it compiles for");
   std::vector<std::optional<GroupSchedule>> out(plan.groups.size());
-  // The compiler and machine the kernels are measured with: a new compiler
-  // makes every entry stale.
-  const std::string compiler = kernels_.key("", runtime::cpu::CompilerOptions{});
+  // A new compiler makes every entry stale.
+  const std::string& compiler = measurer_.compiler;
   std::vector<Pending> pending;
   // Each group's candidates in the plan's own numbering; a choice is taken
   // from them by its position among the group graph's.
@@ -174,7 +189,7 @@ std::vector<std::optional<GroupSchedule>> ScheduleTuner::choose(const Graph& g, 
   for (const Pending& p : pending) {
     for (const GroupSchedule& c : p.candidates) trials.push_back({&p.sub, c});
   }
-  const std::vector<TrialResult> results = measure_trials(kernels_, trials, target, options_.measure);
+  const std::vector<TrialResult> results = measurer_.measure(trials, target, options_.measure);
 
   size_t t = 0;
   for (Pending& p : pending) {

@@ -1,4 +1,4 @@
-// Execution-based tuning of schedules on the CPU (docs/tuning.md;
+// Execution-based tuning of schedules on the CPU or a GPU (docs/tuning.md;
 // FusionStitching 2019 §6, Alg. 3): every group with more than one candidate
 // schedule (lower::schedule_candidates) is compiled once per candidate, all
 // in one translation unit, run on random inputs of its own shapes, checked
@@ -49,9 +49,33 @@ struct TuneStats {
   int changed = 0;      // groups whose choice is not the default
 };
 
+// Where the candidates run and how they are timed: the CPU's kernels
+// (cpu_measurer) or a GPU's (tune/cuda_measure.h).
+struct Measurer {
+  schedule::RowScheduleTarget::Machine machine = schedule::RowScheduleTarget::Machine::Cpu;
+  // The machine the times are of (CPU model and ISA flags, or the GPU): part
+  // of a cache entry's name, so each machine keeps its own choices.
+  std::string description;
+  // What builds the kernels (compiler and its flags): part of an entry's
+  // fingerprint, so a new compiler makes the entry stale.
+  std::string compiler;
+  std::function<std::vector<TrialResult>(const std::vector<Trial>&, const schedule::RowScheduleTarget&,
+                                         const MeasureOptions&)>
+      measure;
+};
+
+// The CPU's: every trial in one translation unit through `kernels`
+// (measure_trials).
+Measurer cpu_measurer(runtime::cpu::KernelCache& kernels);
+
 class ScheduleTuner {
  public:
+  // On the CPU, the choices under "tuning" in the kernel cache's directory
+  // unless options.directory names another.
   explicit ScheduleTuner(runtime::cpu::KernelCache& kernels, TuneOptions options = {});
+  // On `measurer`'s machine, the choices in `directory` (options.directory,
+  // when set, takes precedence).
+  ScheduleTuner(Measurer measurer, std::filesystem::path directory, TuneOptions options = {});
 
   // Per group of `plan`: the chosen schedule, or nullopt to keep the default
   // (a single candidate, a library group, an untunable group).
@@ -70,7 +94,7 @@ class ScheduleTuner {
   std::filesystem::path entry_path(const Graph& group_graph, const schedule::RowScheduleTarget& target) const;
 
  private:
-  runtime::cpu::KernelCache& kernels_;
+  Measurer measurer_;
   TuneOptions options_;
   std::filesystem::path directory_;
   TuneStats stats_;

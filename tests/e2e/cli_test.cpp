@@ -357,6 +357,20 @@ TEST_F(Cli, TunedRunMeasuresOnceThenHitsTheTuningCache) {
   EXPECT_NE(bad.output.find("STITCH_TUNE=yes"), std::string::npos) << bad.output;
 }
 
+// --tune applies to the compiled back ends: the interpreter has no schedule
+// to tune; --backend cuda tunes on the device (docs/tuning.md, On a GPU), so
+// without one it fails as any --backend cuda run does, with exit status 2.
+TEST_F(Cli, TuneNeedsACompiledBackEnd) {
+  const std::string softmax = src("bench/workloads/softmax.stitch") + " --graph softmax_small --random-inputs 3 --tune";
+  Result interp = run_cli("run " + softmax + " --backend interp");
+  EXPECT_EQ(interp.status, 2) << interp.output;
+  EXPECT_NE(interp.output.find("the interpreter has no schedules to tune"), std::string::npos) << interp.output;
+  Result cuda = run_cli("run " + softmax + " --backend cuda", "CUDA_VISIBLE_DEVICES=-1");
+  if (cuda.status == 0) GTEST_SKIP() << "a GPU answered despite CUDA_VISIBLE_DEVICES=-1";
+  EXPECT_EQ(cuda.status, 2) << cuda.output;
+  EXPECT_EQ(cuda.output.find("CPU only"), std::string::npos) << cuda.output;
+}
+
 TEST_F(Cli, CpuBackendRefusesWhatItCannotRunYet) {
   // argmax over a static empty axis does not lower to a CPU kernel
   // (docs/lowering.md, Not supported yet); the interpreter rejects it at run time.

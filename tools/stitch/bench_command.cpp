@@ -121,7 +121,6 @@ void print_header() {
 int bench_command(const std::vector<std::string>& files, const BenchOptions& options) {
   if (options.backend == "cuda") {
     if (options.fresh_outputs) throw UserError("--fresh-outputs: only --backend cpu times fresh outputs");
-    if (options.tune) throw UserError("--tune: schedules are tuned on the CPU only so far; use --backend cpu");
     return bench_cuda_command(files, options);
   }
   if (options.backend != "cpu") {

@@ -140,8 +140,14 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
     for (const Tensor& t : w.inputs) device_inputs.push_back(runtime::cuda::upload(context, t));
     std::vector<const DeviceTensor*> inputs;
     for (const DeviceTensor& t : device_inputs) inputs.push_back(&t);
+    // --tune: each planner untuned, then tuned on this device, side by side ("stitch+tune").
+    std::vector<std::pair<PlannerKind, bool>> variants;
     for (PlannerKind planner : planners) {
-      const std::string planner_text(planner_name(planner));
+      variants.emplace_back(planner, false);
+      if (options.tune) variants.emplace_back(planner, true);
+    }
+    for (const auto& [planner, tuned] : variants) {
+      const std::string planner_text = std::string(planner_name(planner)) + (tuned ? "+tune" : "");
       runtime::cuda::CudaCompileOptions compile_options;
       compile_options.forced_rows = forced;
       std::optional<runtime::cuda::CudaExecutable> exe;
@@ -149,10 +155,14 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
       try {
         ScratchDirectory scratch;
         runtime::cuda::CubinCache cold(scratch.path());
+        // The cold compile measures the schedules; the warm one reads them back.
+        std::unique_ptr<tune::ScheduleTuner> tuner = tuned ? cuda_tuner(true, context, cold, compile_options) : nullptr;
         Clock::time_point start = Clock::now();
         runtime::cuda::CudaExecutable::compile(w.canonical, planner, context, cold, compile_options);
         compile_s = seconds_since(start);
+        if (tuner) report_schedule_tuning(*tuner);
         runtime::cuda::CubinCache warm(scratch.path());
+        std::unique_ptr<tune::ScheduleTuner> warm_tuner = tuned ? cuda_tuner(true, context, warm, compile_options) : nullptr;
         start = Clock::now();
         exe.emplace(runtime::cuda::CudaExecutable::compile(w.canonical, planner, context, warm, compile_options));
         load_s = seconds_since(start);
@@ -193,7 +203,7 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
                 << std::flush;
       json row = timed_row({w.name, planner_text, exe->kernel_count(), bytes_min, plan_bytes, median_s, copy,
                             compile_s, load_s});
-      row.update({{"max_rel_err", max_rel}, {"matches_interpreter", ok}, {"fallback", exe->fallback()}});
+      row.update({{"max_rel_err", max_rel}, {"matches_interpreter", ok}, {"fallback", exe->fallback()}, {"tuned", tuned}});
       results.push_back(std::move(row));
     }
     w.inputs.clear();

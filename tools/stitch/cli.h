@@ -16,6 +16,11 @@
 #include "tune/schedule_tuner.h"
 #include "stitch/graph.h"
 #include "stitch/tensor.h"
+#ifdef STITCH_HAVE_CUDA
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/cubin_cache.h"
+#include "runtime/cuda/cuda_executable.h"
+#endif
 
 namespace stitch::cli {
 
@@ -79,6 +84,9 @@ std::unique_ptr<Tuners> cpu_tuners(bool tune, runtime::cpu::KernelCache& cache, 
 // Two lines on stderr saying what the tuners did (with a warning when a
 // candidate disagreed with the interpreter); their reports under STITCH_DUMP=tune.
 void report_tuning(const Tuners& tuners);
+// The schedule tuner's line (and warning) on stderr; under STITCH_DUMP=tune,
+// `earlier_report` and its report.
+void report_schedule_tuning(const tune::ScheduleTuner& schedules, const std::string& earlier_report = "");
 
 // --backend cuda (cuda_commands.cpp). Each throws UserError (status 2) when
 // this stitch was built without the CUDA toolkit, or when no driver or device
@@ -86,7 +94,17 @@ void report_tuning(const Tuners& tuners);
 void require_cuda_device();
 // Plans, compiles (NVRTC, through the cubin cache) and runs `canonical` on
 // the GPU; the planner as for --backend cpu.
-std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs);
+#ifdef STITCH_HAVE_CUDA
+// --tune with --backend cuda: a schedule tuner measuring on `context`'s
+// device, its choices beside `cubins`, set as options.tuner (which points
+// into it); null when neither `tune` nor STITCH_TUNE asks for one.
+std::unique_ptr<tune::ScheduleTuner> cuda_tuner(bool tune, const std::shared_ptr<runtime::cuda::CudaContext>& context,
+                                                runtime::cuda::CubinCache& cubins,
+                                                runtime::cuda::CudaCompileOptions& options);
+#endif
+// `tune` (or STITCH_TUNE=1): schedules measured on the device (docs/tuning.md, On a GPU).
+std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs,
+                                bool tune);
 // For stitch check: the outputs, and the fallback note ("" when the planner's
 // kernels ran).
 struct BackendRun {

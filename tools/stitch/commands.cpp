@@ -254,7 +254,11 @@ void report_tuning(const Tuners& tuners) {
       "stitch: tuned {} fusion decisions: {} from the tuning cache, {} measured ({} stale, {} corrupt entries), {} not "
       "tunable; {} kernels split back into xla's\n",
       f.contested, f.hits, f.measured, f.stale, f.corrupt, f.untunable, f.split);
-  const tune::TuneStats& s = tuners.schedules.stats();
+  report_schedule_tuning(tuners.schedules, tuners.fusions.report());
+}
+
+void report_schedule_tuning(const tune::ScheduleTuner& schedules, const std::string& earlier_report) {
+  const tune::TuneStats& s = schedules.stats();
   std::cerr << fmt::format(
       "stitch: tuned {} groups with several candidate schedules: {} from the tuning cache, {} measured ({} stale, {} "
       "corrupt entries), {} not tunable; {} differ from the default\n",
@@ -264,9 +268,7 @@ void report_tuning(const Tuners& tuners) {
                              "taken (a bug in Stitch; STITCH_DUMP=tune shows them)\n",
                              s.rejected);
   }
-  if (dump_enabled("tune")) {
-    std::cerr << "// STITCH_DUMP tune\n" << tuners.fusions.report() << tuners.schedules.report();
-  }
+  if (dump_enabled("tune")) std::cerr << "// STITCH_DUMP tune\n" << earlier_report << schedules.report();
 }
 
 PlannerKind executable_planner(const std::string& backend, const std::string& planner) {
@@ -284,7 +286,7 @@ int run_command(const std::string& file, const std::string& graph_name, const st
   ModelInputs model;
   Module m = load_module(file, &model, &spec);
   const Graph& g = select_graph(m, graph_name, file);
-  if (tune && backend != "cpu") throw UserError("--tune: schedules are tuned on the CPU only so far; use --backend cpu");
+  if (tune && backend == "interp") throw UserError("--tune: the interpreter has no schedules to tune; use --backend cpu or cuda");
   if (backend == "cuda") require_cuda_device();
   if (backend != "interp" && backend != "cpu" && backend != "cuda") {
     throw UserError(fmt::format("backend '{}' is not built into this version of stitch; use --backend interp, cpu "
@@ -293,7 +295,7 @@ int run_command(const std::string& file, const std::string& graph_name, const st
   Graph canonical = canonicalize_with_dumps(g);
   std::vector<Tensor> inputs = gather_inputs(canonical, spec, model);
   std::vector<Tensor> results = backend == "cpu"    ? run_on_cpu(canonical, planner, inputs, tune)
-                                : backend == "cuda" ? run_on_cuda(canonical, planner, inputs)
+                                : backend == "cuda" ? run_on_cuda(canonical, planner, inputs, tune)
                                                     : interpret(canonical, inputs);
 
   std::set<std::string> written;

@@ -10,6 +10,7 @@
 #ifdef STITCH_HAVE_CUDA
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cuda_executable.h"
+#include "runtime/cuda/cuda_tuning.h"
 #include "runtime/cuda/device_allocator.h"
 #endif
 
@@ -35,12 +36,28 @@ runtime::cuda::CubinCache& cubin_cache() {
 
 void require_cuda_device() { cuda_context(); }
 
-std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs) {
+std::unique_ptr<tune::ScheduleTuner> cuda_tuner(bool tune, const std::shared_ptr<runtime::cuda::CudaContext>& context,
+                                                runtime::cuda::CubinCache& cubins,
+                                                runtime::cuda::CudaCompileOptions& options) {
+  if (!tune && !tune::tuning_requested_by_environment()) return nullptr;
+  auto tuner = std::make_unique<tune::ScheduleTuner>(runtime::cuda::cuda_measurer(context, cubins),
+                                                     runtime::cuda::cuda_tuning_directory(cubins));
+  tune::ScheduleTuner* t = tuner.get();
+  options.tuner = [t](const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
+    return t->choose(g, plan, target);
+  };
+  return tuner;
+}
+
+std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs,
+                                bool tune) {
   std::shared_ptr<runtime::cuda::CudaContext> context = cuda_context();
   runtime::cuda::CudaCompileOptions options;
   options.dump = stage_dumps();
+  std::unique_ptr<tune::ScheduleTuner> tuner = cuda_tuner(tune, context, cubin_cache(), options);
   runtime::cuda::CudaExecutable exe =
       runtime::cuda::CudaExecutable::compile(canonical, executable_planner("cuda", planner), context, cubin_cache(), options);
+  if (tuner) report_schedule_tuning(*tuner);
   if (dump_enabled("cache")) {
     runtime::cuda::CubinCacheStats s = cubin_cache().stats();
     std::cerr << fmt::format("cubin cache: hits={} misses={}\n", s.hits, s.misses);
@@ -73,7 +90,7 @@ namespace {
 }  // namespace
 
 void require_cuda_device() { no_cuda(); }
-std::vector<Tensor> run_on_cuda(const Graph&, const std::string&, const std::vector<Tensor>&) { no_cuda(); }
+std::vector<Tensor> run_on_cuda(const Graph&, const std::string&, const std::vector<Tensor>&, bool) { no_cuda(); }
 BackendRun check_run_on_cuda(const Graph&, PlannerKind, const std::vector<Tensor>&) { no_cuda(); }
 
 #endif

@@ -11,6 +11,7 @@
 #include "runtime/common/launch_list.h"
 #include "runtime/common/pipeline.h"
 #include "runtime/cpu/cpu_compiler.h"
+#include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/gpu_dot.h"
 #include "runtime/cuda/launch_geometry.h"
 #include "stitch/error.h"
@@ -18,48 +19,6 @@
 #include "stitch/text.h"
 
 namespace stitch::runtime::cuda {
-
-// A loaded cubin, unloaded (in its context) when the last graph using it goes.
-class CudaModule {
- public:
-  CudaModule(std::shared_ptr<CudaContext> context, const std::string& cubin) : context_(std::move(context)) {
-    context_->make_current();
-    const DriverApi& api = context_->api();
-    check(api, api.cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData");
-  }
-  ~CudaModule() {
-    if (!module_) return;
-    context_->make_current();
-    context_->api().cuModuleUnload(module_);
-  }
-  CudaModule(const CudaModule&) = delete;
-  CudaModule& operator=(const CudaModule&) = delete;
-
-  // A kernel may use more than 48 KiB of shared memory only once its limit
-  // is raised; the driver refuses sizes over the device's opt-in maximum.
-  void allow_dynamic_shared(CUfunction f, int64_t bytes) const {
-    const DriverApi& api = context_->api();
-    const int64_t optin = context_->device().shared_bytes_per_block_optin;
-    if (bytes > optin) {
-      throw InternalError(fmt::format("a kernel needs {} bytes of shared memory; {} allows {} per block", bytes,
-                                      context_->device().name, optin),
-                          __FILE__, __LINE__);
-    }
-    check(api, api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
-          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-  }
-
-  CUfunction function(const std::string& name) const {
-    CUfunction f = nullptr;
-    check(context_->api(), context_->api().cuModuleGetFunction(&f, module_, name.c_str()),
-          fmt::format("cuModuleGetFunction({})", name).c_str());
-    return f;
-  }
-
- private:
-  std::shared_ptr<CudaContext> context_;
-  CUmodule module_ = nullptr;
-};
 
 // One entry of the launch list.
 struct CudaStep {
@@ -84,12 +43,6 @@ struct CompiledCudaGraph {
 };
 
 namespace {
-
-// The CUDA emitter declares an arena over kir::kStaticSharedBytes as dynamic
-// shared memory (docs/cuda-backend.md): its size is a launch argument.
-int64_t dynamic_shared_bytes(const kir::Kernel& k) {
-  return k.shared_arena_bytes > kir::kStaticSharedBytes ? k.shared_arena_bytes : 0;
-}
 
 std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, const CudaModule& module) {
   std::vector<CudaStep> steps;
@@ -180,6 +133,7 @@ CudaExecutable CudaExecutable::compile(const Graph& canonical_graph, PlannerKind
   plan_options.max_fusions = resolve_max_fusions(options.plan);
   Compilation c = compilation_of(canonical_graph, planner, plan_options, rows_for(*context, options));
   c.warn = options.warn;
+  c.tuner = options.tuner;
   std::shared_ptr<CudaModule> module;
   std::string emit_error;
   const Backend backend = cuda_backend(context, cache, options, module, emit_error);

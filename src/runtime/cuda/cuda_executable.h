@@ -32,6 +32,9 @@ struct CudaCompileOptions {
   std::optional<schedule::RowScheduleKind> forced_rows;
   int64_t forced_column_groups = 0;
   runtime::StageDump dump;  // the pipeline stages to print (STITCH_DUMP)
+  // Replaces groups' default schedules: the tuner measuring on this device
+  // (runtime/cuda/cuda_tuning.h) or a test's choice. compile() only.
+  runtime::Compilation::Tuner tuner;
   // Where the loud report of a compile failure and its fallback goes; stderr
   // ("stitch: warning: ...") when empty.
   std::function<void(const std::string&)> warn;

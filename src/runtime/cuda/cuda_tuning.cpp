@@ -1,0 +1,230 @@
+#include "runtime/cuda/cuda_tuning.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+
+#include "codegen/cuda/cuda_emitter.h"
+#include "lower/lower_plan.h"
+#include "runtime/cuda/cuda_module.h"
+#include "runtime/cuda/launch_geometry.h"
+#include "stitch/error.h"
+#include "stitch/interpreter.h"
+#include "tensor/compare.h"
+
+namespace stitch::runtime::cuda {
+
+namespace {
+
+// A group graph's random inputs on the device, where every trial of the
+// group writes, and the interpreter's results on the same inputs.
+struct DeviceReference {
+  std::vector<Tensor> inputs;  // host copies, alive until the uploads are done
+  std::vector<Tensor> want;
+  std::vector<DeviceTensor> device_inputs;
+  std::vector<DeviceTensor> device_outputs;
+  std::string problem;  // set when the interpreter rejected the inputs
+};
+
+DeviceReference reference_on(const std::shared_ptr<CudaContext>& context, const Graph& g) {
+  DeviceReference r;
+  uint64_t seed = 0x5eed;  // the CPU measurer's inputs
+  for (ValueId v : g.params()) {
+    Tensor t(g.type(v).dtype, concrete_shape(g.type(v).shape, {}));
+    fill_random(t, seed++);
+    r.inputs.push_back(std::move(t));
+  }
+  try {
+    r.want = interpret(g, r.inputs);
+  } catch (const UserError& e) {
+    r.problem = fmt::format("random inputs are not valid for it ({})", e.what());
+    return r;
+  }
+  for (const Tensor& t : r.inputs) r.device_inputs.push_back(upload(context, t));
+  for (const GraphOutput& o : g.outputs()) {
+    DeviceTensor t;
+    t.dtype = g.type(o.value).dtype;
+    t.shape = concrete_shape(g.type(o.value).shape, {});
+    t.buffer = DeviceBuffer(context, t.nbytes());
+    r.device_outputs.push_back(std::move(t));
+  }
+  context->synchronize();
+  return r;
+}
+
+// Two events on the context's stream, destroyed with it.
+class EventPair {
+ public:
+  explicit EventPair(const CudaContext& context) : api_(context.api()) {
+    check(api_, api_.cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+    check(api_, api_.cuEventCreate(&end_, CU_EVENT_DEFAULT), "cuEventCreate");
+  }
+  ~EventPair() {
+    api_.cuEventDestroy(start_);
+    api_.cuEventDestroy(end_);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+
+  // Seconds between the two events around what `queue` puts on `stream`.
+  template <typename Queue>
+  double time(CUstream stream, const Queue& queue) {
+    check(api_, api_.cuEventRecord(start_, stream), "cuEventRecord");
+    queue();
+    check(api_, api_.cuEventRecord(end_, stream), "cuEventRecord");
+    check(api_, api_.cuEventSynchronize(end_), "cuEventSynchronize");
+    float ms = 0;
+    check(api_, api_.cuEventElapsedTime(&ms, start_, end_), "cuEventElapsedTime");
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+ private:
+  const DriverApi& api_;
+  CUevent start_ = nullptr;
+  CUevent end_ = nullptr;
+};
+
+// One trial's kernel, bound to its group's device buffers.
+struct BoundKernel {
+  CUfunction function = nullptr;
+  kir::Kernel kernel;
+  int64_t blocks = 0;
+  int64_t shared_bytes = 0;
+  std::vector<CUdeviceptr> buffers;
+  std::vector<void*> args;  // into `buffers`; set once `buffers` stops growing
+
+  void launch(const CudaContext& context) {
+    const DriverApi& api = context.api();
+    if (blocks == 0) return;
+    check(api,
+          api.cuLaunchKernel(function, static_cast<unsigned>(blocks), 1, 1,
+                             static_cast<unsigned>(kernel.launch.block_size), 1, 1,
+                             static_cast<unsigned>(shared_bytes), context.stream(), args.data(), nullptr),
+          fmt::format("cuLaunchKernel({})", kernel.name).c_str());
+  }
+};
+
+}  // namespace
+
+std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<CudaContext>& context, CubinCache& cubins,
+                                                        const std::vector<tune::Trial>& trials,
+                                                        const schedule::RowScheduleTarget& target,
+                                                        const tune::MeasureOptions& options) {
+  std::vector<tune::TrialResult> out(trials.size());
+  if (trials.empty()) return out;
+  context->make_current();
+  std::vector<kir::Kernel> kernels;
+  std::vector<lower::GroupSignature> signatures;
+  for (size_t t = 0; t < trials.size(); ++t) {
+    const tune::GroupGraph& sub = *trials[t].group;
+    STITCH_ASSERT(tune::all_static(sub.graph), "measure_trials_on_device: a group graph of static shapes");
+    std::vector<lower::LoweredGroup> l =
+        lower::lower_plan(sub.graph, sub.plan, {trials[t].schedule}, fmt::format("tune_t{}", t), target);
+    STITCH_ASSERT(l.size() == 1 && l[0].kernel, "a trial's schedule lowers: " + trials[t].schedule.describe());
+    STITCH_ASSERT(l[0].signature.symbols.empty(), "a trial of static shapes takes no symbols");
+    signatures.push_back(l[0].signature);
+    kernels.push_back(std::move(*l[0].kernel));
+  }
+  const CudaModule module(context, cubins.load_or_compile(codegen::cuda::emit_cuda_translation_unit(kernels),
+                                                          context->device().arch()));
+
+  // First pass, trial by trial: one launch into the group's outputs, its
+  // results downloaded and checked against the interpreter's.
+  std::map<const tune::GroupGraph*, DeviceReference> references;
+  DeviceBuffer statuses(context, sizeof(int32_t) * trials.size());
+  std::vector<BoundKernel> bound(trials.size());
+  std::vector<size_t> timed;
+  const DriverApi& api = context->api();
+  for (size_t t = 0; t < trials.size(); ++t) {
+    const tune::GroupGraph* group = trials[t].group;
+    auto it = references.find(group);
+    if (it == references.end()) it = references.emplace(group, reference_on(context, group->graph)).first;
+    DeviceReference& ref = it->second;
+    if (!ref.problem.empty()) {
+      out[t].problem = ref.problem;
+      continue;
+    }
+    const Graph& sg = group->graph;
+    std::map<int, size_t> param_index, output_index;
+    for (size_t i = 0; i < sg.params().size(); ++i) param_index[sg.params()[i].index] = i;
+    for (size_t i = 0; i < sg.outputs().size(); ++i) output_index[sg.outputs()[i].value.index] = i;
+    BoundKernel& b = bound[t];
+    b.kernel = kernels[t];
+    b.function = module.function(b.kernel.name);
+    b.shared_bytes = dynamic_shared_bytes(b.kernel);
+    if (b.shared_bytes > 0) module.allow_dynamic_shared(b.function, b.shared_bytes);
+    b.blocks = grid_blocks(b.kernel, {});
+    for (ValueId v : signatures[t].inputs) b.buffers.push_back(ref.device_inputs.at(param_index.at(v.index)).buffer.get());
+    for (ValueId v : signatures[t].outputs) b.buffers.push_back(ref.device_outputs.at(output_index.at(v.index)).buffer.get());
+    const CUdeviceptr status = statuses.get() + sizeof(int32_t) * t;
+    if (signatures[t].status) b.buffers.push_back(status);
+    STITCH_ASSERT(b.buffers.size() == b.kernel.buffers.size(),
+                  fmt::format("trial kernel {}: {} buffers bound for {} parameters", b.kernel.name, b.buffers.size(),
+                              b.kernel.buffers.size()));
+    for (CUdeviceptr& p : b.buffers) b.args.push_back(&p);
+    check(api, api.cuMemsetD8Async(status, 0, sizeof(int32_t), context->stream()), "cuMemsetD8Async");
+    b.launch(*context);
+    context->synchronize();
+    if (signatures[t].status) {
+      int32_t code = 0;
+      check(api, api.cuMemcpyDtoHAsync(&code, status, sizeof(code), context->stream()), "cuMemcpyDtoHAsync");
+      context->synchronize();
+      if (code != 0) {
+        out[t].problem = "the kernel rejected the input";
+        continue;
+      }
+    }
+    for (size_t o = 0; o < ref.device_outputs.size(); ++o) {
+      const Tensor got = download(*context, ref.device_outputs[o]);
+      const std::string diff =
+          compare_with_interpreter(got, ref.want[o], output_allowance(sg, sg.outputs()[o].value, {})).describe();
+      if (!diff.empty()) {
+        out[t].problem = "disagrees with the interpreter: " + diff;
+        out[t].mismatch = true;
+        break;
+      }
+    }
+    if (out[t].problem.empty()) timed.push_back(t);
+  }
+  // Then the timing, in rounds over all trials as on the CPU. A launch is a
+  // few microseconds, so each timing is a batch of launches between two
+  // events; a trial's time is its fastest batch's mean.
+  EventPair events(*context);
+  const int rounds = std::max(1, options.rounds);
+  const int per_batch = std::max(1, (options.min_runs + rounds - 1) / rounds);
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t t : timed) {
+      double total = 0;
+      for (int launches = 0; (launches == 0 || total < options.min_seconds / rounds) && launches < 1000;
+           launches += per_batch) {
+        const double s = events.time(context->stream(), [&] {
+          for (int r = 0; r < per_batch; ++r) bound[t].launch(*context);
+        });
+        out[t].seconds = std::min(out[t].seconds, s / per_batch);
+        total += s;
+      }
+    }
+  }
+  return out;
+}
+
+tune::Measurer cuda_measurer(std::shared_ptr<CudaContext> context, CubinCache& cubins) {
+  tune::Measurer m;
+  m.machine = schedule::RowScheduleTarget::Machine::Gpu;
+  m.description = context->device().summary();
+  // The cubin cache's key of an empty source: NVRTC's version and options
+  // for this architecture.
+  m.compiler = cubins.key("", context->device().arch());
+  m.measure = [context, &cubins](const std::vector<tune::Trial>& trials, const schedule::RowScheduleTarget& target,
+                                 const tune::MeasureOptions& options) {
+    return measure_trials_on_device(context, cubins, trials, target, options);
+  };
+  return m;
+}
+
+std::filesystem::path cuda_tuning_directory(const CubinCache& cubins) { return cubins.directory() / "tuning"; }
+
+}  // namespace stitch::runtime::cuda

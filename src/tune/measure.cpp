@@ -33,16 +33,24 @@ double fastest_of(runtime::cpu::KernelFunction f, std::vector<void*>& buffers, i
   return best;
 }
 
-// A group graph's random inputs and the interpreter's results on them.
-struct Reference {
-  std::vector<Tensor> inputs;
-  std::vector<Tensor> want;
-  std::vector<Tensor> outputs;  // what every trial of the group writes into
-  std::string problem;          // set when the interpreter rejected the inputs
+// A group graph's reference run and the tensors every trial of it writes into.
+struct Reference : ReferenceRun {
+  std::vector<Tensor> outputs;
 };
 
 Reference reference_of(const Graph& g) {
   Reference r;
+  static_cast<ReferenceRun&>(r) = reference_run(g);
+  for (const GraphOutput& o : g.outputs()) {
+    r.outputs.push_back(Tensor::uninitialized(g.type(o.value).dtype, concrete_shape(g.type(o.value).shape, {})));
+  }
+  return r;
+}
+
+}  // namespace
+
+ReferenceRun reference_run(const Graph& g) {
+  ReferenceRun r;
   uint64_t seed = 0x5eed;
   for (ValueId v : g.params()) {
     Tensor t(g.type(v).dtype, concrete_shape(g.type(v).shape, {}));
@@ -54,13 +62,8 @@ Reference reference_of(const Graph& g) {
   } catch (const UserError& e) {
     r.problem = fmt::format("random inputs are not valid for it ({})", e.what());
   }
-  for (const GraphOutput& o : g.outputs()) {
-    r.outputs.push_back(Tensor::uninitialized(g.type(o.value).dtype, concrete_shape(g.type(o.value).shape, {})));
-  }
   return r;
 }
-
-}  // namespace
 
 bool all_static(const Graph& g) {
   for (ValueId p : g.params()) {

@@ -13,6 +13,7 @@
 #include "runtime/cpu/kernel_cache.h"
 #include "schedule/group_schedule.h"
 #include "schedule/select.h"
+#include "stitch/tensor.h"
 #include "tune/group_graph.h"
 
 namespace stitch::tune {
@@ -42,6 +43,16 @@ struct TrialResult {
 
 // Whether every parameter of `g` has a static shape (only those are timed).
 bool all_static(const Graph& g);
+
+// A group graph's random inputs, seeded alike by every measurer, and the
+// interpreter's results on them; `problem` says why there are none when the
+// interpreter rejects the inputs (a gather's indices out of range).
+struct ReferenceRun {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> want;
+  std::string problem;
+};
+ReferenceRun reference_run(const Graph& g);
 
 // One result per trial, in order. Groups whose interpreter run rejects the
 // random inputs (a gather's indices out of range) get that as every trial's

@@ -19,30 +19,17 @@ namespace stitch::runtime::cuda {
 
 namespace {
 
-// A group graph's random inputs on the device, where every trial of the
-// group writes, and the interpreter's results on the same inputs.
-struct DeviceReference {
-  std::vector<Tensor> inputs;  // host copies, alive until the uploads are done
-  std::vector<Tensor> want;
+// A group graph's reference run (tune::reference_run) with its inputs on
+// the device, and the device buffers every trial of the group writes into.
+struct DeviceReference : tune::ReferenceRun {
   std::vector<DeviceTensor> device_inputs;
   std::vector<DeviceTensor> device_outputs;
-  std::string problem;  // set when the interpreter rejected the inputs
 };
 
 DeviceReference reference_on(const std::shared_ptr<CudaContext>& context, const Graph& g) {
   DeviceReference r;
-  uint64_t seed = 0x5eed;  // the CPU measurer's inputs
-  for (ValueId v : g.params()) {
-    Tensor t(g.type(v).dtype, concrete_shape(g.type(v).shape, {}));
-    fill_random(t, seed++);
-    r.inputs.push_back(std::move(t));
-  }
-  try {
-    r.want = interpret(g, r.inputs);
-  } catch (const UserError& e) {
-    r.problem = fmt::format("random inputs are not valid for it ({})", e.what());
-    return r;
-  }
+  static_cast<tune::ReferenceRun&>(r) = tune::reference_run(g);
+  if (!r.problem.empty()) return r;
   for (const Tensor& t : r.inputs) r.device_inputs.push_back(upload(context, t));
   for (const GraphOutput& o : g.outputs()) {
     DeviceTensor t;
@@ -51,7 +38,7 @@ DeviceReference reference_on(const std::shared_ptr<CudaContext>& context, const 
     t.buffer = DeviceBuffer(context, t.nbytes());
     r.device_outputs.push_back(std::move(t));
   }
-  context->synchronize();
+  context->synchronize();  // the host inputs stay alive until the uploads are done
   return r;
 }
 

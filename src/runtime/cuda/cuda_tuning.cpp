@@ -176,12 +176,14 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
     }
     if (out[t].problem.empty()) timed.push_back(t);
   }
-  // Then the timing, in rounds over all trials as on the CPU. A launch is a
-  // few microseconds, so each timing is a batch of launches between two
-  // events; a trial's time is its fastest batch's mean.
+  // Then the timing, in rounds over all trials as on the CPU. A kernel may
+  // take a few microseconds, about what the host takes to submit a launch,
+  // so each timing is a batch of kBatch launches between two events, queued
+  // faster than they run; a trial's time is its fastest batch's mean.
+  constexpr int kBatch = 16;
   EventPair events(*context);
   const int rounds = std::max(1, options.rounds);
-  const int per_batch = std::max(1, (options.min_runs + rounds - 1) / rounds);
+  const int per_batch = std::max(kBatch, (options.min_runs + rounds - 1) / rounds);
   for (int round = 0; round < rounds; ++round) {
     for (size_t t : timed) {
       double total = 0;

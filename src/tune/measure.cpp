@@ -65,6 +65,16 @@ ReferenceRun reference_run(const Graph& g) {
   return r;
 }
 
+SignatureSlots signature_slots(const Graph& g, const lower::GroupSignature& signature) {
+  std::map<int, size_t> param_index, output_index;
+  for (size_t i = 0; i < g.params().size(); ++i) param_index[g.params()[i].index] = i;
+  for (size_t i = 0; i < g.outputs().size(); ++i) output_index[g.outputs()[i].value.index] = i;
+  SignatureSlots slots;
+  for (ValueId v : signature.inputs) slots.inputs.push_back(param_index.at(v.index));
+  for (ValueId v : signature.outputs) slots.outputs.push_back(output_index.at(v.index));
+  return slots;
+}
+
 bool all_static(const Graph& g) {
   for (ValueId p : g.params()) {
     for (const Dim& d : g.type(p).shape) {
@@ -109,11 +119,9 @@ std::vector<TrialResult> measure_trials(runtime::cpu::KernelCache& kernels, cons
       continue;
     }
     const Graph& sg = group->graph;
-    std::map<int, size_t> param_index, output_index;
-    for (size_t i = 0; i < sg.params().size(); ++i) param_index[sg.params()[i].index] = i;
-    for (size_t i = 0; i < sg.outputs().size(); ++i) output_index[sg.outputs()[i].value.index] = i;
-    for (ValueId v : signatures[t].inputs) buffers[t].push_back(ref.inputs.at(param_index.at(v.index)).raw());
-    for (ValueId v : signatures[t].outputs) buffers[t].push_back(ref.outputs.at(output_index.at(v.index)).raw());
+    const SignatureSlots slots = signature_slots(sg, signatures[t]);
+    for (size_t i : slots.inputs) buffers[t].push_back(ref.inputs.at(i).raw());
+    for (size_t o : slots.outputs) buffers[t].push_back(ref.outputs.at(o).raw());
     int32_t& status = statuses.emplace_back(0);
     if (signatures[t].status) buffers[t].push_back(&status);
     const int64_t* no_scalars = nullptr;

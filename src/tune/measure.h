@@ -12,6 +12,7 @@
 
 #include "runtime/cpu/kernel_cache.h"
 #include "schedule/group_schedule.h"
+#include "lower/lower_loop_group.h"
 #include "schedule/select.h"
 #include "stitch/tensor.h"
 #include "tune/group_graph.h"
@@ -53,6 +54,15 @@ struct ReferenceRun {
   std::string problem;
 };
 ReferenceRun reference_run(const Graph& g);
+
+// For each input of a trial kernel's signature, the position of that value
+// among the group graph's parameters; for each output, among its outputs:
+// where the kernel's buffers come from in a ReferenceRun.
+struct SignatureSlots {
+  std::vector<size_t> inputs;
+  std::vector<size_t> outputs;
+};
+SignatureSlots signature_slots(const Graph& group_graph, const lower::GroupSignature& signature);
 
 // One result per trial, in order. Groups whose interpreter run rejects the
 // random inputs (a gather's indices out of range) get that as every trial's

@@ -135,17 +135,15 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
       continue;
     }
     const Graph& sg = group->graph;
-    std::map<int, size_t> param_index, output_index;
-    for (size_t i = 0; i < sg.params().size(); ++i) param_index[sg.params()[i].index] = i;
-    for (size_t i = 0; i < sg.outputs().size(); ++i) output_index[sg.outputs()[i].value.index] = i;
+    const tune::SignatureSlots slots = tune::signature_slots(sg, signatures[t]);
     BoundKernel& b = bound[t];
     b.kernel = kernels[t];
     b.function = module.function(b.kernel.name);
     b.shared_bytes = dynamic_shared_bytes(b.kernel);
     if (b.shared_bytes > 0) module.allow_dynamic_shared(b.function, b.shared_bytes);
     b.blocks = grid_blocks(b.kernel, {});
-    for (ValueId v : signatures[t].inputs) b.buffers.push_back(ref.device_inputs.at(param_index.at(v.index)).buffer.get());
-    for (ValueId v : signatures[t].outputs) b.buffers.push_back(ref.device_outputs.at(output_index.at(v.index)).buffer.get());
+    for (size_t i : slots.inputs) b.buffers.push_back(ref.device_inputs.at(i).buffer.get());
+    for (size_t o : slots.outputs) b.buffers.push_back(ref.device_outputs.at(o).buffer.get());
     const CUdeviceptr status = statuses.get() + sizeof(int32_t) * t;
     if (signatures[t].status) b.buffers.push_back(status);
     STITCH_ASSERT(b.buffers.size() == b.kernel.buffers.size(),

@@ -27,7 +27,7 @@ int dispatch(int argc, char** argv) {
   run->add_option("FILE", file, "a .stitch file or an .onnx model")->required();
   run->add_option("--graph", graph_name, "graph to run (default: the first in the file)");
   run->add_option("--backend", backend, "where to run it (default cpu)")->check(CLI::IsMember({"interp", "cpu", "cuda"}));
-  run->add_option("--planner", planner, "fusion planner (ignored by the interpreter; cpu: none or xla, default xla)")
+  run->add_option("--planner", planner, "fusion planner (ignored by the interpreter; default xla)")
       ->check(CLI::IsMember({"none", "xla", "stitch", "ilp", "greedy"}));
   run->add_option("--input", inputs.bindings, "bind a parameter: NAME=FILE.npy (repeatable)");
   run->add_option("--random-inputs", inputs.seed, "fill unbound parameters with seeded random values")
@@ -36,7 +36,7 @@ int dispatch(int argc, char** argv) {
   run->add_option("--output-dir", output_dir, "write each result to DIR/<name>.npy");
   run->add_flag("--print", print_values, "print the results");
   bool run_tune = false;
-  run->add_flag("--tune", run_tune, "cpu: measure each group's candidate schedules, keep the fastest (cached on disk)");
+  run->add_flag("--tune", run_tune, "measure each group's candidate schedules on the back end's device, keep the fastest (cached on disk; cpu: also contested fusions)");
 
   bool raw = false;
   CLI::App* print = app.add_subcommand("print", "Print a file's graphs in canonical text form");
@@ -101,7 +101,7 @@ int dispatch(int argc, char** argv) {
   bench->add_flag("--fresh-outputs", bench_options.fresh_outputs,
                   "allocate the outputs in every timed run, as a framework does (default: reuse them)");
   bench->add_flag("--tune", bench_options.tune,
-                  "cpu: measure each group's candidate schedules, keep the fastest (cached on disk)");
+                  "also time each planner tuned: candidate schedules measured on the back end's device (cpu: and contested fusions)");
 
   try {
     app.parse(argc, argv);

@@ -293,6 +293,56 @@ TEST(DotEpilogue, AKernelReadingAnEpilogueAndALaterKernelStaysApart) {
   for (int64_t panel_bytes : {int64_t{1}, int64_t{1} << 20}) expect_matches_interpreter(g, panel_bytes, p.kernel_count());
 }
 
+// dot_epilogue_refusal on a loop kernel of everything but the dot `d`: what
+// reads rows of d at other widths may run inside d's call, what mixes rows
+// may not. d is f32[12, 40] (12 rows).
+std::string loop_refusal(const std::string& body, const std::string& params = "") {
+  const Graph g = canonical_graph("graph w(x: f32[12, 48], w: f32[48, 40]" + params + ") {\n  d = dot(x, w)\n" + body +
+                                  "\n}");
+  FusionGroup consumer;
+  consumer.kind = GroupKind::Loop;
+  int dot = -1;
+  for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
+    if (g.nodes()[i].op == OpKind::Dot) {
+      dot = i;
+      continue;
+    }
+    consumer.nodes.push_back(i);
+  }
+  for (const GraphOutput& o : g.outputs()) consumer.roots.push_back(g.value(o.value).producer);
+  std::sort(consumer.roots.begin(), consumer.roots.end());
+  return dot_epilogue_refusal(g, dot, consumer);
+}
+
+TEST(DotEpilogue, LoopKernelsOfOtherWidthsRunInsideOnlyRowByRow) {
+  // Row by row: slices and concats of the last axis, a per-row value
+  // broadcast along it, reshapes, elementwise ops; any root width.
+  EXPECT_EQ(loop_refusal("  y = concat(slice(d, start=[0, 0], stop=[12, 16]), tanh(d), axis=1)\n  return y"), "");
+  EXPECT_EQ(loop_refusal("  s = slice(d, start=[0, 39], stop=[12, 40])\n  y = mul(d, broadcast(s, shape=[12, 40]))\n"
+                         "  return y"),
+            "");
+  EXPECT_EQ(loop_refusal("  y = reshape(exp(d), shape=[12, 4, 10])\n  return y"), "");
+  EXPECT_EQ(loop_refusal("  y = concat(d, v, axis=1)\n  return y", ", v: f32[12, 3]"), "");
+  // Rows mixed or moved: a slice of the leading axis, a concat along it, a
+  // broadcast of one row over all of them, a gather of rows, a transpose.
+  auto refused = [](const std::string& why) {
+    return why.find("other than element by element or row by row") != std::string::npos;
+  };
+  // Rows 0..5 of d: 240 elements, a multiple of the 12 rows, but not row by row.
+  EXPECT_TRUE(refused(loop_refusal("  y = slice(d, start=[0, 0], stop=[6, 40])\n  return y"))) << "leading slice";
+  EXPECT_TRUE(refused(loop_refusal("  y = concat(d, d, axis=0)\n  return y"))) << "leading concat";
+  EXPECT_TRUE(refused(loop_refusal("  r = slice(d, start=[0, 0], stop=[1, 40])\n  y = add(d, broadcast(r, shape=[12, 40]))\n"
+                                   "  return y")))
+      << "one row broadcast";
+  EXPECT_TRUE(refused(loop_refusal("  y = gather(d, i, axis=0)\n  return y", ", i: i32[12]"))) << "gather";
+  EXPECT_NE(loop_refusal("  y = transpose(d, perm=[1, 0])\n  return y").find("transpose"), std::string::npos);
+  // A root that is not rows of d (11 rows of d: 440 elements).
+  EXPECT_NE(loop_refusal("  y = slice(d, start=[1, 0], stop=[12, 40])\n  return y").find("not made of rows"),
+            std::string::npos);
+  EXPECT_NE(loop_refusal("  y = add(d, 1.0)\n  z = mul(v, 2.0)\n  return y, z", ", v: f32[5]").find("not made of rows"),
+            std::string::npos);
+}
+
 TEST(DotEpilogue, TheEnvironmentTurnsThemOff) {
   const Graph g = canonical_graph(kTransformerPieces);
   ASSERT_EQ(::setenv("STITCH_DOT_EPILOGUES", "0", 1), 0);

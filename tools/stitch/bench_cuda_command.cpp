@@ -26,6 +26,7 @@
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
 #include "runtime/cuda/cuda_executable.h"
+#include "runtime/cuda/event_timer.h"
 #endif
 
 namespace stitch::cli {
@@ -41,48 +42,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// A pair of CUDA events per timed run: the device's own clock, so host-side
-// launch overhead that overlaps earlier work is not counted, and a run that
-// leaves the GPU idle between kernels is.
-class EventTimer {
- public:
-  EventTimer(CudaContext& context, int runs) : context_(context) {
-    const auto& api = context.api();
-    events_.resize(2 * static_cast<size_t>(runs));
-    for (CUevent& e : events_) runtime::cuda::check(api, api.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
-  }
-  ~EventTimer() {
-    for (CUevent e : events_) context_.api().cuEventDestroy(e);
-  }
-  EventTimer(const EventTimer&) = delete;
-  EventTimer& operator=(const EventTimer&) = delete;
-
-  // The median seconds of `runs` calls of `work`, after `warmup` untimed ones.
-  template <class F>
-  double median_seconds(int warmup, F&& work) {
-    const auto& api = context_.api();
-    for (int i = 0; i < warmup; ++i) work();
-    const size_t runs = events_.size() / 2;
-    for (size_t i = 0; i < runs; ++i) {
-      runtime::cuda::check(api, api.cuEventRecord(events_[2 * i], context_.stream()), "cuEventRecord");
-      work();
-      runtime::cuda::check(api, api.cuEventRecord(events_[2 * i + 1], context_.stream()), "cuEventRecord");
-    }
-    context_.synchronize();
-    std::vector<double> seconds;
-    for (size_t i = 0; i < runs; ++i) {
-      float ms = 0;
-      runtime::cuda::check(api, api.cuEventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]), "cuEventElapsedTime");
-      seconds.push_back(ms / 1e3);
-    }
-    return median(std::move(seconds));
-  }
-
- private:
-  CudaContext& context_;
-  std::vector<CUevent> events_;
-};
-
 // GB/s of a device-to-device copy moving `bytes` in all: bytes/2 read plus
 // bytes/2 written.
 double copy_gbps(const std::shared_ptr<CudaContext>& context, int64_t bytes, int warmup, int repeat) {
@@ -90,10 +49,10 @@ double copy_gbps(const std::shared_ptr<CudaContext>& context, int64_t bytes, int
   runtime::cuda::DeviceBuffer src(context, half), dst(context, half);
   const auto& api = context->api();
   runtime::cuda::check(api, api.cuMemsetD8Async(src.get(), 1, half, context->stream()), "cuMemsetD8Async");
-  EventTimer timer(*context, repeat);
-  const double s = timer.median_seconds(warmup, [&] {
+  runtime::cuda::EventTimer timer(*context, repeat);
+  const double s = median(timer.seconds_each(warmup, [&] {
     runtime::cuda::check(api, api.cuMemcpyDtoDAsync(dst.get(), src.get(), half, context->stream()), "cuMemcpyDtoDAsync");
-  });
+  }));
   return static_cast<double>(2 * half) / s / 1e9;
 }
 
@@ -191,8 +150,8 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
         }
       }
       if (!ok) ++failures;
-      EventTimer timer(*context, options.repeat);
-      const double median_s = timer.median_seconds(options.warmup, [&] { exe->run_on_device(inputs, outputs); });
+      runtime::cuda::EventTimer timer(*context, options.repeat);
+      const double median_s = median(timer.seconds_each(options.warmup, [&] { exe->run_on_device(inputs, outputs); }));
       const double gbps = static_cast<double>(bytes_min) / median_s / 1e9;
       const int64_t plan_bytes =
           FusionCostModel(bindings).plan_cost(exe->graph(), exe->plan()).bytes_moved();

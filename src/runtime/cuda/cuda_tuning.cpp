@@ -10,6 +10,7 @@
 #include "codegen/cuda/cuda_emitter.h"
 #include "lower/lower_plan.h"
 #include "runtime/cuda/cuda_module.h"
+#include "runtime/cuda/event_timer.h"
 #include "runtime/cuda/launch_geometry.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
@@ -41,38 +42,6 @@ DeviceReference reference_on(const std::shared_ptr<CudaContext>& context, const 
   context->synchronize();  // the host inputs stay alive until the uploads are done
   return r;
 }
-
-// Two events on the context's stream, destroyed with it.
-class EventPair {
- public:
-  explicit EventPair(const CudaContext& context) : api_(context.api()) {
-    check(api_, api_.cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
-    check(api_, api_.cuEventCreate(&end_, CU_EVENT_DEFAULT), "cuEventCreate");
-  }
-  ~EventPair() {
-    api_.cuEventDestroy(start_);
-    api_.cuEventDestroy(end_);
-  }
-  EventPair(const EventPair&) = delete;
-  EventPair& operator=(const EventPair&) = delete;
-
-  // Seconds between the two events around what `queue` puts on `stream`.
-  template <typename Queue>
-  double time(CUstream stream, const Queue& queue) {
-    check(api_, api_.cuEventRecord(start_, stream), "cuEventRecord");
-    queue();
-    check(api_, api_.cuEventRecord(end_, stream), "cuEventRecord");
-    check(api_, api_.cuEventSynchronize(end_), "cuEventSynchronize");
-    float ms = 0;
-    check(api_, api_.cuEventElapsedTime(&ms, start_, end_), "cuEventElapsedTime");
-    return static_cast<double>(ms) * 1e-3;
-  }
-
- private:
-  const DriverApi& api_;
-  CUevent start_ = nullptr;
-  CUevent end_ = nullptr;
-};
 
 // One trial's kernel, bound to its group's device buffers.
 struct BoundKernel {
@@ -179,7 +148,7 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
   // so each timing is a batch of kBatch launches between two events, queued
   // faster than they run; a trial's time is its fastest batch's mean.
   constexpr int kBatch = 16;
-  EventPair events(*context);
+  EventTimer timer(*context, 1);
   const int rounds = std::max(1, options.rounds);
   const int per_batch = std::max(kBatch, (options.min_runs + rounds - 1) / rounds);
   for (int round = 0; round < rounds; ++round) {
@@ -187,9 +156,9 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
       double total = 0;
       for (int launches = 0; (launches == 0 || total < options.min_seconds / rounds) && launches < 1000;
            launches += per_batch) {
-        const double s = events.time(context->stream(), [&] {
+        const double s = timer.seconds_each(0, [&] {
           for (int r = 0; r < per_batch; ++r) bound[t].launch(*context);
-        });
+        })[0];
         out[t].seconds = std::min(out[t].seconds, s / per_batch);
         total += s;
       }

@@ -42,8 +42,9 @@ import combine
 SWEEP_PREFIX = "triton_"
 PEERS = ("torch_eager", "torch_compile", "torch_compile_max_autotune", "jax_jit")
 COMPARISONS = {
-    "fresh": "stitch --fresh-outputs vs the best peer, both with the default allocator (glibc malloc; "
-             "huge pages for stitch's large storage and, where faster, torch's opt-in ones)",
+    "fresh": "stitch --fresh-outputs vs the best peer, both with their default allocator (the peers: glibc "
+             "malloc; stitch: its own huge-page mappings from 4 MiB, jemalloc below; and, where faster, torch's "
+             "opt-in huge pages)",
     "reused": "stitch, outputs reused, vs the best peer, both under jemalloc (LD_PRELOAD)",
 }
 COLOURS = {"fresh": "#ff7f0e", "reused": "#2ca02c"}

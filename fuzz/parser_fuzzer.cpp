@@ -41,6 +41,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       finding("round trip changed a graph", printed + "---\n" + stitch::print_graph(second.graphs[i]));
     }
   }
+  if (first.kernels.size() != second.kernels.size()) finding("printed module lost kernels", printed);
+  for (size_t i = 0; i < first.kernels.size(); ++i) {
+    if (!stitch::same_kernel(first.kernels[i], second.kernels[i])) {
+      finding("round trip changed a kernel", printed + "---\n" + stitch::print_kernel(second.kernels[i]));
+    }
+  }
   std::string again = stitch::print_module(second);
   if (again != printed) finding("print is not a fixed point", printed + "---\n" + again);
   return 0;

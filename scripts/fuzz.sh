@@ -13,6 +13,6 @@ common=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_s
         -artifact_prefix=build-fuzz/)
 echo "fuzz: parser_fuzzer for ${seconds}s"
 build-fuzz/fuzz/parser_fuzzer "${common[@]}" -dict=fuzz/parser.dict \
-  build-fuzz/corpus/parser tests/ir/corpus bench/workloads 2>&1 | tail -n 8
+  build-fuzz/corpus/parser tests/ir/corpus tests/ir/kernels bench/workloads 2>&1 | tail -n 8
 echo "fuzz: npy_fuzzer for ${seconds}s"
 build-fuzz/fuzz/npy_fuzzer "${common[@]}" build-fuzz/corpus/npy tests/tensor/golden 2>&1 | tail -n 8

@@ -8,6 +8,7 @@
 
 #include "stitch/attr.h"
 #include "stitch/error.h"
+#include "stitch/kernel.h"
 #include "stitch/ops.h"
 #include "stitch/shape.h"
 
@@ -93,10 +94,13 @@ class Graph {
   mutable std::unordered_map<std::string, int> next_suffix_;
 };
 
-// A file holds one or more graphs; the first is the entry.
+// A file holds graphs and user kernels (docs/kernel-language.md); the first
+// graph is the entry.
 struct Module {
   std::vector<Graph> graphs;
+  std::vector<UserKernel> kernels;
   const Graph* find(const std::string& name) const;
+  const UserKernel* find_kernel(const std::string& name) const;
 };
 
 }  // namespace stitch

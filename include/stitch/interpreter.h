@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "stitch/graph.h"
+#include "stitch/kernel.h"
 #include "stitch/tensor.h"
 
 namespace stitch {
@@ -28,5 +29,31 @@ SymbolBindings bind_input_types(const Graph& g, const std::vector<InputType>& in
 // per graph output, in order. Data-dependent errors (a gather index out of
 // range, argmax over an empty axis) are UserErrors.
 std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs);
+
+// One argument of a user-kernel call: an array (read, and written in place
+// where the kernel writes it) or a scalar value, converted to the parameter's
+// dtype when it fits exactly enough (docs/kernel-language.md, Calls).
+struct KernelArg {
+  Tensor* array = nullptr;
+  bool is_float = false;
+  double float_value = 0.0;
+  int64_t int_value = 0;
+
+  KernelArg(Tensor& t) : array(&t) {}  // NOLINT: implicit, so a call reads k(x, y, 2.0)
+  KernelArg(double v) : is_float(true), float_value(v) {}  // NOLINT
+  KernelArg(int64_t v) : int_value(v) {}  // NOLINT
+  KernelArg(int v) : int_value(v) {}  // NOLINT
+  KernelArg(bool v) : int_value(v ? 1 : 0) {}  // NOLINT
+};
+
+// Runs `kernel` on `args` (one per parameter) as the reference: each index of
+// the range in row-major order, every op rounded to its dtype as in graphs,
+// a reduction accumulated in double (floats) or wrapping int64. Returns the
+// reduction's value as a 0-d tensor, or an empty tensor for a parallel_for.
+// UserErrors: arguments that do not match the parameters, an index outside
+// an array, and a race (two different indices of the range touching one
+// element where one of them writes it), which compiled code would leave to
+// chance.
+Tensor interpret_kernel(const UserKernel& kernel, const std::vector<KernelArg>& args);
 
 }  // namespace stitch

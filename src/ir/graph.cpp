@@ -103,4 +103,11 @@ const Graph* Module::find(const std::string& name) const {
   return nullptr;
 }
 
+const UserKernel* Module::find_kernel(const std::string& name) const {
+  for (const UserKernel& k : kernels) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
 }  // namespace stitch

@@ -89,6 +89,7 @@ class Lexer {
       t.text = "->";
       return;
     }
+    if (lex_operator(t)) return;
     TokenKind kind;
     switch (c) {
       case '(': kind = TokenKind::LParen; break;
@@ -107,6 +108,29 @@ class Lexer {
     t.kind = kind;
     t.text = std::string(1, c);
     advance();
+  }
+
+  // The operators of kernel bodies (docs/kernel-language.md); two-character
+  // ones first so "<=" is one token.
+  bool lex_operator(Token& t) {
+    static constexpr std::string_view kTwo[] = {"<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/="};
+    for (std::string_view op : kTwo) {
+      if (peek() == op[0] && peek(1) == op[1]) {
+        advance();
+        advance();
+        t.kind = TokenKind::Operator;
+        t.text = std::string(op);
+        return true;
+      }
+    }
+    char c = peek();
+    if (c == '+' || c == '*' || c == '/' || c == '%' || c == '<' || c == '>' || c == '!') {
+      advance();
+      t.kind = TokenKind::Operator;
+      t.text = std::string(1, c);
+      return true;
+    }
+    return false;
   }
 
   // [-] digits [. digits] [(e|E) [+-] digits], or the same starting at '.'.

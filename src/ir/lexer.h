@@ -26,6 +26,7 @@ enum class TokenKind : uint8_t {
   Equals,
   Arrow,     // ->
   Minus,     // a '-' not followed by a digit, as in -inf
+  Operator,  // kernel bodies: + * / % < > <= >= == != && || ! += -= *= /=
   End,
 };
 

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "ir/composites.h"
+#include "ir/kernel_parser.h"
 #include "ir/lexer.h"
 #include "stitch/builder.h"
 #include "stitch/text.h"
@@ -129,16 +130,26 @@ class Parser {
  public:
   Parser(std::vector<Token> tokens, const std::string& file) : toks_(std::move(tokens)), file_(file) {}
 
-  std::vector<GraphAst> parse_graphs() {
+  // Graphs and kernels (docs/kernel-language.md) in file order.
+  std::vector<GraphAst> parse_graphs(std::vector<UserKernel>& kernels) {
     std::vector<GraphAst> graphs;
-    if (at(TokenKind::End)) fail(peek(), "no graph in the input (a file holds one or more 'graph' definitions)");
+    if (at(TokenKind::End)) {
+      fail(peek(), "no graph or kernel in the input (a file holds one or more 'graph' or 'kernel' definitions)");
+    }
+    std::string last;
     while (!at(TokenKind::End)) {
+      if (at_word("kernel")) {
+        kernels.push_back(parse_kernel_tokens(toks_, pos_, file_));
+        last = "kernel '" + kernels.back().name + "'";
+        continue;
+      }
       if (!at_word("graph")) {
-        fail(peek(), graphs.empty() ? fmt::format("expected 'graph', got {}", describe(peek()))
-                                    : fmt::format("expected 'graph' or end of input after graph '{}', got {}",
-                                                  graphs.back().name, describe(peek())));
+        fail(peek(), last.empty() ? fmt::format("expected 'graph' or 'kernel', got {}", describe(peek()))
+                                  : fmt::format("expected 'graph', 'kernel' or end of input after {}, got {}", last,
+                                                describe(peek())));
       }
       graphs.push_back(parse_graph());
+      last = "graph '" + graphs.back().name + "'";
     }
     return graphs;
   }
@@ -580,7 +591,8 @@ class GraphBuild {
 }  // namespace
 
 Module parse_module(const std::string& text, const std::string& file) {
-  std::vector<GraphAst> asts = Parser(tokenize(text, file), file).parse_graphs();
+  Module m;
+  std::vector<GraphAst> asts = Parser(tokenize(text, file), file).parse_graphs(m.kernels);
   std::unordered_map<std::string, SourceLoc> graph_names;
   for (const GraphAst& g : asts) {
     auto [it, fresh] = graph_names.emplace(g.name, g.loc);
@@ -588,7 +600,17 @@ Module parse_module(const std::string& text, const std::string& file) {
       throw UserError(fmt::format("graph '{}' is already defined at line {}", g.name, it->second.line), g.loc);
     }
   }
-  Module m;
+  std::unordered_map<std::string, SourceLoc> kernel_names;
+  for (UserKernel& k : m.kernels) {
+    auto [it, fresh] = kernel_names.emplace(k.name, k.loc);
+    if (!fresh) {
+      throw UserError(fmt::format("kernel '{}' is already defined at line {}", k.name, it->second.line), k.loc);
+    }
+    if (auto g = graph_names.find(k.name); g != graph_names.end()) {
+      throw UserError(fmt::format("'{}' is already defined as a graph at line {}", k.name, g->second.line), k.loc);
+    }
+    check_kernel(k);
+  }
   for (const GraphAst& g : asts) m.graphs.push_back(GraphBuild(g, graph_names).run());
   return m;
 }

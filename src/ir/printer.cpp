@@ -47,6 +47,10 @@ std::string print_module(const Module& m) {
     if (i) out += "\n";
     out += print_graph(m.graphs[i]);
   }
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    if (i || !m.graphs.empty()) out += "\n";
+    out += print_kernel(m.kernels[i]);
+  }
   return out;
 }
 

@@ -43,6 +43,10 @@ struct BufferParam {
   // stores on the CPU, docs/cpu-backend.md, Streaming stores). Never changes
   // a value; an emitter may ignore it.
   bool streaming = false;
+  // Another buffer of the kernel may share storage with this one (user
+  // kernels' arrays, docs/kernel-language.md, Restrict). Graph kernels' buffers
+  // never overlap; a buffer that cannot overlap a written one is __restrict__.
+  bool may_alias = false;
 };
 
 // A scalar passed by value: symbolic extents (i64) so a new batch size does

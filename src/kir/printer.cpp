@@ -130,6 +130,7 @@ std::string print_kernel(const Kernel& k) {
     if (!b.strides.empty()) out += fmt::format(" strides[{}]", join(b.strides));
     out += fmt::format(" {}", access_name(b.access));
     if (b.streaming) out += " streaming";
+    if (b.may_alias) out += " may_alias";
     first = false;
   }
   for (const ScalarParam& s : k.scalars) {

@@ -40,8 +40,8 @@ Kernel rotate_kernel() {
 TEST(CppEmitter, GoldenThreadRegionSplitAtBarrier) {
   EXPECT_EQ(emit_cpp_kernel(rotate_kernel()),
             R"(extern "C" void rotate(void* const* stitch_buffers, const int64_t* stitch_scalars) {
-  const float* const x = static_cast<const float*>(stitch_buffers[0]);
-  float* const y = static_cast<float*>(stitch_buffers[1]);
+  const float* __restrict__ const x = static_cast<const float*>(stitch_buffers[0]);
+  float* __restrict__ const y = static_cast<float*>(stitch_buffers[1]);
   const int64_t N = static_cast<int64_t>(stitch_scalars[0]);
   const int64_t stitch_grid = N;
   #pragma omp parallel for schedule(static)

@@ -329,6 +329,13 @@ int print_command(const std::string& file, const std::string& graph_name, bool c
     if (i) std::cout << "\n";
     std::cout << print_graph(canonical ? canonicalize_with_dumps(*selected[i]) : *selected[i]);
   }
+  // User kernels (docs/kernel-language.md) print after the graphs, as checked.
+  if (graph_name.empty()) {
+    for (size_t i = 0; i < m.kernels.size(); ++i) {
+      if (i || !selected.empty()) std::cout << "\n";
+      std::cout << print_kernel(m.kernels[i]);
+    }
+  }
   return kExitOk;
 }
 

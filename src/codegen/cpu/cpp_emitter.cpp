@@ -54,8 +54,10 @@ class KernelEmitter : private common::SourceWriter {
       check_identifier(b.name);
       const std::string type = storage_type(b.dtype);
       const bool read_only = b.access == kir::Access::Read;
-      line(fmt::format("{0}{1}* const {2} = static_cast<{0}{1}*>(stitch_buffers[{3}]);",
-                       read_only ? "const " : "", type, b.name, i));
+      // __restrict__ where no other buffer can overlap (every graph buffer; user
+      // kernels' arrays the caller proved distinct): loads may move past stores.
+      line(fmt::format("{0}{1}* {4}const {2} = static_cast<{0}{1}*>(stitch_buffers[{3}]);",
+                       read_only ? "const " : "", type, b.name, i, b.may_alias ? "" : "__restrict__ "));
     }
     for (size_t i = 0; i < k_.scalars.size(); ++i) {
       const kir::ScalarParam& s = k_.scalars[i];

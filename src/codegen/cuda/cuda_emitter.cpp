@@ -93,8 +93,9 @@ class KernelEmitter : private common::SourceWriter {
       const bool read_only = b.access == kir::Access::Read;
       // Distinct buffers (the executable never passes overlapping ones), so
       // __restrict__: loads may move past stores and read-only ones take the
-      // non-coherent path.
-      params.push_back(fmt::format("{}{}* __restrict__ {}", read_only ? "const " : "", storage_type(b.dtype), b.name));
+      // non-coherent path. Not where the caller could not prove it.
+      params.push_back(fmt::format("{}{}* {}{}", read_only ? "const " : "", storage_type(b.dtype),
+                                   b.may_alias ? "" : "__restrict__ ", b.name));
     }
     for (const kir::ScalarParam& s : k_.scalars) {
       check_identifier(s.name);

@@ -1,0 +1,264 @@
+// User kernels to the Kernel IR (docs/kernel-language.md, Lowering). The body
+// is already typed, so each statement maps to one KIR statement; what the
+// lowering adds is the loop nest that hands out the range's indices.
+#include "lower/lower_user_kernel.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "kir/kernel_builder.h"
+
+namespace stitch::lower {
+
+namespace {
+
+std::string value_name(const std::string& name) { return "u_" + name; }
+std::string symbol_name(const std::string& name) { return "n_" + name; }
+
+kir::Expr literal(const KernelExprNode& n) {
+  if (is_bool(n.dtype)) return kir::bool_const(n.int_value != 0);
+  if (is_float(n.dtype)) return kir::float_const(n.float_value, n.dtype);
+  return kir::int_const(n.int_value, n.dtype);
+}
+
+class UserKernelLowering {
+ public:
+  UserKernelLowering(const UserKernel& k, const UserKernelShape& shape, const std::string& name)
+      : k_(k), shape_(shape), b_(name) {}
+
+  LoweredUserKernel run() {
+    STITCH_ASSERT(shape_.restrict_array.empty() || shape_.restrict_array.size() == k_.params.size(),
+                  "user kernel lowering: one restrict flag per parameter");
+    declare_params();
+    const size_t rank = k_.range.size();
+    std::vector<kir::Expr> extents;
+    for (const KernelIndex& ix : k_.range) extents.push_back(expr(ix.extent));
+    // Rows: the outer dimensions flattened; each row's innermost extent is cut into chunks of `lanes`.
+    kir::Expr outer = kir::int_const(1);
+    for (size_t d = 0; d + 1 < rank; ++d) outer = outer * extents[d];
+    kir::Expr inner = extents[rank - 1];
+    const int64_t lanes = shape_.lanes;
+    const int64_t rows = shape_.rows_per_block;
+    kir::Expr chunks = (inner + (lanes - 1)) / lanes;
+    kir::Expr row_blocks = (outer + (rows - 1)) / rows;
+    kir::Expr grid = row_blocks * chunks;
+    const bool reduce = k_.is_reduction();
+    if (reduce) {
+      acc_dtype_ = k_.result_dtype == DType::f16 || k_.result_dtype == DType::bf16 ? DType::f32 : k_.result_dtype;
+      b_.buffer_param("partials", acc_dtype_, {grid}, kir::Access::Write);
+    }
+    b_.launch(grid, 1);
+    b_.grid("blk", grid, [&](const kir::Expr& blk) {
+      kir::Expr row_block = b_.let("row_block", blk / chunks);
+      kir::Expr chunk = b_.let("chunk", blk % chunks);
+      if (reduce) {
+        b_.local_array("acc", acc_dtype_, lanes);
+        b_.loop("init_lane", kir::int_const(lanes), kir::LoopLevel::Vector,
+                [&](const kir::Expr& lane) { b_.store("acc", {lane}, identity()); });
+      }
+      b_.serial("r", kir::int_const(rows), [&](const kir::Expr& r) {
+        kir::Expr row = b_.let("row", row_block * rows + r);
+        b_.if_then(kir::op(OpKind::Lt, {row, outer}), [&] {
+          // The outer indices of this row, innermost of them first.
+          kir::Expr rest = row;
+          for (size_t d = rank - 1; d-- > 0;) {
+            if (d == 0) {
+              b_.let(value_name(k_.range[d].name), rest);
+            } else {
+              b_.let(value_name(k_.range[d].name), rest % extents[d]);
+              rest = b_.let(fmt::format("rest{}", d), rest / extents[d]);
+            }
+          }
+          b_.loop("lane", kir::int_const(lanes), kir::LoopLevel::Vector, [&](const kir::Expr& lane) {
+            lane_ = lane;
+            kir::Expr last = b_.let(value_name(k_.range[rank - 1].name), chunk * lanes + lane);
+            b_.if_then(kir::op(OpKind::Lt, {last, inner}), [&] { block(k_.body); });
+          });
+        });
+      });
+      if (reduce) {
+        kir::Expr total = b_.let("total", identity());
+        b_.serial("sum_lane", kir::int_const(lanes),
+                  [&](const kir::Expr& lane) { b_.assign(total, combine(total, b_.load("acc", {lane}))); });
+        b_.store("partials", {blk}, total);
+      }
+    });
+    LoweredUserKernel out;
+    out.kernel = b_.finish();
+    out.accumulator_dtype = acc_dtype_;
+    for (size_t i = 0, buffer = 0; i < k_.params.size(); ++i) {
+      if (!k_.params[i].is_array) continue;
+      bool restricted = !shape_.restrict_array.empty() && shape_.restrict_array[i];
+      out.kernel.buffers[buffer++].may_alias = !restricted;
+    }
+    return out;
+  }
+
+ private:
+  void declare_params() {
+    for (const KernelParam& p : k_.params) {
+      if (!p.is_array) continue;
+      std::vector<kir::Expr> shape;
+      for (const Dim& d : p.shape) {
+        shape.push_back(d.is_static() ? kir::int_const(d.extent()) : kir::var(symbol_name(d.name())));
+      }
+      kir::Access access = p.access == ArrayAccess::Write       ? kir::Access::Write
+                           : p.access == ArrayAccess::ReadWrite ? kir::Access::ReadWrite
+                                                                : kir::Access::Read;
+      b_.buffer_param(user_buffer_name(p.name), p.dtype, std::move(shape), access);
+    }
+    for (const KernelParam& p : k_.params) {
+      if (!p.is_array) b_.scalar_param(value_name(p.name), p.dtype);
+    }
+    for (const std::string& s : k_.symbols()) b_.scalar_param(symbol_name(s), DType::i64);
+  }
+
+  kir::Expr identity() const {
+    if (k_.reduction == KernelReduction::Sum) {
+      return is_float(acc_dtype_) ? kir::float_const(0.0, acc_dtype_) : kir::int_const(0, acc_dtype_);
+    }
+    bool max = k_.reduction == KernelReduction::Max;
+    if (is_float(acc_dtype_)) {
+      double inf = std::numeric_limits<double>::infinity();
+      return kir::float_const(max ? -inf : inf, acc_dtype_);
+    }
+    int64_t lo = acc_dtype_ == DType::i8 ? INT8_MIN : acc_dtype_ == DType::i32 ? INT32_MIN : INT64_MIN;
+    int64_t hi = acc_dtype_ == DType::i8 ? INT8_MAX : acc_dtype_ == DType::i32 ? INT32_MAX : INT64_MAX;
+    return kir::int_const(max ? lo : hi, acc_dtype_);
+  }
+
+  kir::Expr combine(const kir::Expr& a, const kir::Expr& v) const {
+    OpKind op = k_.reduction == KernelReduction::Sum ? OpKind::Add
+                : k_.reduction == KernelReduction::Max ? OpKind::Max
+                                                       : OpKind::Min;
+    return kir::op(op, {a, v});
+  }
+
+  void block(const std::vector<KStmt>& body) {
+    scopes_.emplace_back();
+    for (const KStmt& s : body) stmt(s);
+    scopes_.pop_back();
+  }
+
+  // KIR names are unique in a kernel; the language lets sibling blocks reuse
+  // a name, so each definition gets its own (u_j, u_j_2, ...).
+  std::string define(const std::string& name) {
+    int& count = defined_[name];
+    ++count;
+    std::string kir_name = count == 1 ? value_name(name) : fmt::format("{}_{}", value_name(name), count);
+    scopes_.back()[name] = kir_name;
+    return kir_name;
+  }
+
+  std::string resolve(const std::string& name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto found = it->find(name);
+      if (found != it->end()) return found->second;
+    }
+    return value_name(name);  // parameters and range indices
+  }
+
+  void stmt(const KStmt& s) {
+    switch (s.kind) {
+      case KernelStmtKind::Let: {
+        kir::Expr v = expr(s.value);
+        b_.let(define(s.name), v);
+        return;
+      }
+      case KernelStmtKind::Assign: {
+        kir::Expr v = expr(s.value);
+        b_.assign(kir::var(resolve(s.name), v.dtype()), v);
+        return;
+      }
+      case KernelStmtKind::Store: {
+        std::vector<kir::Expr> index;
+        for (const KExpr& i : s.index) index.push_back(expr(i));
+        b_.store(user_buffer_name(s.name), std::move(index), expr(s.value));
+        return;
+      }
+      case KernelStmtKind::If:
+        b_.if_then(expr(s.value), [&] { block(s.body); },
+                   s.else_body.empty() ? kir::KernelBuilder::BodyFn{} : [&] { block(s.else_body); });
+        return;
+      case KernelStmtKind::For: {
+        kir::Expr extent = expr(s.value);
+        scopes_.emplace_back();
+        b_.serial(define(s.name), extent, [&](const kir::Expr&) { block(s.body); });
+        scopes_.pop_back();
+        return;
+      }
+      case KernelStmtKind::Yield: {
+        kir::Expr v = expr(s.value);
+        if (v.dtype() != acc_dtype_) v = kir::cast(v, acc_dtype_);
+        b_.store("acc", {lane_}, combine(b_.load("acc", {lane_}), v));
+        return;
+      }
+    }
+  }
+
+  kir::Expr expr(const KExpr& e) const {
+    const KernelExprNode& n = e.node();
+    STITCH_ASSERT(n.typed, "user kernel lowering: untyped expression (kernel not checked)");
+    switch (n.kind) {
+      case KernelExprKind::Literal: return literal(n);
+      case KernelExprKind::Name: {
+        const KernelParam* p = k_.find_param(n.name);
+        bool symbol = p == nullptr && is_symbol(n.name);
+        return kir::var(symbol ? symbol_name(n.name) : resolve(n.name), n.dtype);
+      }
+      case KernelExprKind::Load: {
+        std::vector<kir::Expr> index;
+        for (const KExpr& i : n.operands) index.push_back(expr(i));
+        return kir::load(user_buffer_name(n.name), n.dtype, std::move(index));
+      }
+      case KernelExprKind::Op: {
+        std::vector<kir::Expr> operands;
+        for (const KExpr& o : n.operands) operands.push_back(expr(o));
+        if (n.op == OpKind::Cast) return kir::cast(operands[0], n.cast_to);
+        return kir::make_op_unchecked(n.op, n.dtype, std::move(operands));
+      }
+    }
+    STITCH_ASSERT(false, "unhandled kernel expression");
+  }
+
+  bool is_symbol(const std::string& name) const {
+    for (const std::string& s : k_.symbols()) {
+      if (s == name) return true;
+    }
+    return false;
+  }
+
+  const UserKernel& k_;
+  const UserKernelShape& shape_;
+  kir::KernelBuilder b_;
+  DType acc_dtype_ = DType::f32;
+  kir::Expr lane_;
+  std::vector<std::map<std::string, std::string>> scopes_;
+  std::map<std::string, int> defined_;
+};
+
+}  // namespace
+
+std::string user_buffer_name(const std::string& name) { return "a_" + name; }
+
+UserKernelShape user_kernel_shape(const std::vector<int64_t>& extents) {
+  UserKernelShape s;
+  int64_t inner = extents.empty() ? 1 : extents.back();
+  // A power of two from 16 to 1024 lanes that covers the innermost extent, so
+  // a short row does not leave most of a 1024-lane chunk idle.
+  s.lanes = std::clamp<int64_t>(static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(inner, 1)))), 16, 1024);
+  s.rows_per_block = extents.size() > 1 ? std::max<int64_t>(1, 1024 / s.lanes) : 1;
+  return s;
+}
+
+LoweredUserKernel lower_user_kernel_cpu(const UserKernel& kernel, const UserKernelShape& shape,
+                                        const std::string& kir_name) {
+  return UserKernelLowering(kernel, shape, kir_name).run();
+}
+
+}  // namespace stitch::lower

@@ -1,0 +1,49 @@
+// Lowering a checked user kernel to the Kernel IR (docs/kernel-language.md,
+// Lowering), so it is emitted, compiled and cached like any fused group.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kir/kernel.h"
+#include "stitch/kernel.h"
+
+namespace stitch::lower {
+
+struct UserKernelShape {
+  // Lanes of the innermost range dimension one vector loop covers, and rows
+  // of the outer dimensions one grid block runs: chosen from the extents of
+  // the call (user_kernel_shape), so a kernel is specialised to a bucket of
+  // sizes, not to the sizes themselves.
+  int64_t lanes = 1024;
+  int64_t rows_per_block = 1;
+  // One flag per parameter (arrays only): the argument shares no storage
+  // with another array argument the kernel writes, so its pointer is
+  // __restrict__.
+  std::vector<bool> restrict_array;
+};
+
+// A shape for a call whose range has these extents (outermost first).
+UserKernelShape user_kernel_shape(const std::vector<int64_t>& extents);
+
+// The calling convention: buffers are the array parameters in order, then,
+// for a reduction, `partials` (one value per grid block, in the accumulator
+// dtype, combined by the caller); scalars are the scalar parameters in order,
+// then the shape symbols in UserKernel::symbols() order (i64).
+struct LoweredUserKernel {
+  kir::Kernel kernel;
+  DType accumulator_dtype = DType::f32;  // reductions: what `partials` holds
+};
+
+// The CPU form: grid blocks over rows of the outer dimensions and chunks of
+// the innermost, each chunk a vector loop; a reduction keeps one accumulator
+// per lane and writes the block's combined value to partials[block].
+LoweredUserKernel lower_user_kernel_cpu(const UserKernel& kernel, const UserKernelShape& shape,
+                                        const std::string& kir_name);
+
+// Names of the generated code for a user name: user names are prefixed so
+// they never meet the lowering's own (blk, lane, row, acc).
+std::string user_buffer_name(const std::string& name);
+
+}  // namespace stitch::lower

@@ -1,0 +1,170 @@
+// User-kernel calls on the CPU: see user_kernel_call.h.
+#include "runtime/cpu/user_kernel_call.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <mutex>
+
+#include "codegen/cpu/cpp_emitter.h"
+#include "interp/kernel_binding.h"
+#include "interp/rounding.h"
+#include "interp/scalar_semantics.h"
+
+namespace stitch::runtime::cpu {
+
+namespace {
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  if (a.nbytes() == 0 || b.nbytes() == 0) return false;
+  const std::byte* a0 = a.raw();
+  const std::byte* b0 = b.raw();
+  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+bool writes(ArrayAccess a) { return a == ArrayAccess::Write || a == ArrayAccess::ReadWrite; }
+
+// What decides a compiled kernel's bytes besides the kernel's text.
+std::string shape_key(const lower::UserKernelShape& s) {
+  std::string key = fmt::format("lanes={} rows={} restrict=", s.lanes, s.rows_per_block);
+  for (bool r : s.restrict_array) key += r ? '1' : '0';
+  return key;
+}
+
+std::mutex g_compiled_mutex;
+// Compiled kernels of this process, by cache directory, kernel text and shape.
+std::map<std::string, std::shared_ptr<const CompiledUserKernel>>& compiled_kernels() {
+  static std::map<std::string, std::shared_ptr<const CompiledUserKernel>> m;
+  return m;
+}
+
+std::string memory_key(const UserKernel& k, const lower::UserKernelShape& s, const KernelCache& cache) {
+  return cache.directory().string() + "\n" + print_kernel(k) + shape_key(s);
+}
+
+}  // namespace
+
+std::vector<bool> restrict_flags(const UserKernel& k, const std::vector<KernelArg>& args) {
+  std::vector<bool> flags(k.params.size(), false);
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (!k.params[i].is_array) continue;
+    bool distinct = true;
+    for (size_t j = 0; j < k.params.size() && distinct; ++j) {
+      if (j == i || !k.params[j].is_array) continue;
+      bool written = writes(k.params[i].access) || writes(k.params[j].access);
+      if (written && overlaps(*args[i].array, *args[j].array)) distinct = false;
+    }
+    flags[i] = distinct;
+  }
+  return flags;
+}
+
+std::vector<std::shared_ptr<const CompiledUserKernel>> CompiledUserKernel::compile_batch(
+    const std::vector<UserKernel>& kernels, const std::vector<lower::UserKernelShape>& shapes, KernelCache& cache) {
+  STITCH_ASSERT(kernels.size() == shapes.size(), "compile_batch: one shape per kernel");
+  std::vector<std::shared_ptr<CompiledUserKernel>> out;
+  std::vector<kir::Kernel> kirs;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    auto c = std::make_shared<CompiledUserKernel>();
+    std::string name = kernels.size() == 1 ? "uk_" + kernels[i].name : fmt::format("uk{}_{}", i, kernels[i].name);
+    c->lowered_ = lower::lower_user_kernel_cpu(kernels[i], shapes[i], name);
+    c->shape_ = shapes[i];
+    kirs.push_back(c->lowered_.kernel);
+    out.push_back(std::move(c));
+  }
+  std::string source = codegen::cpu::emit_cpp_translation_unit(kirs);
+  auto module = std::make_shared<CpuModule>(cache.load_or_compile(source));
+  std::vector<std::shared_ptr<const CompiledUserKernel>> result;
+  for (auto& c : out) {
+    c->source_ = source;
+    c->module_ = module;
+    result.push_back(std::move(c));
+  }
+  return result;
+}
+
+std::shared_ptr<const CompiledUserKernel> CompiledUserKernel::compile(const UserKernel& kernel,
+                                                                      const lower::UserKernelShape& shape,
+                                                                      KernelCache& cache) {
+  std::string key = memory_key(kernel, shape, cache);
+  {
+    std::lock_guard<std::mutex> lock(g_compiled_mutex);
+    auto it = compiled_kernels().find(key);
+    if (it != compiled_kernels().end()) return it->second;
+  }
+  std::shared_ptr<const CompiledUserKernel> c = compile_batch({kernel}, {shape}, cache).front();
+  std::lock_guard<std::mutex> lock(g_compiled_mutex);
+  return compiled_kernels().emplace(key, c).first->second;
+}
+
+Tensor CompiledUserKernel::run(const UserKernel& k, const std::vector<KernelArg>& args) const {
+  interp::KernelBinding b = interp::bind_kernel(k, args);
+  std::vector<Tensor*> buffers;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (k.params[i].is_array) buffers.push_back(args[i].array);
+  }
+  std::vector<int64_t> scalars;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (k.params[i].is_array) continue;
+    const interp::WideScalar& s = b.scalars[i];
+    scalars.push_back(is_float(s.dtype) ? scalar_slot_f64(s.f) : scalar_slot(s.i));
+  }
+  for (const std::string& s : k.symbols()) scalars.push_back(scalar_slot(b.symbols.at(s)));
+  if (!k.is_reduction()) {
+    if (b.index_count > 0) run_kernel(*module_, lowered_.kernel, buffers, scalars);
+    return Tensor();
+  }
+  // The grid is the lowering's: rows over `rows_per_block`, times chunks of `lanes`.
+  const lower::UserKernelShape& shape = shape_;
+  int64_t outer = 1;
+  for (size_t d = 0; d + 1 < b.extents.size(); ++d) outer *= b.extents[d];
+  int64_t inner = b.extents.back();
+  int64_t blocks = ((outer + shape.rows_per_block - 1) / shape.rows_per_block) * ((inner + shape.lanes - 1) / shape.lanes);
+  Tensor partials(lowered_.accumulator_dtype, {blocks});
+  buffers.push_back(&partials);
+  if (blocks > 0) run_kernel(*module_, lowered_.kernel, buffers, scalars);
+  Tensor result(k.result_dtype, {});
+  if (is_float(k.result_dtype)) {
+    double acc = k.reduction == KernelReduction::Sum ? 0.0
+                 : k.reduction == KernelReduction::Max ? -std::numeric_limits<double>::infinity()
+                                                       : std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < blocks; ++i) {
+      double v = partials.get_f64(i);
+      acc = k.reduction == KernelReduction::Sum ? acc + v
+            : k.reduction == KernelReduction::Max ? interp::scalar::maximum(acc, v)
+                                                  : interp::scalar::minimum(acc, v);
+    }
+    result.set_f64(0, interp::round_to_float_dtype(acc, k.result_dtype));
+    return result;
+  }
+  int64_t acc = 0;
+  if (k.reduction != KernelReduction::Sum) {
+    acc = k.reduction == KernelReduction::Max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+  }
+  for (int64_t i = 0; i < blocks; ++i) {
+    int64_t v = partials.get_i64(i);
+    acc = k.reduction == KernelReduction::Sum ? interp::scalar::wrapping_add(acc, v)
+          : k.reduction == KernelReduction::Max ? std::max(acc, v)
+                                                : std::min(acc, v);
+  }
+  if (blocks == 0 && k.reduction != KernelReduction::Sum) {
+    // The empty range's identity in the result dtype, as the interpreter gives.
+    int64_t lo = k.result_dtype == DType::i8 ? INT8_MIN : k.result_dtype == DType::i32 ? INT32_MIN : INT64_MIN;
+    int64_t hi = k.result_dtype == DType::i8 ? INT8_MAX : k.result_dtype == DType::i32 ? INT32_MAX : INT64_MAX;
+    acc = k.reduction == KernelReduction::Max ? lo : hi;
+  }
+  result.set_i64(0, acc);
+  return result;
+}
+
+Tensor run_user_kernel(const UserKernel& kernel, const std::vector<KernelArg>& args, KernelCache& cache) {
+  interp::KernelBinding b = interp::bind_kernel(kernel, args);
+  lower::UserKernelShape shape = lower::user_kernel_shape(b.extents);
+  shape.restrict_array = restrict_flags(kernel, args);
+  return CompiledUserKernel::compile(kernel, shape, cache)->run(kernel, args);
+}
+
+}  // namespace stitch::runtime::cpu

@@ -1,0 +1,241 @@
+// User kernels lowered to the Kernel IR and run on the CPU, against the
+// reference interpreter: every construct of the language, 1-D to 3-D ranges,
+// reductions of each kind, and calls whose arrays alias.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "interp/kernel_binding.h"
+#include "kir/verifier.h"
+#include "runtime/cpu/user_kernel_call.h"
+#include "tensor/compare.h"
+#include "stitch/text.h"
+
+namespace stitch {
+namespace {
+
+constexpr const char* kCorpus = R"(
+kernel saxpy(a: f32, x: f32[n], y: f32[n]) over i < n {
+  y[i] = a * x[i] + y[i]
+}
+kernel dot(x: f32[n], y: f32[n]) -> sum f32 over i < n {
+  yield x[i] * y[i]
+}
+kernel maxabs(x: f64[n, m]) -> max f64 over i < n, j < m {
+  yield abs(x[i, j])
+}
+kernel transpose(a: f32[n, m], b: f32[m, n]) over i < n, j < m {
+  b[j, i] = a[i, j]
+}
+kernel jacobi(a: f64[n], b: f64[n]) over i < n - 2 {
+  b[i + 1] = 0.33333 * (a[i] + a[i+1] + a[i + 2])
+}
+kernel rowsum(a: f32[n, m], out: f32[n]) over i < n {
+  let s: f32 = 0
+  for j < m {
+    s += a[i, j]
+  }
+  out[i] = s
+}
+kernel clampint(x: i32[n], lo: i32) over i < n {
+  if x[i] < lo {
+    x[i] = lo
+  } else if x[i] > 5 {
+    x[i] = 5 - x[i] % 3
+  }
+}
+kernel count(x: f32[n]) -> sum i64 over i < n {
+  if x[i] > 0.5 {
+    yield 1
+  }
+}
+kernel narrow(x: f16[n], y: bf16[n], z: f32[n], w: f16[n]) over i < n {
+  z[i] = f32(x[i]) * f32(y[i]) + exp(f32(x[i]))
+  w[i] = x[i] * x[i] - f16(1.5)
+}
+kernel syrk(alpha: f64, beta: f64, C: f64[N, N], A: f64[N, M]) over i < N {
+  for j < i + 1 {
+    C[i, j] *= beta
+  }
+  for k < M {
+    for j < i + 1 {
+      C[i, j] += alpha * A[i, k] * A[j, k]
+    }
+  }
+}
+kernel minval(x: i8[n]) -> min i8 over i < n {
+  yield x[i]
+}
+kernel cube(a: f32[p, q, r], b: f32[p, q, r]) over i < p, j < q, k < r {
+  b[i, j, k] = a[i, j, k] * f32(i + j * k) + select(a[i, j, k] > 0.0, 1.0, -1.0)
+}
+kernel flags(x: f32[n], f: bool[n]) over i < n {
+  f[i] = x[i] > 0.0 && !(x[i] > 1.0) || isnan(x[i])
+}
+kernel halfsum(x: f16[n]) -> sum f16 over i < n {
+  yield x[i]
+}
+)";
+
+struct Call {
+  std::string kernel;
+  std::vector<std::vector<int64_t>> shapes;  // one per array parameter, in order
+  std::vector<double> scalars;               // one per scalar parameter, in order
+};
+
+std::vector<Call> calls() {
+  return {
+      {"saxpy", {{1000}, {1000}}, {1.5}},
+      {"saxpy", {{3}, {3}}, {-2.0}},
+      {"dot", {{10007}, {10007}}, {}},
+      {"dot", {{0}, {0}}, {}},
+      {"maxabs", {{37, 129}}, {}},
+      {"transpose", {{33, 65}, {65, 33}}, {}},
+      {"jacobi", {{2050}, {2050}}, {}},
+      {"rowsum", {{50, 77}, {50}}, {}},
+      {"clampint", {{999}}, {-3}},
+      {"count", {{4099}}, {}},
+      {"narrow", {{515}, {515}, {515}, {515}}, {}},
+      {"syrk", {{40, 40}, {40, 9}}, {0.5, 1.5}},
+      {"minval", {{3001}}, {}},
+      {"minval", {{0}}, {}},
+      {"cube", {{3, 5, 7}, {3, 5, 7}}, {}},
+      {"cube", {{2, 1, 2000}, {2, 1, 2000}}, {}},
+      {"flags", {{1031}, {1031}}, {}},
+      {"halfsum", {{64}}, {}},
+  };
+}
+
+// The tolerance of docs/testing.md: transcendental math may differ by a few
+// ulps, and a float reduction of n terms is summed in another order.
+ErrorAllowance allowance(const UserKernel& k, int64_t index_count) {
+  ErrorAllowance a;
+  a.transcendental = print_kernel(k).find("exp(") != std::string::npos;
+  if (k.is_reduction() && is_float(k.result_dtype)) a.reduction_length = index_count;
+  return a;
+}
+
+class UserKernelCpu : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    Module m = parse_module(kCorpus, "corpus.stitch");
+    module_ = new Module(std::move(m));
+    dir_ = std::filesystem::temp_directory_path() / ("stitch-user-kernel-" + std::to_string(::getpid()));
+    cache_ = new runtime::cpu::KernelCache(dir_);
+  }
+  static void TearDownTestSuite() {
+    delete cache_;
+    delete module_;
+    std::filesystem::remove_all(dir_);
+  }
+
+  static std::vector<Tensor> arguments(const UserKernel& k, const Call& c, uint64_t seed) {
+    std::vector<Tensor> arrays;
+    size_t a = 0;
+    for (const KernelParam& p : k.params) {
+      if (!p.is_array) continue;
+      arrays.emplace_back(p.dtype, c.shapes.at(a++));
+      fill_random(arrays.back(), seed++);
+    }
+    return arrays;
+  }
+
+  static std::vector<KernelArg> bind(const UserKernel& k, const Call& c, std::vector<Tensor>& arrays) {
+    std::vector<KernelArg> args;
+    size_t a = 0;
+    size_t s = 0;
+    for (const KernelParam& p : k.params) {
+      if (p.is_array) {
+        args.emplace_back(arrays.at(a++));
+      } else if (is_float(p.dtype)) {
+        args.emplace_back(c.scalars.at(s++));
+      } else {
+        args.emplace_back(static_cast<int64_t>(c.scalars.at(s++)));
+      }
+    }
+    return args;
+  }
+
+  static Module* module_;
+  static std::filesystem::path dir_;
+  static runtime::cpu::KernelCache* cache_;
+};
+
+Module* UserKernelCpu::module_ = nullptr;
+std::filesystem::path UserKernelCpu::dir_;
+runtime::cpu::KernelCache* UserKernelCpu::cache_ = nullptr;
+
+TEST_F(UserKernelCpu, EveryCallMatchesTheInterpreter) {
+  const std::vector<Call> all = calls();
+  // One translation unit for the whole suite (one compiler run).
+  std::vector<UserKernel> kernels;
+  std::vector<lower::UserKernelShape> shapes;
+  for (const Call& c : all) {
+    const UserKernel& k = *module_->find_kernel(c.kernel);
+    std::vector<Tensor> arrays = arguments(k, c, 1);
+    std::vector<KernelArg> args = bind(k, c, arrays);
+    lower::UserKernelShape shape = lower::user_kernel_shape(interp::bind_kernel(k, args).extents);
+    shape.restrict_array = runtime::cpu::restrict_flags(k, args);
+    kernels.push_back(k);
+    shapes.push_back(shape);
+  }
+  auto compiled = runtime::cpu::CompiledUserKernel::compile_batch(kernels, shapes, *cache_);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Call& c = all[i];
+    const UserKernel& k = kernels[i];
+    SCOPED_TRACE(c.kernel + " " + std::to_string(i));
+    EXPECT_TRUE(kir::verify_kernel(compiled[i]->kir()).empty());
+    std::vector<Tensor> want_arrays = arguments(k, c, 100 + i);
+    std::vector<Tensor> got_arrays = want_arrays;
+    std::vector<KernelArg> want_args = bind(k, c, want_arrays);
+    std::vector<KernelArg> got_args = bind(k, c, got_arrays);
+    Tensor want = interpret_kernel(k, want_args);
+    Tensor got = compiled[i]->run(k, got_args);
+    const ErrorAllowance a = allowance(k, interp::bind_kernel(k, want_args).index_count);
+    if (k.is_reduction()) {
+      TensorComparison r = compare_with_interpreter(got, want, a);
+      EXPECT_TRUE(r.ok) << r.describe();
+    }
+    for (size_t j = 0; j < want_arrays.size(); ++j) {
+      TensorComparison r = compare_with_interpreter(got_arrays[j], want_arrays[j], a);
+      EXPECT_TRUE(r.ok) << "array " << j << ": " << r.describe();
+    }
+  }
+}
+
+TEST_F(UserKernelCpu, AliasedArraysAreNotRestrictAndStillMatch) {
+  const UserKernel& k = *module_->find_kernel("saxpy");
+  Tensor x(DType::f32, {4096});
+  fill_random(x, 5);
+  Tensor y = x;
+  std::vector<KernelArg> aliased = {KernelArg(2.0), KernelArg(x), KernelArg(x)};
+  EXPECT_EQ(runtime::cpu::restrict_flags(k, aliased), (std::vector<bool>{false, false, false}));
+  Tensor z(DType::f32, {4096});
+  std::vector<KernelArg> distinct = {KernelArg(2.0), KernelArg(z), KernelArg(y)};
+  EXPECT_EQ(runtime::cpu::restrict_flags(k, distinct), (std::vector<bool>{false, true, true}));
+  Tensor want = x;
+  interpret_kernel(k, {2.0, want, want});
+  runtime::cpu::run_user_kernel(k, aliased, *cache_);
+  TensorComparison r = compare_with_interpreter(x, want, ErrorAllowance{});
+  EXPECT_TRUE(r.ok) << r.describe();
+}
+
+TEST_F(UserKernelCpu, ASecondCallOfTheSameShapeReusesTheCompiledKernel) {
+  const UserKernel& k = *module_->find_kernel("dot");
+  Tensor x(DType::f32, {100});
+  Tensor y(DType::f32, {100});
+  runtime::cpu::run_user_kernel(k, {x, y}, *cache_);
+  runtime::cpu::CacheStats before = cache_->stats();
+  Tensor x2(DType::f32, {120});
+  Tensor y2(DType::f32, {120});
+  runtime::cpu::run_user_kernel(k, {x2, y2}, *cache_);
+  runtime::cpu::CacheStats after = cache_->stats();
+  EXPECT_EQ(after.misses, before.misses);
+  EXPECT_EQ(after.hits, before.hits);  // found in memory, not even on disk
+}
+
+}  // namespace
+}  // namespace stitch

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <unordered_map>
 
 #include "interp/kernel_binding.h"
@@ -331,6 +332,45 @@ WideScalar reduction_identity(const UserKernel& k) {
   return s;
 }
 
+// An extent made of symbols, i64 scalars, literals, sums, differences and
+// products, evaluated without the evaluator's tables: recording a lazy call
+// binds its range, and must cost well under a microsecond. Anything else
+// returns false and goes through the evaluator.
+bool simple_extent(const UserKernel& k, const KernelBinding& b, const KExpr& e, int64_t* out) {
+  const KernelExprNode& n = e.node();
+  switch (n.kind) {
+    case KernelExprKind::Literal:
+      if (n.dtype != DType::i64) return false;
+      *out = n.int_value;
+      return true;
+    case KernelExprKind::Name: {
+      if (auto it = b.symbols.find(n.name); it != b.symbols.end()) {
+        *out = it->second;
+        return true;
+      }
+      for (size_t p = 0; p < k.params.size(); ++p) {
+        if (k.params[p].name == n.name && !k.params[p].is_array && k.params[p].dtype == DType::i64) {
+          *out = b.scalars[p].i;
+          return true;
+        }
+      }
+      return false;
+    }
+    case KernelExprKind::Load: return false;
+    case KernelExprKind::Op: break;
+  }
+  if (n.dtype != DType::i64 || n.operands.size() != 2) return false;
+  int64_t x = 0;
+  int64_t y = 0;
+  if (!simple_extent(k, b, n.operands[0], &x) || !simple_extent(k, b, n.operands[1], &y)) return false;
+  switch (n.op) {
+    case OpKind::Add: *out = scalar::wrapping_add(x, y); return true;
+    case OpKind::Sub: *out = scalar::wrapping_sub(x, y); return true;
+    case OpKind::Mul: *out = scalar::wrapping_mul(x, y); return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 KernelBinding bind_kernel(const UserKernel& k, const std::vector<KernelArg>& args) {
@@ -372,10 +412,14 @@ KernelBinding bind_kernel(const UserKernel& k, const std::vector<KernelArg>& arg
       }
     }
   }
-  Evaluator ev(k, scalar_env(k, b));
+  std::unique_ptr<Evaluator> ev;
   b.index_count = 1;
   for (const KernelIndex& ix : k.range) {
-    int64_t e = ev.eval(ix.extent).i;
+    int64_t e = 0;
+    if (!simple_extent(k, b, ix.extent, &e)) {
+      if (!ev) ev = std::make_unique<Evaluator>(k, scalar_env(k, b));
+      e = ev->eval(ix.extent).i;
+    }
     if (e < 0) throw UserError(fmt::format("kernel '{}': the range of '{}' has negative extent {}", k.name, ix.name, e));
     b.extents.push_back(e);
     if (e != 0 && b.index_count > std::numeric_limits<int64_t>::max() / e) {

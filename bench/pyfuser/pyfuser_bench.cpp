@@ -1,0 +1,387 @@
+// stitch_bench_pyfuser: the PyFuser paper's subjects (bench/pyfuser/subjects.stitch)
+// written with the public C++ API (stitch/lazy.h), each run unfused (the same
+// trace, one kernel per call) and fused, side by side in one process
+// (docs/lazy.md; results under bench/results/pyfuser-*).
+//
+//   stitch_bench_pyfuser [--repeat N] [--subjects a,b,...] [--json FILE] [--scale S]
+//
+// Per subject: one warm-up program per mode (compiles), then N timed programs
+// per mode, alternating modes; the median of each. A program is the subject's
+// calls and the reads that end it. Reported: calls and kernels per program,
+// the speedup, tracing + analysis time as a share of the fused run, recording
+// cost per call, and the largest difference of any array between the modes.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "stitch/lazy.h"
+#include "stitch/text.h"
+
+namespace {
+
+using stitch::Array;
+using stitch::DType;
+using stitch::KernelRef;
+using stitch::LazyRuntime;
+using stitch::Tensor;
+
+std::map<std::string, KernelRef> g_kernels;
+
+const KernelRef& k(const std::string& name) { return g_kernels.at(name); }
+
+Tensor filled(DType dtype, std::vector<int64_t> shape, const std::function<double(int64_t)>& value) {
+  Tensor t(dtype, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (dtype == DType::i64) {
+      t.set_i64(i, static_cast<int64_t>(value(i)));
+    } else {
+      t.set_f64(i, value(i));
+    }
+  }
+  return t;
+}
+
+Tensor random_f64(std::vector<int64_t> shape, uint64_t seed) {
+  Tensor t(DType::f64, std::move(shape));
+  stitch::fill_random(t, seed);
+  return t;
+}
+
+// A subject: its arrays (made in a runtime), and a program over them.
+struct Subject {
+  std::string name;
+  std::string size;  // for the report
+  std::function<std::vector<Array>(LazyRuntime&, int64_t scale)> setup;
+  std::function<void(LazyRuntime&, std::vector<Array>&, int64_t scale)> program;
+};
+
+std::vector<Subject> subjects() {
+  std::vector<Subject> s;
+  s.push_back({"babelstream", "3 x 2^22 f64, 10 iterations",
+               [](LazyRuntime& rt, int64_t sc) {
+                 int64_t n = (int64_t{1} << 22) / sc;
+                 return std::vector<Array>{rt.array(filled(DType::f64, {n}, [](int64_t) { return 0.1; })),
+                                           rt.array(filled(DType::f64, {n}, [](int64_t) { return 0.2; })),
+                                           rt.zeros(DType::f64, {n})};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 for (int it = 0; it < 10; ++it) {
+                   rt.call(k("stream_copy"), {a[0], a[2]});
+                   rt.call(k("stream_mul"), {0.4, a[1], a[2]});
+                   rt.call(k("stream_add"), {a[0], a[1], a[2]});
+                   rt.call(k("stream_triad"), {0.4, a[0], a[1], a[2]});
+                   (void)rt.reduce(k("stream_dot"), {a[0], a[1]}).to_double();
+                 }
+               }});
+  s.push_back({"nstream", "3 x 2^22 f64, 50 iterations",
+               [](LazyRuntime& rt, int64_t sc) {
+                 int64_t n = (int64_t{1} << 22) / sc;
+                 return std::vector<Array>{rt.zeros(DType::f64, {n}),
+                                           rt.array(filled(DType::f64, {n}, [](int64_t) { return 2.0; })),
+                                           rt.array(filled(DType::f64, {n}, [](int64_t) { return 2.0; }))};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 for (int it = 0; it < 50; ++it) rt.call(k("nstream"), {3.0, a[0], a[1], a[2]});
+                 (void)a[0].to_host();
+               }});
+  s.push_back({"transpose", "2 x 1024^2 f64, 50 iterations",
+               [](LazyRuntime& rt, int64_t sc) {
+                 int64_t n = 1024 / sc;
+                 return std::vector<Array>{rt.array(filled(DType::f64, {n, n}, [](int64_t i) { return static_cast<double>(i); })),
+                                           rt.zeros(DType::f64, {n, n})};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 for (int it = 0; it < 50; ++it) rt.call(k("transpose"), {a[0], a[1]});
+                 (void)a[1].to_host();
+               }});
+  s.push_back({"gups", "table 2^22 i64, stream 2^20, 8 iterations",
+               [](LazyRuntime& rt, int64_t sc) {
+                 int64_t n = (int64_t{1} << 22) / sc;
+                 return std::vector<Array>{rt.array(filled(DType::i64, {n / 4}, [](int64_t i) { return static_cast<double>(i); })),
+                                           rt.array(filled(DType::i64, {n}, [](int64_t i) { return static_cast<double>(i); }))};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 for (int it = 0; it < 8; ++it) {
+                   rt.call(k("gups_stream"), {a[0]});
+                   rt.call(k("gups_update"), {int64_t{it}, a[0], a[1]});
+                 }
+                 (void)a[1].to_host();
+               }});
+  s.push_back({"jacobi_1d", "2 x 2^20 f64, 20 steps",
+               [](LazyRuntime& rt, int64_t sc) {
+                 int64_t n = (int64_t{1} << 20) / sc;
+                 return std::vector<Array>{rt.array(random_f64({n}, 1)), rt.array(random_f64({n}, 2))};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 for (int t = 0; t < 20; ++t) {
+                   rt.call(k("jacobi_b"), {a[0], a[1]});
+                   rt.call(k("jacobi_a"), {a[0], a[1]});
+                 }
+                 (void)a[0].to_host();
+               }});
+  s.push_back({"fdtd_2d", "3 x 1000 x 1200 f64, 10 steps",
+               [](LazyRuntime& rt, int64_t sc) {
+                 int64_t nx = 1000 / sc;
+                 int64_t ny = 1200 / sc;
+                 return std::vector<Array>{rt.array(random_f64({nx, ny}, 3)), rt.array(random_f64({nx, ny}, 4)),
+                                           rt.array(random_f64({nx, ny}, 5)), rt.array(random_f64({10}, 6))};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 for (int t = 0; t < 10; ++t) {
+                   rt.call(k("fdtd_ey0"), {int64_t{t}, a[3], a[1]});
+                   rt.call(k("fdtd_ey"), {a[1], a[2]});
+                   rt.call(k("fdtd_ex"), {a[0], a[2]});
+                   rt.call(k("fdtd_hz"), {a[0], a[1], a[2]});
+                 }
+                 (void)a[2].to_host();
+               }});
+  s.push_back({"mvt", "2000 x 2000 f64",
+               [](LazyRuntime& rt, int64_t sc) {
+                 int64_t n = 2000 / sc;
+                 return std::vector<Array>{rt.array(random_f64({n}, 7)), rt.array(random_f64({n}, 8)),
+                                           rt.array(random_f64({n}, 9)), rt.array(random_f64({n}, 10)),
+                                           rt.array(random_f64({n, n}, 11))};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 rt.call(k("mvt_x1"), {a[0], a[4], a[2]});
+                 rt.call(k("mvt_x2"), {a[1], a[4], a[3]});
+                 rt.flush();
+               }});
+  s.push_back({"syrk", "C 600 x 600, A 600 x 500 f64",
+               [](LazyRuntime& rt, int64_t sc) {
+                 return std::vector<Array>{rt.array(random_f64({600 / sc, 600 / sc}, 12)), rt.array(random_f64({600 / sc, 500 / sc}, 13))};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 rt.call(k("syrk_scale"), {1.2, a[0]});
+                 rt.call(k("syrk_update"), {1.5, a[0], a[1]});
+                 (void)a[0].to_host();
+               }});
+  s.push_back({"syr2k", "C 500 x 500, A, B 500 x 400 f64",
+               [](LazyRuntime& rt, int64_t sc) {
+                 return std::vector<Array>{rt.array(random_f64({500 / sc, 500 / sc}, 14)), rt.array(random_f64({500 / sc, 400 / sc}, 15)),
+                                           rt.array(random_f64({500 / sc, 400 / sc}, 16))};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 rt.call(k("syrk_scale"), {1.2, a[0]});
+                 rt.call(k("syr2k_update"), {1.5, a[0], a[1], a[2]});
+                 (void)a[0].to_host();
+               }});
+  s.push_back({"covariance", "data 600 x 500 f64",
+               [](LazyRuntime& rt, int64_t sc) {
+                 int64_t n = 600 / sc;
+                 int64_t m = 500 / sc;
+                 return std::vector<Array>{rt.array(random_f64({n, m}, 17)), rt.zeros(DType::f64, {m}), rt.zeros(DType::f64, {m, m})};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 double n = static_cast<double>(a[0].shape()[0]);
+                 rt.call(k("cov_mean"), {n, a[0], a[1]});
+                 rt.call(k("cov_center"), {a[0], a[1]});
+                 rt.call(k("cov_cov"), {n, a[0], a[2]});
+                 (void)a[2].to_host();
+               }});
+  s.push_back({"adi", "4 x 500 x 500 f64, 5 steps",
+               [](LazyRuntime& rt, int64_t sc) {
+                 int64_t n = 500 / sc;
+                 return std::vector<Array>{rt.array(filled(DType::f64, {n, n}, [n](int64_t i) {
+                                             return static_cast<double>((i / n) + n - (i % n)) / static_cast<double>(n);
+                                           })),
+                                           rt.zeros(DType::f64, {n, n}), rt.zeros(DType::f64, {n, n}), rt.zeros(DType::f64, {n, n})};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 const double n = static_cast<double>(a[0].shape()[0]);
+                 const int steps = 5;
+                 // NPBench's coefficients.
+                 const double dx = 1.0 / n, dy = 1.0 / n, dt = 1.0 / steps;
+                 const double mul1 = 2.0 * dt / (dx * dx), mul2 = 1.0 * dt / (dy * dy);
+                 const double ca = -mul1 / 2.0, cb = 1.0 + mul1, cc = ca, cd = -mul2 / 2.0, ce = 1.0 + mul2, cf = cd;
+                 for (int t = 0; t < steps; ++t) {
+                   rt.call(k("adi_col"), {ca, cb, cc, cd, cf, a[0], a[1], a[2], a[3]});
+                   rt.call(k("adi_row"), {ca, cc, cd, ce, cf, a[0], a[1], a[2], a[3]});
+                 }
+                 (void)a[0].to_host();
+               }});
+  s.push_back({"gaussian_nb", "X 200000 x 16 f64, 4 classes",
+               [](LazyRuntime& rt, int64_t sc) {
+                 int64_t samples = 200000 / sc;
+                 return std::vector<Array>{rt.array(filled(DType::i64, {samples}, [](int64_t i) { return static_cast<double>((i * 7) % 4); })),
+                                           rt.array(random_f64({samples, 16}, 18)), rt.zeros(DType::f64, {4, 16}),
+                                           rt.zeros(DType::f64, {4, 16}),
+                                           rt.array(filled(DType::f64, {4}, [](int64_t) { return 0.25; })),
+                                           rt.zeros(DType::f64, {samples, 4}), rt.zeros(DType::i64, {samples})};
+               },
+               [](LazyRuntime& rt, std::vector<Array>& a, int64_t) {
+                 rt.call(k("gnb_mean"), {a[0], a[1], a[2]});
+                 rt.call(k("gnb_var"), {a[0], a[1], a[2], a[3]});
+                 rt.call(k("gnb_jll"), {a[1], a[2], a[3], a[4], a[5]});
+                 rt.call(k("gnb_predict"), {a[5], a[6]});
+                 (void)a[6].to_host();
+               }});
+  return s;
+}
+
+double max_difference(const Tensor& a, const Tensor& b) {
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double x = a.get_f64(i);
+    double y = b.get_f64(i);
+    if (std::isnan(x) && std::isnan(y)) continue;
+    worst = std::max(worst, std::fabs(x - y) / (1.0 + std::fabs(y)));
+  }
+  return worst;
+}
+
+struct ModeRun {
+  double median_seconds = 0;
+  stitch::LazyStats per_program;  // of one timed program
+  double overhead_share = 0;      // (record + analysis) / wall time, over the timed programs
+};
+
+std::string g_cache_dir;
+
+stitch::LazyOptions options(stitch::LazyOptions::Mode mode) {
+  stitch::LazyOptions o;
+  o.mode = mode;
+  o.cache_dir = g_cache_dir;
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeat = 5;
+  int64_t scale = 1;
+  std::string only;
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "stitch_bench_pyfuser: %s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--repeat") {
+      repeat = std::stoi(value());
+    } else if (arg == "--subjects") {
+      only = "," + value() + ",";
+    } else if (arg == "--json") {
+      json_path = value();
+    } else if (arg == "--scale") {
+      scale = std::stoll(value());
+    } else if (arg == "--cache-dir") {
+      g_cache_dir = value();
+    } else {
+      std::fprintf(stderr, "stitch_bench_pyfuser: unknown argument %s\n", arg.c_str());
+      return 2;
+    }
+  }
+  try {
+    for (stitch::UserKernel& kernel : stitch::parse_file(STITCH_SOURCE_DIR "/bench/pyfuser/subjects.stitch").kernels) {
+      std::string name = kernel.name;
+      g_kernels[name] = std::make_shared<const stitch::UserKernel>(std::move(kernel));
+    }
+    std::ostringstream json;
+    json << "{\n  \"repeat\": " << repeat << ",\n  \"scale\": " << scale << ",\n  \"subjects\": [\n";
+    std::printf("| subject | size | calls | kernels unfused | kernels fused | unfused ms | fused ms | speedup | "
+                "record us/call | tracing+analysis | max diff |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    bool first = true;
+    std::vector<double> speedups;
+    for (const Subject& s : subjects()) {
+      if (!only.empty() && only.find("," + s.name + ",") == std::string::npos) continue;
+      // Correctness first: one program from the same inputs in each mode.
+      LazyRuntime check_unfused(options(stitch::LazyOptions::Mode::Unfused));
+      LazyRuntime check_fused(options(stitch::LazyOptions::Mode::Fused));
+      std::vector<Array> au = s.setup(check_unfused, scale);
+      std::vector<Array> af = s.setup(check_fused, scale);
+      s.program(check_unfused, au, scale);
+      s.program(check_fused, af, scale);
+      double diff = 0;
+      for (size_t i = 0; i < au.size(); ++i) diff = std::max(diff, max_difference(af[i].to_host(), au[i].to_host()));
+      // Timed: alternate the modes, one program each, after those warm-ups.
+      std::map<int, std::vector<double>> times;
+      LazyRuntime unfused(options(stitch::LazyOptions::Mode::Unfused));
+      LazyRuntime fused(options(stitch::LazyOptions::Mode::Fused));
+      std::vector<Array> tu = s.setup(unfused, scale);
+      std::vector<Array> tf = s.setup(fused, scale);
+      s.program(unfused, tu, scale);
+      s.program(fused, tf, scale);
+      const stitch::LazyStats u0 = unfused.stats();
+      const stitch::LazyStats f0 = fused.stats();
+      double fused_wall = 0;
+      for (int r = 0; r < repeat; ++r) {
+        for (int m = 0; m < 2; ++m) {
+          LazyRuntime& rt = m == 0 ? unfused : fused;
+          std::vector<Array>& arrays = m == 0 ? tu : tf;
+          auto start = std::chrono::steady_clock::now();
+          s.program(rt, arrays, scale);
+          double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          times[m].push_back(t);
+          if (m == 1) fused_wall += t;
+        }
+      }
+      for (auto& [m, v] : times) std::sort(v.begin(), v.end());
+      const double tu_med = times[0][times[0].size() / 2];
+      const double tf_med = times[1][times[1].size() / 2];
+      const stitch::LazyStats& u1 = unfused.stats();
+      const stitch::LazyStats& f1 = fused.stats();
+      const double calls = static_cast<double>(f1.calls - f0.calls) / repeat;
+      const double kernels_unfused = static_cast<double>(u1.kernels - u0.kernels) / repeat;
+      const double kernels_fused = static_cast<double>(f1.kernels - f0.kernels) / repeat;
+      const double record = (f1.record_seconds - f0.record_seconds) / static_cast<double>(f1.calls - f0.calls);
+      const double overhead = ((f1.record_seconds - f0.record_seconds) + (f1.analysis_seconds - f0.analysis_seconds)) / fused_wall;
+      const double speedup = tu_med / tf_med;
+      speedups.push_back(speedup);
+      std::printf("| %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.2f | %.3f | %.3f%% | %.1e |\n", s.name.c_str(),
+                  s.size.c_str(), calls, kernels_unfused, kernels_fused, tu_med * 1e3, tf_med * 1e3, speedup, record * 1e6,
+                  overhead * 100, diff);
+      std::fflush(stdout);
+      json << (first ? "" : ",\n") << "    {\"name\": \"" << s.name << "\", \"size\": \"" << s.size << "\", \"calls\": " << calls
+           << ", \"kernels_unfused\": " << kernels_unfused << ", \"kernels_fused\": " << kernels_fused
+           << ", \"partitions_fused\": " << static_cast<double>(f1.partitions - f0.partitions) / repeat
+           << ", \"unfused_seconds\": " << tu_med << ", \"fused_seconds\": " << tf_med << ", \"speedup\": " << speedup
+           << ", \"record_seconds_per_call\": " << record << ", \"tracing_analysis_share\": " << overhead
+           << ", \"max_difference\": " << diff << "}";
+      first = false;
+    }
+    double log_sum = 0;
+    for (double x : speedups) log_sum += std::log(x);
+    double geomean = speedups.empty() ? 0 : std::exp(log_sum / static_cast<double>(speedups.size()));
+    std::printf("\ngeometric-mean speedup: %.2f over %zu subjects\n", geomean, speedups.size());
+    // Recording alone: batches of 1,000 nstream calls (four arguments) on
+    // small arrays, each batch then run unfused, which is not timed here.
+    double record_per_call = 0;
+    {
+      LazyRuntime rt(options(stitch::LazyOptions::Mode::Unfused));
+      std::vector<Array> a = {rt.zeros(DType::f64, {64}), rt.zeros(DType::f64, {64}), rt.zeros(DType::f64, {64})};
+      std::vector<double> per_batch;
+      for (int batch = 0; batch < 21; ++batch) {
+        const double before = rt.stats().record_seconds;
+        auto start = std::chrono::steady_clock::now();
+        for (int c = 0; c < 1000; ++c) rt.call(k("nstream"), {3.0, a[0], a[1], a[2]});
+        double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        (void)before;
+        per_batch.push_back(wall / 1000);
+        rt.flush();
+      }
+      std::sort(per_batch.begin(), per_batch.end());
+      record_per_call = per_batch[per_batch.size() / 2];
+    }
+    std::printf("recording: %.3f us per call (median of 21 batches of 1,000 calls, wall time of the call() loop)\n",
+                record_per_call * 1e6);
+    json << "\n  ],\n  \"geomean_speedup\": " << geomean << ",\n  \"record_seconds_per_call\": " << record_per_call
+         << "\n}\n";
+    if (!json_path.empty()) std::ofstream(json_path) << json.str();
+  } catch (const stitch::UserError& e) {
+    std::fprintf(stderr, "stitch_bench_pyfuser: %s\n", e.formatted().c_str());
+    return 2;
+  }
+  return 0;
+}

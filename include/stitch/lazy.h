@@ -1,0 +1,124 @@
+// Lazy arrays and traced user-kernel calls (docs/lazy.md), PyFuser's model in
+// C++: calls are recorded, not run. Reading an array to the host, reading a
+// reduction's value, or flush() takes what the read depends on from the trace
+// (a trace partition), fuses it where the safety check allows and the cost
+// model gains, compiles it (cached by structure) and runs it. Results equal
+// running every call at once, in order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stitch/kernel.h"
+#include "stitch/tensor.h"
+
+namespace stitch {
+
+namespace lazy {
+class Trace;
+struct ArrayState;
+struct ScalarState;
+}  // namespace lazy
+
+struct LazyOptions {
+  enum class Mode : uint8_t {
+    Fused,    // record, then fuse each partition (the default)
+    Unfused,  // record, then run each call as its own kernel (the baseline)
+    Eager,    // run each call when it is made, no trace
+    Reference // run each call in the reference interpreter at once (slow; for tests)
+  };
+  Mode mode = Mode::Fused;
+  std::string cache_dir;  // the kernel cache's directory; empty: the default one
+};
+
+// Where time went (docs/lazy.md, Overheads).
+struct LazyStats {
+  int64_t calls = 0;             // calls recorded
+  int64_t partitions = 0;        // trace partitions run
+  int64_t kernels = 0;           // kernel launches (fused or not)
+  int64_t plan_cache_hits = 0;   // partitions whose fusion plan and kernels were found by structure
+  double record_seconds = 0;     // inside call() and reduce()
+  double analysis_seconds = 0;   // partitioning, safety checks, cost model, fused-kernel building
+  double compile_seconds = 0;    // lowering, code generation, the compiler, loading
+  double run_seconds = 0;        // inside kernels
+};
+
+class LazyRuntime;
+
+// A lazy array: storage the runtime owns, written in place by calls.
+class Array {
+ public:
+  Array() = default;
+  bool valid() const { return state_ != nullptr; }
+  DType dtype() const;
+  const std::vector<int64_t>& shape() const;
+  // Runs what this array's value depends on, then copies it out.
+  Tensor to_host() const;
+
+ private:
+  friend class LazyRuntime;
+  friend class lazy::Trace;
+  std::shared_ptr<lazy::ArrayState> state_;
+};
+
+// The future value of a reduction call.
+class Scalar {
+ public:
+  Scalar() = default;
+  bool valid() const { return state_ != nullptr; }
+  // Runs what the value depends on; a 0-d tensor of the reduction's dtype.
+  Tensor value() const;
+  double to_double() const;
+
+ private:
+  friend class LazyRuntime;
+  friend class lazy::Trace;
+  std::shared_ptr<lazy::ScalarState> state_;
+};
+
+// One argument of a lazy call: an array, a number, or the future of an
+// earlier reduction (which then runs first).
+struct LazyArg {
+  Array array;
+  Scalar future;
+  bool is_float = false;
+  double float_value = 0.0;
+  int64_t int_value = 0;
+
+  LazyArg(Array a) : array(std::move(a)) {}         // NOLINT: implicit, so calls read call(k, {x, y, 2.0})
+  LazyArg(Scalar s) : future(std::move(s)) {}       // NOLINT
+  LazyArg(double v) : is_float(true), float_value(v) {}  // NOLINT
+  LazyArg(int64_t v) : int_value(v) {}              // NOLINT
+  LazyArg(int v) : int_value(v) {}                  // NOLINT
+};
+
+using KernelRef = std::shared_ptr<const UserKernel>;
+
+class LazyRuntime {
+ public:
+  explicit LazyRuntime(LazyOptions options = {});
+  ~LazyRuntime();
+  LazyRuntime(const LazyRuntime&) = delete;
+  LazyRuntime& operator=(const LazyRuntime&) = delete;
+
+  Array array(const Tensor& data);  // a copy of `data`
+  Array zeros(DType dtype, std::vector<int64_t> shape);
+
+  // Records a parallel_for call. The arguments are checked now, as a call
+  // that runs at once would check them (UserError).
+  void call(const KernelRef& kernel, const std::vector<LazyArg>& args);
+  // Records a parallel_reduce call; its value is computed when read.
+  Scalar reduce(const KernelRef& kernel, const std::vector<LazyArg>& args);
+  // Runs every recorded call.
+  void flush();
+
+  const LazyStats& stats() const;
+  const LazyOptions& options() const;
+
+ private:
+  std::shared_ptr<lazy::Trace> trace_;
+};
+
+}  // namespace stitch

@@ -1,0 +1,49 @@
+// Building one user kernel from a segment of consecutive calls
+// (docs/lazy.md, Fused kernels): argument fusion (every array storage is one
+// parameter, however many calls and parameters it is passed to), loop fusion
+// (every body inside one loop over the range, a call whose range is smaller
+// under a guard), and renaming so bodies do not meet. The result is an
+// ordinary checked UserKernel, so it is lowered, compiled, cached and checked
+// against the interpreter like any other.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "interp/kernel_binding.h"
+#include "stitch/kernel.h"
+
+namespace stitch::lazy {
+
+// One call of the segment: its kernel, the storage each array parameter is
+// bound to (segment-local numbering: 0, 1, ... in first-use order; -1 for
+// scalars) and the call's bound arguments.
+struct SegmentCall {
+  const UserKernel* kernel = nullptr;
+  std::vector<int> storage;
+  const interp::KernelBinding* binding = nullptr;
+};
+
+// A storage's element type and rank, to declare its parameter.
+struct StorageType {
+  DType dtype;
+  int rank;
+};
+
+struct FusedKernel {
+  UserKernel kernel;
+  // The fused call's arguments, in parameter order: the storages (0, 1, ...),
+  // then each call's scalar parameters in call order, then the range's
+  // extents r0, r1, ... (the largest of the calls').
+  int storage_count = 0;
+  std::vector<std::pair<int, int>> scalar_sources;  // (call, parameter)
+  std::vector<int64_t> extents;
+};
+
+// Requires every call to have a range of the same rank and at most one call
+// to be a reduction (the fused kernel's result).
+FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std::vector<StorageType>& storages);
+
+}  // namespace stitch::lazy

@@ -1,0 +1,216 @@
+// The safety check of user-kernel fusion: see index_safety.h.
+#include "lazy/index_safety.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+namespace stitch::lazy {
+
+namespace {
+
+// What an integer expression is, relative to the range's indices.
+struct Linear {
+  enum class Kind : uint8_t { Literal, Constant, Affine, Other };
+  Kind kind = Kind::Other;
+  int dim = -1;
+  int64_t scale = 0;
+  int64_t value = 0;  // Literal: the value; Affine: the offset
+};
+
+class Classifier {
+ public:
+  explicit Classifier(const UserKernel& k) : k_(k) {
+    for (size_t d = 0; d < k.range.size(); ++d) range_dim_[k.range[d].name] = static_cast<int>(d);
+    for (const KernelParam& p : k.params) {
+      if (!p.is_array) invariant_.insert(p.name);
+    }
+    for (const std::string& s : k.symbols()) invariant_.insert(s);
+  }
+
+  Linear classify(const KExpr& e) const {
+    const KernelExprNode& n = e.node();
+    switch (n.kind) {
+      case KernelExprKind::Literal:
+        if (is_integer(n.dtype)) return {Linear::Kind::Literal, -1, 0, n.int_value};
+        return {Linear::Kind::Constant};
+      case KernelExprKind::Name: {
+        if (auto it = range_dim_.find(n.name); it != range_dim_.end()) return {Linear::Kind::Affine, it->second, 1, 0};
+        if (invariant_.count(n.name)) return {Linear::Kind::Constant};
+        return {};  // a local or loop variable
+      }
+      case KernelExprKind::Load: return {};
+      case KernelExprKind::Op: break;
+    }
+    std::vector<Linear> ops;
+    for (const KExpr& o : n.operands) ops.push_back(classify(o));
+    bool all_invariant = true;
+    for (const Linear& l : ops) all_invariant &= l.kind == Linear::Kind::Literal || l.kind == Linear::Kind::Constant;
+    if (n.op == OpKind::Cast && is_integer(n.dtype) && is_integer(n.operands[0]->dtype)) return ops[0];
+    if (n.op == OpKind::Neg && ops[0].kind == Linear::Kind::Affine) return {Linear::Kind::Affine, ops[0].dim, -ops[0].scale, -ops[0].value};
+    if (n.op == OpKind::Neg && ops[0].kind == Linear::Kind::Literal) return {Linear::Kind::Literal, -1, 0, -ops[0].value};
+    if (ops.size() == 2 && (n.op == OpKind::Add || n.op == OpKind::Sub)) {
+      int64_t sign = n.op == OpKind::Add ? 1 : -1;
+      const Linear& a = ops[0];
+      const Linear& b = ops[1];
+      if (a.kind == Linear::Kind::Literal && b.kind == Linear::Kind::Literal) return {Linear::Kind::Literal, -1, 0, a.value + sign * b.value};
+      if (a.kind == Linear::Kind::Affine && b.kind == Linear::Kind::Literal) return {Linear::Kind::Affine, a.dim, a.scale, a.value + sign * b.value};
+      if (a.kind == Linear::Kind::Literal && b.kind == Linear::Kind::Affine) return {Linear::Kind::Affine, b.dim, sign * b.scale, a.value + sign * b.value};
+      if (a.kind == Linear::Kind::Affine && b.kind == Linear::Kind::Affine && a.dim == b.dim && a.scale + sign * b.scale != 0) {
+        return {Linear::Kind::Affine, a.dim, a.scale + sign * b.scale, a.value + sign * b.value};
+      }
+    }
+    if (ops.size() == 2 && n.op == OpKind::Mul) {
+      const Linear& a = ops[0];
+      const Linear& b = ops[1];
+      if (a.kind == Linear::Kind::Literal && b.kind == Linear::Kind::Literal) return {Linear::Kind::Literal, -1, 0, a.value * b.value};
+      if (a.kind == Linear::Kind::Affine && b.kind == Linear::Kind::Literal && b.value != 0) return {Linear::Kind::Affine, a.dim, a.scale * b.value, a.value * b.value};
+      if (a.kind == Linear::Kind::Literal && b.kind == Linear::Kind::Affine && a.value != 0) return {Linear::Kind::Affine, b.dim, b.scale * a.value, b.value * a.value};
+    }
+    if (all_invariant) return {Linear::Kind::Constant};
+    return {};
+  }
+
+ private:
+  const UserKernel& k_;
+  std::map<std::string, int> range_dim_;
+  std::set<std::string> invariant_;
+};
+
+IndexTerm term_of(const Linear& l) {
+  IndexTerm t;
+  switch (l.kind) {
+    case Linear::Kind::Literal:
+    case Linear::Kind::Constant: t.kind = IndexTerm::Kind::Constant; break;
+    case Linear::Kind::Affine:
+      t.kind = IndexTerm::Kind::Affine;
+      t.dim = l.dim;
+      t.scale = l.scale;
+      t.offset = l.value;
+      break;
+    case Linear::Kind::Other: t.kind = IndexTerm::Kind::Other; break;
+  }
+  return t;
+}
+
+class AccessCollector {
+ public:
+  AccessCollector(const UserKernel& k) : k_(k), classify_(k) {}
+
+  std::vector<ArrayAccessSite> run() {
+    for (const KStmt& s : k_.body) stmt(s);
+    return std::move(sites_);
+  }
+
+ private:
+  void stmt(const KStmt& s) {
+    for (const KExpr& i : s.index) expr(i);
+    if (s.value.defined()) expr(s.value);
+    if (s.kind == KernelStmtKind::Store) add(s.name, s.index, true);
+    for (const KStmt& b : s.body) stmt(b);
+    for (const KStmt& b : s.else_body) stmt(b);
+  }
+
+  void expr(const KExpr& e) {
+    for (const KExpr& o : e->operands) expr(o);
+    if (e->kind == KernelExprKind::Load) add(e->name, e->operands, false);
+  }
+
+  void add(const std::string& array, const std::vector<KExpr>& index, bool write) {
+    ArrayAccessSite site;
+    for (size_t p = 0; p < k_.params.size(); ++p) {
+      if (k_.params[p].name == array) site.param = static_cast<int>(p);
+    }
+    STITCH_ASSERT(site.param >= 0, "access to an unknown array " + array);
+    site.write = write;
+    site.text = array + "[";
+    for (size_t d = 0; d < index.size(); ++d) {
+      site.index.push_back(term_of(classify_.classify(index[d])));
+      site.text += (d ? ", " : "") + site.index.back().str(k_);
+    }
+    site.text += "]";
+    sites_.push_back(std::move(site));
+  }
+
+  const UserKernel& k_;
+  Classifier classify_;
+  std::vector<ArrayAccessSite> sites_;
+};
+
+}  // namespace
+
+std::string IndexTerm::str(const UserKernel& k) const {
+  switch (kind) {
+    case Kind::Constant: return "const";
+    case Kind::Other: return "other";
+    case Kind::Affine: break;
+  }
+  std::string v = k.range.at(static_cast<size_t>(dim)).name;
+  std::string s = scale == 1 ? v : scale == -1 ? "-" + v : fmt::format("{}*{}", scale, v);
+  if (offset > 0) s += fmt::format(" + {}", offset);
+  if (offset < 0) s += fmt::format(" - {}", -offset);
+  return s;
+}
+
+std::vector<ArrayAccessSite> collect_accesses(const UserKernel& kernel) { return AccessCollector(kernel).run(); }
+
+SafetyVerdict fusion_safety(const CallView& first, const CallView& second) {
+  if (first.rank() != second.rank()) {
+    return {false, fmt::format("ranges of {} and {} dimensions", first.rank(), second.rank())};
+  }
+  const int rank = first.rank();
+  // Per storage both calls touch: the sites of each call.
+  struct Sites {
+    std::vector<const ArrayAccessSite*> of[2];
+    bool written = false;
+    std::string name;
+  };
+  std::map<int, Sites> shared;
+  const CallView* calls[2] = {&first, &second};
+  for (int c = 0; c < 2; ++c) {
+    for (const ArrayAccessSite& site : *calls[c]->accesses) {
+      int storage = calls[c]->storage.at(static_cast<size_t>(site.param));
+      Sites& s = shared[storage];
+      s.of[c].push_back(&site);
+      s.written |= site.write;
+      if (s.name.empty()) s.name = calls[c]->kernel->params[static_cast<size_t>(site.param)].name;
+    }
+  }
+  for (const auto& [storage, s] : shared) {
+    if (s.of[0].empty() || s.of[1].empty() || !s.written) continue;
+    const ArrayAccessSite& ref = *s.of[0].front();
+    const size_t dims = ref.index.size();
+    std::vector<bool> covered(static_cast<size_t>(rank), false);
+    for (size_t d = 0; d < dims; ++d) {
+      const IndexTerm& t = ref.index[d];
+      if (t.kind != IndexTerm::Kind::Affine) continue;
+      bool agree = true;
+      for (int c = 0; c < 2 && agree; ++c) {
+        for (const ArrayAccessSite* other : s.of[c]) agree &= other->index[d] == t;
+      }
+      if (agree) covered[static_cast<size_t>(t.dim)] = true;
+    }
+    for (int d = 0; d < rank; ++d) {
+      if (covered[static_cast<size_t>(d)]) continue;
+      // Name the first pair of sites that disagree, for the verdict.
+      const ArrayAccessSite* a = s.of[0].front();
+      const ArrayAccessSite* b = s.of[1].front();
+      for (const ArrayAccessSite* x : s.of[0]) {
+        for (const ArrayAccessSite* y : s.of[1]) {
+          if (x->index != y->index) {
+            a = x;
+            b = y;
+          }
+        }
+      }
+      return {false, fmt::format("array '{}': {} in {} and {} in {} may touch one element from different indices "
+                                 "(range index {} is not fixed by an axis both use alike)",
+                                 s.name, a->text, first.kernel->name, b->text, second.kernel->name,
+                                 first.kernel->range[static_cast<size_t>(d)].name)};
+    }
+  }
+  return {};
+}
+
+}  // namespace stitch::lazy

@@ -1,0 +1,68 @@
+// The safety check of user-kernel fusion (docs/lazy.md, The safety check):
+// which consecutive calls may share one loop over their range. In a fused
+// loop index p runs the first call's body and then the second's for the same
+// p, while eagerly every index of the first ran before any of the second; the
+// two agree when no two different indices touch one element of an array
+// either call writes. Each index expression is classified per array
+// dimension (constant, the index itself, an affine function of it, anything
+// else), and an array is safe when some of its dimensions are the same
+// injective function of the range in every access of both calls.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stitch/kernel.h"
+
+namespace stitch::lazy {
+
+// How one dimension of an index tuple depends on the range's indices.
+struct IndexTerm {
+  enum class Kind : uint8_t {
+    Constant,  // no range index, loop variable or local: the same for every index
+    Affine,    // scale * range[dim] + offset, scale != 0, both literal integers
+    Other,     // anything else (two range indices, a loop variable, a load, a product)
+  };
+  Kind kind = Kind::Other;
+  int dim = -1;  // Affine: which range dimension
+  int64_t scale = 0;
+  int64_t offset = 0;
+
+  bool operator==(const IndexTerm& o) const {
+    return kind == o.kind && dim == o.dim && scale == o.scale && offset == o.offset;
+  }
+  std::string str(const UserKernel& k) const;  // "i", "i + 1", "2*j - 1", "const", "other"
+};
+
+// One load or store of an array parameter in a kernel body.
+struct ArrayAccessSite {
+  int param = -1;  // index into UserKernel::params
+  bool write = false;
+  std::vector<IndexTerm> index;
+  std::string text;  // as printed, for verdicts: "x[i + 1]"
+};
+
+// Every array access of a checked kernel, in body order.
+std::vector<ArrayAccessSite> collect_accesses(const UserKernel& kernel);
+
+// One call of a trace as the safety check sees it: its kernel, its accesses,
+// and which storage each array parameter is bound to (-1 for scalars).
+struct CallView {
+  const UserKernel* kernel = nullptr;
+  const std::vector<ArrayAccessSite>* accesses = nullptr;
+  std::vector<int> storage;  // per parameter
+  int rank() const { return static_cast<int>(kernel->range.size()); }
+};
+
+struct SafetyVerdict {
+  bool safe = true;
+  std::string reason;  // why not, naming the array and the two accesses
+};
+
+// Whether `second` may run in the same loop as `first` (first earlier in the
+// trace), per the rule above. Ranges must have the same number of
+// dimensions; their extents may differ (guards cover the difference).
+SafetyVerdict fusion_safety(const CallView& first, const CallView& second);
+
+}  // namespace stitch::lazy

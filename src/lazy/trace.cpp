@@ -1,0 +1,386 @@
+// The trace of lazy calls: see trace.h and docs/lazy.md.
+#include "lazy/trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <iostream>
+#include <set>
+
+#include "lazy/partition_plan.h"
+#include "lower/lower_user_kernel.h"
+
+namespace stitch::lazy {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// STITCH_DUMP=trace, partitions, fused (or lazy, or all) prints the lazy stages.
+bool dump_wanted(std::string_view stage) {
+  const char* env = std::getenv("STITCH_DUMP");
+  if (env == nullptr) return false;
+  std::string_view list = env;
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = list.find(',', start);
+    if (end == std::string_view::npos) end = list.size();
+    std::string_view item = list.substr(start, end - start);
+    if (item == stage || item == "lazy" || item == "all") return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+void dump(std::string_view stage, const std::string& text) { std::cerr << "// STITCH_DUMP " << stage << "\n" << text; }
+
+bool writes(ArrayAccess a) { return a == ArrayAccess::Write || a == ArrayAccess::ReadWrite; }
+bool reads(ArrayAccess a) { return a == ArrayAccess::Read || a == ArrayAccess::ReadWrite; }
+
+std::string describe_call(const TraceCall& c) {
+  std::string s = c.kernel->name + "(";
+  for (size_t p = 0; p < c.kernel->params.size(); ++p) {
+    if (p) s += ", ";
+    if (c.arrays[p]) {
+      s += fmt::format("array#{}", c.arrays[p]->id);
+    } else if (c.futures[p]) {
+      s += "future";
+    } else {
+      s += c.scalars[p].is_float ? format_float(c.scalars[p].float_value) : std::to_string(c.scalars[p].int_value);
+    }
+  }
+  return s + ")";
+}
+
+}  // namespace
+
+Trace::Trace(LazyOptions options)
+    : options_(std::move(options)),
+      cache_(options_.cache_dir.empty() ? runtime::cpu::default_cache_directory() : std::filesystem::path(options_.cache_dir)) {}
+
+std::shared_ptr<ArrayState> Trace::new_array(Tensor data) {
+  auto a = std::make_shared<ArrayState>();
+  a->data = std::move(data);
+  a->id = next_array_id_++;
+  a->trace = weak_from_this();
+  return a;
+}
+
+void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, std::shared_ptr<ScalarState> result) {
+  const Clock::time_point t0 = Clock::now();
+  if (!kernel) throw UserError("lazy call: no kernel");
+  const UserKernel& k = *kernel;
+  if (result && !k.is_reduction()) throw UserError(fmt::format("kernel '{}' is a parallel_for; record it with call()", k.name));
+  if (!result && k.is_reduction()) {
+    throw UserError(fmt::format("kernel '{}' is a reduction; record it with reduce(), which returns its value", k.name));
+  }
+  if (args.size() != k.params.size()) {
+    throw UserError(fmt::format("kernel '{}' takes {} argument{}, got {}", k.name, k.params.size(),
+                                k.params.size() == 1 ? "" : "s", args.size()));
+  }
+  TraceCall call;
+  call.kernel = kernel;
+  call.arrays.resize(args.size());
+  call.futures.resize(args.size());
+  call.scalars.assign(args.size(), KernelArg(int64_t{0}));
+  std::vector<KernelArg> bound;
+  bound.reserve(args.size());
+  for (size_t p = 0; p < args.size(); ++p) {
+    const LazyArg& a = args[p];
+    if (a.array.valid()) {
+      std::shared_ptr<ArrayState> state = a.array.state_;
+      if (state->trace.lock().get() != this) {
+        throw UserError(fmt::format("kernel '{}': argument {} ('{}') is an array of another LazyRuntime", k.name, p + 1,
+                                    k.params[p].name));
+      }
+      call.arrays[p] = state;
+      bound.emplace_back(state->data);
+      continue;
+    }
+    if (a.future.valid()) {
+      std::shared_ptr<ScalarState> f = a.future.state_;
+      if (f->ready) {
+        call.scalars[p] = is_float(f->value.dtype()) ? KernelArg(f->value.get_f64(0)) : KernelArg(f->value.get_i64(0));
+      } else {
+        call.futures[p] = f;
+        // A placeholder of the parameter's kind until the value exists.
+        call.scalars[p] = is_float(k.params[p].dtype) ? KernelArg(0.0) : KernelArg(int64_t{0});
+      }
+    } else {
+      call.scalars[p] = a.is_float ? KernelArg(a.float_value) : KernelArg(a.int_value);
+    }
+    bound.push_back(call.scalars[p]);
+  }
+  call.binding = interp::bind_kernel(k, bound);
+  auto [it, fresh] = accesses_.try_emplace(&k);
+  if (fresh) it->second = {kernel, std::make_shared<const std::vector<ArrayAccessSite>>(collect_accesses(k))};
+  call.accesses = it->second.second;
+  call.result = std::move(result);
+  ++stats_.calls;
+  pending_.push_back(std::move(call));
+  stats_.record_seconds += seconds_since(t0);
+  if (options_.mode == LazyOptions::Mode::Eager || options_.mode == LazyOptions::Mode::Reference) flush_all();
+}
+
+void Trace::flush_for(const ArrayState& a) {
+  for (size_t i = pending_.size(); i-- > 0;) {
+    const TraceCall& c = pending_[i];
+    for (size_t p = 0; p < c.arrays.size(); ++p) {
+      if (c.arrays[p].get() == &a && writes(c.kernel->params[p].access)) return run_closure({i});
+    }
+  }
+}
+
+void Trace::flush_for(const ScalarState& s) {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (pending_[i].result.get() == &s) return run_closure({i});
+  }
+}
+
+void Trace::flush_all() {
+  std::vector<size_t> all(pending_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  if (!all.empty()) run_closure(all);
+}
+
+void Trace::run_closure(std::vector<size_t> targets) {
+  const Clock::time_point t0 = Clock::now();
+  // Walk back from the latest target: an earlier call is needed when a needed
+  // call reads what it writes (read after write), writes what it reads or
+  // writes (write after read, write after write), or reads its reduction's value.
+  std::vector<char> needed(pending_.size(), 0);
+  for (size_t t : targets) needed[t] = 1;
+  std::set<const ArrayState*> read_later;
+  std::set<const ArrayState*> written_later;
+  std::set<const ScalarState*> futures_later;
+  const size_t last = *std::max_element(targets.begin(), targets.end());
+  for (size_t i = last + 1; i-- > 0;) {
+    TraceCall& c = pending_[i];
+    if (!needed[i]) {
+      bool hazard = c.result && futures_later.count(c.result.get());
+      for (size_t p = 0; p < c.arrays.size() && !hazard; ++p) {
+        const ArrayState* a = c.arrays[p].get();
+        if (!a) continue;
+        ArrayAccess access = c.kernel->params[p].access;
+        hazard = (writes(access) && (read_later.count(a) || written_later.count(a))) || (reads(access) && written_later.count(a));
+      }
+      if (!hazard) continue;
+      needed[i] = 1;
+    }
+    for (size_t p = 0; p < c.arrays.size(); ++p) {
+      const ArrayState* a = c.arrays[p].get();
+      if (a && reads(c.kernel->params[p].access)) read_later.insert(a);
+      if (a && writes(c.kernel->params[p].access)) written_later.insert(a);
+      if (c.futures[p]) futures_later.insert(c.futures[p].get());
+    }
+  }
+  std::vector<TraceCall> partition;
+  std::vector<TraceCall> rest;
+  for (size_t i = 0; i < pending_.size(); ++i) (needed[i] ? partition : rest).push_back(std::move(pending_[i]));
+  pending_ = std::move(rest);
+  stats_.analysis_seconds += seconds_since(t0);
+  run_partition(std::move(partition));
+}
+
+void Trace::resolve_futures(TraceCall& call) {
+  bool changed = false;
+  for (size_t p = 0; p < call.futures.size(); ++p) {
+    if (!call.futures[p]) continue;
+    const ScalarState& f = *call.futures[p];
+    STITCH_ASSERT(f.ready, "lazy: a call runs before the reduction whose value it reads");
+    call.scalars[p] = is_float(f.value.dtype()) ? KernelArg(f.value.get_f64(0)) : KernelArg(f.value.get_i64(0));
+    call.futures[p].reset();
+    changed = true;
+  }
+  if (changed) call.binding = interp::bind_kernel(*call.kernel, arguments(call));
+}
+
+std::vector<KernelArg> Trace::arguments(TraceCall& call) {
+  std::vector<KernelArg> args;
+  args.reserve(call.arrays.size());
+  for (size_t p = 0; p < call.arrays.size(); ++p) {
+    if (call.arrays[p]) {
+      args.emplace_back(call.arrays[p]->data);
+    } else {
+      args.push_back(call.scalars[p]);
+    }
+  }
+  return args;
+}
+
+void Trace::run_partition(std::vector<TraceCall> calls) {
+  ++stats_.partitions;
+  if (dump_wanted("trace")) {
+    std::string text;
+    for (size_t i = 0; i < calls.size(); ++i) text += fmt::format("  {}: {}\n", i, describe_call(calls[i]));
+    dump("trace", text);
+  }
+  if (options_.mode != LazyOptions::Mode::Fused || calls.size() == 1) {
+    for (TraceCall& c : calls) run_single(c);
+    return;
+  }
+  run_fused(calls);
+}
+
+void Trace::run_single(TraceCall& call) {
+  resolve_futures(call);
+  std::vector<KernelArg> args = arguments(call);
+  Tensor result;
+  if (options_.mode == LazyOptions::Mode::Reference) {
+    result = interpret_kernel(*call.kernel, args);
+  } else {
+    Clock::time_point t0 = Clock::now();
+    lower::UserKernelShape shape = lower::user_kernel_shape(call.binding.extents);
+    shape.restrict_array = runtime::cpu::restrict_flags(*call.kernel, args);
+    std::string key = fmt::format("{} {}", shape.lanes, shape.rows_per_block);
+    for (bool r : shape.restrict_array) key += r ? '1' : '0';
+    auto& compiled = singles_[{call.kernel.get(), key}];
+    if (!compiled) compiled = runtime::cpu::CompiledUserKernel::compile(*call.kernel, shape, cache_);
+    stats_.compile_seconds += seconds_since(t0);
+    t0 = Clock::now();
+    result = compiled->run(*call.kernel, args);
+    stats_.run_seconds += seconds_since(t0);
+    ++stats_.kernels;
+  }
+  if (call.result) {
+    call.result->value = std::move(result);
+    call.result->ready = true;
+  }
+}
+
+void Trace::run_fused(std::vector<TraceCall>& calls) {
+  Clock::time_point t0 = Clock::now();
+  // Storages in first-use order, and the partition's structure: what decides
+  // the cuts (kernels, how arrays are shared, which values are read, sizes to
+  // a power of two).
+  std::unordered_map<const ArrayState*, int> storage_of;
+  std::vector<const ArrayState*> storages;
+  std::unordered_map<const ScalarState*, int> result_of;
+  std::string signature;
+  std::vector<std::vector<int>> call_storage(calls.size());
+  std::vector<std::vector<int>> reads_results(calls.size());
+  for (size_t c = 0; c < calls.size(); ++c) {
+    const TraceCall& call = calls[c];
+    signature += fmt::format("{}:", static_cast<const void*>(call.kernel.get()));
+    for (size_t p = 0; p < call.arrays.size(); ++p) {
+      int s = -1;
+      if (call.arrays[p]) {
+        auto [it, fresh] = storage_of.emplace(call.arrays[p].get(), static_cast<int>(storages.size()));
+        if (fresh) storages.push_back(call.arrays[p].get());
+        s = it->second;
+      }
+      if (call.futures[p]) {
+        auto it = result_of.find(call.futures[p].get());
+        if (it != result_of.end()) reads_results[c].push_back(it->second);
+        signature += fmt::format("f{},", it != result_of.end() ? it->second : -1);
+      }
+      call_storage[c].push_back(s);
+      signature += fmt::format("{},", s);
+    }
+    if (call.result) result_of[call.result.get()] = static_cast<int>(c);
+    signature += fmt::format("n{};", std::bit_width(static_cast<uint64_t>(call.binding.index_count)));
+  }
+  std::vector<SegmentPlan>& plan = plans_[signature];
+  if (plan.empty()) {
+    std::vector<PlannedCall> planned(calls.size());
+    for (size_t c = 0; c < calls.size(); ++c) {
+      PlannedCall& pc = planned[c];
+      pc.view = CallView{calls[c].kernel.get(), calls[c].accesses.get(), call_storage[c]};
+      pc.reduction = calls[c].kernel->is_reduction();
+      pc.reads_results_of = reads_results[c];
+      pc.indices = calls[c].binding.index_count;
+      for (size_t p = 0; p < calls[c].arrays.size(); ++p) {
+        if (!calls[c].arrays[p]) continue;
+        ArrayAccess a = calls[c].kernel->params[p].access;
+        pc.touches.push_back({call_storage[c][p], static_cast<int64_t>(calls[c].arrays[p]->data.nbytes()), reads(a), writes(a)});
+      }
+    }
+    PartitionPlan cuts = plan_partition(planned);
+    for (const Segment& s : cuts.segments) plan.push_back(SegmentPlan{s.begin, s.end, nullptr, "", nullptr});
+    if (dump_wanted("partitions")) {
+      std::string text = fmt::format("  {} calls -> {} kernels (predicted {:.1f} us fused, {:.1f} us unfused)\n",
+                                     calls.size(), cuts.segments.size(), cuts.predicted_seconds * 1e6,
+                                     cuts.unfused_seconds * 1e6);
+      for (const Segment& s : cuts.segments) text += fmt::format("  kernel: calls {}..{}\n", s.begin, s.end - 1);
+      for (const std::string& r : cuts.refusals) text += "  not fused: " + r + "\n";
+      dump("partitions", text);
+    }
+  } else {
+    ++stats_.plan_cache_hits;
+  }
+  stats_.analysis_seconds += seconds_since(t0);
+  for (SegmentPlan& seg : plan) {
+    if (seg.end - seg.begin == 1) {
+      run_single(calls[static_cast<size_t>(seg.begin)]);
+      continue;
+    }
+    t0 = Clock::now();
+    // Segment-local storages and the calls as the fused-kernel builder sees them.
+    std::unordered_map<const ArrayState*, int> local;
+    std::vector<const ArrayState*> local_storages;
+    std::vector<SegmentCall> seg_calls;
+    std::string key;
+    for (int c = seg.begin; c < seg.end; ++c) {
+      TraceCall& call = calls[static_cast<size_t>(c)];
+      resolve_futures(call);
+      SegmentCall sc{call.kernel.get(), {}, &call.binding};
+      for (size_t p = 0; p < call.arrays.size(); ++p) {
+        int s = -1;
+        if (call.arrays[p]) {
+          auto [it, fresh] = local.emplace(call.arrays[p].get(), static_cast<int>(local_storages.size()));
+          if (fresh) local_storages.push_back(call.arrays[p].get());
+          s = it->second;
+        }
+        sc.storage.push_back(s);
+      }
+      seg_calls.push_back(std::move(sc));
+    }
+    std::vector<StorageType> types;
+    for (const ArrayState* a : local_storages) types.push_back({a->data.dtype(), a->data.rank()});
+    std::vector<int64_t> extents(seg_calls[0].binding->extents.size(), 0);
+    for (const SegmentCall& sc : seg_calls) {
+      for (size_t d = 0; d < extents.size(); ++d) extents[d] = std::max(extents[d], sc.binding->extents[d]);
+    }
+    // A call smaller than the segment's range runs under a guard: part of the structure.
+    for (const SegmentCall& sc : seg_calls) {
+      for (size_t d = 0; d < extents.size(); ++d) key += sc.binding->extents[d] == extents[d] ? '=' : '<';
+    }
+    lower::UserKernelShape shape = lower::user_kernel_shape(extents);
+    key += fmt::format(" {} {}", shape.lanes, shape.rows_per_block);
+    if (!seg.fused || seg.fused_key != key) {
+      seg.fused = std::make_shared<const FusedKernel>(build_fused_kernel(seg_calls, types));
+      seg.fused_key = key;
+      seg.compiled.reset();
+      if (dump_wanted("fused")) dump("fused", print_kernel(seg.fused->kernel));
+    }
+    const FusedKernel& f = *seg.fused;
+    std::vector<KernelArg> args;
+    for (const ArrayState* a : local_storages) args.emplace_back(const_cast<ArrayState*>(a)->data);
+    for (const auto& [c, p] : f.scalar_sources) args.push_back(calls[static_cast<size_t>(seg.begin + c)].scalars[static_cast<size_t>(p)]);
+    for (int64_t e : extents) args.emplace_back(e);
+    stats_.analysis_seconds += seconds_since(t0);
+    t0 = Clock::now();
+    if (!seg.compiled) {
+      // Every storage is one parameter, so no two overlap: all __restrict__.
+      shape.restrict_array = runtime::cpu::restrict_flags(f.kernel, args);
+      seg.compiled = runtime::cpu::CompiledUserKernel::compile(f.kernel, shape, cache_);
+    }
+    stats_.compile_seconds += seconds_since(t0);
+    t0 = Clock::now();
+    Tensor result = seg.compiled->run(f.kernel, args);
+    stats_.run_seconds += seconds_since(t0);
+    ++stats_.kernels;
+    for (int c = seg.begin; c < seg.end; ++c) {
+      TraceCall& call = calls[static_cast<size_t>(c)];
+      if (call.result) {
+        call.result->value = result;
+        call.result->ready = true;
+      }
+    }
+  }
+}
+
+}  // namespace stitch::lazy

@@ -1,0 +1,88 @@
+// The trace of lazy calls (docs/lazy.md): recording, hazards between calls,
+// trace partitions, and running them fused or one call per kernel.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "interp/kernel_binding.h"
+#include "lazy/fused_kernel.h"
+#include "lazy/index_safety.h"
+#include "runtime/cpu/kernel_cache.h"
+#include "runtime/cpu/user_kernel_call.h"
+#include "stitch/lazy.h"
+
+namespace stitch::lazy {
+
+class Trace;
+
+struct ArrayState {
+  Tensor data;
+  int64_t id = 0;  // unique in its trace
+  std::weak_ptr<Trace> trace;
+};
+
+struct ScalarState {
+  bool ready = false;
+  Tensor value;
+  std::weak_ptr<Trace> trace;
+};
+
+struct TraceCall {
+  KernelRef kernel;
+  std::shared_ptr<const std::vector<ArrayAccessSite>> accesses;
+  std::vector<std::shared_ptr<ArrayState>> arrays;     // per parameter; null for scalars
+  std::vector<std::shared_ptr<ScalarState>> futures;   // per parameter; set where a reduction's value is passed
+  std::vector<KernelArg> scalars;                      // per parameter; numbers (futures resolved at run time)
+  interp::KernelBinding binding;
+  std::shared_ptr<ScalarState> result;                 // reductions
+};
+
+class Trace : public std::enable_shared_from_this<Trace> {
+ public:
+  explicit Trace(LazyOptions options);
+
+  std::shared_ptr<ArrayState> new_array(Tensor data);
+  void record(const KernelRef& kernel, const std::vector<LazyArg>& args, std::shared_ptr<ScalarState> result);
+  // Run what `a`'s value, or `s`, depends on; or everything.
+  void flush_for(const ArrayState& a);
+  void flush_for(const ScalarState& s);
+  void flush_all();
+
+  const LazyOptions& options() const { return options_; }
+  LazyStats& stats() { return stats_; }
+
+ private:
+  // The pending calls `targets` need, with everything they depend on, in order.
+  void run_closure(std::vector<size_t> targets);
+  void run_partition(std::vector<TraceCall> calls);
+  void run_single(TraceCall& call);
+  void run_fused(std::vector<TraceCall>& calls);
+  void resolve_futures(TraceCall& call);
+  std::vector<KernelArg> arguments(TraceCall& call);
+
+  LazyOptions options_;
+  LazyStats stats_;
+  runtime::cpu::KernelCache cache_;
+  std::vector<TraceCall> pending_;
+  int64_t next_array_id_ = 0;
+  // Compiled kernels by kernel and shape, and fusion plans by partition structure.
+  std::map<std::pair<const UserKernel*, std::string>, std::shared_ptr<const runtime::cpu::CompiledUserKernel>> singles_;
+  struct SegmentPlan {
+    int begin = 0;
+    int end = 0;
+    std::shared_ptr<const FusedKernel> fused;  // null: one call, run as written
+    std::string fused_key;                     // the guards and shape `fused` was built for
+    std::shared_ptr<const runtime::cpu::CompiledUserKernel> compiled;
+  };
+  std::unordered_map<std::string, std::vector<SegmentPlan>> plans_;
+  // Each kernel's accesses, keeping the kernel alive so its address names it in the keys above.
+  std::unordered_map<const UserKernel*, std::pair<KernelRef, std::shared_ptr<const std::vector<ArrayAccessSite>>>>
+      accesses_;
+};
+
+}  // namespace stitch::lazy

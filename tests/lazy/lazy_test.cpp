@@ -1,0 +1,289 @@
+// Lazy arrays and fused user kernels (docs/lazy.md): every program runs three
+// ways (fused, one kernel per call, and the reference interpreter call by
+// call) and must give the same arrays; hazards are built on purpose.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "lazy/index_safety.h"
+#include "stitch/lazy.h"
+#include "stitch/text.h"
+#include "tensor/compare.h"
+
+namespace stitch {
+namespace {
+
+constexpr const char* kKernels = R"(
+kernel scale(a: f32, x: f32[n], y: f32[n]) over i < n {
+  y[i] = a * x[i]
+}
+kernel add(x: f32[n], y: f32[n], z: f32[n]) over i < n {
+  z[i] = x[i] + y[i]
+}
+kernel shift_read(x: f32[n], y: f32[n]) over i < n - 1 {
+  y[i] = x[i + 1]
+}
+kernel fill(x: f32[n], v: f32) over i < n {
+  x[i] = v
+}
+kernel fill_next(x: f32[n], v: f32) over i < n - 1 {
+  x[i + 1] = v
+}
+kernel jacobi(a: f32[n], b: f32[n]) over i < n - 2 {
+  b[i + 1] = 0.25 * (a[i] + 2 * a[i + 1] + a[i + 2])
+}
+kernel dot(x: f32[n], y: f32[n]) -> sum f32 over i < n {
+  yield x[i] * y[i]
+}
+kernel axpy(a: f32, x: f32[n], y: f32[n]) over i < n {
+  y[i] += a * x[i]
+}
+kernel rowscale(x: f32[n, m], s: f32[n]) over i < n, j < m {
+  x[i, j] *= s[i]
+}
+kernel colmax(x: f32[n, m]) -> max f32 over i < n, j < m {
+  yield x[i, j]
+}
+)";
+
+std::map<std::string, KernelRef> kernels() {
+  std::map<std::string, KernelRef> out;
+  for (UserKernel& k : parse_module(kKernels, "lazy_test.stitch").kernels) {
+    std::string name = k.name;
+    out[name] = std::make_shared<const UserKernel>(std::move(k));
+  }
+  return out;
+}
+
+struct Outcome {
+  std::vector<Tensor> arrays;
+  std::vector<double> scalars;
+  LazyStats stats;
+};
+
+using Program = std::function<void(LazyRuntime&, std::vector<Array>&, std::vector<Scalar>&)>;
+
+class Lazy : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() / ("stitch-lazy-" + std::to_string(::getpid())));
+    k_ = new std::map<std::string, KernelRef>(kernels());
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+    delete k_;
+  }
+
+  static Outcome run(LazyOptions::Mode mode, const std::vector<Tensor>& inputs, const Program& program) {
+    LazyOptions options;
+    options.mode = mode;
+    options.cache_dir = (*dir_ / "cache").string();
+    LazyRuntime rt(options);
+    std::vector<Array> arrays;
+    for (const Tensor& t : inputs) arrays.push_back(rt.array(t));
+    std::vector<Scalar> scalars;
+    program(rt, arrays, scalars);
+    rt.flush();  // one partition for the whole program, before anything is read
+    Outcome o;
+    for (const Array& a : arrays) o.arrays.push_back(a.to_host());
+    for (const Scalar& s : scalars) o.scalars.push_back(s.to_double());
+    o.stats = rt.stats();
+    return o;
+  }
+
+  // Runs `program` three ways, checks they agree, and returns the fused run's stats.
+  static LazyStats check(const std::vector<Tensor>& inputs, const Program& program, double scalar_tolerance = 0,
+                         ErrorAllowance allowance = {}) {
+    Outcome reference = run(LazyOptions::Mode::Reference, inputs, program);
+    Outcome unfused = run(LazyOptions::Mode::Unfused, inputs, program);
+    Outcome fused = run(LazyOptions::Mode::Fused, inputs, program);
+    for (size_t i = 0; i < reference.arrays.size(); ++i) {
+      TensorComparison u = compare_with_interpreter(unfused.arrays[i], reference.arrays[i], allowance);
+      EXPECT_TRUE(u.ok) << "unfused array " << i << ": " << u.describe();
+      TensorComparison f = compare_with_interpreter(fused.arrays[i], reference.arrays[i], allowance);
+      EXPECT_TRUE(f.ok) << "fused array " << i << ": " << f.describe();
+    }
+    for (size_t i = 0; i < reference.scalars.size(); ++i) {
+      EXPECT_NEAR(unfused.scalars[i], reference.scalars[i], scalar_tolerance) << "scalar " << i;
+      EXPECT_NEAR(fused.scalars[i], reference.scalars[i], scalar_tolerance) << "scalar " << i;
+    }
+    EXPECT_EQ(unfused.stats.kernels, unfused.stats.calls);
+    return fused.stats;
+  }
+
+  static Tensor random(std::vector<int64_t> shape, uint64_t seed) {
+    Tensor t(DType::f32, std::move(shape));
+    fill_random(t, seed);
+    return t;
+  }
+
+  static const KernelRef& k(const std::string& name) { return k_->at(name); }
+
+  static std::filesystem::path* dir_;
+  static std::map<std::string, KernelRef>* k_;
+};
+
+std::filesystem::path* Lazy::dir_ = nullptr;
+std::map<std::string, KernelRef>* Lazy::k_ = nullptr;
+
+TEST_F(Lazy, AChainOfElementwiseCallsIsOneKernel) {
+  LazyStats s = check({random({1000}, 1), random({1000}, 2), random({1000}, 3)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("scale"), {2.0, a[0], a[1]});     // y = 2x
+    rt.call(k("add"), {a[0], a[1], a[2]});      // z = x + y (reads what scale wrote)
+    rt.call(k("axpy"), {0.5, a[2], a[0]});      // x += z/2 (writes what both read)
+  });
+  EXPECT_EQ(s.calls, 3);
+  EXPECT_EQ(s.kernels, 1);
+}
+
+TEST_F(Lazy, AReadOfANeighboursElementBeforeItIsWrittenIsNotFused) {
+  // Write after read across indices: index i reads x[i + 1], which index i + 1 of fill writes.
+  LazyStats s = check({random({777}, 4), random({777}, 5)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("shift_read"), {a[0], a[1]});
+    rt.call(k("fill"), {a[0], 7.0});
+  });
+  EXPECT_EQ(s.kernels, 2);
+}
+
+TEST_F(Lazy, WritesOfOneArrayByDifferentIndexFunctionsAreNotFused) {
+  // Write after write: fill writes x[i], fill_next x[i + 1].
+  LazyStats s = check({random({500}, 6)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("fill"), {a[0], 1.0});
+    rt.call(k("fill_next"), {a[0], 2.0});
+  });
+  EXPECT_EQ(s.kernels, 2);
+}
+
+TEST_F(Lazy, AnArrayPassedTwiceIsOneParameter) {
+  LazyStats s = check({random({300}, 7), random({300}, 8)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("add"), {a[0], a[0], a[1]});  // y = x + x
+    rt.call(k("add"), {a[1], a[1], a[1]});  // y = y + y, in place
+    rt.call(k("scale"), {3.0, a[0], a[0]}); // x = 3x, in place
+  });
+  EXPECT_EQ(s.kernels, 1);
+}
+
+TEST_F(Lazy, DifferingRangesShareALoopUnderGuards) {
+  LazyStats s = check({random({1025}, 9), random({1025}, 10), random({1025}, 11)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("scale"), {1.5, a[0], a[2]});  // over n
+    rt.call(k("jacobi"), {a[2], a[1]});      // over n - 2, reads c[i .. i + 2]: reads written by other indices
+  });
+  EXPECT_EQ(s.kernels, 2);  // jacobi reads neighbours of what scale writes: unsafe
+  LazyStats t = check({random({1025}, 9), random({1025}, 10)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("jacobi"), {a[0], a[1]});      // over n - 2
+    rt.call(k("scale"), {1.5, a[0], a[0]});  // over n: writes a, which jacobi read at i .. i + 2
+  });
+  EXPECT_EQ(t.kernels, 2);
+  LazyStats u = check({random({1025}, 9), random({1025}, 10), random({1025}, 12)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("jacobi"), {a[0], a[1]});      // over n - 2
+    rt.call(k("scale"), {1.5, a[0], a[2]});  // over n: only reads a
+  });
+  EXPECT_EQ(u.kernels, 1);
+}
+
+TEST_F(Lazy, AReductionFusesWithTheLoopsBeforeItNotWithThoseReadingItsValue) {
+  LazyStats s = check(
+      {random({4096}, 13), random({4096}, 14)},
+      [](LazyRuntime& rt, auto& a, auto& scalars) {
+        rt.call(k("scale"), {0.5, a[0], a[1]});
+        Scalar d = rt.reduce(k("dot"), {a[1], a[1]});
+        rt.call(k("scale"), {d, a[0], a[0]});   // reads the reduction's value: runs after it
+        rt.call(k("fill"), {a[1], 1.0});        // independent of the value: joins the scale before it
+        scalars.push_back(d);
+      },
+      1e-2, ErrorAllowance{false, 4096});  // x is scaled by the sum, itself summed in another order
+  EXPECT_EQ(s.calls, 4);
+  EXPECT_EQ(s.kernels, 2);
+}
+
+TEST_F(Lazy, ReadingOneArrayRunsOnlyWhatItDependsOn) {
+  LazyOptions options;
+  options.cache_dir = (*dir_ / "cache").string();
+  LazyRuntime rt(options);
+  Array x = rt.array(random({64}, 15));
+  Array y = rt.zeros(DType::f32, {64});
+  Array z = rt.zeros(DType::f32, {64});
+  rt.call(k("scale"), {2.0, x, y});
+  rt.call(k("fill"), {z, 3.0});
+  Tensor host_y = y.to_host();
+  EXPECT_EQ(rt.stats().partitions, 1);
+  EXPECT_EQ(rt.stats().kernels, 1);  // z's fill is still pending
+  Tensor host_x = x.to_host();       // nothing pending writes x
+  EXPECT_EQ(rt.stats().partitions, 1);
+  EXPECT_EQ(z.to_host().get_f64(5), 3.0);
+  EXPECT_EQ(rt.stats().kernels, 2);
+  EXPECT_EQ(host_y.get_f64(3), 2.0 * host_x.get_f64(3));
+}
+
+TEST_F(Lazy, AWriteAfterAPendingReadRunsTheReadFirst) {
+  LazyOptions options;
+  options.cache_dir = (*dir_ / "cache").string();
+  LazyRuntime rt(options);
+  Array x = rt.array(random({64}, 16));
+  Array y = rt.zeros(DType::f32, {64});
+  Tensor x0 = x.to_host();
+  rt.call(k("scale"), {2.0, x, y});  // reads x
+  rt.call(k("fill"), {x, 9.0});      // then overwrites it
+  EXPECT_EQ(x.to_host().get_f64(0), 9.0);
+  EXPECT_EQ(y.to_host().get_f64(0), 2.0 * x0.get_f64(0));
+}
+
+TEST_F(Lazy, TwoDimensionalRangesAndAMaxReduction) {
+  LazyStats s = check({random({37, 129}, 17), random({37}, 18)}, [](LazyRuntime& rt, auto& a, auto& scalars) {
+    rt.call(k("rowscale"), {a[0], a[1]});
+    scalars.push_back(rt.reduce(k("colmax"), {a[0]}));
+  });
+  EXPECT_EQ(s.kernels, 1);
+}
+
+TEST_F(Lazy, ALoopOfTheSameCallsHitsThePlanCache) {
+  LazyStats s = check({random({2048}, 19), random({2048}, 20), random({2048}, 21)}, [](LazyRuntime& rt, auto& a, auto&) {
+    for (int it = 0; it < 10; ++it) {
+      rt.call(k("scale"), {0.5, a[0], a[1]});
+      rt.call(k("add"), {a[1], a[2], a[2]});
+      rt.call(k("axpy"), {0.25, a[2], a[0]});
+      (void)a[0].to_host();
+    }
+  });
+  EXPECT_EQ(s.partitions, 10);
+  EXPECT_EQ(s.kernels, 10);
+  EXPECT_EQ(s.plan_cache_hits, 9);
+}
+
+TEST_F(Lazy, BadCallsAreRefusedWhenRecorded) {
+  LazyOptions options;
+  options.cache_dir = (*dir_ / "cache").string();
+  LazyRuntime rt(options);
+  Array x = rt.array(random({8}, 22));
+  Array y = rt.zeros(DType::f32, {9});
+  EXPECT_THROW(rt.call(k("add"), {x, y, y}), UserError);
+  EXPECT_THROW(rt.call(k("dot"), {x, x}), UserError);  // a reduction through call()
+  EXPECT_THROW(rt.reduce(k("fill"), {x, 1.0}), UserError);
+  EXPECT_EQ(rt.stats().calls, 0);
+}
+
+TEST(IndexSafety, VerdictsNameTheArrayAndTheAccesses) {
+  Module m = parse_module(kKernels, "k.stitch");
+  const UserKernel& shift = *m.find_kernel("shift_read");
+  const UserKernel& fill = *m.find_kernel("fill");
+  std::vector<lazy::ArrayAccessSite> a = lazy::collect_accesses(shift);
+  std::vector<lazy::ArrayAccessSite> b = lazy::collect_accesses(fill);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].text, "x[i + 1]");
+  EXPECT_EQ(a[1].text, "y[i]");
+  lazy::SafetyVerdict v = lazy::fusion_safety({&shift, &a, {0, 1}}, {&fill, &b, {0, -1}});
+  EXPECT_FALSE(v.safe);
+  EXPECT_EQ(v.reason,
+            "array 'x': x[i + 1] in shift_read and x[i] in fill may touch one element from different indices (range "
+            "index i is not fixed by an axis both use alike)");
+  EXPECT_TRUE(lazy::fusion_safety({&shift, &a, {0, 1}}, {&fill, &b, {2, -1}}).safe);  // fill writes another array
+}
+
+}  // namespace
+}  // namespace stitch

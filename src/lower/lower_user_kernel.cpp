@@ -17,6 +17,9 @@ namespace stitch::lower {
 
 namespace {
 
+// Threads per block of the CUDA form.
+constexpr int64_t kCudaBlock = 256;
+
 std::string value_name(const std::string& name) { return "u_" + name; }
 std::string symbol_name(const std::string& name) { return "n_" + name; }
 
@@ -91,15 +94,69 @@ class UserKernelLowering {
     LoweredUserKernel out;
     out.kernel = b_.finish();
     out.accumulator_dtype = acc_dtype_;
-    for (size_t i = 0, buffer = 0; i < k_.params.size(); ++i) {
-      if (!k_.params[i].is_array) continue;
-      bool restricted = !shape_.restrict_array.empty() && shape_.restrict_array[i];
-      out.kernel.buffers[buffer++].may_alias = !restricted;
+    mark_aliasing(out.kernel);
+    return out;
+  }
+
+  // The CUDA form: one thread per index of the flattened range, blocks of
+  // kCudaBlock threads; a reduction combines its block's threads (a block
+  // reduction through shared memory) into partials[block].
+  LoweredUserKernel run_cuda() {
+    declare_params();
+    const size_t rank = k_.range.size();
+    std::vector<kir::Expr> extents;
+    for (const KernelIndex& ix : k_.range) extents.push_back(expr(ix.extent));
+    kir::Expr total = extents[0];
+    for (size_t d = 1; d < rank; ++d) total = total * extents[d];
+    kir::Expr grid = (total + (kCudaBlock - 1)) / kCudaBlock;
+    const bool reduce = k_.is_reduction();
+    if (reduce) {
+      acc_dtype_ = k_.result_dtype == DType::f16 || k_.result_dtype == DType::bf16 ? DType::f32 : k_.result_dtype;
+      b_.buffer_param("partials", acc_dtype_, {grid}, kir::Access::Write);
+      b_.shared("scratch", acc_dtype_, kCudaBlock / kir::kWarpSize);
     }
+    b_.launch(grid, kCudaBlock);
+    b_.grid("blk", grid, [&](const kir::Expr& blk) {
+      b_.block("thr", kCudaBlock, [&](const kir::Expr& thr) {
+        if (reduce) acc_ = b_.let("acc", identity());
+        kir::Expr lin = b_.let("lin", blk * kCudaBlock + thr);
+        b_.if_then(kir::op(OpKind::Lt, {lin, total}), [&] {
+          kir::Expr rest = lin;
+          for (size_t d = rank; d-- > 0;) {
+            if (d == 0) {
+              b_.let(value_name(k_.range[d].name), rest);
+            } else {
+              b_.let(value_name(k_.range[d].name), rest % extents[d]);
+              rest = b_.let(fmt::format("rest{}", d), rest / extents[d]);
+            }
+          }
+          block(k_.body);
+        });
+        if (reduce) {
+          OpKind op = k_.reduction == KernelReduction::Sum ? OpKind::ReduceSum
+                      : k_.reduction == KernelReduction::Max ? OpKind::ReduceMax
+                                                             : OpKind::ReduceMin;
+          kir::Expr sum = b_.block_reduce(op, acc_, "total", "scratch");
+          b_.if_then(kir::op(OpKind::Eq, {thr, kir::int_const(0)}), [&] { b_.store("partials", {blk}, sum); });
+        }
+      });
+    });
+    LoweredUserKernel out;
+    out.kernel = b_.finish();
+    out.accumulator_dtype = acc_dtype_;
+    mark_aliasing(out.kernel);
     return out;
   }
 
  private:
+  void mark_aliasing(kir::Kernel& kernel) const {
+    for (size_t i = 0, buffer = 0; i < k_.params.size(); ++i) {
+      if (!k_.params[i].is_array) continue;
+      bool restricted = !shape_.restrict_array.empty() && shape_.restrict_array[i];
+      kernel.buffers[buffer++].may_alias = !restricted;
+    }
+  }
+
   void declare_params() {
     for (const KernelParam& p : k_.params) {
       if (!p.is_array) continue;
@@ -195,7 +252,11 @@ class UserKernelLowering {
       case KernelStmtKind::Yield: {
         kir::Expr v = expr(s.value);
         if (v.dtype() != acc_dtype_) v = kir::cast(v, acc_dtype_);
-        b_.store("acc", {lane_}, combine(b_.load("acc", {lane_}), v));
+        if (acc_.defined()) {
+          b_.assign(acc_, combine(acc_, v));  // CUDA: one accumulator per thread
+        } else {
+          b_.store("acc", {lane_}, combine(b_.load("acc", {lane_}), v));
+        }
         return;
       }
     }
@@ -238,6 +299,7 @@ class UserKernelLowering {
   kir::KernelBuilder b_;
   DType acc_dtype_ = DType::f32;
   kir::Expr lane_;
+  kir::Expr acc_;
   std::vector<std::map<std::string, std::string>> scopes_;
   std::map<std::string, int> defined_;
 };
@@ -259,6 +321,11 @@ UserKernelShape user_kernel_shape(const std::vector<int64_t>& extents) {
 LoweredUserKernel lower_user_kernel_cpu(const UserKernel& kernel, const UserKernelShape& shape,
                                         const std::string& kir_name) {
   return UserKernelLowering(kernel, shape, kir_name).run();
+}
+
+LoweredUserKernel lower_user_kernel_cuda(const UserKernel& kernel, const UserKernelShape& shape,
+                                         const std::string& kir_name) {
+  return UserKernelLowering(kernel, shape, kir_name).run_cuda();
 }
 
 }  // namespace stitch::lower

@@ -42,6 +42,14 @@ struct LoweredUserKernel {
 LoweredUserKernel lower_user_kernel_cpu(const UserKernel& kernel, const UserKernelShape& shape,
                                         const std::string& kir_name);
 
+// The CUDA form: one thread per index of the flattened range (row-major), in
+// blocks of 256 threads; `lanes` and `rows_per_block` are unused. A reduction
+// keeps one accumulator per thread and writes each block's combined value to
+// partials[block] (one per block of the launch), which the caller combines.
+// Compile-checked with NVRTC; not yet run on a GPU (docs/kernel-language.md).
+LoweredUserKernel lower_user_kernel_cuda(const UserKernel& kernel, const UserKernelShape& shape,
+                                         const std::string& kir_name);
+
 // Names of the generated code for a user name: user names are prefixed so
 // they never meet the lowering's own (blk, lane, row, acc).
 std::string user_buffer_name(const std::string& name);

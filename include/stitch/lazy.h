@@ -27,7 +27,11 @@ struct LazyOptions {
     Fused,    // record, then fuse each partition (the default)
     Unfused,  // record, then run each call as its own kernel (the baseline)
     Eager,    // run each call when it is made, no trace
-    Reference // run each call in the reference interpreter at once (slow; for tests)
+    Reference,  // run each call in the reference interpreter at once (slow; for tests)
+    // Record and fuse as Fused, then run each fused kernel in the reference
+    // interpreter, whose race checks fail on a fusion the safety check should
+    // have refused (slow; for tests).
+    FusedReference,
   };
   Mode mode = Mode::Fused;
   std::string cache_dir;  // the kernel cache's directory; empty: the default one

@@ -240,10 +240,11 @@ class Evaluator {
     int64_t& writer = touches.writer[static_cast<size_t>(offset)];
     int64_t& reader = touches.reader[static_cast<size_t>(offset)];
     auto race = [&](int64_t other, const char* what) {
-      throw UserError(fmt::format("kernel '{}': race on {} (element {}): index {} {} it, and index {} {}; the "
+      std::string others = other == Touches::kMany ? fmt::format("other indices {}", what == std::string("reads it") ? "read it" : what)
+                                                   : fmt::format("index {} {}", index_of(other), what);
+      throw UserError(fmt::format("kernel '{}': race on {} (element {}): index {} {} it, and {}; the "
                                   "result would depend on the order the indices run in",
-                                  k_.name, array, offset, index_text(), write ? "writes" : "reads",
-                                  other == Touches::kMany ? std::string("others") : index_of(other), what),
+                                  k_.name, array, offset, index_text(), write ? "writes" : "reads", others),
                       loc);
     };
     if (writer != Touches::kNone && writer != index_id_) race(writer, "writes it too");

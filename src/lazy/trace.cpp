@@ -37,6 +37,17 @@ bool dump_wanted(std::string_view stage) {
 
 void dump(std::string_view stage, const std::string& text) { std::cerr << "// STITCH_DUMP " << stage << "\n" << text; }
 
+// The value of a fused kernel's reduction belongs to the one reduction call among calls [begin, end).
+void set_results(std::vector<TraceCall>& calls, int begin, int end, const Tensor& result) {
+  for (int c = begin; c < end; ++c) {
+    TraceCall& call = calls[static_cast<size_t>(c)];
+    if (call.result) {
+      call.result->value = result;
+      call.result->ready = true;
+    }
+  }
+}
+
 bool writes(ArrayAccess a) { return a == ArrayAccess::Write || a == ArrayAccess::ReadWrite; }
 bool reads(ArrayAccess a) { return a == ArrayAccess::Read || a == ArrayAccess::ReadWrite; }
 
@@ -218,7 +229,8 @@ void Trace::run_partition(std::vector<TraceCall> calls) {
     for (size_t i = 0; i < calls.size(); ++i) text += fmt::format("  {}: {}\n", i, describe_call(calls[i]));
     dump("trace", text);
   }
-  if (options_.mode != LazyOptions::Mode::Fused || calls.size() == 1) {
+  const bool fusing = options_.mode == LazyOptions::Mode::Fused || options_.mode == LazyOptions::Mode::FusedReference;
+  if (!fusing || calls.size() == 1) {
     for (TraceCall& c : calls) run_single(c);
     return;
   }
@@ -229,8 +241,9 @@ void Trace::run_single(TraceCall& call) {
   resolve_futures(call);
   std::vector<KernelArg> args = arguments(call);
   Tensor result;
-  if (options_.mode == LazyOptions::Mode::Reference) {
+  if (options_.mode == LazyOptions::Mode::Reference || options_.mode == LazyOptions::Mode::FusedReference) {
     result = interpret_kernel(*call.kernel, args);
+    ++stats_.kernels;
   } else {
     Clock::time_point t0 = Clock::now();
     lower::UserKernelShape shape = lower::user_kernel_shape(call.binding.extents);
@@ -362,6 +375,12 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     for (const auto& [c, p] : f.scalar_sources) args.push_back(calls[static_cast<size_t>(seg.begin + c)].scalars[static_cast<size_t>(p)]);
     for (int64_t e : extents) args.emplace_back(e);
     stats_.analysis_seconds += seconds_since(t0);
+    if (options_.mode == LazyOptions::Mode::FusedReference) {
+      Tensor result = interpret_kernel(f.kernel, args);
+      ++stats_.kernels;
+      set_results(calls, seg.begin, seg.end, result);
+      continue;
+    }
     t0 = Clock::now();
     if (!seg.compiled) {
       // Every storage is one parameter, so no two overlap: all __restrict__.
@@ -373,13 +392,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     Tensor result = seg.compiled->run(f.kernel, args);
     stats_.run_seconds += seconds_since(t0);
     ++stats_.kernels;
-    for (int c = seg.begin; c < seg.end; ++c) {
-      TraceCall& call = calls[static_cast<size_t>(c)];
-      if (call.result) {
-        call.result->value = result;
-        call.result->ready = true;
-      }
-    }
+    set_results(calls, seg.begin, seg.end, result);
   }
 }
 

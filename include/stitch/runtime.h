@@ -1,0 +1,93 @@
+// Compiling and running a graph from C++ (docs/library.md): the pipeline that
+// `stitch run` takes (canonicalize, plan, schedule, lower, emit, compile
+// through the kernel cache), behind one class.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stitch/graph.h"
+#include "stitch/tensor.h"
+
+namespace stitch {
+
+enum class Backend { Cpu, Cuda };
+
+// "cpu" or "cuda".
+std::string backend_name(Backend backend);
+
+struct CompileOptions {
+  Backend backend = Backend::Cpu;
+  // none, xla, stitch, ilp or greedy (docs/fusion.md); another name is a UserError.
+  std::string planner = "stitch";
+  // Measure schedules (and, on the CPU, contested fusion decisions) on this
+  // machine and keep the fastest, cached beside the kernels (docs/tuning.md).
+  bool tune = false;
+  // The kernel cache's directory; empty: $STITCH_CACHE_DIR, else
+  // $XDG_CACHE_HOME/stitch, else $HOME/.cache/stitch (docs/kernel-cache.md).
+  std::string cache_dir;
+  // Pipeline stages to print to stderr, comma-separated as STITCH_DUMP takes
+  // them ("plan,kir", "all"; docs/pipeline.md); empty: whatever $STITCH_DUMP
+  // names, "none": nothing.
+  std::string dump;
+};
+
+// What one compile found in the kernel cache.
+struct CacheStats {
+  int memory_hits = 0;  // a structurally equal graph was compiled before in this process
+  int disk_hits = 0;    // compiled code loaded from the cache directory, no compiler run
+  int misses = 0;       // compiled and stored
+};
+
+// A graph compiled for one back end. Move-only: it owns the intermediate
+// buffers it reuses across runs. Not for concurrent run() calls; compile one
+// executable per thread instead (a second compile of an equal graph is a
+// memory hit of the kernel cache).
+class Executable {
+ public:
+  // Canonicalizes `graph` and compiles it. Throws UserError for an unknown
+  // planner, a graph the back end cannot run, or Backend::Cuda where this
+  // build has no CUDA support or the machine no usable GPU.
+  static Executable compile(const Graph& graph, const CompileOptions& options = {});
+
+  Executable(Executable&&) noexcept;
+  Executable& operator=(Executable&&) noexcept;
+  ~Executable();
+
+  // One tensor per graph output, in order, from one host tensor per graph
+  // parameter, in order. A wrong count, dtype or shape is a UserError naming
+  // the parameter.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  // The same, writing into `outputs`: a tensor of the right dtype and shape
+  // is reused in place (on the CPU), anything else replaced.
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+
+  Backend backend() const;
+  const std::string& planner() const;
+  // Kernels launched plus library calls (dots) made per run.
+  int kernel_count() const;
+  // The fusion groups, one line each, and why neighbours were not fused:
+  // what `stitch plan` prints first.
+  std::string plan_text() const;
+  // Empty unless the generated kernels did not compile; then what failed and
+  // what runs instead (the unfused plan, or the reference interpreter).
+  const std::string& fallback() const;
+  const CacheStats& cache_stats() const;
+  // The graph that runs: canonical, after the back end's rewrites.
+  const Graph& graph() const;
+
+ private:
+  struct Impl;
+  explicit Executable(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether Backend::Cuda can compile here: a build with CUDA support, an
+// NVIDIA driver and a device. Opens the device on the first call.
+bool cuda_available();
+
+// "0.1.0".
+std::string version();
+
+}  // namespace stitch

@@ -1,0 +1,49 @@
+// What the public Executable (include/stitch/runtime.h) wraps: one back end's
+// compiled graph behind one interface, so that executable.cpp names no
+// back end's types and the CUDA one exists only in builds that have it.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion_plan.h"
+#include "fusion/planner.h"
+#include "runtime/common/pipeline.h"
+#include "stitch/graph.h"
+#include "stitch/runtime.h"
+#include "stitch/tensor.h"
+
+namespace stitch::api {
+
+class BackendExecutable {
+ public:
+  virtual ~BackendExecutable() = default;
+  virtual std::vector<Tensor> run(const std::vector<Tensor>& inputs) = 0;
+  virtual void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) = 0;
+  virtual int kernel_count() const = 0;
+  virtual const Graph& graph() const = 0;
+  virtual const FusionPlan& plan() const = 0;
+  virtual const std::string& fallback() const = 0;
+  virtual const CacheStats& cache_stats() const = 0;
+};
+
+// What both back ends take from CompileOptions, resolved.
+struct BackendRequest {
+  PlannerKind planner = PlannerKind::Stitch;
+  bool tune = false;
+  std::filesystem::path cache_directory;
+  runtime::StageDump dump;
+};
+
+// `canonical` is in canonical form. Each throws UserError as the back end's
+// executable does (a group it cannot lower).
+std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const BackendRequest& request);
+// UserError when this build has no CUDA support or no device can be opened.
+std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, const BackendRequest& request);
+
+// Whether compile_for_cuda can open a device; `why` says why not.
+bool cuda_device_available(std::string* why = nullptr);
+
+}  // namespace stitch::api

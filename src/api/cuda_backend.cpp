@@ -1,0 +1,118 @@
+// Backend::Cuda (docs/cuda-runtime.md): one device context and one cubin
+// cache per directory for the whole process, as `stitch run --backend cuda`
+// keeps one each. Without the CUDA toolkit at build time every entry point
+// says so.
+#include <memory>
+#include <string>
+
+#include "api/backend_executable.h"
+#include "stitch/error.h"
+#ifdef STITCH_HAVE_CUDA
+#include <map>
+#include <mutex>
+
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/cubin_cache.h"
+#include "runtime/cuda/cuda_executable.h"
+#include "runtime/cuda/cuda_tuning.h"
+#include "tune/schedule_tuner.h"
+#endif
+
+namespace stitch::api {
+
+#ifdef STITCH_HAVE_CUDA
+
+namespace {
+
+struct Device {
+  std::shared_ptr<runtime::cuda::CudaContext> context;
+  std::string why;  // when context is null
+};
+
+// Device 0, opened once: a second open would only find the same answer.
+const Device& device() {
+  static const Device d = [] {
+    Device out;
+    std::string why;
+    out.context = runtime::cuda::CudaContext::open(&why);
+    if (!out.context) out.why = "no usable NVIDIA GPU and driver: " + why;
+    return out;
+  }();
+  return d;
+}
+
+runtime::cuda::CubinCache& cubin_cache(const std::filesystem::path& directory) {
+  static std::mutex mutex;
+  static std::map<std::filesystem::path, runtime::cuda::CubinCache> caches;
+  std::lock_guard<std::mutex> lock(mutex);
+  return caches.try_emplace(directory, directory).first->second;
+}
+
+class CudaBackendExecutable final : public BackendExecutable {
+ public:
+  CudaBackendExecutable(runtime::cuda::CudaExecutable exe, CacheStats stats)
+      : exe_(std::move(exe)), stats_(stats) {}
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exe_.run(inputs); }
+  // The CUDA executable's host entry point allocates its outputs; reusing
+  // host tensors would save no device work.
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override { outputs = exe_.run(inputs); }
+  int kernel_count() const override { return exe_.kernel_count(); }
+  const Graph& graph() const override { return exe_.graph(); }
+  const FusionPlan& plan() const override { return exe_.plan(); }
+  const std::string& fallback() const override { return exe_.fallback(); }
+  const CacheStats& cache_stats() const override { return stats_; }
+
+ private:
+  runtime::cuda::CudaExecutable exe_;
+  CacheStats stats_;
+};
+
+}  // namespace
+
+bool cuda_device_available(std::string* why) {
+  if (why) *why = device().why;
+  return device().context != nullptr;
+}
+
+std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, const BackendRequest& request) {
+  std::string why;
+  if (!cuda_device_available(&why)) throw UserError("Backend::Cuda is not available: " + why);
+  const std::shared_ptr<runtime::cuda::CudaContext>& context = device().context;
+  runtime::cuda::CubinCache& cubins = cubin_cache(request.cache_directory);
+  runtime::cuda::CudaCompileOptions options;
+  options.dump = request.dump;
+  std::unique_ptr<tune::ScheduleTuner> tuner;
+  if (request.tune) {
+    tuner = std::make_unique<tune::ScheduleTuner>(runtime::cuda::cuda_measurer(context, cubins),
+                                                  runtime::cuda::cuda_tuning_directory(cubins));
+    tune::ScheduleTuner* t = tuner.get();
+    options.tuner = [t](const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
+      return t->choose(g, plan, target);
+    };
+  }
+  // The cubin cache counts for the whole process; this compile's share is
+  // the difference (another thread compiling at once may blur it).
+  const runtime::cuda::CubinCacheStats before = cubins.stats();
+  runtime::cuda::CudaExecutable exe =
+      runtime::cuda::CudaExecutable::compile(canonical, request.planner, context, cubins, options);
+  const runtime::cuda::CubinCacheStats after = cubins.stats();
+  const CacheStats stats{0, after.hits - before.hits,
+                         (after.misses - before.misses) + (after.recompiled_corrupt - before.recompiled_corrupt)};
+  return std::make_unique<CudaBackendExecutable>(std::move(exe), stats);
+}
+
+#else
+
+bool cuda_device_available(std::string* why) {
+  if (why) *why = "this Stitch was built without the CUDA toolkit";
+  return false;
+}
+
+std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph&, const BackendRequest&) {
+  throw UserError("Backend::Cuda: this Stitch was built without the CUDA toolkit");
+}
+
+#endif
+
+}  // namespace stitch::api

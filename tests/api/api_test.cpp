@@ -1,0 +1,220 @@
+// The public library API (include/stitch/runtime.h) as a consumer uses it:
+// only public headers, linked against libstitch.so.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "stitch/stitch.h"
+
+namespace stitch {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kGraphs = R"(
+graph layernorm_small(x: f32[37, 100], gamma: f32[100], beta: f32[100]) -> (f32[37, 100]) {
+  y = layer_norm(x, gamma, beta, axes=[-1], eps=1e-5)
+  return y
+}
+graph softmax_residual(x: f32[16, 300], r: f32[16, 300]) -> (f32[16, 300], f32[16, 300]) {
+  s = add(x, r)
+  y = softmax(s, axis=-1)
+  return y, s
+}
+)";
+
+Graph graph_named(const std::string& name) {
+  static const Module m = parse_module(kGraphs, "api_test");
+  return *m.find(name);
+}
+
+std::vector<Tensor> random_inputs(const Graph& g) {
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < g.params().size(); ++i) {
+    std::vector<int64_t> shape;
+    for (const Dim& d : g.type(g.params()[i]).shape) shape.push_back(d.extent());
+    inputs.emplace_back(g.type(g.params()[i]).dtype, shape);
+    fill_random(inputs.back(), 100 + i);
+  }
+  return inputs;
+}
+
+// f32 kernels against the interpreter's f64 sums of at most 300 terms of
+// values in [-4, 4) (docs/semantics.md): far below 1e-4 relative.
+void expect_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t t = 0; t < got.size(); ++t) {
+    ASSERT_EQ(got[t].dtype(), want[t].dtype());
+    ASSERT_EQ(got[t].shape(), want[t].shape());
+    for (int64_t i = 0; i < got[t].numel(); ++i) {
+      const double a = got[t].get_f64(i), b = want[t].get_f64(i);
+      ASSERT_LE(std::abs(a - b), 1e-4 * (1 + std::abs(b))) << "output " << t << " element " << i;
+    }
+  }
+}
+
+// A fresh directory per test, removed after it.
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "stitch-api-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+class ApiPlannerTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ApiPlannerTest, CompiledRunMatchesTheInterpreter) {
+  for (const char* name : {"layernorm_small", "softmax_residual"}) {
+    SCOPED_TRACE(name);
+    const Graph g = graph_named(name);
+    CompileOptions options;
+    options.planner = GetParam();
+    Executable exe = Executable::compile(g, options);
+    EXPECT_EQ(exe.backend(), Backend::Cpu);
+    EXPECT_EQ(exe.planner(), GetParam());
+    EXPECT_GE(exe.kernel_count(), 1);
+    EXPECT_EQ(exe.fallback(), "");
+    EXPECT_NE(exe.plan_text().find("group 0"), std::string::npos) << exe.plan_text();
+    const std::vector<Tensor> inputs = random_inputs(g);
+    expect_close(exe.run(inputs), interpret(g, inputs));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Planners, ApiPlannerTest, ::testing::Values("none", "xla", "stitch", "ilp", "greedy"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+TEST(ApiFusion, StitchFusesWhatXlaSplits) {
+  const Graph g = graph_named("layernorm_small");
+  CompileOptions xla;
+  xla.planner = "xla";
+  CompileOptions stitch;
+  stitch.planner = "stitch";
+  EXPECT_LT(Executable::compile(g, stitch).kernel_count(), Executable::compile(g, xla).kernel_count());
+}
+
+TEST(ApiRun, WritesIntoGivenOutputsInPlace) {
+  const Graph g = graph_named("softmax_residual");
+  Executable exe = Executable::compile(g);
+  const std::vector<Tensor> inputs = random_inputs(g);
+  std::vector<Tensor> outputs;
+  exe.run(inputs, outputs);
+  expect_close(outputs, interpret(g, inputs));
+  const std::byte* storage = outputs[0].raw();
+  exe.run(inputs, outputs);
+  EXPECT_EQ(outputs[0].raw(), storage);
+}
+
+TEST(ApiRun, MovedExecutableStillRuns) {
+  const Graph g = graph_named("layernorm_small");
+  Executable first = Executable::compile(g);
+  Executable moved = std::move(first);
+  const std::vector<Tensor> inputs = random_inputs(g);
+  expect_close(moved.run(inputs), interpret(g, inputs));
+}
+
+TEST(ApiErrors, UnknownPlannerIsAUserError) {
+  CompileOptions options;
+  options.planner = "fuse-everything";
+  try {
+    Executable::compile(graph_named("layernorm_small"), options);
+    FAIL() << "no UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown planner 'fuse-everything'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("none, xla, stitch, ilp, greedy"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ApiErrors, UnknownBackendIsAUserError) {
+  CompileOptions options;
+  options.backend = static_cast<Backend>(7);
+  EXPECT_THROW(Executable::compile(graph_named("layernorm_small"), options), UserError);
+}
+
+TEST(ApiErrors, WrongInputsAreUserErrors) {
+  const Graph g = graph_named("layernorm_small");
+  Executable exe = Executable::compile(g);
+  std::vector<Tensor> inputs = random_inputs(g);
+  inputs[0] = Tensor(DType::f32, {37, 99});
+  try {
+    exe.run(inputs);
+    FAIL() << "no UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("'x'"), std::string::npos) << e.what();
+  }
+  inputs[0] = Tensor(DType::f16, {37, 100});
+  EXPECT_THROW(exe.run(inputs), UserError);
+  inputs.pop_back();
+  EXPECT_THROW(exe.run(inputs), UserError);
+}
+
+TEST(ApiCuda, WithoutAGpuCompilingForCudaIsAUserError) {
+  if (cuda_available()) GTEST_SKIP() << "this machine has a usable GPU";
+  CompileOptions options;
+  options.backend = Backend::Cuda;
+  try {
+    Executable::compile(graph_named("layernorm_small"), options);
+    FAIL() << "no UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("Backend::Cuda is not available"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ApiTest, SecondCompileOfAnEqualGraphIsAMemoryHit) {
+  CompileOptions options;
+  options.cache_dir = dir_.string();
+  const Graph g = graph_named("softmax_residual");
+  Executable first = Executable::compile(g, options);
+  EXPECT_EQ(first.cache_stats().memory_hits, 0);
+  EXPECT_EQ(first.cache_stats().misses, 1);
+  EXPECT_TRUE(fs::exists(dir_ / "cpu")) << "kernels stored elsewhere than cache_dir";
+
+  // Another spelling of the same directory shares the process's cache.
+  options.cache_dir = (dir_ / "." / "").string();
+  Executable second = Executable::compile(g, options);
+  EXPECT_EQ(second.cache_stats().memory_hits, 1);
+  EXPECT_EQ(second.cache_stats().misses, 0);
+  const std::vector<Tensor> inputs = random_inputs(g);
+  expect_close(second.run(inputs), interpret(g, inputs));
+}
+
+TEST_F(ApiTest, AnotherDirectoryHasItsOwnCache) {
+  const Graph g = graph_named("layernorm_small");
+  CompileOptions options;
+  options.cache_dir = (dir_ / "a").string();
+  EXPECT_EQ(Executable::compile(g, options).cache_stats().misses, 1);
+  options.cache_dir = (dir_ / "b").string();
+  const CacheStats stats = Executable::compile(g, options).cache_stats();
+  EXPECT_EQ(stats.memory_hits, 0);
+  EXPECT_EQ(stats.misses, 1);
+}
+
+TEST_F(ApiTest, TuningKeepsItsChoicesBesideTheKernels) {
+  CompileOptions options;
+  options.cache_dir = dir_.string();
+  options.tune = true;
+  const Graph g = graph_named("softmax_residual");
+  Executable exe = Executable::compile(g, options);
+  EXPECT_TRUE(fs::exists(dir_ / "tuning"));
+  const std::vector<Tensor> inputs = random_inputs(g);
+  expect_close(exe.run(inputs), interpret(g, inputs));
+  // Untuned, the same graph is another entry of the in-memory level.
+  options.tune = false;
+  EXPECT_EQ(Executable::compile(g, options).cache_stats().memory_hits, 0);
+}
+
+TEST(ApiInfo, VersionAndBackendNames) {
+  EXPECT_EQ(version(), "0.1.0");
+  EXPECT_EQ(backend_name(Backend::Cpu), "cpu");
+  EXPECT_EQ(backend_name(Backend::Cuda), "cuda");
+}
+
+}  // namespace
+}  // namespace stitch

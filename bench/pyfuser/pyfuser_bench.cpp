@@ -339,11 +339,12 @@ int main(int argc, char** argv) {
       const double overhead = ((f1.record_seconds - f0.record_seconds) + (f1.analysis_seconds - f0.analysis_seconds)) / fused_wall;
       const double speedup = tu_med / tf_med;
       speedups.push_back(speedup);
+      const std::string size = scale == 1 ? s.size : s.size + " (extents / " + std::to_string(scale) + ")";
       std::printf("| %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.2f | %.3f | %.3f%% | %.1e |\n", s.name.c_str(),
-                  s.size.c_str(), calls, kernels_unfused, kernels_fused, tu_med * 1e3, tf_med * 1e3, speedup, record * 1e6,
+                  size.c_str(), calls, kernels_unfused, kernels_fused, tu_med * 1e3, tf_med * 1e3, speedup, record * 1e6,
                   overhead * 100, diff);
       std::fflush(stdout);
-      json << (first ? "" : ",\n") << "    {\"name\": \"" << s.name << "\", \"size\": \"" << s.size << "\", \"calls\": " << calls
+      json << (first ? "" : ",\n") << "    {\"name\": \"" << s.name << "\", \"size\": \"" << size << "\", \"calls\": " << calls
            << ", \"kernels_unfused\": " << kernels_unfused << ", \"kernels_fused\": " << kernels_fused
            << ", \"partitions_fused\": " << static_cast<double>(f1.partitions - f0.partitions) / repeat
            << ", \"unfused_seconds\": " << tu_med << ", \"fused_seconds\": " << tf_med << ", \"speedup\": " << speedup

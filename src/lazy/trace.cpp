@@ -48,6 +48,13 @@ void set_results(std::vector<TraceCall>& calls, int begin, int end, const Tensor
   }
 }
 
+// Plan-cache keys are raw words, not text: a flush builds one per partition,
+// and formatting numbers was most of a small partition's analysis time.
+constexpr int64_t kFutureTag = int64_t{1} << 40;
+constexpr int64_t kSizeTag = int64_t{1} << 41;
+
+void append_word(std::string& key, int64_t word) { key.append(reinterpret_cast<const char*>(&word), sizeof word); }
+
 bool writes(ArrayAccess a) { return a == ArrayAccess::Write || a == ArrayAccess::ReadWrite; }
 bool reads(ArrayAccess a) { return a == ArrayAccess::Read || a == ArrayAccess::ReadWrite; }
 
@@ -277,7 +284,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   std::vector<std::vector<int>> reads_results(calls.size());
   for (size_t c = 0; c < calls.size(); ++c) {
     const TraceCall& call = calls[c];
-    signature += fmt::format("{}:", static_cast<const void*>(call.kernel.get()));
+    append_word(signature, reinterpret_cast<uintptr_t>(call.kernel.get()));
     for (size_t p = 0; p < call.arrays.size(); ++p) {
       int s = -1;
       if (call.arrays[p]) {
@@ -288,13 +295,13 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       if (call.futures[p]) {
         auto it = result_of.find(call.futures[p].get());
         if (it != result_of.end()) reads_results[c].push_back(it->second);
-        signature += fmt::format("f{},", it != result_of.end() ? it->second : -1);
+        append_word(signature, kFutureTag + (it != result_of.end() ? it->second : -1));
       }
       call_storage[c].push_back(s);
-      signature += fmt::format("{},", s);
+      append_word(signature, s);
     }
     if (call.result) result_of[call.result.get()] = static_cast<int>(c);
-    signature += fmt::format("n{};", std::bit_width(static_cast<uint64_t>(call.binding.index_count)));
+    append_word(signature, kSizeTag + std::bit_width(static_cast<uint64_t>(call.binding.index_count)));
   }
   std::vector<SegmentPlan>& plan = plans_[signature];
   if (plan.empty()) {

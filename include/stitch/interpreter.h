@@ -34,12 +34,14 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
 // where the kernel writes it) or a scalar value, converted to the parameter's
 // dtype when it fits exactly enough (docs/kernel-language.md, Calls).
 struct KernelArg {
-  Tensor* array = nullptr;
+  ArrayView array;  // arrays only (is_array)
+  bool is_array = false;
   bool is_float = false;
   double float_value = 0.0;
   int64_t int_value = 0;
 
-  KernelArg(Tensor& t) : array(&t) {}  // NOLINT: implicit, so a call reads k(x, y, 2.0)
+  KernelArg(Tensor& t) : array(ArrayView::of(t)), is_array(true) {}  // NOLINT: implicit, so a call reads k(x, y, 2.0)
+  KernelArg(ArrayView v) : array(v), is_array(true) {}  // NOLINT
   KernelArg(double v) : is_float(true), float_value(v) {}  // NOLINT
   KernelArg(int64_t v) : int_value(v) {}  // NOLINT
   KernelArg(int v) : int_value(v) {}  // NOLINT

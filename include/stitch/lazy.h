@@ -60,6 +60,11 @@ class Array {
   const std::vector<int64_t>& shape() const;
   // Runs what this array's value depends on, then copies it out.
   Tensor to_host() const;
+  // Views: the same storage seen another way, so a call writing one is seen
+  // by the others (docs/lazy.md, Views). Same elements with another shape:
+  Array reshape(std::vector<int64_t> shape) const;
+  // Rows [begin, end) of axis 0:
+  Array slice(int64_t begin, int64_t end) const;
 
  private:
   friend class LazyRuntime;

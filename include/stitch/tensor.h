@@ -105,6 +105,27 @@ class Tensor {
   std::vector<std::byte, detail::CacheLineAllocator<std::byte>> bytes_;
 };
 
+// One element of `dtype` at `p`, through a wide type, with the conversions of
+// Tensor::get_f64 / set_f64 / get_i64 / set_i64 (which call these).
+double element_get_f64(const std::byte* p, DType dtype);
+void element_set_f64(std::byte* p, DType dtype, double v);
+int64_t element_get_i64(const std::byte* p, DType dtype);
+void element_set_i64(std::byte* p, DType dtype, int64_t v);
+
+// A dense row-major array in memory that something else owns: a whole tensor,
+// or a region of one (a lazy array's view, docs/lazy.md). Non-owning: the data
+// and the shape must outlive it.
+struct ArrayView {
+  std::byte* data = nullptr;
+  DType dtype = DType::f32;
+  const int64_t* shape = nullptr;
+  int rank = 0;
+
+  static ArrayView of(Tensor& t) { return {t.raw(), t.dtype(), t.shape().data(), t.rank()}; }
+  int64_t numel() const;
+  size_t nbytes() const;
+};
+
 // Fills with values drawn from a seeded generator (splitmix64): floats uniform
 // on a grid of the dtype's precision in [-2, 2), integers in [-8, 8) (i8 too),
 // bools 50/50. Same seed, same tensor on every machine and compiler.

@@ -61,25 +61,27 @@ namespace {
 using Env = std::unordered_map<std::string, WideScalar>;
 
 struct ArraySlot {
-  Tensor* tensor;
+  ArrayView view;
   std::vector<int64_t> strides;
 };
 
-// Who touched each element of one tensor during a parallel_for: the index
-// that wrote it and the index that read it (kMany once two did).
-struct Touches {
+// Who touched one element during a parallel_for: the index that wrote it and
+// the index that read it (kMany once two did). Kept by the element's address,
+// so arguments that share storage (the same tensor twice, overlapping views)
+// share it.
+struct Touch {
   static constexpr int64_t kNone = -1;
   static constexpr int64_t kMany = -2;
-  std::vector<int64_t> writer;
-  std::vector<int64_t> reader;
+  int64_t writer = kNone;
+  int64_t reader = kNone;
 };
 
 class Evaluator {
  public:
   Evaluator(const UserKernel& k, Env env) : k_(k), env_(std::move(env)) {}
 
-  void bind_array(const std::string& name, Tensor* t) {
-    arrays_[name] = ArraySlot{t, contiguous_strides(t->shape())};
+  void bind_array(const std::string& name, ArrayView v) {
+    arrays_[name] = ArraySlot{v, contiguous_strides(std::vector<int64_t>(v.shape, v.shape + v.rank))};
   }
 
   WideScalar eval(const KExpr& e) {
@@ -101,12 +103,12 @@ class Evaluator {
         return it->second;
       }
       case KernelExprKind::Load: {
-        auto [t, offset] = element(n.name, n.operands, n.loc, false);
+        const std::byte* p = element(n.name, n.operands, n.loc, false);
         WideScalar s{n.dtype, 0.0, 0};
         if (is_float(n.dtype)) {
-          s.f = t->get_f64(offset);
+          s.f = element_get_f64(p, n.dtype);
         } else {
-          s.i = t->get_i64(offset);
+          s.i = element_get_i64(p, n.dtype);
         }
         return s;
       }
@@ -142,11 +144,11 @@ class Evaluator {
       case KernelStmtKind::Assign: env_[s.name] = eval(s.value); return;
       case KernelStmtKind::Store: {
         WideScalar v = eval(s.value);
-        auto [t, offset] = element(s.name, s.index, s.loc, true);
-        if (is_float(t->dtype())) {
-          t->set_f64(offset, v.f);
+        std::byte* p = element(s.name, s.index, s.loc, true);
+        if (is_float(v.dtype)) {
+          element_set_f64(p, v.dtype, v.f);
         } else {
-          t->set_i64(offset, v.i);
+          element_set_i64(p, v.dtype, v.i);
         }
         return;
       }
@@ -209,11 +211,10 @@ class Evaluator {
   void set_extents(std::vector<int64_t> e) { extents_ = std::move(e); }
 
  private:
-  // The tensor and row-major offset of array[index...], checked.
-  std::pair<Tensor*, int64_t> element(const std::string& array, const std::vector<KExpr>& index,
-                                      const SourceLoc& loc, bool write) {
+  // The address of array[index...], checked.
+  std::byte* element(const std::string& array, const std::vector<KExpr>& index, const SourceLoc& loc, bool write) {
     ArraySlot& slot = arrays_.at(array);
-    const std::vector<int64_t>& shape = slot.tensor->shape();
+    const int64_t* shape = slot.view.shape;
     int64_t offset = 0;
     std::string where;
     for (size_t d = 0; d < index.size(); ++d) {
@@ -227,34 +228,31 @@ class Evaluator {
       }
       offset += i * slot.strides[d];
     }
-    if (track_) note_touch(array, slot.tensor, offset, write, loc);
-    return {slot.tensor, offset};
+    std::byte* p = slot.view.data + offset * dtype_size(slot.view.dtype);
+    if (track_) note_touch(array, p, offset, write, loc);
+    return p;
   }
 
-  void note_touch(const std::string& array, const Tensor* t, int64_t offset, bool write, const SourceLoc& loc) {
-    Touches& touches = touches_[t];
-    if (touches.writer.empty()) {
-      touches.writer.assign(static_cast<size_t>(t->numel()), Touches::kNone);
-      touches.reader.assign(static_cast<size_t>(t->numel()), Touches::kNone);
-    }
-    int64_t& writer = touches.writer[static_cast<size_t>(offset)];
-    int64_t& reader = touches.reader[static_cast<size_t>(offset)];
+  void note_touch(const std::string& array, const std::byte* p, int64_t offset, bool write, const SourceLoc& loc) {
+    Touch& touch = touches_[p];
+    int64_t& writer = touch.writer;
+    int64_t& reader = touch.reader;
     auto race = [&](int64_t other, const char* what) {
-      std::string others = other == Touches::kMany ? fmt::format("other indices {}", what == std::string("reads it") ? "read it" : what)
+      std::string others = other == Touch::kMany ? fmt::format("other indices {}", what == std::string("reads it") ? "read it" : what)
                                                    : fmt::format("index {} {}", index_of(other), what);
       throw UserError(fmt::format("kernel '{}': race on {} (element {}): index {} {} it, and {}; the "
                                   "result would depend on the order the indices run in",
                                   k_.name, array, offset, index_text(), write ? "writes" : "reads", others),
                       loc);
     };
-    if (writer != Touches::kNone && writer != index_id_) race(writer, "writes it too");
+    if (writer != Touch::kNone && writer != index_id_) race(writer, "writes it too");
     if (write) {
-      if (reader == Touches::kMany || (reader != Touches::kNone && reader != index_id_)) race(reader, "reads it");
+      if (reader == Touch::kMany || (reader != Touch::kNone && reader != index_id_)) race(reader, "reads it");
       writer = index_id_;
-    } else if (reader == Touches::kNone) {
+    } else if (reader == Touch::kNone) {
       reader = index_id_;
     } else if (reader != index_id_) {
-      reader = Touches::kMany;
+      reader = Touch::kMany;
     }
   }
 
@@ -303,7 +301,7 @@ class Evaluator {
   Env env_;
   std::unordered_map<std::string, ArraySlot> arrays_;
   std::unordered_map<const KernelExprNode*, Node> nodes_;
-  std::unordered_map<const Tensor*, Touches> touches_;
+  std::unordered_map<const std::byte*, Touch> touches_;
   std::vector<int64_t> index_;
   std::vector<int64_t> extents_;
   int64_t index_id_ = 0;
@@ -385,21 +383,21 @@ KernelBinding bind_kernel(const UserKernel& k, const std::vector<KernelArg>& arg
     const KernelParam& p = k.params[i];
     const KernelArg& a = args[i];
     if (!p.is_array) {
-      if (a.array != nullptr) throw UserError(fmt::format("{} is a scalar {}, got an array", param_what(k, i), dtype_name(p.dtype)));
+      if (a.is_array) throw UserError(fmt::format("{} is a scalar {}, got an array", param_what(k, i), dtype_name(p.dtype)));
       b.scalars[i] = scalar_argument(k, i, a);
       continue;
     }
-    if (a.array == nullptr) {
+    if (!a.is_array) {
       throw UserError(fmt::format("{} is an array {}, got a scalar", param_what(k, i), TensorType{p.dtype, p.shape}.str()));
     }
-    const Tensor& t = *a.array;
-    if (t.dtype() != p.dtype || t.rank() != static_cast<int>(p.shape.size())) {
+    const ArrayView& t = a.array;
+    if (t.dtype != p.dtype || t.rank != static_cast<int>(p.shape.size())) {
       throw UserError(fmt::format("{} must be {}, got {}{}", param_what(k, i), TensorType{p.dtype, p.shape}.str(),
-                                  dtype_name(t.dtype()), shape_str(Shape(t.shape().begin(), t.shape().end()))));
+                                  dtype_name(t.dtype), shape_str(Shape(t.shape, t.shape + t.rank))));
     }
     for (size_t d = 0; d < p.shape.size(); ++d) {
       const Dim& dim = p.shape[d];
-      int64_t got = t.shape()[d];
+      int64_t got = t.shape[d];
       if (dim.is_static()) {
         if (dim.extent() != got) {
           throw UserError(fmt::format("{}: axis {} has extent {}, expected {}", param_what(k, i), d, got, dim.extent()));

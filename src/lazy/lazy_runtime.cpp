@@ -1,6 +1,8 @@
 // The public face of lazy arrays (include/stitch/lazy.h) over the trace.
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "lazy/trace.h"
 #include "stitch/lazy.h"
 
@@ -8,18 +10,64 @@ namespace stitch {
 
 DType Array::dtype() const {
   STITCH_ASSERT(state_ != nullptr, "Array::dtype on an empty array");
-  return state_->data.dtype();
+  return state_->storage->dtype();
 }
 
 const std::vector<int64_t>& Array::shape() const {
   STITCH_ASSERT(state_ != nullptr, "Array::shape on an empty array");
-  return state_->data.shape();
+  return state_->shape;
 }
 
 Tensor Array::to_host() const {
   if (state_ == nullptr) throw UserError("to_host on an empty Array");
   if (std::shared_ptr<lazy::Trace> trace = state_->trace.lock()) trace->flush_for(*state_);
-  return state_->data;
+  Tensor out = Tensor::uninitialized(dtype(), state_->shape);
+  const ArrayView v = state_->view();
+  if (v.nbytes() > 0) std::memcpy(out.raw(), v.data, v.nbytes());
+  return out;
+}
+
+namespace {
+
+std::shared_ptr<lazy::Trace> trace_of(const std::shared_ptr<lazy::ArrayState>& s, const char* what) {
+  if (s == nullptr) throw UserError(fmt::format("{} of an empty Array", what));
+  std::shared_ptr<lazy::Trace> trace = s->trace.lock();
+  if (!trace) throw UserError(fmt::format("{} of an array whose LazyRuntime was destroyed", what));
+  return trace;
+}
+
+}  // namespace
+
+Array Array::reshape(std::vector<int64_t> shape) const {
+  std::shared_ptr<lazy::Trace> trace = trace_of(state_, "reshape");
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw UserError(fmt::format("reshape: negative extent {}", d));
+    count *= d;
+  }
+  if (count != state_->view().numel()) {
+    throw UserError(fmt::format("reshape: {} elements cannot be seen as {}", state_->view().numel(),
+                                shape_str(Shape(shape.begin(), shape.end()))));
+  }
+  Array a;
+  a.state_ = trace->new_view(*state_, 0, std::move(shape));
+  return a;
+}
+
+Array Array::slice(int64_t begin, int64_t end) const {
+  std::shared_ptr<lazy::Trace> trace = trace_of(state_, "slice");
+  if (state_->shape.empty()) throw UserError("slice of a 0-d array");
+  const int64_t rows = state_->shape[0];
+  if (begin < 0 || end < begin || end > rows) {
+    throw UserError(fmt::format("slice [{}, {}) is outside the {} rows of the array", begin, end, rows));
+  }
+  std::vector<int64_t> shape = state_->shape;
+  shape[0] = end - begin;
+  int64_t row = 1;
+  for (size_t d = 1; d < state_->shape.size(); ++d) row *= state_->shape[d];
+  Array a;
+  a.state_ = trace->new_view(*state_, begin * row, std::move(shape));
+  return a;
 }
 
 Tensor Scalar::value() const {

@@ -36,7 +36,27 @@ double segment_seconds(const std::vector<PlannedCall>& calls, int begin, int end
   return model.launch_seconds + bytes / model.bytes_per_second + std::max(0.0, guarded) * model.seconds_per_guarded_index;
 }
 
-PartitionPlan plan_partition(const std::vector<PlannedCall>& calls, const CostModel& model) {
+namespace {
+
+// Whether calls a and b touch two distinct storages that overlap, one of them writing.
+std::string overlap_conflict(const PlannedCall& a, const PlannedCall& b, const std::vector<std::pair<int, int>>& overlapping) {
+  for (const auto& [s, t] : overlapping) {
+    for (const PlannedCall::Touch& x : a.touches) {
+      for (const PlannedCall::Touch& y : b.touches) {
+        bool pair = (x.storage == s && y.storage == t) || (x.storage == t && y.storage == s);
+        if (pair && (x.write || y.write)) {
+          return fmt::format("views x{} and x{} of one storage overlap and one is written", x.storage, y.storage);
+        }
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+PartitionPlan plan_partition(const std::vector<PlannedCall>& calls, const std::vector<std::pair<int, int>>& overlapping,
+                             const CostModel& model) {
   const int n = static_cast<int>(calls.size());
   PartitionPlan plan;
   // safe[i][j]: calls i < j may share a kernel, by themselves.
@@ -51,8 +71,11 @@ PartitionPlan plan_partition(const std::vector<PlannedCall>& calls, const CostMo
       } else if (std::find(b.reads_results_of.begin(), b.reads_results_of.end(), i) != b.reads_results_of.end()) {
         reason = fmt::format("{} reads the value of reduction {}", b.view.kernel->name, a.view.kernel->name);
       } else {
-        SafetyVerdict v = fusion_safety(a.view, b.view);
-        if (!v.safe) reason = v.reason;
+        reason = overlap_conflict(a, b, overlapping);
+        if (reason.empty()) {
+          SafetyVerdict v = fusion_safety(a.view, b.view);
+          if (!v.safe) reason = v.reason;
+        }
       }
       if (reason.empty()) continue;
       safe[static_cast<size_t>(i)][static_cast<size_t>(j)] = 0;

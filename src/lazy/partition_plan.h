@@ -55,6 +55,9 @@ struct PartitionPlan {
 // The predicted time of calls [begin, end) as one kernel.
 double segment_seconds(const std::vector<PlannedCall>& calls, int begin, int end, const CostModel& model);
 
-PartitionPlan plan_partition(const std::vector<PlannedCall>& calls, const CostModel& model = {});
+// `overlapping`: pairs of distinct storages (views) that share memory; two
+// calls touching the two of a pair, either writing, never share a kernel.
+PartitionPlan plan_partition(const std::vector<PlannedCall>& calls,
+                             const std::vector<std::pair<int, int>>& overlapping = {}, const CostModel& model = {});
 
 }  // namespace stitch::lazy

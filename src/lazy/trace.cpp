@@ -52,6 +52,17 @@ void set_results(std::vector<TraceCall>& calls, int begin, int end, const Tensor
 // and formatting numbers was most of a small partition's analysis time.
 constexpr int64_t kFutureTag = int64_t{1} << 40;
 constexpr int64_t kSizeTag = int64_t{1} << 41;
+constexpr int64_t kOverlapTag = int64_t{1} << 42;
+
+// The index of `a`'s region among `regions` (an identical view of the same
+// storage is the same region), appending it when new.
+int region_id(std::vector<const ArrayState*>& regions, const ArrayState* a) {
+  for (size_t i = 0; i < regions.size(); ++i) {
+    if (regions[i] == a || regions[i]->same_region(*a)) return static_cast<int>(i);
+  }
+  regions.push_back(a);
+  return static_cast<int>(regions.size()) - 1;
+}
 
 void append_word(std::string& key, int64_t word) { key.append(reinterpret_cast<const char*>(&word), sizeof word); }
 
@@ -81,7 +92,18 @@ Trace::Trace(LazyOptions options)
 
 std::shared_ptr<ArrayState> Trace::new_array(Tensor data) {
   auto a = std::make_shared<ArrayState>();
-  a->data = std::move(data);
+  a->shape = data.shape();
+  a->storage = std::make_shared<Tensor>(std::move(data));
+  a->id = next_array_id_++;
+  a->trace = weak_from_this();
+  return a;
+}
+
+std::shared_ptr<ArrayState> Trace::new_view(const ArrayState& parent, int64_t offset, std::vector<int64_t> shape) {
+  auto a = std::make_shared<ArrayState>();
+  a->storage = parent.storage;
+  a->offset = parent.offset + offset;
+  a->shape = std::move(shape);
   a->id = next_array_id_++;
   a->trace = weak_from_this();
   return a;
@@ -115,7 +137,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
                                     k.params[p].name));
       }
       call.arrays[p] = state;
-      bound.emplace_back(state->data);
+      bound.emplace_back(state->view());
       continue;
     }
     if (a.future.valid()) {
@@ -147,7 +169,7 @@ void Trace::flush_for(const ArrayState& a) {
   for (size_t i = pending_.size(); i-- > 0;) {
     const TraceCall& c = pending_[i];
     for (size_t p = 0; p < c.arrays.size(); ++p) {
-      if (c.arrays[p].get() == &a && writes(c.kernel->params[p].access)) return run_closure({i});
+      if (c.arrays[p] && c.arrays[p]->overlaps(a) && writes(c.kernel->params[p].access)) return run_closure({i});
     }
   }
 }
@@ -171,9 +193,16 @@ void Trace::run_closure(std::vector<size_t> targets) {
   // writes (write after read, write after write), or reads its reduction's value.
   std::vector<char> needed(pending_.size(), 0);
   for (size_t t : targets) needed[t] = 1;
-  std::set<const ArrayState*> read_later;
-  std::set<const ArrayState*> written_later;
+  // Arrays by region: views of one storage that overlap are one array here.
+  std::vector<const ArrayState*> read_later;
+  std::vector<const ArrayState*> written_later;
   std::set<const ScalarState*> futures_later;
+  auto touches = [](const std::vector<const ArrayState*>& set, const ArrayState* a) {
+    for (const ArrayState* b : set) {
+      if (b->overlaps(*a)) return true;
+    }
+    return false;
+  };
   const size_t last = *std::max_element(targets.begin(), targets.end());
   for (size_t i = last + 1; i-- > 0;) {
     TraceCall& c = pending_[i];
@@ -183,15 +212,16 @@ void Trace::run_closure(std::vector<size_t> targets) {
         const ArrayState* a = c.arrays[p].get();
         if (!a) continue;
         ArrayAccess access = c.kernel->params[p].access;
-        hazard = (writes(access) && (read_later.count(a) || written_later.count(a))) || (reads(access) && written_later.count(a));
+        hazard = (writes(access) && (touches(read_later, a) || touches(written_later, a))) ||
+                 (reads(access) && touches(written_later, a));
       }
       if (!hazard) continue;
       needed[i] = 1;
     }
     for (size_t p = 0; p < c.arrays.size(); ++p) {
       const ArrayState* a = c.arrays[p].get();
-      if (a && reads(c.kernel->params[p].access)) read_later.insert(a);
-      if (a && writes(c.kernel->params[p].access)) written_later.insert(a);
+      if (a && reads(c.kernel->params[p].access)) read_later.push_back(a);
+      if (a && writes(c.kernel->params[p].access)) written_later.push_back(a);
       if (c.futures[p]) futures_later.insert(c.futures[p].get());
     }
   }
@@ -221,7 +251,7 @@ std::vector<KernelArg> Trace::arguments(TraceCall& call) {
   args.reserve(call.arrays.size());
   for (size_t p = 0; p < call.arrays.size(); ++p) {
     if (call.arrays[p]) {
-      args.emplace_back(call.arrays[p]->data);
+      args.emplace_back(call.arrays[p]->view());
     } else {
       args.push_back(call.scalars[p]);
     }
@@ -276,7 +306,6 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   // Storages in first-use order, and the partition's structure: what decides
   // the cuts (kernels, how arrays are shared, which values are read, sizes to
   // a power of two).
-  std::unordered_map<const ArrayState*, int> storage_of;
   std::vector<const ArrayState*> storages;
   std::unordered_map<const ScalarState*, int> result_of;
   std::string signature;
@@ -287,11 +316,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     append_word(signature, reinterpret_cast<uintptr_t>(call.kernel.get()));
     for (size_t p = 0; p < call.arrays.size(); ++p) {
       int s = -1;
-      if (call.arrays[p]) {
-        auto [it, fresh] = storage_of.emplace(call.arrays[p].get(), static_cast<int>(storages.size()));
-        if (fresh) storages.push_back(call.arrays[p].get());
-        s = it->second;
-      }
+      if (call.arrays[p]) s = region_id(storages, call.arrays[p].get());
       if (call.futures[p]) {
         auto it = result_of.find(call.futures[p].get());
         if (it != result_of.end()) reads_results[c].push_back(it->second);
@@ -302,6 +327,15 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     }
     if (call.result) result_of[call.result.get()] = static_cast<int>(c);
     append_word(signature, kSizeTag + std::bit_width(static_cast<uint64_t>(call.binding.index_count)));
+  }
+  // Distinct regions that overlap (views of one storage): part of the structure too.
+  std::vector<std::pair<int, int>> overlapping;
+  for (size_t a = 0; a < storages.size(); ++a) {
+    for (size_t b = a + 1; b < storages.size(); ++b) {
+      if (!storages[a]->overlaps(*storages[b])) continue;
+      overlapping.emplace_back(static_cast<int>(a), static_cast<int>(b));
+      append_word(signature, kOverlapTag + static_cast<int64_t>(a * storages.size() + b));
+    }
   }
   std::vector<SegmentPlan>& plan = plans_[signature];
   if (plan.empty()) {
@@ -315,10 +349,10 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       for (size_t p = 0; p < calls[c].arrays.size(); ++p) {
         if (!calls[c].arrays[p]) continue;
         ArrayAccess a = calls[c].kernel->params[p].access;
-        pc.touches.push_back({call_storage[c][p], static_cast<int64_t>(calls[c].arrays[p]->data.nbytes()), reads(a), writes(a)});
+        pc.touches.push_back({call_storage[c][p], static_cast<int64_t>(calls[c].arrays[p]->view().nbytes()), reads(a), writes(a)});
       }
     }
-    PartitionPlan cuts = plan_partition(planned);
+    PartitionPlan cuts = plan_partition(planned, overlapping);
     for (const Segment& s : cuts.segments) plan.push_back(SegmentPlan{s.begin, s.end, nullptr, "", nullptr});
     if (dump_wanted("partitions")) {
       std::string text = fmt::format("  {} calls -> {} kernels (predicted {:.1f} us fused, {:.1f} us unfused)\n",
@@ -339,7 +373,6 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     }
     t0 = Clock::now();
     // Segment-local storages and the calls as the fused-kernel builder sees them.
-    std::unordered_map<const ArrayState*, int> local;
     std::vector<const ArrayState*> local_storages;
     std::vector<SegmentCall> seg_calls;
     std::string key;
@@ -349,17 +382,13 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       SegmentCall sc{call.kernel.get(), {}, &call.binding};
       for (size_t p = 0; p < call.arrays.size(); ++p) {
         int s = -1;
-        if (call.arrays[p]) {
-          auto [it, fresh] = local.emplace(call.arrays[p].get(), static_cast<int>(local_storages.size()));
-          if (fresh) local_storages.push_back(call.arrays[p].get());
-          s = it->second;
-        }
+        if (call.arrays[p]) s = region_id(local_storages, call.arrays[p].get());
         sc.storage.push_back(s);
       }
       seg_calls.push_back(std::move(sc));
     }
     std::vector<StorageType> types;
-    for (const ArrayState* a : local_storages) types.push_back({a->data.dtype(), a->data.rank()});
+    for (const ArrayState* a : local_storages) types.push_back({a->storage->dtype(), static_cast<int>(a->shape.size())});
     std::vector<int64_t> extents(seg_calls[0].binding->extents.size(), 0);
     for (const SegmentCall& sc : seg_calls) {
       for (size_t d = 0; d < extents.size(); ++d) extents[d] = std::max(extents[d], sc.binding->extents[d]);
@@ -378,7 +407,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     }
     const FusedKernel& f = *seg.fused;
     std::vector<KernelArg> args;
-    for (const ArrayState* a : local_storages) args.emplace_back(const_cast<ArrayState*>(a)->data);
+    for (const ArrayState* a : local_storages) args.emplace_back(a->view());
     for (const auto& [c, p] : f.scalar_sources) args.push_back(calls[static_cast<size_t>(seg.begin + c)].scalars[static_cast<size_t>(p)]);
     for (int64_t e : extents) args.emplace_back(e);
     stats_.analysis_seconds += seconds_since(t0);

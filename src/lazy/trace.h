@@ -20,10 +20,28 @@ namespace stitch::lazy {
 
 class Trace;
 
+// A lazy array: a dense row-major region of a storage tensor, which views
+// share (docs/lazy.md, Views).
 struct ArrayState {
-  Tensor data;
+  std::shared_ptr<Tensor> storage;
+  int64_t offset = 0;  // the region's first element in the storage
+  std::vector<int64_t> shape;
   int64_t id = 0;  // unique in its trace
   std::weak_ptr<Trace> trace;
+
+  ArrayView view() const {
+    return {storage->raw() + offset * dtype_size(storage->dtype()), storage->dtype(), shape.data(),
+            static_cast<int>(shape.size())};
+  }
+  bool overlaps(const ArrayState& o) const {
+    if (storage != o.storage) return false;
+    ArrayView a = view();
+    ArrayView b = o.view();
+    if (a.nbytes() == 0 || b.nbytes() == 0) return false;
+    return a.data < b.data + b.nbytes() && b.data < a.data + a.nbytes();
+  }
+  // The same region with the same shape: one array to the safety check.
+  bool same_region(const ArrayState& o) const { return storage == o.storage && offset == o.offset && shape == o.shape; }
 };
 
 struct ScalarState {
@@ -47,6 +65,9 @@ class Trace : public std::enable_shared_from_this<Trace> {
   explicit Trace(LazyOptions options);
 
   std::shared_ptr<ArrayState> new_array(Tensor data);
+  // A region of `parent`'s storage: `count` elements from element `offset` of
+  // `parent`, seen with `shape`.
+  std::shared_ptr<ArrayState> new_view(const ArrayState& parent, int64_t offset, std::vector<int64_t> shape);
   void record(const KernelRef& kernel, const std::vector<LazyArg>& args, std::shared_ptr<ScalarState> result);
   // Run what `a`'s value, or `s`, depends on; or everything.
   void flush_for(const ArrayState& a);

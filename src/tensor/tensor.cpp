@@ -150,10 +150,8 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape, NoFill) : dtype_(dtype),
   bytes_.resize(static_cast<size_t>(numel_ * element_size));
 }
 
-double Tensor::get_f64(int64_t i) const {
-  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
-  const std::byte* p = bytes_.data() + i * dtype_size(dtype_);
-  switch (dtype_) {
+double element_get_f64(const std::byte* p, DType dtype) {
+  switch (dtype) {
     case DType::f16: return f16_bits_to_f32(load<uint16_t>(p));
     case DType::bf16: return bf16_bits_to_f32(load<uint16_t>(p));
     case DType::f32: return load<float>(p);
@@ -166,10 +164,8 @@ double Tensor::get_f64(int64_t i) const {
   STITCH_ASSERT(false, "unknown dtype");
 }
 
-void Tensor::set_f64(int64_t i, double v) {
-  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
-  std::byte* p = bytes_.data() + i * dtype_size(dtype_);
-  switch (dtype_) {
+void element_set_f64(std::byte* p, DType dtype, double v) {
+  switch (dtype) {
     case DType::f16: return store(p, f64_to_f16_bits(v));
     case DType::bf16: return store(p, f64_to_bf16_bits(v));
     case DType::f32: return store(p, static_cast<float>(v));
@@ -183,10 +179,8 @@ void Tensor::set_f64(int64_t i, double v) {
   STITCH_ASSERT(false, "unknown dtype");
 }
 
-int64_t Tensor::get_i64(int64_t i) const {
-  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
-  const std::byte* p = bytes_.data() + i * dtype_size(dtype_);
-  switch (dtype_) {
+int64_t element_get_i64(const std::byte* p, DType dtype) {
+  switch (dtype) {
     case DType::i8: return load<int8_t>(p);
     case DType::i32: return load<int32_t>(p);
     case DType::i64: return load<int64_t>(p);
@@ -194,15 +188,13 @@ int64_t Tensor::get_i64(int64_t i) const {
     case DType::f16:
     case DType::bf16:
     case DType::f32:
-    case DType::f64: return saturating_f64_to_int<int64_t>(get_f64(i));
+    case DType::f64: return saturating_f64_to_int<int64_t>(element_get_f64(p, dtype));
   }
   STITCH_ASSERT(false, "unknown dtype");
 }
 
-void Tensor::set_i64(int64_t i, int64_t v) {
-  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
-  std::byte* p = bytes_.data() + i * dtype_size(dtype_);
-  switch (dtype_) {
+void element_set_i64(std::byte* p, DType dtype, int64_t v) {
+  switch (dtype) {
     // Narrowing to a signed type is modular since C++20.
     case DType::i8: return store(p, static_cast<int8_t>(v));
     case DType::i32: return store(p, static_cast<int32_t>(v));
@@ -215,6 +207,34 @@ void Tensor::set_i64(int64_t i, int64_t v) {
   }
   STITCH_ASSERT(false, "unknown dtype");
 }
+
+double Tensor::get_f64(int64_t i) const {
+  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
+  return element_get_f64(bytes_.data() + i * dtype_size(dtype_), dtype_);
+}
+
+void Tensor::set_f64(int64_t i, double v) {
+  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
+  element_set_f64(bytes_.data() + i * dtype_size(dtype_), dtype_, v);
+}
+
+int64_t Tensor::get_i64(int64_t i) const {
+  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
+  return element_get_i64(bytes_.data() + i * dtype_size(dtype_), dtype_);
+}
+
+void Tensor::set_i64(int64_t i, int64_t v) {
+  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
+  element_set_i64(bytes_.data() + i * dtype_size(dtype_), dtype_, v);
+}
+
+int64_t ArrayView::numel() const {
+  int64_t n = 1;
+  for (int d = 0; d < rank; ++d) n *= shape[d];
+  return n;
+}
+
+size_t ArrayView::nbytes() const { return static_cast<size_t>(numel()) * static_cast<size_t>(dtype_size(dtype)); }
 
 std::string Tensor::str(int max_elements) const {
   std::string out(dtype_name(dtype_));

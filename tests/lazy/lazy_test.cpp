@@ -103,11 +103,15 @@ class Lazy : public ::testing::Test {
     Outcome reference = run(LazyOptions::Mode::Reference, inputs, program);
     Outcome unfused = run(LazyOptions::Mode::Unfused, inputs, program);
     Outcome fused = run(LazyOptions::Mode::Fused, inputs, program);
+    Outcome interpreted = run(LazyOptions::Mode::FusedReference, inputs, program);
+    EXPECT_EQ(interpreted.stats.kernels, fused.stats.kernels);
     for (size_t i = 0; i < reference.arrays.size(); ++i) {
       TensorComparison u = compare_with_interpreter(unfused.arrays[i], reference.arrays[i], allowance);
       EXPECT_TRUE(u.ok) << "unfused array " << i << ": " << u.describe();
       TensorComparison f = compare_with_interpreter(fused.arrays[i], reference.arrays[i], allowance);
       EXPECT_TRUE(f.ok) << "fused array " << i << ": " << f.describe();
+      TensorComparison r = compare_with_interpreter(interpreted.arrays[i], reference.arrays[i], allowance);
+      EXPECT_TRUE(r.ok) << "fused (interpreted) array " << i << ": " << r.describe();
     }
     for (size_t i = 0; i < reference.scalars.size(); ++i) {
       EXPECT_NEAR(unfused.scalars[i], reference.scalars[i], scalar_tolerance) << "scalar " << i;
@@ -266,6 +270,53 @@ TEST_F(Lazy, BadCallsAreRefusedWhenRecorded) {
   EXPECT_THROW(rt.call(k("dot"), {x, x}), UserError);  // a reduction through call()
   EXPECT_THROW(rt.reduce(k("fill"), {x, 1.0}), UserError);
   EXPECT_EQ(rt.stats().calls, 0);
+}
+
+TEST_F(Lazy, DisjointViewsOfOneStorageFuse) {
+  LazyStats s = check({random({100}, 23), random({50}, 24)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array lo = a[0].slice(0, 50);
+    Array hi = a[0].slice(50, 100);
+    rt.call(k("scale"), {2.0, lo, a[1]});  // reads the low half
+    rt.call(k("add"), {a[1], a[1], hi});    // writes the high half: a different region
+  });
+  EXPECT_EQ(s.kernels, 1);
+}
+
+TEST_F(Lazy, OverlappingViewsWithAWriteDoNotFuse) {
+  LazyStats s = check({random({100}, 25), random({60}, 26)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array first = a[0].slice(0, 60);
+    Array last = a[0].slice(40, 100);       // rows 40..59 are in both
+    rt.call(k("scale"), {2.0, first, a[1]});
+    rt.call(k("fill"), {last, 3.0});        // index i writes x[40 + i], which index 40 + i of scale read
+  });
+  EXPECT_EQ(s.kernels, 2);
+}
+
+TEST_F(Lazy, TheSameViewTakenTwiceIsOneArray) {
+  LazyStats s = check({random({100}, 27)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("fill"), {a[0].slice(10, 20), 1.0});
+    rt.call(k("axpy"), {2.0, a[0].slice(10, 20), a[0].slice(10, 20)});  // in place, index by index
+  });
+  EXPECT_EQ(s.kernels, 1);
+}
+
+TEST_F(Lazy, AReshapeSeesTheWritesOfTheOriginal) {
+  LazyStats s = check({random({4, 25}, 28), random({4}, 29), random({100}, 30)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("rowscale"), {a[0], a[1]});               // over 4 x 25
+    rt.call(k("scale"), {0.5, a[0].reshape({100}), a[2]});  // over 100: another rank, another kernel
+  });
+  EXPECT_EQ(s.kernels, 2);
+}
+
+TEST_F(Lazy, ReadingAViewRunsTheWritesOfOverlappingViews) {
+  LazyOptions options;
+  options.cache_dir = (*dir_ / "cache").string();
+  LazyRuntime rt(options);
+  Array x = rt.zeros(DType::f32, {10});
+  rt.call(k("fill"), {x, 4.0});
+  EXPECT_EQ(x.slice(2, 3).to_host().get_f64(0), 4.0);
+  EXPECT_THROW(x.slice(3, 11), UserError);
+  EXPECT_THROW(x.reshape({3, 3}), UserError);
 }
 
 TEST(IndexSafety, VerdictsNameTheArrayAndTheAccesses) {

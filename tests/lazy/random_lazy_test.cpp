@@ -86,6 +86,9 @@ struct Step {
 
 struct Program {
   int arrays = 3;
+  // Empty: separate arrays. Otherwise each array is rows [offset, offset + kLength)
+  // of one storage, so arrays may overlap.
+  std::vector<int64_t> offsets;
   std::vector<Step> steps;
 };
 
@@ -95,6 +98,9 @@ Program random_program(std::mt19937_64& rng) {
       {"k_gap", 2},   {"k_cond", 2}, {"k_loop", 2}, {"k_offset", 1}, {"k_sum", 1},    {"k_max", 2}};
   Program p;
   p.arrays = 2 + static_cast<int>(rng() % 3);
+  if (rng() % 3 == 0) {
+    for (int a = 0; a < p.arrays; ++a) p.offsets.push_back(static_cast<int64_t>(rng() % (2 * kLength)));
+  }
   int steps = 4 + static_cast<int>(rng() % 9);
   int reductions = 0;
   for (int s = 0; s < steps; ++s) {
@@ -139,10 +145,17 @@ class RandomLazy : public ::testing::Test {
     options.cache_dir = (*dir_ / "cache").string();
     LazyRuntime rt(options);
     std::vector<Array> arrays;
-    for (int a = 0; a < p.arrays; ++a) {
-      Tensor t(DType::f32, {kLength});
-      fill_random(t, seed + static_cast<uint64_t>(a));
-      arrays.push_back(rt.array(t));
+    if (p.offsets.empty()) {
+      for (int a = 0; a < p.arrays; ++a) {
+        Tensor t(DType::f32, {kLength});
+        fill_random(t, seed + static_cast<uint64_t>(a));
+        arrays.push_back(rt.array(t));
+      }
+    } else {
+      Tensor t(DType::f32, {3 * kLength});
+      fill_random(t, seed);
+      Array storage = rt.array(t);
+      for (int64_t offset : p.offsets) arrays.push_back(storage.slice(offset, offset + kLength));
     }
     std::vector<Scalar> values;
     Outcome o;
@@ -187,7 +200,7 @@ class RandomLazy : public ::testing::Test {
   }
 
   static std::string describe(const Program& p) {
-    std::string s = fmt::format("{} arrays:", p.arrays);
+    std::string s = fmt::format("{} arrays{}:", p.arrays, p.offsets.empty() ? "" : " (views)");
     for (const Step& step : p.steps) {
       s += " " + step.kernel + "(";
       for (int a : step.arrays) s += std::to_string(a) + ",";

@@ -134,6 +134,14 @@ int64_t scalar_slot_f64(double value) {
 
 void run_kernel(const CpuModule& module, const kir::Kernel& kernel, const std::vector<Tensor*>& buffers,
                 const std::vector<int64_t>& scalars) {
+  std::vector<ArrayView> views;
+  views.reserve(buffers.size());
+  for (Tensor* t : buffers) views.push_back(ArrayView::of(*t));
+  run_kernel(module, kernel, views, scalars);
+}
+
+void run_kernel(const CpuModule& module, const kir::Kernel& kernel, const std::vector<ArrayView>& buffers,
+                const std::vector<int64_t>& scalars) {
   if (buffers.size() != kernel.buffers.size() || scalars.size() != kernel.scalars.size()) {
     throw UserError(fmt::format("kernel {} takes {} buffers and {} scalars, got {} and {}", kernel.name,
                                 kernel.buffers.size(), kernel.scalars.size(), buffers.size(), scalars.size()));
@@ -141,10 +149,10 @@ void run_kernel(const CpuModule& module, const kir::Kernel& kernel, const std::v
   std::vector<void*> pointers;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const kir::BufferParam& param = kernel.buffers[i];
-    const Tensor& t = *buffers[i];
-    if (t.dtype() != param.dtype) {
+    const ArrayView& t = buffers[i];
+    if (t.dtype != param.dtype) {
       throw UserError(fmt::format("kernel {}: buffer {} is {}, got a {} tensor", kernel.name, param.name,
-                                  dtype_name(param.dtype), dtype_name(t.dtype())));
+                                  dtype_name(param.dtype), dtype_name(t.dtype)));
     }
     // The highest element the kernel may address, plus one.
     int64_t needed = 1;
@@ -161,7 +169,7 @@ void run_kernel(const CpuModule& module, const kir::Kernel& kernel, const std::v
       throw UserError(fmt::format("kernel {}: buffer {} needs {} elements, the tensor has {}", kernel.name,
                                   param.name, needed, t.numel()));
     }
-    pointers.push_back(buffers[i]->raw());
+    pointers.push_back(t.data);
   }
   module.function(kernel.name)(pointers.data(), scalars.data());
 }

@@ -18,11 +18,9 @@ namespace stitch::runtime::cpu {
 
 namespace {
 
-bool overlaps(const Tensor& a, const Tensor& b) {
+bool overlaps(const ArrayView& a, const ArrayView& b) {
   if (a.nbytes() == 0 || b.nbytes() == 0) return false;
-  const std::byte* a0 = a.raw();
-  const std::byte* b0 = b.raw();
-  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+  return a.data < b.data + b.nbytes() && b.data < a.data + a.nbytes();
 }
 
 bool writes(ArrayAccess a) { return a == ArrayAccess::Write || a == ArrayAccess::ReadWrite; }
@@ -55,7 +53,7 @@ std::vector<bool> restrict_flags(const UserKernel& k, const std::vector<KernelAr
     for (size_t j = 0; j < k.params.size() && distinct; ++j) {
       if (j == i || !k.params[j].is_array) continue;
       bool written = writes(k.params[i].access) || writes(k.params[j].access);
-      if (written && overlaps(*args[i].array, *args[j].array)) distinct = false;
+      if (written && overlaps(args[i].array, args[j].array)) distinct = false;
     }
     flags[i] = distinct;
   }
@@ -102,7 +100,7 @@ std::shared_ptr<const CompiledUserKernel> CompiledUserKernel::compile(const User
 
 Tensor CompiledUserKernel::run(const UserKernel& k, const std::vector<KernelArg>& args) const {
   interp::KernelBinding b = interp::bind_kernel(k, args);
-  std::vector<Tensor*> buffers;
+  std::vector<ArrayView> buffers;
   for (size_t i = 0; i < k.params.size(); ++i) {
     if (k.params[i].is_array) buffers.push_back(args[i].array);
   }
@@ -124,7 +122,7 @@ Tensor CompiledUserKernel::run(const UserKernel& k, const std::vector<KernelArg>
   int64_t inner = b.extents.back();
   int64_t blocks = ((outer + shape.rows_per_block - 1) / shape.rows_per_block) * ((inner + shape.lanes - 1) / shape.lanes);
   Tensor partials(lowered_.accumulator_dtype, {blocks});
-  buffers.push_back(&partials);
+  buffers.push_back(ArrayView::of(partials));
   if (blocks > 0) run_kernel(*module_, lowered_.kernel, buffers, scalars);
   Tensor result(k.result_dtype, {});
   if (is_float(k.result_dtype)) {

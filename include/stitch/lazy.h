@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "stitch/attr.h"
+#include "stitch/graph.h"
 #include "stitch/kernel.h"
 #include "stitch/tensor.h"
 
@@ -120,6 +122,17 @@ class LazyRuntime {
   void call(const KernelRef& kernel, const std::vector<LazyArg>& args);
   // Records a parallel_reduce call; its value is computed when read.
   Scalar reduce(const KernelRef& kernel, const std::vector<LazyArg>& args);
+  // A graph on lazy arrays (one array per parameter, in order), recorded like
+  // a call that reads them and writes one fresh array per graph output. When
+  // it runs, the graph planners fuse it as `stitch run` would; it never shares
+  // a kernel with user-kernel calls (docs/lazy.md, Graph ops).
+  std::vector<Array> apply(const Graph& graph, const std::vector<Array>& inputs);
+  // One op of ops.def on arrays and numbers. An elementwise op whose array
+  // operands have one shape becomes a user kernel, so it fuses with the calls
+  // around it; any other op (broadcasting, reductions, layout, dots) is a
+  // one-op graph (apply).
+  Array op(const std::string& name, const std::vector<LazyArg>& operands, const Attrs& attrs = {});
+
   // Runs every recorded call.
   void flush();
 

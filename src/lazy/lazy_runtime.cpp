@@ -2,8 +2,12 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <optional>
 
+#include "ir/canonicalize.h"
+#include "ir/structural_key.h"
 #include "lazy/trace.h"
+#include "stitch/builder.h"
 #include "stitch/lazy.h"
 
 namespace stitch {
@@ -116,6 +120,80 @@ Scalar LazyRuntime::reduce(const KernelRef& kernel, const std::vector<LazyArg>& 
   s.state_->trace = trace_;
   trace_->record(kernel, args, s.state_);
   return s;
+}
+
+std::vector<Array> LazyRuntime::apply(const Graph& graph, const std::vector<Array>& inputs) {
+  if (inputs.size() != graph.params().size()) {
+    throw UserError(fmt::format("graph '{}' takes {} input{}, got {}", graph.name(), graph.params().size(),
+                                graph.params().size() == 1 ? "" : "s", inputs.size()));
+  }
+  std::vector<std::shared_ptr<lazy::ArrayState>> states;
+  for (const Array& a : inputs) {
+    if (!a.valid()) throw UserError(fmt::format("graph '{}': an input is an empty Array", graph.name()));
+    states.push_back(a.state_);
+  }
+  auto call = std::make_shared<lazy::GraphCall>();
+  call->graph = canonicalize(graph);
+  call->key = structural_key(call->graph);
+  std::vector<Array> outputs;
+  for (std::shared_ptr<lazy::ArrayState>& s : trace_->record_graph(std::move(call), states)) {
+    Array a;
+    a.state_ = std::move(s);
+    outputs.push_back(std::move(a));
+  }
+  return outputs;
+}
+
+Array LazyRuntime::op(const std::string& name, const std::vector<LazyArg>& operands, const Attrs& attrs) {
+  std::optional<OpKind> kind = parse_op_kind(name);
+  if (!kind) throw UserError(fmt::format("unknown op '{}'", name));
+  // Elementwise on arrays of one shape (numbers as scalars): a user kernel that fuses.
+  const Array* first = nullptr;
+  bool same_shape = true;
+  for (const LazyArg& a : operands) {
+    if (a.future.valid()) same_shape = false;  // a graph takes no futures either: refused below
+    if (!a.array.valid()) continue;
+    if (first == nullptr) first = &a.array;
+    same_shape &= a.array.shape() == first->shape();
+  }
+  if (is_elementwise(*kind) && first != nullptr && same_shape &&
+      static_cast<int>(operands.size()) == op_info(*kind).min_inputs) {
+    std::vector<std::pair<bool, DType>> kinds;
+    for (const LazyArg& a : operands) {
+      if (a.array.valid()) {
+        kinds.emplace_back(true, a.array.dtype());
+      } else {
+        // A number takes the dtype of the first array, as a literal in a graph does.
+        kinds.emplace_back(false, first->dtype());
+      }
+    }
+    DType result = DType::f32;
+    KernelRef k = trace_->elementwise_kernel(*kind, kinds, static_cast<int>(first->shape().size()), attrs, &result);
+    Array out = zeros(result, first->shape());
+    std::vector<LazyArg> args = operands;
+    args.emplace_back(out);
+    call(k, args);
+    return out;
+  }
+  // Anything else: a one-op graph over the array operands.
+  GraphBuilder b(name);
+  std::vector<Operand> graph_operands;
+  std::vector<Array> inputs;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const LazyArg& a = operands[i];
+    if (a.future.valid()) throw UserError(fmt::format("op '{}': a reduction's value is not an operand of a graph op", name));
+    if (a.array.valid()) {
+      std::vector<Dim> shape(a.array.shape().begin(), a.array.shape().end());
+      graph_operands.emplace_back(b.param(fmt::format("x{}", i), a.array.dtype(), shape));
+      inputs.push_back(a.array);
+    } else if (a.is_float) {
+      graph_operands.emplace_back(a.float_value);
+    } else {
+      graph_operands.emplace_back(a.int_value);
+    }
+  }
+  b.output(b.op(name, graph_operands, attrs, "y"));
+  return apply(b.finish(), inputs).at(0);
 }
 
 void LazyRuntime::flush() { trace_->flush_all(); }

@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <set>
 
+#include "ir/type_inference.h"
 #include "lazy/partition_plan.h"
+#include "stitch/interpreter.h"
 #include "lower/lower_user_kernel.h"
 
 namespace stitch::lazy {
@@ -66,10 +69,24 @@ int region_id(std::vector<const ArrayState*>& regions, const ArrayState* a) {
 
 void append_word(std::string& key, int64_t word) { key.append(reinterpret_cast<const char*>(&word), sizeof word); }
 
+// Attributes as text, for the elementwise kernels' cache key (cast's `to`).
+std::string result_key(const Attrs& attrs) {
+  std::string s;
+  for (const auto& [name, value] : attrs.items()) s += name + "=" + value.str() + ";";
+  return s;
+}
+
 bool writes(ArrayAccess a) { return a == ArrayAccess::Write || a == ArrayAccess::ReadWrite; }
 bool reads(ArrayAccess a) { return a == ArrayAccess::Read || a == ArrayAccess::ReadWrite; }
 
 std::string describe_call(const TraceCall& c) {
+  if (c.graph) {
+    std::string s = "graph " + c.graph->graph.name() + "(";
+    for (size_t p = 0; p < c.arrays.size(); ++p) {
+      s += fmt::format("{}{}array#{}", p ? ", " : "", writes(c.access[p]) ? "out " : "", c.arrays[p]->id);
+    }
+    return s + ")";
+  }
   std::string s = c.kernel->name + "(";
   for (size_t p = 0; p < c.kernel->params.size(); ++p) {
     if (p) s += ", ";
@@ -123,6 +140,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
   }
   TraceCall call;
   call.kernel = kernel;
+  for (const KernelParam& p : k.params) call.access.push_back(p.access);
   call.arrays.resize(args.size());
   call.futures.resize(args.size());
   call.scalars.assign(args.size(), KernelArg(int64_t{0}));
@@ -169,7 +187,7 @@ void Trace::flush_for(const ArrayState& a) {
   for (size_t i = pending_.size(); i-- > 0;) {
     const TraceCall& c = pending_[i];
     for (size_t p = 0; p < c.arrays.size(); ++p) {
-      if (c.arrays[p] && c.arrays[p]->overlaps(a) && writes(c.kernel->params[p].access)) return run_closure({i});
+      if (c.arrays[p] && c.arrays[p]->overlaps(a) && writes(c.access[p])) return run_closure({i});
     }
   }
 }
@@ -211,7 +229,7 @@ void Trace::run_closure(std::vector<size_t> targets) {
       for (size_t p = 0; p < c.arrays.size() && !hazard; ++p) {
         const ArrayState* a = c.arrays[p].get();
         if (!a) continue;
-        ArrayAccess access = c.kernel->params[p].access;
+        ArrayAccess access = c.access[p];
         hazard = (writes(access) && (touches(read_later, a) || touches(written_later, a))) ||
                  (reads(access) && touches(written_later, a));
       }
@@ -220,8 +238,8 @@ void Trace::run_closure(std::vector<size_t> targets) {
     }
     for (size_t p = 0; p < c.arrays.size(); ++p) {
       const ArrayState* a = c.arrays[p].get();
-      if (a && reads(c.kernel->params[p].access)) read_later.push_back(a);
-      if (a && writes(c.kernel->params[p].access)) written_later.push_back(a);
+      if (a && reads(c.access[p])) read_later.push_back(a);
+      if (a && writes(c.access[p])) written_later.push_back(a);
       if (c.futures[p]) futures_later.insert(c.futures[p].get());
     }
   }
@@ -268,10 +286,126 @@ void Trace::run_partition(std::vector<TraceCall> calls) {
   }
   const bool fusing = options_.mode == LazyOptions::Mode::Fused || options_.mode == LazyOptions::Mode::FusedReference;
   if (!fusing || calls.size() == 1) {
-    for (TraceCall& c : calls) run_single(c);
+    for (TraceCall& c : calls) c.graph ? run_graph(c) : run_single(c);
     return;
   }
-  run_fused(calls);
+  // Graph calls run alone; the user-kernel calls between them are fused.
+  std::vector<TraceCall> run;
+  for (TraceCall& c : calls) {
+    if (!c.graph) {
+      run.push_back(std::move(c));
+      continue;
+    }
+    if (run.size() == 1) run_single(run[0]);
+    if (run.size() > 1) run_fused(run);
+    run.clear();
+    run_graph(c);
+  }
+  if (run.size() == 1) run_single(run[0]);
+  if (run.size() > 1) run_fused(run);
+}
+
+std::vector<std::shared_ptr<ArrayState>> Trace::record_graph(std::shared_ptr<const GraphCall> graph,
+                                                             const std::vector<std::shared_ptr<ArrayState>>& inputs) {
+  const Clock::time_point t0 = Clock::now();
+  const Graph& g = graph->graph;
+  std::vector<InputType> types;
+  for (const std::shared_ptr<ArrayState>& a : inputs) {
+    if (a->trace.lock().get() != this) throw UserError(fmt::format("graph '{}': an input is an array of another LazyRuntime", g.name()));
+    types.push_back({a->storage->dtype(), a->shape});
+  }
+  SymbolBindings bindings = bind_input_types(g, types);
+  TraceCall call;
+  call.graph = std::move(graph);
+  std::vector<std::shared_ptr<ArrayState>> outputs;
+  for (const std::shared_ptr<ArrayState>& a : inputs) {
+    call.arrays.push_back(a);
+    call.access.push_back(ArrayAccess::Read);
+  }
+  for (const GraphOutput& o : g.outputs()) {
+    const TensorType& t = g.type(o.value);
+    outputs.push_back(new_array(Tensor(t.dtype, concrete_shape(t.shape, bindings))));
+    call.arrays.push_back(outputs.back());
+    call.access.push_back(ArrayAccess::Write);
+  }
+  call.futures.resize(call.arrays.size());
+  call.scalars.assign(call.arrays.size(), KernelArg(int64_t{0}));
+  ++stats_.calls;
+  pending_.push_back(std::move(call));
+  stats_.record_seconds += seconds_since(t0);
+  if (options_.mode == LazyOptions::Mode::Eager || options_.mode == LazyOptions::Mode::Reference) flush_all();
+  return outputs;
+}
+
+void Trace::run_graph(TraceCall& call) {
+  const GraphCall& gc = *call.graph;
+  const size_t inputs = gc.graph.params().size();
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < inputs; ++i) {
+    // The executable takes tensors: a view's region is copied out.
+    const ArrayState& a = *call.arrays[i];
+    Tensor t = Tensor::uninitialized(a.storage->dtype(), a.shape);
+    ArrayView v = a.view();
+    if (v.nbytes() > 0) std::memcpy(t.raw(), v.data, v.nbytes());
+    in.push_back(std::move(t));
+  }
+  std::vector<Tensor> out;
+  if (options_.mode == LazyOptions::Mode::Reference || options_.mode == LazyOptions::Mode::FusedReference) {
+    out = interpret(gc.graph, in);
+    ++stats_.kernels;
+  } else {
+    Clock::time_point t0 = Clock::now();
+    std::unique_ptr<runtime::cpu::CpuExecutable>& exe = graphs_[gc.key];
+    if (!exe) {
+      exe = std::make_unique<runtime::cpu::CpuExecutable>(
+          runtime::cpu::CpuExecutable::compile(gc.graph, PlannerKind::Stitch, cache_));
+    }
+    stats_.compile_seconds += seconds_since(t0);
+    t0 = Clock::now();
+    out = exe->run(in);
+    stats_.run_seconds += seconds_since(t0);
+    stats_.kernels += exe->kernel_count();
+  }
+  for (size_t o = 0; o < out.size(); ++o) {
+    ArrayView v = call.arrays[inputs + o]->view();
+    if (v.nbytes() > 0) std::memcpy(v.data, out[o].raw(), v.nbytes());
+  }
+}
+
+KernelRef Trace::elementwise_kernel(OpKind op, const std::vector<std::pair<bool, DType>>& operands, int rank,
+                                    const Attrs& attrs, DType* result) {
+  std::vector<TensorType> types;
+  for (const auto& [is_array, dtype] : operands) types.push_back(TensorType{dtype, {}});
+  Attrs normalized = attrs;
+  *result = infer_type(op, types, normalized).dtype;
+  std::string key = fmt::format("{} {} {}", op_name(op), rank, result_key(normalized));
+  for (const auto& [is_array, dtype] : operands) key += fmt::format(" {}{}", is_array ? "a" : "s", dtype_name(dtype));
+  KernelRef& k = elementwise_[key];
+  if (k) return k;
+  // out[i0, ...] = op(a0[i0, ...], s1, ...): one index per element.
+  UserKernelBuilder b(fmt::format("{}_{}", op_name(op), dtype_name(*result)));
+  Shape shape;
+  for (int d = 0; d < rank; ++d) shape.push_back(Dim::symbol(fmt::format("d{}", d)));
+  std::vector<KExpr> index;
+  std::vector<KExpr> args;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    std::string name = fmt::format("x{}", i);
+    if (operands[i].first) {
+      b.array(name, operands[i].second, shape);
+      args.push_back(kernel_load(name, {}));
+    } else {
+      args.push_back(b.scalar(name, operands[i].second));
+    }
+  }
+  b.array("out", *result, shape);
+  for (int d = 0; d < rank; ++d) index.push_back(b.index(fmt::format("i{}", d), b.symbol(fmt::format("d{}", d))));
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (operands[i].first) args[i] = b.load(fmt::format("x{}", i), index);
+  }
+  KExpr value = op == OpKind::Cast ? kernel_cast(args[0], normalized.get("to").as_dtype()) : kernel_op(op, args);
+  b.store("out", index, value);
+  k = std::make_shared<const UserKernel>(b.finish());
+  return k;
 }
 
 void Trace::run_single(TraceCall& call) {
@@ -348,7 +482,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       pc.indices = calls[c].binding.index_count;
       for (size_t p = 0; p < calls[c].arrays.size(); ++p) {
         if (!calls[c].arrays[p]) continue;
-        ArrayAccess a = calls[c].kernel->params[p].access;
+        ArrayAccess a = calls[c].access[p];
         pc.touches.push_back({call_storage[c][p], static_cast<int64_t>(calls[c].arrays[p]->view().nbytes()), reads(a), writes(a)});
       }
     }

@@ -12,6 +12,7 @@
 #include "interp/kernel_binding.h"
 #include "lazy/fused_kernel.h"
 #include "lazy/index_safety.h"
+#include "runtime/cpu/executable.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "runtime/cpu/user_kernel_call.h"
 #include "stitch/lazy.h"
@@ -50,8 +51,16 @@ struct ScalarState {
   std::weak_ptr<Trace> trace;
 };
 
+// A graph recorded on lazy arrays (LazyRuntime::apply), canonical.
+struct GraphCall {
+  Graph graph;
+  std::string key;  // structural key: executables by structure
+};
+
 struct TraceCall {
-  KernelRef kernel;
+  KernelRef kernel;                          // a user-kernel call, or
+  std::shared_ptr<const GraphCall> graph;    // a graph call: arrays = inputs, then outputs
+  std::vector<ArrayAccess> access;           // per argument
   std::shared_ptr<const std::vector<ArrayAccessSite>> accesses;
   std::vector<std::shared_ptr<ArrayState>> arrays;     // per parameter; null for scalars
   std::vector<std::shared_ptr<ScalarState>> futures;   // per parameter; set where a reduction's value is passed
@@ -69,6 +78,13 @@ class Trace : public std::enable_shared_from_this<Trace> {
   // `parent`, seen with `shape`.
   std::shared_ptr<ArrayState> new_view(const ArrayState& parent, int64_t offset, std::vector<int64_t> shape);
   void record(const KernelRef& kernel, const std::vector<LazyArg>& args, std::shared_ptr<ScalarState> result);
+  // Records `graph` (canonical) reading `inputs`; returns its fresh outputs.
+  std::vector<std::shared_ptr<ArrayState>> record_graph(std::shared_ptr<const GraphCall> graph,
+                                                        const std::vector<std::shared_ptr<ArrayState>>& inputs);
+  // The user kernel computing elementwise `op` on operands of these kinds
+  // (dtype, or array of the rank), made once per signature.
+  KernelRef elementwise_kernel(OpKind op, const std::vector<std::pair<bool, DType>>& operands, int rank,
+                               const Attrs& attrs, DType* result);
   // Run what `a`'s value, or `s`, depends on; or everything.
   void flush_for(const ArrayState& a);
   void flush_for(const ScalarState& s);
@@ -82,6 +98,7 @@ class Trace : public std::enable_shared_from_this<Trace> {
   void run_closure(std::vector<size_t> targets);
   void run_partition(std::vector<TraceCall> calls);
   void run_single(TraceCall& call);
+  void run_graph(TraceCall& call);
   void run_fused(std::vector<TraceCall>& calls);
   void resolve_futures(TraceCall& call);
   std::vector<KernelArg> arguments(TraceCall& call);
@@ -101,6 +118,8 @@ class Trace : public std::enable_shared_from_this<Trace> {
     std::shared_ptr<const runtime::cpu::CompiledUserKernel> compiled;
   };
   std::unordered_map<std::string, std::vector<SegmentPlan>> plans_;
+  std::unordered_map<std::string, std::unique_ptr<runtime::cpu::CpuExecutable>> graphs_;
+  std::unordered_map<std::string, KernelRef> elementwise_;
   // Each kernel's accesses, keeping the kernel alive so its address names it in the keys above.
   std::unordered_map<const UserKernel*, std::pair<KernelRef, std::shared_ptr<const std::vector<ArrayAccessSite>>>>
       accesses_;

@@ -319,6 +319,49 @@ TEST_F(Lazy, ReadingAViewRunsTheWritesOfOverlappingViews) {
   EXPECT_THROW(x.reshape({3, 3}), UserError);
 }
 
+TEST_F(Lazy, ElementwiseGraphOpsBecomeKernelsThatFuse) {
+  LazyStats s = check({random({1000}, 31), random({1000}, 32), random({1000}, 33)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array sum = rt.op("add", {a[0], a[1]});
+    Array prod = rt.op("mul", {sum, 0.5});           // a number takes the array's dtype
+    rt.call(k("axpy"), {2.0, prod, a[2]});           // a user kernel reading it
+    a.push_back(rt.op("exp", {a[2]}));
+    a.push_back(rt.op("cast", {a[2]}, {{"to", DType::f64}}));
+  }, 0, ErrorAllowance{true, 0});  // exp is vector math in compiled code
+  EXPECT_EQ(s.kernels, 1);  // add, mul, axpy, exp and cast in one loop
+}
+
+TEST_F(Lazy, OtherGraphOpsRunAsGraphsInOrder) {
+  LazyStats s = check({random({6, 8}, 34), random({8}, 35), random({6}, 36)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array shifted = rt.op("add", {a[0], a[1]});                                          // broadcasts: a graph
+    Array rows = rt.op("reduce_sum", {shifted}, {{"axes", std::vector<int64_t>{1}}});    // a graph
+    rt.call(k("axpy"), {1.0, rows, a[2]});                                               // reads the graph's output
+    rt.call(k("fill"), {a[1], 0.0});   // writes what the first graph read: runs after it
+    a.push_back(rows);
+  }, 0, ErrorAllowance{false, 8});
+  EXPECT_EQ(s.calls, 4);
+}
+
+TEST_F(Lazy, AGraphAppliedToLazyArrays) {
+  Graph softmax = parse_module(R"(
+graph softmax_rows(x: f32[N, 33]) {
+  y = softmax(x, axis=-1)
+  return y
+}
+)", "g.stitch").graphs[0];
+  LazyStats s = check({random({17, 33}, 37)}, [&](LazyRuntime& rt, auto& a, auto&) {
+    std::vector<Array> out = rt.apply(softmax, {a[0]});
+    rt.call(k("rowscale"), {a[0], rt.zeros(DType::f32, {17})});  // zeroes x after the graph read it
+    a.push_back(out[0]);
+  }, 0, ErrorAllowance{true, 33});
+  EXPECT_EQ(s.calls, 2);
+  LazyOptions options;
+  options.cache_dir = (*dir_ / "cache").string();
+  LazyRuntime rt(options);
+  Array x = rt.array(random({3, 4}, 38));
+  EXPECT_THROW(rt.apply(softmax, {x}), UserError);  // 4 is not 33
+  EXPECT_THROW(rt.op("no_such_op", {x}), UserError);
+}
+
 TEST(IndexSafety, VerdictsNameTheArrayAndTheAccesses) {
   Module m = parse_module(kKernels, "k.stitch");
   const UserKernel& shift = *m.find_kernel("shift_read");

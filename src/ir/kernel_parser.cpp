@@ -261,6 +261,9 @@ class KernelParser {
         // Split "-1" into the operator and the literal 1.
         Token lit = next();
         lit.text = lit.text.substr(1);
+        if (lit.kind == TokenKind::Int && lit.int_value == std::numeric_limits<int64_t>::min()) {
+          fail(lit, fmt::format("integer {} does not fit in 64 bits", lit.text));
+        }
         lit.int_value = -lit.int_value;
         lit.float_value = -lit.float_value;
         rhs = continue_binary(literal_of(lit), b->level + 1);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace stitch::lazy {
@@ -18,6 +19,47 @@ struct Linear {
   int64_t scale = 0;
   int64_t value = 0;  // Literal: the value; Affine: the offset
 };
+
+// a op b for Add, Sub, Mul of literal and affine terms; nullopt when the
+// result is not one (two indices, a product of two terms, an overflow).
+std::optional<Linear> combine(OpKind op, const Linear& a, const Linear& b) {
+  using K = Linear::Kind;
+  auto add = [](int64_t x, int64_t y, int64_t sign, int64_t* out) {
+    int64_t t = 0;
+    return !__builtin_mul_overflow(sign, y, &t) && !__builtin_add_overflow(x, t, out);
+  };
+  Linear out;
+  if (op == OpKind::Mul) {
+    const Linear* term = a.kind == K::Affine ? &a : &b;
+    const Linear* factor = a.kind == K::Affine ? &b : &a;
+    if (a.kind == K::Literal && b.kind == K::Literal) {
+      out.kind = K::Literal;
+      return __builtin_mul_overflow(a.value, b.value, &out.value) ? std::nullopt : std::optional<Linear>(out);
+    }
+    if (term->kind != K::Affine || factor->kind != K::Literal || factor->value == 0) return std::nullopt;
+    out = *term;
+    if (__builtin_mul_overflow(term->scale, factor->value, &out.scale) ||
+        __builtin_mul_overflow(term->value, factor->value, &out.value)) {
+      return std::nullopt;
+    }
+    return out;
+  }
+  const int64_t sign = op == OpKind::Add ? 1 : -1;
+  if (a.kind == K::Literal && b.kind == K::Literal) {
+    out.kind = K::Literal;
+    return add(a.value, b.value, sign, &out.value) ? std::optional<Linear>(out) : std::nullopt;
+  }
+  if ((a.kind != K::Affine && a.kind != K::Literal) || (b.kind != K::Affine && b.kind != K::Literal)) return std::nullopt;
+  if (a.kind == K::Affine && b.kind == K::Affine && a.dim != b.dim) return std::nullopt;
+  out.kind = K::Affine;
+  out.dim = a.kind == K::Affine ? a.dim : b.dim;
+  const int64_t a_scale = a.kind == K::Affine ? a.scale : 0;
+  const int64_t b_scale = b.kind == K::Affine ? b.scale : 0;
+  if (!add(a_scale, b_scale, sign, &out.scale) || !add(a.value, b.value, sign, &out.value) || out.scale == 0) {
+    return std::nullopt;
+  }
+  return out;
+}
 
 class Classifier {
  public:
@@ -47,26 +89,18 @@ class Classifier {
     for (const KExpr& o : n.operands) ops.push_back(classify(o));
     bool all_invariant = true;
     for (const Linear& l : ops) all_invariant &= l.kind == Linear::Kind::Literal || l.kind == Linear::Kind::Constant;
-    if (n.op == OpKind::Cast && is_integer(n.dtype) && is_integer(n.operands[0]->dtype)) return ops[0];
-    if (n.op == OpKind::Neg && ops[0].kind == Linear::Kind::Affine) return {Linear::Kind::Affine, ops[0].dim, -ops[0].scale, -ops[0].value};
-    if (n.op == OpKind::Neg && ops[0].kind == Linear::Kind::Literal) return {Linear::Kind::Literal, -1, 0, -ops[0].value};
-    if (ops.size() == 2 && (n.op == OpKind::Add || n.op == OpKind::Sub)) {
-      int64_t sign = n.op == OpKind::Add ? 1 : -1;
-      const Linear& a = ops[0];
-      const Linear& b = ops[1];
-      if (a.kind == Linear::Kind::Literal && b.kind == Linear::Kind::Literal) return {Linear::Kind::Literal, -1, 0, a.value + sign * b.value};
-      if (a.kind == Linear::Kind::Affine && b.kind == Linear::Kind::Literal) return {Linear::Kind::Affine, a.dim, a.scale, a.value + sign * b.value};
-      if (a.kind == Linear::Kind::Literal && b.kind == Linear::Kind::Affine) return {Linear::Kind::Affine, b.dim, sign * b.scale, a.value + sign * b.value};
-      if (a.kind == Linear::Kind::Affine && b.kind == Linear::Kind::Affine && a.dim == b.dim && a.scale + sign * b.scale != 0) {
-        return {Linear::Kind::Affine, a.dim, a.scale + sign * b.scale, a.value + sign * b.value};
-      }
+    // Only i64 arithmetic is exact here (narrower integers wrap at their
+    // width), and a coefficient that overflows makes the term "other".
+    const bool wide = n.dtype == DType::i64;
+    // Widening to i64 keeps the value; narrowing may wrap.
+    if (n.op == OpKind::Cast && n.dtype == DType::i64 && is_integer(n.operands[0]->dtype)) return ops[0];
+    if (wide && n.op == OpKind::Neg && (ops[0].kind == Linear::Kind::Affine || ops[0].kind == Linear::Kind::Literal)) {
+      Linear out = ops[0];
+      if (__builtin_sub_overflow(int64_t{0}, out.scale, &out.scale) || __builtin_sub_overflow(int64_t{0}, out.value, &out.value)) return {};
+      return out;
     }
-    if (ops.size() == 2 && n.op == OpKind::Mul) {
-      const Linear& a = ops[0];
-      const Linear& b = ops[1];
-      if (a.kind == Linear::Kind::Literal && b.kind == Linear::Kind::Literal) return {Linear::Kind::Literal, -1, 0, a.value * b.value};
-      if (a.kind == Linear::Kind::Affine && b.kind == Linear::Kind::Literal && b.value != 0) return {Linear::Kind::Affine, a.dim, a.scale * b.value, a.value * b.value};
-      if (a.kind == Linear::Kind::Literal && b.kind == Linear::Kind::Affine && a.value != 0) return {Linear::Kind::Affine, b.dim, b.scale * a.value, b.value * a.value};
+    if (wide && ops.size() == 2 && (n.op == OpKind::Add || n.op == OpKind::Sub || n.op == OpKind::Mul)) {
+      if (std::optional<Linear> l = combine(n.op, ops[0], ops[1])) return *l;
     }
     if (all_invariant) return {Linear::Kind::Constant};
     return {};

@@ -3,6 +3,8 @@
 // (docs/kernel-language.md, Grammar).
 #include "ir/kernel_parser.h"
 
+#include "ir/token_cursor.h"
+
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -16,10 +18,9 @@ namespace {
 // As in graphs: nesting deeper than any real program, far from the stack's end.
 constexpr int kMaxNesting = 200;
 
-class KernelParser {
+class KernelParser : private TokenCursor {
  public:
-  KernelParser(const std::vector<Token>& toks, size_t& pos, const SourceFile& file)
-      : toks_(toks), pos_(pos), file_(file) {}
+  KernelParser(const std::vector<Token>& toks, size_t& pos, const SourceFile& file) : TokenCursor(toks, pos, file) {}
 
   UserKernel parse() {
     UserKernel k;
@@ -62,22 +63,6 @@ class KernelParser {
   }
 
  private:
-  const Token& peek(size_t ahead = 0) const { return toks_[std::min(pos_ + ahead, toks_.size() - 1)]; }
-  bool at(TokenKind k, size_t ahead = 0) const { return peek(ahead).kind == k; }
-  bool at_word(std::string_view w) const { return at(TokenKind::Ident) && peek().text == w; }
-  bool at_operator(std::string_view op) const { return at(TokenKind::Operator) && peek().text == op; }
-  Token next() {
-    Token t = peek();
-    if (pos_ < toks_.size() - 1) ++pos_;
-    return t;
-  }
-  SourceLoc loc(const Token& t) const { return SourceLoc{file_, t.line, t.col}; }
-  [[noreturn]] void fail(const Token& t, const std::string& message) const { throw UserError(message, loc(t)); }
-
-  Token expect(TokenKind k, std::string_view what) {
-    if (!at(k)) fail(peek(), fmt::format("expected {}, got {}", what, describe(peek())));
-    return next();
-  }
   void expect_operator(std::string_view op, std::string_view what) {
     if (!at_operator(op)) fail(peek(), fmt::format("expected {}, got {}", what, describe(peek())));
     next();
@@ -358,9 +343,6 @@ class KernelParser {
     KernelParser& p_;
   };
 
-  const std::vector<Token>& toks_;
-  size_t& pos_;
-  const SourceFile& file_;
   int depth_ = 0;
 };
 

@@ -18,6 +18,7 @@
 #include "ir/composites.h"
 #include "ir/kernel_parser.h"
 #include "ir/lexer.h"
+#include "ir/token_cursor.h"
 #include "stitch/builder.h"
 #include "stitch/text.h"
 
@@ -126,9 +127,17 @@ std::vector<std::string> all_op_names() {
 
 // ---------------------------------------------------------------- syntax
 
-class Parser {
+// What the parser reads: owned here, walked by the TokenCursor base.
+struct ParserInput {
+  std::vector<Token> tokens;
+  size_t position = 0;
+  SourceFile source;  // one shared name for every location
+};
+
+class Parser : private ParserInput, private TokenCursor {
  public:
-  Parser(std::vector<Token> tokens, const std::string& file) : toks_(std::move(tokens)), file_(file) {}
+  Parser(std::vector<Token> tokens, const std::string& file)
+      : ParserInput{std::move(tokens), 0, SourceFile(file)}, TokenCursor(ParserInput::tokens, position, source) {}
 
   // Graphs and kernels (docs/kernel-language.md) in file order.
   std::vector<GraphAst> parse_graphs(std::vector<UserKernel>& kernels) {
@@ -155,24 +164,6 @@ class Parser {
   }
 
  private:
-  const Token& peek(size_t ahead = 0) const { return toks_[std::min(pos_ + ahead, toks_.size() - 1)]; }
-  bool at(TokenKind k, size_t ahead = 0) const { return peek(ahead).kind == k; }
-  bool at_word(std::string_view w) const { return at(TokenKind::Ident) && peek().text == w; }
-  Token next() {
-    Token t = peek();
-    if (pos_ < toks_.size() - 1) ++pos_;
-    return t;
-  }
-  SourceLoc loc(const Token& t) const { return SourceLoc{file_, t.line, t.col}; }
-
-  [[noreturn]] void fail(const Token& t, const std::string& message) const { throw UserError(message, loc(t)); }
-
-  // `what` completes "expected ...", e.g. "')' after the parameters".
-  Token expect(TokenKind k, std::string_view what) {
-    if (!at(k)) fail(peek(), fmt::format("expected {}, got {}", what, describe(peek())));
-    return next();
-  }
-
   Token expect_name(std::string_view what) {
     Token t = expect(TokenKind::Ident, what);
     if (is_reserved_word(t.text)) fail(t, fmt::format("'{}' is a reserved word and cannot name a value", t.text));
@@ -442,9 +433,6 @@ class Parser {
     return AttrValue(std::move(ints));
   }
 
-  std::vector<Token> toks_;
-  size_t pos_ = 0;
-  const SourceFile file_;  // one shared name for every location
 };
 
 // ---------------------------------------------------------------- building

@@ -56,6 +56,7 @@ void set_results(std::vector<TraceCall>& calls, int begin, int end, const Tensor
 constexpr int64_t kFutureTag = int64_t{1} << 40;
 constexpr int64_t kSizeTag = int64_t{1} << 41;
 constexpr int64_t kOverlapTag = int64_t{1} << 42;
+constexpr size_t kMaxPlans = 4096;
 
 // The index of `a`'s region among `regions` (an identical view of the same
 // storage is the same region), appending it when new.
@@ -471,6 +472,9 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       append_word(signature, kOverlapTag + static_cast<int64_t>(a * storages.size() + b));
     }
   }
+  // A program whose partitions keep changing shape would grow the plan cache
+  // without end; past a bound it starts again (plans are cheap to remake).
+  if (plans_.size() >= kMaxPlans && !plans_.count(signature)) plans_.clear();
   std::vector<SegmentPlan>& plan = plans_[signature];
   if (plan.empty()) {
     std::vector<PlannedCall> planned(calls.size());

@@ -161,6 +161,14 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
     }
     if (a.future.valid()) {
       std::shared_ptr<ScalarState> f = a.future.state_;
+      if (!f->ready) {
+        // Another runtime's reduction runs there first: this trace orders only its own calls.
+        std::shared_ptr<Trace> owner = f->trace.lock();
+        if (owner.get() != this) {
+          if (!owner) throw UserError(fmt::format("kernel '{}': argument {} is the value of a reduction whose LazyRuntime was destroyed", k.name, p + 1));
+          owner->flush_for(*f);
+        }
+      }
       if (f->ready) {
         call.scalars[p] = is_float(f->value.dtype()) ? KernelArg(f->value.get_f64(0)) : KernelArg(f->value.get_i64(0));
       } else {

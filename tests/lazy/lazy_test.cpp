@@ -260,6 +260,18 @@ TEST_F(Lazy, ALoopOfTheSameCallsHitsThePlanCache) {
   EXPECT_EQ(s.plan_cache_hits, 9);
 }
 
+TEST_F(Lazy, AReductionOfAnotherRuntimeRunsThereFirst) {
+  LazyOptions options;
+  options.cache_dir = (*dir_ / "cache").string();
+  LazyRuntime first(options);
+  LazyRuntime second(options);
+  Array x = first.array(random({16}, 40));
+  Scalar d = first.reduce(k("dot"), {x, x});
+  Array y = second.zeros(DType::f32, {16});
+  second.call(k("fill"), {y, d});
+  EXPECT_NEAR(y.to_host().get_f64(3), d.to_double(), 0);
+}
+
 TEST_F(Lazy, BadCallsAreRefusedWhenRecorded) {
   LazyOptions options;
   options.cache_dir = (*dir_ / "cache").string();

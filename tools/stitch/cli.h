@@ -129,6 +129,21 @@ PlannerKind implemented_planner(const std::string& name);
 // SYMBOL=N bindings from --dim options; UserError on a malformed one.
 SymbolBindings parse_dims(const std::vector<std::string>& dims);
 
+// NAME=VALUE from an option's argument; UserError naming `option` when malformed.
+std::pair<std::string, std::string> split_binding(const std::string& s, const char* option);
+// The random-input seed of the index-th parameter: distinct, reproducible streams.
+uint64_t param_seed(uint64_t seed, size_t index);
+// One line per result: dtype, shape, min, max, mean, NaN count.
+void summarize(const std::string& name, const Tensor& t);
+
+// stitch run FILE --kernel NAME (kernel_command.cpp, docs/cli.md): one call of a
+// user kernel on the interpreter or the CPU; arrays from --input or random,
+// scalars from --scalar NAME=VALUE; the arrays it writes and its reduction's
+// value are printed or written as .npy.
+int run_kernel_command(const std::string& file, const std::string& kernel_name, const std::string& backend,
+                       const InputSpec& spec, const std::vector<std::string>& scalars, const std::string& output_dir,
+                       bool print_values);
+
 // stitch plan (plan_command.cpp): the groups and the reason for every unfused edge;
 // with `explain`, each group's schedule candidates ranked for the GPU `target`.
 // --row-schedule NAME (docs/cli.md): the kind every row reduction and

@@ -19,8 +19,6 @@
 
 namespace stitch::cli {
 
-namespace {
-
 std::pair<std::string, std::string> split_binding(const std::string& s, const char* option) {
   size_t eq = s.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
@@ -29,11 +27,15 @@ std::pair<std::string, std::string> split_binding(const std::string& s, const ch
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
+namespace {
+
 std::string param_list(const Graph& g) {
   std::string out;
   for (ValueId p : g.params()) out += (out.empty() ? "" : ", ") + g.value_name(p);
   return out.empty() ? "none" : out;
 }
+
+}  // namespace
 
 uint64_t param_seed(uint64_t seed, size_t index) {
   // Distinct, reproducible streams per parameter.
@@ -63,8 +65,6 @@ void summarize(const std::string& name, const Tensor& t) {
   if (nans) std::cout << fmt::format("  nan={}", nans);
   std::cout << "\n";
 }
-
-}  // namespace
 
 bool dump_enabled(const std::string& stage) {
   const char* env = std::getenv("STITCH_DUMP");

@@ -35,6 +35,10 @@ int dispatch(int argc, char** argv) {
   run->add_option("--dim", inputs.dims, "bind a symbolic dim for random inputs: SYMBOL=N (repeatable)");
   run->add_option("--output-dir", output_dir, "write each result to DIR/<name>.npy");
   run->add_flag("--print", print_values, "print the results");
+  std::string run_kernel;
+  std::vector<std::string> run_scalars;
+  run->add_option("--kernel", run_kernel, "run one call of this user kernel instead of a graph (docs/kernel-language.md)");
+  run->add_option("--scalar", run_scalars, "--kernel: bind a scalar parameter: NAME=VALUE (repeatable)");
   bool run_tune = false;
   run->add_flag("--tune", run_tune, "measure each group's candidate schedules on the back end's device, keep the fastest (cached on disk; cpu: also contested fusions)");
 
@@ -115,6 +119,12 @@ int dispatch(int argc, char** argv) {
     app.exit(e);
     return kExitBadInput;
   }
+  if (*run && !run_kernel.empty()) {
+    if (!graph_name.empty()) throw UserError("run: give --graph or --kernel, not both");
+    if (run_tune) throw UserError("run --kernel: --tune tunes graphs' schedules, not user kernels");
+    return run_kernel_command(file, run_kernel, backend, inputs, run_scalars, output_dir, print_values);
+  }
+  if (!run_scalars.empty()) throw UserError("run: --scalar binds a user kernel's scalar; give --kernel NAME");
   if (*run) return run_command(file, graph_name, backend, planner, inputs, output_dir, print_values, run_tune);
   if (*print) return print_command(file, graph_name, !raw);
   if (*plan) return plan_command(file, graph_name, plan_planner, format, plan_dims, output, plan_explain, plan_target,

@@ -57,7 +57,7 @@ TEST_F(KernelCli, BadInvocationsExitTwoWithTheReason) {
            {"--kernel saxpy --scalar a=1 --scalar q=1", "kernel 'saxpy' has no scalar 'q'"},
            {"--kernel saxpy --graph g", "give --graph or --kernel, not both"},
            {"--scalar a=1", "--scalar binds a user kernel's scalar; give --kernel NAME"},
-           {"--kernel saxpy --scalar a=1 --random-inputs 1 --dim n=3 --backend cuda", "user kernels do not run on cuda yet"},
+           {"--kernel saxpy --scalar a=1 --random-inputs 1 --dim n=3 --backend cuda --input q=x.npy", "error: "},
        }) {
     CliResult r = run_cli("run " + file + " " + c.args);
     EXPECT_EQ(r.status, 2) << c.args << "\n" << r.output;

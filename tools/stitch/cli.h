@@ -15,6 +15,7 @@
 #include "tune/fusion_tuner.h"
 #include "tune/schedule_tuner.h"
 #include "stitch/graph.h"
+#include "stitch/interpreter.h"
 #include "stitch/tensor.h"
 #ifdef STITCH_HAVE_CUDA
 #include "runtime/cuda/context.h"
@@ -112,6 +113,8 @@ struct BackendRun {
   std::string fallback;
 };
 BackendRun check_run_on_cuda(const Graph& canonical, PlannerKind planner, const std::vector<Tensor>& inputs);
+// stitch run --kernel --backend cuda: one user-kernel call on the device.
+Tensor run_user_kernel_on_cuda(const UserKernel& kernel, const std::vector<KernelArg>& args);
 
 int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                 const std::string& planner, const InputSpec& inputs, const std::string& output_dir,

@@ -12,6 +12,7 @@
 #include "runtime/cuda/cuda_executable.h"
 #include "runtime/cuda/cuda_tuning.h"
 #include "runtime/cuda/device_allocator.h"
+#include "runtime/cuda/user_kernel_cuda.h"
 #endif
 
 namespace stitch::cli {
@@ -83,6 +84,10 @@ BackendRun check_run_on_cuda(const Graph& canonical, PlannerKind planner, const 
   return out;
 }
 
+Tensor run_user_kernel_on_cuda(const UserKernel& kernel, const std::vector<KernelArg>& args) {
+  return runtime::cuda::run_user_kernel_cuda(cuda_context(), cubin_cache(), kernel, args);
+}
+
 #else
 
 namespace {
@@ -92,6 +97,7 @@ namespace {
 void require_cuda_device() { no_cuda(); }
 std::vector<Tensor> run_on_cuda(const Graph&, const std::string&, const std::vector<Tensor>&, bool) { no_cuda(); }
 BackendRun check_run_on_cuda(const Graph&, PlannerKind, const std::vector<Tensor>&) { no_cuda(); }
+Tensor run_user_kernel_on_cuda(const UserKernel&, const std::vector<KernelArg>&) { no_cuda(); }
 
 #endif
 

@@ -1,5 +1,5 @@
-// stitch run FILE --kernel NAME: one call of a user kernel (docs/cli.md, Running a
-// user kernel; docs/kernel-language.md).
+// stitch run FILE --kernel NAME: one call of a user kernel on the interpreter,
+// the CPU or the GPU (docs/cli.md, Running a user kernel; docs/kernel-language.md).
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -49,9 +49,7 @@ int run_kernel_command(const std::string& file, const std::string& kernel_name, 
     throw UserError(fmt::format("{}: no kernel named '{}' (kernels: {})", file, kernel_name, kernel_list(m)));
   }
   const UserKernel& k = *found;
-  if (backend != "interp" && backend != "cpu") {
-    throw UserError(fmt::format("--kernel runs on --backend interp or cpu; user kernels do not run on {} yet", backend));
-  }
+  if (backend == "cuda") require_cuda_device();
   std::map<std::string, Tensor> given;
   for (const std::string& b : spec.bindings) {
     auto [name, path] = split_binding(b, "--input");
@@ -105,6 +103,8 @@ int run_kernel_command(const std::string& file, const std::string& kernel_name, 
   Tensor result;
   if (backend == "interp") {
     result = interpret_kernel(k, args);
+  } else if (backend == "cuda") {
+    result = run_user_kernel_on_cuda(k, args);
   } else {
     runtime::cpu::KernelCache cache;
     result = runtime::cpu::run_user_kernel(k, args, cache);

@@ -124,6 +124,11 @@ Tensor CompiledUserKernel::run(const UserKernel& k, const std::vector<KernelArg>
   Tensor partials(lowered_.accumulator_dtype, {blocks});
   buffers.push_back(ArrayView::of(partials));
   if (blocks > 0) run_kernel(*module_, lowered_.kernel, buffers, scalars);
+  return combine_partials(k, partials);
+}
+
+Tensor combine_partials(const UserKernel& k, const Tensor& partials) {
+  const int64_t blocks = partials.numel();
   Tensor result(k.result_dtype, {});
   if (is_float(k.result_dtype)) {
     double acc = k.reduction == KernelReduction::Sum ? 0.0

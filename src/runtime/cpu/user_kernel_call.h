@@ -44,6 +44,12 @@ class CompiledUserKernel {
   std::shared_ptr<CpuModule> module_;
 };
 
+// A reduction's value from the per-block partial values a lowered kernel
+// wrote (in its accumulator dtype): combined in double (floats) or wrapping
+// int64, rounded once; the identity for no blocks. Shared by the CPU and the
+// CUDA calls.
+Tensor combine_partials(const UserKernel& kernel, const Tensor& partials);
+
 // bind, shape, compile and run in one: the eager path of one call.
 Tensor run_user_kernel(const UserKernel& kernel, const std::vector<KernelArg>& args, KernelCache& cache);
 

@@ -1,0 +1,141 @@
+// One user-kernel call on the device: see user_kernel_cuda.h.
+#include "runtime/cuda/user_kernel_cuda.h"
+
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "codegen/cuda/cuda_emitter.h"
+#include "interp/kernel_binding.h"
+#include "lower/lower_user_kernel.h"
+#include "runtime/cpu/user_kernel_call.h"
+#include "runtime/cuda/cuda_module.h"
+#include "runtime/cuda/launch_geometry.h"
+
+namespace stitch::runtime::cuda {
+
+namespace {
+
+// A scalar argument in the type the CUDA emitter declares for its dtype
+// (codegen/common/c_text.h, compute_type), in an 8-byte slot.
+struct ScalarSlot {
+  alignas(8) unsigned char bytes[8] = {};
+
+  static ScalarSlot of(const interp::WideScalar& s) {
+    ScalarSlot slot;
+    auto put = [&slot](auto v) { std::memcpy(slot.bytes, &v, sizeof v); };
+    switch (s.dtype) {
+      case DType::f16:
+      case DType::bf16:
+      case DType::f32: put(static_cast<float>(s.f)); break;
+      case DType::f64: put(s.f); break;
+      case DType::i8: put(static_cast<int8_t>(s.i)); break;
+      case DType::i32: put(static_cast<int32_t>(s.i)); break;
+      case DType::i64: put(s.i); break;
+      case DType::boolean: put(s.i != 0); break;
+    }
+    return slot;
+  }
+};
+
+struct Region {
+  ArrayView host;
+  DeviceTensor device;
+  bool written = false;
+};
+
+}  // namespace
+
+Tensor run_user_kernel_cuda(const std::shared_ptr<CudaContext>& context, CubinCache& cubins, const UserKernel& k,
+                            const std::vector<KernelArg>& args) {
+  interp::KernelBinding b = interp::bind_kernel(k, args);
+  lower::UserKernelShape shape;
+  shape.restrict_array = cpu::restrict_flags(k, args);
+  lower::LoweredUserKernel lowered = lower::lower_user_kernel_cuda(k, shape, "uk_" + k.name);
+  const kir::Kernel& kernel = lowered.kernel;
+  const std::string source = codegen::cuda::emit_cuda_translation_unit({kernel});
+  context->make_current();
+  CudaModule module(context, cubins.load_or_compile(source, context->device().arch()));
+  CUfunction function = module.function(kernel.name);
+
+  // One device buffer per region of host memory.
+  std::vector<Region> regions;
+  std::vector<size_t> region_of(k.params.size(), 0);
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (!k.params[i].is_array) continue;
+    const ArrayView& v = args[i].array;
+    size_t r = 0;
+    for (; r < regions.size(); ++r) {
+      const ArrayView& h = regions[r].host;
+      if (h.data == v.data && h.nbytes() == v.nbytes()) break;
+      bool overlap = v.nbytes() > 0 && h.nbytes() > 0 && v.data < h.data + h.nbytes() && h.data < v.data + v.nbytes();
+      if (overlap) {
+        throw UserError(fmt::format("kernel '{}': argument {} ('{}') overlaps another array argument; on CUDA, "
+                                    "arguments must be the same array or not overlap",
+                                    k.name, i + 1, k.params[i].name));
+      }
+    }
+    if (r == regions.size()) {
+      Tensor staged = Tensor::uninitialized(v.dtype, std::vector<int64_t>(v.shape, v.shape + v.rank));
+      if (v.nbytes() > 0) std::memcpy(staged.raw(), v.data, v.nbytes());
+      regions.push_back(Region{v, upload(context, staged), false});
+      context->synchronize();  // `staged` must outlive its upload
+    }
+    region_of[i] = r;
+    ArrayAccess a = k.params[i].access;
+    regions[r].written |= a == ArrayAccess::Write || a == ArrayAccess::ReadWrite;
+  }
+
+  // Scalars: the scalar parameters, then the symbols (lower_user_kernel.h, calling convention).
+  std::vector<ScalarSlot> slots;
+  std::map<std::string, int64_t> index_scalars;  // the i64 ones, by KIR name: for the grid
+  size_t scalar = 0;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (k.params[i].is_array) continue;
+    slots.push_back(ScalarSlot::of(b.scalars[i]));
+    if (b.scalars[i].dtype == DType::i64) index_scalars[kernel.scalars[scalar].name] = b.scalars[i].i;
+    ++scalar;
+  }
+  for (const std::string& s : k.symbols()) {
+    slots.push_back(ScalarSlot::of(interp::WideScalar{DType::i64, 0.0, b.symbols.at(s)}));
+    index_scalars[kernel.scalars[scalar++].name] = b.symbols.at(s);
+  }
+  const int64_t blocks = b.index_count == 0 ? 0 : grid_blocks(kernel, index_scalars);
+  DeviceTensor partials;
+  if (k.is_reduction()) {
+    partials.dtype = lowered.accumulator_dtype;
+    partials.shape = {blocks};
+    if (blocks > 0) partials.buffer = DeviceBuffer(context, partials.nbytes());
+  }
+  std::vector<CUdeviceptr> pointers;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (k.params[i].is_array) pointers.push_back(regions[region_of[i]].device.buffer.get());
+  }
+  if (k.is_reduction()) pointers.push_back(partials.buffer.get());
+  std::vector<void*> launch_args;
+  for (CUdeviceptr& p : pointers) launch_args.push_back(&p);
+  for (ScalarSlot& s : slots) launch_args.push_back(s.bytes);
+  const DriverApi& api = context->api();
+  if (blocks > 0) {
+    check(api,
+          api.cuLaunchKernel(function, static_cast<unsigned>(blocks), 1, 1,
+                             static_cast<unsigned>(kernel.launch.block_size), 1, 1,
+                             static_cast<unsigned>(dynamic_shared_bytes(kernel)), context->stream(), launch_args.data(),
+                             nullptr),
+          fmt::format("cuLaunchKernel({})", kernel.name).c_str());
+  }
+  for (Region& r : regions) {
+    if (!r.written || r.host.nbytes() == 0) continue;
+    Tensor back = download(*context, r.device);
+    std::memcpy(r.host.data, back.raw(), r.host.nbytes());
+  }
+  if (!k.is_reduction()) {
+    context->synchronize();
+    return Tensor();
+  }
+  Tensor host_partials = blocks > 0 ? download(*context, partials) : Tensor(lowered.accumulator_dtype, {0});
+  return cpu::combine_partials(k, host_partials);
+}
+
+}  // namespace stitch::runtime::cuda

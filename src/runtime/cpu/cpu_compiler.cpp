@@ -137,11 +137,11 @@ void run_kernel(const CpuModule& module, const kir::Kernel& kernel, const std::v
   std::vector<ArrayView> views;
   views.reserve(buffers.size());
   for (Tensor* t : buffers) views.push_back(ArrayView::of(*t));
-  run_kernel(module, kernel, views, scalars);
+  run_kernel_on_views(module, kernel, views, scalars);
 }
 
-void run_kernel(const CpuModule& module, const kir::Kernel& kernel, const std::vector<ArrayView>& buffers,
-                const std::vector<int64_t>& scalars) {
+void run_kernel_on_views(const CpuModule& module, const kir::Kernel& kernel, const std::vector<ArrayView>& buffers,
+                         const std::vector<int64_t>& scalars) {
   if (buffers.size() != kernel.buffers.size() || scalars.size() != kernel.scalars.size()) {
     throw UserError(fmt::format("kernel {} takes {} buffers and {} scalars, got {} and {}", kernel.name,
                                 kernel.buffers.size(), kernel.scalars.size(), buffers.size(), scalars.size()));

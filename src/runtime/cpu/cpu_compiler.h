@@ -85,7 +85,7 @@ int64_t scalar_slot_f64(double value);
 void run_kernel(const CpuModule& module, const kir::Kernel& kernel, const std::vector<Tensor*>& buffers,
                 const std::vector<int64_t>& scalars);
 // The same on arrays in memory owned elsewhere (views of a lazy array's storage).
-void run_kernel(const CpuModule& module, const kir::Kernel& kernel, const std::vector<ArrayView>& buffers,
-                const std::vector<int64_t>& scalars);
+void run_kernel_on_views(const CpuModule& module, const kir::Kernel& kernel, const std::vector<ArrayView>& buffers,
+                         const std::vector<int64_t>& scalars);
 
 }  // namespace stitch::runtime::cpu

@@ -112,7 +112,7 @@ Tensor CompiledUserKernel::run(const UserKernel& k, const std::vector<KernelArg>
   }
   for (const std::string& s : k.symbols()) scalars.push_back(scalar_slot(b.symbols.at(s)));
   if (!k.is_reduction()) {
-    if (b.index_count > 0) run_kernel(*module_, lowered_.kernel, buffers, scalars);
+    if (b.index_count > 0) run_kernel_on_views(*module_, lowered_.kernel, buffers, scalars);
     return Tensor();
   }
   // The grid is the lowering's: rows over `rows_per_block`, times chunks of `lanes`.
@@ -123,7 +123,7 @@ Tensor CompiledUserKernel::run(const UserKernel& k, const std::vector<KernelArg>
   int64_t blocks = ((outer + shape.rows_per_block - 1) / shape.rows_per_block) * ((inner + shape.lanes - 1) / shape.lanes);
   Tensor partials(lowered_.accumulator_dtype, {blocks});
   buffers.push_back(ArrayView::of(partials));
-  if (blocks > 0) run_kernel(*module_, lowered_.kernel, buffers, scalars);
+  if (blocks > 0) run_kernel_on_views(*module_, lowered_.kernel, buffers, scalars);
   return combine_partials(k, partials);
 }
 

@@ -19,24 +19,12 @@ namespace stitch {
 
 namespace {
 
-// Whether `list` (STITCH_DUMP's syntax: comma-separated stage names) names
-// `stage`.
-bool list_names(const std::string& list, std::string_view stage) {
-  for (size_t start = 0; start <= list.size();) {
-    size_t end = list.find(',', start);
-    if (end == std::string::npos) end = list.size();
-    if (runtime::dump_stage_matches(std::string_view(list).substr(start, end - start), stage)) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 // What CompileOptions::dump asks for, printed to stderr as the CLI prints it.
 runtime::StageDump stage_dump(const std::string& requested) {
   const char* env = std::getenv("STITCH_DUMP");
   const std::string list = !requested.empty() ? requested : env ? env : "";
   if (list.empty()) return {};
-  return {[list](std::string_view stage) { return list_names(list, stage); },
+  return {[list](std::string_view stage) { return runtime::dump_list_matches(list, stage); },
           [](std::string_view stage, const std::string& text) {
             std::cerr << "// STITCH_DUMP " << stage << "\n" << text;
           }};

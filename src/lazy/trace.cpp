@@ -14,6 +14,7 @@
 #include "lazy/partition_plan.h"
 #include "stitch/interpreter.h"
 #include "lower/lower_user_kernel.h"
+#include "runtime/common/pipeline.h"
 
 namespace stitch::lazy {
 
@@ -26,16 +27,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 // STITCH_DUMP=trace, partitions, fused (or lazy, or all) prints the lazy stages.
 bool dump_wanted(std::string_view stage) {
   const char* env = std::getenv("STITCH_DUMP");
-  if (env == nullptr) return false;
-  std::string_view list = env;
-  for (size_t start = 0; start <= list.size();) {
-    size_t end = list.find(',', start);
-    if (end == std::string_view::npos) end = list.size();
-    std::string_view item = list.substr(start, end - start);
-    if (item == stage || item == "lazy" || item == "all") return true;
-    start = end + 1;
-  }
-  return false;
+  return env != nullptr && runtime::dump_list_matches(env, stage);
 }
 
 void dump(std::string_view stage, const std::string& text) { std::cerr << "// STITCH_DUMP " << stage << "\n" << text; }

@@ -68,15 +68,7 @@ void summarize(const std::string& name, const Tensor& t) {
 
 bool dump_enabled(const std::string& stage) {
   const char* env = std::getenv("STITCH_DUMP");
-  if (!env) return false;
-  const std::string list = env;
-  for (size_t start = 0; start <= list.size();) {
-    size_t end = list.find(',', start);
-    if (end == std::string::npos) end = list.size();
-    if (runtime::dump_stage_matches(std::string_view(list).substr(start, end - start), stage)) return true;
-    start = end + 1;
-  }
-  return false;
+  return env != nullptr && runtime::dump_list_matches(env, stage);
 }
 
 runtime::StageDump stage_dumps() {

@@ -168,6 +168,17 @@ bool dump_stage_matches(std::string_view requested, std::string_view stage) {
   if (requested == "graph") return stage == "canonicalize" || stage == "split-reductions";
   if (requested == "kir") return stage == "lower";
   if (requested == "source") return stage == "emit";
+  if (requested == "lazy") return stage == "trace" || stage == "partitions" || stage == "fused";
+  return false;
+}
+
+bool dump_list_matches(std::string_view list, std::string_view stage) {
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = list.find(',', start);
+    if (end == std::string_view::npos) end = list.size();
+    if (dump_stage_matches(list.substr(start, end - start), stage)) return true;
+    start = end + 1;
+  }
   return false;
 }
 

@@ -143,6 +143,9 @@ void take_compiled(Compiled& compiled, const Compilation& c, MakeSteps&& make_st
 // The stage names STITCH_DUMP accepts: the table's, "all", and the older
 // names that stand for a stage's text: graph (canonicalize and
 // split-reductions), kir (lower), source (emit).
+// "lazy" stands for the lazy runtime's stages: trace, partitions, fused (docs/lazy.md).
 bool dump_stage_matches(std::string_view requested, std::string_view stage);
+// Whether `list` (STITCH_DUMP's syntax: comma-separated names) names `stage`.
+bool dump_list_matches(std::string_view list, std::string_view stage);
 
 }  // namespace stitch::runtime

@@ -62,6 +62,10 @@ class Array {
   const std::vector<int64_t>& shape() const;
   // Runs what this array's value depends on, then copies it out.
   Tensor to_host() const;
+  // Copies `data` (same dtype and shape) into the array, after running every
+  // pending call that reads or writes memory it shares: later calls see it,
+  // earlier ones do not.
+  void assign(const Tensor& data);
   // Views: the same storage seen another way, so a call writing one is seen
   // by the others (docs/lazy.md, Views). Same elements with another shape:
   Array reshape(std::vector<int64_t> shape) const;

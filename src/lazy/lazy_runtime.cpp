@@ -31,6 +31,18 @@ Tensor Array::to_host() const {
   return out;
 }
 
+void Array::assign(const Tensor& data) {
+  if (state_ == nullptr) throw UserError("assign to an empty Array");
+  if (data.dtype() != dtype() || data.shape() != state_->shape) {
+    throw UserError(fmt::format("assign: the array is {}{}, the data {}{}", dtype_name(dtype()),
+                                shape_str(Shape(state_->shape.begin(), state_->shape.end())), dtype_name(data.dtype()),
+                                shape_str(Shape(data.shape().begin(), data.shape().end()))));
+  }
+  if (std::shared_ptr<lazy::Trace> trace = state_->trace.lock()) trace->flush_touching(*state_);
+  const ArrayView v = state_->view();
+  if (v.nbytes() > 0) std::memcpy(v.data, data.raw(), v.nbytes());
+}
+
 namespace {
 
 std::shared_ptr<lazy::Trace> trace_of(const std::shared_ptr<lazy::ArrayState>& s, const char* what) {

@@ -193,6 +193,19 @@ void Trace::flush_for(const ArrayState& a) {
   }
 }
 
+void Trace::flush_touching(const ArrayState& a) {
+  std::vector<size_t> targets;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    for (const std::shared_ptr<ArrayState>& b : pending_[i].arrays) {
+      if (b && b->overlaps(a)) {
+        targets.push_back(i);
+        break;
+      }
+    }
+  }
+  if (!targets.empty()) run_closure(targets);
+}
+
 void Trace::flush_for(const ScalarState& s) {
   for (size_t i = 0; i < pending_.size(); ++i) {
     if (pending_[i].result.get() == &s) return run_closure({i});

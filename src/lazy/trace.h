@@ -87,6 +87,8 @@ class Trace : public std::enable_shared_from_this<Trace> {
                                const Attrs& attrs, DType* result);
   // Run what `a`'s value, or `s`, depends on; or everything.
   void flush_for(const ArrayState& a);
+  // Run every pending call that touches memory `a` shares (before a host write).
+  void flush_touching(const ArrayState& a);
   void flush_for(const ScalarState& s);
   void flush_all();
 

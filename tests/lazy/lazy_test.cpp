@@ -272,6 +272,29 @@ TEST_F(Lazy, AReductionOfAnotherRuntimeRunsThereFirst) {
   EXPECT_NEAR(y.to_host().get_f64(3), d.to_double(), 0);
 }
 
+TEST_F(Lazy, AHostWriteComesAfterThePendingCallsThatTouchTheArray) {
+  LazyOptions options;
+  options.cache_dir = (*dir_ / "cache").string();
+  LazyRuntime rt(options);
+  Array x = rt.array(random({32}, 41));
+  Array y = rt.zeros(DType::f32, {32});
+  Array z = rt.zeros(DType::f32, {32});
+  const Tensor x0 = x.to_host();
+  rt.call(k("scale"), {2.0, x, y});     // reads the old x
+  rt.call(k("fill"), {z, 5.0});         // touches nothing of x: stays pending
+  Tensor ones(DType::f32, {32});
+  for (int64_t i = 0; i < 32; ++i) ones.set_f64(i, 1.0);
+  x.slice(0, 16).reshape({16}).assign(Tensor(DType::f32, {16}));  // half of x zeroed, after scale read it
+  EXPECT_EQ(rt.stats().kernels, 1);
+  rt.call(k("scale"), {3.0, x, z});     // reads the new x
+  EXPECT_EQ(y.to_host().get_f64(3), 2.0 * x0.get_f64(3));
+  EXPECT_EQ(z.to_host().get_f64(3), 0.0);
+  EXPECT_EQ(z.to_host().get_f64(20), static_cast<double>(3.0f * static_cast<float>(x0.get_f64(20))));
+  x.assign(ones);
+  EXPECT_EQ(x.to_host().get_f64(0), 1.0);
+  EXPECT_THROW(x.assign(Tensor(DType::f32, {31})), UserError);
+}
+
 TEST_F(Lazy, BadCallsAreRefusedWhenRecorded) {
   LazyOptions options;
   options.cache_dir = (*dir_ / "cache").string();

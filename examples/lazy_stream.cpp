@@ -66,11 +66,7 @@ Result stream(stitch::LazyOptions::Mode mode, const std::map<std::string, stitch
 
 int main() {
   try {
-    std::map<std::string, stitch::KernelRef> k;
-    for (stitch::UserKernel& kernel : stitch::parse_module(kKernels, "stream.stitch").kernels) {
-      std::string name = kernel.name;
-      k[name] = std::make_shared<const stitch::UserKernel>(std::move(kernel));
-    }
+    std::map<std::string, stitch::KernelRef> k = stitch::share_kernels(stitch::parse_module(kKernels, "stream.stitch"));
     Result unfused = stream(stitch::LazyOptions::Mode::Unfused, k);
     Result fused = stream(stitch::LazyOptions::Mode::Fused, k);
     std::printf("unfused: %lld calls, %lld kernels, dot %.6e, %.1f ms (first compiles included)\n",

@@ -284,10 +284,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    for (stitch::UserKernel& kernel : stitch::parse_file(STITCH_SOURCE_DIR "/bench/pyfuser/subjects.stitch").kernels) {
-      std::string name = kernel.name;
-      g_kernels[name] = std::make_shared<const stitch::UserKernel>(std::move(kernel));
-    }
+    g_kernels = stitch::share_kernels(stitch::parse_file(STITCH_SOURCE_DIR "/bench/pyfuser/subjects.stitch"));
     std::ostringstream json;
     json << "{\n  \"repeat\": " << repeat << ",\n  \"scale\": " << scale << ",\n  \"subjects\": [\n";
     std::printf("| subject | size | calls | kernels unfused | kernels fused | unfused ms | fused ms | speedup | "

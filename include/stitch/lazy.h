@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -110,6 +111,10 @@ struct LazyArg {
 };
 
 using KernelRef = std::shared_ptr<const UserKernel>;
+
+// A module's user kernels as shared references, by name (a parsed .stitch
+// file's kernels, ready for LazyRuntime::call).
+std::map<std::string, KernelRef> share_kernels(Module module);
 
 class LazyRuntime {
  public:

@@ -29,6 +29,34 @@ class BackendExecutable {
   virtual const CacheStats& cache_stats() const = 0;
 };
 
+// A back end's executable behind the interface: every call forwards. Where
+// the executable cannot write into given outputs (CUDA's host entry point
+// allocates them; reusing host tensors would save no device work), run
+// replaces them.
+template <class Exe>
+class BackendExecutableOf final : public BackendExecutable {
+ public:
+  BackendExecutableOf(Exe exe, CacheStats stats) : exe_(std::move(exe)), stats_(stats) {}
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exe_.run(inputs); }
+  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override {
+    if constexpr (requires { exe_.run(inputs, outputs); }) {
+      exe_.run(inputs, outputs);
+    } else {
+      outputs = exe_.run(inputs);
+    }
+  }
+  int kernel_count() const override { return exe_.kernel_count(); }
+  const Graph& graph() const override { return exe_.graph(); }
+  const FusionPlan& plan() const override { return exe_.plan(); }
+  const std::string& fallback() const override { return exe_.fallback(); }
+  const CacheStats& cache_stats() const override { return stats_; }
+
+ private:
+  Exe exe_;
+  CacheStats stats_;
+};
+
 // What both back ends take from CompileOptions, resolved.
 struct BackendRequest {
   PlannerKind planner = PlannerKind::Stitch;

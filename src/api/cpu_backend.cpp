@@ -11,30 +11,6 @@
 
 namespace stitch::api {
 
-namespace {
-
-class CpuBackendExecutable final : public BackendExecutable {
- public:
-  explicit CpuBackendExecutable(runtime::cpu::CpuExecutable exe) : exe_(std::move(exe)) {
-    const runtime::cpu::CacheStats& s = exe_.cache_stats();
-    stats_ = {s.memory_hits, s.hits, s.misses + s.recompiled_corrupt};
-  }
-
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exe_.run(inputs); }
-  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override { exe_.run(inputs, outputs); }
-  int kernel_count() const override { return exe_.kernel_count(); }
-  const Graph& graph() const override { return exe_.graph(); }
-  const FusionPlan& plan() const override { return exe_.plan(); }
-  const std::string& fallback() const override { return exe_.fallback(); }
-  const CacheStats& cache_stats() const override { return stats_; }
-
- private:
-  runtime::cpu::CpuExecutable exe_;
-  CacheStats stats_;
-};
-
-}  // namespace
-
 std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const BackendRequest& request) {
   runtime::cpu::KernelCache& cache = kernel_cache(request.cache_directory);
   runtime::cpu::CompileOptions options;
@@ -56,8 +32,10 @@ std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const
     };
     options.tuner_key = s->key();
   }
-  return std::make_unique<CpuBackendExecutable>(
-      runtime::cpu::CpuExecutable::compile(canonical, request.planner, cache, options));
+  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, request.planner, cache, options);
+  const runtime::cpu::CacheStats& s = exe.cache_stats();
+  const CacheStats stats{s.memory_hits, s.hits, s.misses + s.recompiled_corrupt};
+  return std::make_unique<BackendExecutableOf<runtime::cpu::CpuExecutable>>(std::move(exe), stats);
 }
 
 }  // namespace stitch::api

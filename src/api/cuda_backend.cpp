@@ -48,26 +48,6 @@ runtime::cuda::CubinCache& cubin_cache(const std::filesystem::path& directory) {
   return caches.try_emplace(directory, directory).first->second;
 }
 
-class CudaBackendExecutable final : public BackendExecutable {
- public:
-  CudaBackendExecutable(runtime::cuda::CudaExecutable exe, CacheStats stats)
-      : exe_(std::move(exe)), stats_(stats) {}
-
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exe_.run(inputs); }
-  // The CUDA executable's host entry point allocates its outputs; reusing
-  // host tensors would save no device work.
-  void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) override { outputs = exe_.run(inputs); }
-  int kernel_count() const override { return exe_.kernel_count(); }
-  const Graph& graph() const override { return exe_.graph(); }
-  const FusionPlan& plan() const override { return exe_.plan(); }
-  const std::string& fallback() const override { return exe_.fallback(); }
-  const CacheStats& cache_stats() const override { return stats_; }
-
- private:
-  runtime::cuda::CudaExecutable exe_;
-  CacheStats stats_;
-};
-
 }  // namespace
 
 bool cuda_device_available(std::string* why) {
@@ -99,7 +79,7 @@ std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, cons
   const runtime::cuda::CubinCacheStats after = cubins.stats();
   const CacheStats stats{0, after.hits - before.hits,
                          (after.misses - before.misses) + (after.recompiled_corrupt - before.recompiled_corrupt)};
-  return std::make_unique<CudaBackendExecutable>(std::move(exe), stats);
+  return std::make_unique<BackendExecutableOf<runtime::cuda::CudaExecutable>>(std::move(exe), stats);
 }
 
 #else

@@ -210,6 +210,15 @@ Array LazyRuntime::op(const std::string& name, const std::vector<LazyArg>& opera
 
 void LazyRuntime::flush() { trace_->flush_all(); }
 
+std::map<std::string, KernelRef> share_kernels(Module module) {
+  std::map<std::string, KernelRef> out;
+  for (UserKernel& k : module.kernels) {
+    std::string name = k.name;
+    out.emplace(std::move(name), std::make_shared<const UserKernel>(std::move(k)));
+  }
+  return out;
+}
+
 const LazyStats& LazyRuntime::stats() const { return trace_->stats(); }
 
 const LazyOptions& LazyRuntime::options() const { return trace_->options(); }

@@ -51,14 +51,6 @@ kernel colmax(x: f32[n, m]) -> max f32 over i < n, j < m {
 }
 )";
 
-std::map<std::string, KernelRef> kernels() {
-  std::map<std::string, KernelRef> out;
-  for (UserKernel& k : parse_module(kKernels, "lazy_test.stitch").kernels) {
-    std::string name = k.name;
-    out[name] = std::make_shared<const UserKernel>(std::move(k));
-  }
-  return out;
-}
 
 struct Outcome {
   std::vector<Tensor> arrays;
@@ -72,7 +64,7 @@ class Lazy : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() / ("stitch-lazy-" + std::to_string(::getpid())));
-    k_ = new std::map<std::string, KernelRef>(kernels());
+    k_ = new std::map<std::string, KernelRef>(share_kernels(parse_module(kKernels, "lazy_test.stitch")));
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*dir_);
@@ -80,11 +72,16 @@ class Lazy : public ::testing::Test {
     delete k_;
   }
 
+  // The suite's options: one kernel cache for every runtime of the suite.
+  static LazyOptions options(LazyOptions::Mode mode = LazyOptions::Mode::Fused) {
+    LazyOptions o;
+    o.mode = mode;
+    o.cache_dir = (*dir_ / "cache").string();
+    return o;
+  }
+
   static Outcome run(LazyOptions::Mode mode, const std::vector<Tensor>& inputs, const Program& program) {
-    LazyOptions options;
-    options.mode = mode;
-    options.cache_dir = (*dir_ / "cache").string();
-    LazyRuntime rt(options);
+    LazyRuntime rt(options(mode));
     std::vector<Array> arrays;
     for (const Tensor& t : inputs) arrays.push_back(rt.array(t));
     std::vector<Scalar> scalars;
@@ -207,9 +204,7 @@ TEST_F(Lazy, AReductionFusesWithTheLoopsBeforeItNotWithThoseReadingItsValue) {
 }
 
 TEST_F(Lazy, ReadingOneArrayRunsOnlyWhatItDependsOn) {
-  LazyOptions options;
-  options.cache_dir = (*dir_ / "cache").string();
-  LazyRuntime rt(options);
+  LazyRuntime rt(options());
   Array x = rt.array(random({64}, 15));
   Array y = rt.zeros(DType::f32, {64});
   Array z = rt.zeros(DType::f32, {64});
@@ -226,9 +221,7 @@ TEST_F(Lazy, ReadingOneArrayRunsOnlyWhatItDependsOn) {
 }
 
 TEST_F(Lazy, AWriteAfterAPendingReadRunsTheReadFirst) {
-  LazyOptions options;
-  options.cache_dir = (*dir_ / "cache").string();
-  LazyRuntime rt(options);
+  LazyRuntime rt(options());
   Array x = rt.array(random({64}, 16));
   Array y = rt.zeros(DType::f32, {64});
   Tensor x0 = x.to_host();
@@ -261,10 +254,8 @@ TEST_F(Lazy, ALoopOfTheSameCallsHitsThePlanCache) {
 }
 
 TEST_F(Lazy, AReductionOfAnotherRuntimeRunsThereFirst) {
-  LazyOptions options;
-  options.cache_dir = (*dir_ / "cache").string();
-  LazyRuntime first(options);
-  LazyRuntime second(options);
+  LazyRuntime first(options());
+  LazyRuntime second(options());
   Array x = first.array(random({16}, 40));
   Scalar d = first.reduce(k("dot"), {x, x});
   Array y = second.zeros(DType::f32, {16});
@@ -273,9 +264,7 @@ TEST_F(Lazy, AReductionOfAnotherRuntimeRunsThereFirst) {
 }
 
 TEST_F(Lazy, AHostWriteComesAfterThePendingCallsThatTouchTheArray) {
-  LazyOptions options;
-  options.cache_dir = (*dir_ / "cache").string();
-  LazyRuntime rt(options);
+  LazyRuntime rt(options());
   Array x = rt.array(random({32}, 41));
   Array y = rt.zeros(DType::f32, {32});
   Array z = rt.zeros(DType::f32, {32});
@@ -296,9 +285,7 @@ TEST_F(Lazy, AHostWriteComesAfterThePendingCallsThatTouchTheArray) {
 }
 
 TEST_F(Lazy, BadCallsAreRefusedWhenRecorded) {
-  LazyOptions options;
-  options.cache_dir = (*dir_ / "cache").string();
-  LazyRuntime rt(options);
+  LazyRuntime rt(options());
   Array x = rt.array(random({8}, 22));
   Array y = rt.zeros(DType::f32, {9});
   EXPECT_THROW(rt.call(k("add"), {x, y, y}), UserError);
@@ -344,9 +331,7 @@ TEST_F(Lazy, AReshapeSeesTheWritesOfTheOriginal) {
 }
 
 TEST_F(Lazy, ReadingAViewRunsTheWritesOfOverlappingViews) {
-  LazyOptions options;
-  options.cache_dir = (*dir_ / "cache").string();
-  LazyRuntime rt(options);
+  LazyRuntime rt(options());
   Array x = rt.zeros(DType::f32, {10});
   rt.call(k("fill"), {x, 4.0});
   EXPECT_EQ(x.slice(2, 3).to_host().get_f64(0), 4.0);
@@ -389,9 +374,7 @@ graph softmax_rows(x: f32[N, 33]) {
     a.push_back(out[0]);
   }, 0, ErrorAllowance{true, 33});
   EXPECT_EQ(s.calls, 2);
-  LazyOptions options;
-  options.cache_dir = (*dir_ / "cache").string();
-  LazyRuntime rt(options);
+  LazyRuntime rt(options());
   Array x = rt.array(random({3, 4}, 38));
   EXPECT_THROW(rt.apply(softmax, {x}), UserError);  // 4 is not 33
   EXPECT_THROW(rt.op("no_such_op", {x}), UserError);

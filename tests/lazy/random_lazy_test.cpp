@@ -127,11 +127,7 @@ class RandomLazy : public ::testing::Test {
  public:
   static void SetUpTestSuite() {
     dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() / ("stitch-random-lazy-" + std::to_string(::getpid())));
-    kernels_ = new std::map<std::string, KernelRef>();
-    for (UserKernel& k : parse_module(kPool, "pool.stitch").kernels) {
-      std::string name = k.name;
-      (*kernels_)[name] = std::make_shared<const UserKernel>(std::move(k));
-    }
+    kernels_ = new std::map<std::string, KernelRef>(share_kernels(parse_module(kPool, "pool.stitch")));
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*dir_);

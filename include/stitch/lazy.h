@@ -46,6 +46,9 @@ struct LazyStats {
   int64_t partitions = 0;        // trace partitions run
   int64_t kernels = 0;           // kernel launches (fused or not)
   int64_t plan_cache_hits = 0;   // partitions whose fusion plan and kernels were found by structure
+  // Arrays a fused kernel kept in registers instead of memory, summed over its
+  // runs: temporaries that nothing reads after the kernel (docs/lazy.md).
+  int64_t arrays_in_registers = 0;
   double record_seconds = 0;     // inside call() and reduce()
   double analysis_seconds = 0;   // partitioning, safety checks, cost model, fused-kernel building
   double compile_seconds = 0;    // lowering, code generation, the compiler, loading

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 
 namespace stitch::lazy {
@@ -71,9 +73,142 @@ class CallRenamer {
   std::map<std::string, std::string> arrays_;
 };
 
+bool same_expr(const KExpr& a, const KExpr& b) {
+  const KernelExprNode& x = a.node();
+  const KernelExprNode& y = b.node();
+  if (x.kind != y.kind || x.name != y.name || x.operands.size() != y.operands.size()) return false;
+  if (x.kind == KernelExprKind::Literal &&
+      (x.int_value != y.int_value || x.float_value != y.float_value || x.is_float_literal != y.is_float_literal ||
+       x.is_bool_literal != y.is_bool_literal)) {
+    return false;
+  }
+  if (x.kind == KernelExprKind::Op && (x.op != y.op || (x.op == OpKind::Cast && x.cast_to != y.cast_to))) return false;
+  for (size_t i = 0; i < x.operands.size(); ++i) {
+    if (!same_expr(x.operands[i], y.operands[i])) return false;
+  }
+  return true;
+}
+
+// The range dimension d when `e` is i<d>, i<d> + c, c + i<d> or i<d> - c for
+// an integer literal c; -1 otherwise.
+int range_dim(const KExpr& e, size_t rank) {
+  const KernelExprNode& n = e.node();
+  auto dim_of = [rank](const KernelExprNode& v) {
+    for (size_t d = 0; d < rank; ++d) {
+      if (v.kind == KernelExprKind::Name && v.name == fmt::format("i{}", d)) return static_cast<int>(d);
+    }
+    return -1;
+  };
+  if (n.kind == KernelExprKind::Name) return dim_of(n);
+  if (n.kind != KernelExprKind::Op || n.operands.size() != 2 || (n.op != OpKind::Add && n.op != OpKind::Sub)) return -1;
+  auto is_int = [](const KernelExprNode& v) { return v.kind == KernelExprKind::Literal && !v.is_float_literal && !v.is_bool_literal; };
+  const KernelExprNode& l = n.operands[0].node();
+  const KernelExprNode& r = n.operands[1].node();
+  if (is_int(r)) return dim_of(l);
+  if (n.op == OpKind::Add && is_int(l)) return dim_of(r);
+  return -1;
+}
+
+bool loads_array(const KExpr& e, const std::string& array) {
+  const KernelExprNode& n = e.node();
+  if (n.kind == KernelExprKind::Load && n.name == array) return true;
+  for (const KExpr& o : n.operands) {
+    if (loads_array(o, array)) return true;
+  }
+  return false;
+}
+
+// Every index list `array` is loaded or stored with, in `body`.
+void collect_indices(const std::vector<KStmt>& body, const std::string& array, std::vector<std::vector<KExpr>>& out);
+
+void collect_indices(const KExpr& e, const std::string& array, std::vector<std::vector<KExpr>>& out) {
+  const KernelExprNode& n = e.node();
+  if (n.kind == KernelExprKind::Load && n.name == array) out.push_back(n.operands);
+  for (const KExpr& o : n.operands) collect_indices(o, array, out);
+}
+
+void collect_indices(const std::vector<KStmt>& body, const std::string& array, std::vector<std::vector<KExpr>>& out) {
+  for (const KStmt& s : body) {
+    if (s.kind == KernelStmtKind::Store && s.name == array) out.push_back(s.index);
+    for (const KExpr& i : s.index) collect_indices(i, array, out);
+    if (s.value.defined()) collect_indices(s.value, array, out);
+    collect_indices(s.body, array, out);
+    collect_indices(s.else_body, array, out);
+  }
+}
+
+KExpr to_local(const KExpr& e, const std::string& array, const std::string& local) {
+  const KernelExprNode& n = e.node();
+  if (n.kind == KernelExprKind::Load && n.name == array) return kernel_name(local, n.loc);
+  if (!loads_array(e, array)) return e;
+  auto out = std::make_shared<KernelExprNode>(n);
+  for (KExpr& o : out->operands) o = to_local(o, array, local);
+  return KExpr(std::move(out));
+}
+
+void to_local(std::vector<KStmt>& body, const std::string& array, const std::string& local) {
+  for (KStmt& s : body) {
+    if (s.value.defined()) s.value = to_local(s.value, array, local);
+    if (s.kind == KernelStmtKind::Store && s.name == array) {
+      s.kind = KernelStmtKind::Assign;
+      s.name = local;
+      s.index.clear();
+    }
+    to_local(s.body, array, local);
+    to_local(s.else_body, array, local);
+  }
+}
+
+// Keeps storage `array` (element type `dtype`) in a local when that is exact
+// (build_fused_kernel's conditions); returns whether it did.
+bool keep_in_register(std::vector<KStmt>& body, const std::string& array, DType dtype, size_t rank) {
+  std::vector<std::vector<KExpr>> indices;
+  size_t first = 0;
+  for (; first < body.size(); ++first) {
+    collect_indices(std::vector<KStmt>{body[first]}, array, indices);
+    if (!indices.empty()) break;
+  }
+  if (first == body.size()) return false;
+  const KStmt& store = body[first];
+  if (store.kind != KernelStmtKind::Store || store.name != array || loads_array(store.value, array)) return false;
+  for (const KExpr& i : store.index) {
+    if (loads_array(i, array)) return false;
+  }
+  // One index, a distinct range dimension plus a constant per component, all dimensions covered.
+  std::vector<char> covered(rank, 0);
+  for (const KExpr& i : store.index) {
+    int d = range_dim(i, rank);
+    if (d < 0 || covered[static_cast<size_t>(d)]) return false;
+    covered[static_cast<size_t>(d)] = 1;
+  }
+  if (std::find(covered.begin(), covered.end(), 0) != covered.end()) return false;
+  indices.clear();
+  collect_indices(body, array, indices);
+  for (const std::vector<KExpr>& index : indices) {
+    if (index.size() != store.index.size()) return false;
+    for (size_t c = 0; c < index.size(); ++c) {
+      if (!same_expr(index[c], store.index[c])) return false;
+    }
+  }
+  const std::string local = array + "_r";
+  KStmt& let = body[first];
+  let.kind = KernelStmtKind::Let;
+  let.name = local;
+  let.has_declared_type = true;
+  let.declared_type = dtype;
+  let.index.clear();
+  std::vector<KStmt> rest(std::make_move_iterator(body.begin() + static_cast<std::ptrdiff_t>(first) + 1),
+                          std::make_move_iterator(body.end()));
+  to_local(rest, array, local);
+  body.erase(body.begin() + static_cast<std::ptrdiff_t>(first) + 1, body.end());
+  for (KStmt& s : rest) body.push_back(std::move(s));
+  return true;
+}
+
 }  // namespace
 
-FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std::vector<StorageType>& storages) {
+FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std::vector<StorageType>& storages,
+                               const std::vector<bool>& dead) {
   STITCH_ASSERT(!calls.empty(), "build_fused_kernel: no calls");
   FusedKernel f;
   UserKernel& k = f.kernel;
@@ -129,6 +264,10 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
     s.value = guard;
     s.body = std::move(body);
     k.body.push_back(std::move(s));
+  }
+  f.in_register.assign(storages.size(), false);
+  for (size_t s = 0; s < dead.size() && s < storages.size(); ++s) {
+    if (dead[s]) f.in_register[s] = keep_in_register(k.body, fmt::format("x{}", s), storages[s].dtype, rank);
   }
   check_kernel(k);
   return f;

@@ -40,10 +40,23 @@ struct FusedKernel {
   int storage_count = 0;
   std::vector<std::pair<int, int>> scalar_sources;  // (call, parameter)
   std::vector<int64_t> extents;
+  // Per storage: whether it lives in a local of each index instead of memory
+  // (a temporary nobody reads after the segment; see build_fused_kernel).
+  std::vector<bool> in_register;
 };
 
 // Requires every call to have a range of the same rank and at most one call
 // to be a reduction (the fused kernel's result).
-FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std::vector<StorageType>& storages);
+//
+// `dead` (per storage, or empty): storages no one reads after the segment (no
+// handle, view or later call refers to them). Such a storage is kept in a
+// local of each index, never loaded or stored, when that is exact: every
+// access in the segment uses one index, each of whose components is a
+// distinct range index plus a constant, covering the range (so no two indices
+// share an element), and the first access, in evaluation order, is a store at
+// the top of the fused body (outside any guard, branch or loop), so the old
+// contents are never needed.
+FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std::vector<StorageType>& storages,
+                               const std::vector<bool>& dead = {});
 
 }  // namespace stitch::lazy

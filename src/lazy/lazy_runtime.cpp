@@ -121,7 +121,9 @@ Array LazyRuntime::zeros(DType dtype, std::vector<int64_t> shape) {
   for (int64_t d : shape) {
     if (d < 0) throw UserError(fmt::format("zeros: negative extent {}", d));
   }
-  return array(Tensor(dtype, std::move(shape)));
+  Array a;
+  a.state_ = trace_->new_array(Tensor(dtype, std::move(shape)));  // moved, not copied
+  return a;
 }
 
 void LazyRuntime::call(const KernelRef& kernel, const std::vector<LazyArg>& args) { trace_->record(kernel, args, nullptr); }

@@ -516,6 +516,29 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   } else {
     ++stats_.plan_cache_hits;
   }
+  // Which storages die with a segment: every handle on the storage is held
+  // only by these calls, the last of them in the segment (no user handle,
+  // view, pending call or later segment can read it again).
+  std::unordered_map<const ArrayState*, std::pair<long, size_t>> held;  // references here, last call
+  std::unordered_map<const Tensor*, std::vector<const std::shared_ptr<ArrayState>*>> handles;
+  for (size_t c = 0; c < calls.size(); ++c) {
+    for (const std::shared_ptr<ArrayState>& a : calls[c].arrays) {
+      if (!a) continue;
+      auto [it, fresh] = held.try_emplace(a.get(), 0, c);
+      ++it->second.first;
+      it->second.second = c;
+      if (fresh) handles[a->storage.get()].push_back(&a);
+    }
+  }
+  auto dies_by = [&](const ArrayState& region, size_t end) {
+    const std::vector<const std::shared_ptr<ArrayState>*>& hs = handles[region.storage.get()];
+    if (region.storage.use_count() != static_cast<long>(hs.size())) return false;
+    for (const std::shared_ptr<ArrayState>* h : hs) {
+      const auto& [refs, last] = held.at(h->get());
+      if (h->use_count() != refs || last >= end) return false;
+    }
+    return true;
+  };
   stats_.analysis_seconds += seconds_since(t0);
   for (SegmentPlan& seg : plan) {
     if (seg.end - seg.begin == 1) {
@@ -549,14 +572,21 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       for (size_t d = 0; d < extents.size(); ++d) key += sc.binding->extents[d] == extents[d] ? '=' : '<';
     }
     lower::UserKernelShape shape = lower::user_kernel_shape(extents);
-    key += fmt::format(" {} {}", shape.lanes, shape.rows_per_block);
+    key += fmt::format(" {} {} ", shape.lanes, shape.rows_per_block);
+    // Storages that die with the segment may live in registers: part of the structure.
+    std::vector<bool> dead;
+    for (const ArrayState* a : local_storages) {
+      dead.push_back(dies_by(*a, static_cast<size_t>(seg.end)));
+      key += dead.back() ? 'd' : 'l';
+    }
     if (!seg.fused || seg.fused_key != key) {
-      seg.fused = std::make_shared<const FusedKernel>(build_fused_kernel(seg_calls, types));
+      seg.fused = std::make_shared<const FusedKernel>(build_fused_kernel(seg_calls, types, dead));
       seg.fused_key = key;
       seg.compiled.reset();
       if (dump_wanted("fused")) dump("fused", print_kernel(seg.fused->kernel));
     }
     const FusedKernel& f = *seg.fused;
+    stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
     std::vector<KernelArg> args;
     for (const ArrayState* a : local_storages) args.emplace_back(a->view());
     for (const auto& [c, p] : f.scalar_sources) args.push_back(calls[static_cast<size_t>(seg.begin + c)].scalars[static_cast<size_t>(p)]);

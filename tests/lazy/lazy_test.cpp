@@ -46,6 +46,15 @@ kernel axpy(a: f32, x: f32[n], y: f32[n]) over i < n {
 kernel rowscale(x: f32[n, m], s: f32[n]) over i < n, j < m {
   x[i, j] *= s[i]
 }
+kernel scale2(a: f32, x: f32[n, m], y: f32[n, m]) over i < n, j < m {
+  y[i, j] = a * x[i, j]
+}
+kernel copy_head(x: f32[n], y: f32[n]) over i < n - 1 {
+  y[i] = x[i]
+}
+kernel rowsum_into(t: f32[n, m], x: f32[n, m]) over i < n, j < m {
+  x[i, j] = t[i, j] + x[i, j]
+}
 kernel colmax(x: f32[n, m]) -> max f32 over i < n, j < m {
   yield x[i, j]
 }
@@ -378,6 +387,87 @@ graph softmax_rows(x: f32[N, 33]) {
   Array x = rt.array(random({3, 4}, 38));
   EXPECT_THROW(rt.apply(softmax, {x}), UserError);  // 4 is not 33
   EXPECT_THROW(rt.op("no_such_op", {x}), UserError);
+}
+
+// Temporaries (docs/lazy.md, Temporaries in registers): an array no handle,
+// view or pending call can read after a fused kernel lives in registers there.
+TEST_F(Lazy, ATemporaryDroppedBeforeTheReadLivesInRegisters) {
+  LazyStats s = check({random({1000}, 40), random({1000}, 41)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {1000});
+    Array u = rt.zeros(DType::f32, {1000});
+    rt.call(k("scale"), {2.0, a[0], t});   // t = 2x
+    rt.call(k("add"), {t, a[0], u});       // u = t + x
+    rt.call(k("scale"), {0.5, u, a[1]});   // y = u / 2; t and u die with the program's scope
+  });
+  EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.arrays_in_registers, 2);
+}
+
+TEST_F(Lazy, ATemporaryStillHeldIsStored) {
+  LazyStats s = check({random({1000}, 42), random({1000}, 43)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {1000});
+    rt.call(k("scale"), {2.0, a[0], t});
+    rt.call(k("add"), {t, a[0], a[1]});
+    a.push_back(t);  // read at the end (and compared with the reference)
+  });
+  EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.arrays_in_registers, 0);
+}
+
+TEST_F(Lazy, ATemporaryWhoseViewIsHeldIsStored) {
+  LazyStats s = check({random({1000}, 44), random({1000}, 45)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {1000});
+    a.push_back(t.slice(100, 200));  // only a view survives
+    rt.call(k("scale"), {2.0, a[0], t});
+    rt.call(k("add"), {t, a[0], a[1]});
+  });
+  EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.arrays_in_registers, 0);
+}
+
+TEST_F(Lazy, ATemporaryALaterPendingCallReadsIsStored) {
+  LazyStats s = check({random({1000}, 46), random({1000}, 47), random({1000}, 48)}, [](LazyRuntime& rt, auto& a, auto&) {
+    {
+      Array t = rt.zeros(DType::f32, {1000});
+      rt.call(k("scale"), {2.0, a[0], t});
+      rt.call(k("add"), {t, a[0], a[1]});
+      rt.call(k("scale"), {3.0, t, a[2]});  // not needed to read a[1]: stays pending
+    }
+    (void)a[1].to_host();  // runs scale and add only; t's handle is gone, but the pending call reads t
+  });
+  EXPECT_EQ(s.arrays_in_registers, 0);
+}
+
+TEST_F(Lazy, ATemporaryReadBeforeItIsWrittenIsStored) {
+  LazyStats s = check({random({1000}, 49), random({1000}, 50)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {1000});
+    rt.call(k("axpy"), {2.0, a[0], t});  // t += 2x: reads t's zeros first
+    rt.call(k("add"), {t, a[0], a[1]});
+  });
+  EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.arrays_in_registers, 0);
+}
+
+TEST_F(Lazy, ATwoDimensionalTemporaryLivesInRegisters) {
+  LazyStats s = check({random({6, 7}, 51), random({6}, 52), random({40}, 53), random({40}, 54)},
+                      [](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {6, 7});
+    rt.call(k("scale2"), {2.0, a[0], t});
+    rt.call(k("rowscale"), {t, a[1]});       // t[i, j] *= s[i]: read and written at the same index
+    rt.call(k("rowsum_into"), {t, a[0]});    // x[i, j] = t[i, j] + x[i, j]
+  });
+  EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.arrays_in_registers, 1);
+}
+
+TEST_F(Lazy, ATemporaryReadUnderAGuardLivesInRegisters) {
+  LazyStats s = check({random({999}, 55), random({999}, 56)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {999});
+    rt.call(k("scale"), {2.0, a[0], t});     // over n: the fused range
+    rt.call(k("copy_head"), {t, a[1]});      // over n - 1: under a guard
+  });
+  EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.arrays_in_registers, 1);
 }
 
 TEST(IndexSafety, VerdictsNameTheArrayAndTheAccesses) {

@@ -82,6 +82,9 @@ struct Step {
   int future = -1;          // k_offset: which earlier reduction's value (-1: a literal)
   double literal = 0.5;
   int read_after = -1;      // an array to read after this call (-1: none)
+  // No call: array `arrays[0]` is replaced by a fresh one, so the old one is a
+  // temporary whose handle is gone (what pending calls still use of it stays).
+  bool drop = false;
 };
 
 struct Program {
@@ -104,6 +107,12 @@ Program random_program(std::mt19937_64& rng) {
   int steps = 4 + static_cast<int>(rng() % 9);
   int reductions = 0;
   for (int s = 0; s < steps; ++s) {
+    if (rng() % 5 == 0) {
+      Step drop;
+      drop.drop = true;
+      drop.arrays.push_back(static_cast<int>(rng() % static_cast<uint64_t>(p.arrays)));
+      p.steps.push_back(drop);
+    }
     const auto& [name, count] = kernels[rng() % kernels.size()];
     Step step;
     step.kernel = name;
@@ -156,6 +165,10 @@ class RandomLazy : public ::testing::Test {
     std::vector<Scalar> values;
     Outcome o;
     for (const Step& s : p.steps) {
+      if (s.drop) {
+        arrays[static_cast<size_t>(s.arrays[0])] = rt.zeros(DType::f32, {kLength});
+        continue;
+      }
       const KernelRef& k = kernels_->at(s.kernel);
       std::vector<LazyArg> args;
       size_t next = 0;
@@ -198,6 +211,10 @@ class RandomLazy : public ::testing::Test {
   static std::string describe(const Program& p) {
     std::string s = fmt::format("{} arrays{}:", p.arrays, p.offsets.empty() ? "" : " (views)");
     for (const Step& step : p.steps) {
+      if (step.drop) {
+        s += fmt::format(" drop {}", step.arrays[0]);
+        continue;
+      }
       s += " " + step.kernel + "(";
       for (int a : step.arrays) s += std::to_string(a) + ",";
       s += step.future >= 0 ? fmt::format("v{}", step.future) : "";
@@ -214,8 +231,9 @@ class RandomLazy : public ::testing::Test {
 std::filesystem::path* RandomLazy::dir_ = nullptr;
 std::map<std::string, KernelRef>* RandomLazy::kernels_ = nullptr;
 
-// Runs programs until `wanted` race-free ones ran in `mode` too; returns how many fused calls.
-void run_programs(int wanted, LazyOptions::Mode mode, uint64_t seed, int64_t* fused_away) {
+// Runs programs until `wanted` race-free ones ran in `mode` too; returns how
+// many calls fused away and how many temporaries lived in registers.
+void run_programs(int wanted, LazyOptions::Mode mode, uint64_t seed, int64_t* fused_away, int64_t* in_registers) {
   std::mt19937_64 rng(seed);
   int valid = 0;
   for (int attempt = 0; valid < wanted && attempt < wanted * 20; ++attempt) {
@@ -231,6 +249,7 @@ void run_programs(int wanted, LazyOptions::Mode mode, uint64_t seed, int64_t* fu
     Outcome got = RandomLazy::run(p, mode, seed + static_cast<uint64_t>(attempt));
     RandomLazy::expect_same(got, reference, mode == LazyOptions::Mode::Fused ? "fused" : "fused (interpreted)");
     *fused_away += got.stats.calls - got.stats.kernels;
+    *in_registers += got.stats.arrays_in_registers;
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_EQ(valid, wanted);
@@ -238,13 +257,17 @@ void run_programs(int wanted, LazyOptions::Mode mode, uint64_t seed, int64_t* fu
 
 TEST_F(RandomLazy, FusedKernelsRunByTheInterpreterMatchAndNeverRace) {
   int64_t fused_away = 0;
-  run_programs(300, LazyOptions::Mode::FusedReference, 1000, &fused_away);
+  int64_t in_registers = 0;
+  run_programs(300, LazyOptions::Mode::FusedReference, 1000, &fused_away, &in_registers);
   EXPECT_GT(fused_away, 300);  // fusion happened, often
+  EXPECT_GT(in_registers, 10);  // and dropped temporaries lived in registers
 }
 
 TEST_F(RandomLazy, FusedAndCompiledMatch) {
   int64_t fused_away = 0;
-  run_programs(12, LazyOptions::Mode::Fused, 7000, &fused_away);
+  int64_t in_registers = 0;
+  run_programs(40, LazyOptions::Mode::Fused, 7000, &fused_away, &in_registers);
+  EXPECT_GT(in_registers, 0);
   EXPECT_GT(fused_away, 6);
 }
 

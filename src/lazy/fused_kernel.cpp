@@ -159,17 +159,24 @@ void to_local(std::vector<KStmt>& body, const std::string& array, const std::str
   }
 }
 
-// Keeps storage `array` (element type `dtype`) in a local when that is exact
-// (build_fused_kernel's conditions); returns whether it did.
-bool keep_in_register(std::vector<KStmt>& body, const std::string& array, DType dtype, size_t rank) {
+bool touches_array(const std::vector<KStmt>& body, const std::string& array) {
   std::vector<std::vector<KExpr>> indices;
+  collect_indices(body, array, indices);
+  return !indices.empty();
+}
+
+// Keeps storage `array` in local `array`_r, declared (zero) at the top of the
+// fused body, when that is exact (build_fused_kernel's conditions): returns
+// whether it did. `bodies` are the calls' renamed bodies, `extents` their ranges.
+bool keep_in_register(std::vector<std::vector<KStmt>>& bodies, const std::vector<std::vector<int64_t>>& extents,
+                      const std::string& array, size_t rank) {
+  size_t first_call = 0;
+  while (first_call < bodies.size() && !touches_array(bodies[first_call], array)) ++first_call;
+  if (first_call == bodies.size()) return false;
+  std::vector<KStmt>& body = bodies[first_call];
   size_t first = 0;
-  for (; first < body.size(); ++first) {
-    collect_indices(std::vector<KStmt>{body[first]}, array, indices);
-    if (!indices.empty()) break;
-  }
-  if (first == body.size()) return false;
-  const KStmt& store = body[first];
+  while (!touches_array(std::vector<KStmt>{body[first]}, array)) ++first;
+  const KStmt store = body[first];
   if (store.kind != KernelStmtKind::Store || store.name != array || loads_array(store.value, array)) return false;
   for (const KExpr& i : store.index) {
     if (loads_array(i, array)) return false;
@@ -182,26 +189,22 @@ bool keep_in_register(std::vector<KStmt>& body, const std::string& array, DType 
     covered[static_cast<size_t>(d)] = 1;
   }
   if (std::find(covered.begin(), covered.end(), 0) != covered.end()) return false;
-  indices.clear();
-  collect_indices(body, array, indices);
-  for (const std::vector<KExpr>& index : indices) {
-    if (index.size() != store.index.size()) return false;
-    for (size_t c = 0; c < index.size(); ++c) {
-      if (!same_expr(index[c], store.index[c])) return false;
+  for (size_t c = first_call; c < bodies.size(); ++c) {
+    std::vector<std::vector<KExpr>> indices;
+    collect_indices(bodies[c], array, indices);
+    if (indices.empty()) continue;
+    // A later call runs only at indices where the first one ran (and stored).
+    for (size_t d = 0; d < rank; ++d) {
+      if (extents[c][d] > extents[first_call][d]) return false;
+    }
+    for (const std::vector<KExpr>& index : indices) {
+      if (index.size() != store.index.size()) return false;
+      for (size_t i = 0; i < index.size(); ++i) {
+        if (!same_expr(index[i], store.index[i])) return false;
+      }
     }
   }
-  const std::string local = array + "_r";
-  KStmt& let = body[first];
-  let.kind = KernelStmtKind::Let;
-  let.name = local;
-  let.has_declared_type = true;
-  let.declared_type = dtype;
-  let.index.clear();
-  std::vector<KStmt> rest(std::make_move_iterator(body.begin() + static_cast<std::ptrdiff_t>(first) + 1),
-                          std::make_move_iterator(body.end()));
-  to_local(rest, array, local);
-  body.erase(body.begin() + static_cast<std::ptrdiff_t>(first) + 1, body.end());
-  for (KStmt& s : rest) body.push_back(std::move(s));
+  for (size_t c = first_call; c < bodies.size(); ++c) to_local(bodies[c], array, array + "_r");
   return true;
 }
 
@@ -243,10 +246,14 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
     k.params.push_back(KernelParam{fmt::format("r{}", d), DType::i64, false, {}, ArrayAccess::None, {}});
     k.range.push_back(KernelIndex{fmt::format("i{}", d), kernel_name(fmt::format("r{}", d)), {}});
   }
+  std::vector<std::vector<KStmt>> bodies;
+  std::vector<KExpr> guards;
+  std::vector<std::vector<int64_t>> call_extents;
   for (size_t c = 0; c < calls.size(); ++c) {
     CallRenamer rename(calls[c], static_cast<int>(c));
     const UserKernel& ck = *calls[c].kernel;
-    std::vector<KStmt> body = rename.block(ck.body);
+    bodies.push_back(rename.block(ck.body));
+    call_extents.push_back(calls[c].binding->extents);
     // A call whose range is smaller than the fused one runs under a guard on
     // its own extents, written as the call wrote them (renamed).
     KExpr guard;
@@ -255,19 +262,31 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
       KExpr cond = kernel_name(fmt::format("i{}", d)) < rename.expr(ck.range[d].extent);
       guard = guard.defined() ? (guard && cond) : cond;
     }
-    if (!guard.defined()) {
-      for (KStmt& s : body) k.body.push_back(std::move(s));
+    guards.push_back(guard);
+  }
+  f.in_register.assign(storages.size(), false);
+  for (size_t s = 0; s < dead.size() && s < storages.size(); ++s) {
+    const std::string array = fmt::format("x{}", s);
+    if (!dead[s] || !keep_in_register(bodies, call_extents, array, rank)) continue;
+    f.in_register[s] = true;
+    KStmt let;
+    let.kind = KernelStmtKind::Let;
+    let.name = array + "_r";
+    let.has_declared_type = true;
+    let.declared_type = storages[s].dtype;
+    let.value = storages[s].dtype == DType::boolean ? kernel_bool(false) : kernel_literal(int64_t{0});
+    k.body.push_back(std::move(let));
+  }
+  for (size_t c = 0; c < calls.size(); ++c) {
+    if (!guards[c].defined()) {
+      for (KStmt& s : bodies[c]) k.body.push_back(std::move(s));
       continue;
     }
     KStmt s;
     s.kind = KernelStmtKind::If;
-    s.value = guard;
-    s.body = std::move(body);
+    s.value = guards[c];
+    s.body = std::move(bodies[c]);
     k.body.push_back(std::move(s));
-  }
-  f.in_register.assign(storages.size(), false);
-  for (size_t s = 0; s < dead.size() && s < storages.size(); ++s) {
-    if (dead[s]) f.in_register[s] = keep_in_register(k.body, fmt::format("x{}", s), storages[s].dtype, rank);
   }
   check_kernel(k);
   return f;

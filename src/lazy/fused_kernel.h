@@ -53,9 +53,10 @@ struct FusedKernel {
 // local of each index, never loaded or stored, when that is exact: every
 // access in the segment uses one index, each of whose components is a
 // distinct range index plus a constant, covering the range (so no two indices
-// share an element), and the first access, in evaluation order, is a store at
-// the top of the fused body (outside any guard, branch or loop), so the old
-// contents are never needed.
+// share an element); the first access, in evaluation order, is a store at the
+// top of its call's body (outside any branch or loop), so the old contents
+// are never needed; and every later call touching it has a range inside the
+// first one's, so it runs only where that store ran.
 FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std::vector<StorageType>& storages,
                                const std::vector<bool>& dead = {});
 

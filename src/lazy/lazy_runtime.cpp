@@ -121,8 +121,18 @@ Array LazyRuntime::zeros(DType dtype, std::vector<int64_t> shape) {
   for (int64_t d : shape) {
     if (d < 0) throw UserError(fmt::format("zeros: negative extent {}", d));
   }
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
   Array a;
-  a.state_ = trace_->new_array(Tensor(dtype, std::move(shape)));  // moved, not copied
+  if (shape.empty() || numel == 0) {
+    a.state_ = trace_->new_array(Tensor(dtype, std::move(shape)));
+    return a;
+  }
+  // The fill is a recorded call like any other: it runs when the array is
+  // first needed, and a temporary that lives in registers is never filled.
+  const int rank = static_cast<int>(shape.size());
+  a.state_ = trace_->new_array(Tensor::uninitialized(dtype, std::move(shape)));
+  trace_->record(trace_->zero_fill_kernel(dtype, rank), {a}, nullptr);
   return a;
 }
 

@@ -60,6 +60,50 @@ int region_id(std::vector<const ArrayState*>& regions, const ArrayState* a) {
   return static_cast<int>(regions.size()) - 1;
 }
 
+// Regions grouped by storage: only regions of one storage can overlap, so a
+// query looks at those alone (a long partition touches hundreds of arrays).
+class RegionsByStorage {
+ public:
+  // Adds `a` unless the same region is there; returns its index.
+  int add(const ArrayState* a) {
+    std::vector<int>& group = groups_[a->storage.get()];
+    for (int i : group) {
+      if (regions_[static_cast<size_t>(i)] == a || regions_[static_cast<size_t>(i)]->same_region(*a)) return i;
+    }
+    regions_.push_back(a);
+    group.push_back(static_cast<int>(regions_.size()) - 1);
+    return group.back();
+  }
+  bool overlaps(const ArrayState* a) const {
+    auto it = groups_.find(a->storage.get());
+    if (it == groups_.end()) return false;
+    for (int i : it->second) {
+      if (regions_[static_cast<size_t>(i)]->overlaps(*a)) return true;
+    }
+    return false;
+  }
+  const std::vector<const ArrayState*>& regions() const { return regions_; }
+  // Pairs of distinct regions that overlap, (lower index, higher), sorted.
+  std::vector<std::pair<int, int>> overlapping() const {
+    std::vector<std::pair<int, int>> pairs;
+    for (const auto& [storage, group] : groups_) {
+      for (size_t x = 0; x < group.size(); ++x) {
+        for (size_t y = x + 1; y < group.size(); ++y) {
+          const int a = std::min(group[x], group[y]);
+          const int b = std::max(group[x], group[y]);
+          if (regions_[static_cast<size_t>(a)]->overlaps(*regions_[static_cast<size_t>(b)])) pairs.emplace_back(a, b);
+        }
+      }
+    }
+    std::sort(pairs.begin(), pairs.end());
+    return pairs;
+  }
+
+ private:
+  std::vector<const ArrayState*> regions_;
+  std::unordered_map<const Tensor*, std::vector<int>> groups_;
+};
+
 void append_word(std::string& key, int64_t word) { key.append(reinterpret_cast<const char*>(&word), sizeof word); }
 
 // Attributes as text, for the elementwise kernels' cache key (cast's `to`).
@@ -226,15 +270,10 @@ void Trace::run_closure(std::vector<size_t> targets) {
   std::vector<char> needed(pending_.size(), 0);
   for (size_t t : targets) needed[t] = 1;
   // Arrays by region: views of one storage that overlap are one array here.
-  std::vector<const ArrayState*> read_later;
-  std::vector<const ArrayState*> written_later;
+  RegionsByStorage read_later;
+  RegionsByStorage written_later;
   std::set<const ScalarState*> futures_later;
-  auto touches = [](const std::vector<const ArrayState*>& set, const ArrayState* a) {
-    for (const ArrayState* b : set) {
-      if (b->overlaps(*a)) return true;
-    }
-    return false;
-  };
+  auto touches = [](const RegionsByStorage& set, const ArrayState* a) { return set.overlaps(a); };
   const size_t last = *std::max_element(targets.begin(), targets.end());
   for (size_t i = last + 1; i-- > 0;) {
     TraceCall& c = pending_[i];
@@ -252,8 +291,8 @@ void Trace::run_closure(std::vector<size_t> targets) {
     }
     for (size_t p = 0; p < c.arrays.size(); ++p) {
       const ArrayState* a = c.arrays[p].get();
-      if (a && reads(c.access[p])) read_later.push_back(a);
-      if (a && writes(c.access[p])) written_later.push_back(a);
+      if (a && reads(c.access[p])) read_later.add(a);
+      if (a && writes(c.access[p])) written_later.add(a);
       if (c.futures[p]) futures_later.insert(c.futures[p].get());
     }
   }
@@ -422,6 +461,21 @@ KernelRef Trace::elementwise_kernel(OpKind op, const std::vector<std::pair<bool,
   return k;
 }
 
+KernelRef Trace::zero_fill_kernel(DType dtype, int rank) {
+  KernelRef& k = zero_fills_[{dtype, rank}];
+  if (k) return k;
+  // x[i0, ...] = 0: what zeros() records.
+  UserKernelBuilder b(fmt::format("zeros_{}", dtype_name(dtype)));
+  Shape shape;
+  for (int d = 0; d < rank; ++d) shape.push_back(Dim::symbol(fmt::format("d{}", d)));
+  b.array("x", dtype, shape);
+  std::vector<KExpr> index;
+  for (int d = 0; d < rank; ++d) index.push_back(b.index(fmt::format("i{}", d), b.symbol(fmt::format("d{}", d))));
+  b.store("x", index, dtype == DType::boolean ? kernel_bool(false) : kernel_literal(int64_t{0}));
+  k = std::make_shared<const UserKernel>(b.finish());
+  return k;
+}
+
 void Trace::run_single(TraceCall& call) {
   resolve_futures(call);
   std::vector<KernelArg> args = arguments(call);
@@ -454,7 +508,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   // Storages in first-use order, and the partition's structure: what decides
   // the cuts (kernels, how arrays are shared, which values are read, sizes to
   // a power of two).
-  std::vector<const ArrayState*> storages;
+  RegionsByStorage storages;
   std::unordered_map<const ScalarState*, int> result_of;
   std::string signature;
   std::vector<std::vector<int>> call_storage(calls.size());
@@ -464,7 +518,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     append_word(signature, reinterpret_cast<uintptr_t>(call.kernel.get()));
     for (size_t p = 0; p < call.arrays.size(); ++p) {
       int s = -1;
-      if (call.arrays[p]) s = region_id(storages, call.arrays[p].get());
+      if (call.arrays[p]) s = storages.add(call.arrays[p].get());
       if (call.futures[p]) {
         auto it = result_of.find(call.futures[p].get());
         if (it != result_of.end()) reads_results[c].push_back(it->second);
@@ -477,13 +531,9 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     append_word(signature, kSizeTag + std::bit_width(static_cast<uint64_t>(call.binding.index_count)));
   }
   // Distinct regions that overlap (views of one storage): part of the structure too.
-  std::vector<std::pair<int, int>> overlapping;
-  for (size_t a = 0; a < storages.size(); ++a) {
-    for (size_t b = a + 1; b < storages.size(); ++b) {
-      if (!storages[a]->overlaps(*storages[b])) continue;
-      overlapping.emplace_back(static_cast<int>(a), static_cast<int>(b));
-      append_word(signature, kOverlapTag + static_cast<int64_t>(a * storages.size() + b));
-    }
+  const std::vector<std::pair<int, int>> overlapping = storages.overlapping();
+  for (const auto& [a, b] : overlapping) {
+    append_word(signature, kOverlapTag + static_cast<int64_t>(a) * static_cast<int64_t>(storages.regions().size()) + b);
   }
   // A program whose partitions keep changing shape would grow the plan cache
   // without end; past a bound it starts again (plans are cheap to remake).
@@ -567,9 +617,18 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     for (const SegmentCall& sc : seg_calls) {
       for (size_t d = 0; d < extents.size(); ++d) extents[d] = std::max(extents[d], sc.binding->extents[d]);
     }
-    // A call smaller than the segment's range runs under a guard: part of the structure.
-    for (const SegmentCall& sc : seg_calls) {
-      for (size_t d = 0; d < extents.size(); ++d) key += sc.binding->extents[d] == extents[d] ? '=' : '<';
+    // A call smaller than the segment's range runs under a guard, and which
+    // calls' ranges hold which decides where temporaries may live in
+    // registers: the order of the calls' extents, per dimension, is part of the structure.
+    for (size_t d = 0; d < extents.size(); ++d) {
+      std::vector<int64_t> distinct;
+      for (const SegmentCall& sc : seg_calls) distinct.push_back(sc.binding->extents[d]);
+      std::sort(distinct.begin(), distinct.end());
+      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+      for (const SegmentCall& sc : seg_calls) {
+        auto rank = std::lower_bound(distinct.begin(), distinct.end(), sc.binding->extents[d]) - distinct.begin();
+        key += static_cast<char>('0' + (distinct.size() - 1 - static_cast<size_t>(rank)) % 64);
+      }
     }
     lower::UserKernelShape shape = lower::user_kernel_shape(extents);
     key += fmt::format(" {} {} ", shape.lanes, shape.rows_per_block);

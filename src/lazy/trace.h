@@ -85,6 +85,9 @@ class Trace : public std::enable_shared_from_this<Trace> {
   // (dtype, or array of the rank), made once per signature.
   KernelRef elementwise_kernel(OpKind op, const std::vector<std::pair<bool, DType>>& operands, int rank,
                                const Attrs& attrs, DType* result);
+  // The user kernel writing zeros into an array of this dtype and rank
+  // (recorded by LazyRuntime::zeros, so a temporary's fill fuses too).
+  KernelRef zero_fill_kernel(DType dtype, int rank);
   // Run what `a`'s value, or `s`, depends on; or everything.
   void flush_for(const ArrayState& a);
   // Run every pending call that touches memory `a` shares (before a host write).
@@ -122,6 +125,7 @@ class Trace : public std::enable_shared_from_this<Trace> {
   std::unordered_map<std::string, std::vector<SegmentPlan>> plans_;
   std::unordered_map<std::string, std::unique_ptr<runtime::cpu::CpuExecutable>> graphs_;
   std::unordered_map<std::string, KernelRef> elementwise_;
+  std::map<std::pair<DType, int>, KernelRef> zero_fills_;
   // Each kernel's accesses, keeping the kernel alive so its address names it in the keys above.
   std::unordered_map<const UserKernel*, std::pair<KernelRef, std::shared_ptr<const std::vector<ArrayAccessSite>>>>
       accesses_;

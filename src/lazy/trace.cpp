@@ -589,13 +589,17 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     }
     return true;
   };
-  stats_.analysis_seconds += seconds_since(t0);
-  for (SegmentPlan& seg : plan) {
-    if (seg.end - seg.begin == 1) {
-      run_single(calls[static_cast<size_t>(seg.begin)]);
-      continue;
-    }
-    t0 = Clock::now();
+  // Each fused segment's arguments and kernel, prepared before any runs: a
+  // kernel streams the caches, and the bookkeeping after it would miss on
+  // every pointer. A segment reading a reduction's value is prepared when
+  // that value exists (its extents may depend on it).
+  struct Prepared {
+    bool ready = false;
+    lower::UserKernelShape shape;
+    std::vector<KernelArg> args;
+  };
+  std::vector<Prepared> prepared(plan.size());
+  auto prepare = [&](SegmentPlan& seg, Prepared& out) {
     // Segment-local storages and the calls as the fused-kernel builder sees them.
     std::vector<const ArrayState*> local_storages;
     std::vector<SegmentCall> seg_calls;
@@ -630,8 +634,9 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
         key += static_cast<char>('0' + (distinct.size() - 1 - static_cast<size_t>(rank)) % 64);
       }
     }
-    lower::UserKernelShape shape = lower::user_kernel_shape(extents);
-    key += fmt::format(" {} {} ", shape.lanes, shape.rows_per_block);
+    out.shape = lower::user_kernel_shape(extents);
+    append_word(key, out.shape.lanes);
+    append_word(key, out.shape.rows_per_block);
     // Storages that die with the segment may live in registers: part of the structure.
     std::vector<bool> dead;
     for (const ArrayState* a : local_storages) {
@@ -646,13 +651,36 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     }
     const FusedKernel& f = *seg.fused;
     stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
-    std::vector<KernelArg> args;
-    for (const ArrayState* a : local_storages) args.emplace_back(a->view());
-    for (const auto& [c, p] : f.scalar_sources) args.push_back(calls[static_cast<size_t>(seg.begin + c)].scalars[static_cast<size_t>(p)]);
-    for (int64_t e : extents) args.emplace_back(e);
-    stats_.analysis_seconds += seconds_since(t0);
+    for (const ArrayState* a : local_storages) out.args.emplace_back(a->view());
+    for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].scalars[static_cast<size_t>(p)]);
+    for (int64_t e : extents) out.args.emplace_back(e);
+    out.ready = true;
+  };
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const SegmentPlan& seg = plan[i];
+    if (seg.end - seg.begin == 1) continue;
+    bool waits = false;
+    for (int c = seg.begin; c < seg.end && !waits; ++c) {
+      for (const std::shared_ptr<ScalarState>& f : calls[static_cast<size_t>(c)].futures) waits = waits || (f && !f->ready);
+    }
+    if (!waits) prepare(plan[i], prepared[i]);
+  }
+  stats_.analysis_seconds += seconds_since(t0);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    SegmentPlan& seg = plan[i];
+    if (seg.end - seg.begin == 1) {
+      run_single(calls[static_cast<size_t>(seg.begin)]);
+      continue;
+    }
+    Prepared& ready = prepared[i];
+    if (!ready.ready) {
+      t0 = Clock::now();
+      prepare(seg, ready);
+      stats_.analysis_seconds += seconds_since(t0);
+    }
+    const FusedKernel& f = *seg.fused;
     if (options_.mode == LazyOptions::Mode::FusedReference) {
-      Tensor result = interpret_kernel(f.kernel, args);
+      Tensor result = interpret_kernel(f.kernel, ready.args);
       ++stats_.kernels;
       set_results(calls, seg.begin, seg.end, result);
       continue;
@@ -660,12 +688,12 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     t0 = Clock::now();
     if (!seg.compiled) {
       // Every storage is one parameter, so no two overlap: all __restrict__.
-      shape.restrict_array = runtime::cpu::restrict_flags(f.kernel, args);
-      seg.compiled = runtime::cpu::CompiledUserKernel::compile(f.kernel, shape, cache_);
+      ready.shape.restrict_array = runtime::cpu::restrict_flags(f.kernel, ready.args);
+      seg.compiled = runtime::cpu::CompiledUserKernel::compile(f.kernel, ready.shape, cache_);
     }
     stats_.compile_seconds += seconds_since(t0);
     t0 = Clock::now();
-    Tensor result = seg.compiled->run(f.kernel, args);
+    Tensor result = seg.compiled->run(f.kernel, ready.args);
     stats_.run_seconds += seconds_since(t0);
     ++stats_.kernels;
     set_results(calls, seg.begin, seg.end, result);

@@ -50,16 +50,6 @@ constexpr int64_t kSizeTag = int64_t{1} << 41;
 constexpr int64_t kOverlapTag = int64_t{1} << 42;
 constexpr size_t kMaxPlans = 4096;
 
-// The index of `a`'s region among `regions` (an identical view of the same
-// storage is the same region), appending it when new.
-int region_id(std::vector<const ArrayState*>& regions, const ArrayState* a) {
-  for (size_t i = 0; i < regions.size(); ++i) {
-    if (regions[i] == a || regions[i]->same_region(*a)) return static_cast<int>(i);
-  }
-  regions.push_back(a);
-  return static_cast<int>(regions.size()) - 1;
-}
-
 // Regions grouped by storage: only regions of one storage can overlap, so a
 // query looks at those alone (a long partition touches hundreds of arrays).
 class RegionsByStorage {
@@ -73,6 +63,13 @@ class RegionsByStorage {
     regions_.push_back(a);
     group.push_back(static_cast<int>(regions_.size()) - 1);
     return group.back();
+  }
+  // The storage of region `r`, as an index (0, 1, ... in first-use order).
+  int storage_of(int r) const { return storage_index_.at(regions_[static_cast<size_t>(r)]->storage.get()); }
+  int storage_count() const { return static_cast<int>(storage_index_.size()); }
+  // Numbers storages in first-use order; call after the last add().
+  void number_storages() {
+    for (const ArrayState* a : regions_) storage_index_.try_emplace(a->storage.get(), static_cast<int>(storage_index_.size()));
   }
   bool overlaps(const ArrayState* a) const {
     auto it = groups_.find(a->storage.get());
@@ -102,6 +99,7 @@ class RegionsByStorage {
  private:
   std::vector<const ArrayState*> regions_;
   std::unordered_map<const Tensor*, std::vector<int>> groups_;
+  std::unordered_map<const Tensor*, int> storage_index_;
 };
 
 void append_word(std::string& key, int64_t word) { key.append(reinterpret_cast<const char*>(&word), sizeof word); }
@@ -507,29 +505,67 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   Clock::time_point t0 = Clock::now();
   // Storages in first-use order, and the partition's structure: what decides
   // the cuts (kernels, how arrays are shared, which values are read, sizes to
-  // a power of two).
+  // a power of two). `detail` adds what the fused kernels depend on beyond
+  // the cuts: exact extents, and which storages outlive the partition.
   RegionsByStorage storages;
   std::unordered_map<const ScalarState*, int> result_of;
   std::string signature;
-  std::vector<std::vector<int>> call_storage(calls.size());
-  std::vector<std::vector<int>> reads_results(calls.size());
+  std::string detail;
+  std::vector<int> arg_region;   // per call and parameter, flat: the region, or -1
+  std::vector<size_t> first_arg(calls.size() + 1, 0);
+  bool reads_results = false;
+  ++epoch_;
+  // Handles (ArrayState objects) in these calls: how many references the
+  // calls hold to each, and the last call holding one, stamped on the handle.
+  std::vector<const std::shared_ptr<ArrayState>*> handles;
   for (size_t c = 0; c < calls.size(); ++c) {
     const TraceCall& call = calls[c];
+    first_arg[c] = arg_region.size();
     append_word(signature, reinterpret_cast<uintptr_t>(call.kernel.get()));
     for (size_t p = 0; p < call.arrays.size(); ++p) {
       int s = -1;
-      if (call.arrays[p]) s = storages.add(call.arrays[p].get());
+      if (const std::shared_ptr<ArrayState>& a = call.arrays[p]) {
+        s = storages.add(a.get());
+        if (a->stamp != epoch_) {
+          a->stamp = epoch_;
+          a->refs = 0;
+          handles.push_back(&a);
+        }
+        ++a->refs;
+        a->last_call = c;
+      }
       if (call.futures[p]) {
         auto it = result_of.find(call.futures[p].get());
-        if (it != result_of.end()) reads_results[c].push_back(it->second);
+        reads_results = reads_results || it != result_of.end();
         append_word(signature, kFutureTag + (it != result_of.end() ? it->second : -1));
       }
-      call_storage[c].push_back(s);
+      arg_region.push_back(s);
       append_word(signature, s);
     }
     if (call.result) result_of[call.result.get()] = static_cast<int>(c);
     append_word(signature, kSizeTag + std::bit_width(static_cast<uint64_t>(call.binding.index_count)));
+    for (int64_t e : call.binding.extents) append_word(detail, e);
   }
+  first_arg[calls.size()] = arg_region.size();
+  // A storage dies with the segment holding its last use when every handle on
+  // it is held only by these calls (no user handle, view or pending call can
+  // read it again): it may then live in registers there.
+  storages.number_storages();
+  std::vector<char> outlives(static_cast<size_t>(storages.storage_count()), 0);
+  std::vector<long> handle_count(outlives.size(), 0);
+  std::vector<size_t> last_use(outlives.size(), 0);
+  for (const std::shared_ptr<ArrayState>* h : handles) {
+    const ArrayState& a = **h;
+    const size_t st = static_cast<size_t>(storages.storage_of(storages.add(&a)));
+    ++handle_count[st];
+    last_use[st] = std::max(last_use[st], a.last_call);
+    if (h->use_count() != a.refs) outlives[st] = 1;
+  }
+  for (const ArrayState* r : storages.regions()) {
+    const size_t st = static_cast<size_t>(storages.storage_of(storages.add(r)));
+    if (r->storage.use_count() != handle_count[st]) outlives[st] = 1;
+  }
+  for (char o : outlives) detail += o ? 'o' : 'd';
   // Distinct regions that overlap (views of one storage): part of the structure too.
   const std::vector<std::pair<int, int>> overlapping = storages.overlapping();
   for (const auto& [a, b] : overlapping) {
@@ -538,23 +574,37 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   // A program whose partitions keep changing shape would grow the plan cache
   // without end; past a bound it starts again (plans are cheap to remake).
   if (plans_.size() >= kMaxPlans && !plans_.count(signature)) plans_.clear();
-  std::vector<SegmentPlan>& plan = plans_[signature];
+  PartitionCache& cached = plans_[signature];
+  std::vector<SegmentPlan>& plan = cached.segments;
   if (plan.empty()) {
     std::vector<PlannedCall> planned(calls.size());
     for (size_t c = 0; c < calls.size(); ++c) {
       PlannedCall& pc = planned[c];
-      pc.view = CallView{calls[c].kernel.get(), calls[c].accesses.get(), call_storage[c]};
+      std::vector<int> call_storage(arg_region.begin() + static_cast<std::ptrdiff_t>(first_arg[c]),
+                                    arg_region.begin() + static_cast<std::ptrdiff_t>(first_arg[c + 1]));
+      pc.view = CallView{calls[c].kernel.get(), calls[c].accesses.get(), call_storage};
       pc.reduction = calls[c].kernel->is_reduction();
-      pc.reads_results_of = reads_results[c];
+      if (reads_results) {
+        for (const std::shared_ptr<ScalarState>& f : calls[c].futures) {
+          auto it = f ? result_of.find(f.get()) : result_of.end();
+          if (it != result_of.end() && it->second < static_cast<int>(c)) pc.reads_results_of.push_back(it->second);
+        }
+      }
       pc.indices = calls[c].binding.index_count;
       for (size_t p = 0; p < calls[c].arrays.size(); ++p) {
         if (!calls[c].arrays[p]) continue;
         ArrayAccess a = calls[c].access[p];
-        pc.touches.push_back({call_storage[c][p], static_cast<int64_t>(calls[c].arrays[p]->view().nbytes()), reads(a), writes(a)});
+        pc.touches.push_back({call_storage[p], static_cast<int64_t>(calls[c].arrays[p]->view().nbytes()), reads(a), writes(a)});
       }
     }
     PartitionPlan cuts = plan_partition(planned, overlapping);
-    for (const Segment& s : cuts.segments) plan.push_back(SegmentPlan{s.begin, s.end, nullptr, "", nullptr});
+    for (const Segment& s : cuts.segments) {
+      SegmentPlan sp;
+      sp.begin = s.begin;
+      sp.end = s.end;
+      plan.push_back(std::move(sp));
+    }
+    cached.detail.clear();
     if (dump_wanted("partitions")) {
       std::string text = fmt::format("  {} calls -> {} kernels (predicted {:.1f} us fused, {:.1f} us unfused)\n",
                                      calls.size(), cuts.segments.size(), cuts.predicted_seconds * 1e6,
@@ -566,64 +616,63 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   } else {
     ++stats_.plan_cache_hits;
   }
-  // Which storages die with a segment: every handle on the storage is held
-  // only by these calls, the last of them in the segment (no user handle,
-  // view, pending call or later segment can read it again).
-  std::unordered_map<const ArrayState*, std::pair<long, size_t>> held;  // references here, last call
-  std::unordered_map<const Tensor*, std::vector<const std::shared_ptr<ArrayState>*>> handles;
-  for (size_t c = 0; c < calls.size(); ++c) {
-    for (const std::shared_ptr<ArrayState>& a : calls[c].arrays) {
-      if (!a) continue;
-      auto [it, fresh] = held.try_emplace(a.get(), 0, c);
-      ++it->second.first;
-      it->second.second = c;
-      if (fresh) handles[a->storage.get()].push_back(&a);
-    }
-  }
-  auto dies_by = [&](const ArrayState& region, size_t end) {
-    const std::vector<const std::shared_ptr<ArrayState>*>& hs = handles[region.storage.get()];
-    if (region.storage.use_count() != static_cast<long>(hs.size())) return false;
-    for (const std::shared_ptr<ArrayState>* h : hs) {
-      const auto& [refs, last] = held.at(h->get());
-      if (h->use_count() != refs || last >= end) return false;
-    }
-    return true;
-  };
-  // Each fused segment's arguments and kernel, prepared before any runs: a
+  // Each fused segment's kernel and arguments, prepared before any runs: a
   // kernel streams the caches, and the bookkeeping after it would miss on
-  // every pointer. A segment reading a reduction's value is prepared when
-  // that value exists (its extents may depend on it).
+  // every pointer. When the exact extents and lifetimes are those the plan's
+  // kernels were built for, only the arguments are gathered. A segment
+  // reading a reduction's value is prepared when that value exists (its
+  // extents may depend on it).
+  const bool same_detail = cached.detail == detail;
   struct Prepared {
     bool ready = false;
-    lower::UserKernelShape shape;
     std::vector<KernelArg> args;
   };
   std::vector<Prepared> prepared(plan.size());
+  auto gather = [&](const SegmentPlan& seg, Prepared& out) {
+    const FusedKernel& f = *seg.fused;
+    stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
+    out.args.reserve(seg.regions.size() + f.scalar_sources.size() + seg.extents.size());
+    for (int r : seg.regions) out.args.emplace_back(storages.regions()[static_cast<size_t>(r)]->view());
+    for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].scalars[static_cast<size_t>(p)]);
+    for (int64_t e : seg.extents) out.args.emplace_back(e);
+    out.ready = true;
+  };
   auto prepare = [&](SegmentPlan& seg, Prepared& out) {
-    // Segment-local storages and the calls as the fused-kernel builder sees them.
-    std::vector<const ArrayState*> local_storages;
+    // Segment-local storages (partition regions in first-use order) and the
+    // calls as the fused-kernel builder sees them.
+    std::vector<int> regions;
     std::vector<SegmentCall> seg_calls;
-    std::string key;
     for (int c = seg.begin; c < seg.end; ++c) {
       TraceCall& call = calls[static_cast<size_t>(c)];
       resolve_futures(call);
       SegmentCall sc{call.kernel.get(), {}, &call.binding};
       for (size_t p = 0; p < call.arrays.size(); ++p) {
+        const int r = arg_region[first_arg[static_cast<size_t>(c)] + p];
         int s = -1;
-        if (call.arrays[p]) s = region_id(local_storages, call.arrays[p].get());
+        if (r >= 0) {
+          s = static_cast<int>(std::find(regions.begin(), regions.end(), r) - regions.begin());
+          if (s == static_cast<int>(regions.size())) regions.push_back(r);
+        }
         sc.storage.push_back(s);
       }
       seg_calls.push_back(std::move(sc));
     }
     std::vector<StorageType> types;
-    for (const ArrayState* a : local_storages) types.push_back({a->storage->dtype(), static_cast<int>(a->shape.size())});
+    std::vector<bool> dead;
+    for (int r : regions) {
+      const ArrayState* a = storages.regions()[static_cast<size_t>(r)];
+      types.push_back({a->storage->dtype(), static_cast<int>(a->shape.size())});
+      const size_t st = static_cast<size_t>(storages.storage_of(r));
+      dead.push_back(!outlives[st] && last_use[st] < static_cast<size_t>(seg.end));
+    }
     std::vector<int64_t> extents(seg_calls[0].binding->extents.size(), 0);
     for (const SegmentCall& sc : seg_calls) {
       for (size_t d = 0; d < extents.size(); ++d) extents[d] = std::max(extents[d], sc.binding->extents[d]);
     }
-    // A call smaller than the segment's range runs under a guard, and which
-    // calls' ranges hold which decides where temporaries may live in
-    // registers: the order of the calls' extents, per dimension, is part of the structure.
+    // The kernel depends on which calls are guarded, which calls' ranges hold
+    // which (where temporaries may live in registers), the loop shape and the
+    // temporaries: its key.
+    std::string key;
     for (size_t d = 0; d < extents.size(); ++d) {
       std::vector<int64_t> distinct;
       for (const SegmentCall& sc : seg_calls) distinct.push_back(sc.binding->extents[d]);
@@ -634,37 +683,38 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
         key += static_cast<char>('0' + (distinct.size() - 1 - static_cast<size_t>(rank)) % 64);
       }
     }
-    out.shape = lower::user_kernel_shape(extents);
-    append_word(key, out.shape.lanes);
-    append_word(key, out.shape.rows_per_block);
-    // Storages that die with the segment may live in registers: part of the structure.
-    std::vector<bool> dead;
-    for (const ArrayState* a : local_storages) {
-      dead.push_back(dies_by(*a, static_cast<size_t>(seg.end)));
-      key += dead.back() ? 'd' : 'l';
-    }
+    seg.shape = lower::user_kernel_shape(extents);
+    append_word(key, seg.shape.lanes);
+    append_word(key, seg.shape.rows_per_block);
+    for (bool d : dead) key += d ? 'd' : 'l';
     if (!seg.fused || seg.fused_key != key) {
       seg.fused = std::make_shared<const FusedKernel>(build_fused_kernel(seg_calls, types, dead));
       seg.fused_key = key;
       seg.compiled.reset();
       if (dump_wanted("fused")) dump("fused", print_kernel(seg.fused->kernel));
     }
-    const FusedKernel& f = *seg.fused;
-    stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
-    for (const ArrayState* a : local_storages) out.args.emplace_back(a->view());
-    for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].scalars[static_cast<size_t>(p)]);
-    for (int64_t e : extents) out.args.emplace_back(e);
-    out.ready = true;
+    seg.regions = std::move(regions);
+    seg.extents = std::move(extents);
+    gather(seg, out);
   };
+  bool all_prepared = true;
   for (size_t i = 0; i < plan.size(); ++i) {
-    const SegmentPlan& seg = plan[i];
+    SegmentPlan& seg = plan[i];
     if (seg.end - seg.begin == 1) continue;
     bool waits = false;
     for (int c = seg.begin; c < seg.end && !waits; ++c) {
       for (const std::shared_ptr<ScalarState>& f : calls[static_cast<size_t>(c)].futures) waits = waits || (f && !f->ready);
     }
-    if (!waits) prepare(plan[i], prepared[i]);
+    if (waits) {
+      all_prepared = false;
+    } else if (same_detail && seg.fused) {
+      gather(seg, prepared[i]);
+    } else {
+      prepare(seg, prepared[i]);
+    }
   }
+  // Segments waiting for a value are rebuilt each time (their extents may differ).
+  cached.detail = all_prepared ? detail : std::string();
   stats_.analysis_seconds += seconds_since(t0);
   for (size_t i = 0; i < plan.size(); ++i) {
     SegmentPlan& seg = plan[i];
@@ -688,8 +738,9 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     t0 = Clock::now();
     if (!seg.compiled) {
       // Every storage is one parameter, so no two overlap: all __restrict__.
-      ready.shape.restrict_array = runtime::cpu::restrict_flags(f.kernel, ready.args);
-      seg.compiled = runtime::cpu::CompiledUserKernel::compile(f.kernel, ready.shape, cache_);
+      lower::UserKernelShape shape = seg.shape;
+      shape.restrict_array = runtime::cpu::restrict_flags(f.kernel, ready.args);
+      seg.compiled = runtime::cpu::CompiledUserKernel::compile(f.kernel, shape, cache_);
     }
     stats_.compile_seconds += seconds_since(t0);
     t0 = Clock::now();

@@ -12,6 +12,7 @@
 #include "interp/kernel_binding.h"
 #include "lazy/fused_kernel.h"
 #include "lazy/index_safety.h"
+#include "lower/lower_user_kernel.h"
 #include "runtime/cpu/executable.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "runtime/cpu/user_kernel_call.h"
@@ -29,6 +30,11 @@ struct ArrayState {
   std::vector<int64_t> shape;
   int64_t id = 0;  // unique in its trace
   std::weak_ptr<Trace> trace;
+  // Scratch of Trace::run_fused, valid while `stamp` is its current epoch:
+  // references its calls hold to this handle, and the last call holding one.
+  mutable int64_t stamp = -1;
+  mutable long refs = 0;
+  mutable size_t last_call = 0;
 
   ArrayView view() const {
     return {storage->raw() + offset * dtype_size(storage->dtype()), storage->dtype(), shape.data(),
@@ -119,10 +125,22 @@ class Trace : public std::enable_shared_from_this<Trace> {
     int begin = 0;
     int end = 0;
     std::shared_ptr<const FusedKernel> fused;  // null: one call, run as written
-    std::string fused_key;                     // the guards and shape `fused` was built for
+    std::string fused_key;                     // the guards, shape and temporaries `fused` was built for
     std::shared_ptr<const runtime::cpu::CompiledUserKernel> compiled;
+    // What `fused` was last run with: the partition's regions its storages
+    // are, in parameter order, the loop shape and the range.
+    std::vector<int> regions;
+    lower::UserKernelShape shape;
+    std::vector<int64_t> extents;
   };
-  std::unordered_map<std::string, std::vector<SegmentPlan>> plans_;
+  struct PartitionCache {
+    std::vector<SegmentPlan> segments;
+    // The exact extents and storage lifetimes the segments' kernels were
+    // last prepared for (empty: prepare again).
+    std::string detail;
+  };
+  std::unordered_map<std::string, PartitionCache> plans_;
+  int64_t epoch_ = 0;  // numbers run_fused calls, to stamp ArrayState scratch fields
   std::unordered_map<std::string, std::unique_ptr<runtime::cpu::CpuExecutable>> graphs_;
   std::unordered_map<std::string, KernelRef> elementwise_;
   std::map<std::pair<DType, int>, KernelRef> zero_fills_;

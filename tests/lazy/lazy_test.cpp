@@ -503,6 +503,45 @@ TEST_F(Lazy, ATemporaryReadUnderAGuardLivesInRegisters) {
   EXPECT_EQ(s.arrays_in_registers, 1);
 }
 
+TEST_F(Lazy, RepeatedPartitionsWithTemporariesReuseTheirKernelsAndStayExact) {
+  // One runtime runs the same statements on arrays of 1000, 1000 again (the
+  // cached kernels and storage maps), then 1001 and 999 (the same structure,
+  // other extents: prepared again), and 1000 with a temporary kept alive (the
+  // same extents, another lifetime). Each program is checked against the
+  // reference interpreter.
+  LazyRuntime rt(options());
+  LazyRuntime ref(options(LazyOptions::Mode::Reference));
+  int64_t hits = 0;
+  for (int64_t n : {1000, 1000, 1001, 999, 1000}) {
+    const bool keep = hits == 4;
+    std::vector<Tensor> got;
+    for (LazyRuntime* r : {&rt, &ref}) {
+      Array x = r->array(random({n}, 70));
+      Array y = r->zeros(DType::f32, {n});
+      Array kept;
+      {
+        Array t = r->zeros(DType::f32, {n});
+        r->call(k("shift_read"), {x, t});      // t[i] = x[i + 1] over n - 1: t[n - 1] keeps its zero
+        Array u = r->zeros(DType::f32, {n});
+        r->call(k("scale"), {3.0, t, u});
+        r->call(k("add"), {u, t, y});
+        if (keep) kept = t;
+      }
+      got.push_back(y.to_host());
+      if (keep) got.push_back(kept.to_host());
+    }
+    TensorComparison c = compare_with_interpreter(got[0], got[keep ? 2 : 1], {});
+    EXPECT_TRUE(c.ok) << "n = " << n << ": " << c.describe();
+    if (keep) {
+      TensorComparison t = compare_with_interpreter(got[1], got[3], {});
+      EXPECT_TRUE(t.ok) << "the kept temporary: " << t.describe();
+    }
+    ++hits;
+  }
+  EXPECT_GE(rt.stats().plan_cache_hits, 3);
+  EXPECT_EQ(rt.stats().arrays_in_registers, 4 * 2 + 1);  // t and u, but only u when t is kept
+}
+
 TEST(IndexSafety, VerdictsNameTheArrayAndTheAccesses) {
   Module m = parse_module(kKernels, "k.stitch");
   const UserKernel& shift = *m.find_kernel("shift_read");

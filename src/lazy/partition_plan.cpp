@@ -12,7 +12,21 @@ namespace stitch::lazy {
 // Bounds the dynamic program's work on long traces (it is cubic in a segment's length).
 constexpr int kMaxSegmentCalls = 256;
 
-double segment_seconds(const std::vector<PlannedCall>& calls, int begin, int end, const CostModel& model) {
+Temporaries::Temporaries(const std::vector<PlannedCall>& calls, std::vector<char> temps) : temporary(std::move(temps)) {
+  first.assign(temporary.size(), -1);
+  last.assign(temporary.size(), -1);
+  for (size_t c = 0; c < calls.size(); ++c) {
+    for (const PlannedCall::Touch& t : calls[c].touches) {
+      const size_t s = static_cast<size_t>(t.storage);
+      if (s >= temporary.size()) continue;
+      if (first[s] < 0) first[s] = static_cast<int>(c);
+      last[s] = static_cast<int>(c);
+    }
+  }
+}
+
+double segment_seconds(const std::vector<PlannedCall>& calls, int begin, int end, const CostModel& model,
+                       const Temporaries& temporaries) {
   // Each storage crosses memory once per kernel that touches it: once if only
   // read or only written, twice if read and written (in and out).
   std::map<int, PlannedCall::Touch> merged;
@@ -29,11 +43,17 @@ double segment_seconds(const std::vector<PlannedCall>& calls, int begin, int end
       }
     }
   }
-  double bytes = 0;
-  for (const auto& [storage, t] : merged) bytes += static_cast<double>(t.bytes) * ((t.read ? 1 : 0) + (t.write ? 1 : 0));
+  int64_t bytes = 0;
+  for (const auto& [storage, t] : merged) {
+    if (temporaries.in_registers(storage, begin, end)) continue;
+    bytes += t.bytes * ((t.read ? 1 : 0) + (t.write ? 1 : 0));
+  }
   // A call whose range is smaller than the segment's tests its guard at every index of the segment's range.
   double guarded = static_cast<double>(largest) * (end - begin) - static_cast<double>(total_indices);
-  return model.launch_seconds + bytes / model.bytes_per_second + std::max(0.0, guarded) * model.seconds_per_guarded_index;
+  const double memory = model.bytes_per_second > 0 ? static_cast<double>(bytes) / model.bytes_per_second
+                                                  : model.target.memory_seconds(bytes);
+  return model.target.launch_seconds + memory +
+         std::max(0.0, guarded) * model.seconds_per_guarded_index;
 }
 
 namespace {
@@ -56,9 +76,20 @@ std::string overlap_conflict(const PlannedCall& a, const PlannedCall& b, const s
 }  // namespace
 
 PartitionPlan plan_partition(const std::vector<PlannedCall>& calls, const std::vector<std::pair<int, int>>& overlapping,
-                             const CostModel& model) {
+                             const CostModel& given, const std::vector<char>& temporary) {
   const int n = static_cast<int>(calls.size());
   PartitionPlan plan;
+  const Temporaries temporaries(calls, temporary);
+  CostModel model = given;
+  if (model.bytes_per_second <= 0) {
+    std::map<int, int64_t> footprint;
+    for (const PlannedCall& c : calls) {
+      for (const PlannedCall::Touch& t : c.touches) footprint[t.storage] = std::max(footprint[t.storage], t.bytes);
+    }
+    int64_t bytes = 0;
+    for (const auto& [storage, b] : footprint) bytes += b;
+    model.bytes_per_second = model.target.bandwidth(std::max<int64_t>(bytes, 1));
+  }
   // safe[i][j]: calls i < j may share a kernel, by themselves.
   std::vector<std::vector<char>> safe(static_cast<size_t>(n), std::vector<char>(static_cast<size_t>(n), 1));
   for (int j = 0; j < n; ++j) {
@@ -93,7 +124,7 @@ PartitionPlan plan_partition(const std::vector<PlannedCall>& calls, const std::v
       bool legal = true;
       for (int k = i + 1; k < j && legal; ++k) legal = safe[static_cast<size_t>(i)][static_cast<size_t>(k)] != 0;
       if (!legal) break;
-      double t = best[static_cast<size_t>(i)] + segment_seconds(calls, i, j, model);
+      double t = best[static_cast<size_t>(i)] + segment_seconds(calls, i, j, model, temporaries);
       if (t < best[static_cast<size_t>(j)]) {
         best[static_cast<size_t>(j)] = t;
         cut[static_cast<size_t>(j)] = i;
@@ -102,11 +133,11 @@ PartitionPlan plan_partition(const std::vector<PlannedCall>& calls, const std::v
   }
   for (int j = n; j > 0; j = cut[static_cast<size_t>(j)]) {
     int i = cut[static_cast<size_t>(j)];
-    plan.segments.push_back(Segment{i, j, segment_seconds(calls, i, j, model)});
+    plan.segments.push_back(Segment{i, j, segment_seconds(calls, i, j, model, temporaries)});
   }
   std::reverse(plan.segments.begin(), plan.segments.end());
   plan.predicted_seconds = best[static_cast<size_t>(n)];
-  for (int c = 0; c < n; ++c) plan.unfused_seconds += segment_seconds(calls, c, c + 1, model);
+  for (int c = 0; c < n; ++c) plan.unfused_seconds += segment_seconds(calls, c, c + 1, model, temporaries);
   return plan;
 }
 

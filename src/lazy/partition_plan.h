@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/delta_evaluator.h"
 #include "lazy/index_safety.h"
 
 namespace stitch::lazy {
@@ -29,13 +30,17 @@ struct PlannedCall {
   std::vector<Touch> touches;
 };
 
+// The delta evaluator's machine model (fusion/delta_evaluator.h): the
+// measured launch time and bandwidth curve M(V) of the CPU, which the graph
+// planners score fusions with too; plus what a guard costs per index.
 struct CostModel {
-  // Defaults measured on the development machines (docs/lazy.md): an OpenMP
-  // parallel region costs a few microseconds to enter and leave; streaming
-  // memory runs at a few GB/s per core.
-  double launch_seconds = 4e-6;
-  double bytes_per_second = 10e9;
+  TargetModel target = cpu_target_model();
   double seconds_per_guarded_index = 2e-10;
+  // The bandwidth every kernel of a partition streams at; plan_partition sets
+  // it to M(V) of the partition's footprint (the distinct storages it
+  // touches): whether the data stays in a cache between kernels depends on
+  // all of them, not on one kernel's bytes. 0: M(V) of each kernel's bytes.
+  double bytes_per_second = 0;
 };
 
 struct Segment {
@@ -52,12 +57,32 @@ struct PartitionPlan {
   double unfused_seconds = 0;  // every call alone, by the same model
 };
 
-// The predicted time of calls [begin, end) as one kernel.
-double segment_seconds(const std::vector<PlannedCall>& calls, int begin, int end, const CostModel& model);
+// Storages that nothing reads after the partition (temporaries), and the
+// first and last call touching each: a temporary every touch of which lies in
+// one kernel costs no traffic there (it lives in registers; build_fused_kernel
+// has the exact conditions, which the model does not check).
+struct Temporaries {
+  std::vector<char> temporary;  // per storage
+  std::vector<int> first, last;
+  Temporaries() = default;
+  Temporaries(const std::vector<PlannedCall>& calls, std::vector<char> temporary);
+  bool in_registers(int storage, int begin, int end) const {
+    const size_t s = static_cast<size_t>(storage);
+    return s < temporary.size() && temporary[s] && first[s] >= begin && last[s] < end;
+  }
+};
+
+// The predicted time of calls [begin, end) as one kernel: a launch, each
+// storage crossing memory once per direction at M(V) of the kernel's bytes,
+// and the guards.
+double segment_seconds(const std::vector<PlannedCall>& calls, int begin, int end, const CostModel& model,
+                       const Temporaries& temporaries = {});
 
 // `overlapping`: pairs of distinct storages (views) that share memory; two
 // calls touching the two of a pair, either writing, never share a kernel.
+// `temporary` (per storage, or empty): which storages nothing reads after the partition.
 PartitionPlan plan_partition(const std::vector<PlannedCall>& calls,
-                             const std::vector<std::pair<int, int>>& overlapping = {}, const CostModel& model = {});
+                             const std::vector<std::pair<int, int>>& overlapping = {}, const CostModel& model = {},
+                             const std::vector<char>& temporary = {});
 
 }  // namespace stitch::lazy

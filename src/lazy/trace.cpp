@@ -505,8 +505,8 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   Clock::time_point t0 = Clock::now();
   // Storages in first-use order, and the partition's structure: what decides
   // the cuts (kernels, how arrays are shared, which values are read, sizes to
-  // a power of two). `detail` adds what the fused kernels depend on beyond
-  // the cuts: exact extents, and which storages outlive the partition.
+  // a power of two, which storages outlive the partition). `detail` adds what
+  // the fused kernels depend on beyond the cuts: the exact extents.
   RegionsByStorage storages;
   std::unordered_map<const ScalarState*, int> result_of;
   std::string signature;
@@ -565,7 +565,8 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     const size_t st = static_cast<size_t>(storages.storage_of(storages.add(r)));
     if (r->storage.use_count() != handle_count[st]) outlives[st] = 1;
   }
-  for (char o : outlives) detail += o ? 'o' : 'd';
+  // Which storages are temporaries decides cuts (the cost model) and kernels: part of the structure.
+  for (char o : outlives) signature += o ? 'o' : 'd';
   // Distinct regions that overlap (views of one storage): part of the structure too.
   const std::vector<std::pair<int, int>> overlapping = storages.overlapping();
   for (const auto& [a, b] : overlapping) {
@@ -597,7 +598,15 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
         pc.touches.push_back({call_storage[p], static_cast<int64_t>(calls[c].arrays[p]->view().nbytes()), reads(a), writes(a)});
       }
     }
-    PartitionPlan cuts = plan_partition(planned, overlapping);
+    std::vector<char> temporary(outlives.size());
+    for (size_t st = 0; st < outlives.size(); ++st) temporary[st] = !outlives[st];
+    // The model counts traffic per storage; regions are what calls touch, so
+    // a region is a temporary when its storage is.
+    std::vector<char> region_temporary(storages.regions().size());
+    for (size_t r = 0; r < region_temporary.size(); ++r) {
+      region_temporary[r] = temporary[static_cast<size_t>(storages.storage_of(static_cast<int>(r)))];
+    }
+    PartitionPlan cuts = plan_partition(planned, overlapping, CostModel{}, region_temporary);
     for (const Segment& s : cuts.segments) {
       SegmentPlan sp;
       sp.begin = s.begin;

@@ -315,6 +315,15 @@ UserKernelShape user_kernel_shape(const std::vector<int64_t>& extents) {
   // a short row does not leave most of a 1024-lane chunk idle.
   s.lanes = std::clamp<int64_t>(static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(inner, 1)))), 16, 1024);
   s.rows_per_block = extents.size() > 1 ? std::max<int64_t>(1, 1024 / s.lanes) : 1;
+  // A short range whose indices each run long serial loops (a row of a
+  // matrix product, a sweep) must still reach every core: a block holds at
+  // most 1/16 of the indices (down to one vector loop of 16 lanes), so there
+  // are 16 blocks or more when the range allows.
+  int64_t count = 1;
+  for (int64_t e : extents) count = e > 0 && count <= std::numeric_limits<int64_t>::max() / e ? count * e : count;
+  const int64_t cap = std::max<int64_t>(16, static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(count / 16, 1)))));
+  s.lanes = std::min(s.lanes, cap);
+  s.rows_per_block = std::max<int64_t>(1, std::min(s.rows_per_block, cap / s.lanes));
   return s;
 }
 

@@ -1,15 +1,17 @@
 // stitch_bench_pyfuser: the PyFuser paper's subjects (bench/pyfuser/subjects.stitch)
-// written with the public C++ API (stitch/lazy.h), each run unfused (the same
-// trace, one kernel per call) and fused, side by side in one process
-// (docs/lazy.md; results under bench/results/pyfuser-*).
+// written with the public C++ API (stitch/lazy.h), each run unfused (eager: each
+// call its own kernel, run when it is made, as the program is written) and fused,
+// side by side in one process (docs/lazy.md; results under bench/results/pyfuser-*).
 //
-//   stitch_bench_pyfuser [--repeat N] [--subjects a,b,...] [--json FILE] [--scale S]
+//   stitch_bench_pyfuser [--repeat N] [--rounds R] [--subjects a,b,...] [--json FILE]
+//                        [--scale S] [--cache-dir DIR]
 //
-// Per subject: one warm-up program per mode (compiles), then N timed programs
-// per mode, alternating modes; the median of each. A program is the subject's
-// calls and the reads that end it. Reported: calls and kernels per program,
-// the speedup, tracing + analysis time as a share of the fused run, recording
-// cost per call, and the largest difference of any array between the modes.
+// Per subject: R rounds, each with both runtimes made afresh: one warm-up
+// program per mode (compiles), then N timed programs per mode, alternating
+// modes; the median of each. Reported: the median over rounds of each mode's
+// time and of the speedup (and each round's speedup), calls and kernels per
+// program, tracing + analysis time as a share of the fused run, recording cost
+// per call, and the largest difference of any array between the modes.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -324,6 +326,7 @@ stitch::LazyOptions options(stitch::LazyOptions::Mode mode) {
 
 int main(int argc, char** argv) {
   int repeat = 5;
+  int rounds = 3;
   int64_t scale = 1;
   std::string only;
   std::string json_path;
@@ -338,6 +341,8 @@ int main(int argc, char** argv) {
     };
     if (arg == "--repeat") {
       repeat = std::stoi(value());
+    } else if (arg == "--rounds") {
+      rounds = std::max(1, std::stoi(value()));
     } else if (arg == "--subjects") {
       only = "," + value() + ",";
     } else if (arg == "--json") {
@@ -354,9 +359,10 @@ int main(int argc, char** argv) {
   try {
     g_kernels = stitch::share_kernels(stitch::parse_file(STITCH_SOURCE_DIR "/bench/pyfuser/subjects.stitch"));
     std::ostringstream json;
-    json << "{\n  \"repeat\": " << repeat << ",\n  \"scale\": " << scale << ",\n  \"subjects\": [\n";
+    json << "{\n  \"repeat\": " << repeat << ",\n  \"rounds\": " << rounds << ",\n  \"scale\": " << scale << ",\n  \"subjects\": [\n";
     std::printf("| subject | size | calls | kernels unfused | kernels fused | unfused ms | fused ms | speedup | "
-                "record us/call | tracing+analysis | max diff |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                "per round | record us/call | tracing+analysis | max diff |\n"
+                "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n");
     bool first = true;
     std::vector<double> speedups;
     for (const Subject& s : subjects()) {
@@ -370,62 +376,88 @@ int main(int argc, char** argv) {
       s.program(check_fused, af, scale);
       double diff = 0;
       for (size_t i = 0; i < au.size(); ++i) diff = std::max(diff, max_difference(af[i].to_host(), au[i].to_host()));
-      // Timed: alternate the modes, one program each, after those warm-ups.
-      std::map<int, std::vector<double>> times;
-      LazyRuntime unfused(options(stitch::LazyOptions::Mode::Eager));
-      LazyRuntime fused(options(stitch::LazyOptions::Mode::Fused));
-      std::vector<Array> tu = s.setup(unfused, scale);
-      std::vector<Array> tf = s.setup(fused, scale);
-      unfused.flush();  // the setup's fills (zeros) run now, not in the first program
-      fused.flush();
-      s.program(unfused, tu, scale);
-      s.program(fused, tf, scale);
-      const stitch::LazyStats u0 = unfused.stats();
-      const stitch::LazyStats f0 = fused.stats();
-      double fused_wall = 0;
-      for (int r = 0; r < repeat; ++r) {
-        for (int m = 0; m < 2; ++m) {
-          LazyRuntime& rt = m == 0 ? unfused : fused;
-          std::vector<Array>& arrays = m == 0 ? tu : tf;
-          auto start = std::chrono::steady_clock::now();
-          s.program(rt, arrays, scale);
-          double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          times[m].push_back(t);
-          if (m == 1) fused_wall += t;
+      // Timed, in rounds: each round makes both runtimes afresh (so their
+      // arrays land where the allocator puts them then: a strided kernel ran
+      // 1.6x slower or faster by where its three arrays lay, in either mode),
+      // warms them up with one program each, then alternates the modes, one
+      // program each; the round's time per mode is the median. Reported: the
+      // median over rounds of each mode's time and of the speedup.
+      std::vector<double> round_unfused, round_fused, round_speedup;
+      double calls = 0, kernels_unfused = 0, kernels_fused = 0, record = 0, overhead = 0;
+      for (int round = 0; round < rounds; ++round) {
+        std::map<int, std::vector<double>> times;
+        LazyRuntime unfused(options(stitch::LazyOptions::Mode::Eager));
+        LazyRuntime fused(options(stitch::LazyOptions::Mode::Fused));
+        std::vector<Array> tu = s.setup(unfused, scale);
+        std::vector<Array> tf = s.setup(fused, scale);
+        unfused.flush();  // the setup's fills (zeros) run now, not in the first program
+        fused.flush();
+        s.program(unfused, tu, scale);
+        s.program(fused, tf, scale);
+        const stitch::LazyStats u0 = unfused.stats();
+        const stitch::LazyStats f0 = fused.stats();
+        double fused_wall = 0;
+        for (int r = 0; r < repeat; ++r) {
+          for (int m = 0; m < 2; ++m) {
+            LazyRuntime& rt = m == 0 ? unfused : fused;
+            std::vector<Array>& arrays = m == 0 ? tu : tf;
+            auto start = std::chrono::steady_clock::now();
+            s.program(rt, arrays, scale);
+            double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            times[m].push_back(t);
+            if (m == 1) fused_wall += t;
+          }
+        }
+        for (auto& [m, v] : times) std::sort(v.begin(), v.end());
+        round_unfused.push_back(times[0][times[0].size() / 2]);
+        round_fused.push_back(times[1][times[1].size() / 2]);
+        round_speedup.push_back(round_unfused.back() / round_fused.back());
+        // Counts and overheads: of the first round (they do not depend on layout).
+        if (round > 0) continue;
+        const stitch::LazyStats& u1 = unfused.stats();
+        const stitch::LazyStats& f1 = fused.stats();
+        calls = static_cast<double>(f1.calls - f0.calls) / repeat;
+        kernels_unfused = static_cast<double>(u1.kernels - u0.kernels) / repeat;
+        kernels_fused = static_cast<double>(f1.kernels - f0.kernels) / repeat;
+        record = (f1.record_seconds - f0.record_seconds) / static_cast<double>(f1.calls - f0.calls);
+        overhead = ((f1.record_seconds - f0.record_seconds) + (f1.analysis_seconds - f0.analysis_seconds)) / fused_wall;
+        if (std::getenv("PYFUSER_STATS")) {
+          for (const LazyRuntime* rt : {&unfused, &fused}) {
+            const stitch::LazyStats& st = rt->stats();
+            const stitch::LazyStats& st0 = rt == &fused ? f0 : u0;
+            std::fprintf(stderr, "%s, per timed program: record %.3f analysis %.3f compile %.3f run %.3f ms, kernels %.0f, in registers %.0f\n",
+                         rt == &fused ? "fused" : "unfused", (st.record_seconds - st0.record_seconds) * 1e3 / repeat,
+                         (st.analysis_seconds - st0.analysis_seconds) * 1e3 / repeat, (st.compile_seconds - st0.compile_seconds) * 1e3 / repeat,
+                         (st.run_seconds - st0.run_seconds) * 1e3 / repeat, static_cast<double>(st.kernels - st0.kernels) / repeat,
+                         static_cast<double>(st.arrays_in_registers - st0.arrays_in_registers) / repeat);
+          }
         }
       }
-      for (auto& [m, v] : times) std::sort(v.begin(), v.end());
-      const double tu_med = times[0][times[0].size() / 2];
-      const double tf_med = times[1][times[1].size() / 2];
-      const stitch::LazyStats& u1 = unfused.stats();
-      const stitch::LazyStats& f1 = fused.stats();
-      const double calls = static_cast<double>(f1.calls - f0.calls) / repeat;
-      const double kernels_unfused = static_cast<double>(u1.kernels - u0.kernels) / repeat;
-      const double kernels_fused = static_cast<double>(f1.kernels - f0.kernels) / repeat;
-      const double record = (f1.record_seconds - f0.record_seconds) / static_cast<double>(f1.calls - f0.calls);
-      const double overhead = ((f1.record_seconds - f0.record_seconds) + (f1.analysis_seconds - f0.analysis_seconds)) / fused_wall;
-      const double speedup = tu_med / tf_med;
-      if (std::getenv("PYFUSER_STATS")) {
-        for (const LazyRuntime* rt : {&unfused, &fused}) {
-          const stitch::LazyStats& st = rt->stats();
-          const stitch::LazyStats& st0 = rt == &fused ? f0 : u0;
-          std::fprintf(stderr, "%s, per timed program: record %.3f analysis %.3f compile %.3f run %.3f ms, kernels %.0f, in registers %.0f\n",
-                       rt == &fused ? "fused" : "unfused", (st.record_seconds - st0.record_seconds) * 1e3 / repeat,
-                       (st.analysis_seconds - st0.analysis_seconds) * 1e3 / repeat, (st.compile_seconds - st0.compile_seconds) * 1e3 / repeat,
-                       (st.run_seconds - st0.run_seconds) * 1e3 / repeat, static_cast<double>(st.kernels - st0.kernels) / repeat,
-                       static_cast<double>(st.arrays_in_registers - st0.arrays_in_registers) / repeat);
-        }
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      const double tu_med = median(round_unfused);
+      const double tf_med = median(round_fused);
+      const double speedup = median(round_speedup);
+      std::string spread;
+      std::string spread_json;
+      for (double x : round_speedup) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.2f", x);
+        spread += (spread.empty() ? "" : " ") + std::string(buf);
+        spread_json += (spread_json.empty() ? "" : ", ") + std::string(buf);
       }
       speedups.push_back(speedup);
       const std::string size = scale == 1 ? s.size : s.size + " (extents / " + std::to_string(scale) + ")";
-      std::printf("| %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.2f | %.3f | %.3f%% | %.1e |\n", s.name.c_str(),
-                  size.c_str(), calls, kernels_unfused, kernels_fused, tu_med * 1e3, tf_med * 1e3, speedup, record * 1e6,
-                  overhead * 100, diff);
+      std::printf("| %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.2f | %s | %.3f | %.3f%% | %.1e |\n", s.name.c_str(),
+                  size.c_str(), calls, kernels_unfused, kernels_fused, tu_med * 1e3, tf_med * 1e3, speedup, spread.c_str(),
+                  record * 1e6, overhead * 100, diff);
       std::fflush(stdout);
       json << (first ? "" : ",\n") << "    {\"name\": \"" << s.name << "\", \"size\": \"" << size << "\", \"calls\": " << calls
            << ", \"kernels_unfused\": " << kernels_unfused << ", \"kernels_fused\": " << kernels_fused
-           << ", \"partitions_fused\": " << static_cast<double>(f1.partitions - f0.partitions) / repeat
            << ", \"unfused_seconds\": " << tu_med << ", \"fused_seconds\": " << tf_med << ", \"speedup\": " << speedup
+           << ", \"speedup_per_round\": [" << spread_json << "]"
            << ", \"record_seconds_per_call\": " << record << ", \"tracing_analysis_share\": " << overhead
            << ", \"max_difference\": " << diff << "}";
       first = false;

@@ -130,9 +130,8 @@ Array LazyRuntime::zeros(DType dtype, std::vector<int64_t> shape) {
   }
   // The fill is a recorded call like any other: it runs when the array is
   // first needed, and a temporary that lives in registers is never filled.
-  const int rank = static_cast<int>(shape.size());
   a.state_ = trace_->new_array(Tensor::uninitialized(dtype, std::move(shape)));
-  trace_->record(trace_->zero_fill_kernel(dtype, rank), {a}, nullptr);
+  trace_->record_zero_fill(a.state_);
   return a;
 }
 

@@ -175,6 +175,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
   }
   TraceCall call;
   call.kernel = kernel;
+  call.access.reserve(k.params.size());
   for (const KernelParam& p : k.params) call.access.push_back(p.access);
   call.arrays.resize(args.size());
   call.futures.resize(args.size());
@@ -457,6 +458,31 @@ KernelRef Trace::elementwise_kernel(OpKind op, const std::vector<std::pair<bool,
   b.store("out", index, value);
   k = std::make_shared<const UserKernel>(b.finish());
   return k;
+}
+
+void Trace::record_zero_fill(const std::shared_ptr<ArrayState>& array) {
+  // What record() would make of zero_fill_kernel(dtype, rank) called on the
+  // array, without checking what holds by construction (one array argument
+  // whose shape binds the kernel's symbols d0, d1, ... and is the range).
+  const Clock::time_point t0 = Clock::now();
+  const KernelRef& kernel = zero_fill_kernel(array->storage->dtype(), static_cast<int>(array->shape.size()));
+  TraceCall call;
+  call.kernel = kernel;
+  call.access.assign(1, kernel->params[0].access);
+  call.arrays.assign(1, array);
+  call.futures.resize(1);
+  call.scalars.assign(1, KernelArg(int64_t{0}));
+  call.binding.scalars.resize(1);
+  call.binding.extents = array->shape;
+  call.binding.index_count = 1;
+  for (int64_t e : array->shape) call.binding.index_count *= e;
+  auto [it, fresh] = accesses_.try_emplace(kernel.get());
+  if (fresh) it->second = {kernel, std::make_shared<const std::vector<ArrayAccessSite>>(collect_accesses(*kernel))};
+  call.accesses = it->second.second;
+  ++stats_.calls;
+  pending_.push_back(std::move(call));
+  stats_.record_seconds += seconds_since(t0);
+  if (options_.mode == LazyOptions::Mode::Eager || options_.mode == LazyOptions::Mode::Reference) flush_all();
 }
 
 KernelRef Trace::zero_fill_kernel(DType dtype, int rank) {

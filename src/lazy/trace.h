@@ -94,6 +94,8 @@ class Trace : public std::enable_shared_from_this<Trace> {
   // The user kernel writing zeros into an array of this dtype and rank
   // (recorded by LazyRuntime::zeros, so a temporary's fill fuses too).
   KernelRef zero_fill_kernel(DType dtype, int rank);
+  // Records that kernel on `array` (non-empty, rank >= 1), as record() would.
+  void record_zero_fill(const std::shared_ptr<ArrayState>& array);
   // Run what `a`'s value, or `s`, depends on; or everything.
   void flush_for(const ArrayState& a);
   // Run every pending call that touches memory `a` shares (before a host write).

@@ -7,6 +7,8 @@
 #include <iterator>
 #include <map>
 
+#include "interp/index_bounds.h"
+
 namespace stitch::lazy {
 
 namespace {
@@ -289,6 +291,7 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
     k.body.push_back(std::move(s));
   }
   check_kernel(k);
+  f.index_reads_scalars = interp::indices_read_scalars(k);
   return f;
 }
 

@@ -43,6 +43,8 @@ struct FusedKernel {
   // Per storage: whether it lives in a local of each index instead of memory
   // (a temporary nobody reads after the segment; see build_fused_kernel).
   std::vector<bool> in_register;
+  // Whether an index reads a scalar parameter's value (interp::indices_read_scalars).
+  bool index_reads_scalars = false;
 };
 
 // Requires every call to have a range of the same rank and at most one call

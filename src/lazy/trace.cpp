@@ -12,6 +12,7 @@
 
 #include "ir/type_inference.h"
 #include "lazy/partition_plan.h"
+#include "interp/index_bounds.h"
 #include "stitch/interpreter.h"
 #include "lower/lower_user_kernel.h"
 #include "runtime/common/pipeline.h"
@@ -511,7 +512,8 @@ void Trace::run_single(TraceCall& call) {
     Clock::time_point t0 = Clock::now();
     lower::UserKernelShape shape = lower::user_kernel_shape(call.binding.extents);
     shape.restrict_array = runtime::cpu::restrict_flags(*call.kernel, args);
-    std::string key = fmt::format("{} {}", shape.lanes, shape.rows_per_block);
+    shape.check_indices = !interp::indices_proven_in_range(*call.kernel, call.binding, args);
+    std::string key = fmt::format("{} {} {}", shape.lanes, shape.rows_per_block, shape.check_indices ? 'c' : 'u');
     for (bool r : shape.restrict_array) key += r ? '1' : '0';
     auto& compiled = singles_[{call.kernel.get(), key}];
     if (!compiled) compiled = runtime::cpu::CompiledUserKernel::compile(*call.kernel, shape, cache_);
@@ -573,6 +575,10 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     for (int64_t e : call.binding.extents) append_word(detail, e);
   }
   first_arg[calls.size()] = arg_region.size();
+  // Whether indices are proven in range depends on the arrays' shapes too.
+  for (const ArrayState* r : storages.regions()) {
+    for (int64_t e : r->shape) append_word(detail, e);
+  }
   // A storage dies with the segment holding its last use when every handle on
   // it is held only by these calls (no user handle, view or pending call can
   // read it again): it may then live in registers there.
@@ -660,16 +666,24 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   const bool same_detail = cached.detail == detail;
   struct Prepared {
     bool ready = false;
+    bool check_indices = false;
     std::vector<KernelArg> args;
   };
   std::vector<Prepared> prepared(plan.size());
-  auto gather = [&](const SegmentPlan& seg, Prepared& out) {
+  auto gather = [&](SegmentPlan& seg, Prepared& out) {
     const FusedKernel& f = *seg.fused;
     stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
     out.args.reserve(seg.regions.size() + f.scalar_sources.size() + seg.extents.size());
     for (int r : seg.regions) out.args.emplace_back(storages.regions()[static_cast<size_t>(r)]->view());
     for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].scalars[static_cast<size_t>(p)]);
     for (int64_t e : seg.extents) out.args.emplace_back(e);
+    // Indices proven in range for these extents and shapes hold for every run
+    // with them, unless an index reads a scalar's value.
+    if (!seg.proof_known || f.index_reads_scalars) {
+      seg.proven = interp::indices_proven_in_range(f.kernel, interp::bind_kernel(f.kernel, out.args), out.args);
+      seg.proof_known = true;
+    }
+    out.check_indices = !seg.proven;
     out.ready = true;
   };
   auto prepare = [&](SegmentPlan& seg, Prepared& out) {
@@ -726,10 +740,12 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       seg.fused = std::make_shared<const FusedKernel>(build_fused_kernel(seg_calls, types, dead));
       seg.fused_key = key;
       seg.compiled.reset();
+      seg.compiled_checked.reset();
       if (dump_wanted("fused")) dump("fused", print_kernel(seg.fused->kernel));
     }
     seg.regions = std::move(regions);
     seg.extents = std::move(extents);
+    seg.proof_known = false;
     gather(seg, out);
   };
   bool all_prepared = true;
@@ -771,15 +787,18 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       continue;
     }
     t0 = Clock::now();
-    if (!seg.compiled) {
+    std::shared_ptr<const runtime::cpu::CompiledUserKernel>& compiled =
+        ready.check_indices ? seg.compiled_checked : seg.compiled;
+    if (!compiled) {
       // Every storage is one parameter, so no two overlap: all __restrict__.
       lower::UserKernelShape shape = seg.shape;
       shape.restrict_array = runtime::cpu::restrict_flags(f.kernel, ready.args);
-      seg.compiled = runtime::cpu::CompiledUserKernel::compile(f.kernel, shape, cache_);
+      shape.check_indices = ready.check_indices;
+      compiled = runtime::cpu::CompiledUserKernel::compile(f.kernel, shape, cache_);
     }
     stats_.compile_seconds += seconds_since(t0);
     t0 = Clock::now();
-    Tensor result = seg.compiled->run(f.kernel, ready.args);
+    Tensor result = compiled->run(f.kernel, ready.args);
     stats_.run_seconds += seconds_since(t0);
     ++stats_.kernels;
     set_results(calls, seg.begin, seg.end, result);

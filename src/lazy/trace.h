@@ -129,6 +129,10 @@ class Trace : public std::enable_shared_from_this<Trace> {
     std::shared_ptr<const FusedKernel> fused;  // null: one call, run as written
     std::string fused_key;                     // the guards, shape and temporaries `fused` was built for
     std::shared_ptr<const runtime::cpu::CompiledUserKernel> compiled;
+    std::shared_ptr<const runtime::cpu::CompiledUserKernel> compiled_checked;  // indices checked at run time
+    // Whether the indices were proven in range for the last prepared extents and shapes.
+    bool proof_known = false;
+    bool proven = false;
     // What `fused` was last run with: the partition's regions its storages
     // are, in parameter order, the loop shape and the range.
     std::vector<int> regions;

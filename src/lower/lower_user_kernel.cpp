@@ -55,6 +55,7 @@ class UserKernelLowering {
       acc_dtype_ = k_.result_dtype == DType::f16 || k_.result_dtype == DType::bf16 ? DType::f32 : k_.result_dtype;
       b_.buffer_param("partials", acc_dtype_, {grid}, kir::Access::Write);
     }
+    declare_index_errors();
     b_.launch(grid, 1);
     b_.grid("blk", grid, [&](const kir::Expr& blk) {
       kir::Expr row_block = b_.let("row_block", blk / chunks);
@@ -91,11 +92,7 @@ class UserKernelLowering {
         b_.store("partials", {blk}, total);
       }
     });
-    LoweredUserKernel out;
-    out.kernel = b_.finish();
-    out.accumulator_dtype = acc_dtype_;
-    mark_aliasing(out.kernel);
-    return out;
+    return finish();
   }
 
   // The CUDA form: one thread per index of the flattened range, blocks of
@@ -115,6 +112,7 @@ class UserKernelLowering {
       b_.buffer_param("partials", acc_dtype_, {grid}, kir::Access::Write);
       b_.shared("scratch", acc_dtype_, kCudaBlock / kir::kWarpSize);
     }
+    declare_index_errors();
     b_.launch(grid, kCudaBlock);
     b_.grid("blk", grid, [&](const kir::Expr& blk) {
       b_.block("thr", kCudaBlock, [&](const kir::Expr& thr) {
@@ -141,14 +139,103 @@ class UserKernelLowering {
         }
       });
     });
+    return finish();
+  }
+
+ private:
+  LoweredUserKernel finish() {
     LoweredUserKernel out;
     out.kernel = b_.finish();
     out.accumulator_dtype = acc_dtype_;
+    out.index_sites = sites_;
+    out.axes = axes_;
     mark_aliasing(out.kernel);
     return out;
   }
 
- private:
+  // Index checks (docs/kernel-language.md, Index checks): every load and
+  // store of the text is a site, numbered in a walk of the body; site s, axis
+  // d owns index_errors[2 * (s * axes + d)] (a flag) and the next slot (the
+  // index that was out of range).
+  void declare_index_errors() {
+    if (!shape_.check_indices) return;
+    for (const KernelParam& p : k_.params) {
+      if (p.is_array) axes_ = std::max(axes_, static_cast<int>(p.shape.size()));
+    }
+    axes_ = std::max(axes_, 1);
+    number_sites(k_.body);
+    const int64_t slots = 2 * static_cast<int64_t>(std::max<size_t>(sites_.size(), 1)) * axes_;
+    b_.buffer_param("index_errors", DType::i64, {kir::int_const(slots)}, kir::Access::ReadWrite);
+  }
+
+  void number_sites(const KExpr& e) {
+    const KernelExprNode& n = e.node();
+    for (const KExpr& o : n.operands) number_sites(o);
+    if (n.kind != KernelExprKind::Load) return;
+    site_of_[&n] = static_cast<int>(sites_.size());
+    sites_.push_back(IndexSite{n.name, false, n.loc});
+  }
+
+  void number_sites(const std::vector<KStmt>& body) {
+    for (const KStmt& s : body) {
+      if (s.value.defined()) number_sites(s.value);
+      for (const KExpr& i : s.index) number_sites(i);
+      if (s.kind == KernelStmtKind::Store) {
+        site_of_[&s] = static_cast<int>(sites_.size());
+        sites_.push_back(IndexSite{s.name, true, s.loc});
+      }
+      number_sites(s.body);
+      number_sites(s.else_body);
+    }
+  }
+
+  // Each axis's index as i64, and whether it lies in [0, extent).
+  std::vector<kir::Expr> index_i64(const std::vector<KExpr>& index) const {
+    std::vector<kir::Expr> out;
+    for (const KExpr& i : index) {
+      kir::Expr v = expr(i);
+      out.push_back(v.dtype() == DType::i64 ? v : kir::cast(v, DType::i64));
+    }
+    return out;
+  }
+
+  kir::Expr in_range(const std::string& array, const std::vector<kir::Expr>& index) const {
+    const std::vector<kir::Expr>& dims = dims_.at(array);
+    kir::Expr ok;
+    for (size_t d = 0; d < index.size(); ++d) {
+      kir::Expr axis = kir::op(OpKind::And, {kir::op(OpKind::Ge, {index[d], kir::int_const(0)}),
+                                             kir::op(OpKind::Lt, {index[d], dims[d]})});
+      ok = ok.defined() ? kir::op(OpKind::And, {ok, axis}) : axis;
+    }
+    return ok;
+  }
+
+  // Notes each axis of site `site` whose index is out of range.
+  void note_out_of_range(int site, const std::string& array, const std::vector<kir::Expr>& index) {
+    const std::vector<kir::Expr>& dims = dims_.at(array);
+    for (size_t d = 0; d < index.size(); ++d) {
+      kir::Expr bad = kir::op(OpKind::Or, {kir::op(OpKind::Lt, {index[d], kir::int_const(0)}),
+                                           kir::op(OpKind::Ge, {index[d], dims[d]})});
+      const int64_t slot = 2 * (static_cast<int64_t>(site) * axes_ + static_cast<int64_t>(d));
+      b_.if_then(bad, [&] {
+        b_.store("index_errors", {kir::int_const(slot)}, kir::int_const(1));
+        b_.store("index_errors", {kir::int_const(slot + 1)}, index[d]);
+      });
+    }
+  }
+
+  // Before a statement: the checks of the loads its expression evaluates.
+  void check_loads(const KExpr& e) {
+    if (!shape_.check_indices) return;
+    const KernelExprNode& n = e.node();
+    for (const KExpr& o : n.operands) check_loads(o);
+    if (n.kind == KernelExprKind::Load) note_out_of_range(site_of_.at(&n), n.name, index_i64(n.operands));
+  }
+
+  void check_loads(const KStmt& s) {
+    if (s.value.defined()) check_loads(s.value);
+    for (const KExpr& i : s.index) check_loads(i);
+  }
   void mark_aliasing(kir::Kernel& kernel) const {
     for (size_t i = 0, buffer = 0; i < k_.params.size(); ++i) {
       if (!k_.params[i].is_array) continue;
@@ -167,6 +254,7 @@ class UserKernelLowering {
       kir::Access access = p.access == ArrayAccess::Write       ? kir::Access::Write
                            : p.access == ArrayAccess::ReadWrite ? kir::Access::ReadWrite
                                                                 : kir::Access::Read;
+      dims_[p.name] = shape;
       b_.buffer_param(user_buffer_name(p.name), p.dtype, std::move(shape), access);
     }
     for (const KernelParam& p : k_.params) {
@@ -221,6 +309,7 @@ class UserKernelLowering {
   }
 
   void stmt(const KStmt& s) {
+    check_loads(s);
     switch (s.kind) {
       case KernelStmtKind::Let: {
         kir::Expr v = expr(s.value);
@@ -233,6 +322,13 @@ class UserKernelLowering {
         return;
       }
       case KernelStmtKind::Store: {
+        if (shape_.check_indices) {
+          std::vector<kir::Expr> index = index_i64(s.index);
+          note_out_of_range(site_of_.at(&s), s.name, index);
+          kir::Expr value = expr(s.value);
+          b_.if_then(in_range(s.name, index), [&] { b_.store(user_buffer_name(s.name), index, value); });
+          return;
+        }
         std::vector<kir::Expr> index;
         for (const KExpr& i : s.index) index.push_back(expr(i));
         b_.store(user_buffer_name(s.name), std::move(index), expr(s.value));
@@ -273,6 +369,22 @@ class UserKernelLowering {
         return kir::var(symbol ? symbol_name(n.name) : resolve(n.name), n.dtype);
       }
       case KernelExprKind::Load: {
+        if (shape_.check_indices) {
+          // Out of range: 0, and the load reads a clamped index that exists.
+          std::vector<kir::Expr> index = index_i64(n.operands);
+          kir::Expr ok = in_range(n.name, index);
+          const std::vector<kir::Expr>& dims = dims_.at(n.name);
+          std::vector<kir::Expr> clamped;
+          for (size_t d = 0; d < index.size(); ++d) {
+            kir::Expr top = kir::op(OpKind::Sub, {dims[d], kir::int_const(1)});
+            clamped.push_back(kir::op(OpKind::Max, {kir::op(OpKind::Min, {index[d], top}), kir::int_const(0)}));
+          }
+          kir::Expr zero = is_bool(n.dtype)    ? kir::bool_const(false)
+                           : is_float(n.dtype) ? kir::float_const(0.0, n.dtype)
+                                               : kir::int_const(0, n.dtype);
+          return kir::make_op_unchecked(OpKind::Select, n.dtype,
+                                        {ok, kir::load(user_buffer_name(n.name), n.dtype, std::move(clamped)), zero});
+        }
         std::vector<kir::Expr> index;
         for (const KExpr& i : n.operands) index.push_back(expr(i));
         return kir::load(user_buffer_name(n.name), n.dtype, std::move(index));
@@ -302,6 +414,10 @@ class UserKernelLowering {
   kir::Expr acc_;
   std::vector<std::map<std::string, std::string>> scopes_;
   std::map<std::string, int> defined_;
+  std::map<std::string, std::vector<kir::Expr>> dims_;  // array parameter -> extents
+  std::vector<IndexSite> sites_;
+  std::map<const void*, int> site_of_;  // load node or store statement -> site
+  int axes_ = 0;
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // User kernels lowered for CUDA (docs/kernel-language.md, Lowering): every
 // kernel of the kernel corpus and of the PyFuser subjects, restrict and not,
-// emitted into one translation unit that NVRTC and ptxas accept. No GPU is
+// with indices checked at run time and not, emitted into one translation unit that NVRTC and ptxas accept. No GPU is
 // involved; running them awaits the CUDA runtime's user-kernel calls.
 #include <gtest/gtest.h>
 
@@ -20,9 +20,11 @@ TEST(UserKernelCuda, CorpusAndSubjectsCompileWithNvrtcAndPtxas) {
   for (const char* file : {"tests/ir/kernels/corpus.stitch", "bench/pyfuser/subjects.stitch"}) {
     Module m = parse_file(std::string(STITCH_SOURCE_DIR) + "/" + file);
     for (const UserKernel& k : m.kernels) {
-      for (bool restrict_all : {false, true}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        // Not restrict; restrict; restrict with every index checked at run time.
         lower::UserKernelShape shape;
-        shape.restrict_array.assign(k.params.size(), restrict_all);
+        shape.restrict_array.assign(k.params.size(), variant > 0);
+        shape.check_indices = variant == 2;
         std::string name = fmt::format("uk{}_{}", kernels.size(), k.name);
         lower::LoweredUserKernel l = lower::lower_user_kernel_cuda(k, shape, name);
         EXPECT_TRUE(kir::verify_kernel(l.kernel).empty()) << name;
@@ -30,10 +32,11 @@ TEST(UserKernelCuda, CorpusAndSubjectsCompileWithNvrtcAndPtxas) {
       }
     }
   }
-  ASSERT_GT(kernels.size(), 60u);
+  ASSERT_GT(kernels.size(), 90u);
   const std::string source = codegen::cuda::emit_cuda_translation_unit(kernels);
   EXPECT_NE(source.find("double* __restrict__ a_A"), std::string::npos);  // restrict where proven
   EXPECT_NE(source.find("double* a_A"), std::string::npos);               // and not where not
+  EXPECT_NE(source.find("index_errors"), std::string::npos);              // the checked variants
   const codegen::cuda::NvrtcResult r = codegen::cuda::compile_with_nvrtc(source, "sm_90", "user_kernels.cu");
   ASSERT_TRUE(r.ok) << r.log;
   const codegen::cuda::ToolResult ptxas = codegen::cuda::run_ptxas(r.ptx, "sm_90");

@@ -65,5 +65,15 @@ TEST_F(KernelCli, BadInvocationsExitTwoWithTheReason) {
   }
 }
 
+TEST_F(KernelCli, AnIndexOutOfRangeExitsTwoOnEveryBackEndNotACrash) {
+  std::string file = write("oob.stitch", "kernel shift(x: f32[n], y: f32[n]) over i < n {\n  y[i] = x[i + 1]\n}\n");
+  for (const char* backend : {"interp", "cpu"}) {
+    CliResult r = run_cli("run " + file + " --kernel shift --random-inputs 1 --dim n=1000 --backend " + backend);
+    EXPECT_EQ(r.status, 2) << backend << "\n" << r.output;
+    EXPECT_NE(r.output.find("oob.stitch:2:10: error: kernel 'shift'"), std::string::npos) << backend << "\n" << r.output;
+    EXPECT_NE(r.output.find("x[1000]"), std::string::npos) << backend << "\n" << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace stitch

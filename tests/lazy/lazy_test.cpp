@@ -49,6 +49,9 @@ kernel rowscale(x: f32[n, m], s: f32[n]) over i < n, j < m {
 kernel scale2(a: f32, x: f32[n, m], y: f32[n, m]) over i < n, j < m {
   y[i, j] = a * x[i, j]
 }
+kernel gather(idx: i64[n], x: f32[m], y: f32[n]) over i < n {
+  y[i] = x[idx[i]]
+}
 kernel copy_head(x: f32[n], y: f32[n]) over i < n - 1 {
   y[i] = x[i]
 }
@@ -540,6 +543,36 @@ TEST_F(Lazy, RepeatedPartitionsWithTemporariesReuseTheirKernelsAndStayExact) {
   }
   EXPECT_GE(rt.stats().plan_cache_hits, 3);
   EXPECT_EQ(rt.stats().arrays_in_registers, 4 * 2 + 1);  // t and u, but only u when t is kept
+}
+
+TEST_F(Lazy, IndicesThatCannotBeProvenAreCheckedAndAnOutOfRangeOneFailsTheRead) {
+  Tensor idx(DType::i64, {100});
+  for (int64_t i = 0; i < 100; ++i) idx.set_i64(i, (i * 13) % 50);
+  // In range: fused with the call after it, and equal to the reference.
+  LazyStats s = check({idx, random({50}, 80), random({100}, 81), random({100}, 82)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("gather"), {a[0], a[1], a[2]});   // y[i] = x[idx[i]]: checked at run time
+    rt.call(k("scale"), {2.0, a[2], a[3]});
+  });
+  EXPECT_EQ(s.kernels, 1);
+  // Out of range, alone and fused: the read that runs it fails, naming the access.
+  for (bool fused : {false, true}) {
+    LazyRuntime rt(options());
+    Tensor bad = idx;
+    bad.set_i64(77, 50);
+    Array i = rt.array(bad);
+    Array x = rt.array(random({50}, 83));
+    Array y = rt.zeros(DType::f32, {100});
+    Array z = rt.zeros(DType::f32, {100});
+    rt.call(k("gather"), {i, x, y});
+    if (fused) rt.call(k("scale"), {2.0, y, z});
+    try {
+      (void)(fused ? z : y).to_host();
+      ADD_FAILURE() << "no error";
+    } catch (const UserError& e) {
+      EXPECT_NE(e.formatted().find("kernel '"), std::string::npos) << e.formatted();
+      EXPECT_NE(e.formatted().find("outside axis 0 of extent 50"), std::string::npos) << e.formatted();
+    }
+  }
 }
 
 TEST(IndexSafety, VerdictsNameTheArrayAndTheAccesses) {

@@ -179,16 +179,21 @@ TEST_F(UserKernelCpu, EveryCallMatchesTheInterpreter) {
     std::vector<KernelArg> args = bind(k, c, arrays);
     lower::UserKernelShape shape = lower::user_kernel_shape(interp::bind_kernel(k, args).extents);
     shape.restrict_array = runtime::cpu::restrict_flags(k, args);
-    kernels.push_back(k);
-    shapes.push_back(shape);
+    // Each call twice: as lowered, and with every index checked at run time
+    // (which must not change an in-range call's result).
+    for (bool checked : {false, true}) {
+      shape.check_indices = checked;
+      kernels.push_back(k);
+      shapes.push_back(shape);
+    }
   }
   auto compiled = runtime::cpu::CompiledUserKernel::compile_batch(kernels, shapes, *cache_);
-  for (size_t i = 0; i < all.size(); ++i) {
-    const Call& c = all[i];
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Call& c = all[i / 2];
     const UserKernel& k = kernels[i];
-    SCOPED_TRACE(c.kernel + " " + std::to_string(i));
+    SCOPED_TRACE(c.kernel + " " + std::to_string(i / 2) + (shapes[i].check_indices ? " checked" : ""));
     EXPECT_TRUE(kir::verify_kernel(compiled[i]->kir()).empty());
-    std::vector<Tensor> want_arrays = arguments(k, c, 100 + i);
+    std::vector<Tensor> want_arrays = arguments(k, c, 100 + i / 2);
     std::vector<Tensor> got_arrays = want_arrays;
     std::vector<KernelArg> want_args = bind(k, c, want_arrays);
     std::vector<KernelArg> got_args = bind(k, c, got_arrays);
@@ -204,6 +209,45 @@ TEST_F(UserKernelCpu, EveryCallMatchesTheInterpreter) {
       EXPECT_TRUE(r.ok) << "array " << j << ": " << r.describe();
     }
   }
+}
+
+TEST_F(UserKernelCpu, AnIndexOutOfRangeIsAUserErrorAtItsAccessNotACrash) {
+  Module m = parse_module(R"(
+kernel shift(x: f32[n], y: f32[n]) over i < n {
+  y[i] = x[i + 100000000]
+}
+kernel scatter(idx: i64[n], y: f32[m]) over i < n {
+  y[idx[i]] = 1.0
+}
+kernel total(idx: i64[n], x: f64[m]) -> sum f64 over i < n {
+  yield x[idx[i]]
+}
+)", "oob.stitch");
+  Tensor x(DType::f32, {1000});
+  Tensor y(DType::f32, {1000});
+  try {
+    runtime::cpu::run_user_kernel(*m.find_kernel("shift"), {x, y}, *cache_);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.formatted().find("oob.stitch:3:10"), std::string::npos) << e.formatted();
+    EXPECT_NE(e.formatted().find("reads x"), std::string::npos) << e.formatted();
+    EXPECT_NE(e.formatted().find("outside axis 0 of extent 1000"), std::string::npos) << e.formatted();
+  }
+  // Data-dependent indices: in range runs (and matches the interpreter), out of range is an error.
+  Tensor idx(DType::i64, {64});
+  for (int64_t i = 0; i < 64; ++i) idx.set_i64(i, (i * 7) % 10);
+  Tensor out(DType::f32, {10});
+  runtime::cpu::run_user_kernel(*m.find_kernel("scatter"), {idx, out}, *cache_);
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(out.get_f64(i), 1.0);
+  Tensor values(DType::f64, {10});
+  fill_random(values, 3);
+  Tensor want = interpret_kernel(*m.find_kernel("total"), {idx, values});
+  Tensor got = runtime::cpu::run_user_kernel(*m.find_kernel("total"), {idx, values}, *cache_);
+  EXPECT_NEAR(got.get_f64(0), want.get_f64(0), 1e-12);
+  idx.set_i64(17, 10);
+  EXPECT_THROW(runtime::cpu::run_user_kernel(*m.find_kernel("scatter"), {idx, out}, *cache_), UserError);
+  idx.set_i64(17, -1);
+  EXPECT_THROW(runtime::cpu::run_user_kernel(*m.find_kernel("total"), {idx, values}, *cache_), UserError);
 }
 
 TEST_F(UserKernelCpu, AliasedArraysAreNotRestrictAndStillMatch) {

@@ -84,6 +84,26 @@ kernel dot(x: f32[n], y: f32[n]) -> sum f64 over i < n {
     ArrayView first{big.raw(), DType::f32, shape, 1};
     ArrayView second{big.raw() + 4 * sizeof(float), DType::f32, shape, 1};
     EXPECT_THROW(run_user_kernel_cuda(context, cubins, views.kernels[0], {first, second}), UserError);
+
+    // An index that cannot be proven in range: the checked variant, whose
+    // errors buffer follows the arrays (the fake runs nothing, so none is noted).
+    Module gather = parse_module("kernel g(idx: i64[n], x: f32[m], y: f32[n]) over i < n {\n  y[i] = x[idx[i]]\n}\n");
+    const int before = fake.stitch_fake_cuda_launch_count();
+    const size_t gather_sizes[] = {8, 8, 8, 8, 8, 8};  // idx, x, y, index_errors, n, m
+    fake.stitch_fake_cuda_record_param_sizes(gather_sizes, 6);
+    Tensor idx(DType::i64, {100});
+    Tensor xs(DType::f32, {10});
+    Tensor ys(DType::f32, {100});
+    run_user_kernel_cuda(context, cubins, gather.kernels[0], {idx, xs, ys});
+    ASSERT_EQ(fake.stitch_fake_cuda_launch_count(), before + 1);
+    CUdeviceptr errors = 0;
+    int64_t n_value = 0;
+    ASSERT_EQ(fake.stitch_fake_cuda_get_launch_param(before, 3, &errors, 8), 1);
+    ASSERT_EQ(fake.stitch_fake_cuda_get_launch_param(before, 4, &n_value, 8), 1);
+    EXPECT_NE(errors, 0u);
+    EXPECT_EQ(n_value, 100);
+    context->synchronize();
+    EXPECT_EQ(context->allocator().stats().bytes_in_use, in_use_before);
   }
   fs::remove_all(dir);
 }

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "codegen/cpu/cpp_emitter.h"
+#include "interp/index_bounds.h"
 #include "interp/kernel_binding.h"
 #include "interp/rounding.h"
 #include "interp/scalar_semantics.h"
@@ -27,7 +28,7 @@ bool writes(ArrayAccess a) { return a == ArrayAccess::Write || a == ArrayAccess:
 
 // What decides a compiled kernel's bytes besides the kernel's text.
 std::string shape_key(const lower::UserKernelShape& s) {
-  std::string key = fmt::format("lanes={} rows={} restrict=", s.lanes, s.rows_per_block);
+  std::string key = fmt::format("lanes={} rows={} checked={} restrict=", s.lanes, s.rows_per_block, s.check_indices);
   for (bool r : s.restrict_array) key += r ? '1' : '0';
   return key;
 }
@@ -111,20 +112,49 @@ Tensor CompiledUserKernel::run(const UserKernel& k, const std::vector<KernelArg>
     scalars.push_back(is_float(s.dtype) ? scalar_slot_f64(s.f) : scalar_slot(s.i));
   }
   for (const std::string& s : k.symbols()) scalars.push_back(scalar_slot(b.symbols.at(s)));
-  if (!k.is_reduction()) {
-    if (b.index_count > 0) run_kernel_on_views(*module_, lowered_.kernel, buffers, scalars);
-    return Tensor();
+  Tensor partials;
+  if (k.is_reduction()) {
+    // The grid is the lowering's: rows over `rows_per_block`, times chunks of `lanes`.
+    const lower::UserKernelShape& shape = shape_;
+    int64_t outer = 1;
+    for (size_t d = 0; d + 1 < b.extents.size(); ++d) outer *= b.extents[d];
+    int64_t inner = b.extents.back();
+    int64_t blocks = ((outer + shape.rows_per_block - 1) / shape.rows_per_block) * ((inner + shape.lanes - 1) / shape.lanes);
+    partials = Tensor(lowered_.accumulator_dtype, {blocks});
+    buffers.push_back(ArrayView::of(partials));
   }
-  // The grid is the lowering's: rows over `rows_per_block`, times chunks of `lanes`.
-  const lower::UserKernelShape& shape = shape_;
-  int64_t outer = 1;
-  for (size_t d = 0; d + 1 < b.extents.size(); ++d) outer *= b.extents[d];
-  int64_t inner = b.extents.back();
-  int64_t blocks = ((outer + shape.rows_per_block - 1) / shape.rows_per_block) * ((inner + shape.lanes - 1) / shape.lanes);
-  Tensor partials(lowered_.accumulator_dtype, {blocks});
-  buffers.push_back(ArrayView::of(partials));
-  if (blocks > 0) run_kernel_on_views(*module_, lowered_.kernel, buffers, scalars);
-  return combine_partials(k, partials);
+  Tensor errors;
+  if (shape_.check_indices) {
+    errors = Tensor(DType::i64, {index_error_slots(lowered_)});
+    buffers.push_back(ArrayView::of(errors));
+  }
+  if (b.index_count > 0) run_kernel_on_views(*module_, lowered_.kernel, buffers, scalars);
+  if (shape_.check_indices) report_index_errors(k, lowered_, errors, args);
+  return k.is_reduction() ? combine_partials(k, partials) : Tensor();
+}
+
+int64_t index_error_slots(const lower::LoweredUserKernel& lowered) {
+  return 2 * static_cast<int64_t>(std::max<size_t>(lowered.index_sites.size(), 1)) * lowered.axes;
+}
+
+void report_index_errors(const UserKernel& k, const lower::LoweredUserKernel& lowered, const Tensor& errors,
+                         const std::vector<KernelArg>& args) {
+  for (size_t site = 0; site < lowered.index_sites.size(); ++site) {
+    for (int d = 0; d < lowered.axes; ++d) {
+      const int64_t slot = 2 * (static_cast<int64_t>(site) * lowered.axes + d);
+      if (errors.get_i64(slot) == 0) continue;
+      const lower::IndexSite& s = lowered.index_sites[site];
+      const KernelParam* p = k.find_param(s.array);
+      const int64_t extent = p != nullptr ? args[static_cast<size_t>(p - k.params.data())].array.shape[d] : 0;
+      // As the interpreter says it, with the other axes' indices (not recorded) as _.
+      const int rank = p != nullptr ? static_cast<int>(p->shape.size()) : 1;
+      std::string index;
+      for (int a = 0; a < rank; ++a) index += (a ? ", " : "") + (a == d ? std::to_string(errors.get_i64(slot + 1)) : "_");
+      throw UserError(fmt::format("kernel '{}': an index {} {}[{}], outside axis {} of extent {}", k.name,
+                                  s.write ? "writes" : "reads", s.array, index, d, extent),
+                      s.loc);
+    }
+  }
 }
 
 Tensor combine_partials(const UserKernel& k, const Tensor& partials) {
@@ -167,6 +197,7 @@ Tensor run_user_kernel(const UserKernel& kernel, const std::vector<KernelArg>& a
   interp::KernelBinding b = interp::bind_kernel(kernel, args);
   lower::UserKernelShape shape = lower::user_kernel_shape(b.extents);
   shape.restrict_array = restrict_flags(kernel, args);
+  shape.check_indices = !interp::indices_proven_in_range(kernel, b, args);
   return CompiledUserKernel::compile(kernel, shape, cache)->run(kernel, args);
 }
 

@@ -50,7 +50,15 @@ class CompiledUserKernel {
 // CUDA calls.
 Tensor combine_partials(const UserKernel& kernel, const Tensor& partials);
 
-// bind, shape, compile and run in one: the eager path of one call.
+// Checked kernels (UserKernelShape::check_indices): the length of the
+// index_errors buffer the caller zeroes and passes last, and the UserError
+// for the first access it notes out of range (none: returns).
+int64_t index_error_slots(const lower::LoweredUserKernel& lowered);
+void report_index_errors(const UserKernel& kernel, const lower::LoweredUserKernel& lowered, const Tensor& errors,
+                         const std::vector<KernelArg>& args);
+
+// bind, shape (indices checked at run time unless proven in range), compile
+// and run in one: the eager path of one call.
 Tensor run_user_kernel(const UserKernel& kernel, const std::vector<KernelArg>& args, KernelCache& cache);
 
 }  // namespace stitch::runtime::cpu

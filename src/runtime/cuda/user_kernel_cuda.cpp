@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "codegen/cuda/cuda_emitter.h"
+#include "interp/index_bounds.h"
 #include "interp/kernel_binding.h"
 #include "lower/lower_user_kernel.h"
 #include "runtime/cpu/user_kernel_call.h"
@@ -52,6 +53,7 @@ Tensor run_user_kernel_cuda(const std::shared_ptr<CudaContext>& context, CubinCa
   interp::KernelBinding b = interp::bind_kernel(k, args);
   lower::UserKernelShape shape;
   shape.restrict_array = cpu::restrict_flags(k, args);
+  shape.check_indices = !interp::indices_proven_in_range(k, b, args);
   lower::LoweredUserKernel lowered = lower::lower_user_kernel_cuda(k, shape, "uk_" + k.name);
   const kir::Kernel& kernel = lowered.kernel;
   const std::string source = codegen::cuda::emit_cuda_translation_unit({kernel});
@@ -108,11 +110,19 @@ Tensor run_user_kernel_cuda(const std::shared_ptr<CudaContext>& context, CubinCa
     partials.shape = {blocks};
     if (blocks > 0) partials.buffer = DeviceBuffer(context, partials.nbytes());
   }
+  // Checked indices: the errors buffer, zeroed (lower_user_kernel.h, calling convention).
+  DeviceTensor errors;
+  if (shape.check_indices) {
+    Tensor zeros(DType::i64, {cpu::index_error_slots(lowered)});
+    errors = upload(context, zeros);
+    context->synchronize();  // `zeros` must outlive its upload
+  }
   std::vector<CUdeviceptr> pointers;
   for (size_t i = 0; i < k.params.size(); ++i) {
     if (k.params[i].is_array) pointers.push_back(regions[region_of[i]].device.buffer.get());
   }
   if (k.is_reduction()) pointers.push_back(partials.buffer.get());
+  if (shape.check_indices) pointers.push_back(errors.buffer.get());
   std::vector<void*> launch_args;
   for (CUdeviceptr& p : pointers) launch_args.push_back(&p);
   for (ScalarSlot& s : slots) launch_args.push_back(s.bytes);
@@ -124,6 +134,10 @@ Tensor run_user_kernel_cuda(const std::shared_ptr<CudaContext>& context, CubinCa
                              static_cast<unsigned>(dynamic_shared_bytes(kernel)), context->stream(), launch_args.data(),
                              nullptr),
           fmt::format("cuLaunchKernel({})", kernel.name).c_str());
+  }
+  if (shape.check_indices) {
+    // An access out of range was skipped: the arrays are not copied back.
+    if (blocks > 0) cpu::report_index_errors(k, lowered, download(*context, errors), args);
   }
   for (Region& r : regions) {
     if (!r.written || r.host.nbytes() == 0) continue;

@@ -425,11 +425,12 @@ int main(int argc, char** argv) {
           for (const LazyRuntime* rt : {&unfused, &fused}) {
             const stitch::LazyStats& st = rt->stats();
             const stitch::LazyStats& st0 = rt == &fused ? f0 : u0;
-            std::fprintf(stderr, "%s, per timed program: record %.3f analysis %.3f compile %.3f run %.3f ms, kernels %.0f, in registers %.0f\n",
+            std::fprintf(stderr, "%s, per timed program: record %.3f analysis %.3f compile %.3f run %.3f ms, kernels %.0f, in registers %.0f, checked %.0f\n",
                          rt == &fused ? "fused" : "unfused", (st.record_seconds - st0.record_seconds) * 1e3 / repeat,
                          (st.analysis_seconds - st0.analysis_seconds) * 1e3 / repeat, (st.compile_seconds - st0.compile_seconds) * 1e3 / repeat,
                          (st.run_seconds - st0.run_seconds) * 1e3 / repeat, static_cast<double>(st.kernels - st0.kernels) / repeat,
-                         static_cast<double>(st.arrays_in_registers - st0.arrays_in_registers) / repeat);
+                         static_cast<double>(st.arrays_in_registers - st0.arrays_in_registers) / repeat,
+                         static_cast<double>(st.checked_kernels - st0.checked_kernels) / repeat);
           }
         }
       }

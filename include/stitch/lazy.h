@@ -49,6 +49,9 @@ struct LazyStats {
   // Arrays a fused kernel kept in registers instead of memory, summed over its
   // runs: temporaries that nothing reads after the kernel (docs/lazy.md).
   int64_t arrays_in_registers = 0;
+  // Kernel launches whose indices could not be proven in range, so they ran
+  // with every index checked (docs/kernel-language.md, Index checks).
+  int64_t checked_kernels = 0;
   double record_seconds = 0;     // inside call() and reduce()
   double analysis_seconds = 0;   // partitioning, safety checks, cost model, fused-kernel building
   double compile_seconds = 0;    // lowering, code generation, the compiler, loading

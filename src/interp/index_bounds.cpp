@@ -115,7 +115,9 @@ class Prover {
         case KernelStmtKind::For: {
           Interval extent = eval(s.value);
           note(s.name, extent.known ? Interval::of(0, std::max<int64_t>(extent.hi - 1, 0)) : Interval::unknown(), changed);
+          const bool fact = push_loop_fact(s);
           assign_block(s.body, changed);
+          if (fact) facts_.pop_back();
           break;
         }
         case KernelStmtKind::If:
@@ -150,7 +152,7 @@ class Prover {
     std::vector<Interval> v;
     for (const KExpr& o : n.operands) v.push_back(eval(o));
     switch (n.op) {
-      case OpKind::Add: return add(v[0], v[1]);
+      case OpKind::Add: return with_loop_facts(n, add(v[0], v[1]));
       case OpKind::Sub: return sub(v[0], v[1]);
       case OpKind::Mul: return mul(v[0], v[1]);
       case OpKind::Neg: return sub(Interval::of(0, 0), v[0]);
@@ -298,16 +300,60 @@ class Prover {
         const bool ok = block_in_range(s.body);
         refined_.resize(refined_.size() - pushed);
         if (!ok) return false;
-      } else if (!block_in_range(s.body)) {
-        return false;
+      } else {
+        const bool fact = s.kind == KernelStmtKind::For && push_loop_fact(s);
+        const bool ok = block_in_range(s.body);
+        if (fact) facts_.pop_back();
+        if (!ok) return false;
       }
       if (!block_in_range(s.else_body)) return false;
     }
     return true;
   }
 
+  // A loop `for t < a - b`, with b a range index, scalar or symbol (fixed
+  // for the call) and t never assigned in its body, keeps t + b < a: the one
+  // relation between two values the intervals keep (`for t < m - i { x[i + t] }`).
+  struct LoopFact {
+    std::string var;
+    KExpr minuend;
+    std::string subtrahend;
+  };
+
+  static bool assigns(const std::vector<KStmt>& body, const std::string& name) {
+    for (const KStmt& s : body) {
+      if ((s.kind == KernelStmtKind::Assign || s.kind == KernelStmtKind::Let) && s.name == name) return true;
+      if (assigns(s.body, name) || assigns(s.else_body, name)) return true;
+    }
+    return false;
+  }
+
+  bool push_loop_fact(const KStmt& loop) {
+    const KernelExprNode& e = loop.value.node();
+    if (e.kind != KernelExprKind::Op || e.op != OpKind::Sub || e.operands.size() != 2) return false;
+    const KernelExprNode& b = e.operands[1].node();
+    if (b.kind != KernelExprKind::Name || !env_.count(b.name) || locals_.count(b.name)) return false;
+    if (assigns(loop.body, loop.name)) return false;
+    facts_.push_back(LoopFact{loop.name, e.operands[0], b.name});
+    return true;
+  }
+
+  Interval with_loop_facts(const KernelExprNode& n, Interval sum) const {
+    if (!sum.known) return sum;
+    const KernelExprNode& x = n.operands[0].node();
+    const KernelExprNode& y = n.operands[1].node();
+    if (x.kind != KernelExprKind::Name || y.kind != KernelExprKind::Name) return sum;
+    for (const LoopFact& f : facts_) {
+      const bool match = (x.name == f.var && y.name == f.subtrahend) || (y.name == f.var && x.name == f.subtrahend);
+      const Interval a = match ? eval(f.minuend) : Interval::unknown();
+      if (a.known && a.hi > INT64_MIN) sum.hi = std::min(sum.hi, a.hi - 1);
+    }
+    return sum;
+  }
+
   const UserKernel& k_;
   const std::vector<KernelArg>& args_;
+  std::vector<LoopFact> facts_;
   std::map<std::string, Interval> env_;
   std::map<std::string, Interval> locals_;
   // Names narrowed by the conditions of the branches being checked, innermost last.

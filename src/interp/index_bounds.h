@@ -13,8 +13,10 @@
 // unknown. Inside an `if`, a condition `v < e` (<=, >, >=, and conjunctions)
 // narrows the name v for its body, so guards like a fused kernel's `i0 < n`
 // or `if i > 0 { x[i - 1] }` keep their accesses proven; else branches and
-// other conditions narrow nothing, and two values' correlation is lost
-// (`for t < m - i { x[i + t] }` is not proven: it is then checked, not refused).
+// other conditions narrow nothing. Of the relations between values only one
+// is kept: in `for t < a - b` (b fixed for the call), t + b < a, so
+// `for t < m - i { x[i + t] }` is proven; others are lost (then the call is
+// checked, not refused).
 #pragma once
 
 #include <vector>

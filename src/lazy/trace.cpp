@@ -522,6 +522,7 @@ void Trace::run_single(TraceCall& call) {
     result = compiled->run(*call.kernel, args);
     stats_.run_seconds += seconds_since(t0);
     ++stats_.kernels;
+    stats_.checked_kernels += shape.check_indices ? 1 : 0;
   }
   if (call.result) {
     call.result->value = std::move(result);
@@ -801,6 +802,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     Tensor result = compiled->run(f.kernel, ready.args);
     stats_.run_seconds += seconds_since(t0);
     ++stats_.kernels;
+    stats_.checked_kernels += ready.check_indices ? 1 : 0;
     set_results(calls, seg.begin, seg.end, result);
   }
 }

@@ -404,6 +404,7 @@ TEST_F(Lazy, ATemporaryDroppedBeforeTheReadLivesInRegisters) {
   });
   EXPECT_EQ(s.kernels, 1);
   EXPECT_EQ(s.arrays_in_registers, 2);
+  EXPECT_EQ(s.checked_kernels, 0);  // every index proven in range
 }
 
 TEST_F(Lazy, ATemporaryStillHeldIsStored) {
@@ -554,6 +555,7 @@ TEST_F(Lazy, IndicesThatCannotBeProvenAreCheckedAndAnOutOfRangeOneFailsTheRead) 
     rt.call(k("scale"), {2.0, a[2], a[3]});
   });
   EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.checked_kernels, 1);
   // Out of range, alone and fused: the read that runs it fails, naming the access.
   for (bool fused : {false, true}) {
     LazyRuntime rt(options());

@@ -6,9 +6,9 @@
 //   stitch_bench_pyfuser [--repeat N] [--rounds R] [--subjects a,b,...] [--json FILE]
 //                        [--scale S] [--cache-dir DIR]
 //
-// Per subject: R rounds, each with both runtimes made afresh: one warm-up
-// program per mode (compiles), then N timed programs per mode, alternating
-// modes; the median of each. Reported: the median over rounds of each mode's
+// Per subject: R rounds, each with a fresh runtime and arrays that both modes
+// use (LazyRuntime::set_mode): one warm-up program per mode (compiles), then
+// N timed programs per mode, alternating modes; the median of each. Reported: the median over rounds of each mode's
 // time and of the speedup (and each round's speedup), calls and kernels per
 // program, tracing + analysis time as a share of the fused run, recording cost
 // per call, and the largest difference of any array between the modes.
@@ -376,36 +376,46 @@ int main(int argc, char** argv) {
       s.program(check_fused, af, scale);
       double diff = 0;
       for (size_t i = 0; i < au.size(); ++i) diff = std::max(diff, max_difference(af[i].to_host(), au[i].to_host()));
-      // Timed, in rounds: each round makes both runtimes afresh (so their
-      // arrays land where the allocator puts them then: a strided kernel ran
-      // 1.6x slower or faster by where its three arrays lay, in either mode),
-      // warms them up with one program each, then alternates the modes, one
-      // program each; the round's time per mode is the median. Reported: the
-      // median over rounds of each mode's time and of the speedup.
+      // Timed, in rounds: each round makes a runtime and the subject's arrays
+      // afresh, warms both modes up with one program each, then alternates
+      // the modes, one program each; the round's time per mode is the median.
+      // Reported: the median over rounds of each mode's time and of the speedup.
       std::vector<double> round_unfused, round_fused, round_speedup;
       double calls = 0, kernels_unfused = 0, kernels_fused = 0, record = 0, overhead = 0;
       for (int round = 0; round < rounds; ++round) {
+        // One runtime and one set of arrays for both modes, switched between
+        // programs (LazyRuntime::set_mode): where the arrays lie in memory
+        // moved a strided kernel (syr2k) by 1.6x, so each mode gets the same.
+        LazyRuntime rt(options(stitch::LazyOptions::Mode::Fused));
+        std::vector<Array> arrays = s.setup(rt, scale);
+        rt.flush();  // the setup's fills (zeros) run now, not in the first program
+        const stitch::LazyOptions::Mode modes[2] = {stitch::LazyOptions::Mode::Eager, stitch::LazyOptions::Mode::Fused};
+        for (stitch::LazyOptions::Mode mode : modes) {  // warm-up: compiles
+          rt.set_mode(mode);
+          s.program(rt, arrays, scale);
+          rt.flush();
+        }
         std::map<int, std::vector<double>> times;
-        LazyRuntime unfused(options(stitch::LazyOptions::Mode::Eager));
-        LazyRuntime fused(options(stitch::LazyOptions::Mode::Fused));
-        std::vector<Array> tu = s.setup(unfused, scale);
-        std::vector<Array> tf = s.setup(fused, scale);
-        unfused.flush();  // the setup's fills (zeros) run now, not in the first program
-        fused.flush();
-        s.program(unfused, tu, scale);
-        s.program(fused, tf, scale);
-        const stitch::LazyStats u0 = unfused.stats();
-        const stitch::LazyStats f0 = fused.stats();
         double fused_wall = 0;
+        double record_s = 0, analysis_s = 0;
+        int64_t kernels[2] = {0, 0}, calls_f = 0;
         for (int r = 0; r < repeat; ++r) {
           for (int m = 0; m < 2; ++m) {
-            LazyRuntime& rt = m == 0 ? unfused : fused;
-            std::vector<Array>& arrays = m == 0 ? tu : tf;
+            rt.set_mode(modes[m]);
+            const stitch::LazyStats before = rt.stats();
             auto start = std::chrono::steady_clock::now();
             s.program(rt, arrays, scale);
+            rt.flush();  // whatever the program's reads left pending runs inside the timed program
             double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const stitch::LazyStats& after = rt.stats();
             times[m].push_back(t);
-            if (m == 1) fused_wall += t;
+            kernels[m] += after.kernels - before.kernels;
+            if (m == 1) {
+              fused_wall += t;
+              record_s += after.record_seconds - before.record_seconds;
+              analysis_s += after.analysis_seconds - before.analysis_seconds;
+              calls_f += after.calls - before.calls;
+            }
           }
         }
         for (auto& [m, v] : times) std::sort(v.begin(), v.end());
@@ -414,24 +424,16 @@ int main(int argc, char** argv) {
         round_speedup.push_back(round_unfused.back() / round_fused.back());
         // Counts and overheads: of the first round (they do not depend on layout).
         if (round > 0) continue;
-        const stitch::LazyStats& u1 = unfused.stats();
-        const stitch::LazyStats& f1 = fused.stats();
-        calls = static_cast<double>(f1.calls - f0.calls) / repeat;
-        kernels_unfused = static_cast<double>(u1.kernels - u0.kernels) / repeat;
-        kernels_fused = static_cast<double>(f1.kernels - f0.kernels) / repeat;
-        record = (f1.record_seconds - f0.record_seconds) / static_cast<double>(f1.calls - f0.calls);
-        overhead = ((f1.record_seconds - f0.record_seconds) + (f1.analysis_seconds - f0.analysis_seconds)) / fused_wall;
+        calls = static_cast<double>(calls_f) / repeat;
+        kernels_unfused = static_cast<double>(kernels[0]) / repeat;
+        kernels_fused = static_cast<double>(kernels[1]) / repeat;
+        record = record_s / static_cast<double>(calls_f);
+        overhead = (record_s + analysis_s) / fused_wall;
         if (std::getenv("PYFUSER_STATS")) {
-          for (const LazyRuntime* rt : {&unfused, &fused}) {
-            const stitch::LazyStats& st = rt->stats();
-            const stitch::LazyStats& st0 = rt == &fused ? f0 : u0;
-            std::fprintf(stderr, "%s, per timed program: record %.3f analysis %.3f compile %.3f run %.3f ms, kernels %.0f, in registers %.0f, checked %.0f\n",
-                         rt == &fused ? "fused" : "unfused", (st.record_seconds - st0.record_seconds) * 1e3 / repeat,
-                         (st.analysis_seconds - st0.analysis_seconds) * 1e3 / repeat, (st.compile_seconds - st0.compile_seconds) * 1e3 / repeat,
-                         (st.run_seconds - st0.run_seconds) * 1e3 / repeat, static_cast<double>(st.kernels - st0.kernels) / repeat,
-                         static_cast<double>(st.arrays_in_registers - st0.arrays_in_registers) / repeat,
-                         static_cast<double>(st.checked_kernels - st0.checked_kernels) / repeat);
-          }
+          const stitch::LazyStats& st = rt.stats();
+          std::fprintf(stderr, "fused, per timed program: record %.3f analysis %.3f ms; runtime totals: kernels %lld, in registers %lld, checked %lld\n",
+                       record_s * 1e3 / repeat, analysis_s * 1e3 / repeat, static_cast<long long>(st.kernels),
+                       static_cast<long long>(st.arrays_in_registers), static_cast<long long>(st.checked_kernels));
         }
       }
       auto median = [](std::vector<double> v) {

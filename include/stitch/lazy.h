@@ -150,6 +150,9 @@ class LazyRuntime {
 
   // Runs every recorded call.
   void flush();
+  // Runs every recorded call, then records (or runs) later calls in `mode`:
+  // one program's arrays compared in two modes (benchmarks, debugging).
+  void set_mode(LazyOptions::Mode mode);
 
   const LazyStats& stats() const;
   const LazyOptions& options() const;

@@ -221,6 +221,11 @@ Array LazyRuntime::op(const std::string& name, const std::vector<LazyArg>& opera
 
 void LazyRuntime::flush() { trace_->flush_all(); }
 
+void LazyRuntime::set_mode(LazyOptions::Mode mode) {
+  trace_->flush_all();
+  trace_->set_mode(mode);
+}
+
 std::map<std::string, KernelRef> share_kernels(Module module) {
   std::map<std::string, KernelRef> out;
   for (UserKernel& k : module.kernels) {

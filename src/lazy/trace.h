@@ -104,6 +104,7 @@ class Trace : public std::enable_shared_from_this<Trace> {
   void flush_all();
 
   const LazyOptions& options() const { return options_; }
+  void set_mode(LazyOptions::Mode mode) { options_.mode = mode; }  // with nothing pending
   LazyStats& stats() { return stats_; }
 
  private:

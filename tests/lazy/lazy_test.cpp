@@ -577,6 +577,32 @@ TEST_F(Lazy, IndicesThatCannotBeProvenAreCheckedAndAnOutOfRangeOneFailsTheRead) 
   }
 }
 
+TEST_F(Lazy, SwitchingModesRunsWhatIsPendingFirst) {
+  LazyRuntime rt(options());
+  LazyRuntime ref(options(LazyOptions::Mode::Reference));
+  std::vector<Tensor> got;
+  for (LazyRuntime* r : {&rt, &ref}) {
+    Array x = r->array(random({500}, 90));
+    Array y = r->zeros(DType::f32, {500});
+    r->call(k("scale"), {2.0, x, y});
+    if (r == &rt) {
+      r->set_mode(LazyOptions::Mode::Eager);
+      EXPECT_EQ(r->stats().kernels, 1);  // the fill and scale ran, fused, before the switch
+    }
+    r->call(k("axpy"), {0.5, y, x});     // eager: runs now
+    if (r == &rt) {
+      EXPECT_EQ(r->stats().kernels, 2);
+      r->set_mode(LazyOptions::Mode::Fused);
+    }
+    r->call(k("add"), {x, y, y});
+    r->call(k("scale"), {3.0, y, x});
+    got.push_back(x.to_host());
+  }
+  EXPECT_EQ(rt.stats().kernels, 3);
+  TensorComparison c = compare_with_interpreter(got[0], got[1], {});
+  EXPECT_TRUE(c.ok) << c.describe();
+}
+
 TEST(IndexSafety, VerdictsNameTheArrayAndTheAccesses) {
   Module m = parse_module(kKernels, "k.stitch");
   const UserKernel& shift = *m.find_kernel("shift_read");

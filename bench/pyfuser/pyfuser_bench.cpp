@@ -12,6 +12,8 @@
 // time and of the speedup (and each round's speedup), calls and kernels per
 // program, tracing + analysis time as a share of the fused run, recording cost
 // per call, and the largest difference of any array between the modes.
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -325,6 +327,15 @@ stitch::LazyOptions options(stitch::LazyOptions::Mode mode) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Steady-state allocation, as in a long-running program: glibc serves every
+  // block below 256 MiB from its heap and never returns the heap's top to the
+  // kernel, so a temporary freed by one statement is reused by the next
+  // without page faults in either mode (storage of 4 MiB or more has its own
+  // kept mappings, stitch/tensor.h). Without this, eager programs at the
+  // small sizes faulted in fresh pages for their temporaries in some rounds
+  // and not in others (jacobi_1d: 3.9x or 16x).
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   int repeat = 5;
   int rounds = 3;
   int64_t scale = 1;

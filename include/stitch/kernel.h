@@ -157,6 +157,9 @@ std::string print_kernel(const UserKernel& kernel);
 // Structural equality of checked kernels (names, types, bodies); locations ignored.
 bool same_kernel(const UserKernel& a, const UserKernel& b);
 
+// Whether `pred` holds for `e` or any node under it.
+bool any_node(const KExpr& e, const std::function<bool(const KernelExprNode&)>& pred);
+
 // Builds a kernel from C++ (docs/kernel-language.md, C++ builder):
 //
 //   UserKernelBuilder k("saxpy");

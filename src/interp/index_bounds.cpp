@@ -188,15 +188,9 @@ class Prover {
         if (is_float(from.dtype) || !v[0].known) return Interval::unknown();
         return fits(v[0], n.cast_to) ? v[0] : Interval::unknown();
       }
-      case OpKind::Eq:
-      case OpKind::Ne:
-      case OpKind::Lt:
-      case OpKind::Le:
-      case OpKind::Gt:
-      case OpKind::Ge:
       case OpKind::Or:
       case OpKind::Not: return Interval::of(0, 1);
-      default: return Interval::unknown();
+      default: return is_comparison(n.op) ? Interval::of(0, 1) : Interval::unknown();
     }
   }
 
@@ -361,12 +355,7 @@ class Prover {
 };
 
 bool mentions(const KExpr& e, const std::string& name) {
-  const KernelExprNode& n = e.node();
-  if (n.kind == KernelExprKind::Name && n.name == name) return true;
-  for (const KExpr& o : n.operands) {
-    if (mentions(o, name)) return true;
-  }
-  return false;
+  return any_node(e, [&name](const KernelExprNode& n) { return n.kind == KernelExprKind::Name && n.name == name; });
 }
 
 bool mentions(const std::vector<KStmt>& body, const std::string& name) {

@@ -422,6 +422,15 @@ bool same_block(const std::vector<KStmt>& a, const std::vector<KStmt>& b) {
 
 }  // namespace
 
+bool any_node(const KExpr& e, const std::function<bool(const KernelExprNode&)>& pred) {
+  const KernelExprNode& n = e.node();
+  if (pred(n)) return true;
+  for (const KExpr& o : n.operands) {
+    if (any_node(o, pred)) return true;
+  }
+  return false;
+}
+
 bool same_kernel(const UserKernel& a, const UserKernel& b) {
   if (a.name != b.name || a.reduction != b.reduction || a.params.size() != b.params.size()) return false;
   if (a.is_reduction() && a.result_dtype != b.result_dtype) return false;

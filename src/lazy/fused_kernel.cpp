@@ -112,12 +112,7 @@ int range_dim(const KExpr& e, size_t rank) {
 }
 
 bool loads_array(const KExpr& e, const std::string& array) {
-  const KernelExprNode& n = e.node();
-  if (n.kind == KernelExprKind::Load && n.name == array) return true;
-  for (const KExpr& o : n.operands) {
-    if (loads_array(o, array)) return true;
-  }
-  return false;
+  return any_node(e, [&array](const KernelExprNode& n) { return n.kind == KernelExprKind::Load && n.name == array; });
 }
 
 // Every index list `array` is loaded or stored with, in `body`.

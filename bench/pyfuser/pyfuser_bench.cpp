@@ -12,6 +12,8 @@
 // time and of the speedup (and each round's speedup), calls and kernels per
 // program, tracing + analysis time as a share of the fused run, recording cost
 // per call, and the largest difference of any array between the modes.
+// PYFUSER_STATS=1 also prints the fused mode's recording and analysis time per
+// program and the runtime's kernel, register and checked-kernel counts (stderr).
 #include <malloc.h>
 
 #include <algorithm>

@@ -101,6 +101,8 @@ class Tensor {
   int64_t numel_ = 0;
   struct NoFill {};
   Tensor(DType dtype, std::vector<int64_t> shape, NoFill);
+  // Element i's bytes, checked (get_f64, set_f64, get_i64, set_i64).
+  std::byte* element(int64_t i) const;
 
   std::vector<std::byte, detail::CacheLineAllocator<std::byte>> bytes_;
 };

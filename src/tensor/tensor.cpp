@@ -208,25 +208,15 @@ void element_set_i64(std::byte* p, DType dtype, int64_t v) {
   STITCH_ASSERT(false, "unknown dtype");
 }
 
-double Tensor::get_f64(int64_t i) const {
+std::byte* Tensor::element(int64_t i) const {
   STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
-  return element_get_f64(bytes_.data() + i * dtype_size(dtype_), dtype_);
+  return const_cast<std::byte*>(bytes_.data()) + i * dtype_size(dtype_);
 }
 
-void Tensor::set_f64(int64_t i, double v) {
-  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
-  element_set_f64(bytes_.data() + i * dtype_size(dtype_), dtype_, v);
-}
-
-int64_t Tensor::get_i64(int64_t i) const {
-  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
-  return element_get_i64(bytes_.data() + i * dtype_size(dtype_), dtype_);
-}
-
-void Tensor::set_i64(int64_t i, int64_t v) {
-  STITCH_ASSERT(i >= 0 && i < numel_, "tensor element index out of range");
-  element_set_i64(bytes_.data() + i * dtype_size(dtype_), dtype_, v);
-}
+double Tensor::get_f64(int64_t i) const { return element_get_f64(element(i), dtype_); }
+void Tensor::set_f64(int64_t i, double v) { element_set_f64(element(i), dtype_, v); }
+int64_t Tensor::get_i64(int64_t i) const { return element_get_i64(element(i), dtype_); }
+void Tensor::set_i64(int64_t i, int64_t v) { element_set_i64(element(i), dtype_, v); }
 
 int64_t ArrayView::numel() const {
   int64_t n = 1;

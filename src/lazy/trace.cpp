@@ -118,20 +118,20 @@ bool reads(ArrayAccess a) { return a == ArrayAccess::Read || a == ArrayAccess::R
 std::string describe_call(const TraceCall& c) {
   if (c.graph) {
     std::string s = "graph " + c.graph->graph.name() + "(";
-    for (size_t p = 0; p < c.arrays.size(); ++p) {
-      s += fmt::format("{}{}array#{}", p ? ", " : "", writes(c.access[p]) ? "out " : "", c.arrays[p]->id);
+    for (size_t p = 0; p < c.args.size(); ++p) {
+      s += fmt::format("{}{}array#{}", p ? ", " : "", writes(c.args[p].access) ? "out " : "", c.args[p].array->id);
     }
     return s + ")";
   }
   std::string s = c.kernel->name + "(";
   for (size_t p = 0; p < c.kernel->params.size(); ++p) {
     if (p) s += ", ";
-    if (c.arrays[p]) {
-      s += fmt::format("array#{}", c.arrays[p]->id);
-    } else if (c.futures[p]) {
+    if (c.args[p].array) {
+      s += fmt::format("array#{}", c.args[p].array->id);
+    } else if (c.args[p].future) {
       s += "future";
     } else {
-      s += c.scalars[p].is_float ? format_float(c.scalars[p].float_value) : std::to_string(c.scalars[p].int_value);
+      s += c.args[p].scalar.is_float ? format_float(c.args[p].scalar.float_value) : std::to_string(c.args[p].scalar.int_value);
     }
   }
   return s + ")";
@@ -162,6 +162,15 @@ std::shared_ptr<ArrayState> Trace::new_view(const ArrayState& parent, int64_t of
   return a;
 }
 
+Trace::KernelEntry& Trace::kernel_entry(const KernelRef& kernel) {
+  auto [it, fresh] = kernels_.try_emplace(kernel.get());
+  if (fresh) {
+    it->second.kernel = kernel;
+    it->second.accesses = std::make_shared<const std::vector<ArrayAccessSite>>(collect_accesses(*kernel));
+  }
+  return it->second;
+}
+
 void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, std::shared_ptr<ScalarState> result) {
   const Clock::time_point t0 = Clock::now();
   if (!kernel) throw UserError("lazy call: no kernel");
@@ -174,25 +183,25 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
     throw UserError(fmt::format("kernel '{}' takes {} argument{}, got {}", k.name, k.params.size(),
                                 k.params.size() == 1 ? "" : "s", args.size()));
   }
+  KernelEntry& entry = kernel_entry(kernel);
   TraceCall call;
   call.kernel = kernel;
-  call.access.reserve(k.params.size());
-  for (const KernelParam& p : k.params) call.access.push_back(p.access);
-  call.arrays.resize(args.size());
-  call.futures.resize(args.size());
-  call.scalars.assign(args.size(), KernelArg(int64_t{0}));
-  std::vector<KernelArg> bound;
-  bound.reserve(args.size());
+  call.args.resize(args.size());
+  for (size_t p = 0; p < args.size(); ++p) call.args[p].access = k.params[p].access;
+  // What the binding depends on, as words: a call like the kernel's last one
+  // shares its binding (binding allocates, and recording must be cheap).
+  bound_from_.clear();
   for (size_t p = 0; p < args.size(); ++p) {
     const LazyArg& a = args[p];
     if (a.array.valid()) {
-      std::shared_ptr<ArrayState> state = a.array.state_;
+      const std::shared_ptr<ArrayState>& state = a.array.state_;
       if (state->trace.lock().get() != this) {
         throw UserError(fmt::format("kernel '{}': argument {} ('{}') is an array of another LazyRuntime", k.name, p + 1,
                                     k.params[p].name));
       }
-      call.arrays[p] = state;
-      bound.emplace_back(state->view());
+      call.args[p].array = state;
+      bound_from_.push_back(static_cast<int64_t>(state->storage->dtype()) - 64);
+      bound_from_.insert(bound_from_.end(), state->shape.begin(), state->shape.end());
       continue;
     }
     if (a.future.valid()) {
@@ -206,21 +215,25 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
         }
       }
       if (f->ready) {
-        call.scalars[p] = is_float(f->value.dtype()) ? KernelArg(f->value.get_f64(0)) : KernelArg(f->value.get_i64(0));
+        call.args[p].scalar = is_float(f->value.dtype()) ? KernelArg(f->value.get_f64(0)) : KernelArg(f->value.get_i64(0));
       } else {
-        call.futures[p] = f;
+        call.args[p].future = f;
         // A placeholder of the parameter's kind until the value exists.
-        call.scalars[p] = is_float(k.params[p].dtype) ? KernelArg(0.0) : KernelArg(int64_t{0});
+        call.args[p].scalar = is_float(k.params[p].dtype) ? KernelArg(0.0) : KernelArg(int64_t{0});
       }
     } else {
-      call.scalars[p] = a.is_float ? KernelArg(a.float_value) : KernelArg(a.int_value);
+      call.args[p].scalar = a.is_float ? KernelArg(a.float_value) : KernelArg(a.int_value);
     }
-    bound.push_back(call.scalars[p]);
+    const KernelArg& v = call.args[p].scalar;
+    bound_from_.push_back(v.is_float ? -1 : -2);
+    bound_from_.push_back(v.is_float ? std::bit_cast<int64_t>(v.float_value) : v.int_value);
   }
-  call.binding = interp::bind_kernel(k, bound);
-  auto [it, fresh] = accesses_.try_emplace(&k);
-  if (fresh) it->second = {kernel, std::make_shared<const std::vector<ArrayAccessSite>>(collect_accesses(k))};
-  call.accesses = it->second.second;
+  if (!entry.binding || entry.bound_from != bound_from_) {
+    entry.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(k, arguments(call)));
+    entry.bound_from = bound_from_;
+  }
+  call.binding = entry.binding;
+  call.accesses = entry.accesses;
   call.result = std::move(result);
   ++stats_.calls;
   pending_.push_back(std::move(call));
@@ -231,8 +244,8 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
 void Trace::flush_for(const ArrayState& a) {
   for (size_t i = pending_.size(); i-- > 0;) {
     const TraceCall& c = pending_[i];
-    for (size_t p = 0; p < c.arrays.size(); ++p) {
-      if (c.arrays[p] && c.arrays[p]->overlaps(a) && writes(c.access[p])) return run_closure({i});
+    for (size_t p = 0; p < c.args.size(); ++p) {
+      if (c.args[p].array && c.args[p].array->overlaps(a) && writes(c.args[p].access)) return run_closure({i});
     }
   }
 }
@@ -240,8 +253,8 @@ void Trace::flush_for(const ArrayState& a) {
 void Trace::flush_touching(const ArrayState& a) {
   std::vector<size_t> targets;
   for (size_t i = 0; i < pending_.size(); ++i) {
-    for (const std::shared_ptr<ArrayState>& b : pending_[i].arrays) {
-      if (b && b->overlaps(a)) {
+    for (const TraceArg& b : pending_[i].args) {
+      if (b.array && b.array->overlaps(a)) {
         targets.push_back(i);
         break;
       }
@@ -279,21 +292,21 @@ void Trace::run_closure(std::vector<size_t> targets) {
     TraceCall& c = pending_[i];
     if (!needed[i]) {
       bool hazard = c.result && futures_later.count(c.result.get());
-      for (size_t p = 0; p < c.arrays.size() && !hazard; ++p) {
-        const ArrayState* a = c.arrays[p].get();
+      for (size_t p = 0; p < c.args.size() && !hazard; ++p) {
+        const ArrayState* a = c.args[p].array.get();
         if (!a) continue;
-        ArrayAccess access = c.access[p];
+        ArrayAccess access = c.args[p].access;
         hazard = (writes(access) && (touches(read_later, a) || touches(written_later, a))) ||
                  (reads(access) && touches(written_later, a));
       }
       if (!hazard) continue;
       needed[i] = 1;
     }
-    for (size_t p = 0; p < c.arrays.size(); ++p) {
-      const ArrayState* a = c.arrays[p].get();
-      if (a && reads(c.access[p])) read_later.add(a);
-      if (a && writes(c.access[p])) written_later.add(a);
-      if (c.futures[p]) futures_later.insert(c.futures[p].get());
+    for (size_t p = 0; p < c.args.size(); ++p) {
+      const ArrayState* a = c.args[p].array.get();
+      if (a && reads(c.args[p].access)) read_later.add(a);
+      if (a && writes(c.args[p].access)) written_later.add(a);
+      if (c.args[p].future) futures_later.insert(c.args[p].future.get());
     }
   }
   std::vector<TraceCall> partition;
@@ -306,25 +319,25 @@ void Trace::run_closure(std::vector<size_t> targets) {
 
 void Trace::resolve_futures(TraceCall& call) {
   bool changed = false;
-  for (size_t p = 0; p < call.futures.size(); ++p) {
-    if (!call.futures[p]) continue;
-    const ScalarState& f = *call.futures[p];
+  for (size_t p = 0; p < call.args.size(); ++p) {
+    if (!call.args[p].future) continue;
+    const ScalarState& f = *call.args[p].future;
     STITCH_ASSERT(f.ready, "lazy: a call runs before the reduction whose value it reads");
-    call.scalars[p] = is_float(f.value.dtype()) ? KernelArg(f.value.get_f64(0)) : KernelArg(f.value.get_i64(0));
-    call.futures[p].reset();
+    call.args[p].scalar = is_float(f.value.dtype()) ? KernelArg(f.value.get_f64(0)) : KernelArg(f.value.get_i64(0));
+    call.args[p].future.reset();
     changed = true;
   }
-  if (changed) call.binding = interp::bind_kernel(*call.kernel, arguments(call));
+  if (changed) call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(*call.kernel, arguments(call)));
 }
 
 std::vector<KernelArg> Trace::arguments(TraceCall& call) {
   std::vector<KernelArg> args;
-  args.reserve(call.arrays.size());
-  for (size_t p = 0; p < call.arrays.size(); ++p) {
-    if (call.arrays[p]) {
-      args.emplace_back(call.arrays[p]->view());
+  args.reserve(call.args.size());
+  for (size_t p = 0; p < call.args.size(); ++p) {
+    if (call.args[p].array) {
+      args.emplace_back(call.args[p].array->view());
     } else {
-      args.push_back(call.scalars[p]);
+      args.push_back(call.args[p].scalar);
     }
   }
   return args;
@@ -372,17 +385,13 @@ std::vector<std::shared_ptr<ArrayState>> Trace::record_graph(std::shared_ptr<con
   call.graph = std::move(graph);
   std::vector<std::shared_ptr<ArrayState>> outputs;
   for (const std::shared_ptr<ArrayState>& a : inputs) {
-    call.arrays.push_back(a);
-    call.access.push_back(ArrayAccess::Read);
+    call.args.push_back({a, nullptr, KernelArg(int64_t{0}), ArrayAccess::Read});
   }
   for (const GraphOutput& o : g.outputs()) {
     const TensorType& t = g.type(o.value);
     outputs.push_back(new_array(Tensor(t.dtype, concrete_shape(t.shape, bindings))));
-    call.arrays.push_back(outputs.back());
-    call.access.push_back(ArrayAccess::Write);
+    call.args.push_back({outputs.back(), nullptr, KernelArg(int64_t{0}), ArrayAccess::Write});
   }
-  call.futures.resize(call.arrays.size());
-  call.scalars.assign(call.arrays.size(), KernelArg(int64_t{0}));
   ++stats_.calls;
   pending_.push_back(std::move(call));
   stats_.record_seconds += seconds_since(t0);
@@ -396,7 +405,7 @@ void Trace::run_graph(TraceCall& call) {
   std::vector<Tensor> in;
   for (size_t i = 0; i < inputs; ++i) {
     // The executable takes tensors: a view's region is copied out.
-    const ArrayState& a = *call.arrays[i];
+    const ArrayState& a = *call.args[i].array;
     Tensor t = Tensor::uninitialized(a.storage->dtype(), a.shape);
     ArrayView v = a.view();
     if (v.nbytes() > 0) std::memcpy(t.raw(), v.data, v.nbytes());
@@ -420,7 +429,7 @@ void Trace::run_graph(TraceCall& call) {
     stats_.kernels += exe->kernel_count();
   }
   for (size_t o = 0; o < out.size(); ++o) {
-    ArrayView v = call.arrays[inputs + o]->view();
+    ArrayView v = call.args[inputs + o].array->view();
     if (v.nbytes() > 0) std::memcpy(v.data, out[o].raw(), v.nbytes());
   }
 }
@@ -469,17 +478,19 @@ void Trace::record_zero_fill(const std::shared_ptr<ArrayState>& array) {
   const KernelRef& kernel = zero_fill_kernel(array->storage->dtype(), static_cast<int>(array->shape.size()));
   TraceCall call;
   call.kernel = kernel;
-  call.access.assign(1, kernel->params[0].access);
-  call.arrays.assign(1, array);
-  call.futures.resize(1);
-  call.scalars.assign(1, KernelArg(int64_t{0}));
-  call.binding.scalars.resize(1);
-  call.binding.extents = array->shape;
-  call.binding.index_count = 1;
-  for (int64_t e : array->shape) call.binding.index_count *= e;
-  auto [it, fresh] = accesses_.try_emplace(kernel.get());
-  if (fresh) it->second = {kernel, std::make_shared<const std::vector<ArrayAccessSite>>(collect_accesses(*kernel))};
-  call.accesses = it->second.second;
+  call.args.push_back({array, nullptr, KernelArg(int64_t{0}), kernel->params[0].access});
+  KernelEntry& entry = kernel_entry(kernel);
+  if (!entry.binding || entry.bound_from != array->shape) {
+    auto b = std::make_shared<interp::KernelBinding>();
+    b->scalars.resize(1);
+    b->extents = array->shape;
+    b->index_count = 1;
+    for (int64_t e : array->shape) b->index_count *= e;
+    entry.binding = std::move(b);
+    entry.bound_from = array->shape;
+  }
+  call.binding = entry.binding;
+  call.accesses = entry.accesses;
   ++stats_.calls;
   pending_.push_back(std::move(call));
   stats_.record_seconds += seconds_since(t0);
@@ -510,9 +521,9 @@ void Trace::run_single(TraceCall& call) {
     ++stats_.kernels;
   } else {
     Clock::time_point t0 = Clock::now();
-    lower::UserKernelShape shape = lower::user_kernel_shape(call.binding.extents);
+    lower::UserKernelShape shape = lower::user_kernel_shape(call.binding->extents);
     shape.restrict_array = runtime::cpu::restrict_flags(*call.kernel, args);
-    shape.check_indices = !interp::indices_proven_in_range(*call.kernel, call.binding, args);
+    shape.check_indices = !interp::indices_proven_in_range(*call.kernel, *call.binding, args);
     std::string key = fmt::format("{} {} {}", shape.lanes, shape.rows_per_block, shape.check_indices ? 'c' : 'u');
     for (bool r : shape.restrict_array) key += r ? '1' : '0';
     auto& compiled = singles_[{call.kernel.get(), key}];
@@ -551,9 +562,9 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     const TraceCall& call = calls[c];
     first_arg[c] = arg_region.size();
     append_word(signature, reinterpret_cast<uintptr_t>(call.kernel.get()));
-    for (size_t p = 0; p < call.arrays.size(); ++p) {
+    for (size_t p = 0; p < call.args.size(); ++p) {
       int s = -1;
-      if (const std::shared_ptr<ArrayState>& a = call.arrays[p]) {
+      if (const std::shared_ptr<ArrayState>& a = call.args[p].array) {
         s = storages.add(a.get());
         if (a->stamp != epoch_) {
           a->stamp = epoch_;
@@ -563,8 +574,8 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
         ++a->refs;
         a->last_call = c;
       }
-      if (call.futures[p]) {
-        auto it = result_of.find(call.futures[p].get());
+      if (call.args[p].future) {
+        auto it = result_of.find(call.args[p].future.get());
         reads_results = reads_results || it != result_of.end();
         append_word(signature, kFutureTag + (it != result_of.end() ? it->second : -1));
       }
@@ -572,8 +583,8 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       append_word(signature, s);
     }
     if (call.result) result_of[call.result.get()] = static_cast<int>(c);
-    append_word(signature, kSizeTag + std::bit_width(static_cast<uint64_t>(call.binding.index_count)));
-    for (int64_t e : call.binding.extents) append_word(detail, e);
+    append_word(signature, kSizeTag + std::bit_width(static_cast<uint64_t>(call.binding->index_count)));
+    for (int64_t e : call.binding->extents) append_word(detail, e);
   }
   first_arg[calls.size()] = arg_region.size();
   // Whether indices are proven in range depends on the arrays' shapes too.
@@ -619,16 +630,17 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       pc.view = CallView{calls[c].kernel.get(), calls[c].accesses.get(), call_storage};
       pc.reduction = calls[c].kernel->is_reduction();
       if (reads_results) {
-        for (const std::shared_ptr<ScalarState>& f : calls[c].futures) {
+        for (const TraceArg& arg : calls[c].args) {
+          const std::shared_ptr<ScalarState>& f = arg.future;
           auto it = f ? result_of.find(f.get()) : result_of.end();
           if (it != result_of.end() && it->second < static_cast<int>(c)) pc.reads_results_of.push_back(it->second);
         }
       }
-      pc.indices = calls[c].binding.index_count;
-      for (size_t p = 0; p < calls[c].arrays.size(); ++p) {
-        if (!calls[c].arrays[p]) continue;
-        ArrayAccess a = calls[c].access[p];
-        pc.touches.push_back({call_storage[p], static_cast<int64_t>(calls[c].arrays[p]->view().nbytes()), reads(a), writes(a)});
+      pc.indices = calls[c].binding->index_count;
+      for (size_t p = 0; p < calls[c].args.size(); ++p) {
+        if (!calls[c].args[p].array) continue;
+        ArrayAccess a = calls[c].args[p].access;
+        pc.touches.push_back({call_storage[p], static_cast<int64_t>(calls[c].args[p].array->view().nbytes()), reads(a), writes(a)});
       }
     }
     std::vector<char> temporary(outlives.size());
@@ -676,7 +688,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
     out.args.reserve(seg.regions.size() + f.scalar_sources.size() + seg.extents.size());
     for (int r : seg.regions) out.args.emplace_back(storages.regions()[static_cast<size_t>(r)]->view());
-    for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].scalars[static_cast<size_t>(p)]);
+    for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].args[static_cast<size_t>(p)].scalar);
     for (int64_t e : seg.extents) out.args.emplace_back(e);
     // Indices proven in range for these extents and shapes hold for every run
     // with them, unless an index reads a scalar's value.
@@ -695,8 +707,8 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     for (int c = seg.begin; c < seg.end; ++c) {
       TraceCall& call = calls[static_cast<size_t>(c)];
       resolve_futures(call);
-      SegmentCall sc{call.kernel.get(), {}, &call.binding};
-      for (size_t p = 0; p < call.arrays.size(); ++p) {
+      SegmentCall sc{call.kernel.get(), {}, call.binding.get()};
+      for (size_t p = 0; p < call.args.size(); ++p) {
         const int r = arg_region[first_arg[static_cast<size_t>(c)] + p];
         int s = -1;
         if (r >= 0) {
@@ -755,7 +767,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     if (seg.end - seg.begin == 1) continue;
     bool waits = false;
     for (int c = seg.begin; c < seg.end && !waits; ++c) {
-      for (const std::shared_ptr<ScalarState>& f : calls[static_cast<size_t>(c)].futures) waits = waits || (f && !f->ready);
+      for (const TraceArg& a : calls[static_cast<size_t>(c)].args) waits = waits || (a.future && !a.future->ready);
     }
     if (waits) {
       all_prepared = false;

@@ -63,15 +63,22 @@ struct GraphCall {
   std::string key;  // structural key: executables by structure
 };
 
+// One argument of a call: an array (with how the call touches it), or a
+// scalar: a number, or the future of a reduction until its value exists.
+struct TraceArg {
+  std::shared_ptr<ArrayState> array;   // null for scalars
+  std::shared_ptr<ScalarState> future;  // set where a reduction's value is passed
+  KernelArg scalar{int64_t{0}};         // numbers (futures resolved at run time)
+  ArrayAccess access = ArrayAccess::Read;
+};
+
 struct TraceCall {
   KernelRef kernel;                          // a user-kernel call, or
   std::shared_ptr<const GraphCall> graph;    // a graph call: arrays = inputs, then outputs
-  std::vector<ArrayAccess> access;           // per argument
+  std::vector<TraceArg> args;                // per parameter (one allocation: recording must be cheap)
   std::shared_ptr<const std::vector<ArrayAccessSite>> accesses;
-  std::vector<std::shared_ptr<ArrayState>> arrays;     // per parameter; null for scalars
-  std::vector<std::shared_ptr<ScalarState>> futures;   // per parameter; set where a reduction's value is passed
-  std::vector<KernelArg> scalars;                      // per parameter; numbers (futures resolved at run time)
-  interp::KernelBinding binding;
+  // Shared: calls of one kernel on arguments of the same shapes and values bind alike.
+  std::shared_ptr<const interp::KernelBinding> binding;
   std::shared_ptr<ScalarState> result;                 // reductions
 };
 
@@ -151,9 +158,18 @@ class Trace : public std::enable_shared_from_this<Trace> {
   std::unordered_map<std::string, std::unique_ptr<runtime::cpu::CpuExecutable>> graphs_;
   std::unordered_map<std::string, KernelRef> elementwise_;
   std::map<std::pair<DType, int>, KernelRef> zero_fills_;
-  // Each kernel's accesses, keeping the kernel alive so its address names it in the keys above.
-  std::unordered_map<const UserKernel*, std::pair<KernelRef, std::shared_ptr<const std::vector<ArrayAccessSite>>>>
-      accesses_;
+  // What record() keeps per kernel: the kernel (alive, so its address names
+  // it in the keys above), its accesses, and its last call's binding with
+  // what decided it (each array's dtype and extents, each scalar's value).
+  struct KernelEntry {
+    KernelRef kernel;
+    std::shared_ptr<const std::vector<ArrayAccessSite>> accesses;
+    std::vector<int64_t> bound_from;
+    std::shared_ptr<const interp::KernelBinding> binding;
+  };
+  KernelEntry& kernel_entry(const KernelRef& kernel);
+  std::unordered_map<const UserKernel*, KernelEntry> kernels_;
+  std::vector<int64_t> bound_from_;  // record()'s scratch
 };
 
 }  // namespace stitch::lazy

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include "interp/kernel_binding.h"
 #include "interp/rounding.h"
 #include "interp/scalar_semantics.h"
+#include "runtime/common/pipeline.h"
 
 namespace stitch::runtime::cpu {
 
@@ -75,6 +78,10 @@ std::vector<std::shared_ptr<const CompiledUserKernel>> CompiledUserKernel::compi
     out.push_back(std::move(c));
   }
   std::string source = codegen::cpu::emit_cpp_translation_unit(kirs);
+  // STITCH_DUMP=emit (or source) prints the C++ of user kernels as of graphs.
+  if (const char* env = std::getenv("STITCH_DUMP"); env != nullptr && dump_list_matches(env, "emit")) {
+    std::cerr << "// STITCH_DUMP emit\n" << source;
+  }
   auto module = std::make_shared<CpuModule>(cache.load_or_compile(source));
   std::vector<std::shared_ptr<const CompiledUserKernel>> result;
   for (auto& c : out) {

@@ -51,32 +51,86 @@ constexpr int64_t kSizeTag = int64_t{1} << 41;
 constexpr int64_t kOverlapTag = int64_t{1} << 42;
 constexpr size_t kMaxPlans = 4096;
 
+// A map from pointers to ints, open addressing in two flat vectors: a flush
+// queries it for every argument of every call, and node-based maps spent
+// most of that in the allocator.
+class PointerIndex {
+ public:
+  // The value at `key`, or -1.
+  int find(const void* key) const {
+    if (keys_.empty()) return -1;
+    for (size_t i = slot(key);; i = (i + 1) & (keys_.size() - 1)) {
+      if (keys_[i] == key) return values_[i];
+      if (keys_[i] == nullptr) return -1;
+    }
+  }
+  // Sets `key` (not null) to `value`.
+  void set(const void* key, int value) {
+    if (2 * (size_ + 1) > keys_.size()) grow();
+    size_t i = slot(key);
+    while (keys_[i] != nullptr && keys_[i] != key) i = (i + 1) & (keys_.size() - 1);
+    if (keys_[i] == nullptr) ++size_;
+    keys_[i] = key;
+    values_[i] = value;
+  }
+
+ private:
+  size_t slot(const void* key) const {
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ULL >> 20) & (keys_.size() - 1);
+  }
+  void grow() {
+    std::vector<const void*> keys = std::move(keys_);
+    std::vector<int> values = std::move(values_);
+    keys_.assign(std::max<size_t>(64, 2 * keys.size()), nullptr);
+    values_.assign(keys_.size(), -1);
+    size_ = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] != nullptr) set(keys[i], values[i]);
+    }
+  }
+  std::vector<const void*> keys_;
+  std::vector<int> values_;
+  size_t size_ = 0;
+};
+
 // Regions grouped by storage: only regions of one storage can overlap, so a
 // query looks at those alone (a long partition touches hundreds of arrays).
+// Each storage's regions are a chain through `next_`, from `head_`.
 class RegionsByStorage {
  public:
   // Adds `a` unless the same region is there; returns its index.
   int add(const ArrayState* a) {
-    std::vector<int>& group = groups_[a->storage.get()];
-    for (int i : group) {
-      if (regions_[static_cast<size_t>(i)] == a || regions_[static_cast<size_t>(i)]->same_region(*a)) return i;
+    const int head = head_.find(a->storage.get());
+    for (int r = head; r >= 0; r = next_[static_cast<size_t>(r)]) {
+      const ArrayState* b = regions_[static_cast<size_t>(r)];
+      if (b == a || b->same_region(*a)) return r;
     }
+    const int r = static_cast<int>(regions_.size());
     regions_.push_back(a);
-    group.push_back(static_cast<int>(regions_.size()) - 1);
-    return group.back();
+    next_.push_back(head);
+    head_.set(a->storage.get(), r);
+    return r;
   }
   // The storage of region `r`, as an index (0, 1, ... in first-use order).
-  int storage_of(int r) const { return storage_index_.at(regions_[static_cast<size_t>(r)]->storage.get()); }
-  int storage_count() const { return static_cast<int>(storage_index_.size()); }
+  int storage_of(int r) const { return storage_of_[static_cast<size_t>(r)]; }
+  int storage_count() const { return storage_count_; }
   // Numbers storages in first-use order; call after the last add().
   void number_storages() {
-    for (const ArrayState* a : regions_) storage_index_.try_emplace(a->storage.get(), static_cast<int>(storage_index_.size()));
+    PointerIndex index;
+    storage_of_.assign(regions_.size(), -1);
+    for (size_t r = 0; r < regions_.size(); ++r) {
+      const void* storage = regions_[r]->storage.get();
+      int st = index.find(storage);
+      if (st < 0) {
+        st = storage_count_++;
+        index.set(storage, st);
+      }
+      storage_of_[r] = st;
+    }
   }
   bool overlaps(const ArrayState* a) const {
-    auto it = groups_.find(a->storage.get());
-    if (it == groups_.end()) return false;
-    for (int i : it->second) {
-      if (regions_[static_cast<size_t>(i)]->overlaps(*a)) return true;
+    for (int r = head_.find(a->storage.get()); r >= 0; r = next_[static_cast<size_t>(r)]) {
+      if (regions_[static_cast<size_t>(r)]->overlaps(*a)) return true;
     }
     return false;
   }
@@ -84,12 +138,10 @@ class RegionsByStorage {
   // Pairs of distinct regions that overlap, (lower index, higher), sorted.
   std::vector<std::pair<int, int>> overlapping() const {
     std::vector<std::pair<int, int>> pairs;
-    for (const auto& [storage, group] : groups_) {
-      for (size_t x = 0; x < group.size(); ++x) {
-        for (size_t y = x + 1; y < group.size(); ++y) {
-          const int a = std::min(group[x], group[y]);
-          const int b = std::max(group[x], group[y]);
-          if (regions_[static_cast<size_t>(a)]->overlaps(*regions_[static_cast<size_t>(b)])) pairs.emplace_back(a, b);
+    for (size_t x = 0; x < regions_.size(); ++x) {
+      for (int y = next_[x]; y >= 0; y = next_[static_cast<size_t>(y)]) {
+        if (regions_[x]->overlaps(*regions_[static_cast<size_t>(y)])) {
+          pairs.emplace_back(std::min(static_cast<int>(x), y), std::max(static_cast<int>(x), y));
         }
       }
     }
@@ -99,8 +151,10 @@ class RegionsByStorage {
 
  private:
   std::vector<const ArrayState*> regions_;
-  std::unordered_map<const Tensor*, std::vector<int>> groups_;
-  std::unordered_map<const Tensor*, int> storage_index_;
+  std::vector<int> next_;  // the storage's region added before, or -1
+  PointerIndex head_;      // storage -> its last region added
+  std::vector<int> storage_of_;
+  int storage_count_ = 0;
 };
 
 void append_word(std::string& key, int64_t word) { key.append(reinterpret_cast<const char*>(&word), sizeof word); }
@@ -147,8 +201,10 @@ std::shared_ptr<ArrayState> Trace::new_array(Tensor data) {
   auto a = std::make_shared<ArrayState>();
   a->shape = data.shape();
   a->storage = std::make_shared<Tensor>(std::move(data));
+  a->set_bytes();
   a->id = next_array_id_++;
   a->trace = weak_from_this();
+  a->owner = this;
   return a;
 }
 
@@ -157,8 +213,10 @@ std::shared_ptr<ArrayState> Trace::new_view(const ArrayState& parent, int64_t of
   a->storage = parent.storage;
   a->offset = parent.offset + offset;
   a->shape = std::move(shape);
+  a->set_bytes();
   a->id = next_array_id_++;
   a->trace = weak_from_this();
+  a->owner = this;
   return a;
 }
 
@@ -195,7 +253,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
     const LazyArg& a = args[p];
     if (a.array.valid()) {
       const std::shared_ptr<ArrayState>& state = a.array.state_;
-      if (state->trace.lock().get() != this) {
+      if (!state->belongs_to(this)) {
         throw UserError(fmt::format("kernel '{}': argument {} ('{}') is an array of another LazyRuntime", k.name, p + 1,
                                     k.params[p].name));
       }
@@ -228,11 +286,11 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
     bound_from_.push_back(v.is_float ? -1 : -2);
     bound_from_.push_back(v.is_float ? std::bit_cast<int64_t>(v.float_value) : v.int_value);
   }
-  if (!entry.binding || entry.bound_from != bound_from_) {
-    entry.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(k, arguments(call)));
-    entry.bound_from = bound_from_;
+  call.binding = entry.find(bound_from_);
+  if (!call.binding) {
+    call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(k, arguments(call)));
+    entry.keep(bound_from_, call.binding);
   }
-  call.binding = entry.binding;
   call.accesses = entry.accesses;
   call.result = std::move(result);
   ++stats_.calls;
@@ -309,10 +367,19 @@ void Trace::run_closure(std::vector<size_t> targets) {
       if (c.args[p].future) futures_later.insert(c.args[p].future.get());
     }
   }
+  // The rest stay pending, in order, in place: pending_ keeps its capacity.
   std::vector<TraceCall> partition;
-  std::vector<TraceCall> rest;
-  for (size_t i = 0; i < pending_.size(); ++i) (needed[i] ? partition : rest).push_back(std::move(pending_[i]));
-  pending_ = std::move(rest);
+  partition.reserve(static_cast<size_t>(std::count(needed.begin(), needed.end(), 1)));
+  size_t kept = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (needed[i]) {
+      partition.push_back(std::move(pending_[i]));
+    } else {
+      if (kept != i) pending_[kept] = std::move(pending_[i]);
+      ++kept;
+    }
+  }
+  pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(kept), pending_.end());
   stats_.analysis_seconds += seconds_since(t0);
   run_partition(std::move(partition));
 }
@@ -377,7 +444,7 @@ std::vector<std::shared_ptr<ArrayState>> Trace::record_graph(std::shared_ptr<con
   const Graph& g = graph->graph;
   std::vector<InputType> types;
   for (const std::shared_ptr<ArrayState>& a : inputs) {
-    if (a->trace.lock().get() != this) throw UserError(fmt::format("graph '{}': an input is an array of another LazyRuntime", g.name()));
+    if (!a->belongs_to(this)) throw UserError(fmt::format("graph '{}': an input is an array of another LazyRuntime", g.name()));
     types.push_back({a->storage->dtype(), a->shape});
   }
   SymbolBindings bindings = bind_input_types(g, types);
@@ -480,16 +547,16 @@ void Trace::record_zero_fill(const std::shared_ptr<ArrayState>& array) {
   call.kernel = kernel;
   call.args.push_back({array, nullptr, KernelArg(int64_t{0}), kernel->params[0].access});
   KernelEntry& entry = kernel_entry(kernel);
-  if (!entry.binding || entry.bound_from != array->shape) {
+  call.binding = entry.find(array->shape);
+  if (!call.binding) {
     auto b = std::make_shared<interp::KernelBinding>();
     b->scalars.resize(1);
     b->extents = array->shape;
     b->index_count = 1;
     for (int64_t e : array->shape) b->index_count *= e;
-    entry.binding = std::move(b);
-    entry.bound_from = array->shape;
+    call.binding = b;
+    entry.keep(array->shape, std::move(b));
   }
-  call.binding = entry.binding;
   call.accesses = entry.accesses;
   ++stats_.calls;
   pending_.push_back(std::move(call));
@@ -558,6 +625,9 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   // Handles (ArrayState objects) in these calls: how many references the
   // calls hold to each, and the last call holding one, stamped on the handle.
   std::vector<const std::shared_ptr<ArrayState>*> handles;
+  signature.reserve(calls.size() * 48);
+  detail.reserve(calls.size() * 16);
+  arg_region.reserve(calls.size() * 4);
   for (size_t c = 0; c < calls.size(); ++c) {
     const TraceCall& call = calls[c];
     first_arg[c] = arg_region.size();

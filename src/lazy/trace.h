@@ -2,6 +2,7 @@
 // trace partitions, and running them fused or one call per kernel.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -30,22 +31,32 @@ struct ArrayState {
   std::vector<int64_t> shape;
   int64_t id = 0;  // unique in its trace
   std::weak_ptr<Trace> trace;
+  const Trace* owner = nullptr;  // what `trace` held, compared without locking it
   // Scratch of Trace::run_fused, valid while `stamp` is its current epoch:
   // references its calls hold to this handle, and the last call holding one.
   mutable int64_t stamp = -1;
   mutable long refs = 0;
   mutable size_t last_call = 0;
 
+  // Whether this array is `t`'s (alive, so a trace made later at the same address is not taken for it).
+  bool belongs_to(const Trace* t) const { return owner == t && !trace.expired(); }
   ArrayView view() const {
     return {storage->raw() + offset * dtype_size(storage->dtype()), storage->dtype(), shape.data(),
             static_cast<int>(shape.size())};
   }
+  // Bytes [first_byte, end_byte) of the storage (set with the shape).
+  int64_t first_byte = 0;
+  int64_t end_byte = 0;
+  void set_bytes() {
+    int64_t n = 1;
+    for (int64_t e : shape) n *= e;
+    const int64_t size = dtype_size(storage->dtype());
+    first_byte = offset * size;
+    end_byte = first_byte + n * size;
+  }
   bool overlaps(const ArrayState& o) const {
-    if (storage != o.storage) return false;
-    ArrayView a = view();
-    ArrayView b = o.view();
-    if (a.nbytes() == 0 || b.nbytes() == 0) return false;
-    return a.data < b.data + b.nbytes() && b.data < a.data + a.nbytes();
+    if (storage != o.storage || first_byte == end_byte || o.first_byte == o.end_byte) return false;
+    return first_byte < o.end_byte && o.first_byte < end_byte;
   }
   // The same region with the same shape: one array to the safety check.
   bool same_region(const ArrayState& o) const { return storage == o.storage && offset == o.offset && shape == o.shape; }
@@ -159,13 +170,27 @@ class Trace : public std::enable_shared_from_this<Trace> {
   std::unordered_map<std::string, KernelRef> elementwise_;
   std::map<std::pair<DType, int>, KernelRef> zero_fills_;
   // What record() keeps per kernel: the kernel (alive, so its address names
-  // it in the keys above), its accesses, and its last call's binding with
-  // what decided it (each array's dtype and extents, each scalar's value).
+  // it in the keys above), its accesses, and its last calls' bindings with
+  // what decided each (every array's dtype and extents, every scalar's value).
   struct KernelEntry {
+    static constexpr size_t kBindings = 4;
     KernelRef kernel;
     std::shared_ptr<const std::vector<ArrayAccessSite>> accesses;
-    std::vector<int64_t> bound_from;
-    std::shared_ptr<const interp::KernelBinding> binding;
+    std::array<std::vector<int64_t>, kBindings> bound_from;
+    std::array<std::shared_ptr<const interp::KernelBinding>, kBindings> bindings;
+    size_t next = 0;  // the entry to replace
+    // The binding made from `from`, if one is kept; else null.
+    std::shared_ptr<const interp::KernelBinding> find(const std::vector<int64_t>& from) const {
+      for (size_t i = 0; i < kBindings; ++i) {
+        if (bindings[i] && bound_from[i] == from) return bindings[i];
+      }
+      return nullptr;
+    }
+    void keep(const std::vector<int64_t>& from, std::shared_ptr<const interp::KernelBinding> binding) {
+      bound_from[next] = from;
+      bindings[next] = std::move(binding);
+      next = (next + 1) % kBindings;
+    }
   };
   KernelEntry& kernel_entry(const KernelRef& kernel);
   std::unordered_map<const UserKernel*, KernelEntry> kernels_;

@@ -10,8 +10,10 @@
 // use (LazyRuntime::set_mode): one warm-up program per mode (compiles), then
 // N timed programs per mode, alternating modes; the median of each. Reported: the median over rounds of each mode's
 // time and of the speedup (and each round's speedup), calls and kernels per
-// program, tracing + analysis time as a share of the fused run, recording cost
-// per call, and the largest difference of any array between the modes.
+// program, tracing + analysis time as a share of the fused program's wall time
+// and recording cost per call (medians over the fused programs of every round;
+// the JSON has the mean share too), and the largest difference of any array
+// between the modes.
 // PYFUSER_STATS=1 also prints the fused mode's recording and analysis time per
 // program and the runtime's kernel, register and checked-kernel counts (stderr).
 #include <malloc.h>
@@ -32,6 +34,11 @@
 #include "stitch/text.h"
 
 namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 using stitch::Array;
 using stitch::DType;
@@ -311,12 +318,6 @@ double max_difference(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-struct ModeRun {
-  double median_seconds = 0;
-  stitch::LazyStats per_program;  // of one timed program
-  double overhead_share = 0;      // (record + analysis) / wall time, over the timed programs
-};
-
 std::string g_cache_dir;
 
 stitch::LazyOptions options(stitch::LazyOptions::Mode mode) {
@@ -394,7 +395,11 @@ int main(int argc, char** argv) {
       // the modes, one program each; the round's time per mode is the median.
       // Reported: the median over rounds of each mode's time and of the speedup.
       std::vector<double> round_unfused, round_fused, round_speedup;
-      double calls = 0, kernels_unfused = 0, kernels_fused = 0, record = 0, overhead = 0;
+      double calls = 0, kernels_unfused = 0, kernels_fused = 0;
+      // Per fused program of every round: recording per call, and tracing +
+      // analysis as a share of its wall time; reported as medians, like the times.
+      std::vector<double> program_record, program_share;
+      std::vector<double> program_record_ms, program_analysis_ms;
       for (int round = 0; round < rounds; ++round) {
         // One runtime and one set of arrays for both modes, switched between
         // programs (LazyRuntime::set_mode): where the arrays lie in memory
@@ -409,8 +414,6 @@ int main(int argc, char** argv) {
           rt.flush();
         }
         std::map<int, std::vector<double>> times;
-        double fused_wall = 0;
-        double record_s = 0, analysis_s = 0;
         int64_t kernels[2] = {0, 0}, calls_f = 0;
         for (int r = 0; r < repeat; ++r) {
           for (int m = 0; m < 2; ++m) {
@@ -424,10 +427,14 @@ int main(int argc, char** argv) {
             times[m].push_back(t);
             kernels[m] += after.kernels - before.kernels;
             if (m == 1) {
-              fused_wall += t;
-              record_s += after.record_seconds - before.record_seconds;
-              analysis_s += after.analysis_seconds - before.analysis_seconds;
-              calls_f += after.calls - before.calls;
+              const double record_s = after.record_seconds - before.record_seconds;
+              const double analysis_s = after.analysis_seconds - before.analysis_seconds;
+              const int64_t program_calls = after.calls - before.calls;
+              calls_f += program_calls;
+              program_record.push_back(record_s / static_cast<double>(std::max<int64_t>(program_calls, 1)));
+              program_share.push_back((record_s + analysis_s) / t);
+              program_record_ms.push_back(record_s * 1e3);
+              program_analysis_ms.push_back(analysis_s * 1e3);
             }
           }
         }
@@ -435,24 +442,22 @@ int main(int argc, char** argv) {
         round_unfused.push_back(times[0][times[0].size() / 2]);
         round_fused.push_back(times[1][times[1].size() / 2]);
         round_speedup.push_back(round_unfused.back() / round_fused.back());
-        // Counts and overheads: of the first round (they do not depend on layout).
+        // Counts: of the first round (they do not depend on layout).
         if (round > 0) continue;
         calls = static_cast<double>(calls_f) / repeat;
         kernels_unfused = static_cast<double>(kernels[0]) / repeat;
         kernels_fused = static_cast<double>(kernels[1]) / repeat;
-        record = record_s / static_cast<double>(calls_f);
-        overhead = (record_s + analysis_s) / fused_wall;
         if (std::getenv("PYFUSER_STATS")) {
           const stitch::LazyStats& st = rt.stats();
-          std::fprintf(stderr, "fused, per timed program: record %.3f analysis %.3f ms; runtime totals: kernels %lld, in registers %lld, checked %lld\n",
-                       record_s * 1e3 / repeat, analysis_s * 1e3 / repeat, static_cast<long long>(st.kernels),
+          std::fprintf(stderr, "fused, per timed program (median): record %.3f analysis %.3f ms; runtime totals: kernels %lld, in registers %lld, checked %lld\n",
+                       median(program_record_ms), median(program_analysis_ms), static_cast<long long>(st.kernels),
                        static_cast<long long>(st.arrays_in_registers), static_cast<long long>(st.checked_kernels));
         }
       }
-      auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-      };
+      const double record = median(program_record);
+      const double overhead = median(program_share);
+      double overhead_mean = 0;
+      for (double x : program_share) overhead_mean += x / static_cast<double>(program_share.size());
       const double tu_med = median(round_unfused);
       const double tf_med = median(round_fused);
       const double speedup = median(round_speedup);
@@ -475,6 +480,7 @@ int main(int argc, char** argv) {
            << ", \"unfused_seconds\": " << tu_med << ", \"fused_seconds\": " << tf_med << ", \"speedup\": " << speedup
            << ", \"speedup_per_round\": [" << spread_json << "]"
            << ", \"record_seconds_per_call\": " << record << ", \"tracing_analysis_share\": " << overhead
+           << ", \"tracing_analysis_share_mean\": " << overhead_mean
            << ", \"max_difference\": " << diff << "}";
       first = false;
     }

@@ -128,11 +128,12 @@ class RegionsByStorage {
       storage_of_[r] = st;
     }
   }
-  bool overlaps(const ArrayState* a) const {
+  // Calls f(r) for each region r that overlaps `a`.
+  template <class F>
+  void for_overlapping(const ArrayState* a, F f) const {
     for (int r = head_.find(a->storage.get()); r >= 0; r = next_[static_cast<size_t>(r)]) {
-      if (regions_[static_cast<size_t>(r)]->overlaps(*a)) return true;
+      if (regions_[static_cast<size_t>(r)]->overlaps(*a)) f(r);
     }
-    return false;
   }
   const std::vector<const ArrayState*>& regions() const { return regions_; }
   // Pairs of distinct regions that overlap, (lower index, higher), sorted.
@@ -244,6 +245,10 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
   KernelEntry& entry = kernel_entry(kernel);
   TraceCall call;
   call.kernel = kernel;
+  if (!spare_args_.empty()) {
+    call.args = std::move(spare_args_.back());
+    spare_args_.pop_back();
+  }
   call.args.resize(args.size());
   for (size_t p = 0; p < args.size(); ++p) call.args[p].access = k.params[p].access;
   // What the binding depends on, as words: a call like the kernel's last one
@@ -273,16 +278,16 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
         }
       }
       if (f->ready) {
-        call.args[p].scalar = is_float(f->value.dtype()) ? KernelArg(f->value.get_f64(0)) : KernelArg(f->value.get_i64(0));
+        call.args[p].scalar = is_float(f->value.dtype()) ? TraceScalar(f->value.get_f64(0)) : TraceScalar(f->value.get_i64(0));
       } else {
         call.args[p].future = f;
         // A placeholder of the parameter's kind until the value exists.
-        call.args[p].scalar = is_float(k.params[p].dtype) ? KernelArg(0.0) : KernelArg(int64_t{0});
+        call.args[p].scalar = is_float(k.params[p].dtype) ? TraceScalar(0.0) : TraceScalar(int64_t{0});
       }
     } else {
-      call.args[p].scalar = a.is_float ? KernelArg(a.float_value) : KernelArg(a.int_value);
+      call.args[p].scalar = a.is_float ? TraceScalar(a.float_value) : TraceScalar(a.int_value);
     }
-    const KernelArg& v = call.args[p].scalar;
+    const TraceScalar& v = call.args[p].scalar;
     bound_from_.push_back(v.is_float ? -1 : -2);
     bound_from_.push_back(v.is_float ? std::bit_cast<int64_t>(v.float_value) : v.int_value);
   }
@@ -341,11 +346,14 @@ void Trace::run_closure(std::vector<size_t> targets) {
   std::vector<char> needed(pending_.size(), 0);
   for (size_t t : targets) needed[t] = 1;
   // Arrays by region: views of one storage that overlap are one array here.
-  RegionsByStorage read_later;
-  RegionsByStorage written_later;
+  // Each region notes whether later needed calls read it, write it.
+  constexpr uint8_t kRead = 1;
+  constexpr uint8_t kWritten = 2;
+  RegionsByStorage later;
+  std::vector<uint8_t> later_access;
   std::set<const ScalarState*> futures_later;
-  auto touches = [](const RegionsByStorage& set, const ArrayState* a) { return set.overlaps(a); };
   const size_t last = *std::max_element(targets.begin(), targets.end());
+  ++epoch_;
   for (size_t i = last + 1; i-- > 0;) {
     TraceCall& c = pending_[i];
     if (!needed[i]) {
@@ -353,18 +361,25 @@ void Trace::run_closure(std::vector<size_t> targets) {
       for (size_t p = 0; p < c.args.size() && !hazard; ++p) {
         const ArrayState* a = c.args[p].array.get();
         if (!a) continue;
-        ArrayAccess access = c.args[p].access;
-        hazard = (writes(access) && (touches(read_later, a) || touches(written_later, a))) ||
-                 (reads(access) && touches(written_later, a));
+        const ArrayAccess access = c.args[p].access;
+        const uint8_t conflicts = (writes(access) ? kRead | kWritten : 0) | (reads(access) ? kWritten : 0);
+        later.for_overlapping(a, [&](int r) { hazard = hazard || (later_access[static_cast<size_t>(r)] & conflicts) != 0; });
       }
       if (!hazard) continue;
       needed[i] = 1;
     }
     for (size_t p = 0; p < c.args.size(); ++p) {
-      const ArrayState* a = c.args[p].array.get();
-      if (a && reads(c.args[p].access)) read_later.add(a);
-      if (a && writes(c.args[p].access)) written_later.add(a);
       if (c.args[p].future) futures_later.insert(c.args[p].future.get());
+      const ArrayState* a = c.args[p].array.get();
+      if (!a) continue;
+      // A handle met before in this walk has its region on it.
+      if (a->stamp != epoch_) {
+        a->stamp = epoch_;
+        a->region = later.add(a);
+        if (later_access.size() < later.regions().size()) later_access.resize(later.regions().size(), 0);
+      }
+      const ArrayAccess access = c.args[p].access;
+      later_access[static_cast<size_t>(a->region)] |= (reads(access) ? kRead : 0) | (writes(access) ? kWritten : 0);
     }
   }
   // The rest stay pending, in order, in place: pending_ keeps its capacity.
@@ -381,7 +396,13 @@ void Trace::run_closure(std::vector<size_t> targets) {
   }
   pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(kept), pending_.end());
   stats_.analysis_seconds += seconds_since(t0);
-  run_partition(std::move(partition));
+  run_partition(partition);
+  // Argument vectors are kept for later calls (record() allocates none then).
+  for (TraceCall& c : partition) {
+    if (spare_args_.size() >= kSpareArgs || c.args.capacity() == 0) continue;
+    c.args.clear();
+    spare_args_.push_back(std::move(c.args));
+  }
 }
 
 void Trace::resolve_futures(TraceCall& call) {
@@ -390,7 +411,7 @@ void Trace::resolve_futures(TraceCall& call) {
     if (!call.args[p].future) continue;
     const ScalarState& f = *call.args[p].future;
     STITCH_ASSERT(f.ready, "lazy: a call runs before the reduction whose value it reads");
-    call.args[p].scalar = is_float(f.value.dtype()) ? KernelArg(f.value.get_f64(0)) : KernelArg(f.value.get_i64(0));
+    call.args[p].scalar = is_float(f.value.dtype()) ? TraceScalar(f.value.get_f64(0)) : TraceScalar(f.value.get_i64(0));
     call.args[p].future.reset();
     changed = true;
   }
@@ -404,13 +425,13 @@ std::vector<KernelArg> Trace::arguments(TraceCall& call) {
     if (call.args[p].array) {
       args.emplace_back(call.args[p].array->view());
     } else {
-      args.push_back(call.args[p].scalar);
+      args.push_back(call.args[p].scalar.arg());
     }
   }
   return args;
 }
 
-void Trace::run_partition(std::vector<TraceCall> calls) {
+void Trace::run_partition(std::vector<TraceCall>& calls) {
   ++stats_.partitions;
   if (dump_wanted("trace")) {
     std::string text;
@@ -420,6 +441,10 @@ void Trace::run_partition(std::vector<TraceCall> calls) {
   const bool fusing = options_.mode == LazyOptions::Mode::Fused || options_.mode == LazyOptions::Mode::FusedReference;
   if (!fusing || calls.size() == 1) {
     for (TraceCall& c : calls) c.graph ? run_graph(c) : run_single(c);
+    return;
+  }
+  if (std::none_of(calls.begin(), calls.end(), [](const TraceCall& c) { return c.graph != nullptr; })) {
+    run_fused(calls);
     return;
   }
   // Graph calls run alone; the user-kernel calls between them are fused.
@@ -452,12 +477,12 @@ std::vector<std::shared_ptr<ArrayState>> Trace::record_graph(std::shared_ptr<con
   call.graph = std::move(graph);
   std::vector<std::shared_ptr<ArrayState>> outputs;
   for (const std::shared_ptr<ArrayState>& a : inputs) {
-    call.args.push_back({a, nullptr, KernelArg(int64_t{0}), ArrayAccess::Read});
+    call.args.push_back({a, nullptr, TraceScalar(), ArrayAccess::Read});
   }
   for (const GraphOutput& o : g.outputs()) {
     const TensorType& t = g.type(o.value);
     outputs.push_back(new_array(Tensor(t.dtype, concrete_shape(t.shape, bindings))));
-    call.args.push_back({outputs.back(), nullptr, KernelArg(int64_t{0}), ArrayAccess::Write});
+    call.args.push_back({outputs.back(), nullptr, TraceScalar(), ArrayAccess::Write});
   }
   ++stats_.calls;
   pending_.push_back(std::move(call));
@@ -545,7 +570,7 @@ void Trace::record_zero_fill(const std::shared_ptr<ArrayState>& array) {
   const KernelRef& kernel = zero_fill_kernel(array->storage->dtype(), static_cast<int>(array->shape.size()));
   TraceCall call;
   call.kernel = kernel;
-  call.args.push_back({array, nullptr, KernelArg(int64_t{0}), kernel->params[0].access});
+  call.args.push_back({array, nullptr, TraceScalar(), kernel->params[0].access});
   KernelEntry& entry = kernel_entry(kernel);
   call.binding = entry.find(array->shape);
   if (!call.binding) {
@@ -635,12 +660,13 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     for (size_t p = 0; p < call.args.size(); ++p) {
       int s = -1;
       if (const std::shared_ptr<ArrayState>& a = call.args[p].array) {
-        s = storages.add(a.get());
         if (a->stamp != epoch_) {
           a->stamp = epoch_;
           a->refs = 0;
+          a->region = storages.add(a.get());
           handles.push_back(&a);
         }
+        s = a->region;
         ++a->refs;
         a->last_call = c;
       }
@@ -670,14 +696,14 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   std::vector<size_t> last_use(outlives.size(), 0);
   for (const std::shared_ptr<ArrayState>* h : handles) {
     const ArrayState& a = **h;
-    const size_t st = static_cast<size_t>(storages.storage_of(storages.add(&a)));
+    const size_t st = static_cast<size_t>(storages.storage_of(a.region));
     ++handle_count[st];
     last_use[st] = std::max(last_use[st], a.last_call);
     if (h->use_count() != a.refs) outlives[st] = 1;
   }
-  for (const ArrayState* r : storages.regions()) {
-    const size_t st = static_cast<size_t>(storages.storage_of(storages.add(r)));
-    if (r->storage.use_count() != handle_count[st]) outlives[st] = 1;
+  for (size_t r = 0; r < storages.regions().size(); ++r) {
+    const size_t st = static_cast<size_t>(storages.storage_of(static_cast<int>(r)));
+    if (storages.regions()[r]->storage.use_count() != handle_count[st]) outlives[st] = 1;
   }
   // Which storages are temporaries decides cuts (the cost model) and kernels: part of the structure.
   for (char o : outlives) signature += o ? 'o' : 'd';
@@ -758,7 +784,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
     out.args.reserve(seg.regions.size() + f.scalar_sources.size() + seg.extents.size());
     for (int r : seg.regions) out.args.emplace_back(storages.regions()[static_cast<size_t>(r)]->view());
-    for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].args[static_cast<size_t>(p)].scalar);
+    for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].args[static_cast<size_t>(p)].scalar.arg());
     for (int64_t e : seg.extents) out.args.emplace_back(e);
     // Indices proven in range for these extents and shapes hold for every run
     // with them, unless an index reads a scalar's value.

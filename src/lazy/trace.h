@@ -37,6 +37,7 @@ struct ArrayState {
   mutable int64_t stamp = -1;
   mutable long refs = 0;
   mutable size_t last_call = 0;
+  mutable int region = -1;  // its region among the partition's
 
   // Whether this array is `t`'s (alive, so a trace made later at the same address is not taken for it).
   bool belongs_to(const Trace* t) const { return owner == t && !trace.expired(); }
@@ -74,12 +75,23 @@ struct GraphCall {
   std::string key;  // structural key: executables by structure
 };
 
+// A number passed to a call, as KernelArg holds one, without an array's room.
+struct TraceScalar {
+  bool is_float = false;
+  double float_value = 0.0;
+  int64_t int_value = 0;
+  TraceScalar() = default;
+  explicit TraceScalar(double v) : is_float(true), float_value(v) {}
+  explicit TraceScalar(int64_t v) : int_value(v) {}
+  KernelArg arg() const { return is_float ? KernelArg(float_value) : KernelArg(int_value); }
+};
+
 // One argument of a call: an array (with how the call touches it), or a
 // scalar: a number, or the future of a reduction until its value exists.
 struct TraceArg {
   std::shared_ptr<ArrayState> array;   // null for scalars
   std::shared_ptr<ScalarState> future;  // set where a reduction's value is passed
-  KernelArg scalar{int64_t{0}};         // numbers (futures resolved at run time)
+  TraceScalar scalar;                   // numbers (futures resolved at run time)
   ArrayAccess access = ArrayAccess::Read;
 };
 
@@ -128,7 +140,7 @@ class Trace : public std::enable_shared_from_this<Trace> {
  private:
   // The pending calls `targets` need, with everything they depend on, in order.
   void run_closure(std::vector<size_t> targets);
-  void run_partition(std::vector<TraceCall> calls);
+  void run_partition(std::vector<TraceCall>& calls);
   void run_single(TraceCall& call);
   void run_graph(TraceCall& call);
   void run_fused(std::vector<TraceCall>& calls);
@@ -139,6 +151,9 @@ class Trace : public std::enable_shared_from_this<Trace> {
   LazyStats stats_;
   runtime::cpu::KernelCache cache_;
   std::vector<TraceCall> pending_;
+  // Emptied argument vectors of calls that ran, for record() to reuse.
+  static constexpr size_t kSpareArgs = 4096;
+  std::vector<std::vector<TraceArg>> spare_args_;
   int64_t next_array_id_ = 0;
   // Compiled kernels by kernel and shape, and fusion plans by partition structure.
   std::map<std::pair<const UserKernel*, std::string>, std::shared_ptr<const runtime::cpu::CompiledUserKernel>> singles_;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -27,6 +28,70 @@ kir::Expr literal(const KernelExprNode& n) {
   if (is_bool(n.dtype)) return kir::bool_const(n.int_value != 0);
   if (is_float(n.dtype)) return kir::float_const(n.float_value, n.dtype);
   return kir::int_const(n.int_value, n.dtype);
+}
+
+// Marks a scope entry that names a local array with one element per lane.
+const std::string kLaneArray = "@lane:";
+
+bool has_loop(const KStmt& s) {
+  if (s.kind == KernelStmtKind::For) return true;
+  if (s.kind != KernelStmtKind::If) return false;
+  return std::any_of(s.body.begin(), s.body.end(), has_loop) || std::any_of(s.else_body.begin(), s.else_body.end(), has_loop);
+}
+
+// Whether `s` (or anything nested in it) names local `name`.
+bool mentions(const KStmt& s, const std::string& name) {
+  auto in_expr = [&](const KExpr& e) {
+    return e.defined() && any_node(e, [&](const KernelExprNode& n) { return n.kind == KernelExprKind::Name && n.name == name; });
+  };
+  if ((s.kind == KernelStmtKind::Let || s.kind == KernelStmtKind::Assign || s.kind == KernelStmtKind::For) && s.name == name) {
+    return true;
+  }
+  if (in_expr(s.value) || std::any_of(s.index.begin(), s.index.end(), in_expr)) return true;
+  auto in_body = [&](const std::vector<KStmt>& body) {
+    return std::any_of(body.begin(), body.end(), [&](const KStmt& t) { return mentions(t, name); });
+  };
+  return in_body(s.body) || in_body(s.else_body);
+}
+
+// The CPU form's phases (docs/kernel-language.md, Lowering): the body's
+// top-level statements cut so that each phase holds at most one serial loop.
+// A fused kernel's body often has several (a matrix-vector product, then one
+// with the transpose): in one lane loop each index runs them back to back,
+// interleaving a row's traffic with a column's. The indices of a race-free
+// kernel are independent, so a block may instead run each phase for all its
+// lanes before the next (NPBench mvt fused: 0.91x -> 0.95x of eager).
+std::vector<std::vector<const KStmt*>> split_phases(const std::vector<KStmt>& body) {
+  std::vector<std::vector<const KStmt*>> phases(1);
+  bool loop_in_phase = false;
+  for (const KStmt& s : body) {
+    const bool loop = has_loop(s);
+    if (loop && loop_in_phase) {
+      phases.emplace_back();
+      loop_in_phase = false;
+    }
+    phases.back().push_back(&s);
+    loop_in_phase = loop_in_phase || loop;
+  }
+  return phases;
+}
+
+// The top-level lets that a later phase names: they live in a local array
+// with one element per lane instead of a scalar.
+std::vector<const KStmt*> locals_across_phases(const std::vector<std::vector<const KStmt*>>& phases) {
+  std::vector<const KStmt*> out;
+  if (phases.size() < 2) return out;
+  for (size_t p = 0; p < phases.size(); ++p) {
+    for (const KStmt* s : phases[p]) {
+      if (s->kind != KernelStmtKind::Let) continue;
+      bool crosses = false;
+      for (size_t q = p + 1; q < phases.size() && !crosses; ++q) {
+        crosses = std::any_of(phases[q].begin(), phases[q].end(), [&](const KStmt* t) { return mentions(*t, s->name); });
+      }
+      if (crosses) out.push_back(s);
+    }
+  }
+  return out;
 }
 
 class UserKernelLowering {
@@ -56,6 +121,10 @@ class UserKernelLowering {
       b_.buffer_param("partials", acc_dtype_, {grid}, kir::Access::Write);
     }
     declare_index_errors();
+    const std::vector<std::vector<const KStmt*>> phases = split_phases(k_.body);
+    std::vector<const KStmt*> lane_let_stmts = locals_across_phases(phases);
+    std::set<std::string> lane_locals;
+    for (const KStmt* st : lane_let_stmts) lane_locals.insert(st->name);
     b_.launch(grid, 1);
     b_.grid("blk", grid, [&](const kir::Expr& blk) {
       kir::Expr row_block = b_.let("row_block", blk / chunks);
@@ -64,6 +133,13 @@ class UserKernelLowering {
         b_.local_array("acc", acc_dtype_, lanes);
         b_.loop("init_lane", kir::int_const(lanes), kir::LoopLevel::Vector,
                 [&](const kir::Expr& lane) { b_.store("acc", {lane}, identity()); });
+      }
+      // Locals that live across phases: one element per lane.
+      scopes_.emplace_back();
+      for (const KStmt* st : lane_let_stmts) {
+        const std::string array = fmt::format("lane_{}", value_name(st->name));
+        b_.local_array(array, st->declared_type, lanes);
+        scopes_.back()[st->name] = kLaneArray + array;
       }
       b_.serial("r", kir::int_const(rows), [&](const kir::Expr& r) {
         kir::Expr row = b_.let("row", row_block * rows + r);
@@ -78,13 +154,36 @@ class UserKernelLowering {
               rest = b_.let(fmt::format("rest{}", d), rest / extents[d]);
             }
           }
-          b_.loop("lane", kir::int_const(lanes), kir::LoopLevel::Vector, [&](const kir::Expr& lane) {
-            lane_ = lane;
-            kir::Expr last = b_.let(value_name(k_.range[rank - 1].name), chunk * lanes + lane);
-            b_.if_then(kir::op(OpKind::Lt, {last, inner}), [&] { block(k_.body); });
-          });
+          if (phases.size() == 1) {
+            b_.loop("lane", kir::int_const(lanes), kir::LoopLevel::Vector, [&](const kir::Expr& lane) {
+              lane_ = lane;
+              kir::Expr last = b_.let(value_name(k_.range[rank - 1].name), chunk * lanes + lane);
+              b_.if_then(kir::op(OpKind::Lt, {last, inner}), [&] { block(k_.body); });
+            });
+            return;
+          }
+          // One vector loop per phase, each over the chunk's lanes.
+          for (size_t p = 0; p < phases.size(); ++p) {
+            b_.loop(p == 0 ? "lane" : fmt::format("lane{}", p + 1), kir::int_const(lanes), kir::LoopLevel::Vector,
+                    [&](const kir::Expr& lane) {
+                      lane_ = lane;
+                      scopes_.emplace_back();
+                      kir::Expr last = b_.let(define(k_.range[rank - 1].name), chunk * lanes + lane);
+                      b_.if_then(kir::op(OpKind::Lt, {last, inner}), [&] {
+                        for (const KStmt* st : phases[p]) {
+                          if (st->kind == KernelStmtKind::Let && lane_locals.count(st->name)) {
+                            lane_let(*st);
+                          } else {
+                            stmt(*st);
+                          }
+                        }
+                      });
+                      scopes_.pop_back();
+                    });
+          }
         });
       });
+      scopes_.pop_back();
       if (reduce) {
         kir::Expr total = b_.let("total", identity());
         b_.serial("sum_lane", kir::int_const(lanes),
@@ -308,6 +407,15 @@ class UserKernelLowering {
     return value_name(name);  // parameters and range indices
   }
 
+  // A top-level let of a local that lives across phases: its lane's element.
+  void lane_let(const KStmt& s) {
+    check_loads(s);
+    kir::Expr v = expr(s.value);
+    const std::string array = resolve(s.name).substr(kLaneArray.size());
+    if (v.dtype() != s.declared_type) v = kir::cast(v, s.declared_type);
+    b_.store(array, {lane_}, v);
+  }
+
   void stmt(const KStmt& s) {
     check_loads(s);
     switch (s.kind) {
@@ -318,7 +426,12 @@ class UserKernelLowering {
       }
       case KernelStmtKind::Assign: {
         kir::Expr v = expr(s.value);
-        b_.assign(kir::var(resolve(s.name), v.dtype()), v);
+        const std::string target = resolve(s.name);
+        if (target.starts_with(kLaneArray)) {
+          b_.store(target.substr(kLaneArray.size()), {lane_}, v);
+        } else {
+          b_.assign(kir::var(target, v.dtype()), v);
+        }
         return;
       }
       case KernelStmtKind::Store: {
@@ -366,7 +479,10 @@ class UserKernelLowering {
       case KernelExprKind::Name: {
         const KernelParam* p = k_.find_param(n.name);
         bool symbol = p == nullptr && is_symbol(n.name);
-        return kir::var(symbol ? symbol_name(n.name) : resolve(n.name), n.dtype);
+        if (symbol) return kir::var(symbol_name(n.name), n.dtype);
+        const std::string name = resolve(n.name);
+        if (name.starts_with(kLaneArray)) return b_.load(name.substr(kLaneArray.size()), {lane_});
+        return kir::var(name, n.dtype);
       }
       case KernelExprKind::Load: {
         if (shape_.check_indices) {

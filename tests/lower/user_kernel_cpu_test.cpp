@@ -1,6 +1,6 @@
 // User kernels lowered to the Kernel IR and run on the CPU, against the
 // reference interpreter: every construct of the language, 1-D to 3-D ranges,
-// reductions of each kind, and calls whose arrays alias.
+// reductions of each kind, bodies cut into phases, and calls whose arrays alias.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -78,6 +78,31 @@ kernel flags(x: f32[n], f: bool[n]) over i < n {
 kernel halfsum(x: f16[n]) -> sum f16 over i < n {
   yield x[i]
 }
+# Three serial loops at the top level: three phases, with locals that live
+# across them (one element per lane), a loop inside an if, a name two loop
+# bodies reuse, and yields in two phases.
+kernel phases(a: f64[n, m], y: f64[m], out: f64[n, m]) -> sum f64 over i < n, j < m {
+  let s: f64 = 0
+  let t: f64 = a[i, j]
+  for k < m {
+    let p = a[i, k]
+    s += p * y[k]
+  }
+  yield s
+  let u: f64 = 1
+  if j > 1 {
+    for k < n {
+      u = u + a[k, j] * 0.5
+    }
+  }
+  let s2 = s
+  for k < 3 {
+    let p: f64 = 2.0
+    s2 += p * u
+  }
+  out[i, j] = s2 + t + u
+  yield t
+}
 )";
 
 struct Call {
@@ -106,6 +131,8 @@ std::vector<Call> calls() {
       {"cube", {{2, 1, 2000}, {2, 1, 2000}}, {}},
       {"flags", {{1031}, {1031}}, {}},
       {"halfsum", {{64}}, {}},
+      {"phases", {{37, 21}, {21}, {37, 21}}, {}},
+      {"phases", {{3, 1100}, {1100}, {3, 1100}}, {}},
   };
 }
 

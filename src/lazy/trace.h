@@ -108,6 +108,7 @@ struct TraceCall {
 class Trace : public std::enable_shared_from_this<Trace> {
  public:
   explicit Trace(LazyOptions options);
+  ~Trace();
 
   std::shared_ptr<ArrayState> new_array(Tensor data);
   // A region of `parent`'s storage: `count` elements from element `offset` of
@@ -151,6 +152,8 @@ class Trace : public std::enable_shared_from_this<Trace> {
   LazyStats stats_;
   runtime::cpu::KernelCache cache_;
   std::vector<TraceCall> pending_;
+  struct Scratch;
+  std::unique_ptr<Scratch> scratch_;  // buffers of a flush, kept between flushes
   // Emptied argument vectors of calls that ran, for record() to reuse.
   static constexpr size_t kSpareArgs = 4096;
   std::vector<std::vector<TraceArg>> spare_args_;

@@ -16,9 +16,12 @@ namespace {
 // Renames one call's body into the fused kernel's names.
 class CallRenamer {
  public:
-  CallRenamer(const SegmentCall& call, int index) : call_(call), prefix_(fmt::format("c{}_", index)) {
+  // `index_names`: the fused kernel's name for each dimension of the call's
+  // range (a range index i<d>, or a loop variable for a trailing dimension).
+  CallRenamer(const SegmentCall& call, int index, const std::vector<std::string>& index_names)
+      : call_(call), prefix_(fmt::format("c{}_", index)) {
     const UserKernel& k = *call.kernel;
-    for (size_t d = 0; d < k.range.size(); ++d) names_[k.range[d].name] = fmt::format("i{}", d);
+    for (size_t d = 0; d < k.range.size(); ++d) names_[k.range[d].name] = index_names.at(d);
     for (size_t p = 0; p < k.params.size(); ++p) {
       const KernelParam& param = k.params[p];
       if (!param.is_array) {
@@ -91,13 +94,14 @@ bool same_expr(const KExpr& a, const KExpr& b) {
   return true;
 }
 
-// The range dimension d when `e` is i<d>, i<d> + c, c + i<d> or i<d> - c for
-// an integer literal c; -1 otherwise.
-int range_dim(const KExpr& e, size_t rank) {
+// The position d in `names` (a call's index names: range indices, then its
+// loop variables) when `e` is names[d], names[d] + c, c + names[d] or
+// names[d] - c for an integer literal c; -1 otherwise.
+int range_dim(const KExpr& e, const std::vector<std::string>& names) {
   const KernelExprNode& n = e.node();
-  auto dim_of = [rank](const KernelExprNode& v) {
-    for (size_t d = 0; d < rank; ++d) {
-      if (v.kind == KernelExprKind::Name && v.name == fmt::format("i{}", d)) return static_cast<int>(d);
+  auto dim_of = [&names](const KernelExprNode& v) {
+    for (size_t d = 0; d < names.size(); ++d) {
+      if (v.kind == KernelExprKind::Name && v.name == names[d]) return static_cast<int>(d);
     }
     return -1;
   };
@@ -166,7 +170,7 @@ bool touches_array(const std::vector<KStmt>& body, const std::string& array) {
 // fused body, when that is exact (build_fused_kernel's conditions): returns
 // whether it did. `bodies` are the calls' renamed bodies, `extents` their ranges.
 bool keep_in_register(std::vector<std::vector<KStmt>>& bodies, const std::vector<std::vector<int64_t>>& extents,
-                      const std::string& array, size_t rank) {
+                      const std::vector<std::vector<std::string>>& index_names, const std::string& array) {
   size_t first_call = 0;
   while (first_call < bodies.size() && !touches_array(bodies[first_call], array)) ++first_call;
   if (first_call == bodies.size()) return false;
@@ -178,10 +182,12 @@ bool keep_in_register(std::vector<std::vector<KStmt>>& bodies, const std::vector
   for (const KExpr& i : store.index) {
     if (loads_array(i, array)) return false;
   }
-  // One index, a distinct range dimension plus a constant per component, all dimensions covered.
-  std::vector<char> covered(rank, 0);
+  // One index, a distinct dimension of the call's range plus a constant per
+  // component, all dimensions covered (a trailing dimension by its loop variable).
+  const std::vector<std::string>& names = index_names[first_call];
+  std::vector<char> covered(names.size(), 0);
   for (const KExpr& i : store.index) {
-    int d = range_dim(i, rank);
+    int d = range_dim(i, names);
     if (d < 0 || covered[static_cast<size_t>(d)]) return false;
     covered[static_cast<size_t>(d)] = 1;
   }
@@ -190,8 +196,10 @@ bool keep_in_register(std::vector<std::vector<KStmt>>& bodies, const std::vector
     std::vector<std::vector<KExpr>> indices;
     collect_indices(bodies[c], array, indices);
     if (indices.empty()) continue;
-    // A later call runs only at indices where the first one ran (and stored).
-    for (size_t d = 0; d < rank; ++d) {
+    // A later call runs only at indices where the first one ran (and stored):
+    // it uses the same index names (the same loop nest), over no more of them.
+    if (index_names[c] != names) return false;
+    for (size_t d = 0; d < names.size(); ++d) {
       if (extents[c][d] > extents[first_call][d]) return false;
     }
     for (const std::vector<KExpr>& index : indices) {
@@ -212,7 +220,8 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
   STITCH_ASSERT(!calls.empty(), "build_fused_kernel: no calls");
   FusedKernel f;
   UserKernel& k = f.kernel;
-  const size_t rank = calls[0].kernel->range.size();
+  size_t rank = calls[0].kernel->range.size();
+  for (const SegmentCall& call : calls) rank = std::min(rank, call.kernel->range.size());
   k.name = "fused";
   f.storage_count = static_cast<int>(storages.size());
   for (size_t s = 0; s < storages.size(); ++s) {
@@ -222,7 +231,6 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
   }
   for (size_t c = 0; c < calls.size(); ++c) {
     const UserKernel& ck = *calls[c].kernel;
-    STITCH_ASSERT(ck.range.size() == rank, "build_fused_kernel: ranges of different rank");
     for (size_t p = 0; p < ck.params.size(); ++p) {
       if (ck.params[p].is_array) continue;
       k.params.push_back(KernelParam{fmt::format("c{}_{}", c, ck.params[p].name), ck.params[p].dtype, false, {},
@@ -243,28 +251,77 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
     k.params.push_back(KernelParam{fmt::format("r{}", d), DType::i64, false, {}, ArrayAccess::None, {}});
     k.range.push_back(KernelIndex{fmt::format("i{}", d), kernel_name(fmt::format("r{}", d)), {}});
   }
+  // Runs: a call of the fused rank alone, or consecutive calls of one larger
+  // rank sharing a loop nest over their trailing dimensions.
+  struct Run {
+    size_t rank = 0;
+    std::vector<size_t> calls;
+    std::vector<std::string> index_names;  // i0, ..., then the loop variables
+  };
+  std::vector<std::vector<ArrayAccessSite>> made_accesses(calls.size());
+  auto view = [&](size_t c) {
+    const std::vector<ArrayAccessSite>* accesses = calls[c].accesses;
+    if (accesses == nullptr) {
+      made_accesses[c] = collect_accesses(*calls[c].kernel);
+      accesses = &made_accesses[c];
+    }
+    return CallView{calls[c].kernel, accesses, calls[c].storage};
+  };
+  std::vector<Run> runs;
+  for (size_t c = 0; c < calls.size(); ++c) {
+    const std::vector<int64_t>& e = calls[c].binding->extents;
+    const size_t call_rank = e.size();
+    bool joins = call_rank > rank && !runs.empty() && runs.back().rank == call_rank;
+    if (joins) {
+      const std::vector<int64_t>& first = calls[runs.back().calls[0]].binding->extents;
+      joins = std::equal(e.begin() + static_cast<std::ptrdiff_t>(rank), e.end(), first.begin() + static_cast<std::ptrdiff_t>(rank));
+      for (size_t m : runs.back().calls) {
+        if (!joins) break;
+        joins = fusion_safety(view(m), view(c), static_cast<int>(call_rank)).safe;
+      }
+    }
+    if (joins) {
+      runs.back().calls.push_back(c);
+      continue;
+    }
+    Run run;
+    run.rank = call_rank;
+    run.calls.push_back(c);
+    for (size_t d = 0; d < call_rank; ++d) {
+      run.index_names.push_back(d < rank ? fmt::format("i{}", d) : fmt::format("l{}_{}", runs.size(), d));
+    }
+    runs.push_back(std::move(run));
+  }
   std::vector<std::vector<KStmt>> bodies;
   std::vector<KExpr> guards;
   std::vector<std::vector<int64_t>> call_extents;
-  for (size_t c = 0; c < calls.size(); ++c) {
-    CallRenamer rename(calls[c], static_cast<int>(c));
-    const UserKernel& ck = *calls[c].kernel;
-    bodies.push_back(rename.block(ck.body));
-    call_extents.push_back(calls[c].binding->extents);
-    // A call whose range is smaller than the fused one runs under a guard on
-    // its own extents, written as the call wrote them (renamed).
-    KExpr guard;
-    for (size_t d = 0; d < rank; ++d) {
-      if (calls[c].binding->extents[d] == f.extents[d]) continue;
-      KExpr cond = kernel_name(fmt::format("i{}", d)) < rename.expr(ck.range[d].extent);
-      guard = guard.defined() ? (guard && cond) : cond;
+  std::vector<std::vector<std::string>> index_names;
+  std::vector<std::vector<KExpr>> loop_extents(runs.size());  // per run: its trailing dimensions' extents
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (size_t c : runs[r].calls) {
+      CallRenamer rename(calls[c], static_cast<int>(c), runs[r].index_names);
+      const UserKernel& ck = *calls[c].kernel;
+      bodies.push_back(rename.block(ck.body));
+      call_extents.push_back(calls[c].binding->extents);
+      index_names.push_back(runs[r].index_names);
+      // A call whose range is smaller than the fused one runs under a guard
+      // on its own extents, written as the call wrote them (renamed).
+      KExpr guard;
+      for (size_t d = 0; d < rank; ++d) {
+        if (calls[c].binding->extents[d] == f.extents[d]) continue;
+        KExpr cond = kernel_name(fmt::format("i{}", d)) < rename.expr(ck.range[d].extent);
+        guard = guard.defined() ? (guard && cond) : cond;
+      }
+      guards.push_back(guard);
+      if (loop_extents[r].empty()) {
+        for (size_t d = rank; d < runs[r].rank; ++d) loop_extents[r].push_back(rename.expr(ck.range[d].extent));
+      }
     }
-    guards.push_back(guard);
   }
   f.in_register.assign(storages.size(), false);
   for (size_t s = 0; s < dead.size() && s < storages.size(); ++s) {
     const std::string array = fmt::format("x{}", s);
-    if (!dead[s] || !keep_in_register(bodies, call_extents, array, rank)) continue;
+    if (!dead[s] || !keep_in_register(bodies, call_extents, index_names, array)) continue;
     f.in_register[s] = true;
     KStmt let;
     let.kind = KernelStmtKind::Let;
@@ -274,16 +331,31 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
     let.value = storages[s].dtype == DType::boolean ? kernel_bool(false) : kernel_literal(int64_t{0});
     k.body.push_back(std::move(let));
   }
-  for (size_t c = 0; c < calls.size(); ++c) {
-    if (!guards[c].defined()) {
-      for (KStmt& s : bodies[c]) k.body.push_back(std::move(s));
-      continue;
+  size_t call = 0;  // bodies are in call order
+  for (size_t r = 0; r < runs.size(); ++r) {
+    std::vector<KStmt> run_body;
+    for (size_t n = 0; n < runs[r].calls.size(); ++n, ++call) {
+      if (!guards[call].defined()) {
+        for (KStmt& s : bodies[call]) run_body.push_back(std::move(s));
+        continue;
+      }
+      KStmt s;
+      s.kind = KernelStmtKind::If;
+      s.value = guards[call];
+      s.body = std::move(bodies[call]);
+      run_body.push_back(std::move(s));
     }
-    KStmt s;
-    s.kind = KernelStmtKind::If;
-    s.value = guards[c];
-    s.body = std::move(bodies[c]);
-    k.body.push_back(std::move(s));
+    // The trailing dimensions as serial loops, innermost last.
+    for (size_t d = runs[r].rank; d-- > rank;) {
+      KStmt loop;
+      loop.kind = KernelStmtKind::For;
+      loop.name = runs[r].index_names[d];
+      loop.value = loop_extents[r][d - rank];
+      loop.body = std::move(run_body);
+      run_body.clear();
+      run_body.push_back(std::move(loop));
+    }
+    for (KStmt& s : run_body) k.body.push_back(std::move(s));
   }
   check_kernel(k);
   f.index_reads_scalars = interp::indices_read_scalars(k);

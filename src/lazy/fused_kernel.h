@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "interp/kernel_binding.h"
+#include "lazy/index_safety.h"
 #include "stitch/kernel.h"
 
 namespace stitch::lazy {
@@ -24,6 +25,7 @@ struct SegmentCall {
   const UserKernel* kernel = nullptr;
   std::vector<int> storage;
   const interp::KernelBinding* binding = nullptr;
+  const std::vector<ArrayAccessSite>* accesses = nullptr;  // collect_accesses(*kernel); made here when null
 };
 
 // A storage's element type and rank, to declare its parameter.
@@ -47,8 +49,14 @@ struct FusedKernel {
   bool index_reads_scalars = false;
 };
 
-// Requires every call to have a range of the same rank and at most one call
-// to be a reduction (the fused kernel's result).
+// Requires at most one call to be a reduction (the fused kernel's result),
+// and every pair of calls to pass the safety check at the fused rank.
+//
+// Ranges of different rank (docs/lazy.md): the fused range is the first R
+// dimensions, R the smallest rank of the calls'. A call of larger rank runs
+// the rest of its range in serial loops within each index; consecutive such
+// calls share one loop nest when their trailing extents are equal and they
+// pass the safety check at their full rank (so they may share an index).
 //
 // `dead` (per storage, or empty): storages no one reads after the segment (no
 // handle, view or later call refers to them). Such a storage is kept in a

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -189,11 +190,18 @@ std::string IndexTerm::str(const UserKernel& k) const {
 
 std::vector<ArrayAccessSite> collect_accesses(const UserKernel& kernel) { return AccessCollector(kernel).run(); }
 
-SafetyVerdict fusion_safety(const CallView& first, const CallView& second) {
-  if (first.rank() != second.rank()) {
-    return {false, fmt::format("ranges of {} and {} dimensions", first.rank(), second.rank())};
+int fusable_rank(const CallView& first, const CallView& second, SafetyVerdict* why) {
+  for (int rank = std::min(first.rank(), second.rank()); rank >= 1; --rank) {
+    SafetyVerdict v = fusion_safety(first, second, rank);
+    if (v.safe) return rank;
+    if (rank == 1 && why != nullptr) *why = std::move(v);
   }
-  const int rank = first.rank();
+  return 0;
+}
+
+SafetyVerdict fusion_safety(const CallView& first, const CallView& second, int rank) {
+  if (rank <= 0) rank = std::min(first.rank(), second.rank());
+  STITCH_ASSERT(rank <= first.rank() && rank <= second.rank(), "fusion_safety: rank beyond a call's range");
   // Per storage both calls touch: the sites of each call.
   struct Sites {
     std::vector<const ArrayAccessSite*> of[2];
@@ -218,7 +226,7 @@ SafetyVerdict fusion_safety(const CallView& first, const CallView& second) {
     std::vector<bool> covered(static_cast<size_t>(rank), false);
     for (size_t d = 0; d < dims; ++d) {
       const IndexTerm& t = ref.index[d];
-      if (t.kind != IndexTerm::Kind::Affine) continue;
+      if (t.kind != IndexTerm::Kind::Affine || t.dim >= rank) continue;
       bool agree = true;
       for (int c = 0; c < 2 && agree; ++c) {
         for (const ArrayAccessSite* other : s.of[c]) agree &= other->index[d] == t;

@@ -61,8 +61,16 @@ struct SafetyVerdict {
 };
 
 // Whether `second` may run in the same loop as `first` (first earlier in the
-// trace), per the rule above. Ranges must have the same number of
-// dimensions; their extents may differ (guards cover the difference).
-SafetyVerdict fusion_safety(const CallView& first, const CallView& second);
+// trace), per the rule above, when the fused loop runs over the first `rank`
+// dimensions of both ranges (0: the smaller of their ranks) and each call
+// runs the rest of its range serially within an index (docs/lazy.md, Ranges
+// of different rank). Only dimensions below `rank` need an axis that fixes
+// them. Extents may differ (guards cover the difference).
+SafetyVerdict fusion_safety(const CallView& first, const CallView& second, int rank = 0);
+
+// The largest rank (up to the smaller of the two ranges') at which the two
+// calls may share a loop, or 0 when none; `why` gets the verdict at rank 1
+// when it is 0.
+int fusable_rank(const CallView& first, const CallView& second, SafetyVerdict* why = nullptr);
 
 }  // namespace stitch::lazy

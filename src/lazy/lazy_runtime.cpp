@@ -130,7 +130,7 @@ Array LazyRuntime::zeros(DType dtype, std::vector<int64_t> shape) {
   }
   // The fill is a recorded call like any other: it runs when the array is
   // first needed, and a temporary that lives in registers is never filled.
-  a.state_ = trace_->new_array(Tensor::uninitialized(dtype, std::move(shape)));
+  a.state_ = trace_->new_deferred_array(dtype, std::move(shape));
   trace_->record_zero_fill(a.state_);
   return a;
 }

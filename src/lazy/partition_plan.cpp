@@ -30,11 +30,22 @@ double segment_seconds(const std::vector<PlannedCall>& calls, int begin, int end
   // Each storage crosses memory once per kernel that touches it: once if only
   // read or only written, twice if read and written (in and out).
   std::map<int, PlannedCall::Touch> merged;
-  int64_t largest = 0;
-  int64_t total_indices = 0;
+  // The fused range is the first `rank` dimensions: a call's "lead" is its
+  // index count there, and its trailing dimensions repeat its guard's cost.
+  size_t rank = calls[static_cast<size_t>(begin)].extents.size();
+  for (int c = begin; c < end; ++c) rank = std::min(rank, calls[static_cast<size_t>(c)].extents.size());
+  auto lead_and_trailing = [rank](const std::vector<int64_t>& ext) {
+    double lead = 1;
+    double trailing = 1;
+    for (size_t d = 0; d < ext.size(); ++d) (d < rank ? lead : trailing) *= static_cast<double>(ext[d]);
+    return std::pair<double, double>(lead, trailing);
+  };
+  double largest = 0;
+  for (int c = begin; c < end; ++c) largest = std::max(largest, lead_and_trailing(calls[static_cast<size_t>(c)].extents).first);
+  double guarded = 0;
   for (int c = begin; c < end; ++c) {
-    largest = std::max(largest, calls[static_cast<size_t>(c)].indices);
-    total_indices += calls[static_cast<size_t>(c)].indices;
+    const auto [lead, trailing] = lead_and_trailing(calls[static_cast<size_t>(c)].extents);
+    guarded += (largest - lead) * trailing;
     for (const PlannedCall::Touch& t : calls[static_cast<size_t>(c)].touches) {
       auto [it, fresh] = merged.emplace(t.storage, t);
       if (!fresh) {
@@ -48,8 +59,6 @@ double segment_seconds(const std::vector<PlannedCall>& calls, int begin, int end
     if (temporaries.in_registers(storage, begin, end)) continue;
     bytes += t.bytes * ((t.read ? 1 : 0) + (t.write ? 1 : 0));
   }
-  // A call whose range is smaller than the segment's tests its guard at every index of the segment's range.
-  double guarded = static_cast<double>(largest) * (end - begin) - static_cast<double>(total_indices);
   const double memory = model.bytes_per_second > 0 ? static_cast<double>(bytes) / model.bytes_per_second
                                                   : model.target.memory_seconds(bytes);
   return model.target.launch_seconds + memory +
@@ -90,8 +99,9 @@ PartitionPlan plan_partition(const std::vector<PlannedCall>& calls, const std::v
     for (const auto& [storage, b] : footprint) bytes += b;
     model.bytes_per_second = model.target.bandwidth(std::max<int64_t>(bytes, 1));
   }
-  // safe[i][j]: calls i < j may share a kernel, by themselves.
-  std::vector<std::vector<char>> safe(static_cast<size_t>(n), std::vector<char>(static_cast<size_t>(n), 1));
+  // fuse_rank[i][j]: the largest rank of a fused range in which calls i < j
+  // may share a kernel, by themselves (0: none).
+  std::vector<std::vector<int8_t>> fuse_rank(static_cast<size_t>(n), std::vector<int8_t>(static_cast<size_t>(n), 0));
   for (int j = 0; j < n; ++j) {
     const PlannedCall& b = calls[static_cast<size_t>(j)];
     for (int i = 0; i < j; ++i) {
@@ -104,12 +114,13 @@ PartitionPlan plan_partition(const std::vector<PlannedCall>& calls, const std::v
       } else {
         reason = overlap_conflict(a, b, overlapping);
         if (reason.empty()) {
-          SafetyVerdict v = fusion_safety(a.view, b.view);
-          if (!v.safe) reason = v.reason;
+          SafetyVerdict v;
+          const int rank = fusable_rank(a.view, b.view, &v);
+          fuse_rank[static_cast<size_t>(i)][static_cast<size_t>(j)] = static_cast<int8_t>(std::min(rank, 127));
+          if (rank == 0) reason = v.reason;
         }
       }
       if (reason.empty()) continue;
-      safe[static_cast<size_t>(i)][static_cast<size_t>(j)] = 0;
       if (i == j - 1) plan.refusals.push_back(fmt::format("calls {} ({}) and {} ({}): {}", i, a.view.kernel->name, j,
                                                           b.view.kernel->name, reason));
     }
@@ -119,11 +130,16 @@ PartitionPlan plan_partition(const std::vector<PlannedCall>& calls, const std::v
   std::vector<int> cut(static_cast<size_t>(n) + 1, 0);
   best[0] = 0;
   for (int j = 1; j <= n; ++j) {
-    // Grow the last segment [i, j) leftwards while every pair in it stays legal.
+    // Grow the last segment [i, j) leftwards while no pair in it is refused
+    // outright. It is legal when every pair may fuse at the segment's rank,
+    // the smallest of its calls' ranges (which only falls as it grows).
+    int pairs_rank = std::numeric_limits<int>::max();
+    size_t rank = calls[static_cast<size_t>(j - 1)].extents.size();
     for (int i = j - 1; i >= 0 && j - i <= kMaxSegmentCalls; --i) {
-      bool legal = true;
-      for (int k = i + 1; k < j && legal; ++k) legal = safe[static_cast<size_t>(i)][static_cast<size_t>(k)] != 0;
-      if (!legal) break;
+      for (int k = i + 1; k < j; ++k) pairs_rank = std::min<int>(pairs_rank, fuse_rank[static_cast<size_t>(i)][static_cast<size_t>(k)]);
+      if (pairs_rank == 0) break;
+      rank = std::min(rank, calls[static_cast<size_t>(i)].extents.size());
+      if (pairs_rank < static_cast<int>(rank)) continue;
       double t = best[static_cast<size_t>(i)] + segment_seconds(calls, i, j, model, temporaries);
       if (t < best[static_cast<size_t>(j)]) {
         best[static_cast<size_t>(j)] = t;

@@ -1,8 +1,9 @@
 // Cutting a trace partition into fused kernels (docs/lazy.md, Partition
 // cuts): an exact dynamic program over the partition's calls in order, each
-// segment legal (every pair of its calls passes the safety check, ranges of
-// one rank, at most one reduction, no call reading the value of a reduction
-// in the same segment) and scored by a memory-traffic and launch cost model.
+// segment legal (every pair of its calls passes the safety check at the
+// segment's rank, the smallest of its calls' ranges, at most one reduction,
+// no call reading the value of a reduction in the same segment) and scored
+// by a memory-traffic and launch cost model.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@ struct PlannedCall {
   // Indices (in the partition) of the calls whose reduction value this call reads.
   std::vector<int> reads_results_of;
   int64_t indices = 0;  // the call's index count
+  std::vector<int64_t> extents;  // its range's extents
   // Per storage the call touches (by id): its bytes and whether the call reads / writes it.
   struct Touch {
     int storage;
@@ -74,7 +76,8 @@ struct Temporaries {
 
 // The predicted time of calls [begin, end) as one kernel: a launch, each
 // storage crossing memory once per direction at M(V) of the kernel's bytes,
-// and the guards.
+// and the guards: per call, the index count of the largest call over the
+// fused dimensions less its own, times the indices its trailing dimensions add.
 double segment_seconds(const std::vector<PlannedCall>& calls, int begin, int end, const CostModel& model,
                        const Temporaries& temporaries = {});
 

@@ -240,10 +240,21 @@ Trace::Trace(LazyOptions options)
 
 Trace::~Trace() = default;
 
+std::shared_ptr<ArrayState> Trace::new_deferred_array(DType dtype, std::vector<int64_t> shape) {
+  auto a = std::make_shared<ArrayState>();
+  a->shape = shape;
+  a->storage = std::make_shared<LazyStorage>(dtype, std::move(shape));
+  a->set_bytes();
+  a->id = next_array_id_++;
+  a->trace = weak_from_this();
+  a->owner = this;
+  return a;
+}
+
 std::shared_ptr<ArrayState> Trace::new_array(Tensor data) {
   auto a = std::make_shared<ArrayState>();
   a->shape = data.shape();
-  a->storage = std::make_shared<Tensor>(std::move(data));
+  a->storage = std::make_shared<LazyStorage>(std::move(data));
   a->set_bytes();
   a->id = next_array_id_++;
   a->trace = weak_from_this();
@@ -335,7 +346,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
   }
   call.binding = entry.find(bound_from_);
   if (!call.binding) {
-    call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(k, arguments(call)));
+    call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(k, arguments(call, false)));
     entry.keep(bound_from_, call.binding);
   }
   call.accesses = entry.accesses;
@@ -469,15 +480,15 @@ void Trace::resolve_futures(TraceCall& call) {
     call.args[p].future.reset();
     changed = true;
   }
-  if (changed) call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(*call.kernel, arguments(call)));
+  if (changed) call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(*call.kernel, arguments(call, false)));
 }
 
-std::vector<KernelArg> Trace::arguments(TraceCall& call) {
+std::vector<KernelArg> Trace::arguments(TraceCall& call, bool memory) {
   std::vector<KernelArg> args;
   args.reserve(call.args.size());
   for (size_t p = 0; p < call.args.size(); ++p) {
     if (call.args[p].array) {
-      args.emplace_back(call.args[p].array->view());
+      args.emplace_back(memory ? call.args[p].array->view() : call.args[p].array->shape_only());
     } else {
       args.push_back(call.args[p].scalar.arg());
     }
@@ -797,6 +808,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
         }
       }
       pc.indices = calls[c].binding->index_count;
+      pc.extents = calls[c].binding->extents;
       for (size_t p = 0; p < calls[c].args.size(); ++p) {
         if (!calls[c].args[p].array) continue;
         ArrayAccess a = calls[c].args[p].access;
@@ -841,13 +853,22 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     bool ready = false;
     bool check_indices = false;
     std::vector<KernelArg> args;
+    // Arguments whose storage is not allocated yet (zeros()): allocated just
+    // before the kernel runs, as memory management, not analysis.
+    std::vector<std::pair<size_t, const ArrayState*>> unallocated;
   };
   std::vector<Prepared> prepared(plan.size());
   auto gather = [&](SegmentPlan& seg, Prepared& out) {
     const FusedKernel& f = *seg.fused;
     stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
     out.args.reserve(seg.regions.size() + f.scalar_sources.size() + seg.extents.size());
-    for (int r : seg.regions) out.args.emplace_back(storages.regions()[static_cast<size_t>(r)]->view());
+    // A storage in registers is never touched: its memory is not needed (nor made).
+    for (size_t s = 0; s < seg.regions.size(); ++s) {
+      const ArrayState* a = storages.regions()[static_cast<size_t>(seg.regions[s])];
+      const bool unallocated = !a->storage->allocated();
+      if (unallocated && !f.in_register[s]) out.unallocated.emplace_back(out.args.size(), a);
+      out.args.emplace_back(f.in_register[s] || unallocated ? a->shape_only() : a->view());
+    }
     for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].args[static_cast<size_t>(p)].scalar.arg());
     for (int64_t e : seg.extents) out.args.emplace_back(e);
     // Indices proven in range for these extents and shapes hold for every run
@@ -867,7 +888,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     for (int c = seg.begin; c < seg.end; ++c) {
       TraceCall& call = calls[static_cast<size_t>(c)];
       resolve_futures(call);
-      SegmentCall sc{call.kernel.get(), {}, call.binding.get()};
+      SegmentCall sc{call.kernel.get(), {}, call.binding.get(), call.accesses.get()};
       for (size_t p = 0; p < call.args.size(); ++p) {
         const int r = arg_region[first_arg[static_cast<size_t>(c)] + p];
         int s = -1;
@@ -887,7 +908,10 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       const size_t st = static_cast<size_t>(storages.storage_of(r));
       dead.push_back(!outlives[st] && last_use[st] < static_cast<size_t>(seg.end));
     }
-    std::vector<int64_t> extents(seg_calls[0].binding->extents.size(), 0);
+    // The fused range: the first `rank` dimensions (the smallest range's), each the largest extent.
+    size_t rank = seg_calls[0].binding->extents.size();
+    for (const SegmentCall& sc : seg_calls) rank = std::min(rank, sc.binding->extents.size());
+    std::vector<int64_t> extents(rank, 0);
     for (const SegmentCall& sc : seg_calls) {
       for (size_t d = 0; d < extents.size(); ++d) extents[d] = std::max(extents[d], sc.binding->extents[d]);
     }
@@ -904,6 +928,16 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
         auto rank = std::lower_bound(distinct.begin(), distinct.end(), sc.binding->extents[d]) - distinct.begin();
         key += static_cast<char>('0' + (distinct.size() - 1 - static_cast<size_t>(rank)) % 64);
       }
+    }
+    // Which calls run the rest of their range in one loop nest: each call's
+    // rank, and whether its trailing extents are its predecessor's.
+    for (size_t c = 0; c < seg_calls.size(); ++c) {
+      const std::vector<int64_t>& e = seg_calls[c].binding->extents;
+      key += static_cast<char>('A' + e.size());
+      const std::vector<int64_t>& prev = seg_calls[c > 0 ? c - 1 : 0].binding->extents;
+      const bool same = c > 0 && e.size() > rank && e.size() == prev.size() &&
+                        std::equal(e.begin() + static_cast<std::ptrdiff_t>(rank), e.end(), prev.begin() + static_cast<std::ptrdiff_t>(rank));
+      key += same ? '=' : '/';
     }
     seg.shape = lower::user_kernel_shape(extents);
     append_word(key, seg.shape.lanes);
@@ -952,6 +986,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       prepare(seg, ready);
       stats_.analysis_seconds += seconds_since(t0);
     }
+    for (const auto& [arg, a] : ready.unallocated) ready.args[arg] = KernelArg(a->view());
     const FusedKernel& f = *seg.fused;
     if (options_.mode == LazyOptions::Mode::FusedReference) {
       Tensor result = interpret_kernel(f.kernel, ready.args);

@@ -23,10 +23,35 @@ namespace stitch::lazy {
 
 class Trace;
 
-// A lazy array: a dense row-major region of a storage tensor, which views
-// share (docs/lazy.md, Views).
+// The memory of lazy arrays, which views share. Storage made by zeros() is
+// allocated when first needed (a call touching it runs, or it is read), so a
+// temporary that lives in registers never has any (docs/lazy.md).
+class LazyStorage {
+ public:
+  explicit LazyStorage(Tensor tensor) : dtype_(tensor.dtype()), tensor_(std::move(tensor)), allocated_(true) {}
+  // Deferred: contents unspecified until written (zeros() records the fill).
+  LazyStorage(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {}
+  DType dtype() const { return dtype_; }
+  std::byte* raw() {
+    if (!allocated_) {
+      tensor_ = Tensor::uninitialized(dtype_, std::move(shape_));
+      allocated_ = true;
+    }
+    return tensor_.raw();
+  }
+  bool allocated() const { return allocated_; }
+
+ private:
+  DType dtype_;
+  std::vector<int64_t> shape_;  // until allocated
+  Tensor tensor_;
+  bool allocated_ = false;
+};
+
+// A lazy array: a dense row-major region of a storage, which views share
+// (docs/lazy.md, Views).
 struct ArrayState {
-  std::shared_ptr<Tensor> storage;
+  std::shared_ptr<LazyStorage> storage;
   int64_t offset = 0;  // the region's first element in the storage
   std::vector<int64_t> shape;
   int64_t id = 0;  // unique in its trace
@@ -41,10 +66,13 @@ struct ArrayState {
 
   // Whether this array is `t`'s (alive, so a trace made later at the same address is not taken for it).
   bool belongs_to(const Trace* t) const { return owner == t && !trace.expired(); }
+  // The region in memory (allocating the storage if it is not yet).
   ArrayView view() const {
     return {storage->raw() + offset * dtype_size(storage->dtype()), storage->dtype(), shape.data(),
             static_cast<int>(shape.size())};
   }
+  // Its dtype and shape only, without memory: what binding a call checks.
+  ArrayView shape_only() const { return {nullptr, storage->dtype(), shape.data(), static_cast<int>(shape.size())}; }
   // Bytes [first_byte, end_byte) of the storage (set with the shape).
   int64_t first_byte = 0;
   int64_t end_byte = 0;
@@ -111,6 +139,8 @@ class Trace : public std::enable_shared_from_this<Trace> {
   ~Trace();
 
   std::shared_ptr<ArrayState> new_array(Tensor data);
+  // An array whose storage is allocated when first needed (zeros()).
+  std::shared_ptr<ArrayState> new_deferred_array(DType dtype, std::vector<int64_t> shape);
   // A region of `parent`'s storage: `count` elements from element `offset` of
   // `parent`, seen with `shape`.
   std::shared_ptr<ArrayState> new_view(const ArrayState& parent, int64_t offset, std::vector<int64_t> shape);
@@ -146,7 +176,9 @@ class Trace : public std::enable_shared_from_this<Trace> {
   void run_graph(TraceCall& call);
   void run_fused(std::vector<TraceCall>& calls);
   void resolve_futures(TraceCall& call);
-  std::vector<KernelArg> arguments(TraceCall& call);
+  // The call's arguments: array regions in memory (allocated if need be), or
+  // with `memory` false their dtypes and shapes only (binding).
+  std::vector<KernelArg> arguments(TraceCall& call, bool memory = true);
 
   LazyOptions options_;
   LazyStats stats_;

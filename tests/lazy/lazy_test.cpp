@@ -61,6 +61,26 @@ kernel rowsum_into(t: f32[n, m], x: f32[n, m]) over i < n, j < m {
 kernel colmax(x: f32[n, m]) -> max f32 over i < n, j < m {
   yield x[i, j]
 }
+kernel rowtotal(x: f32[n, m], s: f32[n]) over i < n {
+  let t: f32 = 0
+  for j < m {
+    t += x[i, j]
+  }
+  s[i] = t
+}
+kernel shift_cols(x: f32[n, m], y: f32[n, m]) over i < n, j < m - 1 {
+  y[i, j] = x[i, j + 1]
+}
+kernel colsum(x: f32[n, m], s: f32[m]) over j < m {
+  let t: f32 = 0
+  for i < n {
+    t += x[i, j]
+  }
+  s[j] = t
+}
+kernel rowmax(x: f32[n, m]) -> max f32 over i < n, j < m {
+  yield x[i, j] * 2.0
+}
 )";
 
 
@@ -505,6 +525,68 @@ TEST_F(Lazy, ATemporaryReadUnderAGuardLivesInRegisters) {
   });
   EXPECT_EQ(s.kernels, 1);
   EXPECT_EQ(s.arrays_in_registers, 1);
+}
+
+// Ranges of different rank (docs/lazy.md): the fused loop runs over the
+// smallest rank's dimensions, and a larger range's trailing ones are serial
+// loops within each index.
+TEST_F(Lazy, RangesOfDifferentRankFuseWhenEachIndexKeepsToItsRow) {
+  LazyStats s = check({random({37, 29}, 60), random({37, 29}, 61), random({37}, 62)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("scale2"), {2.0, a[0], a[1]});  // y[i, j] = 2 x[i, j]   over i, j
+    rt.call(k("rowtotal"), {a[1], a[2]});     // s[i] = sum_j y[i, j]  over i
+    rt.call(k("rowscale"), {a[0], a[2]});     // x[i, j] *= s[i]       over i, j
+  });
+  EXPECT_EQ(s.kernels, 1);
+}
+
+TEST_F(Lazy, TwoDimensionalCallsSafeOnlyRowByRowTakeSeparateLoops) {
+  // shift_cols reads y[i, j + 1], which another index (i, j + 1) of scale2
+  // writes: over (i, j) they may not fuse, over i alone they may, each with
+  // its own loop over j. The one-dimensional rowtotal makes the fused range i.
+  LazyStats two = check({random({23, 41}, 63), random({23, 41}, 64), random({23, 41}, 65)},
+                        [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("scale2"), {3.0, a[0], a[1]});
+    rt.call(k("shift_cols"), {a[1], a[2]});
+  });
+  EXPECT_EQ(two.kernels, 2);
+  LazyStats one = check({random({23, 41}, 63), random({23, 41}, 64), random({23, 41}, 65), random({23}, 66)},
+                        [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("scale2"), {3.0, a[0], a[1]});
+    rt.call(k("shift_cols"), {a[1], a[2]});
+    rt.call(k("rowtotal"), {a[2], a[3]});
+  });
+  EXPECT_EQ(one.kernels, 1);
+}
+
+TEST_F(Lazy, AColumnReadAfterARowWriteIsNotFused) {
+  LazyStats s = check({random({31, 17}, 67), random({31, 17}, 68), random({17}, 69)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("scale2"), {2.0, a[0], a[1]});  // y[i, j] over i, j
+    rt.call(k("colsum"), {a[1], a[2]});       // s[j] = sum_i y[i, j] over j: index j reads what indices (*, j) wrote
+  });
+  EXPECT_EQ(s.kernels, 2);
+}
+
+TEST_F(Lazy, ATemporaryOfOneLoopNestLivesInRegistersAndOneReadAcrossIsStored) {
+  LazyStats s = check({random({19, 33}, 70), random({19}, 71)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {19, 33});
+    Array u = rt.zeros(DType::f32, {19, 33});
+    rt.call(k("scale2"), {2.0, a[0], t});  // in the loop over j: t lives in registers
+    rt.call(k("scale2"), {0.5, t, u});     // u: read by rowtotal's own loop, so stored
+    rt.call(k("rowtotal"), {u, a[1]});
+  });
+  EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.arrays_in_registers, 1);
+}
+
+TEST_F(Lazy, AReductionOverALargerRangeFusesWithARowLoop) {
+  std::vector<Scalar> got;
+  LazyStats s = check({random({21, 13}, 72), random({21, 13}, 73), random({21}, 74)},
+                      [](LazyRuntime& rt, auto& a, auto& scalars) {
+    rt.call(k("rowtotal"), {a[0], a[2]});                // over i
+    scalars.push_back(rt.reduce(k("rowmax"), {a[0]}));   // over i, j: its loop over j inside each i
+    rt.call(k("scale2"), {2.0, a[0], a[1]});             // over i, j
+  });
+  EXPECT_EQ(s.kernels, 1);
 }
 
 TEST_F(Lazy, RepeatedPartitionsWithTemporariesReuseTheirKernelsAndStayExact) {

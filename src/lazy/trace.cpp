@@ -172,6 +172,22 @@ class RegionsByStorage {
   int storage_count_ = 0;
 };
 
+// A fused segment's kernel arguments, gathered before any segment runs.
+struct PreparedSegment {
+  bool ready = false;
+  bool check_indices = false;
+  std::vector<KernelArg> args;
+  // Arguments whose storage is not allocated yet (zeros()): allocated just
+  // before the kernel runs, as memory management, not analysis.
+  std::vector<std::pair<size_t, const ArrayState*>> unallocated;
+  void clear() {
+    ready = false;
+    check_indices = false;
+    args.clear();
+    unallocated.clear();
+  }
+};
+
 }  // namespace
 
 // Buffers a flush fills and empties, kept from one flush to the next: a flush
@@ -193,6 +209,7 @@ struct Trace::Scratch {
   std::vector<char> outlives;
   std::vector<long> handle_count;
   std::vector<size_t> last_use;
+  std::vector<PreparedSegment> prepared;
 };
 
 namespace {
@@ -789,8 +806,12 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   }
   // A program whose partitions keep changing shape would grow the plan cache
   // without end; past a bound it starts again (plans are cheap to remake).
-  if (plans_.size() >= kMaxPlans && !plans_.count(signature)) plans_.clear();
-  PartitionCache& cached = plans_[signature];
+  auto found = plans_.find(signature);
+  if (found == plans_.end()) {
+    if (plans_.size() >= kMaxPlans) plans_.clear();
+    found = plans_.emplace(signature, PartitionCache{}).first;
+  }
+  PartitionCache& cached = found->second;
   std::vector<SegmentPlan>& plan = cached.segments;
   if (plan.empty()) {
     std::vector<PlannedCall> planned(calls.size());
@@ -849,16 +870,10 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   // reading a reduction's value is prepared when that value exists (its
   // extents may depend on it).
   const bool same_detail = cached.detail == detail;
-  struct Prepared {
-    bool ready = false;
-    bool check_indices = false;
-    std::vector<KernelArg> args;
-    // Arguments whose storage is not allocated yet (zeros()): allocated just
-    // before the kernel runs, as memory management, not analysis.
-    std::vector<std::pair<size_t, const ArrayState*>> unallocated;
-  };
-  std::vector<Prepared> prepared(plan.size());
-  auto gather = [&](SegmentPlan& seg, Prepared& out) {
+  std::vector<PreparedSegment>& prepared = scratch.prepared;
+  if (prepared.size() < plan.size()) prepared.resize(plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) prepared[i].clear();
+  auto gather = [&](SegmentPlan& seg, PreparedSegment& out) {
     const FusedKernel& f = *seg.fused;
     stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
     out.args.reserve(seg.regions.size() + f.scalar_sources.size() + seg.extents.size());
@@ -880,7 +895,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     out.check_indices = !seg.proven;
     out.ready = true;
   };
-  auto prepare = [&](SegmentPlan& seg, Prepared& out) {
+  auto prepare = [&](SegmentPlan& seg, PreparedSegment& out) {
     // Segment-local storages (partition regions in first-use order) and the
     // calls as the fused-kernel builder sees them.
     std::vector<int> regions;
@@ -980,7 +995,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       run_single(calls[static_cast<size_t>(seg.begin)]);
       continue;
     }
-    Prepared& ready = prepared[i];
+    PreparedSegment& ready = prepared[i];
     if (!ready.ready) {
       t0 = Clock::now();
       prepare(seg, ready);

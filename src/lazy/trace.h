@@ -223,7 +223,7 @@ class Trace : public std::enable_shared_from_this<Trace> {
   // it in the keys above), its accesses, and its last calls' bindings with
   // what decided each (every array's dtype and extents, every scalar's value).
   struct KernelEntry {
-    static constexpr size_t kBindings = 4;
+    static constexpr size_t kBindings = 8;
     KernelRef kernel;
     std::shared_ptr<const std::vector<ArrayAccessSite>> accesses;
     std::array<std::vector<int64_t>, kBindings> bound_from;

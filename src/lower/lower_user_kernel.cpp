@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -76,17 +77,127 @@ std::vector<std::vector<const KStmt*>> split_phases(const std::vector<KStmt>& bo
   return phases;
 }
 
+// Whether `e` names anything but parameters, shape symbols and range
+// indices other than the innermost (`lane_index`), or loads: whether it may
+// differ between the lanes of a vector loop.
+bool lane_invariant(const KExpr& e, const UserKernel& k, const std::string& lane_index) {
+  const std::vector<std::string> symbols = k.symbols();
+  return !any_node(e, [&](const KernelExprNode& n) {
+    if (n.kind == KernelExprKind::Load) return true;
+    if (n.kind != KernelExprKind::Name) return false;
+    if (n.name == lane_index) return true;
+    if (k.find_param(n.name) != nullptr) return false;
+    if (std::find(symbols.begin(), symbols.end(), n.name) != symbols.end()) return false;
+    for (const KernelIndex& ix : k.range) {
+      if (ix.name == n.name) return false;
+    }
+    return true;  // a local or loop variable
+  });
+}
+
+// How the array accesses of `body` (the body of loop `loop_var`) lie across
+// a vector loop's lanes (index `lane_index`, consecutive): `contiguous`
+// counts those whose last index is the lane index plus a constant and whose
+// other indices do not follow the lane, `strided` the others that follow
+// the lane, and those that index through a load or a local (which may).
+void lane_layout(const std::vector<KStmt>& body, const UserKernel& k, const std::string& lane_index,
+                 const std::string& loop_var, int* contiguous, int* strided) {
+  const std::vector<std::string> symbols = k.symbols();
+  auto names_lane = [&](const KExpr& e) {
+    return any_node(e, [&](const KernelExprNode& n) { return n.kind == KernelExprKind::Name && n.name == lane_index; });
+  };
+  auto through_local = [&](const KExpr& e) {
+    return any_node(e, [&](const KernelExprNode& n) {
+      if (n.kind == KernelExprKind::Load) return true;
+      if (n.kind != KernelExprKind::Name || n.name == lane_index || n.name == loop_var) return false;
+      if (k.find_param(n.name) != nullptr) return false;
+      if (std::find(symbols.begin(), symbols.end(), n.name) != symbols.end()) return false;
+      return std::none_of(k.range.begin(), k.range.end(), [&](const KernelIndex& ix) { return ix.name == n.name; });
+    });
+  };
+  auto access = [&](const std::vector<KExpr>& index) {
+    if (index.empty()) return;
+    const bool local = std::any_of(index.begin(), index.end(), through_local);
+    const KernelExprNode& last = index.back().node();
+    const bool last_is_lane = (last.kind == KernelExprKind::Name && last.name == lane_index) ||
+                              (last.kind == KernelExprKind::Op && (last.op == OpKind::Add || last.op == OpKind::Sub) &&
+                               last.operands.size() == 2 && last.operands[0]->kind == KernelExprKind::Name &&
+                               last.operands[0]->name == lane_index && last.operands[1]->kind == KernelExprKind::Literal);
+    bool other_lane = false;
+    for (size_t d = 0; d + 1 < index.size(); ++d) other_lane = other_lane || names_lane(index[d]);
+    if (last_is_lane && !other_lane && !local) {
+      ++*contiguous;
+    } else if (names_lane(index.back()) || other_lane || local) {
+      ++*strided;
+    }
+  };
+  std::function<void(const KExpr&)> loads = [&](const KExpr& e) {
+    const KernelExprNode& n = e.node();
+    if (n.kind == KernelExprKind::Load) access(n.operands);
+    for (const KExpr& o : n.operands) loads(o);
+  };
+  for (const KStmt& s : body) {
+    if (s.kind == KernelStmtKind::Store) access(s.index);
+    for (const KExpr& i : s.index) loads(i);
+    if (s.value.defined()) loads(s.value);
+    lane_layout(s.body, k, lane_index, loop_var, contiguous, strided);
+    lane_layout(s.else_body, k, lane_index, loop_var, contiguous, strided);
+  }
+}
+
+// A serial loop to run outside the lanes (`for j { for lane { body } }`):
+// its extent is the same for every lane, its body holds no loop, and its
+// accesses run along the lanes (a column of a row-major matrix per lane,
+// which the lanes read as consecutive elements), none across them.
+bool interchangeable(const KStmt& s, const UserKernel& k) {
+  const std::string& lane_index = k.range.back().name;
+  if (s.kind != KernelStmtKind::For || !lane_invariant(s.value, k, lane_index)) return false;
+  if (std::any_of(s.body.begin(), s.body.end(), has_loop)) return false;
+  int contiguous = 0;
+  int strided = 0;
+  lane_layout(s.body, k, lane_index, s.name, &contiguous, &strided);
+  return contiguous > 0 && strided == 0;
+}
+
+// A phase of the CPU form: statements run in one vector loop over the lanes,
+// or one serial loop run outside it (`interchanged`).
+struct Phase {
+  std::vector<const KStmt*> stmts;
+  bool interchanged = false;
+};
+
+// The phases of split_phases, with each interchangeable loop a phase of its
+// own between the statements before and after it.
+std::vector<Phase> plan_phases(const UserKernel& k) {
+  std::vector<Phase> out;
+  for (const std::vector<const KStmt*>& phase : split_phases(k.body)) {
+    Phase current;
+    for (const KStmt* s : phase) {
+      if (!interchangeable(*s, k)) {
+        current.stmts.push_back(s);
+        continue;
+      }
+      if (!current.stmts.empty()) out.push_back(std::move(current));
+      current = Phase{};
+      out.push_back(Phase{{s}, true});
+    }
+    if (!current.stmts.empty()) out.push_back(std::move(current));
+  }
+  if (out.empty()) out.emplace_back();
+  return out;
+}
+
 // The top-level lets that a later phase names: they live in a local array
 // with one element per lane instead of a scalar.
-std::vector<const KStmt*> locals_across_phases(const std::vector<std::vector<const KStmt*>>& phases) {
+std::vector<const KStmt*> locals_across_phases(const std::vector<Phase>& phases) {
   std::vector<const KStmt*> out;
   if (phases.size() < 2) return out;
   for (size_t p = 0; p < phases.size(); ++p) {
-    for (const KStmt* s : phases[p]) {
+    for (const KStmt* s : phases[p].stmts) {
       if (s->kind != KernelStmtKind::Let) continue;
       bool crosses = false;
       for (size_t q = p + 1; q < phases.size() && !crosses; ++q) {
-        crosses = std::any_of(phases[q].begin(), phases[q].end(), [&](const KStmt* t) { return mentions(*t, s->name); });
+        crosses = std::any_of(phases[q].stmts.begin(), phases[q].stmts.end(), [&](const KStmt* t) { return mentions(*t, s->name); });
       }
       if (crosses) out.push_back(s);
     }
@@ -121,7 +232,7 @@ class UserKernelLowering {
       b_.buffer_param("partials", acc_dtype_, {grid}, kir::Access::Write);
     }
     declare_index_errors();
-    const std::vector<std::vector<const KStmt*>> phases = split_phases(k_.body);
+    const std::vector<Phase> phases = plan_phases(k_);
     std::vector<const KStmt*> lane_let_stmts = locals_across_phases(phases);
     std::set<std::string> lane_locals;
     for (const KStmt* st : lane_let_stmts) lane_locals.insert(st->name);
@@ -154,7 +265,7 @@ class UserKernelLowering {
               rest = b_.let(fmt::format("rest{}", d), rest / extents[d]);
             }
           }
-          if (phases.size() == 1) {
+          if (phases.size() == 1 && !phases[0].interchanged) {
             b_.loop("lane", kir::int_const(lanes), kir::LoopLevel::Vector, [&](const kir::Expr& lane) {
               lane_ = lane;
               kir::Expr last = b_.let(value_name(k_.range[rank - 1].name), chunk * lanes + lane);
@@ -162,24 +273,37 @@ class UserKernelLowering {
             });
             return;
           }
-          // One vector loop per phase, each over the chunk's lanes.
+          // One vector loop per phase, each over the chunk's lanes; an
+          // interchanged loop runs outside its vector loop.
           for (size_t p = 0; p < phases.size(); ++p) {
-            b_.loop(p == 0 ? "lane" : fmt::format("lane{}", p + 1), kir::int_const(lanes), kir::LoopLevel::Vector,
-                    [&](const kir::Expr& lane) {
-                      lane_ = lane;
-                      scopes_.emplace_back();
-                      kir::Expr last = b_.let(define(k_.range[rank - 1].name), chunk * lanes + lane);
-                      b_.if_then(kir::op(OpKind::Lt, {last, inner}), [&] {
-                        for (const KStmt* st : phases[p]) {
-                          if (st->kind == KernelStmtKind::Let && lane_locals.count(st->name)) {
-                            lane_let(*st);
-                          } else {
-                            stmt(*st);
-                          }
-                        }
+            auto lane_loop = [&](const std::function<void()>& body) {
+              b_.loop(p == 0 ? "lane" : fmt::format("lane{}", p + 1), kir::int_const(lanes), kir::LoopLevel::Vector,
+                      [&](const kir::Expr& lane) {
+                        lane_ = lane;
+                        scopes_.emplace_back();
+                        kir::Expr last = b_.let(define(k_.range[rank - 1].name), chunk * lanes + lane);
+                        b_.if_then(kir::op(OpKind::Lt, {last, inner}), body);
+                        scopes_.pop_back();
                       });
-                      scopes_.pop_back();
-                    });
+            };
+            if (phases[p].interchanged) {
+              const KStmt& loop = *phases[p].stmts[0];
+              check_loads(loop);
+              kir::Expr extent = expr(loop.value);
+              scopes_.emplace_back();
+              b_.serial(define(loop.name), extent, [&](const kir::Expr&) { lane_loop([&] { block(loop.body); }); });
+              scopes_.pop_back();
+              continue;
+            }
+            lane_loop([&] {
+              for (const KStmt* st : phases[p].stmts) {
+                if (st->kind == KernelStmtKind::Let && lane_locals.count(st->name)) {
+                  lane_let(*st);
+                } else {
+                  stmt(*st);
+                }
+              }
+            });
           }
         });
       });

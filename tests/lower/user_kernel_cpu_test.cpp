@@ -9,7 +9,9 @@
 #include <string>
 
 #include "interp/kernel_binding.h"
+#include "kir/printer.h"
 #include "kir/verifier.h"
+#include "lower/lower_user_kernel.h"
 #include "runtime/cpu/user_kernel_call.h"
 #include "tensor/compare.h"
 #include "stitch/text.h"
@@ -103,6 +105,38 @@ kernel phases(a: f64[n, m], y: f64[m], out: f64[n, m]) -> sum f64 over i < n, j 
   out[i, j] = s2 + t + u
   yield t
 }
+# Serial loops whose accesses run along the lanes (column walks) run outside
+# the vector loop: with an if, locals before and after, a 2-D range whose
+# rows pick a class, a yield inside, and a loop that must stay inside (its
+# extent differs per lane).
+kernel vecmat(y: f64[n], A: f64[n, m], z: f64[m]) over i < m {
+  let s: f64 = 0
+  for j < n {
+    s += y[j] * A[j, i]
+  }
+  z[i] = s
+}
+kernel classmean(labels: i64[s], x: f64[s, f], out: f64[c, f]) over k < c, j < f {
+  let total: f64 = 0
+  let count: f64 = 0
+  for r < s {
+    if labels[r] == k {
+      total += x[r, j]
+      count += 1.0
+    }
+  }
+  out[k, j] = total / (count + 1.0)
+}
+kernel colyield(x: f32[n, m], w: f32[m]) -> sum f32 over j < m {
+  let scale = w[j]
+  for i < n {
+    let v = x[i, j] * scale
+    yield v
+  }
+  for t < j + 1 {
+    yield w[t] * 0.25
+  }
+}
 )";
 
 struct Call {
@@ -133,6 +167,9 @@ std::vector<Call> calls() {
       {"halfsum", {{64}}, {}},
       {"phases", {{37, 21}, {21}, {37, 21}}, {}},
       {"phases", {{3, 1100}, {1100}, {3, 1100}}, {}},
+      {"vecmat", {{77}, {77, 301}, {301}}, {}},
+      {"classmean", {{999}, {999, 19}, {3, 19}}, {}},
+      {"colyield", {{45, 130}, {130}}, {}},
   };
 }
 
@@ -306,6 +343,25 @@ TEST_F(UserKernelCpu, ASecondCallOfTheSameShapeReusesTheCompiledKernel) {
   runtime::cpu::CacheStats after = cache_->stats();
   EXPECT_EQ(after.misses, before.misses);
   EXPECT_EQ(after.hits, before.hits);  // found in memory, not even on disk
+}
+
+// A serial loop whose accesses run along the lanes (a column per lane) runs
+// outside the vector loop; one whose accesses run across them (a row per
+// lane) stays inside, where it reads consecutive elements.
+TEST_F(UserKernelCpu, AColumnWalkRunsItsLoopOutsideTheLanesAndARowWalkInside) {
+  lower::UserKernelShape shape;
+  shape.lanes = 64;
+  auto line_after = [](const std::string& text, const std::string& marker) {
+    const size_t at = text.find(marker);
+    if (at == std::string::npos) return std::string("(no " + marker + ")");
+    const size_t begin = text.find('\n', at) + 1;
+    return text.substr(begin, text.find('\n', begin) - begin);
+  };
+  const std::string column = kir::print_kernel(lower::lower_user_kernel_cpu(*module_->find_kernel("vecmat"), shape, "k").kernel);
+  EXPECT_NE(line_after(column, "for u_j in serial(").find("in vector("), std::string::npos) << column;
+  const std::string row = kir::print_kernel(lower::lower_user_kernel_cpu(*module_->find_kernel("rowsum"), shape, "k").kernel);
+  EXPECT_EQ(line_after(row, "for u_j in serial(").find("in vector("), std::string::npos) << row;
+  EXPECT_NE(row.find("for lane in vector("), std::string::npos) << row;
 }
 
 }  // namespace

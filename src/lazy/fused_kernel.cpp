@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <iterator>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "interp/index_bounds.h"
 
@@ -169,12 +171,12 @@ bool touches_array(const std::vector<KStmt>& body, const std::string& array) {
 // Keeps storage `array` in local `array`_r, declared (zero) at the top of the
 // fused body, when that is exact (build_fused_kernel's conditions): returns
 // whether it did. `bodies` are the calls' renamed bodies, `extents` their ranges.
-bool keep_in_register(std::vector<std::vector<KStmt>>& bodies, const std::vector<std::vector<int64_t>>& extents,
+bool keep_in_register(const std::vector<std::vector<KStmt>*>& bodies, const std::vector<std::vector<int64_t>>& extents,
                       const std::vector<std::vector<std::string>>& index_names, const std::string& array) {
   size_t first_call = 0;
-  while (first_call < bodies.size() && !touches_array(bodies[first_call], array)) ++first_call;
+  while (first_call < bodies.size() && !touches_array(*bodies[first_call], array)) ++first_call;
   if (first_call == bodies.size()) return false;
-  std::vector<KStmt>& body = bodies[first_call];
+  std::vector<KStmt>& body = *bodies[first_call];
   size_t first = 0;
   while (!touches_array(std::vector<KStmt>{body[first]}, array)) ++first;
   const KStmt store = body[first];
@@ -194,7 +196,7 @@ bool keep_in_register(std::vector<std::vector<KStmt>>& bodies, const std::vector
   if (std::find(covered.begin(), covered.end(), 0) != covered.end()) return false;
   for (size_t c = first_call; c < bodies.size(); ++c) {
     std::vector<std::vector<KExpr>> indices;
-    collect_indices(bodies[c], array, indices);
+    collect_indices(*bodies[c], array, indices);
     if (indices.empty()) continue;
     // A later call runs only at indices where the first one ran (and stored):
     // it uses the same index names (the same loop nest), over no more of them.
@@ -209,8 +211,87 @@ bool keep_in_register(std::vector<std::vector<KStmt>>& bodies, const std::vector
       }
     }
   }
-  for (size_t c = first_call; c < bodies.size(); ++c) to_local(bodies[c], array, array + "_r");
+  for (size_t c = first_call; c < bodies.size(); ++c) to_local(*bodies[c], array, array + "_r");
   return true;
+}
+
+// Replaces local or loop variable `from` by `to` in `body`.
+KExpr rename_name(const KExpr& e, const std::string& from, const std::string& to) {
+  const KernelExprNode& n = e.node();
+  if (n.kind == KernelExprKind::Name && n.name == from) return kernel_name(to, n.loc);
+  if (!any_node(e, [&](const KernelExprNode& m) { return m.kind == KernelExprKind::Name && m.name == from; })) return e;
+  auto out = std::make_shared<KernelExprNode>(n);
+  for (KExpr& o : out->operands) o = rename_name(o, from, to);
+  return KExpr(std::move(out));
+}
+
+void rename_name(std::vector<KStmt>& body, const std::string& from, const std::string& to) {
+  for (KStmt& s : body) {
+    if ((s.kind == KernelStmtKind::Assign || s.kind == KernelStmtKind::Let) && s.name == from) s.name = to;
+    for (KExpr& i : s.index) i = rename_name(i, from, to);
+    if (s.value.defined()) s.value = rename_name(s.value, from, to);
+    rename_name(s.body, from, to);
+    rename_name(s.else_body, from, to);
+  }
+}
+
+bool has_loop(const KStmt& s) {
+  auto any = [](const std::vector<KStmt>& b) { return std::any_of(b.begin(), b.end(), has_loop); };
+  return s.kind == KernelStmtKind::For || any(s.body) || any(s.else_body);
+}
+
+bool has_kind(const std::vector<KStmt>& body, KernelStmtKind kind) {
+  for (const KStmt& s : body) {
+    if (s.kind == kind || has_kind(s.body, kind) || has_kind(s.else_body, kind)) return true;
+  }
+  return false;
+}
+
+bool has_load(const std::vector<KStmt>& body) {
+  auto loads = [](const KExpr& e) {
+    return e.defined() && any_node(e, [](const KernelExprNode& n) { return n.kind == KernelExprKind::Load; });
+  };
+  for (const KStmt& s : body) {
+    if (loads(s.value) || std::any_of(s.index.begin(), s.index.end(), loads) || has_load(s.body) || has_load(s.else_body)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Every array `body` stores to (renamed names).
+void stored_arrays(const std::vector<KStmt>& body, std::vector<std::string>& out) {
+  for (const KStmt& s : body) {
+    if (s.kind == KernelStmtKind::Store) out.push_back(s.name);
+    stored_arrays(s.body, out);
+    stored_arrays(s.else_body, out);
+  }
+}
+
+// Every array `body` loads, with the index lists.
+void loaded_arrays(const std::vector<KStmt>& body, std::vector<std::pair<std::string, std::vector<KExpr>>>& out) {
+  std::function<void(const KExpr&)> walk = [&](const KExpr& e) {
+    const KernelExprNode& n = e.node();
+    if (n.kind == KernelExprKind::Load) out.emplace_back(n.name, n.operands);
+    for (const KExpr& o : n.operands) walk(o);
+  };
+  for (const KStmt& s : body) {
+    for (const KExpr& i : s.index) walk(i);
+    if (s.value.defined()) walk(s.value);
+    loaded_arrays(s.body, out);
+    loaded_arrays(s.else_body, out);
+  }
+}
+
+// The value of an extent written as a literal or a shape symbol of the call.
+std::optional<int64_t> extent_value(const KExpr& e, const interp::KernelBinding& binding) {
+  const KernelExprNode& n = e.node();
+  if (n.kind == KernelExprKind::Literal && !n.is_float_literal && !n.is_bool_literal) return n.int_value;
+  if (n.kind == KernelExprKind::Name) {
+    auto it = binding.symbols.find(n.name);
+    if (it != binding.symbols.end()) return it->second;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -318,10 +399,103 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
       }
     }
   }
+  // A call of the fused rank that finishes a run's rows (a row sum after a
+  // row's elementwise work) joins the run's loop: its body is P, a loop, Q;
+  // P (locals, no array access) moves before the run's loop, the loop's body
+  // runs in the run's iteration, and Q stays in place. Exact when the loop
+  // has the run's extent, stores nothing, reads what the run writes only at
+  // the element the run's iteration wrote (which it writes only there), and
+  // reads nothing the calls between them write.
+  std::vector<std::vector<KStmt>> hoisted(calls.size());
+  std::vector<std::vector<KStmt>> inner(calls.size());
+  std::vector<int> merged_into(calls.size(), -1);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    if (runs[r].rank != rank + 1) continue;
+    const std::string& lv = runs[r].index_names[rank];
+    const int64_t row_extent = calls[runs[r].calls[0]].binding->extents[rank];
+    auto at_row_element = [&](const std::vector<KExpr>& index, const std::string& var) {
+      if (index.size() != rank + 1) return false;
+      for (size_t d = 0; d <= rank; ++d) {
+        const KernelExprNode& n = index[d].node();
+        if (n.kind != KernelExprKind::Name || n.name != (d < rank ? fmt::format("i{}", d) : var)) return false;
+      }
+      return true;
+    };
+    // Arrays the run writes: those it touches only at its iteration's element, and the others.
+    std::vector<std::string> written;
+    for (size_t c : runs[r].calls) stored_arrays(bodies[c], written);
+    std::vector<std::string> row_arrays;
+    std::vector<std::string> blocked;  // written elsewhere, or by calls in between
+    for (const std::string& a : written) {
+      bool rows = true;
+      for (size_t c : runs[r].calls) {
+        std::vector<std::vector<KExpr>> indices;
+        collect_indices(bodies[c], a, indices);
+        for (const std::vector<KExpr>& index : indices) rows = rows && at_row_element(index, lv);
+      }
+      (rows ? row_arrays : blocked).push_back(a);
+    }
+    auto contains = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+    for (size_t q = r + 1; q < runs.size() && runs[q].rank == rank; ++q) {
+      const size_t c = runs[q].calls[0];
+      std::vector<KStmt>& body = bodies[c];
+      size_t loops = 0;
+      size_t at = 0;
+      for (size_t i = 0; i < body.size(); ++i) {
+        if (has_loop(body[i])) {
+          ++loops;
+          at = i;
+        }
+      }
+      bool ok = !guards[c].defined() && loops == 1 && body[at].kind == KernelStmtKind::For;
+      if (ok) {
+        const std::vector<KStmt> pre(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(at));
+        const std::vector<KStmt> post(body.begin() + static_cast<std::ptrdiff_t>(at) + 1, body.end());
+        const KStmt& loop = body[at];
+        ok = !has_load(pre) && !has_kind(pre, KernelStmtKind::Store) && !has_kind(pre, KernelStmtKind::Yield) &&
+             !std::any_of(post.begin(), post.end(), has_loop) && !std::any_of(loop.body.begin(), loop.body.end(), has_loop) &&
+             !has_kind(loop.body, KernelStmtKind::Store) && !has_kind(loop.body, KernelStmtKind::Yield) &&
+             extent_value(calls[c].kernel->body[at].value, *calls[c].binding) == row_extent;
+        std::vector<std::pair<std::string, std::vector<KExpr>>> loads;
+        if (ok) loaded_arrays(loop.body, loads);
+        for (const auto& [array, index] : loads) {
+          if (contains(blocked, array) || (contains(row_arrays, array) && !at_row_element(index, loop.name))) ok = false;
+        }
+        if (ok) {
+          hoisted[c] = pre;
+          inner[c] = loop.body;
+          rename_name(inner[c], loop.name, lv);
+          body = post;
+          merged_into[c] = static_cast<int>(r);
+        }
+      }
+      std::vector<std::string> stores;
+      stored_arrays(body, stores);
+      blocked.insert(blocked.end(), stores.begin(), stores.end());
+    }
+  }
+  // What runs where, in order, for the register analysis: each call's body
+  // at its place, and a merged call's loop body in its run's loop.
+  std::vector<std::vector<KStmt>*> units;
+  std::vector<std::vector<int64_t>> unit_extents;
+  std::vector<std::vector<std::string>> unit_names;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (size_t c : runs[r].calls) {
+      units.push_back(&bodies[c]);
+      unit_extents.push_back(call_extents[c]);
+      unit_names.push_back(index_names[c]);
+    }
+    for (size_t c = 0; c < calls.size(); ++c) {
+      if (merged_into[c] != static_cast<int>(r)) continue;
+      units.push_back(&inner[c]);
+      unit_extents.push_back(call_extents[runs[r].calls[0]]);
+      unit_names.push_back(runs[r].index_names);
+    }
+  }
   f.in_register.assign(storages.size(), false);
   for (size_t s = 0; s < dead.size() && s < storages.size(); ++s) {
     const std::string array = fmt::format("x{}", s);
-    if (!dead[s] || !keep_in_register(bodies, call_extents, index_names, array)) continue;
+    if (!dead[s] || !keep_in_register(units, unit_extents, unit_names, array)) continue;
     f.in_register[s] = true;
     KStmt let;
     let.kind = KernelStmtKind::Let;
@@ -331,10 +505,9 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
     let.value = storages[s].dtype == DType::boolean ? kernel_bool(false) : kernel_literal(int64_t{0});
     k.body.push_back(std::move(let));
   }
-  size_t call = 0;  // bodies are in call order
   for (size_t r = 0; r < runs.size(); ++r) {
     std::vector<KStmt> run_body;
-    for (size_t n = 0; n < runs[r].calls.size(); ++n, ++call) {
+    for (size_t call : runs[r].calls) {
       if (!guards[call].defined()) {
         for (KStmt& s : bodies[call]) run_body.push_back(std::move(s));
         continue;
@@ -344,6 +517,13 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
       s.value = guards[call];
       s.body = std::move(bodies[call]);
       run_body.push_back(std::move(s));
+    }
+    if (runs[r].rank > rank) {
+      for (size_t c = 0; c < calls.size(); ++c) {
+        if (merged_into[c] != static_cast<int>(r)) continue;
+        for (KStmt& s : hoisted[c]) k.body.push_back(std::move(s));
+        for (KStmt& s : inner[c]) run_body.push_back(std::move(s));
+      }
     }
     // The trailing dimensions as serial loops, innermost last.
     for (size_t d = runs[r].rank; d-- > rank;) {

@@ -945,7 +945,15 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       }
     }
     // Which calls run the rest of their range in one loop nest: each call's
-    // rank, and whether its trailing extents are its predecessor's.
+    // rank, and whether its trailing extents are its predecessor's; and, when
+    // ranks differ, every extent the calls bind (a row loop joins a run's loop
+    // only when their extents are equal).
+    const bool mixed = std::any_of(seg_calls.begin(), seg_calls.end(),
+                                   [rank](const SegmentCall& sc) { return sc.binding->extents.size() > rank; });
+    for (size_t c = 0; c < seg_calls.size() && mixed; ++c) {
+      for (int64_t e : seg_calls[c].binding->extents) append_word(key, e);
+      for (const auto& [symbol, value] : seg_calls[c].binding->symbols) append_word(key, value);
+    }
     for (size_t c = 0; c < seg_calls.size(); ++c) {
       const std::vector<int64_t>& e = seg_calls[c].binding->extents;
       key += static_cast<char>('A' + e.size());

@@ -68,6 +68,16 @@ kernel rowtotal(x: f32[n, m], s: f32[n]) over i < n {
   }
   s[i] = t
 }
+kernel set_first(x: f32[n, m], v: f32) over i < n {
+  x[i, 0] = v
+}
+kernel rowtotal_shifted(x: f32[n, m], s: f32[n]) over i < n {
+  let t: f32 = 0
+  for j < m - 1 {
+    t += x[i, j + 1]
+  }
+  s[i] = t
+}
 kernel shift_cols(x: f32[n, m], y: f32[n, m]) over i < n, j < m - 1 {
   y[i, j] = x[i, j + 1]
 }
@@ -566,16 +576,37 @@ TEST_F(Lazy, AColumnReadAfterARowWriteIsNotFused) {
   EXPECT_EQ(s.kernels, 2);
 }
 
-TEST_F(Lazy, ATemporaryOfOneLoopNestLivesInRegistersAndOneReadAcrossIsStored) {
+TEST_F(Lazy, ARowSumJoinsTheRowLoopAndItsInputLivesInRegisters) {
   LazyStats s = check({random({19, 33}, 70), random({19}, 71)}, [](LazyRuntime& rt, auto& a, auto&) {
     Array t = rt.zeros(DType::f32, {19, 33});
     Array u = rt.zeros(DType::f32, {19, 33});
     rt.call(k("scale2"), {2.0, a[0], t});  // in the loop over j: t lives in registers
-    rt.call(k("scale2"), {0.5, t, u});     // u: read by rowtotal's own loop, so stored
-    rt.call(k("rowtotal"), {u, a[1]});
+    rt.call(k("scale2"), {0.5, t, u});
+    rt.call(k("rowtotal"), {u, a[1]});     // its loop over j joins the one above: u too
   });
   EXPECT_EQ(s.kernels, 1);
-  EXPECT_EQ(s.arrays_in_registers, 1);
+  EXPECT_EQ(s.arrays_in_registers, 2);
+}
+
+TEST_F(Lazy, ARowLoopAfterACallWritingItsInputKeepsItsOwnLoop) {
+  LazyStats s = check({random({17, 29}, 74), random({17, 29}, 75), random({17}, 76)}, [](LazyRuntime& rt, auto& a, auto&) {
+    rt.call(k("scale2"), {2.0, a[0], a[1]});   // y[i, j]: over i, j
+    rt.call(k("set_first"), {a[1], 5.0});      // y[i, 0] = 5: over i, between the two
+    rt.call(k("rowtotal"), {a[1], a[2]});      // must see y[i, 0] = 5
+  });
+  EXPECT_EQ(s.kernels, 1);
+}
+
+TEST_F(Lazy, ARowLoopReadingAnotherElementKeepsItsOwnLoop) {
+  LazyStats s = check({random({19, 33}, 72), random({19}, 73)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {19, 33});
+    Array u = rt.zeros(DType::f32, {19, 33});
+    rt.call(k("scale2"), {2.0, a[0], t});
+    rt.call(k("scale2"), {0.5, t, u});
+    rt.call(k("rowtotal_shifted"), {u, a[1]});  // reads u[i, j + 1]: written in a later iteration
+  });
+  EXPECT_EQ(s.kernels, 1);
+  EXPECT_EQ(s.arrays_in_registers, 1);  // t; u is stored for the second loop
 }
 
 TEST_F(Lazy, AReductionOverALargerRangeFusesWithARowLoop) {

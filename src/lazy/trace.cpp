@@ -210,6 +210,7 @@ struct Trace::Scratch {
   std::vector<long> handle_count;
   std::vector<size_t> last_use;
   std::vector<PreparedSegment> prepared;
+  std::vector<int64_t> proof_key;
 };
 
 namespace {
@@ -886,11 +887,22 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     }
     for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].args[static_cast<size_t>(p)].scalar.arg());
     for (int64_t e : seg.extents) out.args.emplace_back(e);
-    // Indices proven in range for these extents and shapes hold for every run
-    // with them, unless an index reads a scalar's value.
-    if (!seg.proof_known || f.index_reads_scalars) {
+    // Indices proven in range for these extents and shapes (and scalars,
+    // where an index reads one) hold for every run with them.
+    std::vector<int64_t>& proof_key = scratch.proof_key;
+    proof_key.clear();
+    for (const KernelArg& a : out.args) {
+      if (a.is_array) {
+        proof_key.insert(proof_key.end(), a.array.shape, a.array.shape + a.array.rank);
+      } else if (f.index_reads_scalars) {
+        proof_key.push_back(a.is_float ? std::bit_cast<int64_t>(a.float_value) : a.int_value);
+      }
+      proof_key.push_back(-1);
+    }
+    if (!seg.proof_known || seg.proof_key != proof_key) {
       seg.proven = interp::indices_proven_in_range(f.kernel, interp::bind_kernel(f.kernel, out.args), out.args);
       seg.proof_known = true;
+      seg.proof_key = proof_key;
     }
     out.check_indices = !seg.proven;
     out.ready = true;
@@ -971,14 +983,13 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       seg.fused_key = key;
       seg.compiled.reset();
       seg.compiled_checked.reset();
+      seg.proof_known = false;  // another kernel: prove it again
       if (dump_wanted("fused")) dump("fused", print_kernel(seg.fused->kernel));
     }
     seg.regions = std::move(regions);
     seg.extents = std::move(extents);
-    seg.proof_known = false;
     gather(seg, out);
   };
-  bool all_prepared = true;
   for (size_t i = 0; i < plan.size(); ++i) {
     SegmentPlan& seg = plan[i];
     if (seg.end - seg.begin == 1) continue;
@@ -987,15 +998,16 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       for (const TraceArg& a : calls[static_cast<size_t>(c)].args) waits = waits || (a.future && !a.future->ready);
     }
     if (waits) {
-      all_prepared = false;
+      continue;  // prepared when it runs
     } else if (same_detail && seg.fused) {
       gather(seg, prepared[i]);
     } else {
       prepare(seg, prepared[i]);
     }
   }
-  // Segments waiting for a value are rebuilt each time (their extents may differ).
-  cached.detail = all_prepared ? detail : std::string();
+  // Segments waiting for a value are prepared each time they run (their
+  // extents may depend on it); the others keep what they were prepared with.
+  cached.detail = detail;
   stats_.analysis_seconds += seconds_since(t0);
   for (size_t i = 0; i < plan.size(); ++i) {
     SegmentPlan& seg = plan[i];

@@ -199,9 +199,11 @@ class Trace : public std::enable_shared_from_this<Trace> {
     std::string fused_key;                     // the guards, shape and temporaries `fused` was built for
     std::shared_ptr<const runtime::cpu::CompiledUserKernel> compiled;
     std::shared_ptr<const runtime::cpu::CompiledUserKernel> compiled_checked;  // indices checked at run time
-    // Whether the indices were proven in range for the last prepared extents and shapes.
+    // Whether the indices were proven in range for the shapes (and, where
+    // indices read them, scalars) in proof_key; proof_known false: never.
     bool proof_known = false;
     bool proven = false;
+    std::vector<int64_t> proof_key;
     // What `fused` was last run with: the partition's regions its storages
     // are, in parameter order, the loop shape and the range.
     std::vector<int> regions;

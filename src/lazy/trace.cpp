@@ -315,7 +315,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
   }
   KernelEntry& entry = kernel_entry(kernel);
   TraceCall call;
-  call.kernel = kernel;
+  call.kernel = kernel.get();
   if (!spare_args_.empty()) {
     call.args = std::move(spare_args_.back());
     spare_args_.pop_back();
@@ -367,7 +367,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
     call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(k, arguments(call, false)));
     entry.keep(bound_from_, call.binding);
   }
-  call.accesses = entry.accesses;
+  call.accesses = entry.accesses.get();
   call.result = std::move(result);
   ++stats_.calls;
   pending_.push_back(std::move(call));
@@ -652,7 +652,7 @@ void Trace::record_zero_fill(const std::shared_ptr<ArrayState>& array) {
   const Clock::time_point t0 = Clock::now();
   const KernelRef& kernel = zero_fill_kernel(array->storage->dtype(), static_cast<int>(array->shape.size()));
   TraceCall call;
-  call.kernel = kernel;
+  call.kernel = kernel.get();
   call.args.push_back({array, nullptr, TraceScalar(), kernel->params[0].access});
   KernelEntry& entry = kernel_entry(kernel);
   call.binding = entry.find(array->shape);
@@ -665,7 +665,7 @@ void Trace::record_zero_fill(const std::shared_ptr<ArrayState>& array) {
     call.binding = b;
     entry.keep(array->shape, std::move(b));
   }
-  call.accesses = entry.accesses;
+  call.accesses = entry.accesses.get();
   ++stats_.calls;
   pending_.push_back(std::move(call));
   stats_.record_seconds += seconds_since(t0);
@@ -701,7 +701,7 @@ void Trace::run_single(TraceCall& call) {
     shape.check_indices = !interp::indices_proven_in_range(*call.kernel, *call.binding, args);
     std::string key = fmt::format("{} {} {}", shape.lanes, shape.rows_per_block, shape.check_indices ? 'c' : 'u');
     for (bool r : shape.restrict_array) key += r ? '1' : '0';
-    auto& compiled = singles_[{call.kernel.get(), key}];
+    auto& compiled = singles_[{call.kernel, key}];
     if (!compiled) compiled = runtime::cpu::CompiledUserKernel::compile(*call.kernel, shape, cache_);
     stats_.compile_seconds += seconds_since(t0);
     t0 = Clock::now();
@@ -746,7 +746,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   for (size_t c = 0; c < calls.size(); ++c) {
     const TraceCall& call = calls[c];
     first_arg[c] = arg_region.size();
-    append_word(signature, reinterpret_cast<uintptr_t>(call.kernel.get()));
+    append_word(signature, reinterpret_cast<uintptr_t>(call.kernel));
     for (size_t p = 0; p < call.args.size(); ++p) {
       int s = -1;
       if (const std::shared_ptr<ArrayState>& a = call.args[p].array) {
@@ -820,7 +820,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       PlannedCall& pc = planned[c];
       std::vector<int> call_storage(arg_region.begin() + static_cast<std::ptrdiff_t>(first_arg[c]),
                                     arg_region.begin() + static_cast<std::ptrdiff_t>(first_arg[c + 1]));
-      pc.view = CallView{calls[c].kernel.get(), calls[c].accesses.get(), call_storage};
+      pc.view = CallView{calls[c].kernel, calls[c].accesses, call_storage};
       pc.reduction = calls[c].kernel->is_reduction();
       if (reads_results) {
         for (const TraceArg& arg : calls[c].args) {
@@ -915,7 +915,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     for (int c = seg.begin; c < seg.end; ++c) {
       TraceCall& call = calls[static_cast<size_t>(c)];
       resolve_futures(call);
-      SegmentCall sc{call.kernel.get(), {}, call.binding.get(), call.accesses.get()};
+      SegmentCall sc{call.kernel, {}, call.binding.get(), call.accesses};
       for (size_t p = 0; p < call.args.size(); ++p) {
         const int r = arg_region[first_arg[static_cast<size_t>(c)] + p];
         int s = -1;

@@ -124,10 +124,12 @@ struct TraceArg {
 };
 
 struct TraceCall {
-  KernelRef kernel;                          // a user-kernel call, or
+  // A user-kernel call (the kernel and its accesses are kept alive by the
+  // trace's kernel table, so plain pointers: recording must be cheap), or
+  const UserKernel* kernel = nullptr;
   std::shared_ptr<const GraphCall> graph;    // a graph call: arrays = inputs, then outputs
   std::vector<TraceArg> args;                // per parameter (one allocation: recording must be cheap)
-  std::shared_ptr<const std::vector<ArrayAccessSite>> accesses;
+  const std::vector<ArrayAccessSite>* accesses = nullptr;
   // Shared: calls of one kernel on arguments of the same shapes and values bind alike.
   std::shared_ptr<const interp::KernelBinding> binding;
   std::shared_ptr<ScalarState> result;                 // reductions

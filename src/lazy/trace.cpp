@@ -215,6 +215,13 @@ struct Trace::Scratch {
 
 namespace {
 
+// A hash of words (FNV-1a over each word), to compare bindings' inputs cheaply.
+uint64_t hash_words(const std::vector<int64_t>& words) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int64_t w : words) h = (h ^ static_cast<uint64_t>(w)) * 1099511628211ULL;
+  return h;
+}
+
 void append_word(std::string& key, int64_t word) { key.append(reinterpret_cast<const char*>(&word), sizeof word); }
 
 // Attributes as text, for the elementwise kernels' cache key (cast's `to`).
@@ -262,6 +269,8 @@ std::shared_ptr<ArrayState> Trace::new_deferred_array(DType dtype, std::vector<i
   auto a = std::make_shared<ArrayState>();
   a->shape = shape;
   a->storage = std::make_shared<LazyStorage>(dtype, std::move(shape));
+  a->dtype = a->storage->dtype();
+  a->set_inline_shape();
   a->set_bytes();
   a->id = next_array_id_++;
   a->trace = weak_from_this();
@@ -273,6 +282,8 @@ std::shared_ptr<ArrayState> Trace::new_array(Tensor data) {
   auto a = std::make_shared<ArrayState>();
   a->shape = data.shape();
   a->storage = std::make_shared<LazyStorage>(std::move(data));
+  a->dtype = a->storage->dtype();
+  a->set_inline_shape();
   a->set_bytes();
   a->id = next_array_id_++;
   a->trace = weak_from_this();
@@ -285,6 +296,8 @@ std::shared_ptr<ArrayState> Trace::new_view(const ArrayState& parent, int64_t of
   a->storage = parent.storage;
   a->offset = parent.offset + offset;
   a->shape = std::move(shape);
+  a->dtype = a->storage->dtype();
+  a->set_inline_shape();
   a->set_bytes();
   a->id = next_array_id_++;
   a->trace = weak_from_this();
@@ -297,6 +310,7 @@ Trace::KernelEntry& Trace::kernel_entry(const KernelRef& kernel) {
   if (fresh) {
     it->second.kernel = kernel;
     it->second.accesses = std::make_shared<const std::vector<ArrayAccessSite>>(collect_accesses(*kernel));
+    for (const KernelParam& p : kernel->params) it->second.param_access.push_back(p.access);
   }
   return it->second;
 }
@@ -313,6 +327,15 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
     throw UserError(fmt::format("kernel '{}' takes {} argument{}, got {}", k.name, k.params.size(),
                                 k.params.size() == 1 ? "" : "s", args.size()));
   }
+  // The arrays' handles are usually cold (the last kernels streamed the
+  // caches): ask for all of them at once rather than miss on each in turn.
+  for (const LazyArg& a : args) {
+    if (const lazy::ArrayState* st = a.array.state_.get()) {
+      __builtin_prefetch(st);
+      __builtin_prefetch(reinterpret_cast<const char*>(st) + 64);
+      __builtin_prefetch(reinterpret_cast<const char*>(st) + 128);
+    }
+  }
   KernelEntry& entry = kernel_entry(kernel);
   TraceCall call;
   call.kernel = kernel.get();
@@ -321,7 +344,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
     spare_args_.pop_back();
   }
   call.args.resize(args.size());
-  for (size_t p = 0; p < args.size(); ++p) call.args[p].access = k.params[p].access;
+  for (size_t p = 0; p < args.size(); ++p) call.args[p].access = entry.param_access[p];
   // What the binding depends on, as words: a call like the kernel's last one
   // shares its binding (binding allocates, and recording must be cheap).
   bound_from_.clear();
@@ -334,8 +357,12 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
                                     k.params[p].name));
       }
       call.args[p].array = state;
-      bound_from_.push_back(static_cast<int64_t>(state->storage->dtype()) - 64);
-      bound_from_.insert(bound_from_.end(), state->shape.begin(), state->shape.end());
+      bound_from_.push_back(static_cast<int64_t>(state->dtype) - 64);
+      if (state->rank_inline >= 0) {
+        bound_from_.insert(bound_from_.end(), state->dims.begin(), state->dims.begin() + state->rank_inline);
+      } else {
+        bound_from_.insert(bound_from_.end(), state->shape.begin(), state->shape.end());
+      }
       continue;
     }
     if (a.future.valid()) {
@@ -362,10 +389,11 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
     bound_from_.push_back(v.is_float ? -1 : -2);
     bound_from_.push_back(v.is_float ? std::bit_cast<int64_t>(v.float_value) : v.int_value);
   }
-  call.binding = entry.find(bound_from_);
+  const uint64_t hash = hash_words(bound_from_);
+  call.binding = entry.find(bound_from_, hash);
   if (!call.binding) {
     call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(k, arguments(call, false)));
-    entry.keep(bound_from_, call.binding);
+    entry.keep(bound_from_, hash, call.binding);
   }
   call.accesses = entry.accesses.get();
   call.result = std::move(result);
@@ -655,7 +683,8 @@ void Trace::record_zero_fill(const std::shared_ptr<ArrayState>& array) {
   call.kernel = kernel.get();
   call.args.push_back({array, nullptr, TraceScalar(), kernel->params[0].access});
   KernelEntry& entry = kernel_entry(kernel);
-  call.binding = entry.find(array->shape);
+  const uint64_t hash = hash_words(array->shape);
+  call.binding = entry.find(array->shape, hash);
   if (!call.binding) {
     auto b = std::make_shared<interp::KernelBinding>();
     b->scalars.resize(1);
@@ -663,7 +692,7 @@ void Trace::record_zero_fill(const std::shared_ptr<ArrayState>& array) {
     b->index_count = 1;
     for (int64_t e : array->shape) b->index_count *= e;
     call.binding = b;
-    entry.keep(array->shape, std::move(b));
+    entry.keep(array->shape, hash, std::move(b));
   }
   call.accesses = entry.accesses.get();
   ++stats_.calls;

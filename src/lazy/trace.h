@@ -2,6 +2,7 @@
 // trace partitions, and running them fused or one call per kernel.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <map>
@@ -52,6 +53,15 @@ class LazyStorage {
 // (docs/lazy.md, Views).
 struct ArrayState {
   std::shared_ptr<LazyStorage> storage;
+  DType dtype = DType::f32;  // the storage's, kept here: recording reads it for every argument
+  // The shape again, inline when its rank is at most 4 (else rank_inline is
+  // -1): recording reads it without another cache line.
+  std::array<int64_t, 4> dims{};
+  int rank_inline = -1;
+  void set_inline_shape() {
+    rank_inline = shape.size() <= dims.size() ? static_cast<int>(shape.size()) : -1;
+    if (rank_inline >= 0) std::copy(shape.begin(), shape.end(), dims.begin());
+  }
   int64_t offset = 0;  // the region's first element in the storage
   std::vector<int64_t> shape;
   int64_t id = 0;  // unique in its trace
@@ -230,18 +240,34 @@ class Trace : public std::enable_shared_from_this<Trace> {
     static constexpr size_t kBindings = 8;
     KernelRef kernel;
     std::shared_ptr<const std::vector<ArrayAccessSite>> accesses;
-    std::array<std::vector<int64_t>, kBindings> bound_from;
+    std::vector<ArrayAccess> param_access;  // per parameter: the kernel's params, compactly
+    // What each kept binding was made from, inline (up to kWords words; a
+    // call with more binds afresh), and its hash, compared first.
+    static constexpr size_t kWords = 16;
+    struct From {
+      uint64_t hash = 0;
+      size_t count = 0;
+      std::array<int64_t, kWords> words{};
+    };
+    std::array<From, kBindings> bound_from;
     std::array<std::shared_ptr<const interp::KernelBinding>, kBindings> bindings;
     size_t next = 0;  // the entry to replace
-    // The binding made from `from`, if one is kept; else null.
-    std::shared_ptr<const interp::KernelBinding> find(const std::vector<int64_t>& from) const {
+    // The binding made from `from` (whose hash is `hash`), if one is kept; else null.
+    std::shared_ptr<const interp::KernelBinding> find(const std::vector<int64_t>& from, uint64_t hash) const {
       for (size_t i = 0; i < kBindings; ++i) {
-        if (bindings[i] && bound_from[i] == from) return bindings[i];
+        const From& f = bound_from[i];
+        if (f.hash == hash && bindings[i] && f.count == from.size() && std::equal(from.begin(), from.end(), f.words.begin())) {
+          return bindings[i];
+        }
       }
       return nullptr;
     }
-    void keep(const std::vector<int64_t>& from, std::shared_ptr<const interp::KernelBinding> binding) {
-      bound_from[next] = from;
+    void keep(const std::vector<int64_t>& from, uint64_t hash, std::shared_ptr<const interp::KernelBinding> binding) {
+      if (from.size() > kWords) return;
+      From& f = bound_from[next];
+      f.hash = hash;
+      f.count = from.size();
+      std::copy(from.begin(), from.end(), f.words.begin());
       bindings[next] = std::move(binding);
       next = (next + 1) % kBindings;
     }

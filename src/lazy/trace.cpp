@@ -265,36 +265,11 @@ Trace::Trace(LazyOptions options)
 
 Trace::~Trace() = default;
 
-std::shared_ptr<ArrayState> Trace::new_deferred_array(DType dtype, std::vector<int64_t> shape) {
+std::shared_ptr<ArrayState> Trace::new_state(std::shared_ptr<LazyStorage> storage, int64_t offset,
+                                             std::vector<int64_t> shape) {
   auto a = std::make_shared<ArrayState>();
-  a->shape = shape;
-  a->storage = std::make_shared<LazyStorage>(dtype, std::move(shape));
-  a->dtype = a->storage->dtype();
-  a->set_inline_shape();
-  a->set_bytes();
-  a->id = next_array_id_++;
-  a->trace = weak_from_this();
-  a->owner = this;
-  return a;
-}
-
-std::shared_ptr<ArrayState> Trace::new_array(Tensor data) {
-  auto a = std::make_shared<ArrayState>();
-  a->shape = data.shape();
-  a->storage = std::make_shared<LazyStorage>(std::move(data));
-  a->dtype = a->storage->dtype();
-  a->set_inline_shape();
-  a->set_bytes();
-  a->id = next_array_id_++;
-  a->trace = weak_from_this();
-  a->owner = this;
-  return a;
-}
-
-std::shared_ptr<ArrayState> Trace::new_view(const ArrayState& parent, int64_t offset, std::vector<int64_t> shape) {
-  auto a = std::make_shared<ArrayState>();
-  a->storage = parent.storage;
-  a->offset = parent.offset + offset;
+  a->storage = std::move(storage);
+  a->offset = offset;
   a->shape = std::move(shape);
   a->dtype = a->storage->dtype();
   a->set_inline_shape();
@@ -303,6 +278,19 @@ std::shared_ptr<ArrayState> Trace::new_view(const ArrayState& parent, int64_t of
   a->trace = weak_from_this();
   a->owner = this;
   return a;
+}
+
+std::shared_ptr<ArrayState> Trace::new_deferred_array(DType dtype, std::vector<int64_t> shape) {
+  return new_state(std::make_shared<LazyStorage>(dtype, shape), 0, shape);
+}
+
+std::shared_ptr<ArrayState> Trace::new_array(Tensor data) {
+  std::vector<int64_t> shape = data.shape();
+  return new_state(std::make_shared<LazyStorage>(std::move(data)), 0, std::move(shape));
+}
+
+std::shared_ptr<ArrayState> Trace::new_view(const ArrayState& parent, int64_t offset, std::vector<int64_t> shape) {
+  return new_state(parent.storage, parent.offset + offset, std::move(shape));
 }
 
 Trace::KernelEntry& Trace::kernel_entry(const KernelRef& kernel) {

@@ -181,6 +181,8 @@ class Trace : public std::enable_shared_from_this<Trace> {
   LazyStats& stats() { return stats_; }
 
  private:
+  // A handle on `storage`: `shape` from element `offset`.
+  std::shared_ptr<ArrayState> new_state(std::shared_ptr<LazyStorage> storage, int64_t offset, std::vector<int64_t> shape);
   // The pending calls `targets` need, with everything they depend on, in order.
   void run_closure(std::vector<size_t> targets);
   void run_partition(std::vector<TraceCall>& calls);

@@ -159,6 +159,8 @@ bool same_kernel(const UserKernel& a, const UserKernel& b);
 
 // Whether `pred` holds for `e` or any node under it.
 bool any_node(const KExpr& e, const std::function<bool(const KernelExprNode&)>& pred);
+// Whether `pred` holds for a statement of `body` or any statement nested in one.
+bool any_stmt(const std::vector<KStmt>& body, const std::function<bool(const KStmt&)>& pred);
 
 // Builds a kernel from C++ (docs/kernel-language.md, C++ builder):
 //

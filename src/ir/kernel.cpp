@@ -431,6 +431,13 @@ bool any_node(const KExpr& e, const std::function<bool(const KernelExprNode&)>& 
   return false;
 }
 
+bool any_stmt(const std::vector<KStmt>& body, const std::function<bool(const KStmt&)>& pred) {
+  for (const KStmt& s : body) {
+    if (pred(s) || any_stmt(s.body, pred) || any_stmt(s.else_body, pred)) return true;
+  }
+  return false;
+}
+
 bool same_kernel(const UserKernel& a, const UserKernel& b) {
   if (a.name != b.name || a.reduction != b.reduction || a.params.size() != b.params.size()) return false;
   if (a.is_reduction() && a.result_dtype != b.result_dtype) return false;

@@ -235,28 +235,17 @@ void rename_name(std::vector<KStmt>& body, const std::string& from, const std::s
   }
 }
 
-bool has_loop(const KStmt& s) {
-  auto any = [](const std::vector<KStmt>& b) { return std::any_of(b.begin(), b.end(), has_loop); };
-  return s.kind == KernelStmtKind::For || any(s.body) || any(s.else_body);
+bool has_kind(const std::vector<KStmt>& body, KernelStmtKind kind) {
+  return any_stmt(body, [kind](const KStmt& s) { return s.kind == kind; });
 }
 
-bool has_kind(const std::vector<KStmt>& body, KernelStmtKind kind) {
-  for (const KStmt& s : body) {
-    if (s.kind == kind || has_kind(s.body, kind) || has_kind(s.else_body, kind)) return true;
-  }
-  return false;
-}
+bool has_loop(const KStmt& s) { return s.kind == KernelStmtKind::For || has_kind(s.body, KernelStmtKind::For) || has_kind(s.else_body, KernelStmtKind::For); }
 
 bool has_load(const std::vector<KStmt>& body) {
   auto loads = [](const KExpr& e) {
     return e.defined() && any_node(e, [](const KernelExprNode& n) { return n.kind == KernelExprKind::Load; });
   };
-  for (const KStmt& s : body) {
-    if (loads(s.value) || std::any_of(s.index.begin(), s.index.end(), loads) || has_load(s.body) || has_load(s.else_body)) {
-      return true;
-    }
-  }
-  return false;
+  return any_stmt(body, [&](const KStmt& s) { return loads(s.value) || std::any_of(s.index.begin(), s.index.end(), loads); });
 }
 
 // Every array `body` stores to (renamed names).

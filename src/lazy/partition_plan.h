@@ -20,7 +20,6 @@ struct PlannedCall {
   bool reduction = false;
   // Indices (in the partition) of the calls whose reduction value this call reads.
   std::vector<int> reads_results_of;
-  int64_t indices = 0;  // the call's index count
   std::vector<int64_t> extents;  // its range's extents
   // Per storage the call touches (by id): its bytes and whether the call reads / writes it.
   struct Touch {

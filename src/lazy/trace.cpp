@@ -846,7 +846,6 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
           if (it != result_of.end() && it->second < static_cast<int>(c)) pc.reads_results_of.push_back(it->second);
         }
       }
-      pc.indices = calls[c].binding->index_count;
       pc.extents = calls[c].binding->extents;
       for (size_t p = 0; p < calls[c].args.size(); ++p) {
         if (!calls[c].args[p].array) continue;

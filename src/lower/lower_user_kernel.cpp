@@ -34,11 +34,10 @@ kir::Expr literal(const KernelExprNode& n) {
 // Marks a scope entry that names a local array with one element per lane.
 const std::string kLaneArray = "@lane:";
 
-bool has_loop(const KStmt& s) {
-  if (s.kind == KernelStmtKind::For) return true;
-  if (s.kind != KernelStmtKind::If) return false;
-  return std::any_of(s.body.begin(), s.body.end(), has_loop) || std::any_of(s.else_body.begin(), s.else_body.end(), has_loop);
-}
+bool is_loop(const KStmt& s) { return s.kind == KernelStmtKind::For; }
+
+// Whether `s` is or holds a serial loop.
+bool has_loop(const KStmt& s) { return is_loop(s) || any_stmt(s.body, is_loop) || any_stmt(s.else_body, is_loop); }
 
 // Whether `s` (or anything nested in it) names local `name`.
 bool mentions(const KStmt& s, const std::string& name) {
@@ -77,21 +76,21 @@ std::vector<std::vector<const KStmt*>> split_phases(const std::vector<KStmt>& bo
   return phases;
 }
 
-// Whether `e` names anything but parameters, shape symbols and range
-// indices other than the innermost (`lane_index`), or loads: whether it may
-// differ between the lanes of a vector loop.
+// Whether `name` is one of the kernel's own: a parameter, a shape symbol or
+// a range index (else a local or a loop variable).
+bool kernel_level_name(const UserKernel& k, const std::vector<std::string>& symbols, const std::string& name) {
+  return k.find_param(name) != nullptr || std::find(symbols.begin(), symbols.end(), name) != symbols.end() ||
+         std::any_of(k.range.begin(), k.range.end(), [&](const KernelIndex& ix) { return ix.name == name; });
+}
+
+// Whether `e` names only parameters, shape symbols and range indices other
+// than the innermost (`lane_index`), and loads nothing: the same in every
+// lane of a vector loop.
 bool lane_invariant(const KExpr& e, const UserKernel& k, const std::string& lane_index) {
   const std::vector<std::string> symbols = k.symbols();
   return !any_node(e, [&](const KernelExprNode& n) {
     if (n.kind == KernelExprKind::Load) return true;
-    if (n.kind != KernelExprKind::Name) return false;
-    if (n.name == lane_index) return true;
-    if (k.find_param(n.name) != nullptr) return false;
-    if (std::find(symbols.begin(), symbols.end(), n.name) != symbols.end()) return false;
-    for (const KernelIndex& ix : k.range) {
-      if (ix.name == n.name) return false;
-    }
-    return true;  // a local or loop variable
+    return n.kind == KernelExprKind::Name && (n.name == lane_index || !kernel_level_name(k, symbols, n.name));
   });
 }
 
@@ -109,10 +108,7 @@ void lane_layout(const std::vector<KStmt>& body, const UserKernel& k, const std:
   auto through_local = [&](const KExpr& e) {
     return any_node(e, [&](const KernelExprNode& n) {
       if (n.kind == KernelExprKind::Load) return true;
-      if (n.kind != KernelExprKind::Name || n.name == lane_index || n.name == loop_var) return false;
-      if (k.find_param(n.name) != nullptr) return false;
-      if (std::find(symbols.begin(), symbols.end(), n.name) != symbols.end()) return false;
-      return std::none_of(k.range.begin(), k.range.end(), [&](const KernelIndex& ix) { return ix.name == n.name; });
+      return n.kind == KernelExprKind::Name && n.name != loop_var && !kernel_level_name(k, symbols, n.name);
     });
   };
   auto access = [&](const std::vector<KExpr>& index) {
@@ -152,7 +148,7 @@ void lane_layout(const std::vector<KStmt>& body, const UserKernel& k, const std:
 bool interchangeable(const KStmt& s, const UserKernel& k) {
   const std::string& lane_index = k.range.back().name;
   if (s.kind != KernelStmtKind::For || !lane_invariant(s.value, k, lane_index)) return false;
-  if (std::any_of(s.body.begin(), s.body.end(), has_loop)) return false;
+  if (any_stmt(s.body, is_loop)) return false;
   int contiguous = 0;
   int strided = 0;
   lane_layout(s.body, k, lane_index, s.name, &contiguous, &strided);
@@ -264,14 +260,6 @@ class UserKernelLowering {
               b_.let(value_name(k_.range[d].name), rest % extents[d]);
               rest = b_.let(fmt::format("rest{}", d), rest / extents[d]);
             }
-          }
-          if (phases.size() == 1 && !phases[0].interchanged) {
-            b_.loop("lane", kir::int_const(lanes), kir::LoopLevel::Vector, [&](const kir::Expr& lane) {
-              lane_ = lane;
-              kir::Expr last = b_.let(value_name(k_.range[rank - 1].name), chunk * lanes + lane);
-              b_.if_then(kir::op(OpKind::Lt, {last, inner}), [&] { block(k_.body); });
-            });
-            return;
           }
           // One vector loop per phase, each over the chunk's lanes; an
           // interchanged loop runs outside its vector loop.

@@ -7,12 +7,15 @@
 #   bench/results/gpu-<date>-stitch.json   stitch bench alone (kept whatever the peers do)
 #   bench/results/gpu-<date>-peers.json    the peers alone (run_peers.py)
 #   bench/results/gpu-<date>.{json,md,svg} stitch and the peers (bench/peers/combine.py)
+#   bench/results/gpu-<date>-pyfuser.{json,md}  the PyFuser subjects on lazy arrays on CUDA,
+#                                          unfused vs fused (stitch_bench_pyfuser --backend cuda)
 #   scripts/gpu-bench.sh [build-dir]     (default: build-gpu; built by scripts/gpu-check.sh)
 # Environment: REPEAT, WARMUP (stitch bench's and the peers' --repeat/--warmup),
 # PLANNERS (default none,xla,stitch), PEERS (default torch_eager,torch_compile,jax_jit;
 # empty: no peers), DEADLINE (epoch seconds: the peers stop 30 s before it),
 # ROW_SCHEDULES (forced row schedules to time the row-reduction graphs under),
-# MODELS=1 and MODEL_PLANNERS (the model graphs too), TUNE=1 (the row graphs tuned on the device). Exit status: 0 when everything ran; 1 when stitch bench failed;
+# MODELS=1 and MODEL_PLANNERS (the model graphs too), TUNE=1 (the row graphs tuned on the device),
+# PYFUSER=0 (skip the PyFuser subjects; PYFUSER_ROUNDS, default 3). Exit status: 0 when everything ran; 1 when stitch bench failed;
 # 3 when the stitch numbers were written but the sweeps, the peers or the
 # combination failed.
 set -euo pipefail
@@ -106,6 +109,18 @@ if [ -n "${ROW_SCHEDULES:-}" ]; then
     fi
   done
   if ((${#docs[@]})); then merge_documents "$base-rows.json" rows- "${docs[@]}"; fi
+fi
+
+# The PyFuser subjects (docs/lazy.md, Back ends) on lazy arrays on CUDA:
+# bench/results/gpu-<date>-pyfuser.{json,md}.
+if [ "${PYFUSER:-1}" = 1 ]; then
+  pyfuser=$build_dir/bench/stitch_bench_pyfuser
+  say "$pyfuser --backend cuda --rounds ${PYFUSER_ROUNDS:-3}"
+  if [ ! -x "$pyfuser" ] || ! "$pyfuser" --backend cuda --rounds "${PYFUSER_ROUNDS:-3}" --json "$base-pyfuser.json" \
+    | tee "$base-pyfuser.md"; then
+    say "warning: stitch_bench_pyfuser --backend cuda failed"
+    partial=1
+  fi
 fi
 
 # With TUNE=1: the row-reduction graphs under the stitch planner untuned and

@@ -282,7 +282,8 @@ copy_results() {
   ((built)) || candidates+=("$logs/build.log")
   candidates+=(
     "$logs/ctest.log" "$logs/bench.log"
-    "bench/results/gpu-$date-stitch.json" "bench/results/gpu-$date-peers.json" "bench/results/gpu-$date-rows.json"
+    "bench/results/gpu-$date-stitch.json" "bench/results/gpu-$date-pyfuser.json" "bench/results/gpu-$date-peers.json"
+    "bench/results/gpu-$date-rows.json"
     "bench/results/gpu-$date-models.json" "bench/results/gpu-$date-tune.json"
     # Made again from the two above by bench/peers/combine.py when they do not fit.
     "bench/results/gpu-$date.md" "bench/results/gpu-$date.json" "bench/results/gpu-$date.svg"

@@ -4,7 +4,7 @@
 // side by side in one process (docs/lazy.md; results under bench/results/pyfuser-*).
 //
 //   stitch_bench_pyfuser [--repeat N] [--rounds R] [--subjects a,b,...] [--json FILE]
-//                        [--scale S] [--cache-dir DIR]
+//                        [--scale S] [--cache-dir DIR] [--backend cpu|cuda]
 //
 // Per subject: R rounds, each with a fresh runtime and arrays that both modes
 // use (LazyRuntime::set_mode): one warm-up program per mode (compiles), then
@@ -13,7 +13,10 @@
 // program, tracing + analysis time as a share of the fused program's wall time
 // and recording cost per call (medians over the fused programs of every round;
 // the JSON has the mean share too), and the largest difference of any array
-// between the modes.
+// between the fused program on the back end and the eager one on the CPU
+// (0 on the CPU; on CUDA, sums in another order differ in the last bits).
+// --backend cuda runs both modes on the GPU (lazy arrays on Backend::Cuda:
+// each flush waits for the device, and the arrays stay on it between programs).
 // PYFUSER_STATS=1 also prints the fused mode's recording and analysis time per
 // program and the runtime's kernel, register and checked-kernel counts (stderr).
 #include <malloc.h>
@@ -319,11 +322,13 @@ double max_difference(const Tensor& a, const Tensor& b) {
 }
 
 std::string g_cache_dir;
+stitch::Backend g_backend = stitch::Backend::Cpu;
 
-stitch::LazyOptions options(stitch::LazyOptions::Mode mode) {
+stitch::LazyOptions options(stitch::LazyOptions::Mode mode, stitch::Backend backend = g_backend) {
   stitch::LazyOptions o;
   o.mode = mode;
   o.cache_dir = g_cache_dir;
+  o.backend = backend;
   return o;
 }
 
@@ -365,6 +370,13 @@ int main(int argc, char** argv) {
       scale = std::stoll(value());
     } else if (arg == "--cache-dir") {
       g_cache_dir = value();
+    } else if (arg == "--backend") {
+      const std::string b = value();
+      if (b != "cpu" && b != "cuda") {
+        std::fprintf(stderr, "stitch_bench_pyfuser: --backend takes cpu or cuda, not %s\n", b.c_str());
+        return 2;
+      }
+      g_backend = b == "cuda" ? stitch::Backend::Cuda : stitch::Backend::Cpu;
     } else {
       std::fprintf(stderr, "stitch_bench_pyfuser: unknown argument %s\n", arg.c_str());
       return 2;
@@ -373,7 +385,7 @@ int main(int argc, char** argv) {
   try {
     g_kernels = stitch::share_kernels(stitch::parse_file(STITCH_SOURCE_DIR "/bench/pyfuser/subjects.stitch"));
     std::ostringstream json;
-    json << "{\n  \"repeat\": " << repeat << ",\n  \"rounds\": " << rounds << ",\n  \"scale\": " << scale << ",\n  \"subjects\": [\n";
+    json << "{\n  \"backend\": \"" << (g_backend == stitch::Backend::Cuda ? "cuda" : "cpu") << "\",\n  \"repeat\": " << repeat << ",\n  \"rounds\": " << rounds << ",\n  \"scale\": " << scale << ",\n  \"subjects\": [\n";
     std::printf("| subject | size | calls | kernels unfused | kernels fused | unfused ms | fused ms | speedup | "
                 "per round | record us/call | tracing+analysis | max diff |\n"
                 "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n");
@@ -382,7 +394,7 @@ int main(int argc, char** argv) {
     for (const Subject& s : subjects()) {
       if (!only.empty() && only.find("," + s.name + ",") == std::string::npos) continue;
       // Correctness first: one program from the same inputs in each mode.
-      LazyRuntime check_unfused(options(stitch::LazyOptions::Mode::Eager));
+      LazyRuntime check_unfused(options(stitch::LazyOptions::Mode::Eager, stitch::Backend::Cpu));
       LazyRuntime check_fused(options(stitch::LazyOptions::Mode::Fused));
       std::vector<Array> au = s.setup(check_unfused, scale);
       std::vector<Array> af = s.setup(check_fused, scale);

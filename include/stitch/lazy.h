@@ -15,6 +15,7 @@
 #include "stitch/attr.h"
 #include "stitch/graph.h"
 #include "stitch/kernel.h"
+#include "stitch/runtime.h"
 #include "stitch/tensor.h"
 
 namespace stitch {
@@ -23,6 +24,7 @@ namespace lazy {
 class Trace;
 struct ArrayState;
 struct ScalarState;
+struct RuntimeFactory;  // internal: a runtime on a given back end (tests)
 }  // namespace lazy
 
 struct LazyOptions {
@@ -37,6 +39,13 @@ struct LazyOptions {
     FusedReference,
   };
   Mode mode = Mode::Fused;
+  // Where kernels run and arrays live (docs/lazy.md, Back ends). Cuda: device
+  // 0; each storage has a copy in device memory, uploaded when a kernel first
+  // needs it after a host write and downloaded when the host reads it after
+  // a kernel wrote it; the runtime's constructor throws UserError where this
+  // build has no CUDA support or the machine no GPU. The Reference modes run
+  // the interpreter on the host copies.
+  Backend backend = Backend::Cpu;
   std::string cache_dir;  // the kernel cache's directory; empty: the default one
 };
 
@@ -148,7 +157,7 @@ class LazyRuntime {
   // one-op graph (apply).
   Array op(const std::string& name, const std::vector<LazyArg>& operands, const Attrs& attrs = {});
 
-  // Runs every recorded call.
+  // Runs every recorded call, and waits for the device's kernels.
   void flush();
   // Runs every recorded call, then records (or runs) later calls in `mode`:
   // one program's arrays compared in two modes (benchmarks, debugging).
@@ -158,6 +167,8 @@ class LazyRuntime {
   const LazyOptions& options() const;
 
  private:
+  friend struct lazy::RuntimeFactory;
+  explicit LazyRuntime(std::shared_ptr<lazy::Trace> trace);
   std::shared_ptr<lazy::Trace> trace_;
 };
 

@@ -34,7 +34,7 @@ const Device& device() {
   static const Device d = [] {
     Device out;
     std::string why;
-    out.context = runtime::cuda::CudaContext::open(&why);
+    out.context = runtime::cuda::CudaContext::shared(&why);
     if (!out.context) out.why = "no usable NVIDIA GPU and driver: " + why;
     return out;
   }();

@@ -26,7 +26,7 @@ Tensor Array::to_host() const {
   if (state_ == nullptr) throw UserError("to_host on an empty Array");
   if (std::shared_ptr<lazy::Trace> trace = state_->trace.lock()) trace->flush_for(*state_);
   Tensor out = Tensor::uninitialized(dtype(), state_->shape);
-  const ArrayView v = state_->view();
+  const ArrayView v = state_->host_view(false);
   if (v.nbytes() > 0) std::memcpy(out.raw(), v.data, v.nbytes());
   return out;
 }
@@ -39,7 +39,7 @@ void Array::assign(const Tensor& data) {
                                 shape_str(Shape(data.shape().begin(), data.shape().end()))));
   }
   if (std::shared_ptr<lazy::Trace> trace = state_->trace.lock()) trace->flush_touching(*state_);
-  const ArrayView v = state_->view();
+  const ArrayView v = state_->host_view(true);
   if (v.nbytes() > 0) std::memcpy(v.data, data.raw(), v.nbytes());
 }
 
@@ -61,8 +61,8 @@ Array Array::reshape(std::vector<int64_t> shape) const {
     if (d < 0) throw UserError(fmt::format("reshape: negative extent {}", d));
     count *= d;
   }
-  if (count != state_->view().numel()) {
-    throw UserError(fmt::format("reshape: {} elements cannot be seen as {}", state_->view().numel(),
+  if (count != state_->shape_only().numel()) {
+    throw UserError(fmt::format("reshape: {} elements cannot be seen as {}", state_->shape_only().numel(),
                                 shape_str(Shape(shape.begin(), shape.end()))));
   }
   Array a;
@@ -100,6 +100,13 @@ Tensor Scalar::value() const {
 double Scalar::to_double() const { return value().get_f64(0); }
 
 LazyRuntime::LazyRuntime(LazyOptions options) : trace_(std::make_shared<lazy::Trace>(std::move(options))) {}
+
+LazyRuntime::LazyRuntime(std::shared_ptr<lazy::Trace> trace) : trace_(std::move(trace)) {}
+
+std::unique_ptr<LazyRuntime> lazy::RuntimeFactory::make(LazyOptions options, std::unique_ptr<LazyBackend> backend) {
+  options.backend = backend->kind();
+  return std::unique_ptr<LazyRuntime>(new LazyRuntime(std::make_shared<Trace>(std::move(options), std::move(backend))));
+}
 
 // Pending calls still run: a result the program never read may still be an
 // array it reads later through another handle.

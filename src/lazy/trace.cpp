@@ -11,6 +11,7 @@
 #include <set>
 
 #include "ir/type_inference.h"
+#include "lazy/cuda_lazy_backend.h"
 #include "lazy/partition_plan.h"
 #include "interp/index_bounds.h"
 #include "stitch/interpreter.h"
@@ -177,14 +178,15 @@ struct PreparedSegment {
   bool ready = false;
   bool check_indices = false;
   std::vector<KernelArg> args;
-  // Arguments whose storage is not allocated yet (zeros()): allocated just
-  // before the kernel runs, as memory management, not analysis.
-  std::vector<std::pair<size_t, const ArrayState*>> unallocated;
+  // Arguments whose memory is taken just before the kernel runs: storage
+  // not allocated yet (zeros()), allocated then as memory management, not
+  // analysis; and on a device every array, made current there.
+  std::vector<std::pair<size_t, const ArrayState*>> late;
   void clear() {
     ready = false;
     check_indices = false;
     args.clear();
-    unallocated.clear();
+    late.clear();
   }
 };
 
@@ -258,10 +260,13 @@ std::string describe_call(const TraceCall& c) {
 
 }  // namespace
 
-Trace::Trace(LazyOptions options)
-    : options_(std::move(options)),
-      cache_(options_.cache_dir.empty() ? runtime::cpu::default_cache_directory() : std::filesystem::path(options_.cache_dir)),
-      scratch_(std::make_unique<Scratch>()) {}
+Trace::Trace(LazyOptions options, std::unique_ptr<LazyBackend> backend)
+    : options_(std::move(options)), backend_(std::move(backend)), scratch_(std::make_unique<Scratch>()) {
+  if (!backend_) {
+    backend_ = options_.backend == Backend::Cuda ? make_cuda_backend(options_.cache_dir) : make_cpu_backend(options_.cache_dir);
+  }
+  STITCH_ASSERT(backend_->kind() == options_.backend, "a lazy trace's back end is not the one its options name");
+}
 
 Trace::~Trace() = default;
 
@@ -380,7 +385,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
   const uint64_t hash = hash_words(bound_from_);
   call.binding = entry.find(bound_from_, hash);
   if (!call.binding) {
-    call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(k, arguments(call, false)));
+    call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(k, arguments(call, Memory::ShapeOnly)));
     entry.keep(bound_from_, hash, call.binding);
   }
   call.accesses = entry.accesses.get();
@@ -423,6 +428,7 @@ void Trace::flush_all() {
   std::vector<size_t> all(pending_.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   if (!all.empty()) run_closure(all);
+  backend_->synchronize();  // every kernel done, and a device fault reported, before flush() returns
 }
 
 void Trace::run_closure(std::vector<size_t> targets) {
@@ -514,15 +520,20 @@ void Trace::resolve_futures(TraceCall& call) {
     call.args[p].future.reset();
     changed = true;
   }
-  if (changed) call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(*call.kernel, arguments(call, false)));
+  if (changed) call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(*call.kernel, arguments(call, Memory::ShapeOnly)));
 }
 
-std::vector<KernelArg> Trace::arguments(TraceCall& call, bool memory) {
+std::vector<KernelArg> Trace::arguments(TraceCall& call, Memory memory) {
   std::vector<KernelArg> args;
   args.reserve(call.args.size());
   for (size_t p = 0; p < call.args.size(); ++p) {
-    if (call.args[p].array) {
-      args.emplace_back(memory ? call.args[p].array->view() : call.args[p].array->shape_only());
+    if (const ArrayState* a = call.args[p].array.get()) {
+      const bool write = writes(call.args[p].access);
+      switch (memory) {
+        case Memory::ShapeOnly: args.emplace_back(a->shape_only()); break;
+        case Memory::Host: args.emplace_back(a->host_view(write)); break;
+        case Memory::Backend: args.emplace_back(a->memory_view(*backend_, write)); break;
+      }
     } else {
       args.push_back(call.args[p].scalar.arg());
     }
@@ -598,7 +609,7 @@ void Trace::run_graph(TraceCall& call) {
     // The executable takes tensors: a view's region is copied out.
     const ArrayState& a = *call.args[i].array;
     Tensor t = Tensor::uninitialized(a.storage->dtype(), a.shape);
-    ArrayView v = a.view();
+    ArrayView v = a.host_view(false);
     if (v.nbytes() > 0) std::memcpy(t.raw(), v.data, v.nbytes());
     in.push_back(std::move(t));
   }
@@ -608,11 +619,8 @@ void Trace::run_graph(TraceCall& call) {
     ++stats_.kernels;
   } else {
     Clock::time_point t0 = Clock::now();
-    std::unique_ptr<runtime::cpu::CpuExecutable>& exe = graphs_[gc.key];
-    if (!exe) {
-      exe = std::make_unique<runtime::cpu::CpuExecutable>(
-          runtime::cpu::CpuExecutable::compile(gc.graph, PlannerKind::Stitch, cache_));
-    }
+    std::unique_ptr<BackendGraph>& exe = graphs_[gc.key];
+    if (!exe) exe = backend_->compile_graph(gc.graph);
     stats_.compile_seconds += seconds_since(t0);
     t0 = Clock::now();
     out = exe->run(in);
@@ -620,7 +628,7 @@ void Trace::run_graph(TraceCall& call) {
     stats_.kernels += exe->kernel_count();
   }
   for (size_t o = 0; o < out.size(); ++o) {
-    ArrayView v = call.args[inputs + o].array->view();
+    ArrayView v = call.args[inputs + o].array->host_view(true);
     if (v.nbytes() > 0) std::memcpy(v.data, out[o].raw(), v.nbytes());
   }
 }
@@ -706,12 +714,12 @@ KernelRef Trace::zero_fill_kernel(DType dtype, int rank) {
 
 void Trace::run_single(TraceCall& call) {
   resolve_futures(call);
-  std::vector<KernelArg> args = arguments(call);
   Tensor result;
   if (options_.mode == LazyOptions::Mode::Reference || options_.mode == LazyOptions::Mode::FusedReference) {
-    result = interpret_kernel(*call.kernel, args);
+    result = interpret_kernel(*call.kernel, arguments(call, Memory::Host));
     ++stats_.kernels;
   } else {
+    std::vector<KernelArg> args = arguments(call, Memory::Backend);
     Clock::time_point t0 = Clock::now();
     lower::UserKernelShape shape = lower::user_kernel_shape(call.binding->extents);
     shape.restrict_array = runtime::cpu::restrict_flags(*call.kernel, args);
@@ -719,7 +727,7 @@ void Trace::run_single(TraceCall& call) {
     std::string key = fmt::format("{} {} {}", shape.lanes, shape.rows_per_block, shape.check_indices ? 'c' : 'u');
     for (bool r : shape.restrict_array) key += r ? '1' : '0';
     auto& compiled = singles_[{call.kernel, key}];
-    if (!compiled) compiled = runtime::cpu::CompiledUserKernel::compile(*call.kernel, shape, cache_);
+    if (!compiled) compiled = backend_->compile(*call.kernel, shape);
     stats_.compile_seconds += seconds_since(t0);
     t0 = Clock::now();
     result = compiled->run(*call.kernel, args);
@@ -850,7 +858,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       for (size_t p = 0; p < calls[c].args.size(); ++p) {
         if (!calls[c].args[p].array) continue;
         ArrayAccess a = calls[c].args[p].access;
-        pc.touches.push_back({call_storage[p], static_cast<int64_t>(calls[c].args[p].array->view().nbytes()), reads(a), writes(a)});
+        pc.touches.push_back({call_storage[p], static_cast<int64_t>(calls[c].args[p].array->shape_only().nbytes()), reads(a), writes(a)});
       }
     }
     std::vector<char> temporary(outlives.size());
@@ -861,7 +869,9 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     for (size_t r = 0; r < region_temporary.size(); ++r) {
       region_temporary[r] = temporary[static_cast<size_t>(storages.storage_of(static_cast<int>(r)))];
     }
-    PartitionPlan cuts = plan_partition(planned, overlapping, CostModel{}, region_temporary);
+    CostModel model;
+    model.target = backend_->target();
+    PartitionPlan cuts = plan_partition(planned, overlapping, model, region_temporary);
     for (const Segment& s : cuts.segments) {
       SegmentPlan sp;
       sp.begin = s.begin;
@@ -894,12 +904,15 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     const FusedKernel& f = *seg.fused;
     stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
     out.args.reserve(seg.regions.size() + f.scalar_sources.size() + seg.extents.size());
-    // A storage in registers is never touched: its memory is not needed (nor made).
+    // A storage in registers is never touched: its memory is not needed (nor
+    // made). On a device, every array's memory is taken when the kernel runs
+    // (a graph call before it may have written the host copy).
+    const bool on_device = backend_->on_device();
     for (size_t s = 0; s < seg.regions.size(); ++s) {
       const ArrayState* a = storages.regions()[static_cast<size_t>(seg.regions[s])];
-      const bool unallocated = !a->storage->allocated();
-      if (unallocated && !f.in_register[s]) out.unallocated.emplace_back(out.args.size(), a);
-      out.args.emplace_back(f.in_register[s] || unallocated ? a->shape_only() : a->view());
+      const bool late = !f.in_register[s] && (on_device || !a->storage->allocated());
+      if (late) out.late.emplace_back(out.args.size(), a);
+      out.args.emplace_back(f.in_register[s] || late ? a->shape_only() : a->host_view(writes(f.kernel.params[s].access)));
     }
     for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].args[static_cast<size_t>(p)].scalar.arg());
     for (int64_t e : seg.extents) out.args.emplace_back(e);
@@ -1037,23 +1050,27 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       prepare(seg, ready);
       stats_.analysis_seconds += seconds_since(t0);
     }
-    for (const auto& [arg, a] : ready.unallocated) ready.args[arg] = KernelArg(a->view());
     const FusedKernel& f = *seg.fused;
-    if (options_.mode == LazyOptions::Mode::FusedReference) {
+    // The interpreter reads host memory; kernels the back end's.
+    const bool interpreted = options_.mode == LazyOptions::Mode::FusedReference;
+    for (const auto& [arg, a] : ready.late) {
+      const bool write = writes(f.kernel.params[arg].access);
+      ready.args[arg] = KernelArg(interpreted ? a->host_view(write) : a->memory_view(*backend_, write));
+    }
+    if (interpreted) {
       Tensor result = interpret_kernel(f.kernel, ready.args);
       ++stats_.kernels;
       set_results(calls, seg.begin, seg.end, result);
       continue;
     }
     t0 = Clock::now();
-    std::shared_ptr<const runtime::cpu::CompiledUserKernel>& compiled =
-        ready.check_indices ? seg.compiled_checked : seg.compiled;
+    std::shared_ptr<const BackendKernel>& compiled = ready.check_indices ? seg.compiled_checked : seg.compiled;
     if (!compiled) {
       // Every storage is one parameter, so no two overlap: all __restrict__.
       lower::UserKernelShape shape = seg.shape;
       shape.restrict_array = runtime::cpu::restrict_flags(f.kernel, ready.args);
       shape.check_indices = ready.check_indices;
-      compiled = runtime::cpu::CompiledUserKernel::compile(f.kernel, shape, cache_);
+      compiled = backend_->compile(f.kernel, shape);
     }
     stats_.compile_seconds += seconds_since(t0);
     t0 = Clock::now();

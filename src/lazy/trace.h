@@ -14,6 +14,7 @@
 #include "interp/kernel_binding.h"
 #include "lazy/fused_kernel.h"
 #include "lazy/index_safety.h"
+#include "lazy/lazy_backend.h"
 #include "lower/lower_user_kernel.h"
 #include "runtime/cpu/executable.h"
 #include "runtime/cpu/kernel_cache.h"
@@ -26,27 +27,64 @@ class Trace;
 
 // The memory of lazy arrays, which views share. Storage made by zeros() is
 // allocated when first needed (a call touching it runs, or it is read), so a
-// temporary that lives in registers never has any (docs/lazy.md).
+// temporary that lives in registers never has any (docs/lazy.md). On a
+// device back end it also has a copy in device memory; each copy says
+// whether it holds the current value, and a copy is brought up to date from
+// the other when it is asked for (docs/lazy.md, Back ends).
 class LazyStorage {
  public:
   explicit LazyStorage(Tensor tensor) : dtype_(tensor.dtype()), tensor_(std::move(tensor)), allocated_(true) {}
   // Deferred: contents unspecified until written (zeros() records the fill).
   LazyStorage(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {}
   DType dtype() const { return dtype_; }
-  std::byte* raw() {
+  // Host memory holding the current value (allocated, or downloaded, if need
+  // be); `write`: the caller changes it, so the device copy is stale.
+  std::byte* host(bool write) {
     if (!allocated_) {
       tensor_ = Tensor::uninitialized(dtype_, std::move(shape_));
       allocated_ = true;
+      host_current_ = !device_current_;  // fresh memory of a storage never written is current
     }
+    if (!host_current_) {
+      device_->download(tensor_.raw(), tensor_.nbytes());
+      host_current_ = true;
+    }
+    if (write) device_current_ = false;
     return tensor_.raw();
   }
-  bool allocated() const { return allocated_; }
+  // The device copy's address, holding the current value (made on `backend`,
+  // or uploaded, if need be); `write`: a kernel changes it, so the host copy
+  // is stale.
+  uint64_t device(LazyBackend& backend, bool write) {
+    if (!device_) {
+      device_ = backend.allocate(nbytes());
+      device_current_ = !allocated_ || !host_current_;  // nothing to upload from a storage never written
+    }
+    if (!device_current_) {
+      device_->upload(tensor_.raw(), tensor_.nbytes());
+      device_current_ = true;
+    }
+    if (write) host_current_ = false;
+    return device_->address();
+  }
+  // Whether any memory holds it yet (host or device).
+  bool allocated() const { return allocated_ || device_ != nullptr; }
 
  private:
+  size_t nbytes() const {
+    if (allocated_) return tensor_.nbytes();
+    int64_t n = 1;
+    for (int64_t e : shape_) n *= e;
+    return static_cast<size_t>(n) * dtype_size(dtype_);
+  }
+
   DType dtype_;
   std::vector<int64_t> shape_;  // until allocated
   Tensor tensor_;
   bool allocated_ = false;
+  bool host_current_ = true;     // once allocated
+  std::unique_ptr<DeviceCopy> device_;
+  bool device_current_ = false;  // once device_ exists
 };
 
 // A lazy array: a dense row-major region of a storage, which views share
@@ -76,10 +114,17 @@ struct ArrayState {
 
   // Whether this array is `t`'s (alive, so a trace made later at the same address is not taken for it).
   bool belongs_to(const Trace* t) const { return owner == t && !trace.expired(); }
-  // The region in memory (allocating the storage if it is not yet).
-  ArrayView view() const {
-    return {storage->raw() + offset * dtype_size(storage->dtype()), storage->dtype(), shape.data(),
+  // The region in host memory holding its current value (allocated or
+  // downloaded if need be); `write`: the caller changes it.
+  ArrayView host_view(bool write) const {
+    return {storage->host(write) + offset * dtype_size(storage->dtype()), storage->dtype(), shape.data(),
             static_cast<int>(shape.size())};
+  }
+  // The region in `backend`'s memory, current, for a kernel that writes it or not.
+  ArrayView memory_view(LazyBackend& backend, bool write) const {
+    if (!backend.on_device()) return host_view(write);
+    const uint64_t base = storage->device(backend, write) + static_cast<uint64_t>(offset * dtype_size(storage->dtype()));
+    return {reinterpret_cast<std::byte*>(base), storage->dtype(), shape.data(), static_cast<int>(shape.size())};
   }
   // Its dtype and shape only, without memory: what binding a call checks.
   ArrayView shape_only() const { return {nullptr, storage->dtype(), shape.data(), static_cast<int>(shape.size())}; }
@@ -147,7 +192,8 @@ struct TraceCall {
 
 class Trace : public std::enable_shared_from_this<Trace> {
  public:
-  explicit Trace(LazyOptions options);
+  // On `backend`, or (null) the one the options name.
+  explicit Trace(LazyOptions options, std::unique_ptr<LazyBackend> backend = nullptr);
   ~Trace();
 
   std::shared_ptr<ArrayState> new_array(Tensor data);
@@ -190,13 +236,15 @@ class Trace : public std::enable_shared_from_this<Trace> {
   void run_graph(TraceCall& call);
   void run_fused(std::vector<TraceCall>& calls);
   void resolve_futures(TraceCall& call);
-  // The call's arguments: array regions in memory (allocated if need be), or
-  // with `memory` false their dtypes and shapes only (binding).
-  std::vector<KernelArg> arguments(TraceCall& call, bool memory = true);
+  // The call's arguments: each array's dtype and shape only (binding), its
+  // region in host memory (the interpreter), or in the back end's memory
+  // (kernels), current there and allocated if need be.
+  enum class Memory : uint8_t { ShapeOnly, Host, Backend };
+  std::vector<KernelArg> arguments(TraceCall& call, Memory memory);
 
   LazyOptions options_;
   LazyStats stats_;
-  runtime::cpu::KernelCache cache_;
+  std::unique_ptr<LazyBackend> backend_;
   std::vector<TraceCall> pending_;
   struct Scratch;
   std::unique_ptr<Scratch> scratch_;  // buffers of a flush, kept between flushes
@@ -205,14 +253,14 @@ class Trace : public std::enable_shared_from_this<Trace> {
   std::vector<std::vector<TraceArg>> spare_args_;
   int64_t next_array_id_ = 0;
   // Compiled kernels by kernel and shape, and fusion plans by partition structure.
-  std::map<std::pair<const UserKernel*, std::string>, std::shared_ptr<const runtime::cpu::CompiledUserKernel>> singles_;
+  std::map<std::pair<const UserKernel*, std::string>, std::shared_ptr<const BackendKernel>> singles_;
   struct SegmentPlan {
     int begin = 0;
     int end = 0;
     std::shared_ptr<const FusedKernel> fused;  // null: one call, run as written
     std::string fused_key;                     // the guards, shape and temporaries `fused` was built for
-    std::shared_ptr<const runtime::cpu::CompiledUserKernel> compiled;
-    std::shared_ptr<const runtime::cpu::CompiledUserKernel> compiled_checked;  // indices checked at run time
+    std::shared_ptr<const BackendKernel> compiled;
+    std::shared_ptr<const BackendKernel> compiled_checked;  // indices checked at run time
     // Whether the indices were proven in range for the shapes (and, where
     // indices read them, scalars) in proof_key; proof_known false: never.
     bool proof_known = false;
@@ -232,7 +280,7 @@ class Trace : public std::enable_shared_from_this<Trace> {
   };
   std::unordered_map<std::string, PartitionCache> plans_;
   int64_t epoch_ = 0;  // numbers run_fused calls, to stamp ArrayState scratch fields
-  std::unordered_map<std::string, std::unique_ptr<runtime::cpu::CpuExecutable>> graphs_;
+  std::unordered_map<std::string, std::unique_ptr<BackendGraph>> graphs_;
   std::unordered_map<std::string, KernelRef> elementwise_;
   std::map<std::pair<DType, int>, KernelRef> zero_fills_;
   // What record() keeps per kernel: the kernel (alive, so its address names
@@ -277,6 +325,11 @@ class Trace : public std::enable_shared_from_this<Trace> {
   KernelEntry& kernel_entry(const KernelRef& kernel);
   std::unordered_map<const UserKernel*, KernelEntry> kernels_;
   std::vector<int64_t> bound_from_;  // record()'s scratch
+};
+
+// A lazy runtime on a back end the caller made (tests: CUDA on the fake driver).
+struct RuntimeFactory {
+  static std::unique_ptr<LazyRuntime> make(LazyOptions options, std::unique_ptr<LazyBackend> backend);
 };
 
 }  // namespace stitch::lazy

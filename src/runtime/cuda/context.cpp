@@ -37,6 +37,20 @@ std::shared_ptr<CudaContext> CudaContext::open(std::string* why, int ordinal, co
   return context;
 }
 
+std::shared_ptr<CudaContext> CudaContext::shared(std::string* why) {
+  struct Opened {
+    std::shared_ptr<CudaContext> context;
+    std::string why;
+  };
+  static const Opened opened = [] {
+    Opened o;
+    o.context = open(&o.why);
+    return o;
+  }();
+  if (why) *why = opened.why;
+  return opened.context;
+}
+
 CudaContext::~CudaContext() {
   if (!api_ || !context_) return;
   api_->cuCtxSetCurrent(context_);

@@ -48,22 +48,92 @@ struct Region {
 
 }  // namespace
 
+std::shared_ptr<const CudaUserKernel> CudaUserKernel::compile(const std::shared_ptr<CudaContext>& context,
+                                                              CubinCache& cubins, const UserKernel& k,
+                                                              const lower::UserKernelShape& shape) {
+  std::shared_ptr<CudaUserKernel> out(new CudaUserKernel());
+  out->context_ = context;
+  out->lowered_ = lower::lower_user_kernel_cuda(k, shape, "uk_" + k.name);
+  out->check_indices_ = shape.check_indices;
+  const std::string source = codegen::cuda::emit_cuda_translation_unit({out->lowered_.kernel});
+  context->make_current();
+  out->module_ = std::make_unique<CudaModule>(context, cubins.load_or_compile(source, context->device().arch()));
+  out->function_ = out->module_->function(out->lowered_.kernel.name);
+  return out;
+}
+
+CudaUserKernel::~CudaUserKernel() = default;
+
+Tensor CudaUserKernel::run(const UserKernel& k, const std::vector<KernelArg>& args) const {
+  const interp::KernelBinding b = interp::bind_kernel(k, args);
+  const kir::Kernel& kernel = lowered_.kernel;
+  context_->make_current();
+  // Scalars: the scalar parameters, then the symbols (lower_user_kernel.h, calling convention).
+  std::vector<ScalarSlot> slots;
+  std::map<std::string, int64_t> index_scalars;  // the i64 ones, by KIR name: for the grid
+  size_t scalar = 0;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (k.params[i].is_array) continue;
+    slots.push_back(ScalarSlot::of(b.scalars[i]));
+    if (b.scalars[i].dtype == DType::i64) index_scalars[kernel.scalars[scalar].name] = b.scalars[i].i;
+    ++scalar;
+  }
+  for (const std::string& s : k.symbols()) {
+    slots.push_back(ScalarSlot::of(interp::WideScalar{DType::i64, 0.0, b.symbols.at(s)}));
+    index_scalars[kernel.scalars[scalar++].name] = b.symbols.at(s);
+  }
+  const int64_t blocks = b.index_count == 0 ? 0 : grid_blocks(kernel, index_scalars);
+  DeviceTensor partials;
+  if (k.is_reduction()) {
+    partials.dtype = lowered_.accumulator_dtype;
+    partials.shape = {blocks};
+    if (blocks > 0) partials.buffer = DeviceBuffer(context_, partials.nbytes());
+  }
+  // Checked indices: the errors buffer, zeroed (lower_user_kernel.h, calling convention).
+  DeviceTensor errors;
+  if (check_indices_) {
+    errors.dtype = DType::i64;
+    errors.shape = {cpu::index_error_slots(lowered_)};
+    errors.buffer = DeviceBuffer(context_, errors.nbytes());
+    const DriverApi& api = context_->api();
+    check(api, api.cuMemsetD8Async(errors.buffer.get(), 0, errors.nbytes(), context_->stream()), "cuMemsetD8Async");
+  }
+  std::vector<CUdeviceptr> pointers;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (k.params[i].is_array) pointers.push_back(reinterpret_cast<CUdeviceptr>(args[i].array.data));
+  }
+  if (k.is_reduction()) pointers.push_back(partials.buffer.get());
+  if (check_indices_) pointers.push_back(errors.buffer.get());
+  std::vector<void*> launch_args;
+  for (CUdeviceptr& p : pointers) launch_args.push_back(&p);
+  for (ScalarSlot& s : slots) launch_args.push_back(s.bytes);
+  const DriverApi& api = context_->api();
+  if (blocks > 0) {
+    check(api,
+          api.cuLaunchKernel(function_, static_cast<unsigned>(blocks), 1, 1,
+                             static_cast<unsigned>(kernel.launch.block_size), 1, 1,
+                             static_cast<unsigned>(dynamic_shared_bytes(kernel)), context_->stream(), launch_args.data(),
+                             nullptr),
+          fmt::format("cuLaunchKernel({})", kernel.name).c_str());
+  }
+  // An access out of range was skipped; the error names the first one.
+  if (check_indices_ && blocks > 0) cpu::report_index_errors(k, lowered_, download(*context_, errors), args);
+  if (!k.is_reduction()) return Tensor();
+  Tensor host_partials = blocks > 0 ? download(*context_, partials) : Tensor(lowered_.accumulator_dtype, {0});
+  return cpu::combine_partials(k, host_partials);
+}
+
 Tensor run_user_kernel_cuda(const std::shared_ptr<CudaContext>& context, CubinCache& cubins, const UserKernel& k,
                             const std::vector<KernelArg>& args) {
   interp::KernelBinding b = interp::bind_kernel(k, args);
   lower::UserKernelShape shape;
   shape.restrict_array = cpu::restrict_flags(k, args);
   shape.check_indices = !interp::indices_proven_in_range(k, b, args);
-  lower::LoweredUserKernel lowered = lower::lower_user_kernel_cuda(k, shape, "uk_" + k.name);
-  const kir::Kernel& kernel = lowered.kernel;
-  const std::string source = codegen::cuda::emit_cuda_translation_unit({kernel});
-  context->make_current();
-  CudaModule module(context, cubins.load_or_compile(source, context->device().arch()));
-  CUfunction function = module.function(kernel.name);
+  std::shared_ptr<const CudaUserKernel> compiled = CudaUserKernel::compile(context, cubins, k, shape);
 
   // One device buffer per region of host memory.
   std::vector<Region> regions;
-  std::vector<size_t> region_of(k.params.size(), 0);
+  std::vector<KernelArg> device_args = args;
   for (size_t i = 0; i < k.params.size(); ++i) {
     if (!k.params[i].is_array) continue;
     const ArrayView& v = args[i].array;
@@ -84,72 +154,21 @@ Tensor run_user_kernel_cuda(const std::shared_ptr<CudaContext>& context, CubinCa
       regions.push_back(Region{v, upload(context, staged), false});
       context->synchronize();  // `staged` must outlive its upload
     }
-    region_of[i] = r;
     ArrayAccess a = k.params[i].access;
     regions[r].written |= a == ArrayAccess::Write || a == ArrayAccess::ReadWrite;
+    ArrayView& d = device_args[i].array;
+    d.data = reinterpret_cast<std::byte*>(regions[r].device.buffer.get());
   }
-
-  // Scalars: the scalar parameters, then the symbols (lower_user_kernel.h, calling convention).
-  std::vector<ScalarSlot> slots;
-  std::map<std::string, int64_t> index_scalars;  // the i64 ones, by KIR name: for the grid
-  size_t scalar = 0;
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    if (k.params[i].is_array) continue;
-    slots.push_back(ScalarSlot::of(b.scalars[i]));
-    if (b.scalars[i].dtype == DType::i64) index_scalars[kernel.scalars[scalar].name] = b.scalars[i].i;
-    ++scalar;
-  }
-  for (const std::string& s : k.symbols()) {
-    slots.push_back(ScalarSlot::of(interp::WideScalar{DType::i64, 0.0, b.symbols.at(s)}));
-    index_scalars[kernel.scalars[scalar++].name] = b.symbols.at(s);
-  }
-  const int64_t blocks = b.index_count == 0 ? 0 : grid_blocks(kernel, index_scalars);
-  DeviceTensor partials;
-  if (k.is_reduction()) {
-    partials.dtype = lowered.accumulator_dtype;
-    partials.shape = {blocks};
-    if (blocks > 0) partials.buffer = DeviceBuffer(context, partials.nbytes());
-  }
-  // Checked indices: the errors buffer, zeroed (lower_user_kernel.h, calling convention).
-  DeviceTensor errors;
-  if (shape.check_indices) {
-    Tensor zeros(DType::i64, {cpu::index_error_slots(lowered)});
-    errors = upload(context, zeros);
-    context->synchronize();  // `zeros` must outlive its upload
-  }
-  std::vector<CUdeviceptr> pointers;
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    if (k.params[i].is_array) pointers.push_back(regions[region_of[i]].device.buffer.get());
-  }
-  if (k.is_reduction()) pointers.push_back(partials.buffer.get());
-  if (shape.check_indices) pointers.push_back(errors.buffer.get());
-  std::vector<void*> launch_args;
-  for (CUdeviceptr& p : pointers) launch_args.push_back(&p);
-  for (ScalarSlot& s : slots) launch_args.push_back(s.bytes);
-  const DriverApi& api = context->api();
-  if (blocks > 0) {
-    check(api,
-          api.cuLaunchKernel(function, static_cast<unsigned>(blocks), 1, 1,
-                             static_cast<unsigned>(kernel.launch.block_size), 1, 1,
-                             static_cast<unsigned>(dynamic_shared_bytes(kernel)), context->stream(), launch_args.data(),
-                             nullptr),
-          fmt::format("cuLaunchKernel({})", kernel.name).c_str());
-  }
-  if (shape.check_indices) {
-    // An access out of range was skipped: the arrays are not copied back.
-    if (blocks > 0) cpu::report_index_errors(k, lowered, download(*context, errors), args);
-  }
+  // A reduction's value, or an empty tensor; an index out of range throws
+  // here, before any array is copied back.
+  Tensor result = compiled->run(k, device_args);
   for (Region& r : regions) {
     if (!r.written || r.host.nbytes() == 0) continue;
     Tensor back = download(*context, r.device);
     std::memcpy(r.host.data, back.raw(), r.host.nbytes());
   }
-  if (!k.is_reduction()) {
-    context->synchronize();
-    return Tensor();
-  }
-  Tensor host_partials = blocks > 0 ? download(*context, partials) : Tensor(lowered.accumulator_dtype, {0});
-  return cpu::combine_partials(k, host_partials);
+  context->synchronize();
+  return result;
 }
 
 }  // namespace stitch::runtime::cuda

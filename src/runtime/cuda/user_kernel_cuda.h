@@ -1,17 +1,51 @@
-// One user-kernel call on the device (docs/kernel-language.md, Lowering
-// (CUDA)): the eager path, for tests and `stitch run --kernel --backend cuda`.
-// Lazy arrays do not live on the device yet.
+// User-kernel calls on the device (docs/kernel-language.md, Lowering (CUDA)):
+// a kernel lowered and loaded once per shape (CudaUserKernel), which lazy
+// arrays on Backend::Cuda launch on device memory they keep (docs/lazy.md,
+// Back ends); and the eager path of one call on host arrays, for tests and
+// `stitch run --kernel --backend cuda`.
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "lower/lower_user_kernel.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
 #include "stitch/interpreter.h"
 #include "stitch/kernel.h"
 
 namespace stitch::runtime::cuda {
+
+class CudaModule;
+
+// One kernel lowered for one shape (UserKernelShape: only restrict_array and
+// check_indices matter on CUDA), compiled through the cubin cache and loaded.
+class CudaUserKernel {
+ public:
+  static std::shared_ptr<const CudaUserKernel> compile(const std::shared_ptr<CudaContext>& context, CubinCache& cubins,
+                                                       const UserKernel& kernel, const lower::UserKernelShape& shape);
+  ~CudaUserKernel();
+
+  // Launches a call on the context's stream. Every array argument's `data`
+  // is a device address (of the context's memory), its dtype and shape those
+  // of the array; the call is bound as the interpreter binds it. A
+  // parallel_for returns an empty tensor without waiting for the kernel; a
+  // reduction waits and returns its value (0-d), its per-block partial values
+  // combined on the host. A checked kernel waits and throws the UserError of
+  // an index out of range (the arrays then hold what the kernel wrote).
+  Tensor run(const UserKernel& kernel, const std::vector<KernelArg>& args) const;
+
+  const lower::LoweredUserKernel& lowered() const { return lowered_; }
+
+ private:
+  CudaUserKernel() = default;
+
+  std::shared_ptr<CudaContext> context_;
+  lower::LoweredUserKernel lowered_;
+  bool check_indices_ = false;
+  std::unique_ptr<CudaModule> module_;
+  CUfunction function_ = nullptr;
+};
 
 // Uploads the arrays (arguments that are the same region share one device
 // buffer; arguments that overlap otherwise are a UserError), compiles the

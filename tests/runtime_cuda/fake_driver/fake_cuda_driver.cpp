@@ -66,6 +66,7 @@ struct FakeState {
   size_t bytes_allocated = 0;
   int failing_allocations = 0;
   int64_t alloc_calls = 0, free_calls = 0;
+  int64_t host_to_device_copies = 0, device_to_host_copies = 0;  // of at least one byte
   std::set<CUstream> streams;
   std::set<CUevent> events;
   std::set<CUmodule> modules;
@@ -406,6 +407,7 @@ CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t byte
   if (bytes == 0) return CUDA_SUCCESS;
   if (!src || !inside_allocation(state(), dst, bytes)) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  ++state().host_to_device_copies;
   return CUDA_SUCCESS;
 }
 
@@ -415,6 +417,7 @@ CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUs
   if (bytes == 0) return CUDA_SUCCESS;
   if (!dst || !inside_allocation(state(), src, bytes)) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  ++state().device_to_host_copies;
   return CUDA_SUCCESS;
 }
 
@@ -516,6 +519,7 @@ void stitch_fake_cuda_reset(void) {
   s.bytes_allocated = 0;
   s.failing_allocations = 0;
   s.alloc_calls = s.free_calls = 0;
+  s.host_to_device_copies = s.device_to_host_copies = 0;
   s.primary_context_retains = 0;
   s.current = nullptr;
   s.launches.clear();
@@ -540,6 +544,16 @@ int64_t stitch_fake_cuda_alloc_calls(void) {
 int64_t stitch_fake_cuda_free_calls(void) {
   std::lock_guard<std::mutex> lock(state().mutex);
   return state().free_calls;
+}
+
+int64_t stitch_fake_cuda_host_to_device_copies(void) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().host_to_device_copies;
+}
+
+int64_t stitch_fake_cuda_device_to_host_copies(void) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().device_to_host_copies;
 }
 
 void stitch_fake_cuda_fail_next_allocations(int count) {

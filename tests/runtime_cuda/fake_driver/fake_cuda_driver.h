@@ -41,6 +41,9 @@ int64_t stitch_fake_cuda_live_allocations(void);
 int64_t stitch_fake_cuda_bytes_allocated(void);  // sum of the live allocations' requested sizes
 int64_t stitch_fake_cuda_alloc_calls(void);      // successful cuMemAlloc calls since the reset
 int64_t stitch_fake_cuda_free_calls(void);       // successful cuMemFree calls since the reset
+// Successful copies of at least one byte since the reset, each way.
+int64_t stitch_fake_cuda_host_to_device_copies(void);
+int64_t stitch_fake_cuda_device_to_host_copies(void);
 // The next `count` cuMemAlloc calls return CUDA_ERROR_OUT_OF_MEMORY.
 void stitch_fake_cuda_fail_next_allocations(int count);
 // The device memory cuMemGetInfo and cuDeviceTotalMem report; an allocation
@@ -67,6 +70,8 @@ void stitch_fake_cuda_live_handles(StitchFakeCudaHandles* out);
   X(stitch_fake_cuda_bytes_allocated)            \
   X(stitch_fake_cuda_alloc_calls)                \
   X(stitch_fake_cuda_free_calls)                 \
+  X(stitch_fake_cuda_host_to_device_copies)      \
+  X(stitch_fake_cuda_device_to_host_copies)      \
   X(stitch_fake_cuda_fail_next_allocations)      \
   X(stitch_fake_cuda_set_total_memory)           \
   X(stitch_fake_cuda_launch_count)               \

@@ -528,6 +528,10 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
   }
   check_kernel(k);
   f.index_reads_scalars = interp::indices_read_scalars(k);
+  for (size_t s = 0; s < storages.size(); ++s) {
+    const ArrayAccess a = k.params[s].access;
+    f.written.push_back(a == ArrayAccess::Write || a == ArrayAccess::ReadWrite);
+  }
   return f;
 }
 

@@ -44,7 +44,9 @@ struct FusedKernel {
   std::vector<int64_t> extents;
   // Per storage: whether it lives in a local of each index instead of memory
   // (a temporary nobody reads after the segment; see build_fused_kernel).
-  std::vector<bool> in_register;
+  std::vector<char> in_register;
+  // Per storage: whether the kernel writes it (its parameter's access).
+  std::vector<char> written;
   // Whether an index reads a scalar parameter's value (interp::indices_read_scalars).
   bool index_reads_scalars = false;
 };

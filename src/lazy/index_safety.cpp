@@ -255,4 +255,30 @@ SafetyVerdict fusion_safety(const CallView& first, const CallView& second, int r
   return {};
 }
 
+bool overwrites_before_reading(const UserKernel& k, size_t param) {
+  const KernelParam& p = k.params[param];
+  if (!p.is_array || p.shape.size() != k.range.size()) return false;
+  auto loads = [&p](const KExpr& e) {
+    return e.defined() &&
+           any_node(e, [&p](const KernelExprNode& n) { return n.kind == KernelExprKind::Load && n.name == p.name; });
+  };
+  auto touches = [&](const KStmt& s) {
+    return any_stmt({s}, [&](const KStmt& t) {
+      if (t.kind == KernelStmtKind::Store && t.name == p.name) return true;
+      if (loads(t.value)) return true;
+      return std::any_of(t.index.begin(), t.index.end(), loads);
+    });
+  };
+  for (const KStmt& s : k.body) {
+    if (!touches(s)) continue;
+    if (s.kind != KernelStmtKind::Store || s.name != p.name || loads(s.value)) return false;
+    for (size_t d = 0; d < k.range.size(); ++d) {
+      const KernelExprNode& n = s.index[d].node();
+      if (n.kind != KernelExprKind::Name || n.name != k.range[d].name) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
 }  // namespace stitch::lazy

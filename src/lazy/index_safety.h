@@ -60,6 +60,14 @@ struct SafetyVerdict {
   std::string reason;  // why not, naming the array and the two accesses
 };
 
+// Whether every index of `kernel`'s range stores to array parameter `param`
+// at exactly that index, (i0, i1, ...), before anything in the kernel reads
+// or writes it: the first top-level statement touching it is that store, and
+// its value does not read it. Called over a range whose extents are the
+// array's shape, the kernel then overwrites every element before any read,
+// so the array's old contents are never seen (zeros() needs no fill).
+bool overwrites_before_reading(const UserKernel& kernel, size_t param);
+
 // Whether `second` may run in the same loop as `first` (first earlier in the
 // trace), per the rule above, when the fused loop runs over the first `rank`
 // dimensions of both ranges (0: the smaller of their ranks) and each call

@@ -135,10 +135,10 @@ Array LazyRuntime::zeros(DType dtype, std::vector<int64_t> shape) {
     a.state_ = trace_->new_array(Tensor(dtype, std::move(shape)));
     return a;
   }
-  // The fill is a recorded call like any other: it runs when the array is
-  // first needed, and a temporary that lives in registers is never filled.
+  // The fill is recorded before the first call that may see it, and not at
+  // all when that call overwrites the whole array first (Trace::zeros).
   a.state_ = trace_->new_deferred_array(dtype, std::move(shape));
-  trace_->record_zero_fill(a.state_);
+  trace_->zeros(a.state_);
   return a;
 }
 

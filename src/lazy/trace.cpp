@@ -48,7 +48,6 @@ void set_results(std::vector<TraceCall>& calls, int begin, int end, const Tensor
 // Plan-cache keys are raw words, not text: a flush builds one per partition,
 // and formatting numbers was most of a small partition's analysis time.
 constexpr int64_t kFutureTag = int64_t{1} << 40;
-constexpr int64_t kSizeTag = int64_t{1} << 41;
 constexpr int64_t kOverlapTag = int64_t{1} << 42;
 constexpr size_t kMaxPlans = 4096;
 
@@ -218,13 +217,37 @@ struct Trace::Scratch {
 namespace {
 
 // A hash of words (FNV-1a over each word), to compare bindings' inputs cheaply.
+// The walks over a partition's calls find their argument vectors and handles
+// cold (the kernels streamed the caches): ask for call `far`'s arguments and
+// for the handles of call `near` (whose arguments were asked for before).
+void prefetch_calls(const std::vector<TraceCall>& calls, size_t near, size_t far) {
+  if (far < calls.size()) __builtin_prefetch(calls[far].args.data());
+  if (near < calls.size()) {
+    for (const TraceArg& a : calls[near].args) {
+      if (const ArrayState* st = a.array.get()) {
+        __builtin_prefetch(st);
+        __builtin_prefetch(reinterpret_cast<const char*>(st) + 64);
+      }
+    }
+  }
+}
+
 uint64_t hash_words(const std::vector<int64_t>& words) {
   uint64_t h = 1469598103934665603ULL;
   for (int64_t w : words) h = (h ^ static_cast<uint64_t>(w)) * 1099511628211ULL;
   return h;
 }
 
-void append_word(std::string& key, int64_t word) { key.append(reinterpret_cast<const char*>(&word), sizeof word); }
+// A word of a structural key, zigzag then 7 bits a byte (most words are small
+// numbers, and a key is compared whole against a stored one, cold).
+void append_word(std::string& key, int64_t word) {
+  uint64_t v = (static_cast<uint64_t>(word) << 1) ^ static_cast<uint64_t>(word >> 63);
+  while (v >= 0x80) {
+    key.push_back(static_cast<char>(0x80 | (v & 0x7f)));
+    v >>= 7;
+  }
+  key.push_back(static_cast<char>(v));
+}
 
 // Attributes as text, for the elementwise kernels' cache key (cast's `to`).
 std::string result_key(const Attrs& attrs) {
@@ -295,17 +318,43 @@ std::shared_ptr<ArrayState> Trace::new_array(Tensor data) {
 }
 
 std::shared_ptr<ArrayState> Trace::new_view(const ArrayState& parent, int64_t offset, std::vector<int64_t> shape) {
-  return new_state(parent.storage, parent.offset + offset, std::move(shape));
+  std::shared_ptr<ArrayState> view = new_state(parent.storage, parent.offset + offset, std::move(shape));
+  view->zero_hint = parent.zero_hint && parent.storage->zero_pending();
+  return view;
 }
 
 Trace::KernelEntry& Trace::kernel_entry(const KernelRef& kernel) {
   auto [it, fresh] = kernels_.try_emplace(kernel.get());
   if (fresh) {
     it->second.kernel = kernel;
+    it->second.id = static_cast<uint32_t>(kernels_.size());
     it->second.accesses = std::make_shared<const std::vector<ArrayAccessSite>>(collect_accesses(*kernel));
     for (const KernelParam& p : kernel->params) it->second.param_access.push_back(p.access);
+    for (size_t p = 0; p < kernel->params.size(); ++p) it->second.overwrites.push_back(overwrites_before_reading(*kernel, p));
   }
   return it->second;
+}
+
+void Trace::settle_zeros(const std::vector<TraceArg>& args, const KernelEntry& entry, const interp::KernelBinding& binding) {
+  for (size_t p = 0; p < args.size(); ++p) {
+    const std::shared_ptr<ArrayState>& a = args[p].array;
+    if (!a || !a->zero_hint) continue;
+    a->zero_hint = false;
+    LazyStorage& storage = *a->storage;
+    if (!storage.zero_pending()) continue;
+    storage.set_zero_pending(false);
+    // The call overwrites the whole storage before reading it, through this
+    // parameter alone: the zeros are never seen.
+    int64_t numel = 1;
+    for (int64_t e : storage.shape()) numel *= e;
+    const bool whole = a->offset == 0 && a->shape_only().numel() == numel;
+    bool overwritten = whole && entry.overwrites[p] && binding.extents == a->shape;
+    for (size_t q = 0; q < args.size() && overwritten; ++q) {
+      overwritten = q == p || !args[q].array || args[q].array->storage != a->storage;
+    }
+    if (overwritten) continue;
+    push_zero_fill(whole ? a : new_state(a->storage, 0, storage.shape()));
+  }
 }
 
 void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, std::shared_ptr<ScalarState> result) {
@@ -341,6 +390,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
   // What the binding depends on, as words: a call like the kernel's last one
   // shares its binding (binding allocates, and recording must be cheap).
   bound_from_.clear();
+  bool zero_hints = false;
   for (size_t p = 0; p < args.size(); ++p) {
     const LazyArg& a = args[p];
     if (a.array.valid()) {
@@ -350,6 +400,7 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
                                     k.params[p].name));
       }
       call.args[p].array = state;
+      zero_hints = zero_hints || state->zero_hint;
       bound_from_.push_back(static_cast<int64_t>(state->dtype) - 64);
       if (state->rank_inline >= 0) {
         bound_from_.insert(bound_from_.end(), state->dims.begin(), state->dims.begin() + state->rank_inline);
@@ -388,10 +439,25 @@ void Trace::record(const KernelRef& kernel, const std::vector<LazyArg>& args, st
     call.binding = std::make_shared<const interp::KernelBinding>(interp::bind_kernel(k, arguments(call, Memory::ShapeOnly)));
     entry.keep(bound_from_, hash, call.binding);
   }
+  if (zero_hints) settle_zeros(call.args, entry, *call.binding);
   call.accesses = entry.accesses.get();
+  call.kernel_id = entry.id;
   call.result = std::move(result);
   ++stats_.calls;
   pending_.push_back(std::move(call));
+  // What the next call writes is cold (the kernels streamed the caches since
+  // it was last used): the argument vector it reuses and its slot in the
+  // pending list. Ask for them now; the caller's code runs in between.
+  if (!spare_args_.empty()) {
+    const std::vector<TraceArg>& next = spare_args_.back();
+    for (size_t b = 0; b < next.capacity() * sizeof(TraceArg); b += 64) {
+      __builtin_prefetch(reinterpret_cast<const char*>(next.data()) + b, 1);
+    }
+  }
+  if (pending_.size() < pending_.capacity()) {
+    __builtin_prefetch(pending_.data() + pending_.size(), 1);
+    __builtin_prefetch(reinterpret_cast<const char*>(pending_.data() + pending_.size()) + 64, 1);
+  }
   stats_.record_seconds += seconds_since(t0);
   if (options_.mode == LazyOptions::Mode::Eager || options_.mode == LazyOptions::Mode::Reference) flush_all();
 }
@@ -451,6 +517,7 @@ void Trace::run_closure(std::vector<size_t> targets) {
   const size_t last = *std::max_element(targets.begin(), targets.end());
   ++epoch_;
   for (size_t i = last + 1; i-- > 0;) {
+    prefetch_calls(pending_, i - 4, i - 8);  // wraps past 0: no call
     TraceCall& c = pending_[i];
     if (!needed[i]) {
       bool hazard = c.result && futures_later.count(c.result.get());
@@ -581,6 +648,11 @@ std::vector<std::shared_ptr<ArrayState>> Trace::record_graph(std::shared_ptr<con
   for (const std::shared_ptr<ArrayState>& a : inputs) {
     if (!a->belongs_to(this)) throw UserError(fmt::format("graph '{}': an input is an array of another LazyRuntime", g.name()));
     types.push_back({a->storage->dtype(), a->shape});
+    // A graph reads its inputs whole: pending zeros are made now, on the host.
+    if (a->zero_hint) {
+      a->zero_hint = false;
+      if (a->storage->zero_pending()) a->storage->host(false);
+    }
   }
   SymbolBindings bindings = bind_input_types(g, types);
   TraceCall call;
@@ -669,11 +741,26 @@ KernelRef Trace::elementwise_kernel(OpKind op, const std::vector<std::pair<bool,
   return k;
 }
 
+void Trace::zeros(const std::shared_ptr<ArrayState>& array) {
+  if (options_.mode == LazyOptions::Mode::Eager || options_.mode == LazyOptions::Mode::Reference) {
+    record_zero_fill(array);
+    return;
+  }
+  array->storage->set_zero_pending(true);
+  array->zero_hint = true;
+}
+
 void Trace::record_zero_fill(const std::shared_ptr<ArrayState>& array) {
+  const Clock::time_point t0 = Clock::now();
+  push_zero_fill(array);
+  stats_.record_seconds += seconds_since(t0);
+  if (options_.mode == LazyOptions::Mode::Eager || options_.mode == LazyOptions::Mode::Reference) flush_all();
+}
+
+void Trace::push_zero_fill(const std::shared_ptr<ArrayState>& array) {
   // What record() would make of zero_fill_kernel(dtype, rank) called on the
   // array, without checking what holds by construction (one array argument
   // whose shape binds the kernel's symbols d0, d1, ... and is the range).
-  const Clock::time_point t0 = Clock::now();
   const KernelRef& kernel = zero_fill_kernel(array->storage->dtype(), static_cast<int>(array->shape.size()));
   TraceCall call;
   call.kernel = kernel.get();
@@ -691,10 +778,9 @@ void Trace::record_zero_fill(const std::shared_ptr<ArrayState>& array) {
     entry.keep(array->shape, hash, std::move(b));
   }
   call.accesses = entry.accesses.get();
+  call.kernel_id = entry.id;
   ++stats_.calls;
   pending_.push_back(std::move(call));
-  stats_.record_seconds += seconds_since(t0);
-  if (options_.mode == LazyOptions::Mode::Eager || options_.mode == LazyOptions::Mode::Reference) flush_all();
 }
 
 KernelRef Trace::zero_fill_kernel(DType dtype, int rank) {
@@ -769,9 +855,10 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   detail.reserve(calls.size() * 16);
   arg_region.reserve(calls.size() * 4);
   for (size_t c = 0; c < calls.size(); ++c) {
+    prefetch_calls(calls, c + 4, c + 8);
     const TraceCall& call = calls[c];
     first_arg[c] = arg_region.size();
-    append_word(signature, reinterpret_cast<uintptr_t>(call.kernel));
+    append_word(signature, call.kernel_id);
     for (size_t p = 0; p < call.args.size(); ++p) {
       int s = -1;
       if (const std::shared_ptr<ArrayState>& a = call.args[p].array) {
@@ -794,7 +881,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       append_word(signature, s);
     }
     if (call.result) result_of[call.result.get()] = static_cast<int>(c);
-    append_word(signature, kSizeTag + std::bit_width(static_cast<uint64_t>(call.binding->index_count)));
+    append_word(signature, std::bit_width(static_cast<uint64_t>(call.binding->index_count)));
     for (int64_t e : call.binding->extents) append_word(detail, e);
   }
   first_arg[calls.size()] = arg_region.size();
@@ -900,9 +987,11 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   std::vector<PreparedSegment>& prepared = scratch.prepared;
   if (prepared.size() < plan.size()) prepared.resize(plan.size());
   for (size_t i = 0; i < plan.size(); ++i) prepared[i].clear();
-  auto gather = [&](SegmentPlan& seg, PreparedSegment& out) {
+  // `same_shapes`: the partition's extents and shapes are those of the last
+  // flush of this plan, which the segment was prepared for.
+  auto gather = [&](SegmentPlan& seg, PreparedSegment& out, bool same_shapes) {
     const FusedKernel& f = *seg.fused;
-    stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), true);
+    stats_.arrays_in_registers += std::count(f.in_register.begin(), f.in_register.end(), 1);
     out.args.reserve(seg.regions.size() + f.scalar_sources.size() + seg.extents.size());
     // A storage in registers is never touched: its memory is not needed (nor
     // made). On a device, every array's memory is taken when the kernel runs
@@ -912,12 +1001,17 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
       const ArrayState* a = storages.regions()[static_cast<size_t>(seg.regions[s])];
       const bool late = !f.in_register[s] && (on_device || !a->storage->allocated());
       if (late) out.late.emplace_back(out.args.size(), a);
-      out.args.emplace_back(f.in_register[s] || late ? a->shape_only() : a->host_view(writes(f.kernel.params[s].access)));
+      out.args.emplace_back(f.in_register[s] || late ? a->shape_only() : a->host_view(f.written[s]));
     }
     for (const auto& [c, p] : f.scalar_sources) out.args.push_back(calls[static_cast<size_t>(seg.begin + c)].args[static_cast<size_t>(p)].scalar.arg());
     for (int64_t e : seg.extents) out.args.emplace_back(e);
     // Indices proven in range for these extents and shapes (and scalars,
     // where an index reads one) hold for every run with them.
+    if (same_shapes && seg.proof_known && !f.index_reads_scalars) {
+      out.check_indices = !seg.proven;
+      out.ready = true;
+      return;
+    }
     std::vector<int64_t>& proof_key = scratch.proof_key;
     proof_key.clear();
     for (const KernelArg& a : out.args) {
@@ -1017,8 +1111,31 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     }
     seg.regions = std::move(regions);
     seg.extents = std::move(extents);
-    gather(seg, out);
+    gather(seg, out, false);
   };
+  // The plan's segments, their fused kernels and prepared arguments were
+  // last touched before the last flush's kernels streamed the caches. Ask for
+  // them in passes, each over every segment, so that the misses overlap: the
+  // segments, then what they point to, then what that points to.
+  for (const SegmentPlan& seg : plan) __builtin_prefetch(&seg);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const SegmentPlan& seg = plan[i];
+    __builtin_prefetch(seg.regions.data());
+    __builtin_prefetch(seg.extents.data());
+    __builtin_prefetch(&prepared[i]);
+    if (const FusedKernel* f = seg.fused.get()) {
+      __builtin_prefetch(&f->storage_count);
+      __builtin_prefetch(reinterpret_cast<const char*>(&f->storage_count) + 64);
+    }
+  }
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (const FusedKernel* f = plan[i].fused.get()) {
+      __builtin_prefetch(f->scalar_sources.data());
+      __builtin_prefetch(f->in_register.data());
+      __builtin_prefetch(f->written.data());
+    }
+    __builtin_prefetch(prepared[i].args.data(), 1);
+  }
   for (size_t i = 0; i < plan.size(); ++i) {
     SegmentPlan& seg = plan[i];
     if (seg.end - seg.begin == 1) continue;
@@ -1029,7 +1146,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     if (waits) {
       continue;  // prepared when it runs
     } else if (same_detail && seg.fused) {
-      gather(seg, prepared[i]);
+      gather(seg, prepared[i], true);
     } else {
       prepare(seg, prepared[i]);
     }
@@ -1054,7 +1171,7 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
     // The interpreter reads host memory; kernels the back end's.
     const bool interpreted = options_.mode == LazyOptions::Mode::FusedReference;
     for (const auto& [arg, a] : ready.late) {
-      const bool write = writes(f.kernel.params[arg].access);
+      const bool write = f.written[arg];
       ready.args[arg] = KernelArg(interpreted ? a->host_view(write) : a->memory_view(*backend_, write));
     }
     if (interpreted) {

@@ -37,11 +37,19 @@ class LazyStorage {
   // Deferred: contents unspecified until written (zeros() records the fill).
   LazyStorage(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {}
   DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return allocated_ ? tensor_.shape() : shape_; }
+  // zeros() in a trace: the storage holds zeros, which no memory holds yet.
+  // The first call touching it decides (Trace::record): one that overwrites
+  // it whole before reading needs no fill; any other gets a fill recorded
+  // before it. Host memory made while it is pending is zeroed.
+  bool zero_pending() const { return zero_pending_; }
+  void set_zero_pending(bool pending) { zero_pending_ = pending; }
   // Host memory holding the current value (allocated, or downloaded, if need
   // be); `write`: the caller changes it, so the device copy is stale.
   std::byte* host(bool write) {
     if (!allocated_) {
-      tensor_ = Tensor::uninitialized(dtype_, std::move(shape_));
+      tensor_ = zero_pending_ ? Tensor(dtype_, std::move(shape_)) : Tensor::uninitialized(dtype_, std::move(shape_));
+      zero_pending_ = false;
       allocated_ = true;
       host_current_ = !device_current_;  // fresh memory of a storage never written is current
     }
@@ -56,6 +64,7 @@ class LazyStorage {
   // or uploaded, if need be); `write`: a kernel changes it, so the host copy
   // is stale.
   uint64_t device(LazyBackend& backend, bool write) {
+    if (zero_pending_) host(false);  // the zeros, made on the host, go up
     if (!device_) {
       device_ = backend.allocate(nbytes());
       device_current_ = !allocated_ || !host_current_;  // nothing to upload from a storage never written
@@ -82,6 +91,7 @@ class LazyStorage {
   std::vector<int64_t> shape_;  // until allocated
   Tensor tensor_;
   bool allocated_ = false;
+  bool zero_pending_ = false;
   bool host_current_ = true;     // once allocated
   std::unique_ptr<DeviceCopy> device_;
   bool device_current_ = false;  // once device_ exists
@@ -111,6 +121,10 @@ struct ArrayState {
   mutable long refs = 0;
   mutable size_t last_call = 0;
   mutable int region = -1;  // its region among the partition's
+  // Its storage may be zero-pending (LazyStorage::zero_pending): set by
+  // zeros() and on views of such a storage, so recording reads the storage
+  // only then.
+  mutable bool zero_hint = false;
 
   // Whether this array is `t`'s (alive, so a trace made later at the same address is not taken for it).
   bool belongs_to(const Trace* t) const { return owner == t && !trace.expired(); }
@@ -127,7 +141,7 @@ struct ArrayState {
     return {reinterpret_cast<std::byte*>(base), storage->dtype(), shape.data(), static_cast<int>(shape.size())};
   }
   // Its dtype and shape only, without memory: what binding a call checks.
-  ArrayView shape_only() const { return {nullptr, storage->dtype(), shape.data(), static_cast<int>(shape.size())}; }
+  ArrayView shape_only() const { return {nullptr, dtype, shape.data(), static_cast<int>(shape.size())}; }
   // Bytes [first_byte, end_byte) of the storage (set with the shape).
   int64_t first_byte = 0;
   int64_t end_byte = 0;
@@ -182,6 +196,7 @@ struct TraceCall {
   // A user-kernel call (the kernel and its accesses are kept alive by the
   // trace's kernel table, so plain pointers: recording must be cheap), or
   const UserKernel* kernel = nullptr;
+  uint32_t kernel_id = 0;  // the kernel's number in the trace (structural keys name it by that)
   std::shared_ptr<const GraphCall> graph;    // a graph call: arrays = inputs, then outputs
   std::vector<TraceArg> args;                // per parameter (one allocation: recording must be cheap)
   const std::vector<ArrayAccessSite>* accesses = nullptr;
@@ -215,6 +230,10 @@ class Trace : public std::enable_shared_from_this<Trace> {
   KernelRef zero_fill_kernel(DType dtype, int rank);
   // Records that kernel on `array` (non-empty, rank >= 1), as record() would.
   void record_zero_fill(const std::shared_ptr<ArrayState>& array);
+  // zeros() for an array of new_deferred_array: in a trace mode the storage
+  // is marked zero-pending (LazyStorage); in Eager and Reference the fill is
+  // recorded (and runs) at once.
+  void zeros(const std::shared_ptr<ArrayState>& array);
   // Run what `a`'s value, or `s`, depends on; or everything.
   void flush_for(const ArrayState& a);
   // Run every pending call that touches memory `a` shares (before a host write).
@@ -227,6 +246,8 @@ class Trace : public std::enable_shared_from_this<Trace> {
   LazyStats& stats() { return stats_; }
 
  private:
+  // The fill a zero-pending storage needs before a call reads it, whole.
+  void push_zero_fill(const std::shared_ptr<ArrayState>& array);
   // A handle on `storage`: `shape` from element `offset`.
   std::shared_ptr<ArrayState> new_state(std::shared_ptr<LazyStorage> storage, int64_t offset, std::vector<int64_t> shape);
   // The pending calls `targets` need, with everything they depend on, in order.
@@ -289,8 +310,10 @@ class Trace : public std::enable_shared_from_this<Trace> {
   struct KernelEntry {
     static constexpr size_t kBindings = 8;
     KernelRef kernel;
+    uint32_t id = 0;  // numbered in first-call order
     std::shared_ptr<const std::vector<ArrayAccessSite>> accesses;
     std::vector<ArrayAccess> param_access;  // per parameter: the kernel's params, compactly
+    std::vector<char> overwrites;           // per parameter: overwrites_before_reading
     // What each kept binding was made from, inline (up to kWords words; a
     // call with more binds afresh), and its hash, compared first.
     static constexpr size_t kWords = 16;
@@ -323,6 +346,9 @@ class Trace : public std::enable_shared_from_this<Trace> {
     }
   };
   KernelEntry& kernel_entry(const KernelRef& kernel);
+  // Decides the zero-pending storages among the arguments of the call being
+  // recorded (see LazyStorage::zero_pending).
+  void settle_zeros(const std::vector<TraceArg>& args, const KernelEntry& entry, const interp::KernelBinding& binding);
   std::unordered_map<const UserKernel*, KernelEntry> kernels_;
   std::vector<int64_t> bound_from_;  // record()'s scratch
 };

@@ -333,7 +333,7 @@ TEST_F(Lazy, BadCallsAreRefusedWhenRecorded) {
   EXPECT_THROW(rt.call(k("add"), {x, y, y}), UserError);
   EXPECT_THROW(rt.call(k("dot"), {x, x}), UserError);  // a reduction through call()
   EXPECT_THROW(rt.reduce(k("fill"), {x, 1.0}), UserError);
-  EXPECT_EQ(rt.stats().calls, 1);  // zeros' fill only
+  EXPECT_EQ(rt.stats().calls, 0);  // zeros() records its fill only before a call that may see it
 }
 
 TEST_F(Lazy, DisjointViewsOfOneStorageFuse) {
@@ -491,6 +491,55 @@ TEST_F(Lazy, ZerosIsAFillThatFusesAwayForATemporary) {
   EXPECT_EQ(s.calls, 3);
   EXPECT_EQ(s.kernels, 1);
   EXPECT_EQ(s.arrays_in_registers, 1);
+}
+
+// zeros() in a trace (docs/lazy.md, Semantics): the fill is recorded before
+// the first call touching the storage unless that call overwrites all of it
+// before reading; the reference runs every fill, so each case is checked.
+TEST_F(Lazy, ZerosOverwrittenWholeByTheFirstCallNeedNoFill) {
+  LazyStats s = check({random({300}, 90), random({300}, 91)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {300});
+    rt.call(k("scale"), {2.0, a[0], t});  // writes every t[i] first
+    rt.call(k("add"), {t, a[0], a[1]});
+    a.push_back(t);
+  });
+  EXPECT_EQ(s.calls, 2);
+  EXPECT_EQ(s.kernels, 1);
+}
+
+TEST_F(Lazy, ZerosReadOrWrittenInPartGetTheirFill) {
+  LazyStats s = check({random({300}, 92)}, [](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {300});
+    rt.call(k("copy_head"), {a[0], t});       // over n - 1: t[n - 1] stays 0
+    Array u = rt.zeros(DType::f32, {300});
+    rt.call(k("scale"), {2.0, a[0].slice(0, 100), u.slice(100, 200)});  // a view: the rest stays 0
+    Array v = rt.zeros(DType::f32, {300});
+    rt.call(k("add"), {v, a[0], v});          // v read and written by one call
+    Array w = rt.zeros(DType::f32, {300});
+    rt.call(k("axpy"), {1.0, a[0], w});       // w[i] += ...: reads before writing
+    for (const Array& z : {t, u, v, w}) a.push_back(z);
+  });
+  EXPECT_EQ(s.calls, 8);  // each with its fill
+}
+
+TEST_F(Lazy, ZerosReadByTheHostAGraphOrWrittenByTheHostAreZeros) {
+  Graph twice = parse_module(R"(
+graph twice(x: f32[N]) {
+  y = add(x, x)
+  return y
+}
+)", "g.stitch").graphs[0];
+  LazyStats s = check({random({64}, 93)}, [&](LazyRuntime& rt, auto& a, auto&) {
+    Array t = rt.zeros(DType::f32, {64});
+    Array g = rt.apply(twice, {t})[0];        // a graph reads the zeros
+    rt.call(k("scale"), {3.0, a[0], t});      // then a call overwrites them
+    Array h = rt.zeros(DType::f32, {64});
+    h.slice(10, 20).assign(Tensor(DType::f32, {10}));  // the host writes part of them
+    Array z = rt.zeros(DType::f32, {64});
+    EXPECT_EQ(z.to_host().get_f64(63), 0.0);  // the host reads them
+    for (const Array& x : {t, g, h, z}) a.push_back(x);
+  });
+  EXPECT_EQ(s.calls, 2);  // the graph and scale: no fill recorded
 }
 
 TEST_F(Lazy, ATemporaryWrittenInPartAfterItsFillLivesInRegisters) {
@@ -731,6 +780,44 @@ TEST(IndexSafety, VerdictsNameTheArrayAndTheAccesses) {
             "array 'x': x[i + 1] in shift_read and x[i] in fill may touch one element from different indices (range "
             "index i is not fixed by an axis both use alike)");
   EXPECT_TRUE(lazy::fusion_safety({&shift, &a, {0, 1}}, {&fill, &b, {2, -1}}).safe);  // fill writes another array
+}
+
+TEST(IndexSafety, AParameterIsOverwrittenBeforeReadingOnlyByAFirstStoreAtTheRangeIndex) {
+  Module m = parse_module(R"(
+kernel scale(a: f32, x: f32[n], y: f32[n]) over i < n {
+  y[i] = a * x[i]
+}
+kernel axpy(a: f32, x: f32[n], y: f32[n]) over i < n {
+  y[i] += a * x[i]
+}
+kernel late(x: f32[n], y: f32[n]) over i < n {
+  let t: f32 = x[i] * 2
+  y[i] = t
+  x[i] = y[i] + 1
+}
+kernel cond(x: f32[n], y: f32[n]) over i < n {
+  if x[i] > 0 {
+    y[i] = 1
+  }
+  y[i] = 2
+}
+kernel flip(x: f32[n, m], y: f32[m, n]) over i < n, j < m {
+  y[j, i] = x[i, j]
+}
+kernel self(y: f32[n]) over i < n {
+  y[i] = y[i] * 2
+}
+)", "k.stitch");
+  auto overwrites = [&m](const char* kernel, size_t param) { return lazy::overwrites_before_reading(*m.find_kernel(kernel), param); };
+  EXPECT_TRUE(overwrites("scale", 2));
+  EXPECT_FALSE(overwrites("scale", 1));   // only read
+  EXPECT_FALSE(overwrites("scale", 0));   // a scalar
+  EXPECT_FALSE(overwrites("axpy", 2));    // y[i] += reads y[i]
+  EXPECT_TRUE(overwrites("late", 1));     // the first statement touching y stores y[i]
+  EXPECT_FALSE(overwrites("late", 0));    // x is read first
+  EXPECT_FALSE(overwrites("cond", 1));    // the first touch is under a branch
+  EXPECT_FALSE(overwrites("flip", 1));    // y[j, i]: not the range index in order
+  EXPECT_FALSE(overwrites("self", 0));    // the value reads y
 }
 
 }  // namespace

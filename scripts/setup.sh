@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 # Installs what Stitch needs from Debian's packages (only what is missing),
 # then configures and builds. Idempotent: a second run installs nothing.
-#   scripts/setup.sh [--tests] [build-dir]       (default: build)
+#   scripts/setup.sh [--tests] [--python] [build-dir]       (default: build)
 # --tests also installs what only the test suite needs: python3-onnx (the ONNX
 # backend node tests' definitions) and python3-torch (the BERT-block export).
+# --python also builds the stitch Python package (docs/python.md): it makes the
+# repository's .venv (Debian's python3, numpy from PyPI), builds the extension
+# for it, and puts <build-dir>/python on its path, so that .venv/bin/python
+# imports stitch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_tests=0
-if [ "${1:-}" = "--tests" ]; then
-  with_tests=1
-  shift
-fi
+with_python=0
+while (($#)); do
+  case $1 in
+    --tests) with_tests=1; shift ;;
+    --python) with_python=1; shift ;;
+    -*) echo "setup.sh: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
 build_dir=${1:-build}
 
 # Why each package is here: docs/dependencies.md.
@@ -28,7 +37,27 @@ if ((with_tests)); then
   packages+=(python3-numpy python3-onnx python3-torch)
 fi
 
+if ((with_python)); then
+  packages+=(python3-venv python3-dev pybind11-dev)
+fi
+
 bash scripts/apt-install-missing.sh "${packages[@]}"
 
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON >/dev/null
+python_flags=()
+if ((with_python)); then
+  if [ ! -x .venv/bin/python ]; then
+    /usr/bin/python3 -m venv .venv
+  fi
+  .venv/bin/python -m pip install -q -r python/requirements.txt
+  python_flags=(-DSTITCH_BUILD_PYTHON=ON "-DPython3_EXECUTABLE=$(pwd)/.venv/bin/python")
+fi
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON "${python_flags[@]}" >/dev/null
 ninja -C "$build_dir"
+
+if ((with_python)); then
+  # The build's package directory on the environment's path (a .pth file).
+  site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$(cd "$build_dir" && pwd)/python" >"$site/stitch-build.pth"
+  .venv/bin/python -c 'import stitch' || { echo "setup.sh: .venv/bin/python cannot import stitch" >&2; exit 1; }
+fi

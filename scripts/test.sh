@@ -3,6 +3,6 @@
 # fuzzing run of the text parser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --tests build
+scripts/setup.sh --tests --python build
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 scripts/fuzz.sh 30

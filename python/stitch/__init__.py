@@ -1,0 +1,43 @@
+"""Stitch from Python (docs/python.md).
+
+Graphs and user kernels are parsed from `.stitch` text; a graph compiles into a callable
+on numpy arrays; lazy arrays record kernel calls and run them fused when read.
+
+    import numpy as np, stitch
+    m = stitch.parse(open("layernorm.stitch").read())
+    run = stitch.compile(m.graphs["layernorm"], backend="cpu", planner="stitch")
+    y = run(np.random.rand(8, 768).astype(np.float32), gamma, beta)
+
+Errors in the user's input raise stitch.Error (a ValueError) with the message the
+command line prints.
+"""
+
+from ._stitch import (  # noqa: F401  (the package's API)
+    Array,
+    Error,
+    Executable,
+    Graph,
+    Kernel,
+    LazyRuntime,
+    Module,
+    Scalar,
+    compile,
+    interpret,
+    load,
+    parse,
+)
+
+__all__ = [
+    "Array",
+    "Error",
+    "Executable",
+    "Graph",
+    "Kernel",
+    "LazyRuntime",
+    "Module",
+    "Scalar",
+    "compile",
+    "interpret",
+    "load",
+    "parse",
+]

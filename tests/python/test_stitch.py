@@ -1,0 +1,160 @@
+"""The stitch Python package (docs/python.md): graphs compiled and run on numpy arrays
+against numpy and the reference interpreter, lazy arrays fused against numpy, and bad
+input raising stitch.Error with the command line's message."""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+import numpy as np
+
+import stitch
+
+GRAPHS = """
+graph layernorm(x: f32[N, 64], gamma: f32[64], beta: f32[64]) {
+  y = layer_norm(x, gamma, beta, axes=[-1], eps=1e-5)
+  return y
+}
+
+graph two(x: f64[N], y: f64[N]) {
+  s = add(x, y)
+  d = mul(s, x)
+  return s, d
+}
+"""
+
+KERNELS = """
+kernel saxpy(a: f32, x: f32[n], y: f32[n]) over i < n {
+  y[i] = a * x[i] + y[i]
+}
+kernel scale(a: f32, x: f32[n], y: f32[n]) over i < n {
+  y[i] = a * x[i]
+}
+kernel dot(x: f32[n], y: f32[n]) -> sum f64 over i < n {
+  yield f64(x[i] * y[i])
+}
+kernel gather(idx: i64[n], x: f32[m], y: f32[n]) over i < n {
+  y[i] = x[idx[i]]
+}
+"""
+
+
+class Package(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cache = tempfile.mkdtemp(prefix="stitch-python-")
+        cls.module = stitch.parse(GRAPHS, "graphs.stitch")
+        cls.kernels = stitch.parse(KERNELS, "kernels.stitch").kernels
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.cache, ignore_errors=True)
+
+    def test_a_compiled_graph_matches_numpy_and_the_interpreter(self):
+        g = self.module.graphs["layernorm"]
+        self.assertEqual(g.name, "layernorm")
+        self.assertEqual(g.params, ["x: f32[N, 64]", "gamma: f32[64]", "beta: f32[64]"])
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((100, 64)).astype(np.float32)
+        gamma = rng.standard_normal(64).astype(np.float32)
+        beta = rng.standard_normal(64).astype(np.float32)
+        run = stitch.compile(g, backend="cpu", planner="stitch", cache_dir=self.cache)
+        self.assertEqual(run.backend, "cpu")
+        self.assertEqual(run.planner, "stitch")
+        y = run(x, gamma, beta)
+        self.assertEqual(y.dtype, np.float32)
+        self.assertEqual(y.shape, (100, 64))
+        mean = x.astype(np.float64).mean(axis=1, keepdims=True)
+        var = x.astype(np.float64).var(axis=1, keepdims=True)
+        want = (x - mean) / np.sqrt(var + 1e-5) * gamma + beta
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(y, stitch.interpret(g, x, gamma, beta), rtol=1e-5, atol=1e-5)
+        # A strided (non-contiguous) input is copied into the layout the graph takes.
+        xt = np.asfortranarray(x)
+        np.testing.assert_array_equal(run(xt, gamma, beta), y)
+
+    def test_several_outputs_and_planners(self):
+        g = self.module.graphs["two"]
+        x = np.linspace(0, 1, 1000)
+        y = np.linspace(1, 2, 1000)
+        fused = stitch.compile(g, planner="stitch", cache_dir=self.cache)
+        unfused = stitch.compile(g, planner="none", cache_dir=self.cache)
+        s, d = fused(x, y)
+        np.testing.assert_array_equal(s, x + y)
+        np.testing.assert_array_equal(d, (x + y) * x)
+        s2, d2 = unfused(x, y)
+        np.testing.assert_array_equal(d2, d)
+        self.assertLess(fused.kernel_count, unfused.kernel_count)
+        self.assertTrue(fused.plan.strip())  # the fusion groups, one line each
+
+    def test_lazy_arrays_fuse_and_equal_numpy(self):
+        k = self.kernels
+        self.assertTrue(k["dot"].is_reduction)
+        rt = stitch.LazyRuntime(mode="fused", backend="cpu", cache_dir=self.cache)
+        xs = np.arange(1000, dtype=np.float32) / 7
+        x = rt.array(xs)
+        y = rt.zeros([1000], "f32")
+        self.assertEqual(x.shape, (1000,))
+        self.assertEqual(x.dtype, "f32")
+        rt.call(k["scale"], 2.0, x, y)       # y = 2x
+        rt.call(k["saxpy"], 0.5, y, x)       # x += y / 2
+        d = rt.reduce(k["dot"], x, y)        # recorded, not run
+        self.assertEqual(rt.stats()["kernels"], 0)
+        value = d.value()
+        self.assertEqual(rt.stats()["kernels"], 1)  # the three calls in one kernel
+        want_y = (2 * xs).astype(np.float32)
+        want_x = (xs + np.float32(0.5) * want_y).astype(np.float32)
+        np.testing.assert_array_equal(y.numpy(), want_y)
+        np.testing.assert_array_equal(np.asarray(x), want_x)
+        self.assertAlmostEqual(value, float(np.dot(want_x.astype(np.float64), want_y.astype(np.float64))),
+                               delta=1e-6 * value)
+        self.assertAlmostEqual(float(d), value)
+        # Views share storage; assign writes through them.
+        head = x.slice(0, 10)
+        head.assign(np.zeros(10, dtype=np.float32))
+        self.assertEqual(float(x.numpy()[:10].sum()), 0.0)
+        self.assertEqual(x.reshape([10, 100]).shape, (10, 100))
+
+    def test_bad_input_raises_stitch_error_with_the_cli_message(self):
+        with self.assertRaises(stitch.Error) as e:
+            stitch.parse("graph g(x: f32[4]) {\n  y = nosuchop(x)\n  return y\n}\n", "bad.stitch")
+        self.assertRegex(str(e.exception), r"^bad\.stitch:2:\d+: error: ")
+        self.assertTrue(issubclass(stitch.Error, ValueError))
+        g = self.module.graphs["layernorm"]
+        run = stitch.compile(g, cache_dir=self.cache)
+        with self.assertRaises(stitch.Error) as e:
+            run(np.zeros((3, 65), np.float32), np.zeros(64, np.float32), np.zeros(64, np.float32))
+        self.assertIn("x", str(e.exception))
+        with self.assertRaises(stitch.Error):
+            run(np.zeros((3, 64), np.float32))  # too few inputs
+        with self.assertRaises(stitch.Error):
+            stitch.compile(g, planner="no_such_planner")
+        with self.assertRaises(stitch.Error):
+            stitch.compile(g, backend="tpu")
+        with self.assertRaises(stitch.Error):
+            run(np.zeros((3, 64), np.complex64), np.zeros(64, np.float32), np.zeros(64, np.float32))
+        rt = stitch.LazyRuntime(cache_dir=self.cache)
+        with self.assertRaises(stitch.Error):
+            rt.call(self.kernels["saxpy"], 1.0, rt.zeros([3]), rt.zeros([4]))  # n bound to 3 and 4
+        with self.assertRaises(stitch.Error):
+            rt.call(self.kernels["saxpy"], "one", rt.zeros([3]), rt.zeros([3]))
+        with self.assertRaises(stitch.Error):
+            stitch.LazyRuntime(mode="lazy")
+        # An index out of range fails the read that runs the call.
+        y = rt.zeros([4])
+        rt.call(self.kernels["gather"], rt.array(np.array([0, 1, 2, 9])), rt.zeros([5]), y)
+        with self.assertRaises(stitch.Error) as e:
+            y.numpy()
+        self.assertIn("outside axis 0 of extent 5", str(e.exception))
+
+    def test_a_graph_file_loads(self):
+        source = os.environ.get("STITCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+        m = stitch.load(os.path.join(source, "bench", "workloads", "softmax.stitch"))
+        self.assertIn("softmax", " ".join(m.graphs))
+        with self.assertRaises(stitch.Error):
+            stitch.load(os.path.join(source, "no", "such.stitch"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -14,6 +14,7 @@
 #include "stitch/kernel.h"
 #include "stitch/lazy.h"
 #include "stitch/npy.h"
+#include "stitch/onnx.h"
 #include "stitch/ops.h"
 #include "stitch/runtime.h"
 #include "stitch/shape.h"

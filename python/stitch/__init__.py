@@ -20,10 +20,12 @@ from ._stitch import (  # noqa: F401  (the package's API)
     Kernel,
     LazyRuntime,
     Module,
+    OnnxModel,
     Scalar,
     compile,
     interpret,
     load,
+    load_onnx,
     parse,
 )
 
@@ -35,9 +37,11 @@ __all__ = [
     "Kernel",
     "LazyRuntime",
     "Module",
+    "OnnxModel",
     "Scalar",
     "compile",
     "interpret",
     "load",
+    "load_onnx",
     "parse",
 ]

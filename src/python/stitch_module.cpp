@@ -202,6 +202,37 @@ PYBIND11_MODULE(_stitch, m) {
       },
       py::arg("graph"), "Runs a graph in the reference interpreter (every op rounded to its dtype)");
 
+  py::class_<stitch::OnnxModel>(m, "OnnxModel", "An ONNX model imported as a graph, with the tensors it binds itself")
+      .def_readonly("graph", &stitch::OnnxModel::graph)
+      .def_property_readonly("bound",
+                             [](const stitch::OnnxModel& model) {
+                               py::dict d;
+                               for (const auto& [name, t] : model.bound) d[py::str(name)] = to_numpy(t);
+                               return d;
+                             })
+      .def_readonly("input_names", &stitch::OnnxModel::input_names, "ONNX input name -> parameter name, where they differ")
+      .def_property_readonly("inputs", &stitch::OnnxModel::inputs, "The parameters a caller supplies, in order")
+      .def(
+          "arguments",
+          [](const stitch::OnnxModel& model, const py::args& args) {
+            std::vector<Tensor> inputs;
+            for (const py::handle& h : args) inputs.push_back(to_tensor(py::array::ensure(h)));
+            py::list out;
+            for (const Tensor& t : model.arguments(inputs)) out.append(to_numpy(t));
+            return out;
+          },
+          "Every parameter's array in order: the inputs given, with the bound tensors in their places");
+
+  m.def(
+      "load_onnx",
+      [](const std::string& path, const std::map<std::string, py::array>& known_inputs) {
+        std::map<std::string, Tensor> known;
+        for (const auto& [name, a] : known_inputs) known.emplace(name, to_tensor(a));
+        return stitch::load_onnx(path, known);
+      },
+      py::arg("path"), py::arg("known_inputs") = std::map<std::string, py::array>{},
+      "Imports an ONNX model (opsets 13 to 17)");
+
   py::class_<PyExecutable>(m, "Executable", "A graph compiled for a back end: call it on numpy arrays")
       .def(
           "__call__",

@@ -4,6 +4,7 @@ input raising stitch.Error with the command line's message."""
 
 import os
 import shutil
+import subprocess
 import tempfile
 import unittest
 
@@ -147,6 +148,32 @@ class Package(unittest.TestCase):
         with self.assertRaises(stitch.Error) as e:
             y.numpy()
         self.assertIn("outside axis 0 of extent 5", str(e.exception))
+
+    def test_an_onnx_model_runs_with_its_bound_initializers(self):
+        # Written by Debian's python3-onnx (setup.sh --tests installs it), which .venv does not hold.
+        path = os.path.join(self.cache, "model.onnx")
+        script = (
+            "import sys, numpy as np, onnx\n"
+            "from onnx import helper, numpy_helper, TensorProto as T\n"
+            "w = numpy_helper.from_array(np.arange(4, dtype=np.float32), 'w')\n"
+            "g = helper.make_graph([helper.make_node('Add', ['input:0', 'w'], ['s']),\n"
+            "                       helper.make_node('Relu', ['s'], ['y'])], 'addrelu',\n"
+            "    [helper.make_tensor_value_info('input:0', T.FLOAT, [2, 4])],\n"
+            "    [helper.make_tensor_value_info('y', T.FLOAT, [2, 4])], [w])\n"
+            "onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), sys.argv[1])\n")
+        subprocess.run(["/usr/bin/python3", "-c", script, path], check=True)
+        model = stitch.load_onnx(path)
+        self.assertEqual(model.inputs, ["input_0"])
+        self.assertEqual(model.input_names, {"input:0": "input_0"})
+        np.testing.assert_array_equal(model.bound["w"], np.arange(4, dtype=np.float32))
+        x = np.array([[-5, 1, -1, 2], [0, -3, 3, -9]], dtype=np.float32)
+        run = stitch.compile(model.graph, cache_dir=self.cache)
+        y = run(*model.arguments(x))
+        np.testing.assert_array_equal(y, np.maximum(x + np.arange(4, dtype=np.float32), 0))
+        with self.assertRaises(stitch.Error):
+            model.arguments()  # the input is missing
+        with self.assertRaises(stitch.Error):
+            stitch.load_onnx(os.path.join(self.cache, "no-such.onnx"))
 
     def test_a_graph_file_loads(self):
         source = os.environ.get("STITCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))

@@ -146,6 +146,7 @@ class View:
         self.dtype = _dtype_of(dtype)
         self.space = space or _default_space
         self._array = _runtime(self.space).zeros([int(s) for s in shape], self.dtype.name)
+        self._kind = ("array", self.dtype.name, len(shape))  # what a kernel's key says of it
 
     @property
     def shape(self):
@@ -500,6 +501,7 @@ class _Workunit:
         except Exception:  # noqa: BLE001  (annotations naming what the function's module cannot evaluate)
             self.hints = {}
         self.kernels = {}
+        self.calls = {}  # (rank, reduction, argument kinds in call order, ranges from 0) -> (kernel, parameters)
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
@@ -568,50 +570,63 @@ def workunit(fn=None, **_):
 
 
 def _split(args, what):
-    args = list(args)
-    if args and isinstance(args[0], str):
+    """([name,] policy, workunit) -> (begins, ends, space, workunit)."""
+    if len(args) == 3 and isinstance(args[0], str):
         args = args[1:]  # the kernel's name, for profilers
     if len(args) != 2 or not isinstance(args[1], _Workunit):
         raise _stitch.Error(f"error: pk.{what} takes ([name,] policy, workunit, **arguments)")
-    return _policy(args[0]), args[1]
+    p = args[0]
+    if type(p) is builtins.int:
+        return (0,), (p,), None, args[1]
+    p = _policy(p)
+    return p.begin, p.end, p.space, args[1]
+
+
+def _kind(name, v):
+    """An argument's kind for the kernel key, and its value as the lazy call takes it."""
+    if type(v) is View:
+        return v._kind, v._array
+    if isinstance(v, np.ndarray):
+        return ("array", _dtype_of(v.dtype).name, v.ndim), v
+    if isinstance(v, (bool, np.bool_)):
+        return ("scalar", "bool"), bool(v)
+    if isinstance(v, (builtins.int, np.integer)):
+        return ("scalar", _dtype_of(v.dtype).name if isinstance(v, np.integer) else "i64"), int(v)
+    if isinstance(v, (builtins.float, np.floating)):
+        return ("scalar", _dtype_of(v.dtype).name if isinstance(v, np.floating) else "f64"), builtins.float(v)
+    if isinstance(v, View):
+        return v._kind, v._array
+    raise _stitch.Error(f"error: argument '{name}': {type(v).__name__} is not a view, array or number")
 
 
 def _dispatch(args, kwargs, reduction):
-    policy, wu = _split(args, "parallel_reduce" if reduction else "parallel_for")
-    rank = len(policy.begin)
-    space = policy.space
-    kinds, values, written_back = {}, {}, []
+    begins, ends, space, wu = _split(args, "parallel_reduce" if reduction else "parallel_for")
+    rank = len(begins)
+    kinds, values = [], {}
     for name, v in kwargs.items():
-        if isinstance(v, View):
-            space = space or v.space
-            kinds[name] = ("array", v.dtype.name, len(v.shape))
-            values[name] = v._array
-        elif isinstance(v, np.ndarray):
-            kinds[name] = ("array", _dtype_of(v.dtype).name, v.ndim)
-            values[name] = v
-        elif isinstance(v, (bool, np.bool_)):
-            kinds[name] = ("scalar", "bool")
-            values[name] = bool(v)
-        elif isinstance(v, (builtins.int, np.integer)):
-            kinds[name] = ("scalar", _dtype_of(v.dtype).name if isinstance(v, np.integer) else "i64")
-            values[name] = int(v)
-        elif isinstance(v, (builtins.float, np.floating)):
-            kinds[name] = ("scalar", _dtype_of(v.dtype).name if isinstance(v, np.floating) else "f64")
-            values[name] = builtins.float(v)
-        else:
-            raise _stitch.Error(f"error: argument '{name}': {type(v).__name__} is not a view, array or number")
+        kind, values[name] = _kind(name, v)
+        kinds.append((name, kind))
+        if space is None and type(v) is View:
+            space = v.space
     rt = _runtime(space)
+    written_back = []
     for name, v in values.items():
-        if isinstance(v, np.ndarray):  # a numpy array as a view: in now, back once the call ran
+        if type(v) is np.ndarray:  # a numpy array as a view: in now, back once the call ran
             lazy = rt.array(v)
             written_back.append((v, lazy))
             values[name] = lazy
-    from_zero = tuple(b == 0 for b in policy.begin)
-    kernel = wu.kernel(rank, reduction, kinds, from_zero)
-    params = wu.params[rank + (1 if reduction else 0):]
+    from_zero = tuple(b == 0 for b in begins)
+    key = (rank, reduction, tuple(kinds), from_zero)
+    entry = wu.calls.get(key)
+    if entry is None:
+        entry = wu.calls[key] = (wu.kernel(rank, reduction, dict(kinds), from_zero),
+                                 wu.params[rank + (1 if reduction else 0):])
+    kernel, params = entry
     call_args = [values[p] for p in params if p in values]
-    for b, e in zip(policy.begin, policy.end):
-        call_args += ([] if b == 0 else [b]) + [max(e - b, 0)]
+    for b, e in zip(begins, ends):
+        if b:
+            call_args.append(b)
+        call_args.append(e - b if e > b else 0)
     result = rt.reduce(kernel, *call_args) if reduction else rt.call(kernel, *call_args)
     for host, lazy in written_back:
         host[...] = lazy.numpy()

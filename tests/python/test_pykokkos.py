@@ -5,6 +5,8 @@ outside the subset refused with the file and line."""
 
 import inspect
 import math
+import os
+import runpy
 import unittest
 
 import numpy as np
@@ -131,6 +133,22 @@ class PyKokkos(unittest.TestCase):
         self.assertIn("outside axis 0 of extent 4", str(e.exception))
         with self.assertRaises(stitch.Error):
             pk.parallel_for(4, saxpy, a=1.0, x=x, y="y")
+
+    def test_the_examples_match_numpy_fused_and_unfused(self):
+        source = os.environ.get("STITCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+        for example, size, steps in (("babelstream.py", 5000, 3), ("jacobi_1d.py", 3000, 4)):
+            program = runpy.run_path(os.path.join(source, "examples", "pykokkos", example), run_name="example")
+            want = program["reference"](size, steps)
+            kernels = {}
+            for mode in ("unfused", "fused"):
+                pk.set_mode(mode)
+                got = program["run"](size, steps)
+                for g, w in zip(got, want):
+                    np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=f"{example}, {mode}")
+                kernels[mode] = pk._runtime().stats()["kernels"]
+            if example == "babelstream.py":  # each iteration: four parallel_fors and a dot in one kernel
+                self.assertEqual(kernels["unfused"], 5 * steps)
+                self.assertEqual(kernels["fused"], steps)
 
 
 if __name__ == "__main__":

@@ -136,7 +136,7 @@ class PyKokkos(unittest.TestCase):
 
     def test_the_examples_match_numpy_fused_and_unfused(self):
         source = os.environ.get("STITCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-        for example, size, steps in (("babelstream.py", 5000, 3), ("jacobi_1d.py", 3000, 4)):
+        for example, size, steps in (("babelstream.py", 5000, 3), ("jacobi_1d.py", 3000, 4), ("nstream.py", 4096, 5)):
             program = runpy.run_path(os.path.join(source, "examples", "pykokkos", example), run_name="example")
             want = program["reference"](size, steps)
             kernels = {}
@@ -149,6 +149,9 @@ class PyKokkos(unittest.TestCase):
             if example == "babelstream.py":  # each iteration: four parallel_fors and a dot in one kernel
                 self.assertEqual(kernels["unfused"], 5 * steps)
                 self.assertEqual(kernels["fused"], steps)
+            if example == "nstream.py":  # the repeated calls of each fuse
+                self.assertLessEqual(kernels["fused"], 3)
+                self.assertEqual(kernels["unfused"], 2 * steps + 2)  # and a fill for each zeros read first
 
 
 if __name__ == "__main__":

@@ -214,6 +214,7 @@ _MATH = {
 }
 _FLOAT_RESULT = {"exp", "log", "log2", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "erf", "pow", "atan2"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Mod: "%", ast.FloorDiv: "/"}
+_BITOPS = {ast.BitXor: "xor", ast.BitAnd: "and", ast.BitOr: "or"}  # elementwise ops of ops.def, on integers
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 _WIDTH = {"bool": 0, "i32": 1, "i64": 2, "f32": 3, "f64": 4}
 
@@ -308,6 +309,11 @@ class _Translator:
             if isinstance(node.op, ast.Pow):
                 t = self.unify(a, b, node, want_float=True)
                 return (f"pow({self.cast(a, t)}, {self.cast(b, t)})", t)
+            if type(node.op) in _BITOPS:
+                t = self.unify(a, b, node)
+                if t is not None and _is_float(t):
+                    self.fail(node, f"the bitwise operator {type(node.op).__name__} on floats")
+                return (f"{_BITOPS[type(node.op)]}({self.cast(a, t)}, {self.cast(b, t)})", t)
             op = _BINOPS.get(type(node.op))
             if op is None:
                 self.fail(node, f"the operator {type(node.op).__name__}")
@@ -402,6 +408,13 @@ class _Translator:
             if len(targets) != 1 or node.value is None:
                 self.fail(node, "an assignment to several targets")
             self.assign(targets[0], node.value, "=", node)
+            return
+        if isinstance(node, ast.AugAssign) and type(node.op) in _BITOPS:
+            # x ^= v is x = x ^ v
+            value = ast.BinOp(left=ast.Name(id=node.target.id, ctx=ast.Load()) if isinstance(node.target, ast.Name)
+                              else node.target, op=node.op, right=node.value)
+            ast.copy_location(value, node)
+            self.assign(node.target, value, "=", node)
             return
         if isinstance(node, ast.AugAssign):
             op = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}.get(type(node.op))

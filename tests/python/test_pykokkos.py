@@ -136,13 +136,16 @@ class PyKokkos(unittest.TestCase):
 
     def test_the_examples_match_numpy_fused_and_unfused(self):
         source = os.environ.get("STITCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-        for example, size, steps in (("babelstream.py", 5000, 3), ("jacobi_1d.py", 3000, 4), ("nstream.py", 4096, 5)):
+        examples = (("babelstream.py", (5000, 3)), ("jacobi_1d.py", (3000, 4)), ("nstream.py", (4096, 5)),
+                    ("gups.py", (4096, 1024, 3)))
+        for example, sizes in examples:
+            steps = sizes[-1]
             program = runpy.run_path(os.path.join(source, "examples", "pykokkos", example), run_name="example")
-            want = program["reference"](size, steps)
+            want = program["reference"](*sizes)
             kernels = {}
             for mode in ("unfused", "fused"):
                 pk.set_mode(mode)
-                got = program["run"](size, steps)
+                got = program["run"](*sizes)
                 for g, w in zip(got, want):
                     np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=f"{example}, {mode}")
                 kernels[mode] = pk._runtime().stats()["kernels"]
@@ -152,6 +155,9 @@ class PyKokkos(unittest.TestCase):
             if example == "nstream.py":  # the repeated calls of each fuse
                 self.assertLessEqual(kernels["fused"], 3)
                 self.assertEqual(kernels["unfused"], 2 * steps + 2)  # and a fill for each zeros read first
+            if example == "gups.py":  # each iteration's advance and update share a kernel
+                self.assertEqual(kernels["unfused"], 2 * steps)
+                self.assertEqual(kernels["fused"], steps)
 
 
 if __name__ == "__main__":

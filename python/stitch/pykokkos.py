@@ -597,7 +597,7 @@ def _split(args, what):
 
 def _kind(name, v):
     """An argument's kind for the kernel key, and its value as the lazy call takes it."""
-    if type(v) is View:
+    if isinstance(v, View):
         return v._kind, v._array
     if isinstance(v, np.ndarray):
         return ("array", _dtype_of(v.dtype).name, v.ndim), v
@@ -607,8 +607,6 @@ def _kind(name, v):
         return ("scalar", _dtype_of(v.dtype).name if isinstance(v, np.integer) else "i64"), int(v)
     if isinstance(v, (builtins.float, np.floating)):
         return ("scalar", _dtype_of(v.dtype).name if isinstance(v, np.floating) else "f64"), builtins.float(v)
-    if isinstance(v, View):
-        return v._kind, v._array
     raise _stitch.Error(f"error: argument '{name}': {type(v).__name__} is not a view, array or number")
 
 
@@ -619,7 +617,7 @@ def _dispatch(args, kwargs, reduction):
     for name, v in kwargs.items():
         kind, values[name] = _kind(name, v)
         kinds.append((name, kind))
-        if space is None and type(v) is View:
+        if space is None and isinstance(v, View):
             space = v.space
     rt = _runtime(space)
     written_back = []

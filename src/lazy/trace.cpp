@@ -217,21 +217,6 @@ struct Trace::Scratch {
 namespace {
 
 // A hash of words (FNV-1a over each word), to compare bindings' inputs cheaply.
-// The walks over a partition's calls find their argument vectors and handles
-// cold (the kernels streamed the caches): ask for call `far`'s arguments and
-// for the handles of call `near` (whose arguments were asked for before).
-void prefetch_calls(const std::vector<TraceCall>& calls, size_t near, size_t far) {
-  if (far < calls.size()) __builtin_prefetch(calls[far].args.data());
-  if (near < calls.size()) {
-    for (const TraceArg& a : calls[near].args) {
-      if (const ArrayState* st = a.array.get()) {
-        __builtin_prefetch(st);
-        __builtin_prefetch(reinterpret_cast<const char*>(st) + 64);
-      }
-    }
-  }
-}
-
 uint64_t hash_words(const std::vector<int64_t>& words) {
   uint64_t h = 1469598103934665603ULL;
   for (int64_t w : words) h = (h ^ static_cast<uint64_t>(w)) * 1099511628211ULL;
@@ -517,7 +502,6 @@ void Trace::run_closure(std::vector<size_t> targets) {
   const size_t last = *std::max_element(targets.begin(), targets.end());
   ++epoch_;
   for (size_t i = last + 1; i-- > 0;) {
-    prefetch_calls(pending_, i - 4, i - 8);  // wraps past 0: no call
     TraceCall& c = pending_[i];
     if (!needed[i]) {
       bool hazard = c.result && futures_later.count(c.result.get());
@@ -855,7 +839,6 @@ void Trace::run_fused(std::vector<TraceCall>& calls) {
   detail.reserve(calls.size() * 16);
   arg_region.reserve(calls.size() * 4);
   for (size_t c = 0; c < calls.size(); ++c) {
-    prefetch_calls(calls, c + 4, c + 8);
     const TraceCall& call = calls[c];
     first_arg[c] = arg_region.size();
     append_word(signature, call.kernel_id);

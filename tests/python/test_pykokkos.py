@@ -104,9 +104,17 @@ class PyKokkos(unittest.TestCase):
             np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=f"{mode}: {name}")
         return pk._runtime().stats()
 
-    def test_fused_and_unfused_equal_numpy(self):
+    def test_fused_and_unfused_equal_numpy_and_the_interpreter(self):
+        pk.set_mode("reference")  # every call in the reference interpreter, as it is made
+        reference = program(1000)
+        pk.set_mode("fused_reference")  # fused, each fused kernel run by the interpreter (its race checks)
+        for got, want in zip(program(1000), reference):
+            np.testing.assert_array_equal(got, want)
         unfused = self.check("unfused")
         fused = self.check("fused")
+        pk.set_mode("fused")
+        for got, want in zip(program(1000), reference):
+            np.testing.assert_allclose(got, want, rtol=1e-12)  # the dot sums in another order
         self.assertEqual(unfused["kernels"], unfused["calls"])
         self.assertLess(fused["kernels"], unfused["kernels"])  # the two saxpys and the dot share a kernel
 

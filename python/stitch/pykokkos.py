@@ -371,6 +371,8 @@ class _Translator:
             name = f.id
         elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("math", "pk"):
             name = f.attr
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in self.arrays:
+            return self.extent(node, f.value.id)
         if node.keywords:
             self.fail(node, "a call with keyword arguments")
         args = [self.expr(a) for a in node.args]
@@ -392,6 +394,16 @@ class _Translator:
                 t = "f64" if "." in args[0][0] else "i64"
             return (f"{_MATH[name]}(" + ", ".join(self.cast(a, t) for a in args) + ")", t)
         self.fail(node, f"the call of '{name or ast.unparse(f)}'")
+
+    def extent(self, node, view):
+        """view.extent(axis), PyKokkos's length of an axis: the view parameter's dimension."""
+        rank = self.arrays[view][1]
+        axis = node.args[0].value if len(node.args) == 1 and isinstance(node.args[0], ast.Constant) else None
+        if (node.func.attr != "extent" or node.keywords or type(axis) is not builtins.int
+                or not 0 <= axis < rank):
+            self.fail(node, f"'{ast.unparse(node)}' (a view's only method is extent(axis), with a constant "
+                            f"axis below its rank {rank})")
+        return (f"{view}_d{axis}", "i64")
 
     # statements
     def block(self, stmts):
@@ -475,20 +487,39 @@ class _Translator:
     def loop(self, node):
         it = node.iter
         if not (isinstance(node.target, ast.Name) and isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-                and it.func.id == "range" and 1 <= len(it.args) <= 2 and not it.keywords):
-            self.fail(node, "a for loop other than 'for v in range(stop)' or 'range(start, stop)'")
+                and it.func.id == "range" and 1 <= len(it.args) <= 3 and not it.keywords):
+            self.fail(node, "a for loop other than 'for v in range(stop)', 'range(start, stop)' or "
+                            "'range(start, stop, step)'")
+        step = 1
+        if len(it.args) == 3:
+            try:
+                step = ast.literal_eval(it.args[2])
+            except ValueError:
+                step = None
+            if type(step) is not builtins.int or step == 0:
+                self.fail(it.args[2], "a range step other than a nonzero integer constant")
         var = node.target.id
-        bounds = [self.cast(self.expr(a), "i64") for a in it.args]
+        bounds = [self.cast(self.expr(a), "i64") for a in it.args[:2]]
         saved = dict(self.names)
         if len(bounds) == 1:
             self.emit(f"for {var} < {bounds[0]} {{")
             self.depth += 1
         else:
+            # The kernel language counts from 0: the hidden counter runs over the
+            # trip count, and the variable is start + counter * step.
             self.serial += 1
             hidden = f"pk_loop{self.serial}"
-            self.emit(f"for {hidden} < ({bounds[1]}) - ({bounds[0]}) {{")
+            start, stop = bounds
+            if step == 1:
+                count, value = f"({stop}) - ({start})", f"{hidden} + ({start})"
+            elif step > 0:
+                count, value = f"(({stop}) - ({start}) + {step - 1}) / {step}", f"({start}) + {hidden} * {step}"
+            else:
+                count = f"(({start}) - ({stop}) + {-step - 1}) / {-step}"
+                value = f"({start}) - {hidden}" + (f" * {-step}" if step != -1 else "")
+            self.emit(f"for {hidden} < {count} {{")
             self.depth += 1
-            self.emit(f"let {var}: i64 = {hidden} + ({bounds[0]})")
+            self.emit(f"let {var}: i64 = {value}")
         self.names[var] = "i64"
         self.block(node.body)
         self.depth -= 1

@@ -59,5 +59,15 @@ if ((with_python)); then
   # The build's package directory on the environment's path (a .pth file).
   site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   echo "$(cd "$build_dir" && pwd)/python" >"$site/stitch-build.pth"
+  # A minimal distribution record, so that importlib.metadata sees the package and
+  # torch.compile(..., backend="stitch") finds the backend through its entry point
+  # without `import stitch` (docs/torch.md).
+  version=$(sed -n 's/^project(stitch VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+  rm -rf "$site"/stitch-*.dist-info
+  dist="$site/stitch-$version.dist-info"
+  mkdir -p "$dist"
+  printf 'Metadata-Version: 2.1\nName: stitch\nVersion: %s\nSummary: Stitch, a kernel-fusion compiler for memory-bound tensor programs (built in %s)\n' \
+    "$version" "$(cd "$build_dir" && pwd)" >"$dist/METADATA"
+  printf '[torch_dynamo_backends]\nstitch = stitch.torch_backend:stitch_backend\n' >"$dist/entry_points.txt"
   .venv/bin/python -c 'import stitch' || { echo "setup.sh: .venv/bin/python cannot import stitch" >&2; exit 1; }
 fi

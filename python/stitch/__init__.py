@@ -34,14 +34,25 @@ __all__ = [
     "Error",
     "Executable",
     "Graph",
+    "GraphBuilder",
     "Kernel",
     "LazyRuntime",
     "Module",
     "OnnxModel",
     "Scalar",
+    "Value",
     "compile",
     "interpret",
     "load",
     "load_onnx",
     "parse",
 ]
+
+# torch.compile(model, backend="stitch") (docs/torch.md): registered here when the
+# program already uses torch, so that importing stitch alone never imports torch;
+# otherwise torch finds the backend through the torch_dynamo_backends entry point
+# that scripts/setup.sh --python installs.
+import sys as _sys
+
+if "torch" in _sys.modules:
+    from . import torch_backend  # noqa: F401,E402

@@ -1,0 +1,347 @@
+"""`torch.compile(model, backend="stitch")` (docs/torch.md).
+
+Dynamo hands the backend an FX graph; AOTAutograd turns it into core ATen ops (and, for
+training, a forward and a backward graph). The ops Stitch lowers (torch_lowering.py) are
+grouped into maximal partitions, each compiled into one Stitch executable per input
+shapes and dtypes; everything else (matrix products above all: PyTorch's BLAS is what
+Inductor calls too) runs in PyTorch between them.
+
+    import torch, stitch
+    fast = torch.compile(model, backend="stitch")
+    with torch.inference_mode():
+        y = fast(x)
+    print(stitch.torch_backend.last_stats())      # partitions, kernels, what PyTorch ran
+
+Training: the forward graph runs through Stitch, the backward graph in PyTorch.
+"""
+
+import collections
+import functools
+import operator
+import os
+import warnings
+
+import torch
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
+
+import stitch
+
+from .torch_lowering import LOWERINGS, lower_partition, lowering_refusal
+
+aten = torch.ops.aten
+
+# Ops that only view their input: at a partition's end PyTorch applies them to the
+# partition's result for free, so they leave the partition instead of being copied.
+_VIEWS = {
+    aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.permute.default,
+    aten.transpose.int, aten.t.default, aten.expand.default, aten.unsqueeze.default,
+    aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.alias.default,
+    aten.slice.Tensor, aten.select.int, aten.detach.default, aten.flatten.using_ints,
+}
+# Ops that compute nothing in Stitch either: a partition of only these is left to PyTorch.
+_NOT_COMPUTE = _VIEWS | {
+    aten.clone.default, aten.lift_fresh_copy.default, aten.split.Tensor,
+    aten.split_with_sizes.default, aten.unbind.int,
+}
+
+
+class PartitionStats:
+    """One Stitch partition of a compiled graph."""
+
+    def __init__(self, name, ops, backend):
+        self.name = name
+        self.ops = ops                  # the ATen ops it holds, in graph order
+        self.backend = backend          # "cpu" or "cuda"
+        self.kernel_count = None        # of the latest specialisation compiled
+        self.plan = None
+        self.text = None                # the latest generated .stitch text
+        self.specialisations = 0        # input shapes compiled
+        self.calls = 0
+        self.fallback = None            # why PyTorch ran it instead, when it did
+        self.stitch_fallback = ""       # Stitch's own fallback (a smaller fusion), if any
+
+    def __repr__(self):
+        state = f"fallback: {self.fallback}" if self.fallback else f"kernels={self.kernel_count}"
+        return f"<{self.name}: {len(self.ops)} ops on {self.backend}, {state}, calls={self.calls}>"
+
+
+class GraphStats:
+    """What became of one graph the backend compiled."""
+
+    def __init__(self, kind):
+        self.kind = kind                # "inference", "forward" or "backward"
+        self.partitions = []
+        self.torch_ops = collections.Counter()   # ATen ops PyTorch runs, by name
+        self.refusals = collections.Counter()    # why ops were not lowered, by reason
+
+    @property
+    def kernel_count(self):
+        """Stitch kernels (and library calls) one call launches, over all partitions run so far."""
+        return sum(p.kernel_count or 0 for p in self.partitions if not p.fallback)
+
+    def __str__(self):
+        lines = [f"{self.kind} graph: {len(self.partitions)} Stitch partitions, "
+                 f"{self.kernel_count} kernels; PyTorch runs {sum(self.torch_ops.values())} ops"]
+        for p in self.partitions:
+            lines.append(f"  {p!r}")
+        if self.torch_ops:
+            lines.append("  in PyTorch: " + ", ".join(f"{op} x{n}" for op, n in self.torch_ops.most_common()))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+_stats = []
+
+
+def last_stats():
+    """Stats of the latest graph the backend compiled (None before any)."""
+    return _stats[-1] if _stats else None
+
+
+def all_stats():
+    """Stats of every graph compiled since the process started or reset_stats()."""
+    return list(_stats)
+
+
+def reset_stats():
+    _stats.clear()
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_available():
+    """Whether this Stitch build can compile for CUDA on this machine."""
+    report = getattr(stitch, "cuda_available", None)
+    if report is not None:
+        return bool(report())
+    probe = stitch.parse("graph probe(x: f32[1]) {\n  y = neg(x)\n  return y\n}\n", "probe.stitch")
+    try:
+        stitch.compile(probe.graphs["probe"], backend="cuda")
+        return True
+    except (stitch.Error, RuntimeError):
+        return False
+
+
+class _Support(OperatorSupportBase):
+    def __init__(self, stats):
+        self.stats = stats
+
+    def is_node_supported(self, submodules, node):
+        reason = lowering_refusal(node)
+        if reason is None and _on_cuda(node) and not cuda_available():
+            reason = "a CUDA tensor, and this Stitch has no CUDA back end"
+        if reason is not None and node.op == "call_function":
+            self.stats.refusals[reason] += 1
+        return reason is None
+
+
+def _on_cuda(node):
+    metas = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+    flat = [t for m in metas for t in (m if isinstance(m, (tuple, list)) else [m])]
+    return any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in flat)
+
+
+def _trim(partition):
+    """Leaves trailing views to PyTorch; True when something worth a kernel is left."""
+    nodes = partition.nodes
+    changed = True
+    while changed:
+        changed = False
+        for node in list(nodes):
+            if node.target in _VIEWS and all(u not in nodes for u in node.users):
+                del nodes[node]
+                changed = True
+    return any(n.target not in _NOT_COMPUTE and n.target in LOWERINGS for n in nodes)
+
+
+_graph_ids = iter(range(1 << 62))
+
+
+def _compile_graph(gm, example_inputs, kind, options):
+    stats = GraphStats(kind)
+    _stats.append(stats)
+    graph_id = next(_graph_ids)
+    partitioner = CapabilityBasedPartitioner(gm, _Support(stats), allows_single_node_partition=True)
+    partitions = [p for p in partitioner.propose_partitions() if _trim(p)]
+    if partitions:
+        fuse_by_partitions(gm, [p.nodes for p in partitions], prefix="stitch_", always_return_tuple=True)
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and node.target.startswith("stitch_"):
+            sub = getattr(gm, node.target)
+            ops = [str(n.target) for n in sub.graph.nodes if n.op == "call_function"]
+            outputs = [n.meta.get("val") for n in _flat_output(sub)]
+            device = "cuda" if any(isinstance(v, torch.Tensor) and v.device.type == "cuda" for v in outputs) else "cpu"
+            pstats = PartitionStats(f"torch_g{graph_id}_{node.target}", ops, device)
+            stats.partitions.append(pstats)
+            setattr(gm, node.target, _StitchPartition(sub, pstats, options))
+        elif node.op == "call_function" and node.target is not operator.getitem:
+            stats.torch_ops[str(node.target)] += 1
+    gm.recompile()
+    return _boxed(gm)
+
+
+def _flat_output(gm):
+    out = gm.graph.output_node().args[0]
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _boxed(gm):
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    return make_boxed_func(gm.forward)
+
+
+def _propagate(gm, args):
+    """Every node's value (fake tensors) for inputs shaped like args."""
+    from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
+
+    with unset_fake_temporarily(), FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        fakes = [torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device)
+                 if isinstance(a, torch.Tensor) else a for a in args]
+        interpreter = torch.fx.Interpreter(gm, garbage_collect_values=False)
+        interpreter.run(*fakes)
+        del mode
+        return dict(interpreter.env)
+
+
+# Executables by (text, back end, planner): a block repeated in a model compiles once.
+_executables = {}
+
+
+def _compile_text(text, name, backend, options):
+    key = (text, backend, options.get("planner", "stitch"))
+    exe = _executables.get(key)
+    if exe is None:
+        module = stitch.parse(text, name + ".stitch")
+        exe = stitch.compile(module.graphs[name], backend=backend, planner=key[2],
+                             tune=bool(options.get("tune", False)), cache_dir=options.get("cache_dir", ""))
+        _executables[key] = exe
+    return exe
+
+
+def _dump(name, text):
+    directory = os.environ.get("STITCH_TORCH_DUMP")
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, name + ".stitch"), "w") as f:
+            f.write(text)
+
+
+class _Specialisation:
+    __slots__ = ("exe", "params", "single", "devices")
+
+    def __init__(self, exe, params, single, devices):
+        self.exe = exe            # None: PyTorch runs the partition
+        self.params = params      # which arguments are graph parameters (tensors)
+        self.single = single      # one output: the executable returns an array, not a tuple
+        self.devices = devices    # each output's device, where it is not the CPU
+
+
+def _host_array(t):
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.requires_grad:
+        t = t.detach()
+    return t.numpy()
+
+
+class _StitchPartition(torch.nn.Module):
+    """Calls one partition: Stitch's executable for the arguments' shapes, compiled on
+    first sight; PyTorch (the partition's own FX module) if Stitch cannot compile it."""
+
+    def __init__(self, module, stats, options):
+        super().__init__()
+        self.module = module
+        self.stats = stats
+        self.options = options
+        self.specialisations = {}
+
+    def forward(self, *args):
+        key = tuple((a.shape, a.dtype, a.device) if isinstance(a, torch.Tensor) else a for a in args)
+        spec = self.specialisations.get(key)
+        if spec is None:
+            spec = self._specialise(key, args)
+        self.stats.calls += 1
+        if spec.exe is None:
+            return self.module(*args)
+        out = spec.exe(*[_host_array(args[i]) for i in spec.params])
+        if spec.single:
+            out = (out,)
+        out = tuple(torch.from_numpy(o) for o in out)
+        if spec.devices:
+            out = tuple(o.to(d) if d is not None else o for o, d in zip(out, spec.devices))
+        return out
+
+    def _specialise(self, key, args):
+        name = f"{self.stats.name}_s{len(self.specialisations)}"
+        try:
+            values = _propagate(self.module, args)
+            text, is_param = lower_partition(self.module, values, name)
+            self.stats.text = text
+            _dump(name, text)
+            exe = _compile_text(text, name, self.stats.backend, self.options)
+        except (stitch.Error, RuntimeError, NotImplementedError, KeyError, TypeError, ValueError) as e:
+            # A result is never lost to a lowering gap: PyTorch runs this partition.
+            self.stats.fallback = f"{type(e).__name__}: {e}"
+            warnings.warn(f"stitch: {name} runs in PyTorch: {self.stats.fallback}", stacklevel=3)
+            spec = _Specialisation(None, [], False, None)
+            self.specialisations[key] = spec
+            return spec
+        outputs = [values[n] for n in _flat_output(self.module)]
+        devices = [o.device if o.device.type != "cpu" else None for o in outputs]
+        params = [i for i, p in enumerate(is_param) if p]
+        spec = _Specialisation(exe, params, len(outputs) == 1, devices if any(devices) else None)
+        self.specialisations[key] = spec
+        self.stats.kernel_count = exe.kernel_count
+        self.stats.plan = exe.plan
+        self.stats.specialisations = len(self.specialisations)
+        self.stats.stitch_fallback = exe.fallback
+        return spec
+
+
+def decompositions():
+    """The decompositions AOTAutograd applies: core ATen, which keeps softmax,
+    layer norm and GELU whole (Stitch has composites for them)."""
+    from torch._decomp import core_aten_decompositions
+
+    return core_aten_decompositions()
+
+
+def stitch_backend(gm, example_inputs, options=None, **kwargs):
+    """The torch.compile backend: options (torch.compile(..., options={...})) may set
+    planner (none, xla, stitch, ilp, greedy), tune (bool) and cache_dir."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    options = dict(options or {})
+
+    def inference(g, inputs):
+        return _compile_graph(g, inputs, "inference", options)
+
+    def forward(g, inputs):
+        return _compile_graph(g, inputs, "forward", options)
+
+    def backward(g, inputs):
+        stats = GraphStats("backward")
+        stats.torch_ops.update(str(n.target) for n in g.graph.nodes if n.op == "call_function")
+        _stats.append(stats)
+        return _boxed(g)
+
+    compiler = aot_autograd(fw_compiler=forward, bw_compiler=backward, inference_compiler=inference,
+                            decompositions=decompositions())
+    return compiler(gm, example_inputs)
+
+
+def register():
+    """Registers backend="stitch" with Dynamo, unless it is registered or torch will
+    load it from the torch_dynamo_backends entry point itself (it registers what the
+    entry point names, and registering the same name twice is an error)."""
+    from torch._dynamo.backends import registry
+
+    if "stitch" in registry._COMPILER_FNS or registry._BACKENDS.get("stitch") is not None:
+        return
+    registry.register_backend(stitch_backend, name="stitch")
+
+
+register()

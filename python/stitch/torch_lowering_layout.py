@@ -1,0 +1,133 @@
+"""ATen views, copies between layouts and data movement as Stitch ops (docs/torch.md)."""
+
+import torch
+
+from .torch_lowering import Outputs, cast, ints, lowers, number, reshape, transpose
+
+aten = torch.ops.aten
+
+
+@lowers(aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
+        aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.flatten.using_ints,
+        aten.view_copy.default)
+def _view(g, out, base, x, *args):
+    return reshape(g, x, out.shape)
+
+
+@lowers(aten.expand.default, aten.expand_copy.default)
+def _expand(g, out, base, x, size, *, implicit=False):
+    if x.shape == out.shape:
+        return x
+    return g.op(base, f"broadcast({x.name}, shape={ints(out.shape)})", x.dtype, out.shape)
+
+
+@lowers(aten.permute.default, aten.permute_copy.default)
+def _permute(g, out, base, x, dims):
+    return transpose(g, x, dims, base)
+
+
+@lowers(aten.transpose.int)
+def _transpose_int(g, out, base, x, dim0, dim1):
+    perm = list(range(len(x.shape)))
+    if perm:
+        d0, d1 = dim0 % len(perm), dim1 % len(perm)
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    return transpose(g, x, perm, base)
+
+
+@lowers(aten.t.default)
+def _t(g, out, base, x):
+    return transpose(g, x, list(reversed(range(len(x.shape)))), base)
+
+
+def _slice(g, x, dim, start, stop, step, base):
+    dim = dim % len(x.shape)
+    begin, end, stride = slice(start, stop, step).indices(x.shape[dim])
+    if (begin, end, stride) == (0, x.shape[dim], 1):
+        return x
+    starts = [0] * len(x.shape)
+    stops = list(x.shape)
+    steps = [1] * len(x.shape)
+    starts[dim], stops[dim], steps[dim] = begin, end, stride
+    extent = len(range(begin, end, stride))
+    shape = tuple(extent if i == dim else d for i, d in enumerate(x.shape))
+    return g.op(base, f"slice({x.name}, start={ints(starts)}, stop={ints(stops)}, step={ints(steps)})",
+                x.dtype, shape)
+
+
+def _refuse_nonpositive_step(node):
+    step = node.args[4] if len(node.args) > 4 else node.kwargs.get("step", 1)
+    return None if isinstance(step, int) and step > 0 else f"slice with step {step}"
+
+
+@lowers(aten.slice.Tensor, aten.slice_copy.Tensor, refuse=_refuse_nonpositive_step)
+def _slice_tensor(g, out, base, x, dim=0, start=None, end=None, step=1):
+    return _slice(g, x, dim, start, end, step, base)
+
+
+@lowers(aten.select.int, aten.select_copy.int)
+def _select(g, out, base, x, dim, index):
+    index = index % x.shape[dim % len(x.shape)]
+    return reshape(g, _slice(g, x, dim, index, index + 1, 1, base), out.shape)
+
+
+def _split_at(g, x, dim, sizes, base):
+    def piece(begin, size):
+        return lambda: _slice(g, x, dim, begin, begin + size, 1, base)
+
+    begins = [sum(sizes[:i]) for i in range(len(sizes))]
+    return Outputs([piece(b, s) for b, s in zip(begins, sizes)])
+
+
+@lowers(aten.split_with_sizes.default)
+def _split_with_sizes(g, out, base, x, split_sizes, dim=0):
+    return _split_at(g, x, dim, list(split_sizes), base)
+
+
+@lowers(aten.split.Tensor)
+def _split(g, out, base, x, split_size, dim=0):
+    return _split_at(g, x, dim, [o.shape[dim] for o in out], base)
+
+
+@lowers(aten.unbind.int)
+def _unbind(g, out, base, x, dim=0):
+    pieces = _split_at(g, x, dim, [1] * x.shape[dim % len(x.shape)], base)
+    return Outputs([lambda i=i: reshape(g, pieces[i], out[i].shape) for i in range(len(out))])
+
+
+@lowers(aten.cat.default)
+def _cat(g, out, base, tensors, dim=0):
+    rank = len(out.shape)
+    # PyTorch skips 1-D empty tensors among tensors of higher rank (a legacy rule).
+    parts = [cast(g, t, out.dtype) for t in tensors if not (t.shape == (0,) and rank != 1)]
+    if len(parts) == 1:
+        return parts[0]
+    names = ", ".join(p.name for p in parts)
+    return g.op(base, f"concat({names}, axis={dim % rank})", out.dtype, out.shape)
+
+
+def _refuse_negative_pad(node):
+    pad = node.args[1]
+    return None if all(isinstance(p, int) and p >= 0 for p in pad) else "constant_pad_nd that crops"
+
+
+@lowers(aten.constant_pad_nd.default, refuse=_refuse_negative_pad)
+def _constant_pad_nd(g, out, base, x, pad, value=0):
+    rank = len(x.shape)
+    low, high = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):
+        low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    return g.op(base, f"pad({x.name}, low={ints(low)}, high={ints(high)}, value={number(value, x.dtype)})",
+                x.dtype, out.shape)
+
+
+@lowers(aten.index_select.default)
+def _index_select(g, out, base, x, dim, index):
+    y = g.op(base, f"gather({x.name}, {index.name}, axis={dim % len(x.shape)})", x.dtype,
+             x.shape[:dim % len(x.shape)] + index.shape + x.shape[dim % len(x.shape) + 1:])
+    return reshape(g, y, out.shape)
+
+
+@lowers(aten.embedding.default)
+def _embedding(g, out, base, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return g.op(base, f"gather({weight.name}, {indices.name}, axis=0)", weight.dtype, out.shape)

@@ -1,0 +1,350 @@
+"""torch.compile(model, backend="stitch") (docs/torch.md): blocks built from torch.nn
+compiled by the backend and compared with eager PyTorch on random inputs; every ATen op
+the lowering maps, in a few graphs per dtype; training; what falls back to PyTorch.
+
+Each test also asserts that Stitch partitions ran (kernels > 0, no partition fell back),
+so a lowering that silently leaves everything to PyTorch fails.
+
+Tolerances (docs/torch.md): Stitch and PyTorch differ in reduction order and in the
+vector math library behind exp/tanh/erf (a few ulp), never in the formula. f32 ops and
+norms on O(1) inputs: rtol = atol = 1e-5. f32 blocks with matrix products, whose
+outputs feed PyTorch's BLAS so a few-ulp difference grows with K: 1e-4. f64:
+1e-12. f16: 1e-2 (PyTorch keeps f32 inside some ops, logsumexp; Stitch rounds each of
+the ops it expands into, so 1 f16 ulp of an intermediate near 4, 4e-3, may show).
+"""
+
+import math
+import os
+import shutil
+import tempfile
+import unittest
+import warnings
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    raise unittest.SkipTest("torch is not importable: the torch.compile backend is not tested")
+
+import stitch
+import stitch.torch_backend as backend
+
+F32 = dict(rtol=1e-5, atol=1e-5)
+F32_BLOCK = dict(rtol=1e-4, atol=1e-4)
+F64 = dict(rtol=1e-12, atol=1e-12)
+F16 = dict(rtol=1e-2, atol=1e-2)
+
+_cache = None
+_saved_cache_env = None
+
+
+def setUpModule():
+    global _cache, _saved_cache_env
+    _cache = tempfile.mkdtemp(prefix="stitch-torch-")
+    _saved_cache_env = os.environ.get("STITCH_CACHE_DIR")
+    os.environ["STITCH_CACHE_DIR"] = _cache
+    torch.manual_seed(0)
+
+
+def tearDownModule():
+    if _saved_cache_env is None:
+        os.environ.pop("STITCH_CACHE_DIR", None)
+    else:
+        os.environ["STITCH_CACHE_DIR"] = _saved_cache_env
+    shutil.rmtree(_cache, ignore_errors=True)
+
+
+class GPT2Block(nn.Module):
+    """GPT-2's block: pre-LN causal self-attention and a tanh-GELU MLP."""
+
+    def __init__(self, d=64, heads=4, context=16):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.c_fc, self.mlp_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.heads = heads
+        self.register_buffer("bias", torch.tril(torch.ones(context, context)).view(1, 1, context, context))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.c_proj(y)
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class BertLayer(nn.Module):
+    """BERT's encoder layer: post-LN attention with a padding mask, erf-GELU FFN."""
+
+    def __init__(self, d=64, heads=4, ffn=256):
+        super().__init__()
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.ln_attn, self.ln_out = nn.LayerNorm(d, eps=1e-12), nn.LayerNorm(d, eps=1e-12)
+        self.up, self.down = nn.Linear(d, ffn), nn.Linear(ffn, d)
+        self.heads = heads
+
+    def forward(self, x, mask):
+        B, T, C = x.shape
+
+        def heads(t):
+            return t.view(B, T, self.heads, C // self.heads).permute(0, 2, 1, 3)
+
+        q, k, v = heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(C // self.heads)
+        scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0
+        ctx = (scores.softmax(-1) @ v).permute(0, 2, 1, 3).reshape(B, T, C)
+        x = self.ln_attn(x + self.o(ctx))
+        return self.ln_out(x + self.down(F.gelu(self.up(x))))
+
+
+class RMSNormByHand(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(d) + 0.5)
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def randomise(module):
+    """Parameters drawn at random (LayerNorm starts at 1 and 0, which hides mistakes)."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn_like(p) * 0.5 + (1.0 if p.dim() == 1 else 0.0))
+    return module
+
+
+class StitchCase(unittest.TestCase):
+    def setUp(self):
+        torch._dynamo.reset()
+        backend.reset_stats()
+
+    def compiled_matches(self, fn, *args, tol=F32, **compile_kwargs):
+        """Runs fn compiled by backend="stitch" and eagerly, compares every output, and
+        returns the stats of the graphs compiled."""
+        compiled = torch.compile(fn, backend="stitch", **compile_kwargs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a partition falling back warns: an error here
+            with torch.inference_mode():
+                got = compiled(*args)
+        with torch.inference_mode():
+            want = fn(*args)
+        got = got if isinstance(got, tuple) else (got,)
+        want = want if isinstance(want, tuple) else (want,)
+        self.assertEqual(len(got), len(want))
+        for i, (g, w) in enumerate(zip(got, want)):
+            self.assertEqual(g.dtype, w.dtype, f"output {i}")
+            torch.testing.assert_close(g, w, **tol, msg=lambda m, i=i: f"output {i}: {m}")
+        return self.assert_stitch_ran()
+
+    def assert_stitch_ran(self):
+        stats = backend.all_stats()
+        self.assertTrue(stats, "the backend compiled no graph")
+        self.assertGreater(sum(s.kernel_count for s in stats), 0, "no Stitch kernel ran:\n" + "\n".join(map(str, stats)))
+        for s in stats:
+            for p in s.partitions:
+                self.assertIsNone(p.fallback, f"{p.name} fell back to PyTorch")
+        return stats
+
+
+class Blocks(StitchCase):
+    def test_layer_norm(self):
+        ln = randomise(nn.LayerNorm(256))
+        stats = self.compiled_matches(ln, torch.randn(64, 256))
+        # The whole module is one partition: one kernel, nothing left to PyTorch.
+        self.assertEqual(len(stats[0].partitions), 1)
+        self.assertEqual(sum(stats[0].torch_ops.values()), 0)
+        self.compiled_matches(randomise(nn.LayerNorm([5, 20])), torch.randn(3, 7, 5, 20))
+
+    def test_softmax(self):
+        self.compiled_matches(nn.Softmax(dim=-1), torch.randn(64, 256) * 4)
+        x = torch.randn(4, 8, 33)
+        x[:, :, 5:] = float("-inf")
+        self.compiled_matches(lambda t: F.softmax(t, dim=1), x.transpose(1, 2).contiguous())
+
+    def test_rms_norm(self):
+        self.compiled_matches(randomise(nn.RMSNorm(256, eps=1e-6)), torch.randn(64, 256))
+        self.compiled_matches(RMSNormByHand(256), torch.randn(4, 16, 256))
+
+    def test_gelu_mlp(self):
+        mlp = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
+        stats = self.compiled_matches(mlp, torch.randn(32, 64), tol=F32_BLOCK)
+        self.assertEqual(stats[0].torch_ops["aten.addmm.default"], 2, "the matrix products stay in PyTorch")
+        tanh_mlp = nn.Sequential(nn.Linear(64, 256), nn.GELU(approximate="tanh"), nn.Linear(256, 64))
+        self.compiled_matches(tanh_mlp, torch.randn(32, 64), tol=F32_BLOCK)
+
+    def test_bert_layer(self):
+        layer = randomise(BertLayer()).eval()
+        mask = torch.ones(2, 16)
+        mask[1, 11:] = 0
+        stats = self.compiled_matches(layer, torch.randn(2, 16, 64), mask, tol=F32_BLOCK)
+        ops = [op for p in stats[0].partitions for op in p.ops]
+        for op in ("aten._softmax.default", "aten.native_layer_norm.default", "aten.gelu.default"):
+            self.assertIn(op, ops)
+
+    def test_torch_transformer_encoder_layer(self):
+        # Its fast path is one fused ATen op (_transformer_encoder_layer_fwd) that only
+        # PyTorch runs; without it the layer is ATen ops Stitch partitions.
+        enabled = torch.backends.mha.get_fastpath_enabled()
+        torch.backends.mha.set_fastpath_enabled(False)
+        try:
+            layer = nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, activation="gelu", batch_first=True).eval()
+            self.compiled_matches(randomise(layer), torch.randn(2, 16, 64), tol=F32_BLOCK)
+        finally:
+            torch.backends.mha.set_fastpath_enabled(enabled)
+
+    def test_gpt2_block(self):
+        block = randomise(GPT2Block()).eval()
+        stats = self.compiled_matches(block, torch.randn(2, 16, 64), tol=F32_BLOCK)
+        self.assertGreaterEqual(len(stats[0].partitions), 3)
+        self.assertEqual(stats[0].torch_ops["aten.bmm.default"], 2)
+
+
+def op_soup(x, y, idx):
+    """Most of the ops the lowering maps, on floats of any dtype."""
+    clamps = torch.clamp(x, -0.5, 0.7) + torch.clamp_min(y, 0.1) * torch.clamp_max(x, 0.2) + F.hardtanh(x)
+    selects = torch.where(x > y, x.exp(), y.sigmoid()) - torch.tanh(x) / (y.abs() + 1)
+    powers = (x.pow(2) + y.pow(3) + (x.abs() + 1).pow(0.5) + (y.abs() + 1).pow(-0.5) + (x.abs() + 1).pow(-1)
+              + (x.abs() + 1).pow(-2) + x.abs().pow(1.7) + x.pow(0) + x.pow(1))
+    unary = (torch.erf(x) + torch.log1p(x.abs()) + torch.expm1(y) + torch.sin(x) * torch.cos(y) + torch.floor(x)
+             + torch.ceil(y) + torch.round(x * 3) + torch.sign(y) + torch.rsqrt(x.abs() + 1)
+             + (y.abs() + 1).reciprocal() + torch.log(x.abs() + 1) + torch.log2(y.abs() + 1) + torch.exp2(x)
+             + torch.sqrt(y.abs()) + torch.relu(x) + F.silu(y))
+    reductions = (x.sum(-1) + x.mean(0).sum() + x.amax(-1) - x.amin(-1) + x.var(-1) + x.std(-1, correction=0)
+                  + x.sum())
+    softmaxes = torch.log_softmax(x, -1) + torch.logsumexp(y, -1, keepdim=True)
+    layout = (torch.cat([x, y], 1)[:, 3:40:2] * 2, F.pad(x, (1, 2)) + 1, x[2] * y[3],
+              torch.split(x, 10, dim=1)[1] * 2, x.t() * 3, x.unbind(0)[3] + 1,
+              (x * y).unsqueeze(1).expand(-1, 3, -1).reshape(x.shape[0] * 3, -1) + 1)
+    indices = (x.argmax(-1), x.max(-1).values, x.max(-1).indices, x.min(0).values, x.argmin(),
+               x.index_select(0, idx) * 2, F.embedding(idx, y) * 2)
+    binary = (torch.maximum(x, y), torch.minimum(x, y), torch.atan2(x, y), torch.fmod(x, 0.3), 1 - x)
+    sources = (torch.arange(x.shape[1]) * 2 + x, torch.full_like(x, 3) * y, torch.zeros_like(x) + y)
+    logic = ((x > 0).float() + (x < y).to(torch.float64), torch.isnan(x / y.abs()),
+             torch.logical_and(x > 0, y > 0), torch.logical_not(x > 0), (x > 0).logical_xor(y > 0))
+    return (clamps, selects, powers, unary, reductions, softmaxes, *layout, *indices, *binary, *sources, *logic,
+            *torch.var_mean(x, 0))
+
+
+def integer_soup(a, b):
+    nonzero = b.abs() + 1
+    return (a + b * 3, torch.div(a, nonzero, rounding_mode="trunc"), torch.fmod(a, 7), a.abs(), -a,
+            torch.maximum(a, b), a.sum(-1), (a > b) & (a < 5), ~(a > 0), a.to(torch.float32) / 3, a.exp(),
+            torch.bitwise_and(a, b), a ^ b, (a == b).any(-1), (a != b).all(-1), a.argmin(-1),
+            torch.where(a > 0, a, b), a / nonzero, a.float().mean(), a.to(torch.int32) * 2, a.sum(),
+            (a > 0).sum(-1), a * 2.5, a.clamp(-3, 3), a.floor())
+
+
+class Ops(StitchCase):
+    """One graph per dtype holding most mapped ops: one partition, compiled once."""
+
+    def setUp(self):
+        super().setUp()
+        self.x, self.y = torch.randn(16, 48), torch.randn(16, 48)
+        self.idx = torch.tensor([3, 1, 4, 1, 5])
+
+    def test_f32(self):
+        stats = self.compiled_matches(op_soup, self.x, self.y, self.idx)
+        self.assertEqual(len(stats[0].partitions), 1)
+        self.assertEqual(sum(stats[0].torch_ops.values()), 0, stats[0].torch_ops)
+
+    def test_f64(self):
+        self.compiled_matches(op_soup, self.x.double(), self.y.double(), self.idx, tol=F64)
+
+    def test_f16(self):
+        self.compiled_matches(op_soup, self.x.half(), self.y.half(), self.idx, tol=F16)
+
+    def test_integers(self):
+        a, b = torch.randint(-20, 20, (8, 16)), torch.randint(-20, 20, (8, 16))
+        self.compiled_matches(integer_soup, a, b, tol=dict(rtol=0, atol=0))
+        self.compiled_matches(integer_soup, a.int(), b.int(), tol=dict(rtol=0, atol=0))
+
+
+class Behaviour(StitchCase):
+    def test_matrix_products_only_run_in_pytorch(self):
+        compiled = torch.compile(lambda a, b: a @ b, backend="stitch")
+        a, b = torch.randn(8, 8), torch.randn(8, 8)
+        torch.testing.assert_close(compiled(a, b), a @ b)
+        self.assertEqual(backend.last_stats().partitions, [])
+        self.assertEqual(backend.last_stats().kernel_count, 0)
+
+    def test_unsupported_dtypes_run_in_pytorch(self):
+        compiled = torch.compile(lambda t: (t * 2).exp(), backend="stitch")
+        x = torch.randn(8, 8, dtype=torch.bfloat16)
+        torch.testing.assert_close(compiled(x), (x * 2).exp())
+        self.assertEqual(backend.last_stats().partitions, [])
+        self.assertTrue(any("bfloat16" in r for r in backend.last_stats().refusals))
+
+    def test_a_partition_stitch_cannot_compile_runs_in_pytorch(self):
+        real = backend._compile_text
+
+        def failing(*args, **kwargs):
+            raise stitch.Error("error: refused for the test")
+
+        backend._compile_text = failing
+        try:
+            compiled = torch.compile(lambda t: torch.tanh(t) + 1, backend="stitch")
+            x = torch.randn(4, 4)
+            with self.assertWarnsRegex(UserWarning, "runs in PyTorch"):
+                y = compiled(x)
+            torch.testing.assert_close(y, torch.tanh(x) + 1)
+            self.assertIn("refused for the test", backend.last_stats().partitions[0].fallback)
+        finally:
+            backend._compile_text = real
+
+    def test_generated_text_is_kept_and_dumped(self):
+        dump = tempfile.mkdtemp(prefix="stitch-torch-dump-")
+        os.environ["STITCH_TORCH_DUMP"] = dump
+        try:
+            self.compiled_matches(lambda t: torch.sigmoid(t) * t, torch.randn(4, 8))
+        finally:
+            del os.environ["STITCH_TORCH_DUMP"]
+        text = backend.last_stats().partitions[0].text
+        self.assertIn("sigmoid(", text)
+        files = os.listdir(dump)
+        self.assertEqual(len(files), 1)
+        with open(os.path.join(dump, files[0])) as f:
+            self.assertEqual(f.read(), text)
+        shutil.rmtree(dump)
+        # The text parses back into the graph that ran.
+        name = files[0][: -len(".stitch")]
+        self.assertEqual(stitch.parse(text).graphs[name].name, name)
+
+    def test_new_shapes_compile_new_specialisations(self):
+        compiled = torch.compile(lambda t: F.layer_norm(t, t.shape[-1:]), backend="stitch", dynamic=True)
+        for rows in (3, 7, 7):
+            x = torch.randn(rows, 32)
+            torch.testing.assert_close(compiled(x), F.layer_norm(x, (32,)), **F32)
+        self.assert_stitch_ran()
+        partitions = [p for s in backend.all_stats() for p in s.partitions]
+        self.assertEqual(sum(p.specialisations for p in partitions), 2)
+        self.assertEqual(sum(p.calls for p in partitions), 3)
+
+    def test_training_runs_the_forward_through_stitch(self):
+        model = nn.Sequential(nn.Linear(32, 32), nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 4))
+        x = torch.randn(16, 32)
+        compiled = torch.compile(model, backend="stitch")
+        compiled(x).square().sum().backward()
+        got = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        model(x).square().sum().backward()
+        for g, w in zip(got, [p.grad for p in model.parameters()]):
+            torch.testing.assert_close(g, w, **F32_BLOCK)
+        kinds = {s.kind: s for s in backend.all_stats()}
+        self.assertGreater(kinds["forward"].kernel_count, 0)
+        self.assertEqual(kinds["backward"].partitions, [])
+
+    def test_registered_as_stitch(self):
+        from torch._dynamo.backends.registry import lookup_backend
+
+        self.assertIs(lookup_backend("stitch"), backend.stitch_backend)
+        self.assertIn("stitch", torch._dynamo.list_backends())
+
+
+if __name__ == "__main__":
+    unittest.main()

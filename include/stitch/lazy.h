@@ -82,6 +82,15 @@ class Array {
   // pending call that reads or writes memory it shares: later calls see it,
   // earlier ones do not.
   void assign(const Tensor& data);
+  // The array's own host memory, no copy (docs/lazy.md, Host memory): runs
+  // every pending call that reads or writes memory it shares, then gives the
+  // region, valid while the array (or a view of its storage) lives. Writes
+  // through it are seen by calls that run after them; calls recorded later
+  // write it when they run (flush, or the next read), so read it again after
+  // those. On a device back end the device copy is taken as stale: the next
+  // kernel touching it uploads it, and a kernel writing it makes this memory
+  // stale until host_memory() or a read is called again.
+  ArrayView host_memory();
   // Views: the same storage seen another way, so a call writing one is seen
   // by the others (docs/lazy.md, Views). Same elements with another shape:
   Array reshape(std::vector<int64_t> shape) const;

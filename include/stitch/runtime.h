@@ -3,6 +3,7 @@
 // through the kernel cache), behind one class.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,11 @@ struct CacheStats {
   int misses = 0;       // compiled and stored
 };
 
+// Where Executable::run_into writes output `index`: the address of memory for
+// a dense row-major array of `dtype` and `shape`, which the caller owns (it
+// may throw UserError when it has none of that type).
+using OutputMemory = std::function<std::byte*(size_t index, DType dtype, const std::vector<int64_t>& shape)>;
+
 // A graph compiled for one back end. Move-only: it owns the intermediate
 // buffers it reuses across runs. Not for concurrent run() calls; compile one
 // executable per thread instead (a second compile of an equal graph is a
@@ -62,6 +68,13 @@ class Executable {
   // The same, writing into `outputs`: a tensor of the right dtype and shape
   // is reused in place (on the CPU), anything else replaced.
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+  // The same on memory the caller owns (docs/library.md, Running on your own
+  // memory): each input is a dense row-major array read in place, and each
+  // output is written where `output` says, once its shape is known. On the
+  // CPU nothing is copied (a graph output that is a parameter, or an output
+  // returned twice, is copied into its place); Backend::Cuda copies to and
+  // from the device as run() does. Outputs must not overlap the inputs.
+  void run_into(const std::vector<ArrayView>& inputs, const OutputMemory& output);
 
   Backend backend() const;
   const std::string& planner() const;

@@ -156,19 +156,19 @@ class View:
         return self.shape[0]
 
     def __array__(self, dtype=None, copy=None):
-        a = self._array.numpy()  # runs what the value depends on; a copy
+        # The view's own memory, no copy, after running the pending calls that touch it;
+        # writes through it are seen by the kernels that run after them.
+        a = np.asarray(self._array)
         return a if dtype is None else a.astype(dtype)
 
     def __getitem__(self, index):
-        return np.asarray(self)[index]
+        return np.asarray(self._array)[index]
 
     def __setitem__(self, index, value):
-        a = np.asarray(self)
-        a[index] = value
-        self._array.assign(a)
+        np.asarray(self._array)[index] = value
 
     def fill(self, value):
-        self._array.assign(np.full(self.shape, value, dtype=self.dtype.numpy))
+        np.asarray(self._array)[...] = value
 
 
 # ------------------------------------------------------------------ policies

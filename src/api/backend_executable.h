@@ -10,6 +10,7 @@
 
 #include "fusion/fusion_plan.h"
 #include "fusion/planner.h"
+#include "runtime/common/caller_memory.h"
 #include "runtime/common/pipeline.h"
 #include "stitch/graph.h"
 #include "stitch/runtime.h"
@@ -22,6 +23,7 @@ class BackendExecutable {
   virtual ~BackendExecutable() = default;
   virtual std::vector<Tensor> run(const std::vector<Tensor>& inputs) = 0;
   virtual void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) = 0;
+  virtual void run_into(const std::vector<ArrayView>& inputs, const OutputMemory& output) = 0;
   virtual int kernel_count() const = 0;
   virtual const Graph& graph() const = 0;
   virtual const FusionPlan& plan() const = 0;
@@ -44,6 +46,15 @@ class BackendExecutableOf final : public BackendExecutable {
       exe_.run(inputs, outputs);
     } else {
       outputs = exe_.run(inputs);
+    }
+  }
+  // Where the executable has no entry point on the caller's memory, through
+  // tensors: the inputs copied in, the outputs copied out.
+  void run_into(const std::vector<ArrayView>& inputs, const OutputMemory& output) override {
+    if constexpr (requires { exe_.run_into(inputs, output); }) {
+      exe_.run_into(inputs, output);
+    } else {
+      runtime::copy_outputs(exe_.run(runtime::tensors_of(inputs)), output);
     }
   }
   int kernel_count() const override { return exe_.kernel_count(); }

@@ -97,6 +97,9 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) { return 
 void Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   impl_->exe->run(inputs, outputs);
 }
+void Executable::run_into(const std::vector<ArrayView>& inputs, const OutputMemory& output) {
+  impl_->exe->run_into(inputs, output);
+}
 
 Backend Executable::backend() const { return impl_->backend; }
 const std::string& Executable::planner() const { return impl_->planner; }

@@ -43,6 +43,12 @@ void Array::assign(const Tensor& data) {
   if (v.nbytes() > 0) std::memcpy(v.data, data.raw(), v.nbytes());
 }
 
+ArrayView Array::host_memory() {
+  if (state_ == nullptr) throw UserError("host_memory of an empty Array");
+  if (std::shared_ptr<lazy::Trace> trace = state_->trace.lock()) trace->flush_touching(*state_);
+  return state_->host_view(true);
+}
+
 namespace {
 
 std::shared_ptr<lazy::Trace> trace_of(const std::shared_ptr<lazy::ArrayState>& s, const char* what) {

@@ -86,6 +86,57 @@ py::array to_numpy(const Tensor& t) {
   return out;
 }
 
+// A numpy array of a Stitch dtype whose memory is `data`, kept alive by `owner`.
+py::array numpy_on(std::byte* data, DType dtype, const std::vector<int64_t>& shape, const py::object& owner) {
+  const char* name = numpy_name(dtype);
+  if (name == nullptr) {
+    throw stitch::UserError(std::string("a ") + std::string(stitch::dtype_name(dtype)) + " array has no numpy dtype");
+  }
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  return py::array(py::dtype(name), dims, data, owner);
+}
+
+// The arguments of a compiled graph as dense row-major arrays, each in place
+// where it already is one (a C-contiguous, aligned numpy array, or CPU memory
+// through DLPack, such as a torch tensor), else a contiguous copy. Holds what
+// the views point into for the call.
+struct CallerArrays {
+  std::vector<py::array> arrays;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<stitch::ArrayView> views;
+
+  explicit CallerArrays(const py::args& args) {
+    for (const py::handle& h : args) arrays.push_back(in_place(h));
+    for (const py::array& a : arrays) shapes.emplace_back(a.shape(), a.shape() + a.ndim());
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      views.push_back({static_cast<std::byte*>(const_cast<void*>(arrays[i].data())), dtype_of(arrays[i].dtype()),
+                       shapes[i].data(), static_cast<int>(shapes[i].size())});
+    }
+  }
+
+  static py::array in_place(const py::handle& h) {
+    py::object obj = py::reinterpret_borrow<py::object>(h);
+    if (!py::isinstance<py::array>(obj) && py::hasattr(obj, "__dlpack__")) {
+      try {
+        obj = py::module_::import("numpy").attr("from_dlpack")(obj);
+      } catch (py::error_already_set& e) {
+        throw stitch::UserError(std::string("an argument numpy cannot read through DLPack (") + e.what() +
+                                "): pass arrays in CPU memory");
+      }
+    }
+    py::array a = py::array::ensure(obj);
+    if (!a) {
+      throw stitch::UserError("an argument of a compiled graph must be an array, not " +
+                              std::string(py::str(py::type::of(h).attr("__name__"))));
+    }
+    constexpr int kAligned = py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+    if ((a.flags() & py::array::c_style) == 0 || (a.flags() & kAligned) == 0) {
+      a = py::array::ensure(a, py::array::c_style);
+    }
+    return a;
+  }
+};
+
 stitch::Backend parse_backend(const std::string& name) {
   if (name == "cpu") return stitch::Backend::Cpu;
   if (name == "cuda") return stitch::Backend::Cuda;
@@ -129,6 +180,107 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+// A dtype given as a name ("f32", "float32") or as numpy's dtype or scalar type.
+std::optional<DType> dtype_from_python(const py::handle& h) {
+  if (py::isinstance<py::str>(h)) {
+    const std::string name = h.cast<std::string>();
+    if (std::optional<DType> t = stitch::parse_dtype(name)) return t;
+    for (DType t : {DType::f16, DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::boolean}) {
+      if (name == numpy_name(t)) return t;
+    }
+    return std::nullopt;
+  }
+  if (py::isinstance<py::dtype>(h) || (py::isinstance<py::type>(h) && py::hasattr(h, "dtype"))) {
+    return dtype_of(py::dtype::from_args(py::reinterpret_borrow<py::object>(h)));
+  }
+  return std::nullopt;
+}
+
+DType dtype_argument(const py::handle& h) {
+  if (std::optional<DType> t = dtype_from_python(h)) return *t;
+  throw stitch::UserError("unknown dtype " + std::string(py::repr(h)));
+}
+
+// A shape: ints are extents, strings symbols bound at run time.
+stitch::Shape shape_argument(const py::handle& h) {
+  stitch::Shape shape;
+  for (const py::handle& d : h) {
+    if (py::isinstance<py::str>(d)) {
+      shape.push_back(stitch::Dim::symbol(d.cast<std::string>()));
+    } else {
+      shape.push_back(stitch::Dim(d.cast<int64_t>()));
+    }
+  }
+  return shape;
+}
+
+// An op attribute from Python, as the text format spells them: a bool, an
+// int, a float, a dtype (a dtype name or numpy dtype), another string, or a
+// list of ints, of floats, or of dims (a shape with symbols).
+stitch::AttrValue attr_value(const std::string& name, const py::handle& h) {
+  if (py::isinstance<py::bool_>(h)) return stitch::AttrValue(h.cast<bool>());
+  if (py::isinstance<py::int_>(h)) return stitch::AttrValue(h.cast<int64_t>());
+  if (py::isinstance<py::float_>(h)) return stitch::AttrValue(h.cast<double>());
+  if (std::optional<DType> t = dtype_from_python(h)) return stitch::AttrValue(*t);
+  if (py::isinstance<py::str>(h)) return stitch::AttrValue(h.cast<std::string>());
+  if (py::isinstance<py::list>(h) || py::isinstance<py::tuple>(h)) {
+    bool any_symbol = false;
+    bool any_float = false;
+    for (const py::handle& item : h) {
+      any_symbol = any_symbol || py::isinstance<py::str>(item);
+      any_float = any_float || py::isinstance<py::float_>(item);
+    }
+    if (any_symbol) return stitch::AttrValue(shape_argument(h));
+    if (any_float) return stitch::AttrValue(h.cast<std::vector<double>>());
+    return stitch::AttrValue(h.cast<std::vector<int64_t>>());
+  }
+  throw stitch::UserError("attribute '" + name + "': " + std::string(py::str(py::type::of(h).attr("__name__"))) +
+                          " is not an attribute value (bool, int, float, dtype, str, or a list)");
+}
+
+// A value of a graph being built, as Python holds it.
+struct PyValue {
+  stitch::ValueId id;
+  std::string name;
+  std::string dtype;
+  std::vector<std::string> shape;
+  uint64_t builder = 0;  // the serial number of the builder it belongs to
+};
+
+// stitch.GraphBuilder: GraphBuilder spent by finish().
+struct PyGraphBuilder {
+  std::unique_ptr<stitch::GraphBuilder> builder;
+  uint64_t serial = next_serial();
+
+  static uint64_t next_serial() {
+    static uint64_t count = 0;
+    return ++count;
+  }
+
+  stitch::GraphBuilder& live() {
+    if (!builder) throw stitch::UserError("this GraphBuilder is spent: finish() was called");
+    return *builder;
+  }
+  PyValue value(stitch::ValueId v) {
+    const stitch::Graph& g = live().graph();
+    PyValue out{v, g.value_name(v), std::string(stitch::dtype_name(g.type(v).dtype)), {}, serial};
+    for (const stitch::Dim& d : g.type(v).shape) out.shape.push_back(d.is_static() ? std::to_string(d.extent()) : d.name());
+    return out;
+  }
+  stitch::Operand operand(const py::handle& h) {
+    if (py::isinstance<PyValue>(h)) {
+      const PyValue& v = h.cast<const PyValue&>();
+      if (v.builder != serial) throw stitch::UserError("value '" + v.name + "' belongs to another GraphBuilder");
+      return stitch::Operand(v.id);
+    }
+    if (py::isinstance<py::bool_>(h)) return stitch::Operand(int64_t{h.cast<bool>()});
+    if (py::isinstance<py::int_>(h)) return stitch::Operand(h.cast<int64_t>());
+    if (py::isinstance<py::float_>(h)) return stitch::Operand(h.cast<double>());
+    throw stitch::UserError("an op's operand must be a value of this builder or a number, not " +
+                            std::string(py::str(py::type::of(h).attr("__name__"))));
+  }
+};
+
 // A compiled graph, shared so Python can hold it freely (Executable is move-only).
 struct PyExecutable {
   std::shared_ptr<stitch::Executable> exe;
@@ -161,6 +313,79 @@ PYBIND11_MODULE(_stitch, m) {
           "Each parameter as 'name: dtype[shape]'")
       .def("__str__", &stitch::print_graph)
       .def("__repr__", [](const stitch::Graph& g) { return "<stitch.Graph " + g.name() + ">"; });
+
+  py::class_<PyValue>(m, "Value", "A value of a graph being built (GraphBuilder)")
+      .def_readonly("name", &PyValue::name)
+      .def_readonly("dtype", &PyValue::dtype)
+      .def_property_readonly("shape",
+                             [](const PyValue& v) {
+                               py::list out;
+                               for (const std::string& d : v.shape) {
+                                 const bool extent = !d.empty() && d.find_first_not_of("0123456789") == std::string::npos;
+                                 out.append(extent ? py::object(py::int_(std::stoll(d))) : py::object(py::str(d)));
+                               }
+                               return py::tuple(out);
+                             })
+      .def("__repr__", [](const PyValue& v) {
+        std::string dims;
+        for (size_t i = 0; i < v.shape.size(); ++i) dims += (i ? ", " : "") + v.shape[i];
+        return "<stitch.Value " + v.name + ": " + v.dtype + "[" + dims + "]>";
+      });
+
+  py::class_<PyGraphBuilder>(m, "GraphBuilder",
+                             "Builds a graph op by op, each checked as it is added (the text format's ops and "
+                             "attributes, DESIGN.md)")
+      .def(py::init([](const std::string& name) {
+             return PyGraphBuilder{std::make_unique<stitch::GraphBuilder>(name)};
+           }),
+           py::arg("name") = "main")
+      .def(
+          "param",
+          [](PyGraphBuilder& b, const std::string& name, const py::object& dtype, const py::object& shape) {
+            return b.value(b.live().param(name, dtype_argument(dtype), shape_argument(shape)));
+          },
+          py::arg("name"), py::arg("dtype"), py::arg("shape"),
+          "A parameter: dtype as 'f32' or numpy's, shape as extents and symbol names")
+      .def(
+          "op",
+          [](PyGraphBuilder& b, const std::string& op_name, const py::args& operands, const py::kwargs& kwargs) {
+            std::vector<stitch::Operand> args;
+            for (const py::handle& h : operands) args.push_back(b.operand(h));
+            stitch::Attrs attrs;
+            std::string result_name;
+            for (const auto& [key, value] : kwargs) {
+              const std::string k = key.cast<std::string>();
+              if (k == "name") {
+                result_name = value.cast<std::string>();
+              } else {
+                attrs.set(k, attr_value(k, value));
+              }
+            }
+            if (!stitch::GraphBuilder::is_known_op(op_name)) {
+              throw stitch::UserError("unknown op '" + op_name + "'");
+            }
+            return b.value(b.live().op(op_name, std::move(args), std::move(attrs), result_name));
+          },
+          py::arg("op"),
+          "Adds an op by its text name on values and numbers; keywords are its attributes (name= names the result)")
+      .def(
+          "constant",
+          [](PyGraphBuilder& b, double value, const py::object& dtype, const py::object& shape, const std::string& name) {
+            return b.value(b.live().constant(value, dtype_argument(dtype), shape_argument(shape), name));
+          },
+          py::arg("value"), py::arg("dtype") = "f32", py::arg("shape") = py::tuple(), py::arg("name") = "",
+          "A constant: every element `value` (the text format's constant op)")
+      .def(
+          "output", [](PyGraphBuilder& b, const PyValue& v, const std::string& name) { b.live().output(v.id, name); },
+          py::arg("value"), py::arg("name") = "", "Marks a value as an output of the graph")
+      .def(
+          "finish",
+          [](PyGraphBuilder& b) {
+            stitch::Graph g = b.live().finish();
+            b.builder.reset();
+            return g;
+          },
+          "Checks the graph and returns it; the builder is spent");
 
   py::class_<stitch::UserKernel, std::shared_ptr<stitch::UserKernel>>(m, "Kernel", "A user kernel (the kernel language)")
       .def_property_readonly("name", [](const stitch::UserKernel& k) { return k.name; })
@@ -236,16 +461,69 @@ PYBIND11_MODULE(_stitch, m) {
   py::class_<PyExecutable>(m, "Executable", "A graph compiled for a back end: call it on numpy arrays")
       .def(
           "__call__",
-          [](PyExecutable& self, const py::args& args) -> py::object {
-            std::vector<Tensor> inputs;
-            for (const py::handle& h : args) inputs.push_back(to_tensor(py::array::ensure(h)));
-            std::vector<Tensor> outputs = self.exe->run(inputs);
-            if (outputs.size() == 1) return to_numpy(outputs[0]);
-            py::tuple out(outputs.size());
-            for (size_t i = 0; i < outputs.size(); ++i) out[i] = to_numpy(outputs[i]);
-            return out;
+          [](PyExecutable& self, const py::args& args, const py::object& out) -> py::object {
+            CallerArrays inputs(args);
+            const size_t count = self.exe->graph().outputs().size();
+            std::vector<py::object> results(count);
+            std::vector<py::array> given;
+            if (!out.is_none()) {
+              for (const py::handle& h : out) given.push_back(py::reinterpret_borrow<py::object>(h));
+              if (given.size() != count) {
+                throw stitch::UserError("out= holds " + std::to_string(given.size()) + " array" +
+                                        (given.size() == 1 ? "" : "s") + ", the graph has " + std::to_string(count) +
+                                        " output" + (count == 1 ? "" : "s"));
+              }
+            }
+            // Each output's memory: the array given for it (checked), or a
+            // fresh numpy array; the kernels write it in place.
+            auto memory = [&](size_t i, DType dtype, const std::vector<int64_t>& shape) -> std::byte* {
+              py::gil_scoped_acquire gil;
+              if (!given.empty()) {
+                py::array& a = given[i];
+                const std::vector<int64_t> has(a.shape(), a.shape() + a.ndim());
+                const bool fits = dtype_of(a.dtype()) == dtype && has == shape && (a.flags() & py::array::c_style) &&
+                                  a.writeable();
+                if (!fits) {
+                  throw stitch::UserError("out[" + std::to_string(i) + "] must be a writable C-contiguous " +
+                                          std::string(numpy_name(dtype) ? numpy_name(dtype) : "?") + " array of shape " +
+                                          shape_text(shape));
+                }
+                const auto* begin = static_cast<const std::byte*>(a.data());
+                const auto* end = begin + a.nbytes();
+                for (const stitch::ArrayView& in : inputs.views) {
+                  if (begin < in.data + in.nbytes() && in.data < end) {
+                    throw stitch::UserError("out[" + std::to_string(i) + "] overlaps an input; outputs need memory of "
+                                            "their own");
+                  }
+                }
+                results[i] = a;
+              } else if (!results[i]) {
+                const char* name = numpy_name(dtype);
+                if (name == nullptr) {
+                  throw stitch::UserError(std::string("output ") + std::to_string(i) + " is " +
+                                          std::string(stitch::dtype_name(dtype)) + ", which numpy has no dtype for");
+                }
+                // Stitch's storage (huge pages, freed mappings kept for the next
+                // run), which numpy's allocator would fault in afresh each call.
+                auto* storage = new Tensor(Tensor::uninitialized(dtype, shape));
+                py::capsule owner(storage, [](void* p) { delete static_cast<Tensor*>(p); });
+                results[i] = numpy_on(storage->raw(), dtype, shape, owner);
+              }
+              return static_cast<std::byte*>(results[i].cast<py::array>().mutable_data());
+            };
+            {
+              py::gil_scoped_release released;
+              self.exe->run_into(inputs.views, memory);
+            }
+            if (count == 1) return results[0];
+            py::tuple tuple(count);
+            for (size_t i = 0; i < count; ++i) tuple[i] = results[i];
+            return tuple;
           },
-          "Runs the graph: one numpy array per parameter in, one per output out (a tuple when several)")
+          py::arg("out") = py::none(),
+          "Runs the graph: one array per parameter in (numpy, or anything with __dlpack__ in CPU memory; read in "
+          "place when C-contiguous), one numpy array per output out (a tuple when several), or written into the "
+          "arrays of out=")
       .def_property_readonly("backend", [](const PyExecutable& self) { return stitch::backend_name(self.exe->backend()); })
       .def_property_readonly("planner", [](const PyExecutable& self) { return self.exe->planner(); })
       .def_property_readonly("kernel_count", [](const PyExecutable& self) { return self.exe->kernel_count(); },
@@ -273,8 +551,24 @@ PYBIND11_MODULE(_stitch, m) {
       .def_property_readonly("dtype", [](const stitch::Array& a) { return std::string(stitch::dtype_name(a.dtype())); })
       .def("numpy", [](const stitch::Array& a) { return to_numpy(a.to_host()); },
            "Runs what the value depends on, then copies it out")
-      .def("__array__", [](const stitch::Array& a, const py::object&) { return to_numpy(a.to_host()); },
-           py::arg("dtype") = py::none())
+      .def(
+          "__array__",
+          [](py::object self, const py::object& dtype) -> py::object {
+            const stitch::ArrayView v = self.cast<stitch::Array&>().host_memory();
+            py::array a = numpy_on(v.data, v.dtype, std::vector<int64_t>(v.shape, v.shape + v.rank), self);
+            if (dtype.is_none()) return a;
+            return a.attr("astype")(dtype);
+          },
+          py::arg("dtype") = py::none(),
+          "The array's own memory, no copy (np.asarray(a)), after running the pending calls that touch it; "
+          "writes through it are seen by calls that run after them (docs/python.md, Lazy arrays)")
+      .def(
+          "host_memory",
+          [](py::object self) {
+            const stitch::ArrayView v = self.cast<stitch::Array&>().host_memory();
+            return numpy_on(v.data, v.dtype, std::vector<int64_t>(v.shape, v.shape + v.rank), self);
+          },
+          "The same as np.asarray(a)")
       .def("assign", [](stitch::Array& a, const py::array& data) { a.assign(to_tensor(data)); })
       .def("reshape", [](const stitch::Array& a, const std::vector<int64_t>& shape) { return a.reshape(shape); })
       .def("slice", &stitch::Array::slice, py::arg("begin"), py::arg("end"), "Rows [begin, end) of axis 0, a view")

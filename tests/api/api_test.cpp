@@ -20,6 +20,10 @@ graph layernorm_small(x: f32[37, 100], gamma: f32[100], beta: f32[100]) -> (f32[
   y = layer_norm(x, gamma, beta, axes=[-1], eps=1e-5)
   return y
 }
+graph passthrough(x: f32[N, 8], y: f32[N, 8]) -> (f32[N, 8], f32[N, 8], f32[N, 8], f32[N, 8]) {
+  s = add(x, y)
+  return s, x, s, y
+}
 graph softmax_residual(x: f32[16, 300], r: f32[16, 300]) -> (f32[16, 300], f32[16, 300]) {
   s = add(x, r)
   y = softmax(s, axis=-1)
@@ -110,6 +114,47 @@ TEST(ApiRun, WritesIntoGivenOutputsInPlace) {
   const std::byte* storage = outputs[0].raw();
   exe.run(inputs, outputs);
   EXPECT_EQ(outputs[0].raw(), storage);
+}
+
+// run_into on caller-owned memory: inputs read in place, each output
+// written where the callback says, a parameter returned and a value returned
+// twice copied into their own places.
+TEST(ApiRun, RunIntoWritesTheCallersMemory) {
+  for (const char* name : {"softmax_residual", "passthrough"}) {
+    SCOPED_TRACE(name);
+    Graph g = graph_named(name);
+    Executable exe = Executable::compile(g);
+    std::vector<Tensor> inputs = name == std::string("passthrough")
+                                     ? std::vector<Tensor>{Tensor(DType::f32, {5, 8}), Tensor(DType::f32, {5, 8})}
+                                     : random_inputs(g);
+    for (size_t i = 0; i < inputs.size(); ++i) fill_random(inputs[i], 7 + i);
+    std::vector<ArrayView> views;
+    for (Tensor& t : inputs) views.push_back(ArrayView::of(t));
+    std::vector<Tensor> mine(g.outputs().size());
+    std::vector<int> asked(g.outputs().size(), 0);
+    exe.run_into(views, [&](size_t i, DType dtype, const std::vector<int64_t>& shape) {
+      ++asked.at(i);
+      mine[i] = Tensor::uninitialized(dtype, shape);
+      return mine[i].raw();
+    });
+    for (int n : asked) EXPECT_EQ(n, 1);
+    expect_close(mine, interpret(g, inputs));
+  }
+}
+
+TEST(ApiRun, RunIntoPassesTheCallbacksError) {
+  const Graph g = graph_named("layernorm_small");
+  Executable exe = Executable::compile(g);
+  std::vector<Tensor> inputs = random_inputs(g);
+  std::vector<ArrayView> views;
+  for (Tensor& t : inputs) views.push_back(ArrayView::of(t));
+  EXPECT_THROW(exe.run_into(views, [](size_t, DType, const std::vector<int64_t>&) -> std::byte* {
+                 throw UserError("no memory for it");
+               }),
+               UserError);
+  views.pop_back();
+  EXPECT_THROW(exe.run_into(views, [](size_t, DType, const std::vector<int64_t>&) -> std::byte* { return nullptr; }),
+               UserError);
 }
 
 TEST(ApiRun, MovedExecutableStillRuns) {

@@ -117,6 +117,98 @@ class Package(unittest.TestCase):
         self.assertEqual(float(x.numpy()[:10].sum()), 0.0)
         self.assertEqual(x.reshape([10, 100]).shape, (10, 100))
 
+    def test_a_built_graph_matches_numpy_and_the_interpreter(self):
+        b = stitch.GraphBuilder("rmsnorm")
+        x = b.param("x", "f32", ["N", 32])
+        w = b.param("w", np.float32, [32])
+        self.assertEqual(x.shape, ("N", 32))
+        self.assertEqual(x.dtype, "f32")
+        ms = b.op("reduce_mean", b.op("mul", x, x), axes=[1], keepdims=True)
+        y = b.op("mul", b.op("mul", x, b.op("rsqrt", b.op("add", ms, 1e-6))), w, name="y")
+        h = b.op("cast", y, to="f64")
+        self.assertEqual((y.name, h.dtype), ("y", "f64"))
+        b.output(y)
+        b.output(h, "h")
+        g = b.finish()
+        self.assertEqual(g.params, ["x: f32[N, 32]", "w: f32[32]"])
+        rng = np.random.default_rng(3)
+        xs = rng.standard_normal((50, 32)).astype(np.float32)
+        ws = rng.standard_normal(32).astype(np.float32)
+        run = stitch.compile(g, cache_dir=self.cache)
+        got, got64 = run(xs, ws)
+        want = xs / np.sqrt((xs.astype(np.float64) ** 2).mean(axis=1, keepdims=True) + 1e-6) * ws
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(got64, got.astype(np.float64))
+        np.testing.assert_allclose(got, stitch.interpret(g, xs, ws)[0], rtol=1e-6, atol=1e-6)
+        self.assertIn("reduce_mean", str(g))
+        # Each op is checked as it is added; a spent builder says so.
+        b2 = stitch.GraphBuilder()
+        v = b2.param("v", "f32", [4])
+        for bad in (lambda: b2.op("nosuchop", v), lambda: b2.op("reduce_sum", v, axes=[3]),
+                    lambda: b2.op("add", v, b2.param("u", "f32", [5])), lambda: b2.op("add", v, x),
+                    lambda: b2.op("add", v, "one"), lambda: b2.param("t", "complex", [2]),
+                    lambda: b2.op("reduce_sum", v, axes={1: 2})):
+            with self.assertRaises(stitch.Error):
+                bad()
+        with self.assertRaises(stitch.Error):
+            b.op("neg", x)
+
+    def test_compiled_graphs_run_on_the_callers_memory(self):
+        g = self.module.graphs["two"]
+        run = stitch.compile(g, cache_dir=self.cache)
+        x = np.linspace(0, 1, 257)
+        y = np.linspace(1, 2, 257)
+        s_out, d_out = np.empty_like(x), np.empty_like(x)
+        s, d = run(x, y, out=[s_out, d_out])
+        self.assertIs(s, s_out)
+        self.assertIs(d, d_out)
+        np.testing.assert_array_equal(s_out, x + y)
+        np.testing.assert_array_equal(d_out, (x + y) * x)
+
+        # Anything with __dlpack__ in CPU memory is read in place.
+        class Exported:
+            def __init__(self, a):
+                self.a = a
+
+            def __dlpack__(self, stream=None):
+                return self.a.__dlpack__()
+
+            def __dlpack_device__(self):
+                return self.a.__dlpack_device__()
+
+        s2, _ = run(Exported(x), Exported(y))
+        np.testing.assert_array_equal(s2, x + y)
+        # A strided view is copied into the layout the graph takes.
+        wide = np.stack([x, y], axis=1)
+        s3, _ = run(wide[:, 0], wide[:, 1])
+        np.testing.assert_array_equal(s3, x + y)
+        for bad_out in ([s_out], [s_out, np.empty(256)], [s_out, np.empty_like(x, dtype=np.float32)],
+                        [s_out, x], [s_out, np.empty((257, 2))[:, 0]]):
+            with self.assertRaises(stitch.Error):
+                run(x, y, out=bad_out)
+        with self.assertRaises(stitch.Error):
+            run(object(), y)
+
+    def test_a_lazy_arrays_memory_is_shared_with_numpy(self):
+        rt = stitch.LazyRuntime(cache_dir=self.cache)
+        x = rt.zeros([100], "f32")
+        y = rt.zeros([100], "f32")
+        mem = np.asarray(x)  # no copy: the array's own storage
+        self.assertFalse(mem.flags.owndata)
+        mem[:] = np.arange(100)  # seen by the calls that run after it
+        rt.call(self.kernels["scale"], 3.0, x, y)
+        ys = np.asarray(y)
+        np.testing.assert_array_equal(ys, 3 * np.arange(100, dtype=np.float32))
+        # A call recorded later writes the memory when it runs; read it again then.
+        rt.call(self.kernels["saxpy"], 1.0, x, y)
+        np.testing.assert_array_equal(np.asarray(y), 4 * np.arange(100, dtype=np.float32))
+        self.assertTrue(np.shares_memory(ys, np.asarray(y)))
+        # A view's memory is its region of the storage; the memory outlives the array's handle.
+        tail = np.asarray(x.slice(90, 100))
+        del x
+        np.testing.assert_array_equal(tail, np.arange(90, 100, dtype=np.float32))
+        self.assertEqual(np.asarray(y, dtype=np.float64).dtype, np.float64)
+
     def test_bad_input_raises_stitch_error_with_the_cli_message(self):
         with self.assertRaises(stitch.Error) as e:
             stitch.parse("graph g(x: f32[4]) {\n  y = nosuchop(x)\n  return y\n}\n", "bad.stitch")

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "codegen/cpu/cpp_emitter.h"
 #include "runtime/common/buffer_plan.h"
+#include "runtime/common/caller_memory.h"
 #include "runtime/common/launch_list.h"
 #include "runtime/common/pipeline.h"
 #include "ir/structural_key.h"
@@ -295,36 +297,55 @@ std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
 }
 
 void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& results) {
-  const Graph& g = graph_;
   if (compiled_->interpret) {
-    results = interpret(g, inputs);
+    results = interpret(graph_, inputs);
     return;
   }
-  SymbolBindings bindings = bind_inputs(g, inputs);
-  const std::vector<Step>& steps = compiled_->steps;
-  const int step_count = static_cast<int>(steps.size());
-
-  // Graph outputs are written straight into `results` (the first output slot
-  // returning a value); every other value a step writes is an intermediate
-  // that lives in the workspace from its producing step to its last consumer.
-  results.resize(g.outputs().size());
-  std::map<int, size_t> output_slot;  // value index -> first result slot holding it
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    const ValueId v = g.outputs()[i].value;
-    if (g.value(v).producer < 0 || output_slot.count(v.index)) continue;
-    output_slot.emplace(v.index, i);
-    const DType dtype = g.type(v).dtype;
-    std::vector<int64_t> shape = concrete_shape(g.type(v).shape, bindings);
+  std::vector<ArrayView> views;
+  views.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    views.push_back({const_cast<std::byte*>(t.raw()), t.dtype(), t.shape().data(), t.rank()});
+  }
+  results.resize(graph_.outputs().size());
+  run_into(views, [&](size_t i, DType dtype, const std::vector<int64_t>& shape) {
     int64_t numel = 1;
     for (int64_t d : shape) numel *= d;
     // A default-constructed Tensor has no storage, whatever it claims.
     const bool reusable = results[i].dtype() == dtype && results[i].shape() == shape &&
                           results[i].nbytes() == static_cast<size_t>(numel * dtype_size(dtype));
     // Kernels write every element of an output: fresh ones are not zeroed first.
-    if (!reusable) results[i] = Tensor::uninitialized(dtype, std::move(shape));
+    if (!reusable) results[i] = Tensor::uninitialized(dtype, shape);
+    return results[i].raw();
+  });
+}
+
+void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputMemory& output) {
+  const Graph& g = graph_;
+  std::vector<InputType> input_types;
+  input_types.reserve(inputs.size());
+  for (const ArrayView& v : inputs) input_types.push_back({v.dtype, std::vector<int64_t>(v.shape, v.shape + v.rank)});
+  SymbolBindings bindings = bind_input_types(g, input_types);
+  if (compiled_->interpret) {
+    copy_outputs(interpret(g, tensors_of(inputs)), output);
+    return;
+  }
+  const std::vector<Step>& steps = compiled_->steps;
+  const int step_count = static_cast<int>(steps.size());
+
+  // Graph outputs are written straight into the caller's memory (the first
+  // output slot returning a value); every other value a step writes is an
+  // intermediate that lives in the workspace from its producing step to its
+  // last consumer.
+  std::map<int, size_t> output_slot;  // value index -> first result slot holding it
+  std::vector<std::byte*> output_data(g.outputs().size(), nullptr);
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ValueId v = g.outputs()[i].value;
+    if (g.value(v).producer < 0 || output_slot.count(v.index)) continue;
+    output_slot.emplace(v.index, i);
+    output_data[i] = output(i, g.type(v).dtype, concrete_shape(g.type(v).shape, bindings));
   }
   std::map<int, const std::byte*> params;  // parameter value index -> input data
-  for (size_t i = 0; i < g.params().size(); ++i) params[g.params()[i].index] = inputs[i].raw();
+  for (size_t i = 0; i < g.params().size(); ++i) params[g.params()[i].index] = inputs[i].data;
 
   // Buffer planning (runtime/common/buffer_plan.h): best fit from the
   // workspace buffers, all free when a run starts, appending one only when
@@ -342,7 +363,7 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
 
   const AddressOf address_of = [&](ValueId v) -> void* {
     if (auto it = params.find(v.index); it != params.end()) return const_cast<std::byte*>(it->second);
-    if (auto it = output_slot.find(v.index); it != output_slot.end()) return results[it->second].raw();
+    if (auto it = output_slot.find(v.index); it != output_slot.end()) return output_data[it->second];
     if (const PlannedValue* planned = plan.find(v.index)) return pool[planned->buffer].data();
     throw InternalError(fmt::format("cpu executable: value {} has no buffer", g.value_name(v)), __FILE__, __LINE__);
   };
@@ -367,17 +388,23 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
   intermediate_buffer_count_ = plan.buffers_used;
   intermediate_value_count_ = plan.intermediate_count();
 
-  // A value returned twice gets a copy in its later slots; a parameter
-  // returned as is, a copy of the input.
+  // A value returned twice is copied into its later slots; a parameter
+  // returned as is, copied from the input.
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const ValueId v = g.outputs()[i].value;
+    const std::byte* from = nullptr;
     if (g.value(v).producer < 0) {
       for (size_t p = 0; p < g.params().size(); ++p) {
-        if (g.params()[p] == v) results[i] = inputs[p];
+        if (g.params()[p] == v) from = inputs[p].data;
       }
     } else if (output_slot.at(v.index) != i) {
-      results[i] = results[output_slot.at(v.index)];
+      from = output_data[output_slot.at(v.index)];
     }
+    if (from == nullptr) continue;
+    const std::vector<int64_t> shape = concrete_shape(g.type(v).shape, bindings);
+    std::byte* to = output(i, g.type(v).dtype, shape);
+    const size_t n = static_cast<size_t>(value_bytes(g, v, bindings));
+    if (n > 0) std::memcpy(to, from, n);
   }
 }
 

@@ -16,6 +16,7 @@
 #include "lower/lower_plan.h"
 #include "runtime/common/pipeline.h"
 #include "runtime/cpu/kernel_cache.h"
+#include "stitch/runtime.h"
 #include "schedule/select.h"
 #include "stitch/graph.h"
 #include "stitch/tensor.h"
@@ -86,6 +87,10 @@ class CpuExecutable {
   // is written in place, anything else (or a missing one) is replaced. For
   // repeated runs (benchmarks, serving) that must not allocate.
   void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+  // The same on memory the caller owns, copying nothing: each input read in
+  // place, each output written where `output` says (stitch::OutputMemory,
+  // include/stitch/runtime.h). Outputs must not overlap the inputs.
+  void run_into(const std::vector<ArrayView>& inputs, const OutputMemory& output);
 
   // Kernels launched plus library calls made per run.
   int kernel_count() const;

@@ -325,6 +325,26 @@ class Behaviour(StitchCase):
         self.assertEqual(sum(p.specialisations for p in partitions), 2)
         self.assertEqual(sum(p.calls for p in partitions), 3)
 
+    def test_outputs_are_reused_only_when_nothing_holds_them(self):
+        compiled = torch.compile(lambda t: torch.tanh(t) * 2, backend="stitch")
+        x1, x2 = torch.randn(64, 64), torch.randn(64, 64)
+        with torch.inference_mode():
+            y1 = compiled(x1)
+            view = y1[3:]                   # a view keeps the memory alive
+            del y1
+            y2 = compiled(x2)
+            self.assertNotEqual(y2.data_ptr(), view.data_ptr() - 3 * 64 * 4)
+            torch.testing.assert_close(view, (torch.tanh(x1) * 2)[3:], **F32)
+            address = y2.data_ptr()
+            del y2, view
+            y3 = compiled(x1)               # nothing holds the last output: written into it
+            self.assertEqual(y3.data_ptr(), address)
+            torch.testing.assert_close(y3, torch.tanh(x1) * 2, **F32)
+            z = compiled(x2)                # y3 is alive: fresh memory
+            self.assertNotEqual(z.data_ptr(), y3.data_ptr())
+            torch.testing.assert_close(y3, torch.tanh(x1) * 2, **F32)
+            torch.testing.assert_close(z, torch.tanh(x2) * 2, **F32)
+
     def test_training_runs_the_forward_through_stitch(self):
         model = nn.Sequential(nn.Linear(32, 32), nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 4))
         x = torch.randn(16, 32)

@@ -304,7 +304,9 @@ class _StitchPartition(torch.nn.Module):
         self.specialisations = {}
 
     def forward(self, *args):
-        key = tuple((a.shape, a.dtype, a.device) if isinstance(a, torch.Tensor) else a for a in args)
+        # Dynamo guards dtypes and devices (another recompiles the graph); shapes vary
+        # only under dynamic shapes.
+        key = tuple(a.shape if isinstance(a, torch.Tensor) else a for a in args)
         spec = self.specialisations.get(key)
         if spec is None:
             spec = self._specialise(key, args)
@@ -314,6 +316,9 @@ class _StitchPartition(torch.nn.Module):
         if _profiling:
             return self._timed(spec, args)
         return _results(spec, _run(spec, [_host_array(args[i]) for i in spec.params]))
+
+    # The FX module calls it directly: nn.Module.__call__'s hook handling cost 1.5 us a call.
+    __call__ = forward
 
     def _timed(self, spec, args):
         start = time.perf_counter()

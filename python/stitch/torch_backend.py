@@ -178,7 +178,7 @@ def _trim(partition):
 _graph_ids = iter(range(1 << 62))
 
 
-def _compile_graph(gm, example_inputs, kind, options):
+def _compile_graph(gm, kind, options):
     stats = GraphStats(kind)
     _stats.append(stats)
     graph_id = next(_graph_ids)
@@ -216,12 +216,11 @@ def _propagate(gm, args):
     """Every node's value (fake tensors) for inputs shaped like args."""
     from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 
-    with unset_fake_temporarily(), FakeTensorMode(allow_non_fake_inputs=True) as mode:
+    with unset_fake_temporarily(), FakeTensorMode(allow_non_fake_inputs=True):
         fakes = [torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device)
                  if isinstance(a, torch.Tensor) else a for a in args]
         interpreter = torch.fx.Interpreter(gm, garbage_collect_values=False)
         interpreter.run(*fakes)
-        del mode
         return dict(interpreter.env)
 
 
@@ -377,10 +376,10 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
     options = dict(options or {})
 
     def inference(g, inputs):
-        return _compile_graph(g, inputs, "inference", options)
+        return _compile_graph(g, "inference", options)
 
     def forward(g, inputs):
-        return _compile_graph(g, inputs, "forward", options)
+        return _compile_graph(g, "forward", options)
 
     def backward(g, inputs):
         stats = GraphStats("backward")

@@ -25,11 +25,14 @@ from ._stitch import (  # noqa: F401  (the package's API)
     Scalar,
     Value,
     compile,
+    cuda_available,
     interpret,
     load,
     load_onnx,
     parse,
+    version,
 )
+from ._stitch import __version__  # noqa: F401
 
 __all__ = [
     "Array",
@@ -44,10 +47,12 @@ __all__ = [
     "Scalar",
     "Value",
     "compile",
+    "cuda_available",
     "interpret",
     "load",
     "load_onnx",
     "parse",
+    "version",
 ]
 
 # torch.compile(model, backend="stitch") (docs/torch.md): registered here when the

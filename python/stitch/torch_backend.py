@@ -131,16 +131,8 @@ def reset_stats():
 
 @functools.lru_cache(maxsize=None)
 def cuda_available():
-    """Whether this Stitch build can compile for CUDA on this machine."""
-    report = getattr(stitch, "cuda_available", None)
-    if report is not None:
-        return bool(report())
-    probe = stitch.parse("graph probe(x: f32[1]) {\n  y = neg(x)\n  return y\n}\n", "probe.stitch")
-    try:
-        stitch.compile(probe.graphs["probe"], backend="cuda")
-        return True
-    except (stitch.Error, RuntimeError):
-        return False
+    """Whether this Stitch build can compile for CUDA on this machine (asked once)."""
+    return bool(stitch.cuda_available())
 
 
 class _Support(OperatorSupportBase):
@@ -248,15 +240,20 @@ def _dump(name, text):
 
 
 class _Specialisation:
-    __slots__ = ("exe", "params", "single", "devices", "kept", "kept_storages")
+    __slots__ = ("exe", "params", "single", "devices", "kept")
 
     def __init__(self, exe, params, single, devices):
         self.exe = exe            # None: PyTorch runs the partition
         self.params = params      # which arguments are graph parameters (tensors)
         self.single = single      # one output: the executable returns an array, not a tuple
         self.devices = devices    # each output's device, where it is not the CPU
-        self.kept = None          # the latest call's output arrays, reused once free
-        self.kept_storages = ()   # weak references to the storages of the tensors over them
+        # Output arrays of the latest calls, each with weak references to the storages
+        # of the tensors over them; a set is reused once they are all gone. Two sets, so
+        # that `y = f(x)` in a loop, which holds the last y during the call, reuses too.
+        self.kept = []
+
+
+_KEPT_OUTPUT_SETS = 2
 
 
 def _host_array(t):
@@ -268,11 +265,14 @@ def _host_array(t):
 
 
 def _run(spec, arrays):
-    """Runs the executable, into the previous call's output arrays when no tensor over
-    them is alive any more (a caching allocator's reuse: memory already faulted in)."""
-    kept = spec.kept
-    if kept is not None and all(ref.expired() for ref in spec.kept_storages):
-        return spec.exe(*arrays, out=kept)
+    """Runs the executable, into the output arrays of one of the last two calls when no
+    tensor over them is alive any more (a caching allocator's reuse: memory already
+    faulted in)."""
+    for i in range(len(spec.kept) - 1, -1, -1):  # the newest first
+        arrays_out, storages = spec.kept[i]
+        if all(ref.expired() for ref in storages):
+            del spec.kept[i]
+            return spec.exe(*arrays, out=arrays_out)
     return spec.exe(*arrays)
 
 
@@ -286,8 +286,8 @@ def _results(spec, out):
     # Measured on [8192, 1024] f32 LayerNorm (docs/torch.md, Performance): fresh output
     # storage costs 1 ms (huge pages) to 9 ms (4 KiB pages) of page faults a call,
     # more than the kernel.
-    spec.kept = list(out)
-    spec.kept_storages = [StorageWeakRef(t.untyped_storage()) for t in tensors]
+    spec.kept.append((list(out), [StorageWeakRef(t.untyped_storage()) for t in tensors]))
+    del spec.kept[:-_KEPT_OUTPUT_SETS]
     return tensors
 
 

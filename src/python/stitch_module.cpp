@@ -413,6 +413,10 @@ PYBIND11_MODULE(_stitch, m) {
   m.def("parse", &stitch::parse_module, py::arg("text"), py::arg("file") = "<input>",
         "Parses .stitch text (graphs and kernels)");
   m.def("load", &stitch::parse_file, py::arg("path"), "Parses a .stitch file");
+  m.def("cuda_available", &stitch::cuda_available,
+        "Whether the cuda back end can compile here: a build with CUDA support, a driver and a device");
+  m.def("version", &stitch::version);
+  m.attr("__version__") = stitch::version();
 
   m.def(
       "interpret",

@@ -344,6 +344,17 @@ class Behaviour(StitchCase):
             self.assertNotEqual(z.data_ptr(), y3.data_ptr())
             torch.testing.assert_close(y3, torch.tanh(x1) * 2, **F32)
             torch.testing.assert_close(z, torch.tanh(x2) * 2, **F32)
+            # `y = compiled(x)` in a loop holds the last y during the next call: the
+            # calls alternate between two sets of outputs instead of taking fresh memory.
+            del y3, z
+            addresses = set()
+            y = compiled(x1)
+            for i in range(6):
+                x = x2 if i % 2 == 0 else x1
+                y = compiled(x)
+                torch.testing.assert_close(y, torch.tanh(x) * 2, **F32)
+                addresses.add(y.data_ptr())
+            self.assertEqual(len(addresses), 2)
 
     def test_training_runs_the_forward_through_stitch(self):
         model = nn.Sequential(nn.Linear(32, 32), nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 4))

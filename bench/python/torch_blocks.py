@@ -279,7 +279,11 @@ def main():
 
     machine = f"{cpu_model()}, {os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} threads)"
     date = datetime.datetime.now().strftime("%Y-%m-%d")
-    command = " ".join([os.path.basename(sys.executable)] + sys.argv)
+    # Settings that change what is measured (the allocator's, the thread team's) go
+    # with the command.
+    settings = [f"{k}={v}" for k, v in sorted(os.environ.items())
+                if k.startswith(("MALLOC_", "OMP_", "GOMP_", "STITCH_", "THP_"))]
+    command = " ".join(settings + [os.path.basename(sys.executable)] + sys.argv)
     with open(args.prefix + ".json", "w") as f:
         json.dump({"machine": machine, "date": date, "command": command, "repeat": args.repeat,
                    "warmup": args.warmup, "results": results}, f, indent=1)

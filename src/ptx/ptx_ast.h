@@ -54,6 +54,9 @@ struct Operand {
   Kind kind = Kind::Register;
   std::string name;         // Register, Symbol; Address: the base register or symbol ("" for none)
   bool negated = false;     // Register: a predicate read as its negation
+  // Register: the predicate after '|' in a two-destination result, as in
+  // `shfl.sync.down.b32 %r5|%p1, ...` or `setp.lt.s32 %p1|%p2, ...`; "" for none.
+  std::string second;
   int64_t integer = 0;      // Integer; Address: the byte offset
   uint64_t bits = 0;        // Float32 (low 32 bits), Float64
   std::vector<Operand> elements;  // Vector, List

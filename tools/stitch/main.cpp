@@ -6,6 +6,7 @@
 #include <new>
 
 #include "cli.h"
+#include "ptx_commands.h"
 #include "stitch/error.h"
 #include "stitch/tensor.h"
 
@@ -107,6 +108,8 @@ int dispatch(int argc, char** argv) {
   bench->add_flag("--tune", bench_options.tune,
                   "also time each planner tuned: candidate schedules measured on the back end's device (cpu: and contested fusions)");
 
+  PtxCommands ptx(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -132,6 +135,7 @@ int dispatch(int argc, char** argv) {
   if (*emit) return emit_command(file, graph_name, emit_backend, emit_planner, emit_rows);
   if (*check) return check_command(files, check_options);
   if (*bench) return bench_command(files, bench_options);
+  if (ptx.selected()) return ptx.run();
   return kExitBadInput;
 }
 

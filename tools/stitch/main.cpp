@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "ptx_commands.h"
+#include "ptx_run_command.h"
 #include "stitch/error.h"
 #include "stitch/tensor.h"
 
@@ -109,6 +110,7 @@ int dispatch(int argc, char** argv) {
                   "also time each planner tuned: candidate schedules measured on the back end's device (cpu: and contested fusions)");
 
   PtxCommands ptx(app);
+  PtxRunCommand ptx_run(*app.get_subcommand("ptx"));
 
   try {
     app.parse(argc, argv);
@@ -135,6 +137,7 @@ int dispatch(int argc, char** argv) {
   if (*emit) return emit_command(file, graph_name, emit_backend, emit_planner, emit_rows);
   if (*check) return check_command(files, check_options);
   if (*bench) return bench_command(files, bench_options);
+  if (ptx_run.selected()) return ptx_run.run();
   if (ptx.selected()) return ptx.run();
   return kExitBadInput;
 }

@@ -1,0 +1,153 @@
+// Integer semantics of the PTX interpreter: wraparound, high and wide
+// products, clamped shifts, division by zero, bit operations.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "interpreter_test_util.h"
+
+namespace stitch::ptx::testing {
+namespace {
+
+// Runs `body` in one thread; the body stores results through %rd1 = out.
+std::vector<uint64_t> run_one(const std::string& body, size_t n) {
+  std::vector<uint64_t> out(n, 0xdeadbeef);
+  const std::string text = kernel_text(".param .u64 out", std::string(kRegs) +
+                                                              "ld.param.u64 %rd1, [out];\n"
+                                                              "cvta.to.global.u64 %rd1, %rd1;\n" +
+                                                              body + "\nret;");
+  run_text(text, launch(1, 1), {buffer_arg(out)});
+  return out;
+}
+
+TEST(InterpreterInteger, WraparoundAndProducts) {
+  auto out = run_one(R"(
+    mov.u32 %r1, 0xFFFFFFFF;
+    add.u32 %r2, %r1, 2;
+    cvt.u64.u32 %rd2, %r2;
+    st.global.u64 [%rd1], %rd2;
+    mov.u32 %r3, 0x80000000;
+    mul.lo.u32 %r4, %r3, 2;
+    cvt.u64.u32 %rd3, %r4;
+    st.global.u64 [%rd1+8], %rd3;
+    mov.u32 %r5, 0x12345678;
+    mul.hi.u32 %r6, %r5, %r5;
+    cvt.u64.u32 %rd4, %r6;
+    st.global.u64 [%rd1+16], %rd4;
+    mov.s32 %r7, -3;
+    mul.wide.s32 %rd5, %r7, 1000000000;
+    st.global.u64 [%rd1+24], %rd5;
+    mul.wide.u32 %rd6, %r1, %r1;
+    st.global.u64 [%rd1+32], %rd6;
+    mov.s32 %r8, -7;
+    mul.hi.s32 %r9, %r8, 0x40000000;
+    cvt.s64.s32 %rd7, %r9;
+    st.global.u64 [%rd1+40], %rd7;
+    mov.u64 %rd8, -1;
+    mul.hi.u64 %rd9, %rd8, %rd8;
+    st.global.u64 [%rd1+48], %rd9;
+    mad.wide.u32 %rd10, %r1, 2, %rd8;
+    st.global.u64 [%rd1+56], %rd10;
+  )", 8);
+  EXPECT_EQ(out[0], 1u);
+  EXPECT_EQ(out[1], 0u);
+  EXPECT_EQ(out[2], (uint64_t{0x12345678} * 0x12345678) >> 32);
+  EXPECT_EQ(static_cast<int64_t>(out[3]), -3000000000LL);
+  EXPECT_EQ(out[4], uint64_t{0xFFFFFFFF} * 0xFFFFFFFF);
+  EXPECT_EQ(static_cast<int64_t>(out[5]), (-7LL * 0x40000000LL) >> 32);
+  EXPECT_EQ(out[6], 0xFFFFFFFFFFFFFFFEull);
+  EXPECT_EQ(out[7], uint64_t{0xFFFFFFFF} * 2 - 1);
+}
+
+TEST(InterpreterInteger, ShiftsClampAtTheWidth) {
+  auto out = run_one(R"(
+    mov.u32 %r1, 0x80000001;
+    shl.b32 %r2, %r1, 40;
+    shr.u32 %r3, %r1, 33;
+    shr.s32 %r4, %r1, 100;
+    shr.s32 %r5, %r1, 4;
+    shl.b32 %r6, %r1, 1;
+    cvt.u64.u32 %rd2, %r2;  st.global.u64 [%rd1], %rd2;
+    cvt.u64.u32 %rd2, %r3;  st.global.u64 [%rd1+8], %rd2;
+    cvt.u64.u32 %rd2, %r4;  st.global.u64 [%rd1+16], %rd2;
+    cvt.u64.u32 %rd2, %r5;  st.global.u64 [%rd1+24], %rd2;
+    cvt.u64.u32 %rd2, %r6;  st.global.u64 [%rd1+32], %rd2;
+  )", 5);
+  EXPECT_EQ(out[0], 0u);
+  EXPECT_EQ(out[1], 0u);
+  EXPECT_EQ(out[2], 0xFFFFFFFFu);
+  EXPECT_EQ(out[3], 0xF8000000u);
+  EXPECT_EQ(out[4], 2u);
+}
+
+TEST(InterpreterInteger, DivisionByZeroAndOverflow) {
+  auto out = run_one(R"(
+    mov.u32 %r1, 17;
+    mov.u32 %r2, 0;
+    div.u32 %r3, %r1, %r2;
+    rem.u32 %r4, %r1, %r2;
+    mov.s32 %r5, 0x80000000;
+    div.s32 %r6, %r5, -1;
+    rem.s32 %r7, %r5, -1;
+    div.s32 %r8, -7, 2;
+    rem.s32 %r9, -7, 2;
+    cvt.u64.u32 %rd2, %r3;  st.global.u64 [%rd1], %rd2;
+    cvt.u64.u32 %rd2, %r4;  st.global.u64 [%rd1+8], %rd2;
+    cvt.u64.u32 %rd2, %r6;  st.global.u64 [%rd1+16], %rd2;
+    cvt.u64.u32 %rd2, %r7;  st.global.u64 [%rd1+24], %rd2;
+    cvt.s64.s32 %rd2, %r8;  st.global.u64 [%rd1+32], %rd2;
+    cvt.s64.s32 %rd2, %r9;  st.global.u64 [%rd1+40], %rd2;
+  )", 6);
+  EXPECT_EQ(out[0], 0xFFFFFFFFu);
+  EXPECT_EQ(out[1], 17u);
+  EXPECT_EQ(out[2], 0x80000000u);
+  EXPECT_EQ(out[3], 0u);
+  EXPECT_EQ(static_cast<int64_t>(out[4]), -3);
+  EXPECT_EQ(static_cast<int64_t>(out[5]), -1);
+}
+
+TEST(InterpreterInteger, BitOperations) {
+  auto out = run_one(R"(
+    mov.b32 %r1, 0x00F0F00F;
+    popc.b32 %r2, %r1;
+    clz.b32 %r3, %r1;
+    brev.b32 %r4, %r1;
+    bfe.u32 %r5, %r1, 4, 8;
+    bfe.s32 %r6, 0x00000F00, 8, 4;
+    bfi.b32 %r7, 0xA, 0xFFFFFFFF, 4, 4;
+    prmt.b32 %r8, 0x33221100, 0x77665544, 0x7531;
+    lop3.b32 %r9, 0xF0F0F0F0, 0xCCCCCCCC, 0xAAAAAAAA, 0x96;
+    shf.l.wrap.b32 %r10, 0x80000000, 0x1, 4;
+    shf.r.clamp.b32 %r11, 0x1, 0x2, 40;
+    min.s32 %r12, -1, 1;
+    min.u32 %r13, -1, 1;
+    cvt.u64.u32 %rd2, %r2;  st.global.u64 [%rd1], %rd2;
+    cvt.u64.u32 %rd2, %r3;  st.global.u64 [%rd1+8], %rd2;
+    cvt.u64.u32 %rd2, %r4;  st.global.u64 [%rd1+16], %rd2;
+    cvt.u64.u32 %rd2, %r5;  st.global.u64 [%rd1+24], %rd2;
+    cvt.u64.u32 %rd2, %r6;  st.global.u64 [%rd1+32], %rd2;
+    cvt.u64.u32 %rd2, %r7;  st.global.u64 [%rd1+40], %rd2;
+    cvt.u64.u32 %rd2, %r8;  st.global.u64 [%rd1+48], %rd2;
+    cvt.u64.u32 %rd2, %r9;  st.global.u64 [%rd1+56], %rd2;
+    cvt.u64.u32 %rd2, %r10; st.global.u64 [%rd1+64], %rd2;
+    cvt.u64.u32 %rd2, %r11; st.global.u64 [%rd1+72], %rd2;
+    cvt.u64.u32 %rd2, %r12; st.global.u64 [%rd1+80], %rd2;
+    cvt.u64.u32 %rd2, %r13; st.global.u64 [%rd1+88], %rd2;
+  )", 12);
+  EXPECT_EQ(out[0], 12u);
+  EXPECT_EQ(out[1], 8u);
+  EXPECT_EQ(out[2], 0xF00F0F00u);
+  EXPECT_EQ(out[3], 0x00u);
+  EXPECT_EQ(out[4], 0xFFFFFFFFu);
+  EXPECT_EQ(out[5], 0xFFFFFFAFu);
+  EXPECT_EQ(out[6], 0x77553311u);
+  EXPECT_EQ(out[7], 0xF0F0F0F0u ^ 0xCCCCCCCCu ^ 0xAAAAAAAAu);
+  EXPECT_EQ(out[8], 0x18u);
+  EXPECT_EQ(out[9], 0x2u);
+  EXPECT_EQ(out[10], 0xFFFFFFFFu);
+  EXPECT_EQ(out[11], 1u);
+}
+
+}  // namespace
+}  // namespace stitch::ptx::testing

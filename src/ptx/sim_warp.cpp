@@ -179,6 +179,8 @@ void init_warp(const Launch& L, Warp& w, uint32_t index, uint32_t threads, const
   Frame f;
   f.function = L.kernel;
   f.local_base = w.local.push(kernel.local_bytes);
+  // The kernel's own .param variables (argument blocks of its calls).
+  f.param_base = w.params.push(kernel.param_bytes);
   w.frames.assign(1, f);
   w.stack.assign(1, StackEntry{0, kNoReconvergence, w.live});
   w.waiting = false;

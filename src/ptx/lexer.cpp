@@ -182,6 +182,9 @@ class Lexer {
     if (decimal_float) {
       double value = 0;
       auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+      if (ec == std::errc::result_out_of_range) {
+        throw error(fmt::format("float literal '{}' is out of range for a double", digits), t.line, t.col);
+      }
       if (ec != std::errc() || end != digits.data() + digits.size()) {
         throw error(fmt::format("malformed float literal '{}'", digits), t.line, t.col);
       }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cfloat>
+#include <cmath>
 #include <cstring>
 
 #include "ptx/lexer.h"
@@ -45,6 +47,13 @@ bool is_performance_directive(std::string_view d) {
 }
 
 uint32_t single_bits(double value) {
+  // Converting a double beyond float's range is undefined in C++; IEEE
+  // round-to-nearest gives infinity from FLT_MAX plus half an ulp up.
+  constexpr double kRoundsToInfinity = 0x1.ffffffp127;
+  if (std::isfinite(value) && std::fabs(value) > FLT_MAX) {
+    float limit = std::fabs(value) >= kRoundsToInfinity ? INFINITY : FLT_MAX;
+    value = std::signbit(value) ? -limit : limit;
+  }
   auto f = static_cast<float>(value);
   uint32_t bits = 0;
   std::memcpy(&bits, &f, sizeof f);

@@ -223,6 +223,10 @@ TEST(PtxParser, FloatLiterals) {
   Instruction neg64 = parse_instruction_text("mul.f64 %fd1, %fd2, -2.0e0;");
   EXPECT_EQ(neg64.operands[2].kind, Operand::Kind::Float64);
   EXPECT_EQ(neg64.operands[2].bits, 0xC000000000000000u);
+  // Beyond float's range, f32 decimals round as IEEE does: to infinity from FLT_MAX + half an ulp.
+  EXPECT_EQ(parse_instruction_text("mov.f32 %f1, 1e39;").operands[1].bits, 0x7F800000u);
+  EXPECT_EQ(parse_instruction_text("mov.f32 %f1, -1e39;").operands[1].bits, 0xFF800000u);
+  EXPECT_EQ(parse_instruction_text("mov.f32 %f1, 3.4028235e38;").operands[1].bits, 0x7F7FFFFFu);
 }
 
 TEST(PtxParser, AddressForms) {
@@ -281,6 +285,8 @@ TEST(PtxParserErrors, LocatedMessages) {
             "t.ptx:6:16: error: malformed number: unexpected 'a' after '12'");
   EXPECT_EQ(error_of(h + ".entry k()\n{\n  mov.u32 %r1, 99999999999999999999;\n}\n"),
             "t.ptx:6:16: error: integer literal does not fit in 64 bits");
+  EXPECT_EQ(error_of(h + ".entry k()\n{\n  mov.f64 %fd1, 1e400;\n}\n"),
+            "t.ptx:6:17: error: float literal '1e400' is out of range for a double");
   EXPECT_EQ(error_of(h + ".entry k()\n{\n  .pragma nounroll;\n}\n"),
             "t.ptx:6:11: error: expected a string after .pragma, found 'nounroll'");
   EXPECT_EQ(error_of(h + "  .loc 1 2 3\n"),

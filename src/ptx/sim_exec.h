@@ -74,6 +74,7 @@ struct Exec {
   Launch& launch;
   Cta& cta;
   Warp& warp;
+  const GlobalMemory* global = nullptr;
   const DFunction* function = nullptr;
   uint32_t pc = 0;
   uint64_t* regs = nullptr;  // the frame's registers
@@ -112,7 +113,13 @@ struct Exec {
   // Memory of `space` at [addr, addr + size) for `lane`; a UserError naming the
   // thread and instruction when it is out of bounds or misaligned, or (shared
   // memory, not atomic) when it races with another warp in this barrier interval.
-  std::byte* memory(Space space, uint64_t addr, uint32_t size, bool write, unsigned lane, bool atomic = false);
+  std::byte* memory(Space space, uint64_t addr, uint32_t size, bool write, unsigned lane, bool atomic = false) {
+    // Fast path: an aligned global access to the buffer the last one hit.
+    if ((space == Space::Global || space == Space::Generic) && addr < kSharedWindow && (addr & (size - 1)) == 0) {
+      if (std::byte* p = global->find_cached(addr, size, write)) return p;
+    }
+    return resolve(space, addr, size, write, lane, atomic);
+  }
 
   // "file:line:col: error: ld.global.f32 in thread (x,y,z) of block (x,y,z): message".
   [[noreturn]] void fail(unsigned lane, const std::string& message) const;
@@ -121,6 +128,7 @@ struct Exec {
 
  private:
   Lanes computed(const DOperand& o, int slot);
+  std::byte* resolve(Space space, uint64_t addr, uint32_t size, bool write, unsigned lane, bool atomic);
 };
 
 // Iterates the set bits of a lane mask.

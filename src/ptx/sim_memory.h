@@ -23,6 +23,14 @@ class GlobalMemory {
   void add(uint64_t base, std::byte* data, uint64_t size, std::string name, bool read_only);
   // The bytes at [addr, addr + size) when they lie inside one allocation; null otherwise.
   std::byte* find(uint64_t addr, uint64_t size, bool write) const;
+  // find() for the allocation the previous access hit; null on a miss.
+  std::byte* find_cached(uint64_t addr, uint64_t size, bool write) const {
+    if (allocations_.empty()) return nullptr;
+    const Allocation& a = allocations_[last_];
+    const uint64_t at = addr - a.base;
+    if (at >= a.size || a.size - at < size || (write && a.read_only)) return nullptr;
+    return a.data + at;
+  }
   // Says where `addr` lies relative to the allocations, for error messages.
   std::string describe(uint64_t addr, uint64_t size, bool write) const;
 

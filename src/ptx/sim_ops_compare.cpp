@@ -57,14 +57,15 @@ T read(uint64_t v, bool ftz) {
 }
 
 // flags bit 0: ftz; mode: comparison; size: 0 none, 1 and, 2 or, 3 xor with ops[3].
-template <class T>
+// The comparison is a template argument, so the lane loop has no switch.
+template <class T, uint8_t kCmp>
 void setp(Exec& x, const DInst& in, uint32_t mask) {
   const auto a = x.src(in.ops[2], 2);
   const auto b = x.src(in.ops[3], 3);
   const bool ftz = (in.flags & kFlagFtz) != 0;
   uint32_t r = 0;
   for_lanes(mask, [&](unsigned l) {
-    if (compare(read<T>(a[l], ftz), read<T>(b[l], ftz), in.mode)) r |= 1u << l;
+    if (compare(read<T>(a[l], ftz), read<T>(b[l], ftz), kCmp)) r |= 1u << l;
   });
   uint32_t p = r, q = ~r;
   if (in.size != 0) {
@@ -115,11 +116,37 @@ void selp(Exec& x, const DInst& in, uint32_t mask) {
   for_lanes(mask, [&](unsigned l) { d[l] = bits(as<T>(((c >> l) & 1) ? a[l] : b[l])); });
 }
 
-Handler setp_for(Type t) {
+template <class T>
+Handler setp_cmp(uint8_t cmp) {
+  switch (cmp) {
+    case kEq: return &setp<T, kEq>;
+    case kNe: return &setp<T, kNe>;
+    case kLt: return &setp<T, kLt>;
+    case kLe: return &setp<T, kLe>;
+    case kGt: return &setp<T, kGt>;
+    case kGe: return &setp<T, kGe>;
+    default: break;
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (cmp) {
+      case kEqu: return &setp<T, kEqu>;
+      case kNeu: return &setp<T, kNeu>;
+      case kLtu: return &setp<T, kLtu>;
+      case kLeu: return &setp<T, kLeu>;
+      case kGtu: return &setp<T, kGtu>;
+      case kGeu: return &setp<T, kGeu>;
+      case kNum: return &setp<T, kNum>;
+      default: return &setp<T, kNan>;
+    }
+  }
+  return nullptr;
+}
+
+Handler setp_for(Type t, uint8_t cmp) {
   switch (t) {
-    case Type::F32: return &setp<float>;
-    case Type::F64: return &setp<double>;
-    default: return with_int_type(t, [](auto v) -> Handler { return &setp<decltype(v)>; }, Handler{nullptr});
+    case Type::F32: return setp_cmp<float>(cmp);
+    case Type::F64: return setp_cmp<double>(cmp);
+    default: return with_int_type(t, [cmp](auto v) -> Handler { return setp_cmp<decltype(v)>(cmp); }, Handler{nullptr});
   }
 }
 
@@ -174,7 +201,7 @@ bool decode_compare(const Instruction& in, Mods& mods, OperandDecoder& d, DInst&
     out.ops[2] = d.value(in.operands[1], t);
     out.ops[3] = d.value(in.operands[2], t);
     if (combine >= 0) out.ops[4] = d.pred(in.operands[3]);
-    out.fn = setp_for(t);
+    out.fn = setp_for(t, out.mode);
     return true;
   }
   const Type dt = types[0];

@@ -14,14 +14,33 @@ namespace stitch::ptx::sim {
 namespace {
 
 // ops[0]: address; ops[1..width]: values. size: element bytes; flags bit 0: sign-extend.
+// Each lane reads only its own address slot, so writing a lane's destination
+// (which may be the address register) before the next lane's load is safe.
+template <uint32_t kSize, bool kSigned>
+void load_scalar(Exec& x, const DInst& in, uint32_t mask) {
+  const auto base = x.src(in.ops[0], 0);
+  const uint64_t offset = in.ops[0].kind == OperandKind::Reg ? in.ops[0].imm : 0;
+  uint64_t* d = x.dst(in.ops[1], 1);
+  const Space space = in.space;
+  for_lanes(mask, [&](unsigned l) {
+    const std::byte* p = x.memory(space, base[l] + offset, kSize, false, l);
+    uint64_t v = 0;
+    std::memcpy(&v, p, kSize);
+    if constexpr (kSigned && kSize < 8) {
+      v = static_cast<uint64_t>(static_cast<int64_t>(v << (64 - 8 * kSize)) >> (64 - 8 * kSize));
+    }
+    d[l] = v;
+  });
+}
+
 void load(Exec& x, const DInst& in, uint32_t mask) {
   const auto base = x.src(in.ops[0], 0);
   const uint64_t offset = in.ops[0].kind == OperandKind::Reg ? in.ops[0].imm : 0;
   const uint32_t size = in.size, width = in.width;
-  // Loads read every lane's address before writing any destination (a destination may be the address register).
-  std::array<std::array<uint64_t, kWarpSize>, 4> values{};
+  std::array<uint64_t*, 4> d{};
+  for (uint32_t i = 0; i < width; ++i) d[i] = x.dst(in.ops[1 + i], 1 + static_cast<int>(i));
   for_lanes(mask, [&](unsigned l) {
-    const std::byte* p = x.memory(static_cast<Space>(in.space), base[l] + offset, size * width, false, l);
+    const std::byte* p = x.memory(in.space, base[l] + offset, size * width, false, l);
     for (uint32_t i = 0; i < width; ++i) {
       uint64_t v = 0;
       std::memcpy(&v, p + i * size, size);
@@ -29,12 +48,18 @@ void load(Exec& x, const DInst& in, uint32_t mask) {
         const int shift = 64 - 8 * static_cast<int>(size);
         v = static_cast<uint64_t>(static_cast<int64_t>(v << shift) >> shift);
       }
-      values[i][l] = v;
+      d[i][l] = v;
     }
   });
-  for (uint32_t i = 0; i < width; ++i) {
-    uint64_t* d = x.dst(in.ops[1 + i], 1 + static_cast<int>(i));
-    for_lanes(mask, [&](unsigned l) { d[l] = values[i][l]; });
+}
+
+Handler load_handler(uint32_t size, uint32_t width, bool is_signed) {
+  if (width != 1) return &load;
+  switch (size) {
+    case 1: return is_signed ? &load_scalar<1, true> : &load_scalar<1, false>;
+    case 2: return is_signed ? &load_scalar<2, true> : &load_scalar<2, false>;
+    case 4: return is_signed ? &load_scalar<4, true> : &load_scalar<4, false>;
+    default: return &load_scalar<8, false>;
   }
 }
 
@@ -165,7 +190,7 @@ bool decode_ld_st(const Instruction& in, Mods& mods, OperandDecoder& d, DInst& o
   out.width = width;
   out.size = static_cast<uint8_t>(type_bytes(t));
   out.flags = is_signed(t) ? 1 : 0;
-  out.fn = is_load ? &load : &store;
+  out.fn = is_load ? load_handler(out.size, width, is_signed(t)) : &store;
   return true;
 }
 

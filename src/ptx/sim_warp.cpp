@@ -54,7 +54,7 @@ const char* space_name(Space s) {
 
 }  // namespace
 
-std::byte* Exec::memory(Space space, uint64_t addr, uint32_t size, bool write, unsigned lane, bool atomic) {
+std::byte* Exec::resolve(Space space, uint64_t addr, uint32_t size, bool write, unsigned lane, bool atomic) {
   const uint64_t written = addr;
   if (space == Space::Generic) {
     if (addr - kSharedWindow < kWindowSize) {
@@ -189,7 +189,7 @@ void init_warp(const Launch& L, Warp& w, uint32_t index, uint32_t threads, const
 
 class WarpRunner {
  public:
-  WarpRunner(Launch& L, Cta& cta, Warp& w) : L_(L), w_(w), x_{L, cta, w} { bind(); }
+  WarpRunner(Launch& L, Cta& cta, Warp& w) : L_(L), w_(w), x_{L, cta, w, L.global} { bind(); }
 
   // Runs until the warp waits at a barrier or has finished.
   void run() {

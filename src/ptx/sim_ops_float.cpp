@@ -189,9 +189,10 @@ bool decode_float(const Instruction& in, Mods& mods, OperandDecoder& d, DInst& o
   if (t != Type::F32 && t != Type::F64) {
     d.fail(fmt::format("{} arithmetic is not supported by the PTX interpreter (only f32 and f64)", type_name(t)));
   }
-  if (ftz && t != Type::F32) d.fail(".ftz applies to .f32 only");
+  // rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64 exist; f64 subnormals are then kept (flushing them is not modelled).
+  if (ftz && t != Type::F32 && !approx) d.fail(".ftz applies to .f32 only");
   out.mode = static_cast<uint8_t>(rounding.value_or(Rounding::Nearest));
-  out.flags = static_cast<uint8_t>((ftz ? kFlagFtz : 0) | (sat ? kFlagSat : 0));
+  out.flags = static_cast<uint8_t>((ftz && t == Type::F32 ? kFlagFtz : 0) | (sat ? kFlagSat : 0));
   const bool ternary = op == "fma" || op == "mad";
   const bool unary = op == "abs" || op == "neg" || op == "sqrt" || op == "rcp" || op == "rsqrt" || op == "ex2" ||
                      op == "lg2" || op == "sin" || op == "cos" || op == "tanh";

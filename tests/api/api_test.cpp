@@ -142,6 +142,17 @@ TEST(ApiRun, RunIntoWritesTheCallersMemory) {
   }
 }
 
+// A zero-element parameter returned as an output has no address to copy
+// from; its output is still asked for and given its dtype and shape.
+TEST(ApiRun, AZeroElementParameterReturnedIsStillAnOutput) {
+  const Graph g = parse_module("graph g(y: i32[0]) -> (i32[0]) {\n  return y\n}\n", "api_test").graphs.front();
+  Executable exe = Executable::compile(g);
+  const std::vector<Tensor> outputs = exe.run({Tensor(DType::i32, {0})});
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].dtype(), DType::i32);
+  EXPECT_EQ(outputs[0].shape(), std::vector<int64_t>{0});
+}
+
 TEST(ApiRun, RunIntoPassesTheCallbacksError) {
   const Graph g = graph_named("layernorm_small");
   Executable exe = Executable::compile(g);

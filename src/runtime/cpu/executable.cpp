@@ -392,15 +392,20 @@ void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputM
   // returned as is, copied from the input.
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const ValueId v = g.outputs()[i].value;
+    // A zero-element array may have no address: whether to copy is not whether `from` is null.
+    bool copied = false;
     const std::byte* from = nullptr;
     if (g.value(v).producer < 0) {
       for (size_t p = 0; p < g.params().size(); ++p) {
-        if (g.params()[p] == v) from = inputs[p].data;
+        if (g.params()[p] != v) continue;
+        from = inputs[p].data;
+        copied = true;
       }
     } else if (output_slot.at(v.index) != i) {
       from = output_data[output_slot.at(v.index)];
+      copied = true;
     }
-    if (from == nullptr) continue;
+    if (!copied) continue;
     const std::vector<int64_t> shape = concrete_shape(g.type(v).shape, bindings);
     std::byte* to = output(i, g.type(v).dtype, shape);
     const size_t n = static_cast<size_t>(value_bytes(g, v, bindings));

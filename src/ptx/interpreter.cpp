@@ -18,24 +18,22 @@ std::vector<VarDecl> Interpreter::kernel_params(const std::string& name) const {
   return f->params;
 }
 
-RunStats Interpreter::run(const std::string& name, const LaunchConfig& config, const std::vector<KernelArg>& args,
-                          const InterpreterOptions& options) {
-  uint32_t index = 0;
-  const sim::Program& program = decoder_->prepare(name, &index);
-  const sim::DFunction& kernel = program.functions[index];
-  if (args.size() != kernel.params.size()) {
-    throw UserError(fmt::format("kernel {} takes {} parameters, {} arguments given", name, kernel.params.size(),
-                                args.size()));
-  }
+namespace {
+
+void check_config(const LaunchConfig& config) {
   for (int k = 0; k < 3; ++k) {
     if (config.grid[k] == 0 || config.block[k] == 0) throw UserError("grid and block dimensions must be positive");
   }
   const uint64_t threads = uint64_t{config.block[0]} * config.block[1] * config.block[2];
   if (threads > 1024) throw UserError(fmt::format("a CTA of {} threads exceeds CUDA's limit of 1024", threads));
+}
 
+// The launch of `kernel` without its global memory and parameter bytes.
+sim::Launch make_launch(const sim::Program& program, uint32_t kernel, const LaunchConfig& config,
+                        const InterpreterOptions& options) {
   sim::Launch launch;
   launch.program = &program;
-  launch.kernel = index;
+  launch.kernel = kernel;
   launch.grid = config.grid;
   launch.block = config.block;
   launch.dynamic_shared = config.dynamic_shared_bytes;
@@ -46,17 +44,76 @@ RunStats Interpreter::run(const std::string& name, const LaunchConfig& config, c
                                                          : dynamic_base + config.dynamic_shared_bytes;
   launch.detect_races = options.detect_races;
   launch.max_warp_instructions = options.max_warp_instructions;
+  const sim::DFunction& f = program.functions[kernel];
+  const sim::ParamSlot* last = f.params.empty() ? nullptr : &f.params.back();
+  launch.params.assign(last == nullptr ? 0 : last->offset + last->size, std::byte{0});
+  return launch;
+}
+
+// Module variables, initialised afresh for every launch (`storage` keeps their bytes).
+void add_module_variables(const sim::Program& program, sim::GlobalMemory& global,
+                          std::vector<std::vector<uint8_t>>& storage) {
+  storage.reserve(program.variables.size());
+  for (const sim::ModuleVariable& v : program.variables) {
+    storage.push_back(v.init);
+    global.add(v.address, reinterpret_cast<std::byte*>(storage.back().data()), v.init.size(), v.name, v.read_only);
+  }
+}
+
+RunStats finish(sim::Launch& launch, const LaunchConfig& config) {
+  sim::run_grid(launch);
+  RunStats stats;
+  stats.warp_instructions = launch.warp_instructions;
+  stats.thread_instructions = launch.thread_instructions;
+  stats.ctas = uint64_t{config.grid[0]} * config.grid[1] * config.grid[2];
+  return stats;
+}
+
+}  // namespace
+
+RunStats Interpreter::run_with_memory(const std::string& name, const LaunchConfig& config,
+                                      const std::vector<GlobalRegion>& memory, const void* const* params,
+                                      const InterpreterOptions& options) {
+  uint32_t index = 0;
+  const sim::Program& program = decoder_->prepare(name, &index);
+  const sim::DFunction& kernel = program.functions[index];
+  check_config(config);
+  sim::Launch launch = make_launch(program, index, config, options);
+  sim::GlobalMemory global;
+  std::vector<std::vector<uint8_t>> variables;
+  add_module_variables(program, global, variables);
+  STITCH_ASSERT(program.global_end <= kFirstRegionAddress, "module variables reach the device regions");
+  for (const GlobalRegion& r : memory) {
+    STITCH_ASSERT(r.address >= kFirstRegionAddress && r.address + r.size <= kEndRegionAddress,
+                  "a global region lies outside the region addresses");
+    global.add(r.address, r.data, r.size, r.name, false);  // asserts that regions do not overlap
+  }
+  launch.global = &global;
+  for (size_t k = 0; k < kernel.params.size(); ++k) {
+    const sim::ParamSlot& slot = kernel.params[k];
+    if (slot.size > 0) std::memcpy(launch.params.data() + slot.offset, params[k], slot.size);
+  }
+  return finish(launch, config);
+}
+
+RunStats Interpreter::run(const std::string& name, const LaunchConfig& config, const std::vector<KernelArg>& args,
+                          const InterpreterOptions& options) {
+  uint32_t index = 0;
+  const sim::Program& program = decoder_->prepare(name, &index);
+  const sim::DFunction& kernel = program.functions[index];
+  if (args.size() != kernel.params.size()) {
+    throw UserError(fmt::format("kernel {} takes {} parameters, {} arguments given", name, kernel.params.size(),
+                                args.size()));
+  }
+  check_config(config);
+  sim::Launch launch = make_launch(program, index, config, options);
 
   // Module variables first, then the buffers, each 256-aligned with a gap
   // after it so that running off a buffer's end faults instead of reading a
   // neighbour's bytes.
   sim::GlobalMemory global;
   std::vector<std::vector<uint8_t>> variables;
-  variables.reserve(program.variables.size());
-  for (const sim::ModuleVariable& v : program.variables) {
-    variables.push_back(v.init);
-    global.add(v.address, reinterpret_cast<std::byte*>(variables.back().data()), v.init.size(), v.name, v.read_only);
-  }
+  add_module_variables(program, global, variables);
   uint64_t next = (program.global_end + 0xffff) & ~uint64_t{0xffff};
   std::vector<uint64_t> addresses(args.size(), 0);
   for (size_t k = 0; k < args.size(); ++k) {
@@ -67,8 +124,6 @@ RunStats Interpreter::run(const std::string& name, const LaunchConfig& config, c
   }
   launch.global = &global;
 
-  const sim::ParamSlot* last = kernel.params.empty() ? nullptr : &kernel.params.back();
-  launch.params.assign(last == nullptr ? 0 : last->offset + last->size, std::byte{0});
   for (size_t k = 0; k < args.size(); ++k) {
     const sim::ParamSlot& slot = kernel.params[k];
     if (args[k].is_buffer) {
@@ -86,13 +141,7 @@ RunStats Interpreter::run(const std::string& name, const LaunchConfig& config, c
       std::memcpy(launch.params.data() + slot.offset, args[k].bytes.data(), slot.size);
     }
   }
-
-  sim::run_grid(launch);
-  RunStats stats;
-  stats.warp_instructions = launch.warp_instructions;
-  stats.thread_instructions = launch.thread_instructions;
-  stats.ctas = uint64_t{config.grid[0]} * config.grid[1] * config.grid[2];
-  return stats;
+  return finish(launch, config);
 }
 
 }  // namespace stitch::ptx

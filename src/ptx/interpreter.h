@@ -62,6 +62,21 @@ struct KernelArg {
   }
 };
 
+// Global memory its owner places at a fixed address: the simulated CUDA
+// driver's device allocations (src/runtime/cuda_sim), which live across
+// launches, so kernels receive raw device addresses instead of buffers.
+struct GlobalRegion {
+  uint64_t address = 0;  // at least kFirstRegionAddress
+  std::byte* data = nullptr;
+  uint64_t size = 0;
+  std::string name;  // for messages
+};
+
+// Region addresses start here: above every module variable (placed from
+// 4 GiB up) and below the generic windows of shared and local memory.
+inline constexpr uint64_t kFirstRegionAddress = uint64_t{1} << 44;
+inline constexpr uint64_t kEndRegionAddress = uint64_t{0x7e} << 40;
+
 struct InterpreterOptions {
   // Stop with an error after this many warp instructions (0: no limit).
   uint64_t max_warp_instructions = uint64_t{1} << 34;
@@ -88,6 +103,14 @@ class Interpreter {
   // kernel, arguments that do not match its parameters, or a failing run.
   RunStats run(const std::string& name, const LaunchConfig& config, const std::vector<KernelArg>& args,
                const InterpreterOptions& options = {});
+
+  // Runs kernel `name` as cuLaunchKernel does: `params[i]` points at the
+  // bytes of parameter i, as many as the .entry declares, and addresses in
+  // them resolve to `memory` (sorted or not; they must not overlap). UserError
+  // as run().
+  RunStats run_with_memory(const std::string& name, const LaunchConfig& config,
+                           const std::vector<GlobalRegion>& memory, const void* const* params,
+                           const InterpreterOptions& options = {});
 
   // The kernel's parameters as declared (for checking command-line arguments).
   std::vector<VarDecl> kernel_params(const std::string& name) const;

@@ -54,6 +54,7 @@ struct Warp {
   std::vector<StackEntry> stack;
   ThreadStack local;
   ThreadStack params;
+  uint32_t carry = 0;    // CC.CF per lane, for add.cc/addc and friends
   bool waiting = false;  // at a barrier
   uint32_t barrier = 0;  // which one
   bool done = false;

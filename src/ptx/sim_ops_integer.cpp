@@ -4,6 +4,7 @@
 // the results the hardware gives for division by zero.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "ptx/sim_decode.h"
@@ -157,6 +158,56 @@ void mad(Exec& x, const DInst& in, uint32_t mask) {
       d[l] = bits(Add::apply(p, as<W>(c[l])));
     }
   });
+}
+
+// Extended-precision arithmetic through CC.CF (Warp::carry, a bit per lane):
+// add.cc/addc, sub.cc/subc (the flag is a borrow), mad.lo/hi.cc and madc.
+// NVRTC's 64-bit integer helpers in double-precision math (pow) use them.
+enum class CarryKind { Add, Sub, MadLo, MadHi };
+
+template <class T, CarryKind kKind, bool kIn, bool kOut>
+void carry_op(Exec& x, const DInst& in, uint32_t mask) {
+  using UT = U<T>;
+  using W = std::conditional_t<sizeof(T) == 8, unsigned __int128, uint64_t>;
+  constexpr unsigned kBits = 8 * sizeof(T);
+  const auto a = x.src(in.ops[1], 1);
+  const auto b = x.src(in.ops[2], 2);
+  uint64_t* d = x.dst(in.ops[0], 0);
+  const uint32_t carry_in = x.warp.carry;
+  uint32_t carry_out = 0;
+  auto lane = [&](unsigned l, W c) {
+    const W cin = kIn ? W{(carry_in >> l) & 1u} : W{0};
+    const UT ua = static_cast<UT>(as<T>(a[l])), ub = static_cast<UT>(as<T>(b[l]));
+    W r;
+    bool out;
+    if constexpr (kKind == CarryKind::Sub) {
+      r = W{ua} - W{ub} - cin;
+      out = W{ua} < W{ub} + cin;
+    } else {
+      W first = ua;  // add: a + b (+ cin); mad: (a * b).lo/hi + c (+ cin)
+      W second = ub;
+      if constexpr (kKind == CarryKind::MadLo) first = static_cast<UT>(MulLo::apply(as<T>(a[l]), as<T>(b[l])));
+      if constexpr (kKind == CarryKind::MadHi) first = static_cast<UT>(MulHi::apply(as<T>(a[l]), as<T>(b[l])));
+      if constexpr (kKind == CarryKind::MadLo || kKind == CarryKind::MadHi) second = c;
+      r = first + second + cin;
+      out = ((r >> kBits) & 1) != 0;
+    }
+    d[l] = bits(static_cast<T>(static_cast<UT>(r)));
+    if (out) carry_out |= uint32_t{1} << l;
+  };
+  if constexpr (kKind == CarryKind::MadLo || kKind == CarryKind::MadHi) {
+    const auto c = x.src(in.ops[3], 3);
+    for_lanes(mask, [&](unsigned l) { lane(l, W{static_cast<UT>(as<T>(c[l]))}); });
+  } else {
+    for_lanes(mask, [&](unsigned l) { lane(l, W{0}); });
+  }
+  if constexpr (kOut) x.warp.carry = (x.warp.carry & ~mask) | carry_out;
+}
+
+template <class T, CarryKind kKind>
+Handler carry_handler(bool carry_in, bool carry_out) {
+  if (carry_in) return carry_out ? &carry_op<T, kKind, true, true> : &carry_op<T, kKind, true, false>;
+  return carry_out ? &carry_op<T, kKind, false, true> : &carry_op<T, kKind, false, false>;
 }
 
 template <class T>
@@ -366,7 +417,8 @@ bool decode_integer(const Instruction& in, Mods& mods, OperandDecoder& d, DInst&
       {"max", 2, &binary_for<Max>},   {"div", 2, &binary_for<Div>},     {"rem", 2, &binary_for<Rem>},
       {"popc", 1, &unary_for<Popc>},  {"clz", 1, &unary_for<Clz>},      {"brev", 1, &unary_for<Brev>},
   };
-  const bool integer_op = op == "add" || op == "sub" || op == "mul" || op == "mad" || op == "neg" || op == "abs" ||
+  const bool carry_in = op == "addc" || op == "subc" || op == "madc";
+  const bool integer_op = carry_in || op == "add" || op == "sub" || op == "mul" || op == "mad" || op == "neg" || op == "abs" ||
                           op == "shl" || op == "shr" || op == "bfe" || op == "bfi" || op == "prmt" || op == "lop3" ||
                           op == "shf";
   const Simple* simple = nullptr;
@@ -387,6 +439,35 @@ bool decode_integer(const Instruction& in, Mods& mods, OperandDecoder& d, DInst&
     operands(simple->arity);
     for (int i = 0; i < simple->arity; ++i) out.ops[1 + i] = d.value(in.operands[1 + i], t);
     out.fn = simple->pick(t);
+    if (out.fn == nullptr) d.fail("unsupported type");
+    return true;
+  }
+  if (carry_in || ((op == "add" || op == "sub" || op == "mad") &&
+                   std::find(in.modifiers.begin(), in.modifiers.end(), "cc") != in.modifiers.end())) {
+    const bool carry_out = mods.take("cc");
+    const bool is_mad = op == "mad" || op == "madc";
+    const int half = is_mad ? mods.take_one({"lo", "hi"}) : 0;
+    if (half < 0) d.fail("needs .lo or .hi");
+    const Type t = integer_type(single_type(mods, d, in), d);
+    if (type_bytes(t) != 4 && (is_mad || type_bytes(t) != 8)) d.fail("unsupported type");
+    operands(is_mad ? 3 : 2);
+    out.ops[1] = d.value(in.operands[1], t);
+    out.ops[2] = d.value(in.operands[2], t);
+    if (is_mad) out.ops[3] = d.value(in.operands[3], t);
+    auto pick = [&](auto v) -> Handler {
+      using T = decltype(v);
+      if constexpr (sizeof(T) < 4) {
+        return nullptr;
+      } else {
+        if (is_mad) {
+          return half == 0 ? carry_handler<T, CarryKind::MadLo>(carry_in, carry_out)
+                           : carry_handler<T, CarryKind::MadHi>(carry_in, carry_out);
+        }
+        return op[0] == 'a' ? carry_handler<T, CarryKind::Add>(carry_in, carry_out)
+                            : carry_handler<T, CarryKind::Sub>(carry_in, carry_out);
+      }
+    };
+    out.fn = with_int_type(t, pick, Handler{nullptr});
     if (out.fn == nullptr) d.fail("unsupported type");
     return true;
   }

@@ -92,8 +92,10 @@ TEST_F(ExecutableGpu, ACorruptedCubinIsDetectedAndRecompiled) {
   ScratchDirectory dir("stitch-executable-gpu-test");
   CubinCache first(dir.path());
   const CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Xla, context(), first);
-  const std::string key = first.key(exe.source(), arch());
-  const fs::path cubin = first.cubin_path(key, arch());
+  // PTX on the simulated driver (docs/cuda-sim.md), a cubin on a GPU.
+  const runtime::cuda::ModuleImage image = runtime::cuda::module_image_for(context()->api());
+  const std::string key = first.key(exe.source(), arch(), image);
+  const fs::path cubin = first.cubin_path(key, arch(), image);
   ASSERT_TRUE(fs::exists(cubin)) << cubin;
   ASSERT_TRUE(fs::exists(first.checksum_path(key, arch())));
   const std::string good = read_bytes(cubin);

@@ -1,5 +1,6 @@
 #include "gpu_context.h"
 
+#include <cstdlib>
 #include <mutex>
 
 namespace stitch::gpu_testing {
@@ -32,7 +33,11 @@ std::shared_ptr<runtime::cuda::CudaContext> gpu_context(std::string* why) {
   static std::once_flag once;
   std::call_once(once, [] {
     OpenedContext& state = opened();
-    state.context = runtime::cuda::CudaContext::open(&state.why);
+    // $STITCH_GPU_TEST_DRIVER names another driver library: the cuda_sim
+    // tests run these suites on the simulated driver (docs/cuda-sim.md).
+    const char* driver = std::getenv("STITCH_GPU_TEST_DRIVER");
+    state.context = driver && *driver ? runtime::cuda::CudaContext::open(&state.why, 0, driver)
+                                      : runtime::cuda::CudaContext::open(&state.why);
   });
   if (why) *why = opened().why;
   return opened().context;

@@ -93,6 +93,10 @@ void report_schedule_tuning(const tune::ScheduleTuner& schedules, const std::str
 // this stitch was built without the CUDA toolkit, or when no driver or device
 // can be used, saying why.
 void require_cuda_device();
+// --backend cuda-sim: later CUDA work opens the simulated driver
+// (docs/cuda-sim.md) instead of libcuda.so.1. Returns "cuda", the back end
+// that then runs on it.
+std::string use_simulated_cuda_driver();
 // Plans, compiles (NVRTC, through the cubin cache) and runs `canonical` on
 // the GPU; the planner as for --backend cpu.
 #ifdef STITCH_HAVE_CUDA

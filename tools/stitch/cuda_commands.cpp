@@ -2,6 +2,8 @@
 // one context and one cubin cache per process.
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -20,11 +22,32 @@ namespace stitch::cli {
 #ifdef STITCH_HAVE_CUDA
 namespace {
 
+bool simulated = false;
+
+// The simulated driver: $STITCH_CUDA_SIM_DRIVER, else libstitch_cuda_sim.so
+// beside the executable (an installed or copied stitch), else the build
+// tree's copy this stitch was built with.
+std::string simulated_driver_path() {
+  if (const char* env = std::getenv("STITCH_CUDA_SIM_DRIVER"); env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path beside = self.parent_path() / "libstitch_cuda_sim.so";
+    if (std::filesystem::exists(beside, ec)) return beside.string();
+  }
+  return STITCH_CUDA_SIM_BUILD_PATH;
+}
+
 // The device, opened once: a second open would only find the same answer.
 std::shared_ptr<runtime::cuda::CudaContext> cuda_context() {
   static std::string why;
-  static std::shared_ptr<runtime::cuda::CudaContext> context = runtime::cuda::CudaContext::open(&why);
-  if (!context) throw UserError("--backend cuda needs an NVIDIA GPU and its driver: " + why);
+  static std::shared_ptr<runtime::cuda::CudaContext> context =
+      simulated ? runtime::cuda::CudaContext::open(&why, 0, simulated_driver_path())
+                : runtime::cuda::CudaContext::open(&why);
+  if (!context) {
+    throw UserError(simulated ? "--backend cuda-sim needs the simulated CUDA driver (docs/cuda-sim.md): " + why
+                              : "--backend cuda needs an NVIDIA GPU and its driver: " + why);
+  }
   return context;
 }
 
@@ -36,6 +59,11 @@ runtime::cuda::CubinCache& cubin_cache() {
 }  // namespace
 
 void require_cuda_device() { cuda_context(); }
+
+std::string use_simulated_cuda_driver() {
+  simulated = true;
+  return "cuda";
+}
 
 std::unique_ptr<tune::ScheduleTuner> cuda_tuner(bool tune, const std::shared_ptr<runtime::cuda::CudaContext>& context,
                                                 runtime::cuda::CubinCache& cubins,
@@ -95,6 +123,7 @@ namespace {
 }  // namespace
 
 void require_cuda_device() { no_cuda(); }
+std::string use_simulated_cuda_driver() { no_cuda(); }
 std::vector<Tensor> run_on_cuda(const Graph&, const std::string&, const std::vector<Tensor>&, bool) { no_cuda(); }
 BackendRun check_run_on_cuda(const Graph&, PlannerKind, const std::vector<Tensor>&) { no_cuda(); }
 Tensor run_user_kernel_on_cuda(const UserKernel&, const std::vector<KernelArg>&) { no_cuda(); }

@@ -28,7 +28,8 @@ int dispatch(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "Run a graph and write or print its results");
   run->add_option("FILE", file, "a .stitch file or an .onnx model")->required();
   run->add_option("--graph", graph_name, "graph to run (default: the first in the file)");
-  run->add_option("--backend", backend, "where to run it (default cpu)")->check(CLI::IsMember({"interp", "cpu", "cuda"}));
+  run->add_option("--backend", backend, "where to run it (default cpu; cuda-sim: CUDA on the PTX interpreter)")
+      ->check(CLI::IsMember({"interp", "cpu", "cuda", "cuda-sim"}));
   run->add_option("--planner", planner, "fusion planner (ignored by the interpreter; default xla)")
       ->check(CLI::IsMember({"none", "xla", "stitch", "ilp", "greedy"}));
   run->add_option("--input", inputs.bindings, "bind a parameter: NAME=FILE.npy (repeatable)");
@@ -85,8 +86,8 @@ int dispatch(int argc, char** argv) {
   check->add_option("--dim", check_options.dims,
                     fmt::format("bind a symbolic dim: SYMBOL=N (repeatable; default {})", kDefaultCheckDim));
   check->add_option("--seed", check_options.seed, "seed of the random inputs (default 1)");
-  check->add_option("--backend", check_options.backend, "cpu (default) or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  check->add_option("--backend", check_options.backend, "cpu (default), cuda or cuda-sim")
+      ->check(CLI::IsMember({"cpu", "cuda", "cuda-sim"}));
   check->add_flag("--allow-unsupported", check_options.allow_unsupported,
                   "do not fail when a back end cannot run a graph yet");
 
@@ -124,6 +125,9 @@ int dispatch(int argc, char** argv) {
     app.exit(e);
     return kExitBadInput;
   }
+  // cuda-sim is the CUDA back end with the simulated driver (docs/cuda-sim.md).
+  if (*run && backend == "cuda-sim") backend = use_simulated_cuda_driver();
+  if (*check && check_options.backend == "cuda-sim") check_options.backend = use_simulated_cuda_driver();
   if (*run && !run_kernel.empty()) {
     if (!graph_name.empty()) throw UserError("run: give --graph or --kernel, not both");
     if (run_tune) throw UserError("run --kernel: --tune tunes graphs' schedules, not user kernels");

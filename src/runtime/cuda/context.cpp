@@ -69,6 +69,12 @@ void CudaContext::synchronize() const {
 
 const CublasApi& CudaContext::cublas() {
   if (!cublas_) {
+    // cuBLAS would launch its own cubins on a context the simulated driver
+    // made up: there, a dot that needs cuBLAS is refused (docs/cuda-sim.md).
+    if (api_->loads_ptx) {
+      throw UserError("--backend cuda-sim has no cuBLAS: this graph has a dot that the CUDA back end runs through "
+                      "cuBLAS (dots computed inside the emitted kernels, and integer dots, do run)");
+    }
     std::string why;
     cublas_ = load_cublas(&why);
     if (!cublas_) throw UserError("--backend cuda runs dots through cuBLAS, which could not be loaded: " + why);

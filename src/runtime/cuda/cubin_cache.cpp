@@ -19,7 +19,7 @@ std::string nvrtc_version() {
 CubinCache::CubinCache(std::filesystem::path directory) : directory_(std::move(directory)) {}
 CubinCache::CubinCache() : CubinCache(cpu::default_cache_directory()) {}
 
-std::string CubinCache::key(const std::string& source, const std::string& arch) const {
+std::string CubinCache::key(const std::string& source, const std::string& arch, ModuleImage image) const {
   // Length-prefixed fields, so no two inputs concatenate to the same material.
   std::string material;
   auto field = [&](std::string_view name, std::string_view value) {
@@ -31,21 +31,23 @@ std::string CubinCache::key(const std::string& source, const std::string& arch) 
   for (const std::string& option : codegen::cuda::nvrtc_options(arch)) field("option", option);
   field("nvrtc", nvrtc_version());
   field("arch", arch);
+  if (image == ModuleImage::Ptx) field("image", "ptx");
   return cpu::sha256_hex(material);
 }
 
-std::filesystem::path CubinCache::cubin_path(const std::string& key, const std::string& arch) const {
-  return directory_ / "cuda" / arch / (key + ".cubin");
+std::filesystem::path CubinCache::cubin_path(const std::string& key, const std::string& arch,
+                                             ModuleImage image) const {
+  return directory_ / "cuda" / arch / (key + (image == ModuleImage::Ptx ? ".ptx" : ".cubin"));
 }
 
 std::filesystem::path CubinCache::checksum_path(const std::string& key, const std::string& arch) const {
   return directory_ / "cuda" / arch / (key + ".sha256");
 }
 
-std::string CubinCache::load_or_compile(const std::string& source, const std::string& arch) {
-  const std::string k = key(source, arch);
+std::string CubinCache::load_or_compile(const std::string& source, const std::string& arch, ModuleImage image) {
+  const std::string k = key(source, arch, image);
   const std::string checksum = cpu::read_cache_file(checksum_path(k, arch));
-  std::string cubin = cpu::read_cache_file(cubin_path(k, arch));
+  std::string cubin = cpu::read_cache_file(cubin_path(k, arch, image));
   if (!checksum.empty() && !cubin.empty() && cpu::sha256_hex(cubin) == checksum) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.hits;
@@ -56,13 +58,14 @@ std::string CubinCache::load_or_compile(const std::string& source, const std::st
   if (!compiled.ok) {
     throw cpu::CompileError(fmt::format("NVRTC rejected the generated CUDA C for {}", arch), compiled.log);
   }
+  std::string& bytes = image == ModuleImage::Ptx ? compiled.ptx : compiled.cubin;
   // The cubin first, then its checksum: an entry is valid only once both
   // are complete and agree, so a crash between the two leaves a miss.
-  cpu::write_cache_file_atomically(cubin_path(k, arch), compiled.cubin);
-  cpu::write_cache_file_atomically(checksum_path(k, arch), cpu::sha256_hex(compiled.cubin));
+  cpu::write_cache_file_atomically(cubin_path(k, arch, image), bytes);
+  cpu::write_cache_file_atomically(checksum_path(k, arch), cpu::sha256_hex(bytes));
   std::lock_guard<std::mutex> lock(mutex_);
   ++(had_entry ? stats_.recompiled_corrupt : stats_.misses);
-  return compiled.cubin;
+  return std::move(bytes);
 }
 
 CubinCacheStats CubinCache::stats() const {

@@ -9,7 +9,15 @@
 #include <mutex>
 #include <string>
 
+#include "runtime/cuda/driver.h"
+
 namespace stitch::runtime::cuda {
+
+// What the driver loads: a cubin on a GPU, PTX text on the simulated driver
+// (docs/cuda-sim.md), which interprets it. Both come from the same NVRTC run.
+enum class ModuleImage { Cubin, Ptx };
+
+inline ModuleImage module_image_for(const DriverApi& api) { return api.loads_ptx ? ModuleImage::Ptx : ModuleImage::Cubin; }
 
 struct CubinCacheStats {
   int hits = 0;                // a verified cubin was read, NVRTC not run
@@ -32,11 +40,17 @@ class CubinCache {
   // The cubin of `source` for `arch` ("sm_90"), compiling and storing it on a
   // miss or a corrupt entry. Throws CompileError with NVRTC's log when NVRTC
   // rejects the source.
-  std::string load_or_compile(const std::string& source, const std::string& arch);
+  // With ModuleImage::Ptx, NVRTC's PTX for `arch` instead (NUL-terminated, as
+  // cuModuleLoadData reads text).
+  std::string load_or_compile(const std::string& source, const std::string& arch,
+                              ModuleImage image = ModuleImage::Cubin);
 
-  // SHA-256 over the source, NVRTC's options and version, and the architecture.
-  std::string key(const std::string& source, const std::string& arch) const;
-  std::filesystem::path cubin_path(const std::string& key, const std::string& arch) const;
+  // SHA-256 over the source, NVRTC's options and version, and the architecture;
+  // a PTX entry's key also says so (a cubin's key is what it always was).
+  std::string key(const std::string& source, const std::string& arch, ModuleImage image = ModuleImage::Cubin) const;
+  // <key>.cubin, or <key>.ptx for a PTX entry.
+  std::filesystem::path cubin_path(const std::string& key, const std::string& arch,
+                                   ModuleImage image = ModuleImage::Cubin) const;
   std::filesystem::path checksum_path(const std::string& key, const std::string& arch) const;
 
   const std::filesystem::path& directory() const { return directory_; }

@@ -98,7 +98,7 @@ Backend cuda_backend(const std::shared_ptr<CudaContext>& context, CubinCache& ca
       return false;
     }
     try {
-      module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch()));
+      module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), module_image_for(context->api())));
     } catch (const cpu::CompileError& e) {
       error = fmt::format("{}\n{}", e.what(), e.diagnostics());
       return false;
@@ -157,7 +157,7 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
   LoweredBatch batch =
       lower_batch(canonical_graphs, compilation_of(Graph(), planner, plan_options, rows_for(*context, options)), backend);
   const std::string source = codegen::cuda::emit_cuda_translation_unit(batch.kernels);
-  module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch()));
+  module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), module_image_for(context->api())));
   std::vector<CudaExecutable> out;
   for (Compilation& c : batch.graphs) {
     auto compiled = std::make_shared<CompiledCudaGraph>();

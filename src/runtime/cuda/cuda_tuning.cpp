@@ -85,7 +85,8 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
     kernels.push_back(std::move(*l[0].kernel));
   }
   const CudaModule module(context, cubins.load_or_compile(codegen::cuda::emit_cuda_translation_unit(kernels),
-                                                          context->device().arch()));
+                                                          context->device().arch(),
+                                                          module_image_for(context->api())));
 
   // First pass, trial by trial: one launch into the group's outputs, its
   // results downloaded and checked against the interpreter's.
@@ -173,7 +174,7 @@ tune::Measurer cuda_measurer(std::shared_ptr<CudaContext> context, CubinCache& c
   m.description = context->device().summary();
   // The cubin cache's key of an empty source: NVRTC's version and options
   // for this architecture.
-  m.compiler = cubins.key("", context->device().arch());
+  m.compiler = cubins.key("", context->device().arch(), module_image_for(context->api()));
   m.measure = [context, &cubins](const std::vector<tune::Trial>& trials, const schedule::RowScheduleTarget& target,
                                  const tune::MeasureOptions& options) {
     return measure_trials_on_device(context, cubins, trials, target, options);

@@ -43,6 +43,7 @@ Loaded load(const std::string& library) {
                           library, missing, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
     return out;
   }
+  api->loads_ptx = dlsym(handle, "stitch_cuda_sim_driver") != nullptr;
   if (CUresult r = api->cuInit(0); r != CUDA_SUCCESS) {
     out.why = fmt::format("cuInit failed: {}", describe_result(*api, r));
     return out;

@@ -55,6 +55,9 @@ struct DriverApi {
   STITCH_CUDA_DRIVER_FUNCTIONS(STITCH_CUDA_DRIVER_POINTER)
 #undef STITCH_CUDA_DRIVER_POINTER
   int version = 0;  // cuDriverGetVersion: 12040 for 12.4
+  // The simulated driver (docs/cuda-sim.md), which exports the marker
+  // stitch_cuda_sim_driver: it loads PTX text instead of cubins.
+  bool loads_ptx = false;
 };
 
 // The driver, loaded and initialised once per process (thread-safe), or

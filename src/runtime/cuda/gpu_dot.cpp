@@ -34,7 +34,9 @@ void run_dot_on_host(CudaContext& context, DType dtype, const std::vector<int64_
 void run_gpu_dot(CudaContext& context, DType dtype, const std::vector<int64_t>& a_shape,
                  const std::vector<int64_t>& b_shape, const std::vector<int64_t>& out_shape, CUdeviceptr a,
                  CUdeviceptr b, CUdeviceptr out) {
-  if (!is_float(dtype)) {
+  // The simulated driver has no cuBLAS (docs/cuda-sim.md): its float dots
+  // take the host path too, the CPU back end's dot.
+  if (!is_float(dtype) || context.api().loads_ptx) {
     run_dot_on_host(context, dtype, a_shape, b_shape, out_shape, a, b, out);
     return;
   }

@@ -57,7 +57,7 @@ std::shared_ptr<const CudaUserKernel> CudaUserKernel::compile(const std::shared_
   out->check_indices_ = shape.check_indices;
   const std::string source = codegen::cuda::emit_cuda_translation_unit({out->lowered_.kernel});
   context->make_current();
-  out->module_ = std::make_unique<CudaModule>(context, cubins.load_or_compile(source, context->device().arch()));
+  out->module_ = std::make_unique<CudaModule>(context, cubins.load_or_compile(source, context->device().arch(), module_image_for(context->api())));
   out->function_ = out->module_->function(out->lowered_.kernel.name);
   return out;
 }

@@ -1,0 +1,500 @@
+// The simulated CUDA driver (docs/cuda-sim.md): libstitch_cuda_sim.so
+// implements the driver entry points Stitch calls (STITCH_CUDA_DRIVER_FUNCTIONS)
+// on the PTX interpreter, so the CUDA back end's kernels and its runtime run
+// end to end on a machine without a GPU. It reports one device like an H100
+// (compute capability 9.0), loads PTX text (not cubins), keeps device memory
+// as host buffers at fixed simulated addresses, and runs every launch at
+// once, synchronously; streams and events are trivial.
+//
+// Loaded with dlopen like libcuda.so.1; the exported marker
+// stitch_cuda_sim_driver tells load_driver that this driver wants PTX.
+#include <cuda.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ptx/interpreter.h"
+#include "ptx/parser.h"
+#include "runtime/cuda/driver.h"
+
+struct CUctx_st {
+  int unused = 0;
+};
+
+struct CUmod_st {
+  std::unique_ptr<stitch::ptx::Interpreter> interpreter;
+  std::set<CUfunction> functions;
+};
+
+struct CUfunc_st {
+  CUmod_st* module = nullptr;
+  std::string name;
+  int max_dynamic_shared = 48 * 1024;
+};
+
+struct CUstream_st {
+  int unused = 0;
+};
+
+struct CUevent_st {
+  std::chrono::steady_clock::time_point recorded{};
+  bool was_recorded = false;
+};
+
+namespace {
+
+constexpr int kDefaultSharedBytes = 48 * 1024;
+constexpr int kOptInSharedBytes = 227 * 1024;
+constexpr size_t kTotalMemory = size_t{80} << 30;
+
+// One device allocation: the bytes behind [address, address + bytes.size()).
+struct Allocation {
+  std::vector<std::byte> bytes;
+};
+
+struct State {
+  std::mutex mutex;  // the driver may be called from any thread
+  CUctx_st primary;
+  int primary_retains = 0;
+  // Addresses are never reused, so a kernel that touches freed memory faults
+  // instead of reading a later allocation's bytes.
+  uint64_t next_address = stitch::ptx::kFirstRegionAddress;
+  std::map<uint64_t, Allocation> allocations;
+  size_t bytes_allocated = 0;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+// The message of the last failed module load or launch: cuGetErrorString
+// appends it to the code's text, which is how the runtime's loud failures
+// (driver.h, describe_result) carry the interpreter's diagnosis.
+thread_local std::string last_message;
+
+CUresult fail(CUresult code, std::string message) {
+  last_message = std::move(message);
+  return code;
+}
+
+// The allocation holding [address, address + bytes), or null.
+std::byte* find(State& s, CUdeviceptr address, size_t bytes) {
+  auto it = s.allocations.upper_bound(address);
+  if (it == s.allocations.begin()) return nullptr;
+  --it;
+  const uint64_t at = address - it->first;
+  if (at > it->second.bytes.size() || it->second.bytes.size() - at < bytes) return nullptr;
+  return it->second.bytes.data() + at;
+}
+
+const char* error_name(CUresult error) {
+  switch (error) {
+    case CUDA_SUCCESS: return "CUDA_SUCCESS";
+    case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+    case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
+    case CUDA_ERROR_INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
+    case CUDA_ERROR_INVALID_PTX: return "CUDA_ERROR_INVALID_PTX";
+    case CUDA_ERROR_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
+    case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+    case CUDA_ERROR_NOT_SUPPORTED: return "CUDA_ERROR_NOT_SUPPORTED";
+    case CUDA_ERROR_ILLEGAL_ADDRESS: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    default: return nullptr;
+  }
+}
+
+const char* error_text(CUresult error) {
+  switch (error) {
+    case CUDA_SUCCESS: return "no error";
+    case CUDA_ERROR_INVALID_VALUE: return "invalid argument";
+    case CUDA_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case CUDA_ERROR_INVALID_DEVICE: return "invalid device ordinal";
+    case CUDA_ERROR_INVALID_IMAGE: return "device kernel image is invalid";
+    case CUDA_ERROR_INVALID_PTX: return "a PTX JIT compilation failed";
+    case CUDA_ERROR_INVALID_HANDLE: return "invalid resource handle";
+    case CUDA_ERROR_NOT_FOUND: return "named symbol not found";
+    case CUDA_ERROR_NOT_SUPPORTED: return "operation not supported";
+    case CUDA_ERROR_ILLEGAL_ADDRESS: return "an illegal memory access was encountered";
+    case CUDA_ERROR_LAUNCH_FAILED: return "unspecified launch failure";
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: return "too many resources requested for launch";
+    default: return nullptr;
+  }
+}
+
+// A failed run's code: memory faults are illegal addresses as on a GPU;
+// everything else (trap, barrier misuse, a race, an unsupported instruction)
+// is a launch failure. The interpreter's message says which.
+CUresult launch_error(const std::string& message) {
+  for (const char* word : {"out of bounds", "null pointer", "misaligned", "outside", "unmapped"}) {
+    if (message.find(word) != std::string::npos) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  }
+  return CUDA_ERROR_LAUNCH_FAILED;
+}
+
+}  // namespace
+
+extern "C" {
+
+// The marker load_driver looks for: this driver loads PTX, not cubins.
+// (`extern`: a namespace-scope const would otherwise have internal linkage.)
+extern const int stitch_cuda_sim_driver;
+const int stitch_cuda_sim_driver = 1;
+
+CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
+
+CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  *version = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** text) {
+  if (!text) return CUDA_ERROR_INVALID_VALUE;
+  *text = error_name(error);
+  return *text ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char** text) {
+  if (!text) return CUDA_ERROR_INVALID_VALUE;
+  const char* base = error_text(error);
+  if (!base) {
+    *text = nullptr;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // The thread's last diagnosis goes with the code it failed with.
+  static thread_local std::string described;
+  described = last_message.empty() ? std::string(base) : fmt::format("{}: {}", base, last_message);
+  *text = described.c_str();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char* name, int length, CUdevice device) {
+  if (!name || length <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, static_cast<size_t>(length), "%s", "Stitch PTX interpreter (sm_90)");
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  // An H100 SXM's limits, so that schedules are chosen as on the real device.
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *value = 64; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *value = 2147483647; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *value = 65535; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = 65535; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *value = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *value = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = kDefaultSharedBytes; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = kOptInSharedBytes; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; break;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *value = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 50 * 1024 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = 1755000; break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = 2619000; break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 5120; break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED: *value = 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice device) {
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = kTotalMemory;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
+  if (!context) return CUDA_ERROR_INVALID_VALUE;
+  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  ++s.primary_retains;
+  *context = &s.primary;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice device) {
+  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.primary_retains == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  --s.primary_retains;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxSynchronize(void) { return CUDA_SUCCESS; }
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+  const char* text = static_cast<const char*>(image);
+  if (std::memcmp(text, "\x7f" "ELF", 4) == 0) {
+    return fail(CUDA_ERROR_INVALID_IMAGE,
+                "the simulated driver runs PTX text; this is a cubin (ELF), which only a GPU can load");
+  }
+  try {
+    auto m = std::make_unique<CUmod_st>();
+    m->interpreter = std::make_unique<stitch::ptx::Interpreter>(stitch::ptx::parse_module(text, "module.ptx"));
+    *module = m.release();
+    return CUDA_SUCCESS;
+  } catch (const std::exception& e) {
+    return fail(CUDA_ERROR_INVALID_PTX, e.what());
+  }
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  if (!module) return CUDA_ERROR_INVALID_HANDLE;
+  for (CUfunction f : module->functions) delete f;
+  delete module;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+  if (!function || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (!module) return CUDA_ERROR_INVALID_HANDLE;
+  try {
+    module->interpreter->kernel_params(name);
+  } catch (const std::exception& e) {
+    return fail(CUDA_ERROR_NOT_FOUND, e.what());
+  }
+  auto f = std::make_unique<CUfunc_st>();
+  f->module = module;
+  f->name = name;
+  *function = f.get();
+  module->functions.insert(f.release());
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute, int value) {
+  if (!function) return CUDA_ERROR_INVALID_HANDLE;
+  switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      if (value < 0 || value > kOptInSharedBytes) return CUDA_ERROR_INVALID_VALUE;
+      function->max_dynamic_shared = value;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction function) {
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  if (!function) return CUDA_ERROR_INVALID_HANDLE;
+  // Resource usage the interpreter does not model is reported as zero.
+  switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = 32; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = 90; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = function->max_dynamic_shared; break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *value = -1; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+                                unsigned int block_x, unsigned int block_y, unsigned int block_z,
+                                unsigned int shared_bytes, CUstream, void** kernel_params, void** extra) {
+  if (!function) return CUDA_ERROR_INVALID_HANDLE;
+  if (extra) return fail(CUDA_ERROR_NOT_SUPPORTED, "the simulated driver takes arguments as kernelParams only");
+  if (shared_bytes > static_cast<unsigned>(function->max_dynamic_shared)) {
+    return fail(CUDA_ERROR_INVALID_VALUE,
+                fmt::format("{} asks for {} bytes of dynamic shared memory; its limit is {}", function->name,
+                            shared_bytes, function->max_dynamic_shared));
+  }
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::vector<stitch::ptx::GlobalRegion> memory;
+  memory.reserve(s.allocations.size());
+  for (auto& [address, allocation] : s.allocations) {
+    memory.push_back({address, allocation.bytes.data(), allocation.bytes.size(),
+                      fmt::format("device allocation {:#x}", address)});
+  }
+  stitch::ptx::LaunchConfig config;
+  config.grid = {grid_x, grid_y, grid_z};
+  config.block = {block_x, block_y, block_z};
+  config.dynamic_shared_bytes = shared_bytes;
+  try {
+    function->module->interpreter->run_with_memory(function->name, config, memory, kernel_params);
+  } catch (const std::exception& e) {
+    const std::string message = fmt::format("{}: {}", function->name, e.what());
+    return fail(launch_error(message), message);
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
+  if (!ptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (bytes > kTotalMemory - s.bytes_allocated) return CUDA_ERROR_OUT_OF_MEMORY;
+  // 256-aligned as cudaMalloc's blocks, with an unmapped gap after each.
+  const uint64_t address = s.next_address;
+  if (address + bytes + 4096 >= stitch::ptx::kEndRegionAddress) return CUDA_ERROR_OUT_OF_MEMORY;
+  s.next_address = (address + bytes + 4096 + 255) & ~uint64_t{255};
+  s.allocations[address].bytes.resize(bytes);
+  s.bytes_allocated += bytes;
+  *ptr = address;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree(CUdeviceptr ptr) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.allocations.find(ptr);
+  if (it == s.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  s.bytes_allocated -= it->second.bytes.size();
+  s.allocations.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  *total_bytes = kTotalMemory;
+  *free_bytes = kTotalMemory - s.bytes_allocated;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream) {
+  if (bytes == 0) return CUDA_SUCCESS;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::byte* to = find(s, dst, bytes);
+  if (!to || !src) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(to, src, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream) {
+  if (bytes == 0) return CUDA_SUCCESS;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const std::byte* from = find(s, src, bytes);
+  if (!from || !dst) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(dst, from, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream) {
+  if (bytes == 0) return CUDA_SUCCESS;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::byte* to = find(s, dst, bytes);
+  const std::byte* from = find(s, src, bytes);
+  if (!to || !from) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(to, from, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream) {
+  if (count == 0) return CUDA_SUCCESS;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::byte* to = find(s, dst, count);
+  if (!to) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(to, value, count);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
+  if (!stream) return CUDA_ERROR_INVALID_VALUE;
+  *stream = new CUstream_st();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
+  if (!stream) return CUDA_ERROR_INVALID_HANDLE;
+  delete stream;
+  return CUDA_SUCCESS;
+}
+
+// Work runs when it is queued, so there is never anything to wait for.
+CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+
+CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int) {
+  if (!event) return CUDA_ERROR_INVALID_VALUE;
+  *event = new CUevent_st();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent event) {
+  if (!event) return CUDA_ERROR_INVALID_HANDLE;
+  delete event;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream) {
+  if (!event) return CUDA_ERROR_INVALID_HANDLE;
+  event->recorded = std::chrono::steady_clock::now();
+  event->was_recorded = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent event) { return event ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+
+// The host time between the records: the interpreter's run time, which says
+// nothing about a GPU's.
+CUresult CUDAAPI cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
+  if (!milliseconds) return CUDA_ERROR_INVALID_VALUE;
+  if (!start || !end) return CUDA_ERROR_INVALID_HANDLE;
+  if (!start->was_recorded || !end->was_recorded) return CUDA_ERROR_INVALID_HANDLE;
+  *milliseconds = std::chrono::duration<float, std::milli>(end->recorded - start->recorded).count();
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"
+
+// Referencing every listed entry point makes one this driver lacks a link
+// error (the library links with --no-undefined).
+#define STITCH_CUDA_SIM_EXPORT(name) reinterpret_cast<const void*>(&::name),
+extern "C" const void* const stitch_cuda_sim_exports[] = {STITCH_CUDA_DRIVER_FUNCTIONS(STITCH_CUDA_SIM_EXPORT)};
+#undef STITCH_CUDA_SIM_EXPORT

@@ -86,12 +86,15 @@ class CudaBackend final : public CaseBackend {
 std::unique_ptr<CaseBackend> open_backend(std::string_view name, const std::filesystem::path& cache_dir,
                                           std::string& why) {
   if (name == "cpu") return std::make_unique<CpuBackend>(cache_dir);
-  if (name != "cuda") {
+  if (name != "cuda" && name != "cuda-sim") {
     why = fmt::format("unknown back end '{}'", name);
     return nullptr;
   }
 #ifdef STITCH_HAVE_CUDA
-  std::shared_ptr<runtime::cuda::CudaContext> context = runtime::cuda::CudaContext::open(&why);
+  // cuda-sim: the CUDA back end on the simulated driver (docs/cuda-sim.md).
+  std::shared_ptr<runtime::cuda::CudaContext> context =
+      name == "cuda-sim" ? runtime::cuda::CudaContext::open(&why, 0, STITCH_CUDA_SIM_DRIVER)
+                         : runtime::cuda::CudaContext::open(&why);
   if (!context) return nullptr;
   return std::make_unique<CudaBackend>(std::move(context), cache_dir);
 #else

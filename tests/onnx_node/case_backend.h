@@ -41,7 +41,8 @@ class CaseBackend {
 };
 
 // The names `run --backend` takes.
-inline constexpr std::string_view kBackendNames[] = {"cpu", "cuda"};
+// cuda-sim is the CUDA back end on the simulated driver (docs/cuda-sim.md).
+inline constexpr std::string_view kBackendNames[] = {"cpu", "cuda", "cuda-sim"};
 
 // The back end `name` ("cpu" or "cuda") with its compiled kernels cached in
 // `cache_dir`; nullptr with `why` when it cannot run here: no GPU or driver,

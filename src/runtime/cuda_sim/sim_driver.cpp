@@ -26,6 +26,7 @@
 #include "ptx/interpreter.h"
 #include "ptx/parser.h"
 #include "runtime/cuda/driver.h"
+#include "stitch/error.h"
 
 struct CUctx_st {
   int unused = 0;
@@ -138,7 +139,7 @@ const char* error_text(CUresult error) {
 // everything else (trap, barrier misuse, a race, an unsupported instruction)
 // is a launch failure. The interpreter's message says which.
 CUresult launch_error(const std::string& message) {
-  for (const char* word : {"out of bounds", "null pointer", "misaligned", "outside", "unmapped"}) {
+  for (const char* word : {"out-of-bounds", "misaligned"}) {
     if (message.find(word) != std::string::npos) return CUDA_ERROR_ILLEGAL_ADDRESS;
   }
   return CUDA_ERROR_LAUNCH_FAILED;
@@ -280,6 +281,8 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
     m->interpreter = std::make_unique<stitch::ptx::Interpreter>(stitch::ptx::parse_module(text, "module.ptx"));
     *module = m.release();
     return CUDA_SUCCESS;
+  } catch (const stitch::UserError& e) {
+    return fail(CUDA_ERROR_INVALID_PTX, e.formatted());
   } catch (const std::exception& e) {
     return fail(CUDA_ERROR_INVALID_PTX, e.what());
   }
@@ -363,6 +366,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsign
   config.dynamic_shared_bytes = shared_bytes;
   try {
     function->module->interpreter->run_with_memory(function->name, config, memory, kernel_params);
+  } catch (const stitch::UserError& e) {  // with the instruction's source location
+    const std::string message = fmt::format("{}: {}", function->name, e.formatted());
+    return fail(launch_error(message), message);
   } catch (const std::exception& e) {
     const std::string message = fmt::format("{}: {}", function->name, e.what());
     return fail(launch_error(message), message);

@@ -1,0 +1,54 @@
+// `stitch run|check --backend cuda-sim` (docs/cuda-sim.md): the built CLI
+// finds the simulated driver (here through $STITCH_CUDA_SIM_DRIVER; when that
+// names nothing, it says so with status 2) and runs the CUDA back end on it;
+// `check` compares every planner's results with the interpreter's.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace stitch {
+namespace {
+
+struct ToolRun {
+  int status;
+  std::string output;
+};
+
+ToolRun run(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const std::string kSoftmax = std::string(STITCH_SOURCE_DIR) + "/bench/workloads/softmax.stitch";
+
+TEST(CliCudaSim, RunSummarisesTheResult) {
+  const ToolRun r = run("STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI " run " + kSoftmax +
+                        " --graph softmax_small --random-inputs 3 --backend cuda-sim");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("y: f32[37, 100]  min=", 0), 0u) << r.output;
+}
+
+TEST(CliCudaSim, CheckPassesEveryPlanner) {
+  const ToolRun r = run("STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI " check " + kSoftmax +
+                        " --graph softmax_small --backend cuda-sim");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(" 0 failed"), std::string::npos) << r.output;
+}
+
+TEST(CliCudaSim, AMissingDriverIsBadUsage) {
+  const ToolRun r = run("STITCH_CUDA_SIM_DRIVER=/nonexistent/libstitch_cuda_sim.so " STITCH_CLI " run " + kSoftmax +
+                        " --graph softmax_small --random-inputs 1 --backend cuda-sim");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--backend cuda-sim needs the simulated CUDA driver"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace stitch

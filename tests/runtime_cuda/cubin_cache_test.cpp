@@ -102,6 +102,24 @@ TEST_P(CubinCacheTest, AMissCompilesAndStoresThenTheSameObjectHits) {
   EXPECT_EQ(cache.stats().recompiled_corrupt, 0);
 }
 
+// The simulated driver's PTX (docs/cuda-sim.md) is a separate entry: its own
+// key and file, so a cubin and the PTX of one source never replace each other.
+TEST_P(CubinCacheTest, PtxIsAnEntryOfItsOwn) {
+  CubinCache cache(dir_.path());
+  const std::string cubin = cache.load_or_compile(kSource, arch());
+  const std::string ptx = cache.load_or_compile(kSource, arch(), ModuleImage::Ptx);
+  EXPECT_EQ(cache.stats().misses, 2);
+  EXPECT_NE(ptx.find(".entry k_scale"), std::string::npos) << ptx.substr(0, 200);
+  EXPECT_EQ(cubin.rfind("\x7f" "ELF", 0), 0u);
+  const std::string ptx_key = cache.key(kSource, arch(), ModuleImage::Ptx);
+  EXPECT_NE(ptx_key, cache.key(kSource, arch()));
+  EXPECT_EQ(cache.cubin_path(ptx_key, arch(), ModuleImage::Ptx).extension(), ".ptx");
+  EXPECT_EQ(read_bytes(cache.cubin_path(ptx_key, arch(), ModuleImage::Ptx)), ptx);
+  EXPECT_EQ(cache.load_or_compile(kSource, arch(), ModuleImage::Ptx), ptx);
+  EXPECT_EQ(cache.load_or_compile(kSource, arch()), cubin);
+  EXPECT_EQ(cache.stats().hits, 2);
+}
+
 TEST_P(CubinCacheTest, ANewObjectOnTheSameDirectoryHits) {
   const std::string cubin = CubinCache(dir_.path()).load_or_compile(kSource, arch());
   CubinCache again(dir_.path());

@@ -13,15 +13,7 @@
 namespace stitch::ptx::testing {
 namespace {
 
-std::vector<uint64_t> run_one(const std::string& body, size_t n) {
-  std::vector<uint64_t> out(n, 0xdeadbeef);
-  const std::string text = kernel_text(".param .u64 out", std::string(kRegs) +
-                                                              "ld.param.u64 %rd1, [out];\n"
-                                                              "cvta.to.global.u64 %rd1, %rd1;\n" +
-                                                              body + "\nret;");
-  run_text(text, launch(1, 1), {buffer_arg(out)});
-  return out;
-}
+std::vector<uint64_t> run_one(const std::string& body, size_t n) { return run_one_thread<uint64_t>(body, n); }
 
 TEST(InterpreterCarry, AddAndSubtractThroughTheCarryFlag) {
   auto out = run_one(R"(

@@ -13,16 +13,7 @@
 namespace stitch::ptx::testing {
 namespace {
 
-// Runs `body` in one thread; the body stores 32-bit results through %rd1.
-std::vector<uint32_t> run_words(const std::string& body, size_t n) {
-  std::vector<uint32_t> out(n, 0xdeadbeef);
-  const std::string text = kernel_text(".param .u64 out", std::string(kRegs) +
-                                                              "ld.param.u64 %rd1, [out];\n"
-                                                              "cvta.to.global.u64 %rd1, %rd1;\n" +
-                                                              body + "\nret;");
-  run_text(text, launch(1, 1), {buffer_arg(out)});
-  return out;
-}
+std::vector<uint32_t> run_words(const std::string& body, size_t n) { return run_one_thread<uint32_t>(body, n); }
 
 float f(uint32_t bits) { return std::bit_cast<float>(bits); }
 uint32_t b(float v) { return std::bit_cast<uint32_t>(v); }

@@ -42,6 +42,20 @@ inline LaunchConfig launch(uint32_t grid, uint32_t block) {
   return c;
 }
 
+// Runs `body` in one thread of one CTA. The body stores its results through
+// %rd1, a global buffer of `n` words of type T, each 0xdeadbeef beforehand so
+// that a word the body does not write shows.
+template <class T>
+std::vector<T> run_one_thread(const std::string& body, size_t n) {
+  std::vector<T> out(n, static_cast<T>(0xdeadbeef));
+  const std::string text = kernel_text(".param .u64 out", std::string(kRegs) +
+                                                              "ld.param.u64 %rd1, [out];\n"
+                                                              "cvta.to.global.u64 %rd1, %rd1;\n" +
+                                                              body + "\nret;");
+  run_text(text, launch(1, 1), {buffer_arg(out)});
+  return out;
+}
+
 // The message of the UserError `f` throws ("" when it does not throw).
 template <class F>
 std::string error_of(F&& f) {

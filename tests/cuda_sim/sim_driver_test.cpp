@@ -91,6 +91,14 @@ TEST_F(SimDriver, CopiesLaunchesAndCopiesBack) {
   EXPECT_EQ(api.cuMemcpyHtoDAsync(in + 4, host.data(), 40, nullptr), CUDA_ERROR_INVALID_VALUE);
 }
 
+TEST_F(SimDriver, NewMemoryIsNotZeros) {
+  // As on a GPU, nothing initialises it: a kernel reading what nothing wrote
+  // sees NaNs and -1s, not plausible zeros.
+  std::vector<uint32_t> got(10, 0);
+  ASSERT_EQ(api.cuMemcpyDtoHAsync(got.data(), in, 40, nullptr), CUDA_SUCCESS);
+  for (uint32_t v : got) EXPECT_EQ(v, 0xffffffffu);
+}
+
 TEST_F(SimDriver, AFaultIsAnIllegalAddressWithTheInterpretersDiagnosis) {
   const CUresult r = launch(11);  // one element past both buffers
   EXPECT_EQ(r, CUDA_ERROR_ILLEGAL_ADDRESS);

@@ -385,7 +385,10 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
   const uint64_t address = s.next_address;
   if (address + bytes + 4096 >= stitch::ptx::kEndRegionAddress) return CUDA_ERROR_OUT_OF_MEMORY;
   s.next_address = (address + bytes + 4096 + 255) & ~uint64_t{255};
-  s.allocations[address].bytes.resize(bytes);
+  // cuMemAlloc's memory is not initialised: all-ones bytes (NaN floats, -1
+  // integers) make a kernel that reads what nothing wrote visibly wrong
+  // instead of quietly reading zeros.
+  s.allocations[address].bytes.assign(bytes, std::byte{0xff});
   s.bytes_allocated += bytes;
   *ptr = address;
   return CUDA_SUCCESS;

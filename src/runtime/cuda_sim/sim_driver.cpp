@@ -26,6 +26,7 @@
 #include "ptx/interpreter.h"
 #include "ptx/parser.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/h100_attributes.h"
 #include "stitch/error.h"
 
 struct CUctx_st {
@@ -54,8 +55,7 @@ struct CUevent_st {
 
 namespace {
 
-constexpr int kDefaultSharedBytes = 48 * 1024;
-constexpr int kOptInSharedBytes = 227 * 1024;
+constexpr int kOptInSharedBytes = stitch::runtime::cuda::kH100SharedBytesOptIn;
 constexpr size_t kTotalMemory = size_t{80} << 30;
 
 // One device allocation: the bytes behind [address, address + bytes.size()).
@@ -205,39 +205,12 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int length, CUdevice device) {
 CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
   if (!value) return CUDA_ERROR_INVALID_VALUE;
   if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
-  // An H100 SXM's limits, so that schedules are chosen as on the real device.
-  switch (attribute) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *value = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *value = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *value = 64; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *value = 2147483647; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *value = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 32; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *value = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *value = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = kDefaultSharedBytes; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = kOptInSharedBytes; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; break;
-    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *value = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 50 * 1024 * 1024; break;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = 1755000; break;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = 2619000; break;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 5120; break;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *value = 0; break;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 0; break;
-    case CU_DEVICE_ATTRIBUTE_INTEGRATED: *value = 0; break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+  // Launches run one at a time, and copies at once: no concurrency to report.
+  if (attribute == CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS || attribute == CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT) {
+    *value = 0;
+    return CUDA_SUCCESS;
   }
-  return CUDA_SUCCESS;
+  return stitch::runtime::cuda::h100_attribute(attribute, value) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice device) {

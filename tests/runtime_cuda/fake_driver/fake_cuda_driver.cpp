@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/h100_attributes.h"
 
 // The opaque handle types of cuda.h, given a body here: the fake's objects.
 struct CUctx_st {
@@ -51,8 +52,7 @@ namespace {
 
 constexpr size_t kDefaultTotalMemory = size_t{80} << 30;
 constexpr size_t kAllocationAlignment = 256;  // what cuMemAlloc guarantees
-constexpr int kDefaultDynamicSharedBytes = 49152;
-constexpr int kOptInSharedBytes = 232448;
+constexpr int kOptInSharedBytes = stitch::runtime::cuda::kH100SharedBytesOptIn;
 
 struct RecordedLaunch {
   StitchFakeCudaLaunch launch{};
@@ -177,39 +177,7 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int length, CUdevice device) {
 
 CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
   if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
-  switch (attribute) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *value = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *value = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *value = 64; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *value = 2147483647; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *value = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 32; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *value = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *value = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = kDefaultDynamicSharedBytes; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = kOptInSharedBytes; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; break;
-    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *value = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 50 * 1024 * 1024; break;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = 1755000; break;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = 2619000; break;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 5120; break;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *value = 1; break;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 3; break;
-    case CU_DEVICE_ATTRIBUTE_INTEGRATED: *value = 0; break;
-    // Loud rather than a made-up 0: a newly queried attribute gets its H100 value here.
-    default: return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
+  return stitch::runtime::cuda::h100_attribute(attribute, value) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice device) {
@@ -316,7 +284,7 @@ CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attribute, 
     case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = 32; break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *value = 90; break;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
-    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = kDefaultDynamicSharedBytes; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = stitch::runtime::cuda::kH100SharedBytesPerBlock; break;
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *value = -1; break;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
@@ -339,7 +307,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsign
       uint64_t{block_x} * block_y * block_z > 1024) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  int dynamic_limit = kDefaultDynamicSharedBytes;
+  int dynamic_limit = stitch::runtime::cuda::kH100SharedBytesPerBlock;
   if (auto it = function->set_attributes.find(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
       it != function->set_attributes.end()) {
     dynamic_limit = it->second;

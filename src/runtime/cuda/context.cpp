@@ -1,6 +1,7 @@
 #include "runtime/cuda/context.h"
 
 #include <cstdint>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -44,7 +45,11 @@ std::shared_ptr<CudaContext> CudaContext::shared(std::string* why) {
   };
   static const Opened opened = [] {
     Opened o;
-    o.context = open(&o.why);
+    // $STITCH_CUDA_DRIVER names another driver library: libstitch_cuda_sim.so
+    // runs Backend::Cuda (the library, lazy arrays, Python) on the PTX
+    // interpreter (docs/cuda-sim.md).
+    const char* driver = std::getenv("STITCH_CUDA_DRIVER");
+    o.context = driver != nullptr && *driver != '\0' ? open(&o.why, 0, driver) : open(&o.why);
     return o;
   }();
   if (why) *why = opened.why;

@@ -28,8 +28,8 @@ class CudaContext {
   // cannot be made.
   static std::shared_ptr<CudaContext> open(std::string* why, int ordinal = 0,
                                            const std::string& driver_library = "libcuda.so.1");
-  // Device 0 through libcuda.so.1, opened on the first call and kept for the
-  // process: what Backend::Cuda executables and lazy runtimes share, so that
+  // Device 0 through libcuda.so.1 (or the driver library $STITCH_CUDA_DRIVER
+  // names), opened on the first call and kept for the process: what Backend::Cuda executables and lazy runtimes share, so that
   // they share one stream and one allocator. nullptr with `why` (the same
   // answer every time) where there is no usable GPU.
   static std::shared_ptr<CudaContext> shared(std::string* why);

@@ -341,8 +341,9 @@ class _StitchPartition(torch.nn.Module):
             self.stats.text = text
             _dump(name, text)
             exe = _compile_text(text, name, self.stats.backend, self.options)
-        except (stitch.Error, RuntimeError, NotImplementedError, KeyError, TypeError, ValueError) as e:
-            # A result is never lost to a lowering gap: PyTorch runs this partition.
+        except stitch.Error as e:
+            # Stitch refused the graph (a back end's limit): PyTorch runs this partition,
+            # loudly. Any other exception is a bug in the lowering and propagates.
             self.stats.fallback = f"{type(e).__name__}: {e}"
             warnings.warn(f"stitch: {name} runs in PyTorch: {self.stats.fallback}", stacklevel=3)
             spec = _Specialisation(None, [], False, None)

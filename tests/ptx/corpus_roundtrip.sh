@@ -19,21 +19,4 @@ for cu in "$work"/*.cu; do
   for arch in sm_75 sm_90; do echo "$cu $arch"; done
 done | xargs -P "$jobs" -n 2 sh -c '"$0" -ptx -O3 -w -arch="$2" "$1" -o "${1%.cu}.$2.ptx"' "$nvcc"
 
-passed=0 failed=0
-for ptx in "$work"/*.sm_*.ptx; do
-  arch=${ptx%.ptx}
-  arch=${arch##*.}
-  printed=${ptx%.ptx}.printed.ptx
-  if ! "$stitch" ptx print "$ptx" > "$printed"; then
-    echo "FAIL parse: $ptx"; failed=$((failed + 1)); continue
-  fi
-  if ! "$stitch" ptx print "$printed" | cmp -s - "$printed"; then
-    echo "FAIL fixed point: $printed"; failed=$((failed + 1)); continue
-  fi
-  if ! "$ptxas" -arch="$arch" "$printed" -o /dev/null; then
-    echo "FAIL ptxas: $printed"; failed=$((failed + 1)); continue
-  fi
-  passed=$((passed + 1))
-done
-echo "ptx corpus: $passed passed, $failed failed"
-[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+exec "$(dirname "$0")/roundtrip_files.sh" "$stitch" "$ptxas" "$work"/*.sm_*.ptx

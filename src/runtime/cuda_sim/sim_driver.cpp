@@ -8,9 +8,16 @@
 //
 // Loaded with dlopen like libcuda.so.1; the exported marker
 // stitch_cuda_sim_driver tells load_driver that this driver wants PTX.
+//
+// With $STITCH_CUDA_SIM_PTX_DIR set, every module loaded is also written there
+// as <hash>.ptx, so CI can round-trip exactly the PTX that NVRTC made for the
+// suites through `stitch ptx print` and ptxas (tests/ptx/roundtrip_files.sh).
 #include <cuda.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -19,6 +26,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -145,6 +153,29 @@ CUresult launch_error(const std::string& message) {
   return CUDA_ERROR_LAUNCH_FAILED;
 }
 
+// Keeps a copy of a loaded module's text in $STITCH_CUDA_SIM_PTX_DIR, named by
+// its hash so a module loaded twice is kept once; written to a temporary name
+// and renamed, so a reader never sees half a file.
+void keep_module_text(const char* text) {
+  const char* dir = std::getenv("STITCH_CUDA_SIM_PTX_DIR");
+  if (!dir || !*dir) return;
+  const std::string_view view(text);
+  const std::string name = fmt::format("{}/{:016x}.ptx", dir, std::hash<std::string_view>{}(view));
+  const std::string temporary = fmt::format("{}.tmp{}", name, static_cast<long>(getpid()));
+  std::FILE* file = std::fopen(temporary.c_str(), "wb");
+  if (!file) {
+    std::fprintf(stderr, "stitch cuda-sim: cannot write %s: %s\n", temporary.c_str(), std::strerror(errno));
+    return;
+  }
+  const bool written = std::fwrite(view.data(), 1, view.size(), file) == view.size();
+  if (std::fclose(file) == 0 && written) {
+    std::rename(temporary.c_str(), name.c_str());
+  } else {
+    std::fprintf(stderr, "stitch cuda-sim: cannot write %s\n", temporary.c_str());
+    std::remove(temporary.c_str());
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -250,6 +281,7 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
                 "the simulated driver runs PTX text; this is a cubin (ELF), which only a GPU can load");
   }
   try {
+    keep_module_text(text);
     auto m = std::make_unique<CUmod_st>();
     m->interpreter = std::make_unique<stitch::ptx::Interpreter>(stitch::ptx::parse_module(text, "module.ptx"));
     *module = m.release();

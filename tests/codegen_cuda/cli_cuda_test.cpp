@@ -2,33 +2,22 @@
 // own nvcc compiles to a cubin for sm_90 (no include path into the repository).
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "codegen/cuda/nvrtc_check.h"
+
+#include "run_command.h"
 
 namespace stitch {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct ToolRun {
-  int status;
-  std::string output;
-};
+using ToolRun = testing::CommandRun;
 
-ToolRun run(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+ToolRun run(const std::string& command) { return testing::run_command(command); }
 
 class EmitCuda : public ::testing::TestWithParam<std::string> {};
 

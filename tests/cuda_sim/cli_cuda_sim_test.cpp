@@ -4,28 +4,17 @@
 // `check` compares every planner's results with the interpreter's.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdio>
 #include <string>
-#include <sys/wait.h>
+
+#include "run_command.h"
 
 namespace stitch {
 namespace {
 
-struct ToolRun {
-  int status;
-  std::string output;
-};
+using ToolRun = testing::CommandRun;
 
-ToolRun run(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+ToolRun run(const std::string& command) { return testing::run_command(command); }
 
 const std::string kSoftmax = std::string(STITCH_SOURCE_DIR) + "/bench/workloads/softmax.stitch";
 

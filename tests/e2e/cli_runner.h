@@ -13,26 +13,16 @@
 #include <fstream>
 #include <string>
 
+#include "run_command.h"
 #include "stitch/npy.h"
 
 namespace stitch {
 
-struct CliResult {
-  int status;
-  std::string output;  // stdout and stderr together
-};
+using CliResult = testing::CommandRun;
 
 // `env` is a prefix of VAR=value settings for the command, or empty.
 inline CliResult run_cli(const std::string& args, const std::string& env = "") {
-  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(STITCH_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return testing::run_command((env.empty() ? "" : "env " + env + " ") + std::string(STITCH_CLI) + " " + args);
 }
 
 // A fresh directory per test. STITCH_CACHE_DIR points into it, so compiled

@@ -444,7 +444,7 @@ class FunctionDecoder final : public OperandDecoder {
       if (!mods.take("sync")) {
         fail("only bar.sync/barrier.sync and bar.warp.sync are supported by the PTX interpreter");
       }
-      mods.take("aligned");
+      if (mods.take("aligned") || op == "bar") d.flags = kFlagAligned;
       if (in.operands.empty() || in.operands.size() > 2) fail("expects a barrier number and an optional thread count");
       d.control = Control::Barrier;
       d.ops[0] = value(in.operands[0], Type::U32);

@@ -31,6 +31,9 @@ struct StackEntry {
   uint32_t pc = 0;
   uint32_t rpc = kNoReconvergence;  // where this entry's lanes rejoin the entry below
   uint32_t mask = 0;
+  // The lanes arrived at a non-aligned barrier while others of the warp had
+  // not: the entry waits (pc is past the barrier) until the rest arrive.
+  bool parked = false;
 };
 
 struct Frame {
@@ -57,6 +60,7 @@ struct Warp {
   uint32_t carry = 0;    // CC.CF per lane, for add.cc/addc and friends
   bool waiting = false;  // at a barrier
   uint32_t barrier = 0;  // which one
+  uint32_t arrived = 0;  // lanes parked at a non-aligned barrier (barrier.sync), the warp not all there yet
   bool done = false;
   uint64_t instructions = 0;
 };

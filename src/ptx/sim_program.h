@@ -74,6 +74,9 @@ struct DInst {
 // Handler flag bits shared by the float handlers.
 inline constexpr uint8_t kFlagFtz = 1;
 inline constexpr uint8_t kFlagSat = 2;
+// Barrier: bar.sync or barrier.sync.aligned, which every thread of a warp
+// must execute together; barrier.sync alone may be reached divergently.
+inline constexpr uint8_t kFlagAligned = 1;
 
 enum class Rounding : uint8_t { Nearest, Zero, Down, Up };
 

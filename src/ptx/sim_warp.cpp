@@ -184,6 +184,7 @@ void init_warp(const Launch& L, Warp& w, uint32_t index, uint32_t threads, const
   w.frames.assign(1, f);
   w.stack.assign(1, StackEntry{0, kNoReconvergence, w.live});
   w.waiting = false;
+  w.arrived = 0;
   w.done = false;
 }
 
@@ -204,6 +205,12 @@ class WarpRunner {
         continue;
       }
       StackEntry& top = w_.stack.back();
+      if (top.parked && top.mask != 0) {
+        x_.fail(static_cast<unsigned>(__builtin_ctz(top.mask)),
+                fmt::format("barrier.sync: lanes 0x{:08x} of warp {} wait at the barrier while lanes 0x{:08x} went on "
+                            "to reconverge without arriving; the interpreter's reconvergence model cannot continue",
+                            top.mask, w_.index, w_.live & ~top.mask));
+      }
       if (top.mask == 0 || top.pc == top.rpc) {
         w_.stack.pop_back();
         continue;
@@ -353,9 +360,9 @@ class WarpRunner {
   bool barrier(const DInst& in, uint32_t pc, uint32_t mask) {
     StackEntry& top = w_.stack.back();
     const unsigned first = static_cast<unsigned>(__builtin_ctz(mask));
-    if (mask != w_.live) {
+    if (mask != w_.live && (in.flags & kFlagAligned)) {
       x_.fail(first, fmt::format("bar.sync reached divergently: lanes 0x{:08x} of warp {} are here, lanes 0x{:08x} "
-                                 "are on another path",
+                                 "are on another path (bar.sync is .aligned; barrier.sync is not)",
                                  mask, w_.index, w_.live & ~mask));
     }
     const auto id = x_.src(in.ops[0], 0);
@@ -371,8 +378,31 @@ class WarpRunner {
       }
     }
     top.pc = pc + 1;
-    w_.waiting = true;
+    if (w_.arrived != 0 && w_.barrier != barrier) {
+      x_.fail(first, fmt::format("lanes 0x{:08x} of warp {} wait at barrier {} while lanes 0x{:08x} arrive at barrier "
+                                 "{}: a deadlock",
+                                 w_.arrived, w_.index, w_.barrier, mask, barrier));
+    }
     w_.barrier = barrier;
+    if ((w_.arrived | mask) != w_.live) {
+      // barrier.sync reached by part of the warp (PTX ISA: a thread waits for
+      // the non-exited threads of its warp): these lanes wait while their
+      // sibling path, the entry below with the same reconvergence point, runs.
+      w_.arrived |= mask;
+      top.parked = true;
+      const size_t n = w_.stack.size();
+      if (n < 2 || n - 2 < w_.frames.back().stack_base || w_.stack[n - 2].rpc != top.rpc || w_.stack[n - 2].parked) {
+        x_.fail(first, fmt::format("barrier.sync: lanes 0x{:08x} of warp {} arrive while lanes 0x{:08x} are not on a "
+                                   "sibling path the interpreter can run first",
+                                   mask, w_.index, w_.live & ~w_.arrived));
+      }
+      std::swap(w_.stack[n - 1], w_.stack[n - 2]);
+      return false;
+    }
+    // The whole warp has arrived (perhaps in parts): it waits for the CTA.
+    w_.arrived = 0;
+    for (StackEntry& e : w_.stack) e.parked = false;
+    w_.waiting = true;
     return true;
   }
 

@@ -206,5 +206,67 @@ ODD:
   for (uint32_t l = 0; l < 32; ++l) EXPECT_EQ(out[l], l >= 20 ? 5u : (l % 2 ? 1u : 3 * l)) << l;
 }
 
+// barrier.sync without .aligned may be reached by the lanes of a warp on
+// different paths, even at different instructions (the woven kernels of
+// docs/goptx.md rely on it); bar.sync (.aligned) may not.
+std::string split_barrier_kernel(const std::string& barrier) {
+  return kernel_text(".param .u64 out", std::string(kRegs) + R"(
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, smem;
+    add.u32 %r4, %r3, %r2;
+    add.u32 %r5, %r1, 1;
+    st.shared.u32 [%r4], %r5;
+    and.b32 %r6, %r1, 31;
+    setp.lt.u32 %p1, %r6, 16;
+    @%p1 bra LOW;
+    )" + barrier + R"( 0;
+    bra JOIN;
+  LOW:
+    )" + barrier + R"( 0;
+  JOIN:
+    add.u32 %r7, %r1, 33;
+    rem.u32 %r7, %r7, 64;
+    shl.b32 %r8, %r7, 2;
+    add.u32 %r9, %r3, %r8;
+    ld.shared.u32 %r10, [%r9];
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r10;
+    ret;
+  )", ".shared .align 4 .b8 smem[256];\n");
+}
+
+TEST(InterpreterBarriers, NonAlignedBarrierReachedOnTwoPathsSynchronises) {
+  std::vector<uint32_t> out(64, 0);
+  run_text(split_barrier_kernel("barrier.sync"), launch(1, 64), {buffer_arg(out)});
+  for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(out[t], (t + 33) % 64 + 1) << t;
+}
+
+TEST(InterpreterBarriers, AlignedBarrierReachedOnTwoPathsIsAnError) {
+  std::vector<uint32_t> out(64, 0);
+  const std::string message = error_of([&] { run_text(split_barrier_kernel("bar.sync"), launch(1, 64), {buffer_arg(out)}); });
+  EXPECT_NE(message.find("reached divergently"), std::string::npos) << message;
+}
+
+TEST(InterpreterBarriers, LanesWaitingWhileTheOthersLeaveAreReportedAsNotModelled) {
+  // Only the low half-warp reaches the barrier; the others exit. A GPU lets
+  // the barrier pass (exited threads do not count); the interpreter, whose
+  // reconvergence stack cannot run the exiting lanes first, says so instead.
+  std::vector<uint32_t> out(32, 0);
+  const std::string text = kernel_text(".param .u64 out", std::string(kRegs) + R"(
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p1, %r1, 16;
+    @!%p1 bra SKIP;
+    barrier.sync 0;
+  SKIP:
+    ret;
+  )");
+  const std::string message = error_of([&] { run_text(text, launch(1, 32), {buffer_arg(out)}); });
+  EXPECT_NE(message.find("barrier"), std::string::npos) << message;
+}
+
 }  // namespace
 }  // namespace stitch::ptx::testing

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "ptx_commands.h"
 #include "ptx_run_command.h"
+#include "ptx_weave_command.h"
 #include "stitch/error.h"
 #include "stitch/tensor.h"
 
@@ -112,6 +113,7 @@ int dispatch(int argc, char** argv) {
 
   PtxCommands ptx(app);
   PtxRunCommand ptx_run(*app.get_subcommand("ptx"));
+  PtxWeaveCommand ptx_weave(*app.get_subcommand("ptx"));
 
   try {
     app.parse(argc, argv);
@@ -142,6 +144,7 @@ int dispatch(int argc, char** argv) {
   if (*check) return check_command(files, check_options);
   if (*bench) return bench_command(files, bench_options);
   if (ptx_run.selected()) return ptx_run.run();
+  if (ptx_weave.selected()) return ptx_weave.run();
   if (ptx.selected()) return ptx.run();
   return kExitBadInput;
 }

@@ -14,8 +14,6 @@
 
 namespace stitch::cli {
 
-namespace {
-
 ptx::Module load_ptx(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw UserError("cannot open " + file);
@@ -23,6 +21,9 @@ ptx::Module load_ptx(const std::string& file) {
   text << in.rdbuf();
   return ptx::parse_module(text.str(), file);
 }
+
+namespace {
+
 
 // stitch ptx print FILE.ptx: the canonical text on stdout.
 int print_ptx(const std::string& file) {

@@ -5,11 +5,16 @@
 
 #include <string>
 
+#include "ptx/ptx_ast.h"
+
 namespace CLI {
 class App;
 }
 
 namespace stitch::cli {
+
+// A PTX file parsed; UserError when it cannot be read or parsed.
+ptx::Module load_ptx(const std::string& file);
 
 class PtxCommands {
  public:

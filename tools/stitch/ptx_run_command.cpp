@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "ptx/interpreter.h"
+#include "ptx_commands.h"
 #include "ptx/parser.h"
 #include "stitch/error.h"
 #include "stitch/npy.h"
@@ -21,9 +22,6 @@
 
 namespace stitch::cli {
 
-namespace {
-
-// "X[,Y[,Z]]" with positive parts.
 std::array<uint32_t, 3> parse_dims3(const std::string& text, const char* option) {
   std::array<uint32_t, 3> dims{1, 1, 1};
   size_t at = 0;
@@ -41,6 +39,9 @@ std::array<uint32_t, 3> parse_dims3(const std::string& text, const char* option)
   }
   throw UserError(fmt::format("{} {}: at most three dimensions", option, text));
 }
+
+namespace {
+
 
 template <class T>
 ptx::KernelArg integer_arg(const std::string& arg, const std::string& number) {
@@ -100,11 +101,7 @@ PtxRunCommand::PtxRunCommand(CLI::App& ptx_group) {
 bool PtxRunCommand::selected() const { return command_->parsed(); }
 
 int PtxRunCommand::run() const {
-  std::ifstream in(file_, std::ios::binary);
-  if (!in) throw UserError("cannot open " + file_);
-  std::stringstream text;
-  text << in.rdbuf();
-  ptx::Interpreter interp(ptx::parse_module(text.str(), file_));
+  ptx::Interpreter interp(load_ptx(file_));
 
   ptx::LaunchConfig config;
   config.grid = parse_dims3(grid_, "--grid");

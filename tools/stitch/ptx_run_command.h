@@ -3,6 +3,7 @@
 // from the command line, and writes the buffers back as .npy files.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +13,9 @@ class App;
 }
 
 namespace stitch::cli {
+
+// "X[,Y[,Z]]" with positive parts (--grid, --block); UserError naming `option`.
+std::array<uint32_t, 3> parse_dims3(const std::string& text, const char* option);
 
 class PtxRunCommand {
  public:

@@ -1,0 +1,301 @@
+#include "ptx/weave/side.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <set>
+
+#include "ptx/weave/effects.h"
+
+namespace stitch::ptx {
+
+namespace {
+
+// The names a kernel body declares, and what they become.
+struct Renamer {
+  std::map<std::string, std::string> plain;       // %r1 -> %a_r1, smem -> a_smem, param -> woven param
+  std::map<std::string, std::string> families;    // %r (from %r<15>) -> %a_r
+
+  void declare(const VarDecl& v, const std::string& prefix) {
+    if (v.space == StateSpace::Reg && v.parameterized_count >= 0) {
+      families[v.name] = rename_register(v.name, prefix);
+    } else if (v.space == StateSpace::Reg) {
+      plain[v.name] = rename_register(v.name, prefix);
+    } else {
+      plain[v.name] = prefix + v.name;
+    }
+  }
+
+  static std::string rename_register(const std::string& name, const std::string& prefix) {
+    return name.starts_with('%') ? "%" + prefix + name.substr(1) : prefix + name;
+  }
+
+  std::map<std::string, std::string> as_map() const { return plain; }
+
+  std::string operator()(const std::string& name) const {
+    if (auto it = plain.find(name); it != plain.end()) return it->second;
+    // The family's own declaration: %r of `.reg .b32 %r<15>`.
+    if (auto it = families.find(name); it != families.end()) return it->second;
+    // %r12 of a %r<N> family.
+    size_t digits = name.size();
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(name[digits - 1]))) --digits;
+    if (digits < name.size()) {
+      if (auto it = families.find(name.substr(0, digits)); it != families.end()) {
+        return it->second + name.substr(digits);
+      }
+    }
+    return name;
+  }
+};
+
+template <class F>
+void rename_operand(Operand& o, const F& rename) {
+  switch (o.kind) {
+    case Operand::Kind::Register:
+      o.name = rename(o.name);
+      if (!o.second.empty()) o.second = rename(o.second);
+      break;
+    case Operand::Kind::Symbol:
+    case Operand::Kind::Address:
+      if (!o.name.empty()) o.name = rename(o.name);
+      break;
+    case Operand::Kind::Vector:
+    case Operand::Kind::List:
+      for (Operand& e : o.elements) rename_operand(e, rename);
+      break;
+    default:
+      break;
+  }
+}
+
+template <class F>
+void rename_in(Statement& s, const F& rename) {
+  if (auto* in = std::get_if<Instruction>(&s.node)) {
+    if (in->guard) in->guard->predicate = rename(in->guard->predicate);
+    for (Operand& o : in->operands) rename_operand(o, rename);
+  } else if (auto* block = std::get_if<Block>(&s.node)) {
+    for (Statement& inner : block->body) rename_in(inner, rename);
+  } else if (auto* decl = std::get_if<VarDecl>(&s.node)) {
+    decl->name = rename(decl->name);
+    for (Operand& o : decl->initializer) rename_operand(o, rename);
+  }
+}
+
+bool contains_label(const std::vector<Statement>& body) {
+  for (const Statement& s : body) {
+    if (std::holds_alternative<Label>(s.node)) return true;
+    if (const auto* b = std::get_if<Block>(&s.node); b != nullptr && contains_label(b->body)) return true;
+  }
+  return false;
+}
+
+bool references(const Operand& o, const std::set<std::string>& names) {
+  if ((o.kind == Operand::Kind::Symbol || o.kind == Operand::Kind::Address) && names.contains(o.name)) return true;
+  for (const Operand& e : o.elements) {
+    if (references(e, names)) return true;
+  }
+  return false;
+}
+
+bool references(const std::vector<Statement>& body, const std::set<std::string>& names) {
+  for (const Statement& s : body) {
+    if (const auto* in = std::get_if<Instruction>(&s.node)) {
+      for (const Operand& o : in->operands) {
+        if (references(o, names)) return true;
+      }
+    } else if (const auto* b = std::get_if<Block>(&s.node); b != nullptr && references(b->body, names)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Blocks under construction: terminators name labels until resolved.
+struct Draft {
+  SideBlock block;
+  std::string taken_label;  // a branch target, resolved into block.taken
+  bool falls_through = true;         // no unconditional terminator: continue to the next block
+  bool conditional_exit = false;     // `@p ret`: taken is the end
+  bool ends = false;                 // unconditional ret/exit/trap
+};
+
+}  // namespace
+
+void rename_statement(Statement& s, const std::map<std::string, std::string>& renames) {
+  rename_in(s, [&](const std::string& n) {
+    auto it = renames.find(n);
+    return it == renames.end() ? n : it->second;
+  });
+}
+
+Side prepare_side(const Function& kernel, const SideOptions& options) {
+  if (!kernel.has_body) throw UserError(fmt::format("kernel '{}' has no body", kernel.name), kernel.loc);
+  Side side;
+  side.kernel = kernel.name;
+  side.prefix = options.prefix;
+
+  const std::set<std::string> dynamic_shared(options.dynamic_shared_names.begin(),
+                                             options.dynamic_shared_names.end());
+  side.uses_dynamic_shared = references(kernel.body, dynamic_shared);
+
+  Renamer renamer;
+  renamer.plain = options.module_renames;
+  if (options.param_names.size() != kernel.params.size()) {
+    throw std::logic_error("prepare_side: one woven name per parameter");
+  }
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    renamer.plain[kernel.params[i].name] = options.param_names[i];
+    VarDecl p = kernel.params[i];
+    p.name = options.param_names[i];
+    side.params.push_back(std::move(p));
+  }
+  for (const Statement& s : kernel.body) {
+    if (const auto* v = std::get_if<VarDecl>(&s.node)) renamer.declare(*v, options.prefix);
+  }
+  const auto rename = [&](const std::string& n) { return renamer(n); };
+
+  std::vector<Draft> drafts(1);
+  std::map<std::string, int> block_of_label;
+  auto current = [&]() -> Draft& { return drafts.back(); };
+  auto start_block = [&]() {
+    if (current().block.body.empty() && current().falls_through && current().taken_label.empty() &&
+        !current().ends && !current().conditional_exit) {
+      return;  // the current block is still empty: reuse it
+    }
+    drafts.emplace_back();
+  };
+
+  for (const Statement& s : kernel.body) {
+    if (std::holds_alternative<VarDecl>(s.node)) {
+      Statement copy = s;
+      rename_in(copy, rename);
+      side.locals.push_back(std::get<VarDecl>(copy.node));
+      continue;
+    }
+    if (std::holds_alternative<Pragma>(s.node)) continue;  // hints only ("nounroll")
+    if (const auto* label = std::get_if<Label>(&s.node)) {
+      // A label starts a block unless the current one is still empty.
+      if (!current().block.body.empty() || !current().falls_through || !current().taken_label.empty() ||
+          current().ends || current().conditional_exit) {
+        drafts.emplace_back();
+      }
+      block_of_label[label->name] = static_cast<int>(drafts.size()) - 1;
+      if (current().block.origin.empty()) current().block.origin = label->name;
+      continue;
+    }
+    if (const auto* scope = std::get_if<Block>(&s.node)) {
+      if (contains_label(scope->body)) {
+        throw UserError(fmt::format("kernel '{}': a label inside a {{ }} scope cannot be woven", kernel.name),
+                        scope->loc);
+      }
+      Statement copy = s;
+      rename_in(copy, rename);
+      current().block.body.push_back(std::move(copy));
+      continue;
+    }
+    const Instruction& in = std::get<Instruction>(s.node);
+    if (in.opcode == "brx") {
+      throw UserError(fmt::format("kernel '{}': an indirect branch (brx.idx) cannot be woven", kernel.name), in.loc);
+    }
+    if (in.opcode == "bra" || in.opcode == "ret" || in.opcode == "exit") {
+      Draft& d = current();
+      if (in.guard) {
+        d.block.predicate = rename(in.guard->predicate);
+        d.block.negated = in.guard->negated;
+      }
+      if (in.opcode == "bra") {
+        if (in.operands.empty() || in.operands[0].kind != Operand::Kind::Symbol) {
+          throw UserError(fmt::format("kernel '{}': a branch without a label target", kernel.name), in.loc);
+        }
+        d.taken_label = in.operands[0].name;
+        d.falls_through = in.guard.has_value();
+      } else if (in.guard) {
+        d.conditional_exit = true;
+      } else {
+        d.ends = true;
+        d.falls_through = false;
+      }
+      drafts.emplace_back();
+      continue;
+    }
+    const bool sync = effects_of(in).sync != SyncKind::None;
+    if (sync) start_block();
+    if (sync) current().block.sync = true;
+    Statement copy = s;
+    rename_in(copy, rename);
+    current().block.body.push_back(std::move(copy));
+    if (in.opcode == "trap" && !in.guard) {
+      current().ends = true;
+      current().falls_through = false;
+      drafts.emplace_back();
+    }
+  }
+
+  // Resolve the terminators.
+  const int count = static_cast<int>(drafts.size());
+  for (int i = 0; i < count; ++i) {
+    Draft& d = drafts[static_cast<size_t>(i)];
+    const int next = i + 1 < count ? i + 1 : kSideEnd;
+    SideBlock& b = d.block;
+    if (!d.taken_label.empty()) {
+      auto it = block_of_label.find(d.taken_label);
+      if (it == block_of_label.end()) {
+        throw UserError(fmt::format("kernel '{}': branch to undefined label '{}'", kernel.name, d.taken_label),
+                        kernel.loc);
+      }
+      b.taken = it->second;
+      b.not_taken = d.falls_through ? next : kSideEnd;
+    } else if (d.conditional_exit) {
+      b.taken = kSideEnd;
+      b.not_taken = next;
+    } else if (d.ends) {
+      b.taken = kSideEnd;
+    } else {
+      b.taken = next;
+    }
+    if (b.predicate.empty()) b.not_taken = kSideEnd;
+    side.blocks.push_back(std::move(b));
+  }
+
+  // Adaptive slicing: long blocks become chains of slices, so that the other
+  // kernel's successive blocks pair with successive parts of this one.
+  const size_t slice = static_cast<size_t>(options.slice_statements);
+  if (slice > 0) {
+    const size_t original = side.blocks.size();
+    for (size_t i = 0; i < original; ++i) {
+      if (side.blocks[i].body.size() <= slice + slice / 2) continue;
+      ++side.sliced_blocks;
+      SideBlock whole = std::move(side.blocks[i]);
+      std::vector<Statement> rest(std::make_move_iterator(whole.body.begin() + static_cast<ptrdiff_t>(slice)),
+                                  std::make_move_iterator(whole.body.end()));
+      whole.body.resize(slice);
+      SideBlock head;
+      head.body = std::move(whole.body);
+      head.sync = whole.sync;
+      head.origin = whole.origin;
+      int previous = static_cast<int>(i);
+      side.blocks[i] = std::move(head);
+      size_t at = 0;
+      while (at < rest.size()) {
+        const size_t take = rest.size() - at <= slice + slice / 2 ? rest.size() - at : slice;
+        SideBlock part;
+        part.body.assign(std::make_move_iterator(rest.begin() + static_cast<ptrdiff_t>(at)),
+                         std::make_move_iterator(rest.begin() + static_cast<ptrdiff_t>(at + take)));
+        part.origin = whole.origin.empty() ? "" : whole.origin + "+slice";
+        at += take;
+        side.blocks.push_back(std::move(part));
+        const int id = static_cast<int>(side.blocks.size()) - 1;
+        side.blocks[static_cast<size_t>(previous)].taken = id;
+        previous = id;
+      }
+      SideBlock& last = side.blocks[static_cast<size_t>(previous)];
+      last.predicate = whole.predicate;
+      last.negated = whole.negated;
+      last.taken = whole.taken;
+      last.not_taken = whole.not_taken;
+    }
+  }
+  return side;
+}
+
+}  // namespace stitch::ptx

@@ -178,15 +178,18 @@ std::string ptxas_messages(const std::string& text, const std::string& tag) {
 }
 
 // Weaves a with b, runs the woven kernel and both alone, and compares every buffer.
-void check_pair(const KernelCase& a, const KernelCase& b, WeaveStrategy strategy) {
-  SCOPED_TRACE(a.name + " + " + b.name + (strategy == WeaveStrategy::Concat ? " (concat)" : " (latency)"));
+void check_pair(const KernelCase& a, const KernelCase& b, WeaveStrategy strategy, bool grid_params = false) {
+  SCOPED_TRACE(a.name + " + " + b.name + (strategy == WeaveStrategy::Concat ? " (concat)" : " (latency)") +
+               (grid_params ? " (grids as parameters)" : ""));
   const Module ma = load_kernel_module(a.file);
   const Module mb = load_kernel_module(b.file);
   WeaveOptions options;
   options.kernel_a = a.kernel;
   options.kernel_b = b.kernel;
   options.strategy = strategy;
-  if (a.launch.grid != b.launch.grid) {
+  if (grid_params) {
+    options.grid_params = true;
+  } else if (a.launch.grid != b.launch.grid) {
     options.grid_a = a.launch.grid;
     options.grid_b = b.launch.grid;
   }
@@ -206,6 +209,11 @@ void check_pair(const KernelCase& a, const KernelCase& b, WeaveStrategy strategy
   Bound together_b = bind(b.args);
   std::vector<KernelArg> args = together_a.args;
   args.insert(args.end(), together_b.args.begin(), together_b.args.end());
+  if (grid_params) {
+    for (const LaunchConfig* c : {&a.launch, &b.launch}) {
+      for (uint32_t extent : c->grid) args.push_back(KernelArg::scalar<uint32_t>(extent));
+    }
+  }
   LaunchConfig launch = a.launch;
   launch.grid = larger(a.launch.grid, b.launch.grid);
   launch.dynamic_shared_bytes = std::max(a.launch.dynamic_shared_bytes, b.launch.dynamic_shared_bytes);
@@ -238,6 +246,15 @@ TEST_P(WeavePairs, EveryPairMatchesTheKernelsRunAlone) {
       if (a.launch.dynamic_shared_bytes > 0 && b.launch.dynamic_shared_bytes > 0) continue;
       check_pair(a, b, GetParam());
     }
+  }
+}
+
+TEST_P(WeavePairs, GridsKnownOnlyAtLaunchArePassedAsParameters) {
+  const std::vector<KernelCase> cases = kernel_cases();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const KernelCase& b = cases[(i + 2) % cases.size()];
+    if (cases[i].launch.dynamic_shared_bytes > 0 && b.launch.dynamic_shared_bytes > 0) continue;
+    check_pair(cases[i], b, GetParam(), true);
   }
 }
 

@@ -1,5 +1,7 @@
 // `stitch`: the command-line front end (DESIGN.md, CLI; docs/cli.md).
 #include <CLI/CLI.hpp>
+
+#include <cstdlib>
 #include <fmt/format.h>
 
 #include <iostream>
@@ -43,6 +45,11 @@ int dispatch(int argc, char** argv) {
   std::vector<std::string> run_scalars;
   run->add_option("--kernel", run_kernel, "run one call of this user kernel instead of a graph (docs/kernel-language.md)");
   run->add_option("--scalar", run_scalars, "--kernel: bind a scalar parameter: NAME=VALUE (repeatable)");
+  bool weave = false;
+  const char* const weave_help =
+      "cuda, cuda-sim: weave adjacent independent kernels into one launch at the PTX level (GoPTX; "
+      "docs/goptx.md; the same as STITCH_WEAVE=1)";
+  run->add_flag("--weave", weave, weave_help);
   bool run_tune = false;
   run->add_flag("--tune", run_tune, "measure each group's candidate schedules on the back end's device, keep the fastest (cached on disk; cpu: also contested fusions)");
 
@@ -91,6 +98,7 @@ int dispatch(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda", "cuda-sim"}));
   check->add_flag("--allow-unsupported", check_options.allow_unsupported,
                   "do not fail when a back end cannot run a graph yet");
+  check->add_flag("--weave", weave, weave_help);
 
   BenchOptions bench_options;
   CLI::App* bench = app.add_subcommand("bench", "Time workloads per planner against copy bandwidth");
@@ -98,6 +106,7 @@ int dispatch(int argc, char** argv) {
   bench->add_option("--graph", bench_options.graph_name, "graph to time in every file (default: the first)");
   bench->add_option("--backend", bench_options.backend, "cpu (default) or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  bench->add_flag("--weave", weave, weave_help);
   bench->add_option("--planners", bench_options.planners, "comma-separated planners (default none,xla)")
       ->delimiter(',');
   bench->add_option("--repeat", bench_options.repeat, "timed runs per measurement (default 10)");
@@ -126,6 +135,13 @@ int dispatch(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitBadInput;
+  }
+  if (weave) {
+    const std::string& chosen = *run ? backend : *check ? check_options.backend : bench_options.backend;
+    if (chosen != "cuda" && chosen != "cuda-sim") {
+      throw UserError(fmt::format("--weave weaves CUDA kernels; it needs --backend cuda or cuda-sim, not {}", chosen));
+    }
+    ::setenv("STITCH_WEAVE", "1", 1);
   }
   // cuda-sim is the CUDA back end with the simulated driver (docs/cuda-sim.md).
   if (*run && backend == "cuda-sim") backend = use_simulated_cuda_driver();

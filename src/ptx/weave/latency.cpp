@@ -1,10 +1,10 @@
 // Instruction latencies per architecture (docs/goptx.md, Latency tables).
 //
 // Cycles from issue until a dependent instruction can read the result. Each
-// figure names its source; "estimate" marks a figure no microbenchmark
-// source at hand gave, with the reasoning. The scheduler uses the figures to order
+// figure names its source; "estimate" marks a figure no microbenchmark source
+// at hand gave, with the reasoning. The scheduler uses the figures to order
 // work, not to predict time, so what matters most is their ratios: a global
-// load costs tens of ALU operations, a shared load a handful.
+// load costs about a hundred ALU operations, a shared load about seven.
 #include "ptx/weave/latency.h"
 
 #include <algorithm>
@@ -48,8 +48,6 @@ struct LatencyTable {
 //    microbenchmark tuner measured on the cards (Khairy et al., ISCA 2020).
 //  [AB22]: Abdelkhalik et al. 2022, "Demystifying the Nvidia Ampere
 //    Architecture through Microbenchmarking and Instruction-level Analysis".
-//  [LUO24]: Luo et al. 2024, "Benchmarking and Dissecting the Nvidia Hopper
-//    GPU Architecture".
 
 // Ampere (sm_80, A100).
 constexpr LatencyTable kSm80 = {
@@ -59,7 +57,7 @@ constexpr LatencyTable kSm80 = {
     .integer_wide = 8,
     // [AS80] -ptx_opcode_latency_int DIV: 21 (integer div/rem).
     .integer_div = 21,
-    // [AS80] -ptx_opcode_latency_fp: 4; [AB22] §IV: a dependent add.f32 takes 4 cycles.
+    // [AS80] -ptx_opcode_latency_fp: 4; [AB22]: a dependent add.f32 takes 4 cycles.
     .fp32 = 4,
     // [AS80] -ptx_opcode_latency_dp ADD/MUL/MAD: 6.
     .fp64 = 6,
@@ -74,7 +72,7 @@ constexpr LatencyTable kSm80 = {
     .div_sqrt_f32 = 39,
     // [AS80] -ptx_opcode_latency_dp DIV: 330.
     .div_sqrt_f64 = 330,
-    // [AS80] -gpgpu_smem_latency: 28 ([AB22] report a few cycles less for ld.shared).
+    // [AS80] -gpgpu_smem_latency: 28.
     .shared_load = 28,
     // [AS80] an access that misses L1 and L2: -gpgpu_l1_latency 34 +
     // -gpgpu_l2_rop_latency 200 + -dram_latency 190, without queueing.
@@ -115,8 +113,7 @@ constexpr LatencyTable kSm90 = {
     .sfu = 23,           // [AS90] -ptx_opcode_latency_sfu: 23
     .div_sqrt_f32 = 39,  // [AS90] -ptx_opcode_latency_fp DIV: 39
     .div_sqrt_f64 = 330,  // [AS90] -ptx_opcode_latency_dp DIV: 330
-    // [AS90] -gpgpu_smem_latency: 29; [LUO24] measure about the same on the H800.
-    .shared_load = 29,
+    .shared_load = 29,  // [AS90] -gpgpu_smem_latency: 29
     // [AS90] -gpgpu_l1_latency 41 + -gpgpu_l2_rop_latency 237 + -dram_latency 194.
     .global_load = 472,
     .local_load = 472,     // estimate: as global
@@ -185,6 +182,7 @@ int arithmetic_latency(const Instruction& in, const LatencyTable& t) {
       op == "shr" || op == "shf" || op == "min" || op == "max" || op == "abs" || op == "neg" || op == "cvta" ||
       op == "bfe" || op == "bfi" || op == "prmt" || op == "lop3" || op == "cnot" || op == "addc" || op == "subc" ||
       op == "madc" || op == "sad" || op == "mul24" || op == "mad24" || op == "dp4a" || op == "dp2a") {
+    // Estimate: a 64-bit add is a carry pair (IADD3 then IADD3.X).
     return is_64bit_int(in) && (op == "add" || op == "sub") ? 2 * t.integer_alu : t.integer_alu;
   }
   return t.other;

@@ -62,7 +62,8 @@ void merge_into(InstructionEffects& into, const InstructionEffects& e) {
       if (into.space != e.space) into.space.clear();
     }
   }
-  if (e.sync == SyncKind::Cta || into.sync == SyncKind::None) into.sync = e.sync == SyncKind::None ? into.sync : e.sync;
+  // A CTA barrier dominates a warp collective.
+  if (e.sync == SyncKind::Cta || (e.sync == SyncKind::Warp && into.sync == SyncKind::None)) into.sync = e.sync;
   into.is_control = into.is_control || e.is_control;
 }
 
@@ -179,7 +180,18 @@ struct StreamState {
   std::vector<int> waiting;         // predecessors not yet issued
   std::vector<int64_t> earliest;    // cycle from which the unit may issue
   std::vector<bool> issued;
+  size_t issued_count = 0;
 };
+
+// A stream's last statement when it is a branch, return or exit: it ends the
+// merged code, so it waits for the other stream's work too.
+bool is_trailing_control(const StreamGraph& g, size_t index) {
+  return index + 1 == g.units.size() && g.units[index].effects.is_control;
+}
+
+size_t work_before_end(const StreamGraph& g) {
+  return g.units.empty() || !is_trailing_control(g, g.units.size() - 1) ? g.units.size() : g.units.size() - 1;
+}
 
 StreamState start(const StreamGraph& g) {
   StreamState s;
@@ -192,6 +204,7 @@ StreamState start(const StreamGraph& g) {
 
 void issue(StreamState& s, size_t index, int64_t cycle) {
   s.issued[index] = true;
+  ++s.issued_count;
   for (const Edge& e : s.graph->successors[index]) {
     --s.waiting[e.to];
     s.earliest[e.to] = std::max(s.earliest[e.to], cycle + e.delay);
@@ -214,13 +227,20 @@ std::vector<WovenItem> interleave_by_latency(const std::vector<const Statement*>
   order.reserve(total);
   int64_t cycle = 0;
   int last_side = 1;  // so that A goes first on a tie at the start
+  auto may_issue = [&](int side, size_t i) {
+    const StreamState& s = states[static_cast<size_t>(side)];
+    if (s.issued[i] || s.waiting[i] > 0) return false;
+    if (!is_trailing_control(graphs[static_cast<size_t>(side)], i)) return true;
+    const StreamState& other = states[static_cast<size_t>(1 - side)];
+    return other.issued_count >= work_before_end(*other.graph);
+  };
   while (order.size() < total) {
     // Ready: every predecessor issued and every producer's latency elapsed.
     Candidate best;
     for (int side = 0; side < 2; ++side) {
       const StreamState& s = states[side];
       for (size_t i = 0; i < s.issued.size(); ++i) {
-        if (s.issued[i] || s.waiting[i] > 0 || s.earliest[i] > cycle) continue;
+        if (!may_issue(side, i) || s.earliest[i] > cycle) continue;
         if (best.side < 0) {
           best = {side, i};
           continue;
@@ -234,9 +254,10 @@ std::vector<WovenItem> interleave_by_latency(const std::vector<const Statement*>
     if (best.side < 0) {
       // Nothing is ready this cycle: wait for whichever unit becomes ready first.
       int64_t next = std::numeric_limits<int64_t>::max();
-      for (const StreamState& s : states) {
+      for (int side = 0; side < 2; ++side) {
+        const StreamState& s = states[static_cast<size_t>(side)];
         for (size_t i = 0; i < s.issued.size(); ++i) {
-          if (!s.issued[i] && s.waiting[i] == 0) next = std::min(next, s.earliest[i]);
+          if (may_issue(side, i)) next = std::min(next, s.earliest[i]);
         }
       }
       STITCH_ASSERT(next != std::numeric_limits<int64_t>::max(), "weave scheduler: no unit can become ready");

@@ -71,10 +71,21 @@ void check_barriers(const Function& kernel, const char* which) {
 }
 
 // The kernel with a guard in front that sends CTAs outside its own grid to
-// its end, and %nctaid read as its own grid (WeaveOptions::grid_a).
-Function guard_grid(const Function& kernel, const std::array<uint32_t, 3>& grid) {
+// its end, and %nctaid read as its own grid: the grid is three constants
+// (WeaveOptions::grid_a) or three .u32 parameters of the woven kernel
+// (WeaveOptions::grid_params), named in `params`.
+Function guard_grid(const Function& kernel, const std::array<uint32_t, 3>& grid,
+                    const std::vector<std::string>& params) {
   Function f = kernel;
   static const char* const kDims[] = {"x", "y", "z"};
+  const bool from_params = !params.empty();
+  auto extent = [&](int d) {
+    if (from_params) return Operand::reg(fmt::format("%__weave_nctaid_{}", kDims[d]));
+    Operand o;
+    o.kind = Operand::Kind::Integer;
+    o.integer = grid[static_cast<size_t>(d)];
+    return o;
+  };
   // %nctaid.* is the launch's grid, the larger one: read the kernel's own.
   std::function<void(std::vector<Statement>&)> replace = [&](std::vector<Statement>& body) {
     for (Statement& s : body) {
@@ -83,11 +94,7 @@ Function guard_grid(const Function& kernel, const std::array<uint32_t, 3>& grid)
       if (in == nullptr) continue;
       for (Operand& o : in->operands) {
         for (int d = 0; d < 3; ++d) {
-          if (o.kind == Operand::Kind::Register && o.name == fmt::format("%nctaid.{}", kDims[d])) {
-            o = Operand{};
-            o.kind = Operand::Kind::Integer;
-            o.integer = grid[static_cast<size_t>(d)];
-          }
+          if (o.kind == Operand::Kind::Register && o.name == fmt::format("%nctaid.{}", kDims[d])) o = extent(d);
         }
       }
     }
@@ -101,46 +108,55 @@ Function guard_grid(const Function& kernel, const std::array<uint32_t, 3>& grid)
     in.operands = std::move(operands);
     return Statement{std::move(in)};
   };
-  auto integer = [](int64_t v) {
-    Operand o;
-    o.kind = Operand::Kind::Integer;
-    o.integer = v;
-    return o;
+  auto reg_decl = [](Type type, std::string name) {
+    VarDecl v;
+    v.space = StateSpace::Reg;
+    v.type = type;
+    v.name = std::move(name);
+    return Statement{v};
   };
   const std::string end_label = "$__weave_grid_end";
+  const std::string pred = "%__weave_grid_p";
+  const std::string id = "%__weave_grid_id";
+  std::vector<Statement> declarations{reg_decl(Type::Pred, pred), reg_decl(Type::B32, id)};
   std::vector<Statement> prologue;
-  VarDecl pred;
-  pred.space = StateSpace::Reg;
-  pred.type = Type::Pred;
-  pred.name = "%__weave_grid_p";
-  VarDecl id;
-  id.space = StateSpace::Reg;
-  id.type = Type::B32;
-  id.name = "%__weave_grid_id";
-  prologue.push_back(Statement{pred});
-  prologue.push_back(Statement{id});
   for (int d = 0; d < 3; ++d) {
-    prologue.push_back(instruction("mov", {"u32"}, {Operand::reg(id.name), Operand::reg(fmt::format("%ctaid.{}", kDims[d]))}));
-    prologue.push_back(instruction("setp", {"ge", "u32"}, {Operand::reg(pred.name), Operand::reg(id.name),
-                                                           integer(grid[static_cast<size_t>(d)])}));
+    if (from_params) {
+      declarations.push_back(reg_decl(Type::B32, extent(d).name));
+      Operand address;
+      address.kind = Operand::Kind::Address;
+      address.name = params[static_cast<size_t>(d)];
+      prologue.push_back(instruction("ld", {"param", "u32"}, {extent(d), address}));
+    }
+    prologue.push_back(instruction("mov", {"u32"}, {Operand::reg(id), Operand::reg(fmt::format("%ctaid.{}", kDims[d]))}));
+    prologue.push_back(instruction("setp", {"ge", "u32"}, {Operand::reg(pred), Operand::reg(id), extent(d)}));
     Instruction bra;
     bra.opcode = "bra";
     Operand target;
     target.kind = Operand::Kind::Symbol;
     target.name = end_label;
     bra.operands.push_back(target);
-    bra.guard = Guard{pred.name, false};
+    bra.guard = Guard{pred, false};
     prologue.push_back(Statement{std::move(bra)});
   }
   // Declarations stay first; the guard goes before the first instruction.
   auto first_code = std::find_if(f.body.begin(), f.body.end(),
                                  [](const Statement& s) { return !std::holds_alternative<VarDecl>(s.node); });
-  const auto at = f.body.insert(first_code, prologue.begin(), prologue.end());
-  (void)at;
+  first_code = f.body.insert(first_code, prologue.begin(), prologue.end());
+  f.body.insert(f.body.begin(), declarations.begin(), declarations.end());
   f.body.push_back(Statement{Label{end_label, {}}});
   Instruction ret;
   ret.opcode = "ret";
   f.body.push_back(Statement{std::move(ret)});
+  // The grid parameters are the woven kernel's: declared here so that
+  // prepare_side renames them to themselves.
+  for (const std::string& p : params) {
+    VarDecl decl;
+    decl.space = StateSpace::Param;
+    decl.type = Type::U32;
+    decl.name = p;
+    f.params.push_back(decl);
+  }
   return f;
 }
 
@@ -286,9 +302,18 @@ Module weave(const Module& a, const Module& b, const WeaveOptions& options, Weav
   // Differing grids: each kernel's code only in CTAs of its own grid.
   Function guarded_a = kernel_a;
   Function guarded_b = kernel_b;
-  if (options.grid_a && options.grid_b && *options.grid_a != *options.grid_b) {
-    guarded_a = guard_grid(kernel_a, *options.grid_a);
-    guarded_b = guard_grid(kernel_b, *options.grid_b);
+  std::vector<std::string> grid_params_a;
+  std::vector<std::string> grid_params_b;
+  if (options.grid_params) {
+    for (const char* d : {"x", "y", "z"}) {
+      grid_params_a.push_back(fmt::format("{}_grid_a_{}", name, d));
+      grid_params_b.push_back(fmt::format("{}_grid_b_{}", name, d));
+    }
+    guarded_a = guard_grid(kernel_a, {}, grid_params_a);
+    guarded_b = guard_grid(kernel_b, {}, grid_params_b);
+  } else if (options.grid_a && options.grid_b && *options.grid_a != *options.grid_b) {
+    guarded_a = guard_grid(kernel_a, *options.grid_a, {});
+    guarded_b = guard_grid(kernel_b, *options.grid_b, {});
   }
 
   SideOptions side_a;
@@ -302,6 +327,8 @@ Module weave(const Module& a, const Module& b, const WeaveOptions& options, Weav
   for (size_t i = 0; i < kernel_b.params.size(); ++i) {
     side_b.param_names.push_back(fmt::format("{}_param_{}", name, kernel_a.params.size() + i));
   }
+  side_a.param_names.insert(side_a.param_names.end(), grid_params_a.begin(), grid_params_a.end());
+  side_b.param_names.insert(side_b.param_names.end(), grid_params_b.begin(), grid_params_b.end());
 
   Side first = prepare_side(guarded_a, side_a);
   Side second = prepare_side(guarded_b, side_b);
@@ -345,8 +372,13 @@ Module weave(const Module& a, const Module& b, const WeaveOptions& options, Weav
   woven.is_entry = true;
   woven.linkage = Linkage::Visible;
   woven.name = name;
-  woven.params = first.params;
-  woven.params.insert(woven.params.end(), second.params.begin(), second.params.end());
+  // A's parameters, B's, then (grid_params) A's grid and B's.
+  const size_t own_a = kernel_a.params.size();
+  const size_t own_b = kernel_b.params.size();
+  woven.params.assign(first.params.begin(), first.params.begin() + static_cast<ptrdiff_t>(own_a));
+  woven.params.insert(woven.params.end(), second.params.begin(), second.params.begin() + static_cast<ptrdiff_t>(own_b));
+  woven.params.insert(woven.params.end(), first.params.begin() + static_cast<ptrdiff_t>(own_a), first.params.end());
+  woven.params.insert(woven.params.end(), second.params.begin() + static_cast<ptrdiff_t>(own_b), second.params.end());
   woven.directives = merge_directives(kernel_a, kernel_b);
   woven.has_body = true;
   for (VarDecl& v : first.locals) woven.body.push_back(Statement{std::move(v)});

@@ -48,6 +48,10 @@ struct WeaveOptions {
   // be the same for both.
   std::optional<std::array<uint32_t, 3>> grid_a;
   std::optional<std::array<uint32_t, 3>> grid_b;
+  // Grids known only at launch: the woven kernel takes six more .u32
+  // parameters after B's (A's grid x, y, z, then B's) and guards each
+  // kernel's code by them, as grid_a/grid_b do with constants.
+  bool grid_params = false;
 };
 
 struct WeaveReport {

@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
 
 #include "codegen/cuda/cuda_emitter.h"
+#include "ir/env_switch.h"
 #include "runtime/common/buffer_plan.h"
 #include "runtime/common/launch_list.h"
 #include "runtime/common/pipeline.h"
@@ -14,6 +17,7 @@
 #include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/gpu_dot.h"
 #include "runtime/cuda/launch_geometry.h"
+#include "runtime/cuda/weave_steps.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -31,6 +35,10 @@ struct CudaStep {
   lower::GroupSignature signature;
   std::vector<int> arg_reductions;
   lower::GroupSignature epilogue_signature;  // always empty: no dot epilogues on CUDA (PlanOptions::for_gpu)
+  // --weave: this kernel and the next step's run as one launch of `woven`
+  // (the first's arguments, the second's, then both grids).
+  CUfunction woven = nullptr;
+  int64_t woven_dynamic_shared_bytes = 0;
 };
 
 struct CompiledCudaGraph {
@@ -40,6 +48,8 @@ struct CompiledCudaGraph {
   std::shared_ptr<CudaModule> module;
   std::string fallback;
   bool interpret = false;  // nothing compiled: the reference interpreter runs
+  std::shared_ptr<CudaModule> woven_module;  // the woven kernels (CudaCompileOptions::weave)
+  std::string weave_refusals;
 };
 
 namespace {
@@ -108,6 +118,49 @@ Backend cuda_backend(const std::shared_ptr<CudaContext>& context, CubinCache& ca
   return backend;
 }
 
+// --weave: each run of adjacent, independent kernels of the same block size
+// (at most one of them with dynamic shared memory) is woven in pairs from
+// the left; the woven kernels are a module of their own, loaded from PTX.
+void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<CudaContext>& context, CubinCache& cache) {
+  std::vector<CudaStep>& steps = compiled.steps;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::vector<size_t> firsts;
+  for (size_t i = 0; i + 1 < steps.size();) {
+    const CudaStep& a = steps[i];
+    const CudaStep& b = steps[i + 1];
+    if (a.kind == CudaStep::Kind::Kernel && b.kind == CudaStep::Kind::Kernel &&
+        a.kernel.launch.block_size == b.kernel.launch.block_size &&
+        (a.dynamic_shared_bytes == 0 || b.dynamic_shared_bytes == 0) && independent_steps(step_values(a), step_values(b))) {
+      pairs.emplace_back(a.kernel.name, b.kernel.name);
+      firsts.push_back(i);
+      i += 2;
+    } else {
+      ++i;
+    }
+  }
+  if (pairs.empty()) return;
+  const std::string ptx = cache.load_or_compile(compiled.source, context->device().arch(), ModuleImage::Ptx);
+  const WovenKernels woven = weave_kernel_pairs(ptx, pairs);
+  compiled.weave_refusals = woven.refusals;
+  if (woven.ptx.empty()) return;
+  compiled.woven_module = std::make_shared<CudaModule>(context, woven.ptx);
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    if (woven.names[k].empty()) continue;
+    CudaStep& first = steps[firsts[k]];
+    first.woven = compiled.woven_module->function(woven.names[k]);
+    first.woven_dynamic_shared_bytes = std::max(first.dynamic_shared_bytes, steps[firsts[k] + 1].dynamic_shared_bytes);
+    if (first.woven_dynamic_shared_bytes > 0) {
+      compiled.woven_module->allow_dynamic_shared(first.woven, first.woven_dynamic_shared_bytes);
+    }
+  }
+}
+
+bool weave_enabled(const CudaCompileOptions& options) {
+  // Read even when set, so a bad value is reported wherever it is set.
+  const bool env = env_switch("STITCH_WEAVE", false);
+  return options.weave < 0 ? env : options.weave > 0;
+}
+
 int64_t numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -121,6 +174,11 @@ CudaExecutable::CudaExecutable(Graph graph, std::shared_ptr<CudaContext> context
     : graph_(std::move(graph)), context_(std::move(context)), compiled_(std::move(compiled)) {}
 
 int CudaExecutable::kernel_count() const { return static_cast<int>(compiled_->steps.size()); }
+int CudaExecutable::woven_launches() const {
+  return static_cast<int>(std::count_if(compiled_->steps.begin(), compiled_->steps.end(),
+                                        [](const CudaStep& s) { return s.woven != nullptr; }));
+}
+const std::string& CudaExecutable::weave_refusals() const { return compiled_->weave_refusals; }
 const FusionPlan& CudaExecutable::plan() const { return compiled_->plan; }
 const std::string& CudaExecutable::source() const { return compiled_->source; }
 const std::string& CudaExecutable::fallback() const { return compiled_->fallback; }
@@ -142,6 +200,7 @@ CudaExecutable CudaExecutable::compile(const Graph& canonical_graph, PlannerKind
   auto compiled = std::make_shared<CompiledCudaGraph>();
   compiled->module = module;
   take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) { return make_steps(g, l, *module); });
+  if (weave_enabled(options) && !compiled->interpret) weave_adjacent_steps(*compiled, context, cache);
   return CudaExecutable(std::move(c.graph), std::move(context), std::move(compiled));
 }
 
@@ -165,6 +224,7 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
     compiled->plan = std::move(c.lowered.plan);
     compiled->source = source;
     compiled->module = module;
+    if (weave_enabled(options)) weave_adjacent_steps(*compiled, context, cache);
     out.push_back(CudaExecutable(std::move(c.graph), context, std::move(compiled)));
   }
   return out;
@@ -283,50 +343,86 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
     check(api, api.cuMemsetD8Async(statuses.get(), 0, statuses.bytes(), stream), "cuMemsetD8Async");
   }
 
+  // A kernel step's arguments: the buffers (inputs, outputs, status) as
+  // device pointers, then the symbols' extents as int64_t
+  // (docs/cuda-backend.md, ABI), and its grid.
+  struct BoundKernel {
+    std::vector<CUdeviceptr> buffers;
+    std::vector<int64_t> scalars;
+    int64_t blocks = 0;
+  };
   int status_index = 0;
-  for (int i = 0; i < step_count; ++i) {
+  auto bind_kernel = [&](const CudaStep& step) {
+    BoundKernel b;
+    for (ValueId v : step.signature.inputs) b.buffers.push_back(address_of(v));
+    for (ValueId v : step.signature.outputs) b.buffers.push_back(address_of(v));
+    if (step.signature.status) b.buffers.push_back(statuses.get() + sizeof(int32_t) * status_index++);
+    STITCH_ASSERT(b.buffers.size() == step.kernel.buffers.size(),
+                  fmt::format("kernel {}: {} buffers bound for {} parameters", step.kernel.name, b.buffers.size(),
+                              step.kernel.buffers.size()));
+    STITCH_ASSERT(step.signature.symbols.size() == step.kernel.scalars.size(),
+                  fmt::format("kernel {}: scalar parameters differ from its signature", step.kernel.name));
+    std::map<std::string, int64_t> scalar_values;
+    for (size_t j = 0; j < step.signature.symbols.size(); ++j) {
+      STITCH_ASSERT(step.kernel.scalars[j].dtype == DType::i64, "kernel scalars are i64 extents");
+      b.scalars.push_back(bindings.at(step.signature.symbols[j]));
+      scalar_values[step.kernel.scalars[j].name] = b.scalars.back();
+    }
+    b.blocks = grid_blocks(step.kernel, scalar_values);
+    return b;
+  };
+  auto push_args = [](BoundKernel& b, std::vector<void*>& args) {
+    for (CUdeviceptr& p : b.buffers) args.push_back(&p);
+    for (int64_t& s : b.scalars) args.push_back(&s);
+  };
+  auto launch = [&](CUfunction f, int64_t blocks, int64_t block_size, int64_t shared, std::vector<void*>& args,
+                    const std::string& name) {
+    if (blocks <= 0) return;
+    check(api,
+          api.cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, static_cast<unsigned>(block_size), 1, 1,
+                             static_cast<unsigned>(shared), stream, args.data(), nullptr),
+          fmt::format("cuLaunchKernel({})", name).c_str());
+  };
+
+  for (int i = 0; i < step_count;) {
     const CudaStep& step = steps[i];
-    for (int v : lifetimes.written_at[i]) {
-      intermediates.emplace(v, DeviceBuffer(context_, static_cast<size_t>(value_bytes(g, ValueId{v}, bindings))));
+    // A woven pair is one launch: both steps' values live across it.
+    const int span = step.woven != nullptr ? 2 : 1;
+    for (int j = i; j < i + span; ++j) {
+      for (int v : lifetimes.written_at[j]) {
+        intermediates.emplace(v, DeviceBuffer(context_, static_cast<size_t>(value_bytes(g, ValueId{v}, bindings))));
+      }
     }
     if (step.kind == CudaStep::Kind::Dot) {
       const Node& n = g.nodes()[step.node];
       run_gpu_dot(*context_, g.type(n.output).dtype, concrete_shape(g.type(n.inputs[0]).shape, bindings),
                   concrete_shape(g.type(n.inputs[1]).shape, bindings), concrete_shape(g.type(n.output).shape, bindings),
                   address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.output));
-    } else {
-      // Kernel parameters: the buffers (inputs, outputs, status) as device
-      // pointers, then the symbols' extents as int64_t (docs/cuda-backend.md, ABI).
-      std::vector<CUdeviceptr> buffers;
-      for (ValueId v : step.signature.inputs) buffers.push_back(address_of(v));
-      for (ValueId v : step.signature.outputs) buffers.push_back(address_of(v));
-      if (step.signature.status) buffers.push_back(statuses.get() + sizeof(int32_t) * status_index++);
-      STITCH_ASSERT(buffers.size() == step.kernel.buffers.size(),
-                    fmt::format("kernel {}: {} buffers bound for {} parameters", step.kernel.name, buffers.size(),
-                                step.kernel.buffers.size()));
-      STITCH_ASSERT(step.signature.symbols.size() == step.kernel.scalars.size(),
-                    fmt::format("kernel {}: scalar parameters differ from its signature", step.kernel.name));
-      std::vector<int64_t> scalars;
-      std::map<std::string, int64_t> scalar_values;
-      for (size_t j = 0; j < step.signature.symbols.size(); ++j) {
-        STITCH_ASSERT(step.kernel.scalars[j].dtype == DType::i64, "kernel scalars are i64 extents");
-        scalars.push_back(bindings.at(step.signature.symbols[j]));
-        scalar_values[step.kernel.scalars[j].name] = scalars.back();
-      }
+    } else if (span == 1) {
+      BoundKernel b = bind_kernel(step);
       std::vector<void*> args;
-      for (CUdeviceptr& b : buffers) args.push_back(&b);
-      for (int64_t& s : scalars) args.push_back(&s);
-      const int64_t blocks = grid_blocks(step.kernel, scalar_values);
-      if (blocks > 0) {
-        check(api,
-              api.cuLaunchKernel(step.function, static_cast<unsigned>(blocks), 1, 1,
-                                 static_cast<unsigned>(step.kernel.launch.block_size), 1, 1,
-                                 static_cast<unsigned>(step.dynamic_shared_bytes), stream, args.data(),
-                                 nullptr),
-              fmt::format("cuLaunchKernel({})", step.kernel.name).c_str());
-      }
+      push_args(b, args);
+      launch(step.function, b.blocks, step.kernel.launch.block_size, step.dynamic_shared_bytes, args, step.kernel.name);
+    } else {
+      // The woven kernel: the first's arguments, the second's, then each one's
+      // grid (x, y, z) as .u32; it runs on the larger grid and each kernel's
+      // code only in its own CTAs (docs/goptx.md, Grids).
+      const CudaStep& second = steps[i + 1];
+      BoundKernel a = bind_kernel(step);
+      BoundKernel b = bind_kernel(second);
+      std::array<uint32_t, 6> grids{static_cast<uint32_t>(std::max<int64_t>(a.blocks, 0)), 1, 1,
+                                    static_cast<uint32_t>(std::max<int64_t>(b.blocks, 0)), 1, 1};
+      std::vector<void*> args;
+      push_args(a, args);
+      push_args(b, args);
+      for (uint32_t& extent : grids) args.push_back(&extent);
+      launch(step.woven, std::max(a.blocks, b.blocks), step.kernel.launch.block_size, step.woven_dynamic_shared_bytes,
+             args, step.kernel.name + "_" + second.kernel.name + "_woven");
     }
-    for (int v : lifetimes.released_after[i]) intermediates.erase(v);
+    for (int j = i; j < i + span; ++j) {
+      for (int v : lifetimes.released_after[j]) intermediates.erase(v);
+    }
+    i += span;
   }
 
   // A value returned twice is copied into its later slots; a parameter

@@ -41,6 +41,10 @@ struct CudaCompileOptions {
   // Test seam: a plan for which this returns true is treated as if NVRTC had
   // rejected its translation unit.
   std::function<bool(const FusionPlan&)> reject_plan;
+  // Weave adjacent independent kernels into one launch at the PTX level
+  // (docs/goptx.md, In Stitch): 1 on, 0 off, -1 as $STITCH_WEAVE says (off
+  // when unset). Off by default: not yet measured on a GPU.
+  int weave = -1;
 };
 
 struct CompiledCudaGraph;  // plan, launch list, loaded module
@@ -81,7 +85,10 @@ class CudaExecutable {
   // __restrict__).
   void run_on_device(const std::vector<const DeviceTensor*>& inputs, std::vector<DeviceTensor>& outputs);
 
-  int kernel_count() const;  // kernels launched plus library calls per run
+  int kernel_count() const;  // kernels plus library calls per run (a woven pair counts as two)
+  int woven_launches() const;  // launches that run a woven pair of kernels (CudaCompileOptions::weave)
+  // One line per adjacent independent pair the weaver refused, with its reason.
+  const std::string& weave_refusals() const;
   const Graph& graph() const { return graph_; }
   const FusionPlan& plan() const;
   const std::string& source() const;

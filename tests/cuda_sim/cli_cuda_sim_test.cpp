@@ -32,6 +32,13 @@ TEST(CliCudaSim, CheckPassesEveryPlanner) {
   EXPECT_NE(r.output.find(" 0 failed"), std::string::npos) << r.output;
 }
 
+TEST(CliCudaSim, CheckWithWeavingPassesEveryPlanner) {
+  const ToolRun r = run("STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI " check " STITCH_SOURCE_DIR
+                        "/bench/workloads/layernorm.stitch --graph layernorm_small --backend cuda-sim --weave");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(" 0 failed"), std::string::npos) << r.output;
+}
+
 TEST(CliCudaSim, AMissingDriverIsBadUsage) {
   const ToolRun r = run("STITCH_CUDA_SIM_DRIVER=/nonexistent/libstitch_cuda_sim.so " STITCH_CLI " run " + kSoftmax +
                         " --graph softmax_small --random-inputs 1 --backend cuda-sim");

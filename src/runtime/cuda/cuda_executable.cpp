@@ -121,7 +121,13 @@ Backend cuda_backend(const std::shared_ptr<CudaContext>& context, CubinCache& ca
 // --weave: each run of adjacent, independent kernels of the same block size
 // (at most one of them with dynamic shared memory) is woven in pairs from
 // the left; the woven kernels are a module of their own, loaded from PTX.
-void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<CudaContext>& context, CubinCache& cache) {
+void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<CudaContext>& context, CubinCache& cache,
+                          const StageDump& dump) {
+  // STITCH_DUMP=weave: the pairs, the woven module and the refusals.
+  std::string report;
+  auto print_report = [&] {
+    if (dump.wants && dump.print && dump.wants("weave")) dump.print("weave", report);
+  };
   std::vector<CudaStep>& steps = compiled.steps;
   std::vector<std::pair<std::string, std::string>> pairs;
   std::vector<size_t> firsts;
@@ -138,10 +144,19 @@ void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<Cud
       ++i;
     }
   }
-  if (pairs.empty()) return;
+  if (pairs.empty()) {
+    report = "no adjacent independent kernels to weave\n";
+    print_report();
+    return;
+  }
   const std::string ptx = cache.load_or_compile(compiled.source, context->device().arch(), ModuleImage::Ptx);
   const WovenKernels woven = weave_kernel_pairs(ptx, pairs);
   compiled.weave_refusals = woven.refusals;
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    if (!woven.names[k].empty()) report += fmt::format("woven: {} and {} as {}\n", pairs[k].first, pairs[k].second, woven.names[k]);
+  }
+  report += woven.refusals + woven.ptx;
+  print_report();
   if (woven.ptx.empty()) return;
   compiled.woven_module = std::make_shared<CudaModule>(context, woven.ptx);
   for (size_t k = 0; k < pairs.size(); ++k) {
@@ -200,7 +215,7 @@ CudaExecutable CudaExecutable::compile(const Graph& canonical_graph, PlannerKind
   auto compiled = std::make_shared<CompiledCudaGraph>();
   compiled->module = module;
   take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) { return make_steps(g, l, *module); });
-  if (weave_enabled(options) && !compiled->interpret) weave_adjacent_steps(*compiled, context, cache);
+  if (weave_enabled(options) && !compiled->interpret) weave_adjacent_steps(*compiled, context, cache, options.dump);
   return CudaExecutable(std::move(c.graph), std::move(context), std::move(compiled));
 }
 
@@ -224,7 +239,7 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
     compiled->plan = std::move(c.lowered.plan);
     compiled->source = source;
     compiled->module = module;
-    if (weave_enabled(options)) weave_adjacent_steps(*compiled, context, cache);
+    if (weave_enabled(options)) weave_adjacent_steps(*compiled, context, cache, options.dump);
     out.push_back(CudaExecutable(std::move(c.graph), context, std::move(compiled)));
   }
   return out;

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <ostream>
 #include <set>
@@ -96,6 +97,7 @@ class RandomGpuDifferential : public GpuTestWithParam<Shard> {
         continue;
       }
       ++compared_;
+      woven_ += exes[i].woven_launches();
       note_coverage(c.source);
       const auto& groups = exes[i].plan().groups;
       if (std::any_of(groups.begin(), groups.end(), [](const FusionGroup& g) { return g.kind == GroupKind::Stitched; }))
@@ -143,6 +145,7 @@ class RandomGpuDifferential : public GpuTestWithParam<Shard> {
   int reports_ = 0;
   int compared_ = 0;
   int compiles_ = 0;
+  int woven_ = 0;  // woven launches (STITCH_WEAVE=1; docs/goptx.md)
 };
 
 TEST_P(RandomGpuDifferential, MatchesInterpreter) {
@@ -185,6 +188,15 @@ TEST_P(RandomGpuDifferential, MatchesInterpreter) {
     covered += (covered.empty() ? "" : ", ") + feature + " " + std::to_string(count);
   }
   std::printf("  graphs with: %s\n", covered.c_str());
+  // With weaving on (the cuda_sim.gpu_suites.random_woven CTest), the unfused
+  // plans' independent neighbours must really be woven.
+  const char* weave = std::getenv("STITCH_WEAVE");
+  if (weave != nullptr && std::string(weave) == "1") {
+    std::printf("  woven launches: %d\n", woven_);
+    if (shard.planner == PlannerKind::None && !seeds.soak) {
+      EXPECT_GT(woven_, 0) << "STITCH_WEAVE=1, yet no pair of kernels was woven";
+    }
+  }
   if (!seeds.soak) {
     EXPECT_GE(compared_, min_compared(shard.family)) << "too few random graphs reach the CUDA back end";
     if (shard.family == Family::Varied) {

@@ -62,8 +62,10 @@ int PtxWeaveCommand::run() const {
   out.close();
   if (!out) throw UserError(fmt::format("-o {}: write failed", output_));
   if (report_) {
-    std::cerr << fmt::format("woven: {} merged blocks, {} instructions, {} blocks sliced, {} barrier pairs merged\n",
-                             report.merged_blocks, report.instructions, report.sliced_blocks, report.barriers_merged);
+    std::cerr << fmt::format("woven: {} merged blocks, {} instructions, {} blocks sliced, {} barrier pairs merged, "
+                             "{} of {} statements in blocks where both kernels advance\n",
+                             report.merged_blocks, report.instructions, report.sliced_blocks, report.barriers_merged,
+                             report.interleavable_statements, report.statements);
   }
   return kExitOk;
 }

@@ -247,6 +247,9 @@ class Emitter {
       out.push_back(*(item.side == 0 ? stream_a : stream_b)[item.index]);
       unalign_barrier(out.back());
     }
+    const int emitted = static_cast<int>(skip_a + skip_b + order.size());
+    merged.statements += emitted;
+    if (!stream_a.empty() && !stream_b.empty()) merged.interleavable_statements += static_cast<int>(order.size());
   }
 
   // Both conditions decide the successor pair: a branch tree on A's

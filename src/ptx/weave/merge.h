@@ -32,6 +32,10 @@ struct Merged {
   std::vector<Statement> body;  // labels and statements, ending in ret
   int merged_blocks = 0;
   int barriers_merged = 0;
+  // Statements emitted in merged blocks where both kernels advance (those the
+  // latency strategy can interleave), and all statements emitted.
+  int interleavable_statements = 0;
+  int statements = 0;
   bool too_large = false;  // more than max_merged_blocks pairs were reached; body is empty
 };
 

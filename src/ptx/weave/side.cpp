@@ -218,9 +218,13 @@ Side prepare_side(const Function& kernel, const SideOptions& options) {
       drafts.emplace_back();
       continue;
     }
-    const bool sync = effects_of(in).sync != SyncKind::None;
-    if (sync) start_block();
-    if (sync) current().block.sync = true;
+    // A sync point starts a sync block, unless the current block is one: its
+    // code runs with the warp together in one merged block (merge.h), so
+    // later sync points on the same straight line are safe in it too.
+    if (effects_of(in).sync != SyncKind::None && !current().block.sync) {
+      start_block();
+      current().block.sync = true;
+    }
     Statement copy = s;
     rename_in(copy, rename);
     current().block.body.push_back(std::move(copy));
@@ -263,7 +267,8 @@ Side prepare_side(const Function& kernel, const SideOptions& options) {
   if (slice > 0) {
     const size_t original = side.blocks.size();
     for (size_t i = 0; i < original; ++i) {
-      if (side.blocks[i].body.size() <= slice + slice / 2) continue;
+      // A sync block stays whole: its later sync points need the warp together.
+      if (side.blocks[i].sync || side.blocks[i].body.size() <= slice + slice / 2) continue;
       ++side.sliced_blocks;
       SideBlock whole = std::move(side.blocks[i]);
       std::vector<Statement> rest(std::make_move_iterator(whole.body.begin() + static_cast<ptrdiff_t>(slice)),

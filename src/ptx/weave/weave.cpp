@@ -391,6 +391,8 @@ Module weave(const Module& a, const Module& b, const WeaveOptions& options, Weav
     report->sliced_blocks = first.sliced_blocks + second.sliced_blocks;
     report->instructions = count_instructions(woven.body);
     report->barriers_merged = merged.barriers_merged;
+    report->interleavable_statements = merged.interleavable_statements;
+    report->statements = merged.statements;
   }
   out.items.push_back(std::move(woven));
   return out;

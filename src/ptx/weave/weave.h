@@ -59,6 +59,12 @@ struct WeaveReport {
   int sliced_blocks = 0;  // blocks of A or B split by slicing
   int instructions = 0;   // in the woven kernel
   int barriers_merged = 0;  // pairs of full-CTA bar.sync emitted as one
+  // Statements (instructions, `{ }` scopes) of the two kernels placed in
+  // merged blocks where both advance, which the latency strategy interleaves;
+  // and all of the two kernels' statements placed (code in several merged
+  // blocks counts each time).
+  int interleavable_statements = 0;
+  int statements = 0;
 };
 
 // UserError (a weaving refusal, or a kernel that is missing or ambiguous).

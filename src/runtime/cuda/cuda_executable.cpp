@@ -118,9 +118,11 @@ Backend cuda_backend(const std::shared_ptr<CudaContext>& context, CubinCache& ca
   return backend;
 }
 
-// --weave: each run of adjacent, independent kernels of the same block size
-// (at most one of them with dynamic shared memory) is woven in pairs from
-// the left; the woven kernels are a module of their own, loaded from PTX.
+// --weave: kernels are woven in pairs from the left. A kernel step pairs with
+// the first of the next few kernel steps that is independent of it, has the
+// same block size and not dynamic shared memory as well, and that may move up
+// next to it (it is independent of every step it passes); the woven kernels
+// are a module of their own, loaded from PTX.
 void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<CudaContext>& context, CubinCache& cache,
                           const StageDump& dump) {
   // STITCH_DUMP=weave: the pairs, the woven module and the refusals.
@@ -129,23 +131,36 @@ void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<Cud
     if (dump.wants && dump.print && dump.wants("weave")) dump.print("weave", report);
   };
   std::vector<CudaStep>& steps = compiled.steps;
+  auto weavable = [](const CudaStep& a, const CudaStep& b) {
+    return a.kind == CudaStep::Kind::Kernel && b.kind == CudaStep::Kind::Kernel &&
+           a.kernel.launch.block_size == b.kernel.launch.block_size &&
+           (a.dynamic_shared_bytes == 0 || b.dynamic_shared_bytes == 0) &&
+           independent_steps(step_values(a), step_values(b));
+  };
+  constexpr size_t kLookahead = 8;
   std::vector<std::pair<std::string, std::string>> pairs;
   std::vector<size_t> firsts;
   for (size_t i = 0; i + 1 < steps.size();) {
-    const CudaStep& a = steps[i];
-    const CudaStep& b = steps[i + 1];
-    if (a.kind == CudaStep::Kind::Kernel && b.kind == CudaStep::Kind::Kernel &&
-        a.kernel.launch.block_size == b.kernel.launch.block_size &&
-        (a.dynamic_shared_bytes == 0 || b.dynamic_shared_bytes == 0) && independent_steps(step_values(a), step_values(b))) {
-      pairs.emplace_back(a.kernel.name, b.kernel.name);
-      firsts.push_back(i);
-      i += 2;
-    } else {
-      ++i;
+    size_t partner = 0;
+    for (size_t j = i + 1; j < steps.size() && j <= i + kLookahead && partner == 0; ++j) {
+      if (!weavable(steps[i], steps[j])) continue;
+      bool movable = true;
+      for (size_t k = i + 1; k < j && movable; ++k) movable = independent_steps(step_values(steps[k]), step_values(steps[j]));
+      if (movable) partner = j;
     }
+    if (partner == 0) {
+      ++i;
+      continue;
+    }
+    // The partner moves up behind step i; the steps it passes follow it.
+    std::rotate(steps.begin() + static_cast<std::ptrdiff_t>(i + 1), steps.begin() + static_cast<std::ptrdiff_t>(partner),
+                steps.begin() + static_cast<std::ptrdiff_t>(partner + 1));
+    pairs.emplace_back(steps[i].kernel.name, steps[i + 1].kernel.name);
+    firsts.push_back(i);
+    i += 2;
   }
   if (pairs.empty()) {
-    report = "no adjacent independent kernels to weave\n";
+    report = "no independent kernels to weave\n";
     print_report();
     return;
   }

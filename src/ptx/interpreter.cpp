@@ -60,9 +60,20 @@ void add_module_variables(const sim::Program& program, sim::GlobalMemory& global
   }
 }
 
-RunStats finish(sim::Launch& launch, const LaunchConfig& config) {
+RunStats finish(sim::Launch& launch, const LaunchConfig& config, const InterpreterOptions& options) {
+  std::vector<std::vector<uint64_t>> pc_counts;
+  if (options.count_instructions) {
+    for (const sim::DFunction& f : launch.program->functions) pc_counts.emplace_back(f.code.size(), 0);
+    launch.pc_counts = &pc_counts;
+  }
   sim::run_grid(launch);
   RunStats stats;
+  for (size_t f = 0; f < pc_counts.size(); ++f) {
+    const sim::DFunction& function = launch.program->functions[f];
+    for (size_t pc = 0; pc < pc_counts[f].size(); ++pc) {
+      if (pc_counts[f][pc] > 0) stats.instruction_counts.push_back({function.name, function.info[pc].loc, pc_counts[f][pc]});
+    }
+  }
   stats.warp_instructions = launch.warp_instructions;
   stats.thread_instructions = launch.thread_instructions;
   stats.ctas = uint64_t{config.grid[0]} * config.grid[1] * config.grid[2];
@@ -93,7 +104,7 @@ RunStats Interpreter::run_with_memory(const std::string& name, const LaunchConfi
     const sim::ParamSlot& slot = kernel.params[k];
     if (slot.size > 0) std::memcpy(launch.params.data() + slot.offset, params[k], slot.size);
   }
-  return finish(launch, config);
+  return finish(launch, config, options);
 }
 
 RunStats Interpreter::run(const std::string& name, const LaunchConfig& config, const std::vector<KernelArg>& args,
@@ -141,7 +152,7 @@ RunStats Interpreter::run(const std::string& name, const LaunchConfig& config, c
       std::memcpy(launch.params.data() + slot.offset, args[k].bytes.data(), slot.size);
     }
   }
-  return finish(launch, config);
+  return finish(launch, config, options);
 }
 
 }  // namespace stitch::ptx

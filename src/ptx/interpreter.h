@@ -82,12 +82,27 @@ struct InterpreterOptions {
   uint64_t max_warp_instructions = uint64_t{1} << 34;
   // Find races between warps on shared memory (docs/ptx-interpreter.md).
   bool detect_races = true;
+  // Count how often warps issued each instruction (RunStats::instruction_counts),
+  // for latency-model estimates (bench/goptx); off by default, as it costs a
+  // counter increment per warp instruction.
+  bool count_instructions = false;
+};
+
+// How often warps issued one instruction of the program (a guarded
+// instruction whose guard fails for every lane still counts: it was issued).
+struct InstructionCount {
+  std::string function;
+  SourceLoc loc;  // the instruction's location in the module's source text
+  uint64_t warp_executions = 0;
 };
 
 struct RunStats {
   uint64_t warp_instructions = 0;    // instructions issued per warp
   uint64_t thread_instructions = 0;  // of those, summed over active lanes
   uint64_t ctas = 0;
+  // With InterpreterOptions::count_instructions: every instruction issued at
+  // least once, by function, then in code order.
+  std::vector<InstructionCount> instruction_counts;
 };
 
 class Interpreter {

@@ -222,6 +222,7 @@ class WarpRunner {
       if (in.guard.kind != OperandKind::None) mask &= x_.pred(in.guard);
       x_.pc = pc;
       L_.thread_instructions += static_cast<uint64_t>(__builtin_popcount(mask));
+      if (L_.pc_counts != nullptr) ++(*L_.pc_counts)[w_.frames.back().function][pc];
       if (++L_.warp_instructions > limit && limit != 0) {
         x_.fail(static_cast<unsigned>(__builtin_ctz(top.mask)),
                 fmt::format("the launch ran more than {} warp instructions (an endless loop?)", limit));

@@ -27,6 +27,9 @@ struct Launch {
   // Statistics.
   uint64_t warp_instructions = 0;
   uint64_t thread_instructions = 0;
+  // Per function of the program, per pc: warp executions (null: not counted,
+  // InterpreterOptions::count_instructions off).
+  std::vector<std::vector<uint64_t>>* pc_counts = nullptr;
 };
 
 // Runs every CTA of the launch; UserError on a trap, a memory error, a

@@ -34,6 +34,8 @@ struct Node {
 
 bool at_sync(const Side& side, int block) { return block != kSideEnd && side.blocks[static_cast<size_t>(block)].sync; }
 
+bool splitting(const SideBlock& block) { return block.divergent || block.splits; }
+
 // Which sides run their block in the pair's merged block.
 void decide(const Side& a, const Side& b, Node& n, WeaveStrategy strategy) {
   const int x = n.pair.a;
@@ -52,6 +54,13 @@ void decide(const Side& a, const Side& b, Node& n, WeaveStrategy strategy) {
     // The side at a sync point waits for the other to reach one (or its end).
     n.advance_a = !sync_a;
     n.advance_b = !sync_b;
+  } else if (splitting(a.blocks[static_cast<size_t>(x)]) || splitting(b.blocks[static_cast<size_t>(y)])) {
+    // Where one kernel may split the warp on data, and inside the region
+    // until its parts meet again, the other waits: the parts run that region
+    // one after another, and would each run the other kernel's code too
+    // (both: A goes first).
+    n.advance_a = splitting(a.blocks[static_cast<size_t>(x)]);
+    n.advance_b = !n.advance_a;
   } else {
     n.advance_a = n.advance_b = true;
   }

@@ -5,7 +5,9 @@
 #include <cctype>
 #include <set>
 
+#include "ptx/cfg.h"
 #include "ptx/weave/effects.h"
+#include "ptx/weave/uniformity.h"
 
 namespace stitch::ptx {
 
@@ -110,6 +112,51 @@ bool references(const std::vector<Statement>& body, const std::set<std::string>&
   return false;
 }
 
+// Per instruction of `kernel` in the CFG's flattened order: whether it lies in
+// a divergent region (SideBlock::divergent), the blocks reachable from a
+// data-dependent divergent branch before its immediate post-dominator; and
+// whether it is such a branch (SideBlock::splits).
+struct DivergenceFlags {
+  std::vector<bool> in_region;
+  std::vector<bool> splits;
+};
+
+DivergenceFlags divergent_instructions(const Function& kernel) {
+  const ControlFlowGraph cfg = build_cfg(kernel);
+  // Data-dependent divergence only: a bounds check on a thread index splits
+  // at most the warps across the bound, and freezing the other kernel behind
+  // every bounds check would leave nothing to interleave.
+  const Uniformity uniformity = analyze_uniformity(cfg, {.thread_index_is_divergent = false});
+  std::vector<bool> in_region(cfg.blocks.size(), false);
+  for (int branch : uniformity.divergent_branches) {
+    const int meet = cfg.blocks[static_cast<size_t>(branch)].ipdom;
+    std::vector<int> stack(cfg.blocks[static_cast<size_t>(branch)].successors);
+    while (!stack.empty()) {
+      const int b = stack.back();
+      stack.pop_back();
+      if (b < 0 || b == meet || in_region[static_cast<size_t>(b)]) continue;
+      in_region[static_cast<size_t>(b)] = true;
+      for (int s : cfg.blocks[static_cast<size_t>(b)].successors) stack.push_back(s);
+    }
+  }
+  DivergenceFlags flags{std::vector<bool>(cfg.instructions.size(), false),
+                        std::vector<bool>(cfg.instructions.size(), false)};
+  for (const BasicBlock& b : cfg.blocks) {
+    for (size_t i = b.begin; i < b.end; ++i) flags.in_region[i] = in_region[static_cast<size_t>(b.id)];
+    if (b.end > b.begin && uniformity.divergent_branches.contains(b.id)) flags.splits[b.end - 1] = true;
+  }
+  return flags;
+}
+
+size_t instructions_in(const Statement& s) {
+  if (std::holds_alternative<Instruction>(s.node)) return 1;
+  size_t n = 0;
+  if (const auto* b = std::get_if<Block>(&s.node)) {
+    for (const Statement& inner : b->body) n += instructions_in(inner);
+  }
+  return n;
+}
+
 // Blocks under construction: terminators name labels until resolved.
 struct Draft {
   SideBlock block;
@@ -165,6 +212,15 @@ Side prepare_side(const Function& kernel, const SideOptions& options) {
     drafts.emplace_back();
   };
 
+  // Each block is divergent as its first instruction is (blocks never
+  // straddle the CFG's, which cut at the same labels and branches).
+  const DivergenceFlags divergence = divergent_instructions(kernel);
+  size_t instruction = 0;
+  auto mark = [&](Draft& d) {
+    if (d.block.body.empty() && instruction < divergence.in_region.size()) {
+      d.block.divergent = divergence.in_region[instruction];
+    }
+  };
   for (const Statement& s : kernel.body) {
     if (std::holds_alternative<VarDecl>(s.node)) {
       Statement copy = s;
@@ -190,7 +246,9 @@ Side prepare_side(const Function& kernel, const SideOptions& options) {
       }
       Statement copy = s;
       rename_in(copy, rename);
+      mark(current());
       current().block.body.push_back(std::move(copy));
+      instruction += instructions_in(s);
       continue;
     }
     const Instruction& in = std::get<Instruction>(s.node);
@@ -199,6 +257,9 @@ Side prepare_side(const Function& kernel, const SideOptions& options) {
     }
     if (in.opcode == "bra" || in.opcode == "ret" || in.opcode == "exit") {
       Draft& d = current();
+      mark(d);
+      d.block.splits = instruction < divergence.splits.size() && divergence.splits[instruction];
+      ++instruction;
       if (in.guard) {
         d.block.predicate = rename(in.guard->predicate);
         d.block.negated = in.guard->negated;
@@ -227,7 +288,9 @@ Side prepare_side(const Function& kernel, const SideOptions& options) {
     }
     Statement copy = s;
     rename_in(copy, rename);
+    mark(current());
     current().block.body.push_back(std::move(copy));
+    ++instruction;
     if (in.opcode == "trap" && !in.guard) {
       current().ends = true;
       current().falls_through = false;
@@ -278,6 +341,7 @@ Side prepare_side(const Function& kernel, const SideOptions& options) {
       head.body = std::move(whole.body);
       head.sync = whole.sync;
       head.origin = whole.origin;
+      head.divergent = whole.divergent;
       int previous = static_cast<int>(i);
       side.blocks[i] = std::move(head);
       size_t at = 0;
@@ -287,6 +351,7 @@ Side prepare_side(const Function& kernel, const SideOptions& options) {
         part.body.assign(std::make_move_iterator(rest.begin() + static_cast<ptrdiff_t>(at)),
                          std::make_move_iterator(rest.begin() + static_cast<ptrdiff_t>(at + take)));
         part.origin = whole.origin.empty() ? "" : whole.origin + "+slice";
+        part.divergent = whole.divergent;
         at += take;
         side.blocks.push_back(std::move(part));
         const int id = static_cast<int>(side.blocks.size()) - 1;
@@ -294,6 +359,7 @@ Side prepare_side(const Function& kernel, const SideOptions& options) {
         previous = id;
       }
       SideBlock& last = side.blocks[static_cast<size_t>(previous)];
+      last.splits = whole.splits;
       last.predicate = whole.predicate;
       last.negated = whole.negated;
       last.taken = whole.taken;

@@ -27,6 +27,17 @@ struct SideBlock {
   int taken = kSideEnd;
   int not_taken = kSideEnd;
   std::string origin;  // the kernel's label for the block, or "" (for comments)
+  // Inside a divergent region: between a branch on data that may split the
+  // threads of any warp (uniformity.h, without thread indices as sources) and
+  // its immediate post-dominator, where they meet again. The other kernel's
+  // code does not advance there, or every part of the split warp would
+  // execute it again (merge.h). Bounds checks on a thread index split only
+  // the warps that straddle the bound and do not make regions.
+  bool divergent = false;
+  // Ends in such a branch: the warp may split here. The other kernel does not
+  // advance in the same merged block, so the parts meet again in the merged
+  // block of this kernel's post-dominator with the other kernel where it was.
+  bool splits = false;
 };
 
 struct Side {

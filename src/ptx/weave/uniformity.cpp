@@ -37,9 +37,12 @@ bool is_kernel_parameter(const ControlFlowGraph& cfg, const std::string& name) {
 // Whether `in` produces a value that may differ between threads whatever its
 // operands: a read of %tid and the like, a load from memory that threads may
 // see differently, an atomic, a warp collective, a call's results.
-bool is_divergence_source(const ControlFlowGraph& cfg, const Instruction& in, const InstructionEffects& e) {
+bool is_divergence_source(const ControlFlowGraph& cfg, const Instruction& in, const InstructionEffects& e,
+                          const UniformityOptions& options) {
   for (const Operand& o : in.operands) {
-    if (o.kind == Operand::Kind::Register && is_thread_dependent_special(o.name)) return true;
+    if (o.kind == Operand::Kind::Register && options.thread_index_is_divergent && is_thread_dependent_special(o.name)) {
+      return true;
+    }
   }
   if (e.sync == SyncKind::Warp) return true;
   if (in.opcode == "call" || in.opcode == "atom" || in.opcode == "tex" || in.opcode == "suld") return true;
@@ -135,7 +138,7 @@ std::string where(const SourceLoc& loc) {
 
 }  // namespace
 
-Uniformity analyze_uniformity(const ControlFlowGraph& cfg) {
+Uniformity analyze_uniformity(const ControlFlowGraph& cfg, const UniformityOptions& options) {
   Uniformity u;
   const std::vector<std::vector<int>> parents = control_dependences(cfg);
   std::vector<InstructionEffects> effects;
@@ -152,7 +155,7 @@ Uniformity analyze_uniformity(const ControlFlowGraph& cfg) {
       for (int p : parents[static_cast<size_t>(b.id)]) under_divergent_branch |= u.divergent_branches.count(p) > 0;
       for (size_t i = b.begin; i < b.end; ++i) {
         const InstructionEffects& e = effects[i];
-        bool divergent = under_divergent_branch || is_divergence_source(cfg, *cfg.instructions[i], e);
+        bool divergent = under_divergent_branch || is_divergence_source(cfg, *cfg.instructions[i], e, options);
         for (const std::string& r : e.reads) divergent = divergent || u.divergent_registers.count(r) > 0;
         if (!divergent) continue;
         for (const std::string& w : e.writes) changed |= u.divergent_registers.insert(w).second;

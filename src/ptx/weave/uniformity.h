@@ -24,7 +24,16 @@ struct Uniformity {
   std::set<int> divergent_branches;
 };
 
-Uniformity analyze_uniformity(const ControlFlowGraph& cfg);
+struct UniformityOptions {
+  // Whether %tid, %laneid and the like are sources. Without them the
+  // analysis finds data-dependent divergence only: branches on loaded
+  // values, atomics, shuffles... A branch on a thread index (a bounds check
+  // `i < n`) splits at most the warps that straddle the bound; a branch on
+  // data may split any warp (the weaver's divergent regions, side.h).
+  bool thread_index_is_divergent = true;
+};
+
+Uniformity analyze_uniformity(const ControlFlowGraph& cfg, const UniformityOptions& options = {});
 
 // UserError naming the kernel and the branch instruction when a thread can
 // leave the kernel on a path that skips a CTA barrier (SyncKind::Cta,

@@ -9,6 +9,7 @@
 
 #include "ptx/cfg.h"
 #include "ptx/printer.h"
+#include "ptx/weave/kernel_pair.h"
 #include "ptx/weave/latency.h"
 #include "ptx/weave/merge.h"
 #include "ptx/weave/side.h"
@@ -17,51 +18,6 @@
 namespace stitch::ptx {
 
 namespace {
-
-std::string item_name(const std::variant<VarDecl, Function>& item) {
-  return std::visit([](const auto& x) { return x.name; }, item);
-}
-
-bool is_entry(const std::variant<VarDecl, Function>& item) {
-  const auto* f = std::get_if<Function>(&item);
-  return f != nullptr && f->is_entry;
-}
-
-std::string print_item(const std::variant<VarDecl, Function>& item) {
-  if (const auto* f = std::get_if<Function>(&item)) return print_function(*f);
-  return print_var_decl(std::get<VarDecl>(item));
-}
-
-const Function& find_kernel(const Module& m, const std::string& name, const char* which) {
-  std::vector<const Function*> entries;
-  for (const auto& item : m.items) {
-    const auto* f = std::get_if<Function>(&item);
-    if (f == nullptr || !f->is_entry) continue;
-    if (!name.empty() && f->name == name) return *f;
-    entries.push_back(f);
-  }
-  std::vector<std::string> names;
-  for (const Function* f : entries) names.push_back(f->name);
-  if (!name.empty()) {
-    throw UserError(fmt::format("kernel {}: no .entry named '{}' (the module has: {})", which, name,
-                                names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
-  }
-  if (entries.size() != 1) {
-    throw UserError(fmt::format("kernel {}: the module has {} .entry functions ({}); name one with --kernel-{}", which,
-                                entries.size(), fmt::join(names, ", "), which[0] == 'A' ? 'a' : 'b'));
-  }
-  return *entries[0];
-}
-
-// `.extern .shared .b8 smem[]`: the names of a module's dynamic shared arrays.
-std::vector<std::string> dynamic_shared_names(const Module& m) {
-  std::vector<std::string> names;
-  for (const auto& item : m.items) {
-    const auto* v = std::get_if<VarDecl>(&item);
-    if (v != nullptr && v->space == StateSpace::Shared && v->linkage == Linkage::Extern) names.push_back(v->name);
-  }
-  return names;
-}
 
 // Rejects a kernel whose early exits could leave the other kernel's threads
 // waiting at one of its barriers (uniformity.h).
@@ -81,10 +37,7 @@ Function guard_grid(const Function& kernel, const std::array<uint32_t, 3>& grid,
   const bool from_params = !params.empty();
   auto extent = [&](int d) {
     if (from_params) return Operand::reg(fmt::format("%__weave_nctaid_{}", kDims[d]));
-    Operand o;
-    o.kind = Operand::Kind::Integer;
-    o.integer = grid[static_cast<size_t>(d)];
-    return o;
+    return integer_operand(grid[static_cast<size_t>(d)]);
   };
   // %nctaid.* is the launch's grid, the larger one: read the kernel's own.
   std::function<void(std::vector<Statement>&)> replace = [&](std::vector<Statement>& body) {
@@ -101,20 +54,6 @@ Function guard_grid(const Function& kernel, const std::array<uint32_t, 3>& grid,
   };
   replace(f.body);
 
-  auto instruction = [](std::string opcode, std::vector<std::string> modifiers, std::vector<Operand> operands) {
-    Instruction in;
-    in.opcode = std::move(opcode);
-    in.modifiers = std::move(modifiers);
-    in.operands = std::move(operands);
-    return Statement{std::move(in)};
-  };
-  auto reg_decl = [](Type type, std::string name) {
-    VarDecl v;
-    v.space = StateSpace::Reg;
-    v.type = type;
-    v.name = std::move(name);
-    return Statement{v};
-  };
   const std::string end_label = "$__weave_grid_end";
   const std::string pred = "%__weave_grid_p";
   const std::string id = "%__weave_grid_id";
@@ -123,21 +62,12 @@ Function guard_grid(const Function& kernel, const std::array<uint32_t, 3>& grid,
   for (int d = 0; d < 3; ++d) {
     if (from_params) {
       declarations.push_back(reg_decl(Type::B32, extent(d).name));
-      Operand address;
-      address.kind = Operand::Kind::Address;
-      address.name = params[static_cast<size_t>(d)];
-      prologue.push_back(instruction("ld", {"param", "u32"}, {extent(d), address}));
+      prologue.push_back(make_instruction("ld", {"param", "u32"}, {extent(d), address_operand(params[static_cast<size_t>(d)])}));
     }
-    prologue.push_back(instruction("mov", {"u32"}, {Operand::reg(id), Operand::reg(fmt::format("%ctaid.{}", kDims[d]))}));
-    prologue.push_back(instruction("setp", {"ge", "u32"}, {Operand::reg(pred), Operand::reg(id), extent(d)}));
-    Instruction bra;
-    bra.opcode = "bra";
-    Operand target;
-    target.kind = Operand::Kind::Symbol;
-    target.name = end_label;
-    bra.operands.push_back(target);
-    bra.guard = Guard{pred, false};
-    prologue.push_back(Statement{std::move(bra)});
+    prologue.push_back(
+        make_instruction("mov", {"u32"}, {Operand::reg(id), Operand::reg(fmt::format("%ctaid.{}", kDims[d]))}));
+    prologue.push_back(make_instruction("setp", {"ge", "u32"}, {Operand::reg(pred), Operand::reg(id), extent(d)}));
+    prologue.push_back(make_instruction("bra", {}, {symbol_operand(end_label)}, Guard{pred, false}));
   }
   // Declarations stay first; the guard goes before the first instruction.
   auto first_code = std::find_if(f.body.begin(), f.body.end(),
@@ -145,9 +75,7 @@ Function guard_grid(const Function& kernel, const std::array<uint32_t, 3>& grid,
   first_code = f.body.insert(first_code, prologue.begin(), prologue.end());
   f.body.insert(f.body.begin(), declarations.begin(), declarations.end());
   f.body.push_back(Statement{Label{end_label, {}}});
-  Instruction ret;
-  ret.opcode = "ret";
-  f.body.push_back(Statement{std::move(ret)});
+  f.body.push_back(make_instruction("ret", {}, {}));
   // The grid parameters are the woven kernel's: declared here so that
   // prepare_side renames them to themselves.
   for (const std::string& p : params) {
@@ -158,61 +86,6 @@ Function guard_grid(const Function& kernel, const std::array<uint32_t, 3>& grid,
     f.params.push_back(decl);
   }
   return f;
-}
-
-std::vector<PerformanceDirective> merge_directives(const Function& a, const Function& b) {
-  auto find = [](const Function& f, const char* name) -> const PerformanceDirective* {
-    for (const PerformanceDirective& d : f.directives) {
-      if (d.name == name) return &d;
-    }
-    return nullptr;
-  };
-  auto dims = [](const PerformanceDirective& d) {
-    std::array<int64_t, 3> v{1, 1, 1};
-    for (size_t i = 0; i < d.values.size() && i < 3; ++i) v[i] = d.values[i];
-    return v;
-  };
-  std::vector<PerformanceDirective> out;
-  const PerformanceDirective* req_a = find(a, "reqntid");
-  const PerformanceDirective* req_b = find(b, "reqntid");
-  if (req_a && req_b && dims(*req_a) != dims(*req_b)) {
-    throw UserError(fmt::format("kernels '{}' and '{}' require different blocks (.reqntid); woven kernels share one "
-                                "block",
-                                a.name, b.name));
-  }
-  if (req_a || req_b) out.push_back(req_a ? *req_a : *req_b);
-  const PerformanceDirective* max_a = find(a, "maxntid");
-  const PerformanceDirective* max_b = find(b, "maxntid");
-  if (max_a && max_b) {
-    PerformanceDirective m{"maxntid", {}};
-    const auto da = dims(*max_a);
-    const auto db = dims(*max_b);
-    for (int i = 0; i < 3; ++i) m.values.push_back(std::min(da[static_cast<size_t>(i)], db[static_cast<size_t>(i)]));
-    out.push_back(m);
-  } else if (max_a || max_b) {
-    out.push_back(max_a ? *max_a : *max_b);
-  }
-  return out;
-}
-
-double version_number(const std::string& v) {
-  try {
-    return std::stod(v);
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
-int sm_number(const std::vector<std::string>& target) {
-  for (const std::string& t : target) {
-    if (t.starts_with("sm_")) {
-      try {
-        return std::stoi(t.substr(3));
-      } catch (const std::exception&) {
-      }
-    }
-  }
-  return 0;
 }
 
 size_t statements_in(const Side& s) {
@@ -240,61 +113,12 @@ int count_instructions(const std::vector<Statement>& body) {
 Module weave(const Module& a, const Module& b, const WeaveOptions& options, WeaveReport* report) {
   const Function& kernel_a = find_kernel(a, options.kernel_a, "A");
   const Function& kernel_b = find_kernel(b, options.kernel_b, "B");
-  if (a.address_size != b.address_size) {
-    throw UserError(fmt::format("the modules' address sizes differ ({} and {})", a.address_size, b.address_size));
-  }
   check_barriers(kernel_a, "A");
   check_barriers(kernel_b, "B");
-
-  Module out;
-  out.version = version_number(b.version) > version_number(a.version) ? b.version : a.version;
-  out.target = sm_number(b.target) > sm_number(a.target) ? b.target : a.target;
-  out.address_size = a.address_size;
-
-  // Module-scope items: A's, then B's that A does not already have. Two
-  // modules' identically declared .const variables and functions are shared;
-  // any other clash renames B's item.
-  std::set<std::string> names;
-  for (const auto& item : a.items) {
-    if (is_entry(item)) continue;
-    out.items.push_back(item);
-    names.insert(item_name(item));
-  }
-  std::map<std::string, std::string> renames_b;
-  if (&a != &b) {
-    std::map<std::string, const std::variant<VarDecl, Function>*> a_items;
-    for (const auto& item : a.items) a_items[item_name(item)] = &item;
-    std::vector<std::variant<VarDecl, Function>> b_items;
-    for (const auto& item : b.items) {
-      if (is_entry(item)) continue;
-      const std::string name = item_name(item);
-      auto it = a_items.find(name);
-      if (it != a_items.end() && !is_entry(*it->second)) {
-        const auto* v = std::get_if<VarDecl>(&item);
-        const bool shareable = v == nullptr || v->space == StateSpace::Const;
-        if (shareable && print_item(item) == print_item(*it->second)) continue;
-      }
-      if (names.contains(name)) {
-        std::string renamed = "b_" + name;
-        while (names.contains(renamed)) renamed = "b_" + renamed;
-        renames_b[name] = renamed;
-        names.insert(renamed);
-      } else {
-        names.insert(name);
-      }
-      b_items.push_back(item);
-    }
-    for (auto& item : b_items) {
-      if (auto* v = std::get_if<VarDecl>(&item)) {
-        if (auto r = renames_b.find(v->name); r != renames_b.end()) v->name = r->second;
-      } else {
-        auto& f = std::get<Function>(item);
-        if (auto r = renames_b.find(f.name); r != renames_b.end()) f.name = r->second;
-        for (Statement& s : f.body) rename_statement(s, renames_b);
-      }
-      out.items.push_back(std::move(item));
-    }
-  }
+  MergedModule merged_module = merge_modules(a, b);
+  Module& out = merged_module.module;
+  const std::set<std::string>& names = merged_module.names;
+  const std::map<std::string, std::string>& renames_b = merged_module.renames_b;
 
   const std::string name = options.name.empty() ? kernel_a.name + "_" + kernel_b.name + "_woven" : options.name;
   if (names.contains(name)) throw UserError(fmt::format("the woven kernel's name '{}' is taken in the module", name));
@@ -379,7 +203,7 @@ Module weave(const Module& a, const Module& b, const WeaveOptions& options, Weav
   woven.params.insert(woven.params.end(), second.params.begin(), second.params.begin() + static_cast<ptrdiff_t>(own_b));
   woven.params.insert(woven.params.end(), first.params.begin() + static_cast<ptrdiff_t>(own_a), first.params.end());
   woven.params.insert(woven.params.end(), second.params.begin() + static_cast<ptrdiff_t>(own_b), second.params.end());
-  woven.directives = merge_directives(kernel_a, kernel_b);
+  woven.directives = merge_directives(kernel_a, kernel_b, "a woven kernel");
   woven.has_body = true;
   for (VarDecl& v : first.locals) woven.body.push_back(Statement{std::move(v)});
   for (VarDecl& v : second.locals) woven.body.push_back(Statement{std::move(v)});

@@ -62,6 +62,16 @@ KernelSpec collatz(Scale s, uint32_t seed) {
           {buffer_of(start), buffer_of(std::vector<int32_t>(n, -1)), scalar_of<int32_t>(static_cast<int32_t>(n))}};
 }
 
+KernelSpec fma_chain(Scale s, uint32_t seed) {
+  // Compute-bound without divergence: a chain of dependent FMAs a thread,
+  // the same trip count for every thread.
+  const size_t n = s == Scale::Full ? size_t{1} << 21 : 1500;
+  const int32_t iterations = s == Scale::Full ? 2000 : 60;
+  return {"fma_chain", "fma_chain", "compute-bound (uniform)", blocks_for(n), kBlock, 0,
+          {buffer_of(random_floats(n, seed, -1, 1)), buffer_of(std::vector<float>(n, -1)),
+           scalar_of<int32_t>(static_cast<int32_t>(n)), scalar_of<int32_t>(iterations)}};
+}
+
 KernelSpec first_or_second(Scale s, const char* which) {
   const size_t n = memory_elements(s);
   return {which, "weave_first_second", "memory-bound", blocks_for(n), kBlock, 0,
@@ -139,6 +149,9 @@ std::vector<Pair> bench_pairs(Scale s) {
       {"device_calls+collatz", "hand-written", device_calls(s), collatz(s, 23)},
       {"corpus:babelstream_triad+collatz", "corpus", triad(s), collatz(s, 24)},
       {"corpus:gelu_tanh+collatz", "corpus", gelu(s), collatz(s, 25)},
+      {"block_reduce_sum+fma_chain", "hand-written", block_reduce(s), fma_chain(s, 26)},
+      {"corpus:babelstream_triad+fma_chain", "corpus", triad(s), fma_chain(s, 27)},
+      {"corpus:gelu_tanh+fma_chain", "corpus", gelu(s), fma_chain(s, 28)},
   };
 }
 

@@ -77,6 +77,12 @@ inline std::vector<KernelCase> kernel_cases() {
                      {buffer_of(start), buffer_of(std::vector<int32_t>(n, -1)), scalar_of<int32_t>(n)}});
   }
   {
+    const int n = 600;
+    cases.push_back({"long_polynomial", "long_polynomial", "long_polynomial", one_d(5),
+                     {buffer_of(random_floats(n, 10, -1, 1)), buffer_of(std::vector<float>(n, -1)),
+                      scalar_of<int32_t>(n)}});
+  }
+  {
     const int n = 450;
     cases.push_back({"fma_chain", "fma_chain", "fma_chain", one_d(4),
                      {buffer_of(random_floats(n, 9, -1, 1)), buffer_of(std::vector<float>(n, -1)), scalar_of<int32_t>(n),

@@ -22,7 +22,8 @@ std::array<uint32_t, 3> larger(const std::array<uint32_t, 3>& x, const std::arra
 }
 
 // Weaves a with b, runs the woven kernel and both alone, and compares every buffer.
-void check_pair(const KernelCase& a, const KernelCase& b, WeaveStrategy strategy, bool grid_params = false) {
+// The weaver's report on the pair, for tests that look at how it was woven.
+WeaveReport check_pair(const KernelCase& a, const KernelCase& b, WeaveStrategy strategy, bool grid_params = false) {
   SCOPED_TRACE(a.name + " + " + b.name + (strategy == WeaveStrategy::Concat ? " (concat)" : " (latency)") +
                (grid_params ? " (grids as parameters)" : ""));
   const Module ma = load_kernel_module(a.file);
@@ -37,7 +38,8 @@ void check_pair(const KernelCase& a, const KernelCase& b, WeaveStrategy strategy
     options.grid_a = a.launch.grid;
     options.grid_b = b.launch.grid;
   }
-  const Module woven = weave(ma, mb, options);
+  WeaveReport report;
+  const Module woven = weave(ma, mb, options, &report);
   const std::string text = print_module(woven);
   // The woven text must parse back and pass ptxas as printed.
   const Module reparsed = parse_module(text, "woven.ptx");
@@ -65,7 +67,8 @@ void check_pair(const KernelCase& a, const KernelCase& b, WeaveStrategy strategy
   try {
     Interpreter(woven).run(name, launch, args);
   } catch (const UserError& e) {
-    FAIL() << "the woven kernel failed: " << e.what();
+    ADD_FAILURE() << "the woven kernel failed: " << e.what();
+    return report;
   }
 
   for (size_t i = 0; i < a.args.size(); ++i) {
@@ -78,6 +81,7 @@ void check_pair(const KernelCase& a, const KernelCase& b, WeaveStrategy strategy
       EXPECT_TRUE(alone_b.buffers[i] == together_b.buffers[i]) << "B's argument " << i;
     }
   }
+  return report;
 }
 
 class WeavePairs : public ::testing::TestWithParam<WeaveStrategy> {};
@@ -100,6 +104,19 @@ TEST_P(WeavePairs, GridsKnownOnlyAtLaunchArePassedAsParameters) {
     if (cases[i].launch.dynamic_shared_bytes > 0 && b.launch.dynamic_shared_bytes > 0) continue;
     check_pair(cases[i], b, GetParam(), true);
   }
+}
+
+TEST(Weave, ALongBlockIsSlicedAndStillMatches) {
+  // long_polynomial's 49 FMAs are one block; collatz_steps has several.
+  const std::vector<KernelCase> cases = kernel_cases();
+  auto find = [&](const std::string& name) {
+    return *std::find_if(cases.begin(), cases.end(), [&](const KernelCase& c) { return c.name == name; });
+  };
+  const WeaveReport sliced = check_pair(find("long_polynomial"), find("block_reduce_sum"), WeaveStrategy::Latency);
+  EXPECT_GE(sliced.sliced_blocks, 1);
+  EXPECT_GT(sliced.interleavable_statements, 0);
+  // The concat strategy never slices.
+  EXPECT_EQ(check_pair(find("long_polynomial"), find("block_reduce_sum"), WeaveStrategy::Concat).sliced_blocks, 0);
 }
 
 TEST_P(WeavePairs, TiledTransposeWithItself) { check_pair(transpose_case(8), transpose_case(9), GetParam()); }

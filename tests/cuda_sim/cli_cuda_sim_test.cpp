@@ -39,6 +39,23 @@ TEST(CliCudaSim, CheckWithWeavingPassesEveryPlanner) {
   EXPECT_NE(r.output.find(" 0 failed"), std::string::npos) << r.output;
 }
 
+TEST(CliCudaSim, ADriverThatRefusesModulesFallsBackLoudlyToTheInterpreter) {
+  // The simulated driver's fault injection: every module load fails, as a
+  // GPU driver's PTX JIT might.
+  const std::string args = " run " + kSoftmax + " --graph softmax_small --random-inputs 1 --print";
+  const ToolRun r = run("STITCH_CUDA_SIM_FAIL=load STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI + args +
+                        " --backend cuda-sim");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("the driver refused the module"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reference interpreter"), std::string::npos) << r.output;
+  const ToolRun want = run(STITCH_CLI + args + " --backend interp");
+  EXPECT_NE(r.output.find(want.output), std::string::npos) << r.output;
+  // `check` counts a plan the driver refuses as a failure: it is a check.
+  const ToolRun check = run("STITCH_CUDA_SIM_FAIL=load STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI
+                            " check " + kSoftmax + " --graph softmax_small --backend cuda-sim");
+  EXPECT_EQ(check.status, 1) << check.output;
+}
+
 TEST(CliCudaSim, AMissingDriverIsBadUsage) {
   const ToolRun r = run("STITCH_CUDA_SIM_DRIVER=/nonexistent/libstitch_cuda_sim.so " STITCH_CLI " run " + kSoftmax +
                         " --graph softmax_small --random-inputs 1 --backend cuda-sim");

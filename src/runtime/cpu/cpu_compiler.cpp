@@ -14,6 +14,12 @@
 #include "stitch/error.h"
 
 namespace stitch::runtime::cpu {
+
+std::string default_compiler() {
+  const char* cxx = std::getenv("STITCH_CXX");
+  return cxx != nullptr && *cxx ? std::string(cxx) : std::string("c++");
+}
+
 namespace {
 
 // Single-quoted for /bin/sh: the temporary paths are ours, but a user's TMPDIR may hold spaces.
@@ -92,11 +98,17 @@ void compile_shared_object(const std::string& source, const std::filesystem::pat
 }
 
 CpuModule CpuModule::load(const std::filesystem::path& shared_object) {
+  std::optional<CpuModule> module = try_load(shared_object);
+  if (!module) fail_internal(fmt::format("dlopen {} failed: {}", shared_object.string(), dlerror()), __FILE__, __LINE__);
+  return std::move(*module);
+}
+
+std::optional<CpuModule> CpuModule::try_load(const std::filesystem::path& shared_object) {
   // RTLD_NODELETE: the kernels start libgomp's worker threads, and unmapping
   // the object under them (a dlclose during static destruction at exit)
   // crashed the process after every test had passed.
   void* handle = dlopen(shared_object.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (!handle) fail_internal(fmt::format("dlopen {} failed: {}", shared_object.string(), dlerror()), __FILE__, __LINE__);
+  if (!handle) return std::nullopt;
   CpuModule module;
   module.handle_ = std::shared_ptr<void>(handle, [](void* h) { dlclose(h); });
   module.path_ = shared_object;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,8 +29,12 @@ class CompileError : public std::runtime_error {
   std::string diagnostics_;
 };
 
+// The system compiler for generated code: $STITCH_CXX when set (a command
+// name or path, e.g. g++-13 or clang++), else `c++`.
+std::string default_compiler();
+
 struct CompilerOptions {
-  std::string compiler = "c++";
+  std::string compiler = default_compiler();
   // OpenMP and -march=native apply to generated code only, never to Stitch itself.
   // -ffp-contract=off: a*b+c stays two roundings, as docs/semantics.md requires.
   // -fno-math-errno and -fno-trapping-math change no value (generated code never
@@ -61,6 +66,9 @@ using KernelFunction = void (*)(void* const*, const int64_t*);
 class CpuModule {
  public:
   static CpuModule load(const std::filesystem::path& shared_object);
+  // As load, but nullopt when dlopen fails (a cache entry that vanished or
+  // does not load is a miss, not an error).
+  static std::optional<CpuModule> try_load(const std::filesystem::path& shared_object);
   // The kernel's entry point; throws InternalError when the symbol is missing.
   KernelFunction function(const std::string& kernel_name) const;
   const std::filesystem::path& path() const { return path_; }

@@ -173,7 +173,14 @@ void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<Cud
   report += woven.refusals + woven.ptx;
   print_report();
   if (woven.ptx.empty()) return;
-  compiled.woven_module = std::make_shared<CudaModule>(context, woven.ptx);
+  try {
+    compiled.woven_module = std::make_shared<CudaModule>(context, woven.ptx);
+  } catch (const cpu::CompileError& e) {
+    // The kernels run unwoven, as they would without --weave.
+    compiled.weave_refusals += fmt::format("not woven: {}\n", e.what());
+    report_warning({}, fmt::format("--weave: {}; the kernels run unwoven", e.what()));
+    return;
+  }
   for (size_t k = 0; k < pairs.size(); ++k) {
     if (woven.names[k].empty()) continue;
     CudaStep& first = steps[firsts[k]];

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/cpu/cpu_compiler.h"
 #include "stitch/error.h"
 
 namespace stitch::runtime::cuda {
@@ -9,7 +10,15 @@ namespace stitch::runtime::cuda {
 CudaModule::CudaModule(std::shared_ptr<CudaContext> context, const std::string& cubin) : context_(std::move(context)) {
   context_->make_current();
   const DriverApi& api = context_->api();
-  check(api, api.cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData");
+  // A driver that refuses the image (a PTX JIT failure, a cubin for another
+  // device) is a failed compile: the fallback ladder (pipeline.h) takes over.
+  const CUresult result = api.cuModuleLoadData(&module_, cubin.data());
+  if (result != CUDA_SUCCESS) {
+    module_ = nullptr;
+    throw cpu::CompileError(fmt::format("the driver refused the module: cuModuleLoadData: {}",
+                                        describe_result(api, result)),
+                            "");
+  }
 }
 
 CudaModule::~CudaModule() {

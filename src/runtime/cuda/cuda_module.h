@@ -13,6 +13,8 @@ namespace stitch::runtime::cuda {
 
 class CudaModule {
  public:
+  // Loads a cubin or NUL-terminated PTX text; cpu::CompileError when the
+  // driver refuses it.
   CudaModule(std::shared_ptr<CudaContext> context, const std::string& cubin);
   ~CudaModule();
   CudaModule(const CudaModule&) = delete;

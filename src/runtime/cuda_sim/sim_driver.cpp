@@ -280,6 +280,12 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
     return fail(CUDA_ERROR_INVALID_IMAGE,
                 "the simulated driver runs PTX text; this is a cubin (ELF), which only a GPU can load");
   }
+  // Fault injection for the fallback tests (docs/cuda-sim.md): a driver
+  // that refuses every module, as a GPU's would refuse a bad image.
+  if (const char* injected = std::getenv("STITCH_CUDA_SIM_FAIL");
+      injected != nullptr && std::string_view(injected) == "load") {
+    return fail(CUDA_ERROR_INVALID_PTX, "module load refused (STITCH_CUDA_SIM_FAIL=load)");
+  }
   try {
     keep_module_text(text);
     auto m = std::make_unique<CUmod_st>();

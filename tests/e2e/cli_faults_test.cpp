@@ -1,0 +1,99 @@
+// Fault injection (docs/testing.md, Faults): a compiler that fails, a kernel
+// cache directory that cannot be created, a disk that fills up under the
+// cache, a corrupt cache entry. Each run must still return the
+// interpreter's result, and say loudly what went wrong.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli_runner.h"
+#include "stitch/npy.h"
+
+namespace stitch {
+namespace {
+
+namespace fs = std::filesystem;
+
+// softmax_small's result as the reference interpreter computes it, and the
+// same graph on the CPU back end with `env`: the bytes must be the same
+// (the fallback is the interpreter) or close (a compiled run).
+class FaultRun : public CliTest {
+ protected:
+  std::string args(const fs::path& out) const {
+    return "run " + std::string(STITCH_SOURCE_DIR) +
+           "/bench/workloads/softmax.stitch --graph softmax_small --random-inputs 3 --output-dir " + out.string();
+  }
+  Tensor reference() {
+    const fs::path out = dir_ / "reference";
+    const CliResult r = run_cli(args(out) + " --backend interp");
+    EXPECT_EQ(r.status, 0) << r.output;
+    return read_npy((out / "y.npy").string());
+  }
+  Tensor result(const fs::path& out) { return read_npy((out / "y.npy").string()); }
+  static bool same_bytes(const Tensor& a, const Tensor& b) {
+    return a.nbytes() == b.nbytes() && std::equal(a.raw(), a.raw() + a.nbytes(), b.raw());
+  }
+};
+
+TEST_F(FaultRun, AFailingCompilerFallsBackLoudlyToTheInterpreter) {
+  const fs::path out = dir_ / "out";
+  const CliResult r = run_cli(args(out) + " --backend cpu", "STITCH_CXX=false");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("warning"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reference interpreter"), std::string::npos) << r.output;
+  EXPECT_TRUE(same_bytes(result(out), reference()));
+}
+
+TEST_F(FaultRun, ACacheDirectoryThatCannotBeCreatedFallsBackLoudly) {
+  write("a_file", "not a directory\n");
+  const fs::path out = dir_ / "out";
+  const CliResult r = run_cli(args(out) + " --backend cpu", "STITCH_CACHE_DIR=" + (dir_ / "a_file" / "cache").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("Not a directory"), std::string::npos) << r.output;
+  EXPECT_TRUE(same_bytes(result(out), reference()));
+}
+
+TEST_F(FaultRun, AFullDiskUnderTheCacheFallsBackLoudlyAndLeavesNoTemporaries) {
+  // A file-size limit of 512 bytes makes every cache write fail as a full
+  // disk does (SIGXFSZ ignored, so the write returns an error instead). The
+  // result is printed: an output file would meet the same limit (and fail
+  // with exit 2, as it should).
+  const std::string print = "run " + std::string(STITCH_SOURCE_DIR) +
+                            "/bench/workloads/softmax.stitch --graph softmax_small --random-inputs 3 --print";
+  const fs::path cache = dir_ / "full_cache";
+  const testing::CommandRun r = testing::run_command(
+      "sh -c 'trap \"\" XFSZ; ulimit -f 1; exec env STITCH_CACHE_DIR=" + cache.string() + " " + STITCH_CLI + " " +
+      print + " --backend cpu'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("warning"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reference interpreter"), std::string::npos) << r.output;
+  const CliResult want = run_cli(print + " --backend interp");
+  ASSERT_EQ(want.status, 0) << want.output;
+  EXPECT_NE(r.output.find(want.output), std::string::npos) << "got:\n" << r.output << "\nwant:\n" << want.output;
+  for (const auto& entry : fs::recursive_directory_iterator(cache)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
+  }
+}
+
+TEST_F(FaultRun, ACorruptCacheEntryIsRecompiled) {
+  const fs::path cache = dir_ / "cache";
+  const std::string env = "STITCH_CACHE_DIR=" + cache.string();
+  CliResult r = run_cli(args(dir_ / "first") + " --backend cpu", env);
+  ASSERT_EQ(r.status, 0) << r.output;
+  int corrupted = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(cache)) {
+    if (entry.path().extension() != ".so") continue;
+    std::ofstream(entry.path(), std::ios::binary | std::ios::trunc) << "garbage, not an ELF file";
+    ++corrupted;
+  }
+  ASSERT_GT(corrupted, 0);
+  r = run_cli(args(dir_ / "second") + " --backend cpu", env);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("warning"), std::string::npos) << "a corrupt entry is a miss, not a failure\n" << r.output;
+  EXPECT_TRUE(same_bytes(result(dir_ / "second"), result(dir_ / "first")));
+}
+
+}  // namespace
+}  // namespace stitch

@@ -45,7 +45,14 @@ struct CompilerOptions {
   // back in stitch_bench_reference).
   std::vector<std::string> flags = {"-std=c++17",        "-O3",   "-march=native",    "-fopenmp",
                                     "-fPIC",             "-shared", "-ffp-contract=off", "-fno-math-errno",
-                                    "-fno-trapping-math", "-mprefer-vector-width=512"};
+                                    "-fno-trapping-math", "-mprefer-vector-width=512"
+#ifdef STITCH_SANITIZED
+                                    // A sanitized Stitch (-DSTITCH_SANITIZE=ON) checks its generated kernels too.
+                                    ,
+                                    "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                                    "-fno-omit-frame-pointer"
+#endif
+  };
   // After the source, so the linker sees the vector-math references first:
   // SLEEF's GNU-ABI vector variants of the `declare simd` functions.
   std::vector<std::string> libraries = {"-lsleefgnuabi"};

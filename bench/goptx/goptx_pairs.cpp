@@ -105,7 +105,7 @@ KernelSpec device_calls(Scale s) {
            scalar_of<int32_t>(static_cast<int32_t>(n))}};
 }
 
-// Stitch's CUDA emitter's kernels (bench/goptx/kernels/corpus_*.cu): the
+// Stitch's CUDA emitter's kernels (corpus_*.cu, written at build time): the
 // full graph's kernel covers its shape exactly, 1024 elements a CTA.
 KernelSpec triad(Scale s) {
   const bool full = s == Scale::Full;

@@ -16,6 +16,7 @@
 
 #include "gpu_differential.h"
 #include "gpu_test_graphs.h"
+#include "sim_context.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cuda_executable.h"
 
@@ -25,16 +26,6 @@ namespace {
 using runtime::cuda::CubinCache;
 using runtime::cuda::CudaContext;
 using runtime::cuda::CudaExecutable;
-
-std::shared_ptr<CudaContext> sim_context() {
-  static const std::shared_ptr<CudaContext> context = [] {
-    std::string why;
-    std::shared_ptr<CudaContext> c = CudaContext::open(&why, 0, STITCH_CUDA_SIM_DRIVER);
-    if (!c) ADD_FAILURE() << "the simulated driver did not open: " << why;
-    return c;
-  }();
-  return context;
-}
 
 std::vector<GpuGraph> workload_graphs(const std::vector<int64_t>& extents) {
   std::vector<GpuGraph> out;

@@ -180,6 +180,40 @@ inline std::string ptxas_messages(const std::string& text, const std::string& ta
 #endif
 }
 
+// Runs a and b alone on the interpreter, then kernel `name` of `made` (a
+// woven or packed pair) once with A's arguments, B's, then `extra`, and
+// expects every buffer of both to be byte-identical to the runs alone.
+inline void expect_same_as_alone(const Module& ma, const Module& mb, const KernelCase& a, const KernelCase& b,
+                                 const Module& made, const std::string& name, const LaunchConfig& launch,
+                                 const std::vector<KernelArg>& extra) {
+  Bound alone_a = bind(a.args);
+  Bound alone_b = bind(b.args);
+  Interpreter(ma).run(a.kernel, a.launch, alone_a.args);
+  Interpreter(mb).run(b.kernel, b.launch, alone_b.args);
+
+  Bound together_a = bind(a.args);
+  Bound together_b = bind(b.args);
+  std::vector<KernelArg> args = together_a.args;
+  args.insert(args.end(), together_b.args.begin(), together_b.args.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  try {
+    Interpreter(made).run(name, launch, args);
+  } catch (const UserError& e) {
+    ADD_FAILURE() << name << " failed: " << e.what();
+    return;
+  }
+  for (size_t i = 0; i < a.args.size(); ++i) {
+    if (a.args[i].buffer) {
+      EXPECT_TRUE(alone_a.buffers[i] == together_a.buffers[i]) << "A's argument " << i;
+    }
+  }
+  for (size_t i = 0; i < b.args.size(); ++i) {
+    if (b.args[i].buffer) {
+      EXPECT_TRUE(alone_b.buffers[i] == together_b.buffers[i]) << "B's argument " << i;
+    }
+  }
+}
+
 #endif  // STITCH_PTX_KERNEL_DIR
 
 }  // namespace stitch::ptx::testing

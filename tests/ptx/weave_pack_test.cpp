@@ -27,35 +27,11 @@ void check_packed_pair(const KernelCase& a, const KernelCase& b) {
   EXPECT_EQ(print_module(parse_module(text, "packed.ptx")), text);
   EXPECT_EQ(ptxas_messages(text, "pack_" + a.name + "_" + b.name), "");
 
-  Bound alone_a = bind(a.args);
-  Bound alone_b = bind(b.args);
-  Interpreter(ma).run(a.kernel, a.launch, alone_a.args);
-  Interpreter(mb).run(b.kernel, b.launch, alone_b.args);
-
-  Bound together_a = bind(a.args);
-  Bound together_b = bind(b.args);
-  std::vector<KernelArg> args = together_a.args;
-  args.insert(args.end(), together_b.args.begin(), together_b.args.end());
-  args.push_back(KernelArg::scalar<uint32_t>(a.launch.grid[0]));
-  args.push_back(KernelArg::scalar<uint32_t>(b.launch.grid[0]));
   LaunchConfig launch = a.launch;
   launch.grid = {a.launch.grid[0] + b.launch.grid[0], 1, 1};
   launch.dynamic_shared_bytes = std::max(a.launch.dynamic_shared_bytes, b.launch.dynamic_shared_bytes);
-  try {
-    Interpreter(packed).run(a.kernel + "_" + b.kernel + "_packed", launch, args);
-  } catch (const UserError& e) {
-    FAIL() << "the packed kernel failed: " << e.what();
-  }
-  for (size_t i = 0; i < a.args.size(); ++i) {
-    if (a.args[i].buffer) {
-      EXPECT_TRUE(alone_a.buffers[i] == together_a.buffers[i]) << "A's argument " << i;
-    }
-  }
-  for (size_t i = 0; i < b.args.size(); ++i) {
-    if (b.args[i].buffer) {
-      EXPECT_TRUE(alone_b.buffers[i] == together_b.buffers[i]) << "B's argument " << i;
-    }
-  }
+  expect_same_as_alone(ma, mb, a, b, packed, a.kernel + "_" + b.kernel + "_packed", launch,
+                       {KernelArg::scalar<uint32_t>(a.launch.grid[0]), KernelArg::scalar<uint32_t>(b.launch.grid[0])});
 }
 
 // Unlike weaving, packing lets both kernels use dynamic shared memory: each

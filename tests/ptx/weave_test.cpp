@@ -46,41 +46,16 @@ WeaveReport check_pair(const KernelCase& a, const KernelCase& b, WeaveStrategy s
   EXPECT_EQ(print_module(reparsed), text);
   EXPECT_EQ(ptxas_messages(text, a.name + "_" + b.name), "");
 
-  Bound alone_a = bind(a.args);
-  Bound alone_b = bind(b.args);
-  Interpreter(ma).run(a.kernel, a.launch, alone_a.args);
-  Interpreter(mb).run(b.kernel, b.launch, alone_b.args);
-
-  Bound together_a = bind(a.args);
-  Bound together_b = bind(b.args);
-  std::vector<KernelArg> args = together_a.args;
-  args.insert(args.end(), together_b.args.begin(), together_b.args.end());
+  std::vector<KernelArg> grids;
   if (grid_params) {
     for (const LaunchConfig* c : {&a.launch, &b.launch}) {
-      for (uint32_t extent : c->grid) args.push_back(KernelArg::scalar<uint32_t>(extent));
+      for (uint32_t extent : c->grid) grids.push_back(KernelArg::scalar<uint32_t>(extent));
     }
   }
   LaunchConfig launch = a.launch;
   launch.grid = larger(a.launch.grid, b.launch.grid);
   launch.dynamic_shared_bytes = std::max(a.launch.dynamic_shared_bytes, b.launch.dynamic_shared_bytes);
-  const std::string name = a.kernel + "_" + b.kernel + "_woven";
-  try {
-    Interpreter(woven).run(name, launch, args);
-  } catch (const UserError& e) {
-    ADD_FAILURE() << "the woven kernel failed: " << e.what();
-    return report;
-  }
-
-  for (size_t i = 0; i < a.args.size(); ++i) {
-    if (a.args[i].buffer) {
-      EXPECT_TRUE(alone_a.buffers[i] == together_a.buffers[i]) << "A's argument " << i;
-    }
-  }
-  for (size_t i = 0; i < b.args.size(); ++i) {
-    if (b.args[i].buffer) {
-      EXPECT_TRUE(alone_b.buffers[i] == together_b.buffers[i]) << "B's argument " << i;
-    }
-  }
+  expect_same_as_alone(ma, mb, a, b, woven, a.kernel + "_" + b.kernel + "_woven", launch, grids);
   return report;
 }
 

@@ -40,6 +40,7 @@
 
 #ifdef STITCH_CUDA_SIM_DRIVER
 #include "gpu_differential.h"
+#include "sim_context.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cuda_executable.h"
 #endif
@@ -124,15 +125,7 @@ std::string check_cpu(const Graph& g, uint64_t seed, int64_t max_symbol_extent, 
 }
 
 #ifdef STITCH_CUDA_SIM_DRIVER
-std::shared_ptr<runtime::cuda::CudaContext> sim_context() {
-  static const std::shared_ptr<runtime::cuda::CudaContext> context = [] {
-    std::string why;
-    auto c = runtime::cuda::CudaContext::open(&why, 0, STITCH_CUDA_SIM_DRIVER);
-    if (!c) ADD_FAILURE() << "the simulated driver did not open: " << why;
-    return c;
-  }();
-  return context;
-}
+using gpu_testing::sim_context;
 
 std::string run_cuda_sim(runtime::cuda::CudaExecutable& exe, const Graph& g, uint64_t seed,
                          int64_t max_symbol_extent) {

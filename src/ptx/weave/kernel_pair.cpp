@@ -6,7 +6,6 @@
 #include <array>
 
 #include "ptx/printer.h"
-#include "ptx/weave/side.h"
 
 namespace stitch::ptx {
 
@@ -124,6 +123,23 @@ std::vector<std::string> dynamic_shared_names(const Module& m) {
     if (v != nullptr && v->space == StateSpace::Shared && v->linkage == Linkage::Extern) names.push_back(v->name);
   }
   return names;
+}
+
+std::pair<SideOptions, SideOptions> side_options_for(const Module& a, const Function& kernel_a, const Module& b,
+                                                     const Function& kernel_b, const MergedModule& merged,
+                                                     const std::string& name) {
+  SideOptions side_a;
+  side_a.prefix = "a_";
+  side_a.dynamic_shared_names = dynamic_shared_names(a);
+  SideOptions side_b;
+  side_b.prefix = "b_";
+  side_b.module_renames = merged.renames_b;
+  side_b.dynamic_shared_names = dynamic_shared_names(b);
+  for (size_t i = 0; i < kernel_a.params.size(); ++i) side_a.param_names.push_back(fmt::format("{}_param_{}", name, i));
+  for (size_t i = 0; i < kernel_b.params.size(); ++i) {
+    side_b.param_names.push_back(fmt::format("{}_param_{}", name, kernel_a.params.size() + i));
+  }
+  return {side_a, side_b};
 }
 
 std::vector<PerformanceDirective> merge_directives(const Function& a, const Function& b, const std::string& made) {

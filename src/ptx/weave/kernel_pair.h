@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ptx/ptx_ast.h"
+#include "ptx/weave/side.h"
 
 namespace stitch::ptx {
 
@@ -32,6 +33,13 @@ MergedModule merge_modules(const Module& a, const Module& b);
 
 // `.extern .shared .b8 smem[]`: the names of a module's dynamic shared arrays.
 std::vector<std::string> dynamic_shared_names(const Module& m);
+
+// How each kernel of a pair made into kernel `name` is prepared (side.h):
+// prefixes a_ and b_, B's module renames, each module's dynamic shared
+// arrays, and the parameters renamed <name>_param_<k>, A's first.
+std::pair<SideOptions, SideOptions> side_options_for(const Module& a, const Function& kernel_a, const Module& b,
+                                                     const Function& kernel_b, const MergedModule& merged,
+                                                     const std::string& name);
 
 // .reqntid (must agree) and .maxntid (the smaller, dimension by dimension)
 // for one kernel made of both; the other directives are dropped. `made` says

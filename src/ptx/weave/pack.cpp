@@ -105,22 +105,11 @@ Module pack(const Module& a, const Module& b, const PackOptions& options) {
   MergedModule merged = merge_modules(a, b);
   Module& out = merged.module;
   const std::set<std::string>& names = merged.names;
-  const std::map<std::string, std::string>& renames_b = merged.renames_b;
 
   const std::string name = options.name.empty() ? kernel_a.name + "_" + kernel_b.name + "_packed" : options.name;
   if (names.contains(name)) throw UserError(fmt::format("the packed kernel's name '{}' is taken in the module", name));
 
-  SideOptions side_a;
-  side_a.prefix = "a_";
-  side_a.dynamic_shared_names = dynamic_shared_names(a);
-  SideOptions side_b;
-  side_b.prefix = "b_";
-  side_b.module_renames = renames_b;
-  side_b.dynamic_shared_names = dynamic_shared_names(b);
-  for (size_t i = 0; i < kernel_a.params.size(); ++i) side_a.param_names.push_back(fmt::format("{}_param_{}", name, i));
-  for (size_t i = 0; i < kernel_b.params.size(); ++i) {
-    side_b.param_names.push_back(fmt::format("{}_param_{}", name, kernel_a.params.size() + i));
-  }
+  auto [side_a, side_b] = side_options_for(a, kernel_a, b, kernel_b, merged, name);
   Side first = prepare_side(kernel_a, side_a);
   Side second = prepare_side(kernel_b, side_b);
 

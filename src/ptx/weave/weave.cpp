@@ -118,7 +118,6 @@ Module weave(const Module& a, const Module& b, const WeaveOptions& options, Weav
   MergedModule merged_module = merge_modules(a, b);
   Module& out = merged_module.module;
   const std::set<std::string>& names = merged_module.names;
-  const std::map<std::string, std::string>& renames_b = merged_module.renames_b;
 
   const std::string name = options.name.empty() ? kernel_a.name + "_" + kernel_b.name + "_woven" : options.name;
   if (names.contains(name)) throw UserError(fmt::format("the woven kernel's name '{}' is taken in the module", name));
@@ -140,17 +139,7 @@ Module weave(const Module& a, const Module& b, const WeaveOptions& options, Weav
     guarded_b = guard_grid(kernel_b, *options.grid_b, {});
   }
 
-  SideOptions side_a;
-  side_a.prefix = "a_";
-  side_a.dynamic_shared_names = dynamic_shared_names(a);
-  SideOptions side_b;
-  side_b.prefix = "b_";
-  side_b.module_renames = renames_b;
-  side_b.dynamic_shared_names = dynamic_shared_names(b);
-  for (size_t i = 0; i < kernel_a.params.size(); ++i) side_a.param_names.push_back(fmt::format("{}_param_{}", name, i));
-  for (size_t i = 0; i < kernel_b.params.size(); ++i) {
-    side_b.param_names.push_back(fmt::format("{}_param_{}", name, kernel_a.params.size() + i));
-  }
+  auto [side_a, side_b] = side_options_for(a, kernel_a, b, kernel_b, merged_module, name);
   side_a.param_names.insert(side_a.param_names.end(), grid_params_a.begin(), grid_params_a.end());
   side_b.param_names.insert(side_b.param_names.end(), grid_params_b.begin(), grid_params_b.end());
 

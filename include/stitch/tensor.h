@@ -107,6 +107,12 @@ class Tensor {
   std::vector<std::byte, detail::CacheLineAllocator<std::byte>> bytes_;
 };
 
+// A zero-filled tensor for `what`, which messages name ("input 'x'"). A shape
+// over kMaxTensorBytes, or memory the host will not give (the Tensor
+// constructors' std::bad_alloc or failed mapping), is a UserError naming
+// `what` and the bytes asked for (docs/limits.md).
+Tensor allocate_tensor(const std::string& what, DType dtype, std::vector<int64_t> shape);
+
 // One element of `dtype` at `p`, through a wide type, with the conversions of
 // Tensor::get_f64 / set_f64 / get_i64 / set_i64 (which call these).
 double element_get_f64(const std::byte* p, DType dtype);

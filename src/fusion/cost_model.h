@@ -16,7 +16,11 @@ struct PlanCost {
   int64_t bytes_read = 0;     // each group reads each external input once
   int64_t bytes_written = 0;  // each group writes each of its roots once
   int64_t launches = 0;       // one kernel (or library call) per group; none for a dot epilogue
-  int64_t bytes_moved() const { return bytes_read + bytes_written; }
+  // Saturates at int64's maximum, as the sums do (cost_model.cpp).
+  int64_t bytes_moved() const {
+    int64_t sum = 0;
+    return __builtin_add_overflow(bytes_read, bytes_written, &sum) ? INT64_MAX : sum;
+  }
 };
 
 class FusionCostModel {
@@ -26,6 +30,7 @@ class FusionCostModel {
   explicit FusionCostModel(SymbolBindings bindings = {}, int64_t default_extent = 1024)
       : bindings_(std::move(bindings)), default_extent_(default_extent) {}
 
+  int64_t default_extent() const { return default_extent_; }
   int64_t value_bytes(const Graph& g, ValueId v) const;
   PlanCost group_cost(const Graph& g, const FusionGroup& group) const;
   PlanCost plan_cost(const Graph& g, const FusionPlan& plan) const;

@@ -421,8 +421,15 @@ KernelBinding bind_kernel(const UserKernel& k, const std::vector<KernelArg>& arg
     }
     if (e < 0) throw UserError(fmt::format("kernel '{}': the range of '{}' has negative extent {}", k.name, ix.name, e));
     b.extents.push_back(e);
-    if (e != 0 && b.index_count > std::numeric_limits<int64_t>::max() / e) {
-      throw UserError(fmt::format("kernel '{}': the range has more than 2^63 indices", k.name));
+    // At most 2^48 indices (docs/limits.md): flattened index arithmetic over
+    // the range then cannot overflow, even with the zero extents taken as 1.
+    if (!tensor_span_bytes(DType::i8, b.extents)) {
+      std::string extents;
+      for (size_t d = 0; d < b.extents.size(); ++d) {
+        extents += fmt::format("{}{} < {}", d ? ", " : "", k.range[d].name, b.extents[d]);
+      }
+      throw UserError(fmt::format("kernel '{}': the range {} has more indices than the limit of {} (2^48)", k.name,
+                                  extents, kMaxTensorBytes));
     }
     b.index_count *= e;
   }

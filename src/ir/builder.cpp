@@ -37,6 +37,7 @@ ValueId GraphBuilder::param(const std::string& name, DType dtype, Shape shape) {
       throw UserError(fmt::format("parameter '{}' has negative extent {}", name, d.extent()));
     }
   }
+  check_static_size(fmt::format("parameter '{}'", name), {dtype, shape});
   return g_.add_param(name, {dtype, std::move(shape)});
 }
 
@@ -77,6 +78,9 @@ ValueId GraphBuilder::add_primitive(OpKind kind, std::vector<ValueId> inputs, At
   TensorType t = infer_type(kind, types, attrs);
   std::string n = name.empty() ? fresh_name(std::string(op_name(kind))) : name;
   if (g_.has_name(n)) throw UserError(fmt::format("'{}' is already defined", n));
+  // Every value is checked as it is made, so later passes may multiply static
+  // extents without overflow (docs/limits.md).
+  check_static_size(fmt::format("{} '{}'", op_name(kind), n), t);
   return g_.add_node(kind, std::move(inputs), std::move(attrs), std::move(t), n, loc_);
 }
 

@@ -135,6 +135,22 @@ class KernelChecker {
     in_extent_ = true;
     for (KernelIndex& ix : k_.range) ix.extent = index_expr(ix.extent, "a range extent");
     in_extent_ = false;
+    // Literal extents are checked here; the rest when a call binds them
+    // (bind_kernel), against the same limit on the indices of a range.
+    std::vector<int64_t> literal_extents;
+    for (const KernelIndex& ix : k_.range) {
+      if (ix.extent->kind != KernelExprKind::Literal) continue;
+      if (ix.extent->int_value > kMaxTensorBytes) {
+        fail(ix.extent->loc.known() ? ix.extent->loc : ix.loc,
+             fmt::format("the range of '{}' has extent {}; the limit on the indices of a range is {} (2^48)", ix.name,
+                         ix.extent->int_value, kMaxTensorBytes));
+      }
+      if (ix.extent->int_value >= 0) literal_extents.push_back(ix.extent->int_value);
+    }
+    if (!tensor_span_bytes(DType::i8, literal_extents)) {
+      fail(k_.range[0].loc, fmt::format("the range's literal extents alone give more than {} indices, the limit (2^48)",
+                                        kMaxTensorBytes));
+    }
     for (const KernelIndex& ix : k_.range) define(ix.name, NameInfo{NameKind::Index, DType::i64, 0, ix.loc});
   }
 

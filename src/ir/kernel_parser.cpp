@@ -98,6 +98,11 @@ class KernelParser : private TokenCursor {
       }
     }
     expect(TokenKind::RBracket, fmt::format("',' or ']' in the shape of array '{}'", name.text));
+    try {
+      check_static_size(fmt::format("array '{}'", p.name), TensorType{p.dtype, p.shape});
+    } catch (const UserError& e) {
+      throw e.located(p.loc);
+    }
     return p;
   }
 

@@ -55,11 +55,15 @@ class ImportContext {
   DType dtype_of_value(const std::string& name);
   Shape shape_of_value(const std::string& name);
 
-  // Defines output i of `n` as a graph value or as a known tensor.
+  // Defines output i of `n` as a graph value or as a known tensor; an output
+  // the node leaves out (empty, or past its last) is not wanted, and nothing
+  // is defined.
   void define(const ::onnx::NodeProto& n, int i, ValueId v);
   void define(const ::onnx::NodeProto& n, ValueId v) { define(n, 0, v); }
   void define_known(const std::string& onnx_name, Tensor t);
-  void define_known(const ::onnx::NodeProto& n, int i, Tensor t) { define_known(n.output(i), std::move(t)); }
+  void define_known(const ::onnx::NodeProto& n, int i, Tensor t) {
+    if (wants_output(n, i)) define_known(n.output(i), std::move(t));
+  }
   // A fresh graph name for output i of `n`.
   std::string out_name(const ::onnx::NodeProto& n, int i = 0);
   // Whether output i of `n` is wanted (present and non-empty).

@@ -12,6 +12,7 @@
 
 #include "onnx/context.h"
 #include "stitch/interpreter.h"
+#include "stitch/shape.h"
 
 namespace stitch::onnx_import {
 
@@ -52,12 +53,26 @@ Tensor tensor_from_proto(const TensorProto& p) {
   for (int64_t d : shape) {
     if (d < 0) throw UserError(fmt::format("tensor '{}' has a negative dim {}", p.name(), d));
   }
-  Tensor t(*dtype, shape);
+  // Sizes from the file are checked before anything is allocated for them:
+  // the shape against the limit on one tensor, then the data against the shape.
+  const std::string what = fmt::format("tensor '{}'", p.name());
+  check_tensor_size(what, *dtype, shape);
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;  // within kMaxTensorBytes, checked above
+  const uint64_t nbytes = static_cast<uint64_t>(numel) * static_cast<uint64_t>(dtype_size(*dtype));
+  if (p.has_raw_data() && p.raw_data().size() != nbytes) {
+    throw UserError(fmt::format("tensor '{}': raw_data holds {} bytes, its type needs {}", p.name(),
+                                p.raw_data().size(), nbytes));
+  }
+  const int values = *dtype == DType::f32   ? p.float_data_size()
+                     : *dtype == DType::f64 ? p.double_data_size()
+                     : *dtype == DType::i64 ? p.int64_data_size()
+                                            : p.int32_data_size();
+  if (!p.has_raw_data() && values != numel) {
+    throw UserError(fmt::format("tensor '{}' holds {} values, its shape needs {}", p.name(), values, numel));
+  }
+  Tensor t = allocate_tensor(what, *dtype, shape);
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != t.nbytes()) {
-      throw UserError(fmt::format("tensor '{}': raw_data holds {} bytes, its type needs {}", p.name(),
-                                  p.raw_data().size(), t.nbytes()));
-    }
     std::memcpy(t.raw(), p.raw_data().data(), t.nbytes());
     return t;
   }
@@ -285,6 +300,7 @@ class Importer {
 
   void add_constant_node(const NodeProto& n) {
     ImportContext::require_inputs(n, 0, 0);
+    if (!ImportContext::wants_output(n, 0)) return;  // a Constant that defines nothing
     if (const auto* v = ImportContext::attr(n, "value")) {
       ::onnx::TensorProto p = v->t();
       p.set_name(n.output(0));

@@ -107,7 +107,7 @@ void register_elementwise_ops(ConverterTable& table) {
       {"Floor", OpKind::Floor}, {"Ceil", OpKind::Ceil},
   };
   for (auto [name, kind] : unary) {
-    table[name] = [kind](ImportContext& ctx, const NodeProto& n) { add_unary(ctx, n, kind); };
+    table[name] = [kind = kind](ImportContext& ctx, const NodeProto& n) { add_unary(ctx, n, kind); };
   }
   const std::pair<const char*, OpKind> binary[] = {
       {"Add", OpKind::Add}, {"Sub", OpKind::Sub},    {"Mul", OpKind::Mul},     {"Div", OpKind::Div},
@@ -115,7 +115,7 @@ void register_elementwise_ops(ConverterTable& table) {
       {"And", OpKind::And}, {"Or", OpKind::Or},      {"LessOrEqual", OpKind::Le}, {"GreaterOrEqual", OpKind::Ge},
   };
   for (auto [name, kind] : binary) {
-    table[name] = [kind](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, kind, false); };
+    table[name] = [kind = kind](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, kind, false); };
   }
   table["Max"] = [](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, OpKind::Max, true); };
   table["Min"] = [](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, OpKind::Min, true); };

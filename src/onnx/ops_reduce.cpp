@@ -128,7 +128,7 @@ void register_reduce_ops(ConverterTable& table) {
       {"ReduceLogSumExp", {OpKind::ReduceSum, Pre::None, Post::None, /*logsumexp=*/true}},
   };
   for (const auto& [name, spec] : reduce) {
-    table[name] = [spec](ImportContext& ctx, const NodeProto& n) { add_reduce(ctx, n, spec); };
+    table[name] = [spec = spec](ImportContext& ctx, const NodeProto& n) { add_reduce(ctx, n, spec); };
   }
   table["ArgMax"] = [](ImportContext& ctx, const NodeProto& n) { add_arg_reduce(ctx, n, true); };
   table["ArgMin"] = [](ImportContext& ctx, const NodeProto& n) { add_arg_reduce(ctx, n, false); };

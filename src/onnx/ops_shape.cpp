@@ -253,8 +253,13 @@ void add_pad(ImportContext& ctx, const NodeProto& n) {
   for (int64_t a = 0; a < rank; ++a) {
     if (low[a] >= 0 && high[a] >= 0) continue;
     if (shape[a].is_symbolic()) throw UserError(fmt::format("negative pad on axis {} of symbolic extent", a));
+    // Checked before negating: -INT64_MIN overflows.
+    const int64_t extent = shape[a].extent();
+    if (low[a] < -extent || high[a] < -extent) {
+      throw UserError(fmt::format("negative pads on axis {} remove more than its extent", a));
+    }
     start[a] = std::max<int64_t>(-low[a], 0);
-    int64_t end = shape[a].extent() - std::max<int64_t>(-high[a], 0);
+    int64_t end = extent - std::max<int64_t>(-high[a], 0);
     if (end < start[a]) throw UserError(fmt::format("negative pads on axis {} remove more than its extent", a));
     stop[a] = Dim(end);
     shape[a] = Dim(end - start[a]);

@@ -6,6 +6,30 @@
 
 namespace stitch {
 
+namespace {
+
+// Static shapes were checked when the graph was built; a value with symbols
+// is checked once they are bound, before anything is allocated for it
+// (docs/limits.md). Messages are formatted only for a value over the limit.
+void check_sizes_with(const Graph& g, const SymbolBindings& bindings) {
+  if (bindings.empty()) return;
+  std::vector<int64_t> extents;
+  for (int i = 0; i < g.num_values(); ++i) {
+    const TensorType& t = g.type(ValueId{i});
+    if (is_static(t.shape)) continue;
+    extents.clear();
+    for (const Dim& d : t.shape) {
+      auto it = d.is_static() ? bindings.end() : bindings.find(d.name());
+      extents.push_back(d.is_static() ? d.extent() : it == bindings.end() ? 1 : it->second);
+    }
+    if (!tensor_span_bytes(t.dtype, extents)) {
+      check_bound_size(fmt::format("value '{}' of graph '{}'", g.value_name(ValueId{i}), g.name()), t, bindings);
+    }
+  }
+}
+
+}  // namespace
+
 SymbolBindings bind_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
   std::vector<InputType> types;
   types.reserve(inputs.size());
@@ -34,6 +58,9 @@ SymbolBindings bind_input_types(const Graph& g, const std::vector<InputType>& in
     for (int d = 0; d < want.rank(); ++d) {
       const Dim& dim = want.shape[d];
       int64_t extent = got.shape[d];
+      if (extent < 0 || extent > kMaxTensorBytes) {
+        check_extent(fmt::format("input '{}': dim {}", name, d), extent);
+      }
       if (dim.is_static()) {
         if (dim.extent() != extent) {
           throw UserError(fmt::format("input '{}': expected {}, got {} (dim {} is {}, not {})", name, want.str(),
@@ -50,6 +77,7 @@ SymbolBindings bind_input_types(const Graph& g, const std::vector<InputType>& in
       }
     }
   }
+  check_sizes_with(g, bindings);
   return bindings;
 }
 

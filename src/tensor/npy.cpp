@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "stitch/error.h"
+#include "stitch/shape.h"
 
 namespace stitch {
 
@@ -29,6 +30,10 @@ namespace {
 constexpr std::string_view kMagic = "\x93NUMPY";
 // numpy pads the header so the data starts on a 64-byte boundary (ARRAY_ALIGN).
 constexpr size_t kHeaderAlignment = 64;
+// A header is a short dict; numpy's own reader refuses one over 10,000 bytes
+// unless told otherwise. This bounds the text parsed and leaves room for any
+// rank a shape can have.
+constexpr uint64_t kMaxNpyHeaderBytes = uint64_t{1} << 20;
 
 [[noreturn]] void fail(const std::string& what, const std::string& message) {
   throw UserError(what + ": " + message);
@@ -259,22 +264,13 @@ std::string shape_repr(const std::vector<int64_t>& shape) {
   return out + (shape.size() == 1 ? ",)" : ")");
 }
 
-// Payload size from the header, or an error when it cannot exist in memory.
+// Payload size from the header, or an error when it is over the limit on one
+// tensor (docs/limits.md).
 uint64_t payload_bytes(DType dtype, const std::vector<int64_t>& shape, const std::string& what) {
-  const uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  uint64_t extent = static_cast<uint64_t>(dtype_size(dtype));
-  bool empty = false;
-  for (int64_t d : shape) {
-    if (d == 0) {
-      empty = true;
-      continue;
-    }
-    if (extent > limit / static_cast<uint64_t>(d)) {
-      fail(what, "shape " + shape_repr(shape) + " is too large to hold in memory");
-    }
-    extent *= static_cast<uint64_t>(d);
-  }
-  return empty ? 0 : extent;
+  check_tensor_size(what, dtype, shape);
+  int64_t bytes = dtype_size(dtype);
+  for (int64_t d : shape) bytes *= d;  // at most kMaxTensorBytes, checked above
+  return static_cast<uint64_t>(bytes);
 }
 
 }  // namespace
@@ -299,6 +295,10 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
     fail(what, "truncated .npy file: the header claims " + std::to_string(header_length) +
                    " bytes but only " + std::to_string(data.size() - header_start) + " follow");
   }
+  if (header_length > kMaxNpyHeaderBytes) {
+    fail(what, "the .npy header claims " + std::to_string(header_length) + " bytes; the limit is " +
+                   std::to_string(kMaxNpyHeaderBytes) + " (docs/limits.md)");
+  }
   // Version 1.0/2.0 headers are latin-1 and 3.0 ones UTF-8; every accepted
   // header is ASCII, so bytes compare the same under either.
   const NpyHeader header = HeaderParser(data.substr(header_start, header_length), what).parse();
@@ -316,7 +316,7 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
                    std::to_string(expected) + " bytes of data, the file has " + std::to_string(actual));
   }
 
-  Tensor tensor(dtype, *header.shape);
+  Tensor tensor = allocate_tensor(what, dtype, *header.shape);
   if (tensor.nbytes() > 0) std::memcpy(tensor.raw(), data.data() + payload_start, tensor.nbytes());
   // A bool byte other than 0 or 1 is not a valid C++ bool; numpy reads it as true.
   if (tensor.dtype() == DType::boolean) {
@@ -332,7 +332,22 @@ Tensor read_npy(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) fail(path, "cannot read: is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The whole file is read before its header is parsed: refuse one that
+  // cannot hold a tensor within the limit before reading it.
+  const uintmax_t file_bytes = std::filesystem::file_size(path, ec);
+  constexpr uintmax_t kMaxFileBytes = static_cast<uintmax_t>(kMaxTensorBytes) + kMaxNpyHeaderBytes + 64;
+  if (!ec && file_bytes > kMaxFileBytes) {
+    fail(path, "the file is " + std::to_string(file_bytes) + " bytes; a .npy file within the limit of " +
+                   std::to_string(kMaxTensorBytes) + " bytes per tensor is at most " +
+                   std::to_string(kMaxFileBytes) + " (docs/limits.md)");
+  }
+  std::string bytes;
+  try {
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::bad_alloc&) {
+    fail(path, "out of memory: the host did not give the " + std::to_string(file_bytes) +
+                   " bytes to read the file");
+  }
   if (in.bad()) fail(path, std::string("cannot read: ") + std::strerror(errno));
   return parse_npy(bytes, path);
 }

@@ -1,14 +1,17 @@
 #include "stitch/tensor.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
-
+#include <new>
 
 #include "stitch/error.h"
+#include "stitch/shape.h"
 #include "tensor/narrow_float.h"
 
 namespace stitch {
@@ -132,22 +135,28 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : Tensor(dtype, std::mov
 Tensor Tensor::uninitialized(DType dtype, std::vector<int64_t> shape) { return Tensor(dtype, std::move(shape), NoFill{}); }
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape, NoFill) : dtype_(dtype), shape_(std::move(shape)) {
-  const int64_t element_size = dtype_size(dtype_);
-  int64_t numel = 1;
-  int64_t nonzero_extent = element_size;
-  for (int64_t d : shape_) {
-    STITCH_ASSERT(d >= 0, "negative dimension in tensor shape");
-    if (d == 0) {
-      numel = 0;
-      continue;
-    }
-    STITCH_ASSERT(nonzero_extent <= std::numeric_limits<int64_t>::max() / d,
-                  "tensor byte size overflows int64");
-    nonzero_extent *= d;
-    numel *= d;
+  for (int64_t d : shape_) STITCH_ASSERT(d >= 0, "negative dimension in tensor shape");
+  // Every reader of a size checks it against the limit (docs/limits.md); a
+  // shape that comes here unchecked is still bad input, never a wrapped size.
+  check_tensor_size("tensor", dtype_, shape_);
+  numel_ = 1;
+  for (int64_t d : shape_) numel_ *= d;
+  // numel_ * element size <= kMaxTensorBytes: no overflow.
+  const int64_t bytes = numel_ * dtype_size(dtype_);
+  try {
+    bytes_.resize(static_cast<size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+    throw UserError(fmt::format("out of memory: the host did not give the {} bytes of a {} tensor", bytes,
+                                TensorType{dtype_, Shape(shape_.begin(), shape_.end())}.str()));
   }
-  numel_ = numel;
-  bytes_.resize(static_cast<size_t>(numel_ * element_size));
+}
+
+Tensor allocate_tensor(const std::string& what, DType dtype, std::vector<int64_t> shape) {
+  try {
+    return Tensor(dtype, std::move(shape));
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}: {}", what, e.what()));
+  }
 }
 
 double element_get_f64(const std::byte* p, DType dtype) {

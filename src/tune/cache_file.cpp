@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "runtime/cpu/cache_maintenance.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/error.h"
 
@@ -21,20 +23,35 @@ std::string read_cache_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream s;
   s << in.rdbuf();
+  // A result read is a result used: eviction's recency (docs/kernel-cache.md).
+  if (in) runtime::cpu::touch_cache_file(p);
   return s.str();
 }
 
 void write_cache_file(const fs::path& p, const std::string& text) {
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  const fs::path tmp = p.string() + fmt::format(".tmp{}", static_cast<long>(::getpid()));
+  // Named for this process (runtime::cpu::temporary_tag) so that a cleanup
+  // pass can tell whether its writer is still alive; unique per thread too.
+  std::string scratch = p.string() + ".tmp-" + runtime::cpu::temporary_tag() + "-XXXXXX";
+  const int fd = ::mkstemp(scratch.data());
+  if (fd < 0) throw UserError(fmt::format("tuning cache: cannot create a temporary file beside {}", p.string()));
+  ::close(fd);
+  const fs::path tmp = scratch;
   {
     std::ofstream out(tmp, std::ios::binary);
     out << text;
-    if (!out) throw UserError(fmt::format("tuning cache: cannot write {}", tmp.string()));
+    if (!out) {
+      fs::remove(tmp, ec);
+      throw UserError(fmt::format("tuning cache: cannot write {}", tmp.string()));
+    }
   }
   fs::rename(tmp, p, ec);
-  if (ec) throw UserError(fmt::format("tuning cache: cannot rename {} to {}: {}", tmp.string(), p.string(), ec.message()));
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw UserError(fmt::format("tuning cache: cannot rename {} to {}: {}", tmp.string(), p.string(), ec.message()));
+  }
 }
 
 std::string measured_target_text(const schedule::RowScheduleTarget& t, const std::string& description) {

@@ -176,11 +176,15 @@ const BadInput kCases[] = {
 
     // Found by the fuzzer (docs/fuzzing.md): each was undefined behaviour before.
     {"pad_extent_overflow",
-     body("  y = pad(x, low=[9223372036854775807], high=[5])\n  return y\n", "x: f32[9223372036854775807]"),
+     body("  y = pad(x, low=[9223372036854775807], high=[5])\n  return y\n", "x: f32[4]"),
      "t.stitch:2:7: error: pad: axis 0 of the result would exceed 2^63 - 1 elements"},
     {"concat_extent_overflow",
-     body("  y = concat(x, x, axis=0)\n  return y\n", "x: f32[9223372036854775807]"),
-     "t.stitch:2:7: error: concat: axis 0 of the result would exceed 2^63 - 1 elements"},
+     body("  y = concat(x, x, axis=0)\n  return y\n", "x: i8[281474976710656]"),
+     "t.stitch:2:7: error: concat 'y': i8[562949953421312] has 562949953421312 elements of 1 byte "
+     "(562949953421312 bytes); the limit is 281474976710656 bytes (2^48) per tensor"},
+    {"param_over_tensor_limit", body("  return x\n", "x: f32[9223372036854775807]"),
+     "t.stitch:1:9: error: parameter 'x': f32[9223372036854775807] has 9223372036854775807 elements of 4 bytes "
+     "(36893488147419103228 bytes); the limit is 281474976710656 bytes (2^48) per tensor"},
     {"float_literal_beyond_i64", body("  y = add(x, 9.3e18)\n  return y\n", "x: i64[4]"),
      "t.stitch:2:7: error: constant: value 9.3e+18 does not fit i64"},
 

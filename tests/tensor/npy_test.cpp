@@ -323,7 +323,8 @@ TEST(NpyParse, ZeroSizeWithLargeOtherDims) {
   // numpy refuses these too ("array is too big"): the other dims still bound the size.
   EXPECT_EQ(parse_error(npy_with_header(
                 "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4000000000000000000)}", "")),
-            "x.npy: shape (0, 4000000000000000000) is too large to hold in memory");
+            "x.npy: f64[0, 4000000000000000000] has 0 elements of 8 bytes (32000000000000000000 bytes counting "
+            "each zero extent as 1); the limit is 281474976710656 bytes (2^48) per tensor");
 }
 
 TEST(NpyErrors, MissingFile) {
@@ -434,9 +435,11 @@ TEST(NpyErrors, Shapes) {
   EXPECT_EQ(parse_error(header("(99999999999999999999,)")),
             "x.npy: dimension in shape does not fit in 64 bits");
   EXPECT_EQ(parse_error(header("(4611686018427387904, 2)")),
-            "x.npy: shape (4611686018427387904, 2) is too large to hold in memory");
+            "x.npy: f32[4611686018427387904, 2] has 9223372036854775808 elements of 4 bytes "
+            "(36893488147419103232 bytes); the limit is 281474976710656 bytes (2^48) per tensor");
   EXPECT_EQ(parse_error(header("(3037000500, 3037000500)")),
-            "x.npy: shape (3037000500, 3037000500) is too large to hold in memory");
+            "x.npy: f32[3037000500, 3037000500] has 9223372037000250000 elements of 4 bytes "
+            "(36893488148001000000 bytes); the limit is 281474976710656 bytes (2^48) per tensor");
   EXPECT_THAT(parse_error(header("(3)")),
               HasSubstr("malformed .npy header: shape must be a tuple, as in (3,)"));
   EXPECT_THAT(parse_error(header("[3]")), HasSubstr("malformed .npy header: expected '('"));

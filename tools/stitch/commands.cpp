@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -99,9 +100,18 @@ SymbolBindings parse_dims(const std::vector<std::string>& specs) {
   SymbolBindings dims;
   for (const std::string& d : specs) {
     auto [name, text] = split_binding(d, "--dim");
-    char* end = nullptr;
-    long long n = std::strtoll(text.c_str(), &end, 10);
-    if (*end != '\0' || n < 0) throw UserError(fmt::format("--dim {}: '{}' is not a non-negative integer", d, text));
+    int64_t n = 0;
+    const char* first = text.data();
+    const char* last = first + text.size();
+    const auto [end, ec] = std::from_chars(first, last, n);
+    if (ec == std::errc::result_out_of_range) {
+      throw UserError(fmt::format("--dim {}: {} does not fit in 64 bits; the limit on any extent is {}", d, text,
+                                  kMaxTensorBytes));
+    }
+    if (text.empty() || ec != std::errc() || end != last) {
+      throw UserError(fmt::format("--dim {}: '{}' is not a non-negative integer", d, text));
+    }
+    check_extent(fmt::format("--dim {}: {}", d, name), n);
     dims[name] = n;
   }
   return dims;
@@ -192,7 +202,9 @@ std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const M
                                     "that fixes it)", name, d.name(), d.name()));
       }
     }
-    Tensor tensor(t.dtype, concrete_shape(t.shape, dims));
+    const std::vector<int64_t> shape = concrete_shape(t.shape, dims);
+    check_tensor_size(fmt::format("random input '{}'", name), t.dtype, shape);
+    Tensor tensor = allocate_tensor(fmt::format("random input '{}'", name), t.dtype, shape);
     fill_random(tensor, param_seed(spec.seed, i));
     inputs.push_back(std::move(tensor));
   }

@@ -95,7 +95,7 @@ int run_kernel_command(const std::string& file, const std::string& kernel_name, 
           throw UserError(fmt::format("random array '{}': symbol {} is not bound (give --dim {}=N)", p.name, d.name(), d.name()));
         }
       }
-      arrays.emplace_back(p.dtype, concrete_shape(p.shape, dims));
+      arrays.push_back(allocate_tensor(fmt::format("random array '{}'", p.name), p.dtype, concrete_shape(p.shape, dims)));
       fill_random(arrays.back(), param_seed(spec.seed, i));
     }
     args.emplace_back(arrays.back());

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <new>
 
+#include "cache_command.h"
 #include "cli.h"
 #include "ptx_commands.h"
 #include "ptx_run_command.h"
@@ -123,6 +124,7 @@ int dispatch(int argc, char** argv) {
   PtxCommands ptx(app);
   PtxRunCommand ptx_run(*app.get_subcommand("ptx"));
   PtxWeaveCommand ptx_weave(*app.get_subcommand("ptx"));
+  CacheCommand cache(app);
 
   try {
     app.parse(argc, argv);
@@ -162,6 +164,7 @@ int dispatch(int argc, char** argv) {
   if (ptx_run.selected()) return ptx_run.run();
   if (ptx_weave.selected()) return ptx_weave.run();
   if (ptx.selected()) return ptx.run();
+  if (cache.selected()) return cache.run();
   return kExitBadInput;
 }
 
@@ -180,8 +183,10 @@ int main(int argc, char** argv) {
     std::cerr << "stitch: " << e.what() << "\nThis is a bug in Stitch; please report it with the input.\n";
     return kExitInternal;
   } catch (const std::bad_alloc&) {
-    std::cerr << "stitch: error: out of memory\n";
-    return kExitInternal;
+    // Memory is the environment's limit, not a bug; every tensor allocation
+    // names its bytes (docs/limits.md), this catches the rest.
+    std::cerr << "error: out of memory (an allocation other than a tensor's failed)\n";
+    return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "stitch: internal error: " << e.what() << "\n";
     return kExitInternal;

@@ -24,6 +24,32 @@ namespace stitch::cli {
 
 namespace {
 
+// Every value under the --dim bindings, the rest of the symbols at the cost
+// model's default extent, must be within the limit on one tensor
+// (docs/limits.md): the byte counts below then cannot wrap (cost_model.cpp).
+void check_plan_sizes(const Graph& g, const SymbolBindings& given) {
+  SymbolBindings bindings = given;
+  std::string defaulted;
+  for (int i = 0; i < g.num_values(); ++i) {
+    for (const Dim& d : g.type(ValueId{i}).shape) {
+      if (d.is_symbolic() && bindings.emplace(d.name(), FusionCostModel().default_extent()).second) {
+        defaulted += (defaulted.empty() ? "" : ", ") + d.name();
+      }
+    }
+  }
+  for (int i = 0; i < g.num_values(); ++i) {
+    const TensorType& t = g.type(ValueId{i});
+    if (is_static(t.shape)) continue;  // checked when the graph was built
+    try {
+      check_bound_size(fmt::format("value '{}'", g.value_name(ValueId{i})), t, bindings);
+    } catch (const UserError& e) {
+      if (defaulted.empty()) throw;
+      throw UserError(fmt::format("{} ({} not bound by --dim, counted as {})", e.what(), defaulted,
+                                  FusionCostModel().default_extent()));
+    }
+  }
+}
+
 // print_plan's listing followed by what each kernel moves: the groups' kinds,
 // nodes and roots come from the plan printer, the bytes from the cost model
 // (symbols not bound by --dim take the model's default extent).
@@ -34,6 +60,10 @@ std::string plan_text(const Graph& g, const FusionPlan& plan, const FusionCostMo
     out += fmt::format("bytes group {}: {} read, {} written\n", gi, c.bytes_read, c.bytes_written);
   }
   PlanCost total = model.plan_cost(g, plan);
+  if (total.bytes_moved() == INT64_MAX) {
+    throw UserError(fmt::format("graph '{}': the plan's byte total does not fit in 64 bits (each value is within "
+                                "the limit, but together they pass 2^63 bytes)", g.name()));
+  }
   out += fmt::format("bytes total: {} read, {} written, {} kernels\n", total.bytes_read, total.bytes_written,
                      total.launches);
   return out;
@@ -210,7 +240,9 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   // PlanOptions).
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
   rows.forced = forced;
-  runtime::Compilation c = runtime::compilation_of(canonicalize_with_dumps(select_graph(m, graph_name, file)), kind,
+  const Graph& selected = select_graph(m, graph_name, file);
+  check_plan_sizes(selected, bindings);
+  runtime::Compilation c = runtime::compilation_of(canonicalize_with_dumps(selected), kind,
                                                    explain && gpu ? PlanOptions::for_gpu(gpu->arch) : PlanOptions{}, rows);
   // The JSON form gives each group's schedule; the others stop after planning.
   run_pipeline(c, runtime::Backend{}, "split-reductions", format == "json" ? "schedule" : "plan", stage_dumps());

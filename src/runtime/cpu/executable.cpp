@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <new>
 #include <set>
 
 #include "codegen/cpu/cpp_emitter.h"
@@ -314,7 +315,13 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
     const bool reusable = results[i].dtype() == dtype && results[i].shape() == shape &&
                           results[i].nbytes() == static_cast<size_t>(numel * dtype_size(dtype));
     // Kernels write every element of an output: fresh ones are not zeroed first.
-    if (!reusable) results[i] = Tensor::uninitialized(dtype, shape);
+    if (!reusable) {
+      try {
+        results[i] = Tensor::uninitialized(dtype, shape);
+      } catch (const UserError& e) {
+        throw UserError(fmt::format("output '{}': {}", graph_.outputs()[i].name, e.what()));
+      }
+    }
     return results[i].raw();
   });
 }
@@ -358,7 +365,12 @@ void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputM
   for (const std::vector<std::byte>& buffer : pool) pool_bytes.push_back(static_cast<int64_t>(buffer.size()));
   const BufferPlan plan = plan_buffers(lifetimes, bytes, pool_bytes);
   for (size_t b = pool.size(); b < plan.pool_bytes.size(); ++b) {
-    pool.emplace_back(static_cast<size_t>(plan.pool_bytes[b]));
+    try {
+      pool.emplace_back(static_cast<size_t>(plan.pool_bytes[b]));
+    } catch (const std::bad_alloc&) {
+      throw UserError(fmt::format("out of memory: the host did not give the {} bytes of workspace buffer {} for the "
+                                  "intermediates of graph '{}'", plan.pool_bytes[b], b, g.name()));
+    }
   }
 
   const AddressOf address_of = [&](ValueId v) -> void* {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -124,7 +125,7 @@ void write_cache_file_atomically(const std::filesystem::path& path, const std::s
   if (error) {
     throw CompileError(fmt::format("kernel cache: cannot create {}: {}", path.parent_path().string(), error.message()), "");
   }
-  std::string scratch = path.string() + ".tmp-XXXXXX";
+  std::string scratch = path.string() + ".tmp-" + temporary_tag() + "-XXXXXX";
   const int fd = mkstemp(scratch.data());
   if (fd < 0) {
     throw CompileError(fmt::format("kernel cache: cannot create a temporary file beside {}: {}", path.string(),
@@ -208,7 +209,8 @@ std::string target_description() {
   return description;
 }
 
-KernelCache::KernelCache(std::filesystem::path directory) : directory_(std::move(directory)) {}
+KernelCache::KernelCache(std::filesystem::path directory, uint64_t max_bytes)
+    : directory_(std::move(directory)), max_bytes_(max_bytes) {}
 
 namespace {
 
@@ -260,7 +262,7 @@ std::string KernelCache::stamped_compiler_version(const std::string& compiler) c
   if (!ec) {
     // Same protocol as the entries: a complete temporary file renamed into place.
     static std::atomic<int> counter{0};
-    const fs::path tmp = stamp.parent_path() / fmt::format(".stamp-{}-{}", ::getpid(), counter++);
+    const fs::path tmp = stamp.parent_path() / fmt::format(".stamp-{}-{}", temporary_tag(), counter++);
     try {
       write_bytes(tmp, identity + version);
       rename_into_place(tmp, stamp);
@@ -314,8 +316,8 @@ bool KernelCache::entry_is_valid(const std::string& key) const {
   return !shared_object.empty() && sha256_hex(shared_object) == checksum;
 }
 
-void KernelCache::compile_into_entry(const std::string& key, const std::string& source,
-                                     const CompilerOptions& options) {
+CpuModule KernelCache::compile_into_entry(const std::string& key, const std::string& source,
+                                          const CompilerOptions& options) {
   const std::filesystem::path entries = directory_ / "cpu";
   std::error_code error;
   std::filesystem::create_directories(entries, error);
@@ -323,18 +325,24 @@ void KernelCache::compile_into_entry(const std::string& key, const std::string& 
 
   // A private directory next to the entries: same file system, so rename() is
   // atomic, and no other writer can touch the half-written files.
-  std::string scratch = (entries / ".tmp-XXXXXX").string();
+  std::string scratch = (entries / (".tmp-" + temporary_tag() + "-XXXXXX")).string();
   if (!mkdtemp(scratch.data())) {
     throw CompileError(fmt::format("kernel cache: cannot create a temporary directory in {}: {}", entries.string(),
                                    std::strerror(errno)),
                        "");
   }
   const std::filesystem::path scratch_dir = scratch;
+  std::optional<CpuModule> module;
   try {
-    const std::filesystem::path compiled = scratch_dir / "kernel.so";
+    // Named for the key: dlopen takes an object already loaded under the same
+    // name for this one, which is then the same key, so the same object.
+    const std::filesystem::path compiled = scratch_dir / (key + ".so");
     compile_shared_object(source, compiled, options);
     const std::filesystem::path checksum = scratch_dir / "kernel.sum";
     write_bytes(checksum, sha256_hex(read_bytes(compiled)));
+    // Loaded before it is published: once renamed, another process may evict
+    // it at any moment, and the mapping outlives the unlink.
+    module = CpuModule::load(compiled);
     // The object first, its checksum second: a crash in between leaves an
     // entry without (or with a stale) checksum, which the next load recompiles.
     rename_into_place(compiled, shared_object_path(key));
@@ -346,21 +354,26 @@ void KernelCache::compile_into_entry(const std::string& key, const std::string& 
     throw;
   }
   std::filesystem::remove_all(scratch_dir, error);
+  return std::move(*module);
 }
 
 CpuModule KernelCache::load_or_compile(const std::string& source, const CompilerOptions& options) {
   const std::string entry_key = key(source, options);
   if (entry_is_valid(entry_key)) {
-    CpuModule module = CpuModule::load(shared_object_path(entry_key));
-    std::lock_guard<std::mutex> lock(stats_mutex_);
-    ++stats_.hits;
-    return module;
+    touch_cache_file(checksum_path(entry_key));
+    // Another process may evict the entry between the check and dlopen: then
+    // it is a miss like any other.
+    if (std::optional<CpuModule> module = CpuModule::try_load(shared_object_path(entry_key))) {
+      std::lock_guard<std::mutex> lock(stats_mutex_);
+      ++stats_.hits;
+      return std::move(*module);
+    }
   }
   std::error_code ignored;
   const bool had_entry = std::filesystem::exists(shared_object_path(entry_key), ignored) ||
                          std::filesystem::exists(checksum_path(entry_key), ignored);
-  compile_into_entry(entry_key, source, options);
-  CpuModule module = CpuModule::load(shared_object_path(entry_key));
+  CpuModule module = compile_into_entry(entry_key, source, options);
+  maintain_cache(directory_, max_bytes_, {shared_object_path(entry_key), checksum_path(entry_key)});
   std::lock_guard<std::mutex> lock(stats_mutex_);
   ++(had_entry ? stats_.recompiled_corrupt : stats_.misses);
   return module;

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/cpu/cache_maintenance.h"
 #include "runtime/cpu/cpu_compiler.h"
 
 namespace stitch::runtime::cpu {
@@ -23,8 +24,9 @@ std::string sha256_hex(std::string_view data);
 // every caller treats as "no valid entry".
 std::string read_cache_file(const std::filesystem::path& path);
 
-// Writes `bytes` to a temporary file beside `path`, then renames it over
-// `path`: a concurrent reader sees the old or the new file, never a mix.
+// Writes `bytes` to a temporary file beside `path` (named for this process,
+// temporary_tag), then renames it over `path`: a concurrent reader sees the
+// old or the new file, never a mix.
 // Creates the directory. Throws CompileError when the disk refuses.
 void write_cache_file_atomically(const std::filesystem::path& path, const std::string& bytes);
 
@@ -55,12 +57,16 @@ struct CacheStats {
 class KernelCache {
  public:
   // The directory is created on the first store, not here, so constructing a
-  // cache never touches the disk.
-  explicit KernelCache(std::filesystem::path directory = default_cache_directory());
+  // cache never touches the disk. `max_bytes` bounds the whole directory
+  // (cache_maintenance.h; 0: no bound); the default reads
+  // $STITCH_CACHE_MAX_BYTES and throws UserError when it is not a byte count.
+  explicit KernelCache(std::filesystem::path directory = default_cache_directory(),
+                       uint64_t max_bytes = cache_max_bytes());
 
   // The cached shared object for `source` compiled with `options`, compiling and
-  // storing it on a miss or a corrupt entry. Throws CompileError as
-  // compile_shared_object does.
+  // storing it on a miss or a corrupt entry. A hit marks the entry as used
+  // (eviction's recency); a store runs maintain_cache over the directory.
+  // Throws CompileError as compile_shared_object does.
   CpuModule load_or_compile(const std::string& source, const CompilerOptions& options = {});
 
   // The entry key: SHA-256 over source, command line, compiler version and target.
@@ -75,6 +81,7 @@ class KernelCache {
   void store_compiled_graph(const std::string& key, std::shared_ptr<const CompiledGraph> compiled);
 
   const std::filesystem::path& directory() const { return directory_; }
+  uint64_t max_bytes() const { return max_bytes_; }
   CacheStats stats() const;
 
  private:
@@ -83,9 +90,13 @@ class KernelCache {
   // compiler binary's path, size and modification time, so that a cache hit
   // in a new process starts no compiler process at all.
   std::string stamped_compiler_version(const std::string& compiler) const;
-  void compile_into_entry(const std::string& key, const std::string& source, const CompilerOptions& options);
+  // Compiles, loads the object from the scratch directory, then renames it
+  // into place: the returned module stays valid whatever other processes
+  // evict or replace afterwards.
+  CpuModule compile_into_entry(const std::string& key, const std::string& source, const CompilerOptions& options);
 
   std::filesystem::path directory_;
+  uint64_t max_bytes_;
   mutable std::mutex stats_mutex_;  // guards stats_ and compiled_graphs_
   CacheStats stats_;
   std::map<std::string, std::shared_ptr<const CompiledGraph>> compiled_graphs_;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "codegen/cuda/nvrtc_check.h"
+#include "runtime/cpu/cache_maintenance.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/error.h"
 
@@ -16,7 +17,8 @@ std::string nvrtc_version() {
   return fmt::format("nvrtc {}.{}", major, minor);
 }
 
-CubinCache::CubinCache(std::filesystem::path directory) : directory_(std::move(directory)) {}
+CubinCache::CubinCache(std::filesystem::path directory)
+    : directory_(std::move(directory)), max_bytes_(cpu::cache_max_bytes()) {}
 CubinCache::CubinCache() : CubinCache(cpu::default_cache_directory()) {}
 
 std::string CubinCache::key(const std::string& source, const std::string& arch, ModuleImage image) const {
@@ -49,6 +51,7 @@ std::string CubinCache::load_or_compile(const std::string& source, const std::st
   const std::string checksum = cpu::read_cache_file(checksum_path(k, arch));
   std::string cubin = cpu::read_cache_file(cubin_path(k, arch, image));
   if (!checksum.empty() && !cubin.empty() && cpu::sha256_hex(cubin) == checksum) {
+    cpu::touch_cache_file(checksum_path(k, arch));
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.hits;
     return cubin;
@@ -63,6 +66,7 @@ std::string CubinCache::load_or_compile(const std::string& source, const std::st
   // are complete and agree, so a crash between the two leaves a miss.
   cpu::write_cache_file_atomically(cubin_path(k, arch, image), bytes);
   cpu::write_cache_file_atomically(checksum_path(k, arch), cpu::sha256_hex(bytes));
+  cpu::maintain_cache(directory_, max_bytes_, {cubin_path(k, arch, image), checksum_path(k, arch)});
   std::lock_guard<std::mutex> lock(mutex_);
   ++(had_entry ? stats_.recompiled_corrupt : stats_.misses);
   return std::move(bytes);

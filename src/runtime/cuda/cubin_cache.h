@@ -5,6 +5,7 @@
 // cubin is compiled for a named architecture ("sm_90").
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -33,7 +34,8 @@ std::string nvrtc_version();
 class CubinCache {
  public:
   // Entries live in <directory>/cuda/<arch>/; the directory is created on the
-  // first store. The default is the CPU kernel cache's directory.
+  // first store. The default is the CPU kernel cache's directory. The size
+  // bound is $STITCH_CACHE_MAX_BYTES (cpu::cache_max_bytes; UserError when bad).
   explicit CubinCache(std::filesystem::path directory);
   CubinCache();
 
@@ -41,7 +43,8 @@ class CubinCache {
   // miss or a corrupt entry. Throws CompileError with NVRTC's log when NVRTC
   // rejects the source.
   // With ModuleImage::Ptx, NVRTC's PTX for `arch` instead (NUL-terminated, as
-  // cuModuleLoadData reads text).
+  // cuModuleLoadData reads text). A hit marks the entry as used; a store runs
+  // cpu::maintain_cache over the whole directory.
   std::string load_or_compile(const std::string& source, const std::string& arch,
                               ModuleImage image = ModuleImage::Cubin);
 
@@ -58,6 +61,7 @@ class CubinCache {
 
  private:
   std::filesystem::path directory_;
+  uint64_t max_bytes_;
   mutable std::mutex mutex_;  // guards stats_
   CubinCacheStats stats_;
 };

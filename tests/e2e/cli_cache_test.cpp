@@ -1,0 +1,74 @@
+// `stitch cache info|clear` and $STITCH_CACHE_MAX_BYTES (docs/cli.md, stitch
+// cache; docs/kernel-cache.md).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cli_runner.h"
+
+namespace stitch {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CliCache : public CliTest {
+ protected:
+  std::string add_graph() { return src("bench/workloads/add.stitch") + " --graph add_small --random-inputs 1"; }
+  fs::path cache() const { return dir_ / "cache"; }
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST_F(CliCache, InfoAndClearReportTheCache) {
+  CliResult empty = run_cli("cache info");
+  ASSERT_EQ(empty.status, 0) << empty.output;
+  EXPECT_TRUE(contains(empty.output, "directory   " + cache().string() + " (not created yet)")) << empty.output;
+  EXPECT_TRUE(contains(empty.output, "bound       2147483648 bytes (2.0 GiB, default)")) << empty.output;
+  EXPECT_TRUE(contains(empty.output, "cpu         0 entries, 0 bytes")) << empty.output;
+
+  ASSERT_EQ(run_cli("run " + add_graph()).status, 0);
+  CliResult full = run_cli("cache info", "STITCH_CACHE_MAX_BYTES=64M");
+  ASSERT_EQ(full.status, 0) << full.output;
+  EXPECT_TRUE(contains(full.output, "cpu         1 entries,")) << full.output;
+  EXPECT_TRUE(contains(full.output, "stamps      1 entries,")) << full.output;
+  EXPECT_TRUE(contains(full.output, "temporaries 0 (0 stale), 0 bytes")) << full.output;
+  EXPECT_TRUE(contains(full.output, "bound       67108864 bytes (64.0 MiB, STITCH_CACHE_MAX_BYTES)")) << full.output;
+
+  CliResult cleared = run_cli("cache clear");
+  ASSERT_EQ(cleared.status, 0) << cleared.output;
+  EXPECT_TRUE(contains(cleared.output, "removed 2 entries and 0 temporaries from " + cache().string()))
+      << cleared.output;
+  CliResult after = run_cli("cache info --dir " + cache().string());
+  ASSERT_EQ(after.status, 0) << after.output;
+  EXPECT_TRUE(contains(after.output, "cpu         0 entries, 0 bytes")) << after.output;
+  EXPECT_TRUE(contains(after.output, "total       0 bytes")) << after.output;
+  // The cache works after a clear.
+  ASSERT_EQ(run_cli("run " + add_graph(), "STITCH_DUMP=cache").status, 0);
+}
+
+TEST_F(CliCache, BadInputExitsTwo) {
+  const std::string file = write("not-a-dir", "x");
+  for (const char* command : {"cache info", "cache clear"}) {
+    CliResult r = run_cli(std::string(command) + " --dir " + file);
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, file + " is not a directory")) << r.output;
+  }
+  CliResult none = run_cli("cache");
+  EXPECT_EQ(none.status, 2) << none.output;
+}
+
+TEST_F(CliCache, ABadMaxBytesExitsTwo) {
+  for (const char* value : {"lots", "-5", "1.5G", "12Q"}) {
+    const std::string env = std::string("STITCH_CACHE_MAX_BYTES=") + value;
+    CliResult info = run_cli("cache info", env);
+    EXPECT_EQ(info.status, 2) << info.output;
+    EXPECT_TRUE(contains(info.output, env + ": expected a byte count")) << info.output;
+    CliResult run = run_cli("run " + add_graph() + " --backend cpu", env);
+    EXPECT_EQ(run.status, 2) << run.output;
+    EXPECT_TRUE(contains(run.output, "STITCH_CACHE_MAX_BYTES")) << run.output;
+  }
+}
+
+}  // namespace
+}  // namespace stitch

@@ -17,26 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "constant_kernel.h"
 #include "runtime/cpu/kernel_cache.h"
 
 namespace stitch::runtime::cpu::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A kernel-ABI function returning `value` through its first buffer, so the
-// loaded object is checked by calling it, not just by dlopen succeeding.
-std::string constant_kernel_source(int value) {
-  return "#include <cstdint>\nextern \"C\" void answer(void* const* b, const int64_t*) { *static_cast<int*>(b[0]) = " +
-         std::to_string(value) + "; }\n";
-}
-
-int call_answer(const CpuModule& module) {
-  int result = -1;
-  void* buffers[] = {&result};
-  module.function("answer")(buffers, nullptr);
-  return result;
-}
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

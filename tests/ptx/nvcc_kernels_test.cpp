@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kernel_files.h"
 #include "ptx/cfg.h"
 #include "ptx/parser.h"
 #include "ptx/printer.h"
@@ -17,24 +18,10 @@ namespace stitch::ptx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::kernel_ptx_files;
+using testing::read_file;
 
 #ifdef STITCH_PTX_KERNEL_DIR
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<fs::path> kernel_ptx_files() {
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(STITCH_PTX_KERNEL_DIR)) {
-    if (entry.path().extension() == ".ptx") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 // "block_reduce_sum.sm_90.ptx" -> "sm_90"
 std::string arch_of(const fs::path& p) { return p.stem().extension().string().substr(1); }
@@ -66,7 +53,7 @@ TEST(PtxNvccKernels, RoundTripThroughPrinterAndPtxas) {
       ControlFlowGraph cfg = build_cfg(*f);
       EXPECT_FALSE(cfg.blocks.empty());
     }
-    fs::path out = fs::path(testing::TempDir()) / ("printed_" + file.filename().string());
+    fs::path out = fs::path(::testing::TempDir()) / ("printed_" + file.filename().string());
     std::ofstream(out) << printed;
     std::string command = std::string(STITCH_PTXAS) + " -arch=" + arch_of(file) + " " + out.string() + " -o /dev/null";
     EXPECT_EQ(std::system(command.c_str()), 0) << command;

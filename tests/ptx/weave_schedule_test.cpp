@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "kernel_files.h"
 #include "ptx/parser.h"
 #include "ptx/printer.h"
 #include "ptx/weave/effects.h"
@@ -18,6 +19,8 @@ namespace stitch::ptx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::kernel_ptx_files;
+using testing::read_file;
 using Stream = std::vector<const Statement*>;
 
 Module parse_kernel(const std::string& body) {
@@ -193,13 +196,6 @@ TEST(PtxWeaveSchedule, ScopesAreOneUnitAndCallsFenceMemory) {
 }
 
 #ifdef STITCH_PTX_KERNEL_DIR
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Straight-line runs of a function body: statements between labels and after
 // each control instruction (the block ends with it).

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kernel_files.h"
 #include "ptx/cfg.h"
 #include "ptx/parser.h"
 #include "ptx/weave/uniformity.h"
@@ -16,6 +17,8 @@ namespace stitch::ptx {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::kernel_ptx_files;
+using testing::read_file;
 
 constexpr const char* kHeader = ".version 8.0\n.target sm_80\n.address_size 64\n";
 
@@ -133,22 +136,6 @@ TEST(PtxWeaveUniformity, SourcesOfDivergence) {
 }
 
 #ifdef STITCH_PTX_KERNEL_DIR
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<fs::path> kernel_ptx_files() {
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(STITCH_PTX_KERNEL_DIR)) {
-    if (entry.path().extension() == ".ptx") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 TEST(PtxWeaveUniformity, EveryNvccKernelReachesItsBarriersUniformly) {
   std::vector<fs::path> files = kernel_ptx_files();

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "runtime/cpu/cache_maintenance.h"
+#include "constant_kernel.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/error.h"
 
@@ -21,18 +22,6 @@ namespace stitch::runtime::cpu::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string constant_kernel_source(int value) {
-  return "#include <cstdint>\nextern \"C\" void answer(void* const* b, const int64_t*) { *static_cast<int*>(b[0]) = " +
-         std::to_string(value) + "; }\n";
-}
-
-int call_answer(const CpuModule& module) {
-  int result = -1;
-  void* buffers[] = {&result};
-  module.function("answer")(buffers, nullptr);
-  return result;
-}
 
 class KernelCacheBoundTest : public ::testing::Test {
  protected:

@@ -215,33 +215,35 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
 #ifdef STITCH_CUDA_SIM_DRIVER
   runtime::cuda::CubinCache cubin_cache(cache_dir.path());
 #endif
+  // Batches outermost, so that a run stopped early has checked each graph it
+  // reached under every planner and back end; one line a batch says how far.
   int runs = 0, failures = 0;
-  for (PlannerKind planner : cfg.planners) {
-    const std::string planner_text(planner_name(planner));
-    for (const std::string& backend : cfg.backends) {
-      Check check;
-      if (backend == "cpu") {
-        check = [&](const Graph& g, uint64_t seed, int64_t extent) { return check_cpu(g, seed, extent, planner, cpu_cache); };
-#ifdef STITCH_CUDA_SIM_DRIVER
-      } else if (backend == "cuda-sim") {
-        check = [&](const Graph& g, uint64_t seed, int64_t extent) {
-          return check_cuda_sim(g, seed, extent, planner, cubin_cache);
-        };
-#endif
-      } else {
-        FAIL() << "STITCH_SOAK_BACKENDS: " << backend << " is not a back end this build can soak (cpu, cuda-sim)";
-      }
-      for (size_t first = 0; first < cases.size(); first += kBatch) {
-        std::vector<const Case*> batch;
-        for (size_t i = first; i < std::min(cases.size(), first + kBatch); ++i) batch.push_back(&cases[i]);
+  for (size_t first = 0; first < cases.size(); first += kBatch) {
+    std::vector<const Case*> batch;
+    for (size_t i = first; i < std::min(cases.size(), first + kBatch); ++i) batch.push_back(&cases[i]);
+    for (PlannerKind planner : cfg.planners) {
+      const std::string planner_text(planner_name(planner));
+      for (const std::string& backend : cfg.backends) {
+        Check check;
         std::vector<std::string> results;
         if (backend == "cpu") {
+          check = [&](const Graph& g, uint64_t seed, int64_t extent) {
+            return check_cpu(g, seed, extent, planner, cpu_cache);
+          };
           results = check_batch<runtime::cpu::CpuExecutable>(
-              batch, [&](const std::vector<Graph>& g) { return runtime::cpu::CpuExecutable::compile_batch(g, planner, cpu_cache); },
-              [&](runtime::cpu::CpuExecutable& exe, const Case& c) { return run_cpu(exe, c.source, c.seed, c.options.max_symbol_extent); },
+              batch,
+              [&](const std::vector<Graph>& g) {
+                return runtime::cpu::CpuExecutable::compile_batch(g, planner, cpu_cache);
+              },
+              [&](runtime::cpu::CpuExecutable& exe, const Case& c) {
+                return run_cpu(exe, c.source, c.seed, c.options.max_symbol_extent);
+              },
               check);
 #ifdef STITCH_CUDA_SIM_DRIVER
-        } else {
+        } else if (backend == "cuda-sim") {
+          check = [&](const Graph& g, uint64_t seed, int64_t extent) {
+            return check_cuda_sim(g, seed, extent, planner, cubin_cache);
+          };
           results = check_batch<runtime::cuda::CudaExecutable>(
               batch,
               [&](const std::vector<Graph>& g) {
@@ -252,6 +254,8 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
               },
               check);
 #endif
+        } else {
+          FAIL() << "STITCH_SOAK_BACKENDS: " << backend << " is not a back end this build can soak (cpu, cuda-sim)";
         }
         for (size_t i = 0; i < batch.size(); ++i) {
           ++runs;
@@ -260,6 +264,9 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
         }
       }
     }
+    std::fprintf(stderr, "soak: %zu of %zu graphs done (to seed %llu), %d runs, %d mismatches, %.0f s\n",
+                 first + batch.size(), cases.size(), static_cast<unsigned long long>(batch.back()->seed), runs,
+                 failures, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("soak: %zu graphs (seeds %llu..%llu, varied and stitched) x %zu planners x %zu back ends: %d runs, %d "

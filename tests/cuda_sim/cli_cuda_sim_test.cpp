@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
 #include <string>
 
+#include "interpreter_differential.h"
 #include "run_command.h"
 
 namespace stitch {
@@ -61,6 +63,26 @@ TEST(CliCudaSim, AMissingDriverIsBadUsage) {
                         " --graph softmax_small --random-inputs 1 --backend cuda-sim");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("--backend cuda-sim needs the simulated CUDA driver"), std::string::npos) << r.output;
+}
+
+TEST(CliCudaSim, OutOfGpuMemoryNamesTheBytesAndTheTensor) {
+  // A 128 GiB intermediate (within the 2^48-byte limit on one tensor) from a
+  // one-element input: the simulated device has 80 GiB.
+  testing::ScratchDirectory dir("stitch-cli-gpu-oom");
+  const std::string file = (dir.path() / "big.stitch").string();
+  std::ofstream(file) << "graph big(x: f32[1, 1]) -> (f32[1]) {\n"
+                         "  b = broadcast(x, shape=[32, 1073741824])\n"
+                         "  e = exp(b)\n"
+                         "  s = reduce_sum(e, axes=[1])\n"
+                         "  t = reduce_sum(s, axes=[0], keepdims=true)\n"
+                         "  return t\n"
+                         "}\n";
+  const ToolRun r = run("STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI " run " + file +
+                        " --random-inputs 1 --backend cuda-sim --planner none");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("out of GPU memory: 137438953472 bytes requested for intermediate 'b' of graph 'big'"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -95,10 +95,10 @@ CublasHandle& CudaContext::cublas_handle() {
   return *cublas_handle_;
 }
 
-DeviceBuffer::DeviceBuffer(std::shared_ptr<CudaContext> context, size_t bytes)
+DeviceBuffer::DeviceBuffer(std::shared_ptr<CudaContext> context, size_t bytes, std::string_view what)
     : context_(std::move(context)), bytes_(bytes) {
   // An empty tensor has no memory: kernels never dereference its pointer.
-  if (bytes > 0) ptr_ = context_->allocator().allocate(bytes);
+  if (bytes > 0) ptr_ = context_->allocator().allocate(bytes, what);
 }
 
 DeviceBuffer::~DeviceBuffer() { reset(); }
@@ -136,11 +136,11 @@ int64_t DeviceTensor::numel() const {
   return n;
 }
 
-DeviceTensor upload(const std::shared_ptr<CudaContext>& context, const Tensor& host) {
+DeviceTensor upload(const std::shared_ptr<CudaContext>& context, const Tensor& host, std::string_view what) {
   DeviceTensor t;
   t.dtype = host.dtype();
   t.shape = host.shape();
-  t.buffer = DeviceBuffer(context, host.nbytes());
+  t.buffer = DeviceBuffer(context, host.nbytes(), what);
   if (host.nbytes() > 0) {
     const DriverApi& api = context->api();
     check(api, api.cuMemcpyHtoDAsync(t.buffer.get(), host.raw(), host.nbytes(), context->stream()), "cuMemcpyHtoDAsync");

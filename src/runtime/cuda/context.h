@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/cuda/device.h"
@@ -74,7 +75,8 @@ class CudaContext {
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  DeviceBuffer(std::shared_ptr<CudaContext> context, size_t bytes);
+  // `what` names the buffer in an out-of-memory message.
+  DeviceBuffer(std::shared_ptr<CudaContext> context, size_t bytes, std::string_view what = {});
   ~DeviceBuffer();
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
@@ -104,7 +106,7 @@ struct DeviceTensor {
 
 // Host -> device: queued on the stream (the host tensor must stay alive and
 // unchanged until the stream is synchronised).
-DeviceTensor upload(const std::shared_ptr<CudaContext>& context, const Tensor& host);
+DeviceTensor upload(const std::shared_ptr<CudaContext>& context, const Tensor& host, std::string_view what = {});
 // Device -> host, waiting for the stream.
 Tensor download(CudaContext& context, const DeviceTensor& device);
 

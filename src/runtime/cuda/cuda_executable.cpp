@@ -281,7 +281,11 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
   context_->make_current();
   std::vector<DeviceTensor> device_inputs;
   device_inputs.reserve(inputs.size());
-  for (const Tensor& t : inputs) device_inputs.push_back(upload(context_, t));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    device_inputs.push_back(upload(context_, inputs[i],
+                                   fmt::format("input '{}' of graph '{}'", graph_.value_name(graph_.params()[i]),
+                                               graph_.name())));
+  }
   std::vector<const DeviceTensor*> pointers;
   for (const DeviceTensor& t : device_inputs) pointers.push_back(&t);
   std::vector<DeviceTensor> device_outputs;
@@ -353,7 +357,7 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
       out.dtype = dtype;
       out.shape = std::move(shape);
       retired.push_back(std::move(out.buffer));
-      out.buffer = DeviceBuffer(context_, bytes);
+      out.buffer = DeviceBuffer(context_, bytes, fmt::format("output '{}' of graph '{}'", g.value_name(v), g.name()));
     }
   }
   const int step_count = static_cast<int>(steps.size());
@@ -427,7 +431,9 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
     const int span = step.woven != nullptr ? 2 : 1;
     for (int j = i; j < i + span; ++j) {
       for (int v : lifetimes.written_at[j]) {
-        intermediates.emplace(v, DeviceBuffer(context_, static_cast<size_t>(value_bytes(g, ValueId{v}, bindings))));
+        intermediates.emplace(v, DeviceBuffer(context_, static_cast<size_t>(value_bytes(g, ValueId{v}, bindings)),
+                                              fmt::format("intermediate '{}' of graph '{}'",
+                                                          g.value_name(ValueId{v}), g.name())));
       }
     }
     if (step.kind == CudaStep::Kind::Dot) {

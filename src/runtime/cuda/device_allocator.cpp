@@ -39,7 +39,7 @@ size_t DeviceAllocator::block_size(size_t bytes) {
 // Every kernel, copy and library call of Stitch is enqueued on one stream, so
 // a block released here is only reused by work enqueued after the work that
 // last touched it: stream order makes the reuse safe without events.
-CUdeviceptr DeviceAllocator::allocate(size_t bytes) {
+CUdeviceptr DeviceAllocator::allocate(size_t bytes, std::string_view what) {
   const size_t size = block_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   // Best fit, but at most twice the request: a huge cached block is not
@@ -64,8 +64,9 @@ CUdeviceptr DeviceAllocator::allocate(size_t bytes) {
   if (result == CUDA_ERROR_OUT_OF_MEMORY) {
     size_t free_bytes = 0, total_bytes = 0;
     const bool known = api_.cuMemGetInfo(&free_bytes, &total_bytes) == CUDA_SUCCESS;
-    throw UserError(fmt::format("out of GPU memory: {} bytes requested, {} in use, {} free per cuMemGetInfo", bytes,
-                                stats_.bytes_in_use, known ? fmt::format("{}", free_bytes) : std::string("unknown")));
+    throw UserError(fmt::format("out of GPU memory: {} bytes requested{}, {} in use, {} free per cuMemGetInfo", bytes,
+                                what.empty() ? std::string() : fmt::format(" for {}", what), stats_.bytes_in_use,
+                                known ? fmt::format("{}", free_bytes) : std::string("unknown")));
   }
   check(api_, result, "cuMemAlloc");
   in_use_.emplace(ptr, size);

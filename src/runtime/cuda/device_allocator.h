@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "runtime/cuda/driver.h"
@@ -28,8 +29,9 @@ class DeviceAllocator {
   // A block of at least `bytes` bytes, 256-byte aligned. Zero bytes gives a
   // distinct minimal block, so every tensor has its own valid address and
   // release needs no special case. Out of memory, after the cache has been
-  // returned to the driver and the request retried, is a UserError.
-  CUdeviceptr allocate(size_t bytes);
+  // returned to the driver and the request retried, is a UserError naming
+  // the bytes and `what` asked for them (a tensor of a graph), when given.
+  CUdeviceptr allocate(size_t bytes, std::string_view what = {});
   // Back to the cache, never to the driver. A pointer allocate did not return,
   // or one already released, is an InternalError.
   void release(CUdeviceptr ptr);

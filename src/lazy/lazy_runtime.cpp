@@ -134,6 +134,8 @@ Array LazyRuntime::zeros(DType dtype, std::vector<int64_t> shape) {
   for (int64_t d : shape) {
     if (d < 0) throw UserError(fmt::format("zeros: negative extent {}", d));
   }
+  // Before the element count below, which could wrap (docs/limits.md).
+  check_tensor_size("zeros", dtype, shape);
   int64_t numel = 1;
   for (int64_t d : shape) numel *= d;
   Array a;

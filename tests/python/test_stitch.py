@@ -241,6 +241,34 @@ class Package(unittest.TestCase):
             y.numpy()
         self.assertIn("outside axis 0 of extent 5", str(e.exception))
 
+    def test_sizes_over_the_limits_raise_stitch_error(self):
+        # docs/limits.md: one tensor holds at most 2^48 bytes, checked where a size is read.
+        limit = "281474976710656 bytes (2^48)"
+        with self.assertRaises(stitch.Error) as e:
+            stitch.parse("graph g(x: f32[100000000000, 100000000]) {\n  y = neg(x)\n  return y\n}\n", "big.stitch")
+        self.assertRegex(str(e.exception), r"^big\.stitch:1:\d+: error: parameter 'x'")
+        self.assertIn(limit, str(e.exception))
+        b = stitch.GraphBuilder()
+        with self.assertRaises(stitch.Error) as e:
+            b.param("x", "f64", [2**46])
+        self.assertIn(limit, str(e.exception))
+        # A symbol bound by an input: checked before anything is allocated for the intermediate.
+        g = stitch.parse("graph w(x: f32[N, 1]) {\n  b = broadcast(x, shape=[N, 70368744177664])\n"
+                         "  s = reduce_sum(b, axes=[1])\n  return s\n}\n", "wide.stitch").graphs["w"]
+        run = stitch.compile(g, planner="none", cache_dir=self.cache)
+        with self.assertRaises(stitch.Error) as e:
+            run(np.ones((2, 1), np.float32))
+        self.assertIn(limit, str(e.exception))
+        rt = stitch.LazyRuntime(cache_dir=self.cache)
+        with self.assertRaises(stitch.Error) as e:
+            rt.zeros([2**47])
+        self.assertIn(limit, str(e.exception))
+        with self.assertRaises(stitch.Error):
+            rt.zeros([-1])
+        with self.assertRaises(stitch.Error) as e:
+            stitch.parse("kernel k(y: f32[n]) over i < 300000000000000 {\n  y[0] = 1.0\n}\n", "k.stitch")
+        self.assertIn("2^48", str(e.exception))
+
     def test_an_onnx_model_runs_with_its_bound_initializers(self):
         # Written by Debian's python3-onnx (setup.sh --tests installs it), which .venv does not hold.
         path = os.path.join(self.cache, "model.onnx")

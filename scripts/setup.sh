@@ -8,13 +8,17 @@
 # repository's .venv (Debian's python3, numpy from PyPI), builds the extension
 # for it, and puts <build-dir>/python on its path, so that .venv/bin/python
 # imports stitch.
+# --packages-only installs the packages and stops (scripts/test.sh --sanitize
+# configures its own build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 with_tests=0
 with_python=0
+packages_only=0
 while (($#)); do
   case $1 in
     --tests) with_tests=1; shift ;;
+    --packages-only) packages_only=1; shift ;;
     --python) with_python=1; shift ;;
     -*) echo "setup.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
@@ -42,6 +46,7 @@ if ((with_python)); then
 fi
 
 bash scripts/apt-install-missing.sh "${packages[@]}"
+((packages_only)) && exit 0
 
 python_flags=()
 if ((with_python)); then

@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
 # Sets up, builds, and runs the whole test suite (CTest), then a bounded
 # fuzzing run of each libFuzzer target: 24 s each, two minutes for the five
-# (docs/fuzzing.md, In the test command).
+# (docs/fuzzing.md, In the test command), then the sanitizers' short form: the
+# ir, tensor and interp unit tests under clang's ASan and UBSan.
 #
 #   scripts/test.sh --sanitize [LABEL_REGEX]
-# instead builds the library, the CLI and the tests with ASan and UBSan
-# (-DSTITCH_SANITIZE=ON, in build-sanitize; generated CPU kernels are compiled
-# with the same sanitizers) and runs the suites that fit a CI budget under
-# them: by default the labels ir, tensor, interp, kir, fusion, lower, ptx,
-# runtime, codegen and e2e (docs/testing.md, Sanitizers).
+# instead runs the sanitizers' long form: it builds the library, the CLI and
+# the tests with ASan and UBSan (-DSTITCH_SANITIZE=ON, in build-sanitize;
+# generated CPU kernels are compiled with the same sanitizers) and runs the
+# suites under them: by default the labels ir, tensor, interp, kir, fusion,
+# lower, ptx, runtime, codegen and e2e (docs/testing.md, Sanitizers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = --sanitize ]; then
   labels=${2:-'^(ir|tensor|interp|kir|fusion|lower|ptx|runtime|codegen|e2e)$'}
-  scripts/setup.sh --tests build >/dev/null  # the packages; the normal build is reused by nothing here
+  scripts/setup.sh --tests --packages-only
   cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON -DSTITCH_SANITIZE=ON >/dev/null
   ninja -C build-sanitize stitch test_ir test_tensor test_interp test_kir test_fusion test_lower test_ptx test_runtime \
     test_codegen test_e2e
   # OpenMP's runtime leaks by design at exit; everything else is reported.
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" -L "$labels"
+    ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" -L "$labels" -LE cuda_sim
   exit 0
 fi
 scripts/setup.sh --tests --python build
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 scripts/fuzz.sh 24
+# The sanitizers' short form (docs/testing.md, Sanitizers): the ir, tensor and
+# interp unit tests built with clang's ASan and UBSan on the fuzz targets'
+# sanitized objects.
+ninja -C build-fuzz sanitized_test_ir sanitized_test_tensor sanitized_test_interp
+for module in ir tensor interp; do
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "build-fuzz/fuzz/sanitized_test_$module" --gtest_brief=1
+done

@@ -98,9 +98,15 @@ TEST(CppEmitter, BarrierInsideLoopOfThreadRegionIsRefused) {
 
 TEST(CpuCompiler, CommandIsPrintableAndCarriesTheFlags) {
   const std::string command = runtime::cpu::compile_command({}, "/tmp/k.cpp", "/tmp/k.so");
+#ifdef STITCH_SANITIZED
+  // A sanitized build compiles generated kernels with its sanitizers too.
+  const std::string sanitizers = " -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer";
+#else
+  const std::string sanitizers;
+#endif
   EXPECT_EQ(command,
             "c++ -std=c++17 -O3 -march=native -fopenmp -fPIC -shared -ffp-contract=off -fno-math-errno "
-            "-fno-trapping-math -mprefer-vector-width=512 -o '/tmp/k.so' '/tmp/k.cpp' -lsleefgnuabi");
+            "-fno-trapping-math -mprefer-vector-width=512" + sanitizers + " -o '/tmp/k.so' '/tmp/k.cpp' -lsleefgnuabi");
 }
 
 TEST(CpuCompiler, BrokenSourceReportsTheCompilersMessage) {

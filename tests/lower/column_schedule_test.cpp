@@ -89,11 +89,13 @@ TEST(ColumnScheduleOnCpu, BlockTilesMatchInterpreter) {
   fs::remove_all(dir);
   {
     KernelCache cache(dir);
+    // One copy: a range-for over cases()[i].bindings would outlive the temporary (ASan found it).
+    const std::vector<Case> all = cases();
     std::vector<Graph> graphs;
-    for (const Case& c : cases()) graphs.push_back(canonicalize(parse_module(c.text).graphs.front()));
+    for (const Case& c : all) graphs.push_back(canonicalize(parse_module(c.text).graphs.front()));
     std::vector<CpuExecutable> exes = CpuExecutable::compile_batch(graphs, PlannerKind::Xla, cache, {}, tiles(8));
     for (size_t i = 0; i < graphs.size(); ++i) {
-      for (const SymbolBindings& b : cases()[i].bindings) {
+      for (const SymbolBindings& b : all[i].bindings) {
         SCOPED_TRACE(graphs[i].name() + (b.empty() ? "" : fmt::format(" B={}", b.at("B"))));
         std::vector<Tensor> inputs;
         uint64_t seed = 7;
@@ -106,7 +108,7 @@ TEST(ColumnScheduleOnCpu, BlockTilesMatchInterpreter) {
         const std::vector<Tensor> got = exes[i].run(inputs);
         ASSERT_EQ(got.size(), want.size());
         for (size_t k = 0; k < got.size(); ++k) {
-          EXPECT_TRUE(stitch::testing::matches_interpreter(got[k], want[k], false, cases()[i].reduction_length))
+          EXPECT_TRUE(stitch::testing::matches_interpreter(got[k], want[k], false, all[i].reduction_length))
               << "output " << k;
         }
       }

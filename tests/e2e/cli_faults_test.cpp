@@ -1,6 +1,6 @@
 // Fault injection (docs/testing.md, Faults): a compiler that fails, a kernel
 // cache directory that cannot be created, a disk that fills up under the
-// cache, a corrupt cache entry. Each run must still return the
+// cache (a file-size limit, and a full tmpfs), a corrupt cache entry. Each run must still return the
 // interpreter's result, and say loudly what went wrong.
 #include <gtest/gtest.h>
 
@@ -75,6 +75,37 @@ TEST_F(FaultRun, AFullDiskUnderTheCacheFallsBackLoudlyAndLeavesNoTemporaries) {
   for (const auto& entry : fs::recursive_directory_iterator(cache)) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
   }
+}
+
+TEST_F(FaultRun, AFullTmpfsUnderTheCacheFallsBackLoudlyAndLeavesNoTemporaries) {
+  // A real full disk: the cache on a 16 KiB tmpfs, mounted in a private user
+  // and mount namespace (no privileges needed where the kernel allows
+  // unprivileged user namespaces), so writes fail with ENOSPC.
+  const fs::path mount = dir_ / "tmpfs";
+  fs::create_directories(mount);
+  const testing::CommandRun probe = testing::run_command(
+      "unshare --user --map-root-user --mount sh -c 'mount -t tmpfs -o size=16k none " + mount.string() + "'");
+  if (probe.status != 0) {
+    GTEST_SKIP() << "this machine does not allow an unprivileged tmpfs mount (the ulimit -f test above covers a "
+                    "full disk): "
+                 << probe.output;
+  }
+  const std::string print = "run " + std::string(STITCH_SOURCE_DIR) +
+                            "/bench/workloads/softmax.stitch --graph softmax_small --random-inputs 3 --print";
+  const testing::CommandRun r = testing::run_command(
+      "unshare --user --map-root-user --mount sh -c 'mount -t tmpfs -o size=16k none " + mount.string() +
+      " && STITCH_CACHE_DIR=" + mount.string() + "/cache " + STITCH_CLI + " " + print +
+      " --backend cpu; status=$?; echo \"left behind:\"; find " + mount.string() +
+      " -name \".tmp-*\"; df -k " + mount.string() + " | tail -n 1; exit $status'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reference interpreter"), std::string::npos) << r.output;
+  const CliResult want = run_cli(print + " --backend interp");
+  ASSERT_EQ(want.status, 0) << want.output;
+  EXPECT_NE(r.output.find(want.output), std::string::npos) << "got:\n" << r.output << "\nwant:\n" << want.output;
+  const size_t left = r.output.find("left behind:\n");
+  ASSERT_NE(left, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(".tmp-", left), std::string::npos) << r.output;
 }
 
 TEST_F(FaultRun, ACorruptCacheEntryIsRecompiled) {

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -83,9 +84,17 @@ void compile_shared_object(const std::string& source, const std::filesystem::pat
   std::filesystem::path log_path = output_path;
   log_path.replace_extension(".log");
   {
+    errno = 0;
     std::ofstream out(source_path);
     out << source;
-    if (!out) throw CompileError("cannot write " + source_path.string(), "");
+    out.flush();
+    if (!out) {
+      // The reason (a full disk says "No space left on device") from the failed open or write.
+      const int err = errno;
+      throw CompileError(fmt::format("cannot write {}: {}", source_path.string(),
+                                     err != 0 ? std::strerror(err) : "the stream failed"),
+                         "");
+    }
   }
   const std::string command = compile_command(options, source_path, output_path);
   const int status = std::system((command + " >" + shell_quote(log_path.string()) + " 2>&1").c_str());

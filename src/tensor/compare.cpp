@@ -166,4 +166,25 @@ ErrorAllowance output_allowance(const Graph& g, ValueId output, const SymbolBind
   return a;
 }
 
+bool exact_in_every_back_end(const Graph& g, ValueId v) {
+  std::set<int> seen;
+  std::vector<int> work;
+  if (g.value(v).producer >= 0) work.push_back(g.value(v).producer);
+  while (!work.empty()) {
+    const int n = work.back();
+    work.pop_back();
+    if (!seen.insert(n).second) continue;
+    const Node& node = g.nodes()[n];
+    if (is_transcendental(node.op)) return false;
+    if (!node.inputs.empty() && is_float(g.type(node.inputs[0]).dtype) &&
+        (is_accumulating(node.op) || node.op == OpKind::Dot)) {
+      return false;
+    }
+    for (ValueId in : node.inputs) {
+      if (g.value(in).producer >= 0) work.push_back(g.value(in).producer);
+    }
+  }
+  return true;
+}
+
 }  // namespace stitch

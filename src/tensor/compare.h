@@ -71,4 +71,8 @@ TensorComparison compare_with_interpreter(const Tensor& got, const Tensor& want,
 // rounding). Symbols take `symbols`' extents.
 ErrorAllowance output_allowance(const Graph& g, ValueId output, const SymbolBindings& symbols);
 
+// True when every back end must compute `v` exactly under the allowance above:
+// no transcendental op and no float sum, product, mean or dot in its cone.
+bool exact_in_every_back_end(const Graph& g, ValueId v);
+
 }  // namespace stitch

@@ -12,6 +12,8 @@
 //   STITCH_SOAK_GRAPHS=N      seeds per family (default 4)
 //   STITCH_SOAK_FIRST_SEED=S  the first (default 100000)
 //   STITCH_SOAK_PLANNERS=none,xla,stitch,greedy,ilp   STITCH_SOAK_BACKENDS=cpu,cuda-sim
+//   STITCH_SOAK_SEEDS_FILE=FILE  the seeds in FILE (one a line) instead
+//   STITCH_SOAK_GRAPHS_OUT=FILE  also writes the graphs' text to FILE
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -67,6 +69,7 @@ std::vector<std::string> split(const std::string& list) {
 struct SoakConfig {
   uint64_t graphs = 4;
   uint64_t first_seed = 100000;
+  std::vector<uint64_t> seeds;  // from STITCH_SOAK_SEEDS_FILE: these instead of the range
   std::vector<PlannerKind> planners;
   std::vector<std::string> backends;
   fs::path out;
@@ -76,6 +79,15 @@ SoakConfig config() {
   SoakConfig c;
   c.graphs = std::stoull(env_or("STITCH_SOAK_GRAPHS", "4"));
   c.first_seed = std::stoull(env_or("STITCH_SOAK_FIRST_SEED", "100000"));
+  if (const std::string file = env_or("STITCH_SOAK_SEEDS_FILE", ""); !file.empty()) {
+    std::ifstream in(file);
+    if (!in) throw std::invalid_argument("STITCH_SOAK_SEEDS_FILE: cannot read " + file);
+    for (uint64_t seed; in >> seed;) c.seeds.push_back(seed);
+    std::sort(c.seeds.begin(), c.seeds.end());
+    c.seeds.erase(std::unique(c.seeds.begin(), c.seeds.end()), c.seeds.end());
+  } else {
+    for (uint64_t seed = c.first_seed; seed < c.first_seed + c.graphs; ++seed) c.seeds.push_back(seed);
+  }
   for (const std::string& name : split(env_or("STITCH_SOAK_PLANNERS", "none,xla,stitch,greedy,ilp"))) {
     const std::optional<PlannerKind> p = parse_planner_kind(name);
     if (!p) throw std::invalid_argument("STITCH_SOAK_PLANNERS: unknown planner " + name);
@@ -200,7 +212,7 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
   const SoakConfig cfg = config();
   const auto start = std::chrono::steady_clock::now();
   std::vector<Case> cases;
-  for (uint64_t seed = cfg.first_seed; seed < cfg.first_seed + cfg.graphs; ++seed) {
+  for (uint64_t seed : cfg.seeds) {
     for (const char* family : {"varied", "stitched"}) {
       Case c;
       c.family = family;
@@ -209,6 +221,12 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
       c.source = testing::random_graph(c.options);
       cases.push_back(std::move(c));
     }
+  }
+  // STITCH_SOAK_GRAPHS_OUT=FILE: the graphs of the run, one after another,
+  // each under a comment naming its family and seed (to compare generators).
+  if (const std::string file = env_or("STITCH_SOAK_GRAPHS_OUT", ""); !file.empty()) {
+    std::ofstream out(file);
+    for (const Case& c : cases) out << "# " << c.family << " " << c.seed << "\n" << print_graph(c.source) << "\n";
   }
   testing::ScratchDirectory cache_dir("stitch-soak");
   runtime::cpu::KernelCache cpu_cache(cache_dir.path());
@@ -269,10 +287,10 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
                  failures, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("soak: %zu graphs (seeds %llu..%llu, varied and stitched) x %zu planners x %zu back ends: %d runs, %d "
-              "mismatches, %.0f s\n",
-              cases.size(), static_cast<unsigned long long>(cfg.first_seed),
-              static_cast<unsigned long long>(cfg.first_seed + cfg.graphs - 1), cfg.planners.size(),
+  std::printf("soak: %zu graphs (%zu seeds from %llu to %llu, varied and stitched) x %zu planners x %zu back ends: %d "
+              "runs, %d mismatches, %.0f s\n",
+              cases.size(), cfg.seeds.size(), cfg.seeds.empty() ? 0ull : static_cast<unsigned long long>(cfg.seeds.front()),
+              cfg.seeds.empty() ? 0ull : static_cast<unsigned long long>(cfg.seeds.back()), cfg.planners.size(),
               cfg.backends.size(), runs, failures, seconds);
   EXPECT_EQ(failures, 0);
 }

@@ -183,6 +183,21 @@ std::string stitched_group_problem(const Graph& g, const std::vector<int>& nodes
     if (!index) return fmt::format("root {} is neither of the rows' shape nor of their results' shape", g.value_name(v));
     if (std::string why = rows.check(v, *index); !why.empty()) return why;
   }
+  // Sibling reductions alone (no reduction reads another, every root a
+  // reduction) are not a stitched kernel: finalize_plan makes them a reduction
+  // kernel, whose lowering gives every root one result shape, so keepdims
+  // must agree (soak seed 100578: reduce_mean and reduce_max of one row, one
+  // with keepdims, planned into a kernel no back end could lower).
+  if (!is_stitched_group(g, nodes, roots)) {
+    const Shape& first = g.type(g.nodes()[roots.front()].output).shape;
+    for (int r : roots) {
+      ValueId v = g.nodes()[r].output;
+      if (g.type(v).shape != first) {
+        return fmt::format("sibling reductions of different result shapes ({} and {})", g.type(v).str(),
+                           g.type(g.nodes()[roots.front()].output).str());
+      }
+    }
+  }
   if (domain_out) *domain_out = std::move(domain);
   return "";
 }

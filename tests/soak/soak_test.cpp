@@ -278,7 +278,13 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
         for (size_t i = 0; i < batch.size(); ++i) {
           ++runs;
           if (results[i].empty()) continue;
-          if (++failures <= 3) report_failure(cfg, *batch[i], planner_text, backend, results[i], check);
+          // The first three are shrunk and written; every one is named.
+          if (++failures <= 3) {
+            report_failure(cfg, *batch[i], planner_text, backend, results[i], check);
+          } else {
+            ADD_FAILURE() << batch[i]->family << " graph, seed " << batch[i]->seed << ", planner " << planner_text
+                          << ", " << backend << ": " << results[i].substr(0, results[i].find('\n'));
+          }
         }
       }
     }

@@ -260,6 +260,38 @@ void bfi(Exec& x, const DInst& in, uint32_t mask) {
   });
 }
 
+// dp4a.atype.btype: c plus the products of a's and b's four bytes, each byte
+// signed when its operand's type is .s32; the sum wraps to 32 bits.
+template <bool ASigned, bool BSigned>
+struct Dp4a {
+  template <class T> static uint64_t apply(uint64_t a, uint64_t b, uint64_t c) {
+    auto byte = [](uint64_t v, int i, bool sign) -> int64_t {
+      const uint32_t u = (static_cast<uint32_t>(v) >> (8 * i)) & 0xff;
+      return sign ? static_cast<int8_t>(u) : static_cast<int64_t>(u);
+    };
+    uint64_t sum = static_cast<uint32_t>(c);
+    for (int i = 0; i < 4; ++i) sum += static_cast<uint64_t>(byte(a, i, ASigned) * byte(b, i, BSigned));
+    return static_cast<uint32_t>(sum);
+  }
+};
+
+// dp2a.lo/.hi.atype.btype: c plus a's two 16-bit halves times b's bytes 0
+// and 1 (.lo) or 2 and 3 (.hi), each signed per its operand's type.
+template <bool Hi, bool ASigned, bool BSigned>
+struct Dp2a {
+  template <class T> static uint64_t apply(uint64_t a, uint64_t b, uint64_t c) {
+    uint64_t sum = static_cast<uint32_t>(c);
+    for (int i = 0; i < 2; ++i) {
+      const uint32_t h = (static_cast<uint32_t>(a) >> (16 * i)) & 0xffff;
+      const uint32_t u = (static_cast<uint32_t>(b) >> (8 * (i + (Hi ? 2 : 0)))) & 0xff;
+      const int64_t av = ASigned ? static_cast<int16_t>(h) : static_cast<int64_t>(h);
+      const int64_t bv = BSigned ? static_cast<int8_t>(u) : static_cast<int64_t>(u);
+      sum += static_cast<uint64_t>(av * bv);
+    }
+    return static_cast<uint32_t>(sum);
+  }
+};
+
 struct Prmt {
   template <class T> static uint64_t apply(uint64_t a, uint64_t b, uint64_t c) {
     const uint64_t src = (static_cast<uint64_t>(static_cast<uint32_t>(b)) << 32) | static_cast<uint32_t>(a);
@@ -420,7 +452,7 @@ bool decode_integer(const Instruction& in, Mods& mods, OperandDecoder& d, DInst&
   const bool carry_in = op == "addc" || op == "subc" || op == "madc";
   const bool integer_op = carry_in || op == "add" || op == "sub" || op == "mul" || op == "mad" || op == "neg" || op == "abs" ||
                           op == "shl" || op == "shr" || op == "bfe" || op == "bfi" || op == "prmt" || op == "lop3" ||
-                          op == "shf";
+                          op == "shf" || op == "dp4a" || op == "dp2a";
   const Simple* simple = nullptr;
   for (const Simple& s : kSimple) {
     if (op == s.name) simple = &s;
@@ -547,6 +579,29 @@ bool decode_integer(const Instruction& in, Mods& mods, OperandDecoder& d, DInst&
       }
     }, Handler{nullptr});
     if (out.fn == nullptr) d.fail("unsupported type");
+    return true;
+  }
+  if (op == "dp4a" || op == "dp2a") {
+    const int half = op == "dp2a" ? mods.take_one({"lo", "hi"}) : 0;
+    if (half < 0) d.fail("dp2a needs .lo or .hi");
+    const std::vector<Type> types = mods.take_types();
+    const auto is_word = [](Type t) { return t == Type::U32 || t == Type::S32; };
+    if (types.size() != 2 || !is_word(types[0]) || !is_word(types[1])) d.fail(op + " needs .u32 or .s32 for a and for b");
+    const bool a_signed = types[0] == Type::S32, b_signed = types[1] == Type::S32;
+    operands(3);
+    out.ops[1] = d.value(in.operands[1], types[0]);
+    out.ops[2] = d.value(in.operands[2], types[1]);
+    out.ops[3] = d.value(in.operands[3], a_signed || b_signed ? Type::S32 : Type::U32);
+    if (op == "dp4a") {
+      out.fn = a_signed ? (b_signed ? &ternary<uint32_t, Dp4a<true, true>> : &ternary<uint32_t, Dp4a<true, false>>)
+                        : (b_signed ? &ternary<uint32_t, Dp4a<false, true>> : &ternary<uint32_t, Dp4a<false, false>>);
+    } else if (half == 0) {
+      out.fn = a_signed ? (b_signed ? &ternary<uint32_t, Dp2a<false, true, true>> : &ternary<uint32_t, Dp2a<false, true, false>>)
+                        : (b_signed ? &ternary<uint32_t, Dp2a<false, false, true>> : &ternary<uint32_t, Dp2a<false, false, false>>);
+    } else {
+      out.fn = a_signed ? (b_signed ? &ternary<uint32_t, Dp2a<true, true, true>> : &ternary<uint32_t, Dp2a<true, true, false>>)
+                        : (b_signed ? &ternary<uint32_t, Dp2a<true, false, true>> : &ternary<uint32_t, Dp2a<true, false, false>>);
+    }
     return true;
   }
   if (op == "prmt") {

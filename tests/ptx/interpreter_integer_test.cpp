@@ -98,6 +98,41 @@ TEST(InterpreterInteger, DivisionByZeroAndOverflow) {
   EXPECT_EQ(static_cast<int64_t>(out[5]), -1);
 }
 
+// NVRTC emits dp4a for an i8 dot (soak seed 103956): bytes signed per operand
+// type, the sum wrapping to 32 bits.
+TEST(InterpreterInteger, Dp4aSumsByteProducts) {
+  auto out = run_one(R"(
+    dp4a.s32.s32 %r1, 0x80FF0102, 0x7F020304, 10;
+    dp4a.u32.u32 %r2, 0x80FF0102, 0x7F020304, 10;
+    dp4a.u32.s32 %r3, 0x000000FF, 0x000000FF, 0;
+    dp4a.s32.s32 %r4, 0x80808080, 0x80808080, 0x7FFFFFFF;
+    cvt.u64.u32 %rd2, %r1; st.global.u64 [%rd1], %rd2;
+    cvt.u64.u32 %rd2, %r2; st.global.u64 [%rd1+8], %rd2;
+    cvt.u64.u32 %rd2, %r3; st.global.u64 [%rd1+16], %rd2;
+    cvt.u64.u32 %rd2, %r4; st.global.u64 [%rd1+24], %rd2;
+  )", 4);
+  // bytes low to high: a = 2, 1, -1, -128 (signed) or 2, 1, 255, 128; b = 4, 3, 2, 127
+  EXPECT_EQ(static_cast<int32_t>(out[0]), 10 + 8 + 3 - 2 - 128 * 127);
+  EXPECT_EQ(out[1], 10u + 8 + 3 + 255 * 2 + 128 * 127);
+  EXPECT_EQ(static_cast<int32_t>(out[2]), 255 * -1);
+  EXPECT_EQ(out[3], (0x7FFFFFFFull + 4 * 16384) & 0xFFFFFFFFull);
+}
+
+TEST(InterpreterInteger, Dp2aSumsHalfTimesByteProducts) {
+  auto out = run_one(R"(
+    dp2a.lo.s32.s32 %r1, 0xFFFE0003, 0x7F80FF02, 5;
+    dp2a.hi.s32.s32 %r2, 0xFFFE0003, 0x7F80FF02, 5;
+    dp2a.lo.u32.u32 %r3, 0xFFFE0003, 0x7F80FF02, 5;
+    cvt.u64.u32 %rd2, %r1; st.global.u64 [%rd1], %rd2;
+    cvt.u64.u32 %rd2, %r2; st.global.u64 [%rd1+8], %rd2;
+    cvt.u64.u32 %rd2, %r3; st.global.u64 [%rd1+16], %rd2;
+  )", 3);
+  // a's halves low to high: 3, -2 (signed) or 3, 65534; b's bytes: 2, -1, -128, 127 (signed) or 2, 255, 128, 127
+  EXPECT_EQ(static_cast<int32_t>(out[0]), 5 + 3 * 2 + -2 * -1);
+  EXPECT_EQ(static_cast<int32_t>(out[1]), 5 + 3 * -128 + -2 * 127);
+  EXPECT_EQ(out[2], 5u + 3 * 2 + 65534u * 255);
+}
+
 TEST(InterpreterInteger, BitOperations) {
   auto out = run_one(R"(
     mov.b32 %r1, 0x00F0F00F;

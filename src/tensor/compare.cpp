@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <set>
 
 namespace stitch {
@@ -139,34 +140,10 @@ int64_t numel_of(const Graph& g, ValueId v, const SymbolBindings& symbols) {
 
 }  // namespace
 
-ErrorAllowance output_allowance(const Graph& g, ValueId output, const SymbolBindings& symbols) {
-  ErrorAllowance a;
-  std::set<int> seen;
-  std::vector<int> work;
-  if (g.value(output).producer >= 0) work.push_back(g.value(output).producer);
-  while (!work.empty()) {
-    int n = work.back();
-    work.pop_back();
-    if (!seen.insert(n).second) continue;
-    const Node& node = g.nodes()[n];
-    if (is_transcendental(node.op)) a.transcendental = true;
-    if (!node.inputs.empty() && is_float(g.type(node.inputs[0]).dtype)) {
-      if (is_accumulating(node.op)) {
-        int64_t out = numel_of(g, node.output, symbols);
-        a.reduction_length += out > 0 ? numel_of(g, node.inputs[0], symbols) / out : 0;
-      } else if (node.op == OpKind::Dot) {
-        std::vector<int64_t> lhs = concrete_shape(g.type(node.inputs[0]).shape, symbols);
-        a.reduction_length += lhs.empty() ? 1 : lhs.back();
-      }
-    }
-    for (ValueId in : node.inputs) {
-      if (g.value(in).producer >= 0) work.push_back(g.value(in).producer);
-    }
-  }
-  return a;
-}
+namespace {
 
-bool exact_in_every_back_end(const Graph& g, ValueId v) {
+// Calls `visit` once for each node of `v`'s cone (its producer and theirs).
+void for_each_node_in_cone(const Graph& g, ValueId v, const std::function<void(const Node&)>& visit) {
   std::set<int> seen;
   std::vector<int> work;
   if (g.value(v).producer >= 0) work.push_back(g.value(v).producer);
@@ -175,16 +152,44 @@ bool exact_in_every_back_end(const Graph& g, ValueId v) {
     work.pop_back();
     if (!seen.insert(n).second) continue;
     const Node& node = g.nodes()[n];
-    if (is_transcendental(node.op)) return false;
-    if (!node.inputs.empty() && is_float(g.type(node.inputs[0]).dtype) &&
-        (is_accumulating(node.op) || node.op == OpKind::Dot)) {
-      return false;
-    }
+    visit(node);
     for (ValueId in : node.inputs) {
       if (g.value(in).producer >= 0) work.push_back(g.value(in).producer);
     }
   }
-  return true;
+}
+
+bool float_operands(const Graph& g, const Node& node) {
+  return !node.inputs.empty() && is_float(g.type(node.inputs[0]).dtype);
+}
+
+}  // namespace
+
+ErrorAllowance output_allowance(const Graph& g, ValueId output, const SymbolBindings& symbols) {
+  ErrorAllowance a;
+  for_each_node_in_cone(g, output, [&](const Node& node) {
+    if (is_transcendental(node.op)) a.transcendental = true;
+    if (!float_operands(g, node)) return;
+    if (is_accumulating(node.op)) {
+      int64_t out = numel_of(g, node.output, symbols);
+      a.reduction_length += out > 0 ? numel_of(g, node.inputs[0], symbols) / out : 0;
+    } else if (node.op == OpKind::Dot) {
+      std::vector<int64_t> lhs = concrete_shape(g.type(node.inputs[0]).shape, symbols);
+      a.reduction_length += lhs.empty() ? 1 : lhs.back();
+    }
+  });
+  return a;
+}
+
+bool exact_in_every_back_end(const Graph& g, ValueId v) {
+  bool exact = true;
+  for_each_node_in_cone(g, v, [&](const Node& node) {
+    if (is_transcendental(node.op) ||
+        (float_operands(g, node) && (is_accumulating(node.op) || node.op == OpKind::Dot))) {
+      exact = false;
+    }
+  });
+  return exact;
 }
 
 }  // namespace stitch

@@ -30,6 +30,21 @@ SymbolBindings bind_input_types(const Graph& g, const std::vector<InputType>& in
 // range, argmax over an empty axis) are UserErrors.
 std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs);
 
+// The interpreter's outputs and, beside each, a per-element bound on how far a
+// compiled back end's result may be from it: an f64 tensor of the output's
+// shape, propagated through the graph beside the reference values
+// (docs/semantics.md, "The propagated bound"). It follows cancellation (a sum
+// is bounded by the sum of its terms' magnitudes) and conditioning (tan near a
+// pole amplifies its operand's error); it assumes every discrete decision
+// (comparison, select, floor, argmax, a cast to an integer) comes out as in the
+// reference. Zero where every back end must agree exactly, and on non-float
+// outputs.
+struct BoundedReference {
+  std::vector<Tensor> outputs;
+  std::vector<Tensor> bounds;
+};
+BoundedReference interpret_with_error_bounds(const Graph& g, const std::vector<Tensor>& inputs);
+
 // One argument of a user-kernel call: an array (read, and written in place
 // where the kernel writes it) or a scalar value, converted to the parameter's
 // dtype when it fits exactly enough (docs/kernel-language.md, Calls).

@@ -103,6 +103,11 @@ std::vector<bool> live_values(const Graph& g) {
 }  // namespace
 
 std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
+  return interp::interpret_observed(g, inputs, nullptr);
+}
+
+std::vector<Tensor> interp::interpret_observed(const Graph& g, const std::vector<Tensor>& inputs,
+                                               const NodeObserver& observe) {
   const SymbolBindings bindings = bind_inputs(g, inputs);
   const std::vector<bool> live = live_values(g);
   const int num_nodes = static_cast<int>(g.nodes().size());
@@ -135,6 +140,7 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
       OpCall call{node, std::move(operands), type.dtype, concrete_shape(type.shape, bindings),
                   g.value_name(node.output), &pool};
       values[node.output.index] = evaluate(call);
+      if (observe) observe(call, *values[node.output.index]);
     } catch (const UserError& e) {
       throw e.located(node.loc);
     }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,12 @@ WideBuffer evaluate_layout(const OpCall& call);       // data_movement.cpp: broa
 WideBuffer evaluate_gather(const OpCall& call);       // data_movement.cpp
 WideBuffer evaluate_source(const OpCall& call);       // sources.cpp: iota, constant
 WideBuffer evaluate_dot(const OpCall& call);          // dot.cpp
+
+// Called once per evaluated node with its call (operands still alive) and result.
+using NodeObserver = std::function<void(const OpCall& call, const WideBuffer& result)>;
+
+// stitch::interpret, calling `observe` (when set) after each node.
+std::vector<Tensor> interpret_observed(const Graph& g, const std::vector<Tensor>& inputs,
+                                       const NodeObserver& observe);
 
 }  // namespace stitch::interp

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 
 namespace stitch {
@@ -103,28 +104,61 @@ TensorComparison compare_tensors(const Tensor& got, const Tensor& want, const To
   return c;
 }
 
-TensorComparison compare_with_interpreter(const Tensor& got, const Tensor& want, const ErrorAllowance& allowance) {
-  if (!is_float(want.dtype()) || (!allowance.transcendental && allowance.reduction_length == 0)) {
-    return compare_tensors(got, want, Tolerance::exact());
-  }
-  const double eps = want.dtype() == DType::f16    ? std::ldexp(1.0, -10)
-                     : want.dtype() == DType::bf16 ? std::ldexp(1.0, -7)
-                     : want.dtype() == DType::f64  ? std::ldexp(1.0, -52)
-                                                   : std::ldexp(1.0, -23);
-  const double scale = (allowance.transcendental ? 32.0 : 0.0) + 4.0 * static_cast<double>(allowance.reduction_length);
-  Tensor bound(DType::f64, want.shape());
-  for (int64_t i = 0; i < want.numel(); ++i) bound.set_f64(i, scale * eps * (1 + std::fabs(want.get_f64(i))));
-  return compare_tensors(got, want, Tolerance::per_element(bound));
+double machine_epsilon(DType dtype) { return std::ldexp(1.0, 1 - format_of(dtype).precision); }
+
+double accumulation_factor(int64_t n) {
+  const double terms = static_cast<double>(n);
+  return std::min(4.0 * terms, 8.0 * std::sqrt(terms));
 }
 
 namespace {
 
-// div, sqrt and rem are correctly rounded (docs/semantics.md, "What back ends
-// may differ in"); every other heavy elementwise op may be a few ulp off.
+// The allowance's per-element bound, K * eps * (1 + |want|); null when exact.
+std::optional<Tensor> allowance_bound(const Tensor& want, const ErrorAllowance& allowance) {
+  if (!is_float(want.dtype()) || (!allowance.transcendental && allowance.reduction_length == 0)) return std::nullopt;
+  const double eps = machine_epsilon(want.dtype());
+  const double scale =
+      (allowance.transcendental ? kTranscendentalUlps : 0.0) + 4.0 * static_cast<double>(allowance.reduction_length);
+  Tensor bound(DType::f64, want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i) bound.set_f64(i, scale * eps * (1 + std::fabs(want.get_f64(i))));
+  return bound;
+}
+
+}  // namespace
+
+TensorComparison compare_with_interpreter(const Tensor& got, const Tensor& want, const ErrorAllowance& allowance) {
+  std::optional<Tensor> bound = allowance_bound(want, allowance);
+  if (!bound) return compare_tensors(got, want, Tolerance::exact());
+  return compare_tensors(got, want, Tolerance::per_element(*bound));
+}
+
+TensorComparison compare_with_interpreter(const Tensor& got, const Tensor& want, const ErrorAllowance& allowance,
+                                          const Tensor& propagated) {
+  if (!is_float(want.dtype())) return compare_tensors(got, want, Tolerance::exact());
+  if (propagated.numel() != want.numel()) {
+    TensorComparison c;
+    c.ok = false;
+    c.type_mismatch = fmt::format("the propagated bound has {} elements, want {}", propagated.numel(), want.numel());
+    return c;
+  }
+  std::optional<Tensor> bound = allowance_bound(want, allowance);
+  bool exact = !bound;
+  if (!bound) bound = Tensor(DType::f64, want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double p = propagated.get_f64(i);
+    if (p > 0) exact = false;
+    if (p > bound->get_f64(i)) bound->set_f64(i, p);
+  }
+  if (exact) return compare_tensors(got, want, Tolerance::exact());
+  return compare_tensors(got, want, Tolerance::per_element(*bound));
+}
+
 bool is_transcendental(OpKind op) {
   return op_info(op).category == OpCategory::HeavyElementwise && op != OpKind::Div && op != OpKind::Sqrt &&
          op != OpKind::Rem;
 }
+
+namespace {
 
 // Sums, products and means round differently in another order; max, min,
 // their arg forms and any/all give the same answer in every order.

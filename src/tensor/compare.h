@@ -33,6 +33,23 @@ struct Tolerance {
 // The spacing of the float dtype's values at |x| (its smallest subnormal at 0).
 double ulp_of(DType dtype, double x);
 
+// The float dtype's machine epsilon (2^-23 for f32).
+double machine_epsilon(DType dtype);
+
+// Ops whose result may be a few ulps off the correctly rounded one in a
+// compiled back end: every heavy elementwise op but div, sqrt and rem, which
+// are correctly rounded (docs/semantics.md, "What back ends may differ in").
+bool is_transcendental(OpKind op);
+
+// The ulps a transcendental op may be off (the allowance's K, below).
+inline constexpr double kTranscendentalUlps = 32;
+
+// A float sum of n terms in another order differs by at most
+// accumulation_factor(n) * eps * sum |x_i|: 4 n (twice the classic gamma_n
+// bound, rounded up), capped at 8 sqrt(n) (Higham and Mary's probabilistic
+// bound with lambda = 8, for two independent orders).
+double accumulation_factor(int64_t n);
+
 struct TensorComparison {
   bool ok = true;
   std::string type_mismatch;  // set when dtypes or shapes differ (then ok is false)
@@ -63,6 +80,13 @@ struct ErrorAllowance {
 // in another order), both relative to 1 + |want|; eps is the dtype's machine
 // epsilon.
 TensorComparison compare_with_interpreter(const Tensor& got, const Tensor& want, const ErrorAllowance& allowance);
+
+// The same, with each element allowed the larger of that allowance and
+// `propagated`'s element (an f64 tensor of want's shape, from
+// stitch::interpret_with_error_bounds): the bound that follows cancellation
+// and conditioning through the output's cone.
+TensorComparison compare_with_interpreter(const Tensor& got, const Tensor& want, const ErrorAllowance& allowance,
+                                          const Tensor& propagated);
 
 // The allowance of graph output `output`, from the ops in its cone: any
 // transcendental op (div, sqrt and rem are correctly rounded and do not count),

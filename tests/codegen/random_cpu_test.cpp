@@ -80,7 +80,7 @@ class RandomCpuDifferential : public ::testing::TestWithParam<Shard> {
       // Half the seeds see ±0, ±inf, NaN and integer extremes in their inputs.
       std::vector<Tensor> inputs = testing::random_inputs(c.source, c.seed, symbols, c.seed % 2 == 1);
       try {
-        std::vector<Tensor> want = interpret(c.source, inputs);
+        BoundedReference want = interpret_with_error_bounds(c.source, inputs);
         std::vector<Tensor> got = exes[i].run(inputs);
         std::string failure = testing::compare_with_interpreter_outputs(c.source, symbols, got, want);
         if (!failure.empty()) report(c, failure);

@@ -127,7 +127,7 @@ TEST_F(Subcommands, CheckBindsUnboundSymbolsToThree) {
   CliResult r = run_cli("check " + file);
   ASSERT_EQ(r.status, 0) << r.output;
   // Row reductions of length 4: 16 eps.
-  EXPECT_NE(r.output.find("16eps  ok"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("16eps+bound  ok"), std::string::npos) << r.output;
 }
 
 TEST_F(Subcommands, CheckReportsGraphsTheInterpreterRejectsAsBadInput) {

@@ -118,7 +118,7 @@ std::string run_cpu(runtime::cpu::CpuExecutable& exe, const Graph& g, uint64_t s
   try {
     const SymbolBindings symbols = testing::random_symbol_bindings(g, seed, max_symbol_extent);
     const std::vector<Tensor> inputs = testing::random_inputs(g, seed, symbols, seed % 2 == 1);
-    const std::vector<Tensor> want = interpret(g, inputs);
+    const BoundedReference want = interpret_with_error_bounds(g, inputs);
     return testing::compare_with_interpreter_outputs(g, symbols, exe.run(inputs), want);
   } catch (const std::exception& e) {
     return std::string("exception: ") + e.what();

@@ -11,18 +11,33 @@
 
 namespace stitch::testing {
 
-std::string compare_with_interpreter_outputs(const Graph& g, const SymbolBindings& symbols,
-                                             const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+namespace {
+
+std::string compare_outputs(const Graph& g, const SymbolBindings& symbols, const std::vector<Tensor>& got,
+                            const std::vector<Tensor>& want, const std::vector<Tensor>* bounds) {
   if (got.size() != want.size()) {
     return "got " + std::to_string(got.size()) + " outputs, want " + std::to_string(want.size());
   }
   std::string failures;
   for (size_t i = 0; i < want.size(); ++i) {
     ErrorAllowance allowance = output_allowance(g, g.outputs()[i].value, symbols);
-    TensorComparison c = compare_with_interpreter(got[i], want[i], allowance);
+    TensorComparison c = bounds ? compare_with_interpreter(got[i], want[i], allowance, (*bounds)[i])
+                                : compare_with_interpreter(got[i], want[i], allowance);
     if (!c.ok) failures += "output " + g.outputs()[i].name + ": " + c.describe() + "\n";
   }
   return failures;
+}
+
+}  // namespace
+
+std::string compare_with_interpreter_outputs(const Graph& g, const SymbolBindings& symbols,
+                                             const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  return compare_outputs(g, symbols, got, want, nullptr);
+}
+
+std::string compare_with_interpreter_outputs(const Graph& g, const SymbolBindings& symbols,
+                                             const std::vector<Tensor>& got, const BoundedReference& want) {
+  return compare_outputs(g, symbols, got, want.outputs, &want.bounds);
 }
 
 std::string rejects_like_interpreter(const std::function<void()>& reference, const std::function<void()>& run) {

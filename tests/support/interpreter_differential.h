@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "stitch/graph.h"
+#include "stitch/interpreter.h"
 #include "stitch/tensor.h"
 #include "tensor/compare.h"
 
@@ -21,6 +22,11 @@ namespace stitch::testing {
 // the interpreter ran), else what differs, output by output.
 std::string compare_with_interpreter_outputs(const Graph& g, const SymbolBindings& symbols,
                                              const std::vector<Tensor>& got, const std::vector<Tensor>& want);
+
+// The same against stitch::interpret_with_error_bounds' outputs, each element
+// allowed the larger of that allowance and its propagated bound.
+std::string compare_with_interpreter_outputs(const Graph& g, const SymbolBindings& symbols,
+                                             const std::vector<Tensor>& got, const BoundedReference& want);
 
 // "" when `run` raises a UserError whose message the interpreter's own
 // UserError (raised by `reference`) contains, else what went wrong: a

@@ -21,10 +21,21 @@ namespace stitch::cli {
 
 namespace {
 
-std::string tolerance_text(const Tensor& want, const ErrorAllowance& a) {
-  if (!is_float(want.dtype()) || (!a.transcendental && a.reduction_length == 0)) return "exact";
-  if (a.reduction_length == 0) return "32eps";
-  return fmt::format("{}eps", (a.transcendental ? 32 : 0) + 4 * a.reduction_length);
+// The allowance's K, and "+bound" where the propagated bound (which follows
+// cancellation and conditioning) is larger somewhere.
+std::string tolerance_text(const Tensor& want, const ErrorAllowance& a, const Tensor& propagated) {
+  const bool fixed = is_float(want.dtype()) && (a.transcendental || a.reduction_length > 0);
+  bool bounded = false;
+  if (is_float(want.dtype())) {
+    const double eps = machine_epsilon(want.dtype());
+    const double k = (a.transcendental ? kTranscendentalUlps : 0.0) + 4.0 * static_cast<double>(a.reduction_length);
+    for (int64_t i = 0; i < propagated.numel() && !bounded; ++i) {
+      bounded = propagated.get_f64(i) > k * eps * (1 + std::fabs(want.get_f64(i)));
+    }
+  }
+  if (!fixed) return bounded ? "bound" : "exact";
+  const std::string k_text = fmt::format("{}eps", (a.transcendental ? 32 : 0) + 4 * a.reduction_length);
+  return bounded ? k_text + "+bound" : k_text;
 }
 
 // Test-only (docs/testing.md): STITCH_TEST_PERTURB_CHECK=1 changes element 0
@@ -53,7 +64,7 @@ struct Tally {
 void print_row(const std::string& graph, const std::string& planner, const std::string& backend,
                const std::string& output, const std::string& abs_err, const std::string& rel_err,
                const std::string& tolerance, const std::string& status) {
-  std::cout << fmt::format("{:<24} {:<7} {:<7} {:<16} {:>12} {:>12} {:>10}  {}\n", graph, planner, backend, output,
+  std::cout << fmt::format("{:<24} {:<7} {:<7} {:<16} {:>12} {:>12} {:>14}  {}\n", graph, planner, backend, output,
                            abs_err, rel_err, tolerance, status);
 }
 
@@ -67,7 +78,7 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
     ++counter;
   };
   Graph canonical;
-  std::vector<Tensor> inputs, want;
+  std::vector<Tensor> inputs, want, bounds;
   SymbolBindings dims;
   try {
     canonical = canonicalize(graph);
@@ -84,7 +95,9 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
       }
     }
     inputs = gather_inputs(canonical, spec, model);
-    want = interpret(canonical, inputs);
+    BoundedReference reference = interpret_with_error_bounds(canonical, inputs);
+    want = std::move(reference.outputs);
+    bounds = std::move(reference.bounds);
   } catch (const UserError& e) {
     report("-", "error: " + e.formatted(), tally.errors);
     return;
@@ -125,7 +138,7 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
     for (size_t i = 0; i < want.size(); ++i) {
       const GraphOutput& out = canonical.outputs()[i];
       ErrorAllowance allowance = output_allowance(canonical, out.value, dims);
-      TensorComparison c = compare_with_interpreter(got[i], want[i], allowance);
+      TensorComparison c = compare_with_interpreter(got[i], want[i], allowance, bounds[i]);
       ++tally.rows;
       if (!c.ok) ++tally.mismatches;
       std::string status = c.ok ? "ok" : "MISMATCH";
@@ -135,7 +148,7 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
         status += ": " + detail;
       }
       print_row(name, planner_text, options.backend, out.name, fmt::format("{:.3g}", c.max_abs_error),
-                fmt::format("{:.3g}", c.max_rel_error), tolerance_text(want[i], allowance), status);
+                fmt::format("{:.3g}", c.max_rel_error), tolerance_text(want[i], allowance, bounds[i]), status);
     }
   }
 }

@@ -220,20 +220,16 @@ class BoundPropagator {
       if (!off && !is_transcendental(op)) return std::nullopt;
       return elementwise_bound(call, result);
     }
+    const OpCategory category = op_info(op).category;
+    if (category == OpCategory::Layout || category == OpCategory::Broadcast) {
+      if (!off) return std::nullopt;
+      std::vector<const WideBuffer*> operands;
+      for (size_t i = 0; i < call.inputs.size(); ++i) operands.push_back(&bound_or_zero(call, i));
+      Node exact_fill = call.node;  // pad's fill value is exact
+      if (op == OpKind::Pad) exact_fill.attrs.set("value", AttrValue(0.0));
+      return evaluate_on(call, exact_fill, operands, interp::evaluate_layout);
+    }
     switch (op) {
-      case OpKind::Broadcast:
-      case OpKind::Reshape:
-      case OpKind::Transpose:
-      case OpKind::Slice:
-      case OpKind::Concat:
-      case OpKind::Pad: {
-        if (!off) return std::nullopt;
-        std::vector<const WideBuffer*> operands;
-        for (size_t i = 0; i < call.inputs.size(); ++i) operands.push_back(&bound_or_zero(call, i));
-        Node exact_fill = call.node;  // pad's fill value is exact
-        if (op == OpKind::Pad) exact_fill.attrs.set("value", AttrValue(0.0));
-        return evaluate_on(call, exact_fill, operands, interp::evaluate_layout);
-      }
       case OpKind::Gather:
         if (!bound_of(call.node.inputs[0])) return std::nullopt;
         return evaluate_on(call, call.node, {bound_of(call.node.inputs[0]), &call.in(1)}, interp::evaluate_gather);

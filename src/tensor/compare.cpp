@@ -111,14 +111,17 @@ double accumulation_factor(int64_t n) {
   return std::min(4.0 * terms, 8.0 * std::sqrt(terms));
 }
 
+int64_t allowance_ulps(const ErrorAllowance& allowance) {
+  return (allowance.transcendental ? static_cast<int64_t>(kTranscendentalUlps) : 0) + 4 * allowance.reduction_length;
+}
+
 namespace {
 
 // The allowance's per-element bound, K * eps * (1 + |want|); null when exact.
 std::optional<Tensor> allowance_bound(const Tensor& want, const ErrorAllowance& allowance) {
   if (!is_float(want.dtype()) || (!allowance.transcendental && allowance.reduction_length == 0)) return std::nullopt;
   const double eps = machine_epsilon(want.dtype());
-  const double scale =
-      (allowance.transcendental ? kTranscendentalUlps : 0.0) + 4.0 * static_cast<double>(allowance.reduction_length);
+  const double scale = static_cast<double>(allowance_ulps(allowance));
   Tensor bound(DType::f64, want.shape());
   for (int64_t i = 0; i < want.numel(); ++i) bound.set_f64(i, scale * eps * (1 + std::fabs(want.get_f64(i))));
   return bound;

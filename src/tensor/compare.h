@@ -79,6 +79,10 @@ struct ErrorAllowance {
 // or reductions of total length n (a further 4 n eps, for accumulating in f32
 // in another order), both relative to 1 + |want|; eps is the dtype's machine
 // epsilon.
+// The allowance's K (below): 32 if a transcendental op feeds the value, plus
+// 4 per term of the float reductions feeding it; 0 when it must be exact.
+int64_t allowance_ulps(const ErrorAllowance& allowance);
+
 TensorComparison compare_with_interpreter(const Tensor& got, const Tensor& want, const ErrorAllowance& allowance);
 
 // The same, with each element allowed the larger of that allowance and

@@ -226,7 +226,7 @@ TEST(ErrorBound, OnRandomGraphsTheCheckStaysTight) {
           EXPECT_EQ(max_of(r.bounds[o]), 0) << "seed " << seed << ": an exact output has a bound";
           continue;
         }
-        const double k = (a.transcendental ? kTranscendentalUlps : 0.0) + 4.0 * a.reduction_length;
+        const double k = static_cast<double>(allowance_ulps(a));
         for (int64_t i = 0; i < want.numel(); ++i) {
           const double w = want.get_f64(i);
           if (!std::isfinite(w)) continue;

@@ -28,13 +28,13 @@ std::string tolerance_text(const Tensor& want, const ErrorAllowance& a, const Te
   bool bounded = false;
   if (is_float(want.dtype())) {
     const double eps = machine_epsilon(want.dtype());
-    const double k = (a.transcendental ? kTranscendentalUlps : 0.0) + 4.0 * static_cast<double>(a.reduction_length);
+    const double k = static_cast<double>(allowance_ulps(a));
     for (int64_t i = 0; i < propagated.numel() && !bounded; ++i) {
       bounded = propagated.get_f64(i) > k * eps * (1 + std::fabs(want.get_f64(i)));
     }
   }
   if (!fixed) return bounded ? "bound" : "exact";
-  const std::string k_text = fmt::format("{}eps", (a.transcendental ? 32 : 0) + 4 * a.reduction_length);
+  const std::string k_text = fmt::format("{}eps", allowance_ulps(a));
   return bounded ? k_text + "+bound" : k_text;
 }
 

@@ -57,7 +57,12 @@ if ((with_python)); then
   python_flags=(-DSTITCH_BUILD_PYTHON=ON "-DPython3_EXECUTABLE=$(pwd)/.venv/bin/python")
 fi
 
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON "${python_flags[@]}" >/dev/null
+# Test builds check the standard library's preconditions (_GLIBCXX_ASSERTIONS);
+# the demo's and the benchmarks' builds do not (docs/testing.md).
+assertions=OFF
+((with_tests)) && assertions=ON
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON \
+  -DSTITCH_ASSERTIONS=$assertions "${python_flags[@]}" >/dev/null
 ninja -C "$build_dir"
 
 if ((with_python)); then

@@ -81,6 +81,9 @@ GroupDag::GroupDag(const Graph& g, std::vector<FusionGroup> groups) : g_(g), gro
       if (--indegree[*it] == 0) ready.push_back(*it);
   }
   STITCH_ASSERT(static_cast<int>(order_.size()) == n, "fusion groups form a cycle");
+  std::vector<int> all(n);
+  for (int gi = 0; gi < n; ++gi) all[gi] = gi;
+  drop_unread_roots(std::move(all));
 }
 
 bool GroupDag::contains(int gi, int node) const {
@@ -97,7 +100,9 @@ std::vector<int> GroupDag::order() const {
 }
 
 bool GroupDag::read_elsewhere(int node, int a, int b) const {
-  if (is_output_[node]) return true;
+  // A value nothing reads (dead code in a graph that was not canonicalized)
+  // stays written where it is, so every node keeps a group.
+  if (is_output_[node] || consumers_[node].empty()) return true;
   for (int c : consumers_[node]) {
     for (int gj : groups_of_[c]) {
       if (gj != a && gj != b && !contains(gj, node)) return true;
@@ -395,8 +400,13 @@ void GroupDag::install_merge(const std::vector<int>& members, FusionGroup merged
                              int hi) {
   const int a = members[0];
   auto is_member = [&](int gi) { return std::find(members.begin(), members.end(), gi) != members.end(); };
-  for (int m : members)
+  // The members' producers, whose last reader the merged kernel may have
+  // become by computing their values itself; looked at once it is installed.
+  std::vector<int> producers{a};
+  for (int m : members) {
+    producers.insert(producers.end(), pred_[m].begin(), pred_[m].end());
     for (int r : groups_[m].roots) home_[r] = -1;
+  }
   for (size_t i = 1; i < members.size(); ++i) {
     const int b = members[i];
     for (int node : groups_[b].nodes) erase_sorted(groups_of_[node], b);
@@ -435,6 +445,8 @@ void GroupDag::install_merge(const std::vector<int>& members, FusionGroup merged
   for (int gi : tail) pos_[gi] = p, order_[p++] = gi;
   while (p <= last) order_[p++] = -1;
   for (size_t i = 1; i < members.size(); ++i) pos_[members[i]] = -1;
+  drop_unread_roots(std::move(producers));
+  STITCH_ASSERT(alive_[a], "a merged group writes nothing any other group reads");
 }
 
 void GroupDag::merge_all(const std::vector<int>& members, GroupKind kind) {
@@ -455,7 +467,7 @@ void GroupDag::merge_all(const std::vector<int>& members, GroupKind kind) {
   for (int m : members) {
     merged.nodes.insert(merged.nodes.end(), groups_[m].nodes.begin(), groups_[m].nodes.end());
     for (int r : groups_[m].roots) {
-      bool outside = is_output_[r];
+      bool outside = is_output_[r] || consumers_[r].empty();  // as read_elsewhere
       for (size_t i = 0; !outside && i < consumers_[r].size(); ++i) {
         for (int gj : groups_of_[consumers_[r][i]]) {
           if (!is_member(gj) && !contains(gj, r)) {
@@ -509,20 +521,79 @@ void GroupDag::retire(int gi) {
   external_known_[gi] = 0;
 }
 
-void GroupDag::set_roots(int a, std::vector<int> roots) {
-  sort_unique(roots);
-  for (int r : groups_[a].roots) {
-    if (!std::binary_search(roots.begin(), roots.end(), r)) {
-      STITCH_ASSERT(!read_elsewhere(r, a, a), "dropping a root that another kernel still reads");
+void GroupDag::drop_unread_roots(std::vector<int> worklist) {
+  while (!worklist.empty()) {
+    const int gi = worklist.back();
+    worklist.pop_back();
+    if (!alive_[gi]) continue;
+    std::vector<int> kept;
+    for (int r : groups_[gi].roots)
+      if (read_elsewhere(r, gi, gi)) kept.push_back(r);
+    if (kept.size() == groups_[gi].roots.size() && !kept.empty()) continue;
+    worklist.insert(worklist.end(), pred_[gi].begin(), pred_[gi].end());
+    if (kept.empty()) {
+      retire(gi);
+      continue;
     }
-    home_[r] = -1;
+    for (int r : groups_[gi].roots) home_[r] = -1;
+    for (int r : kept) home_[r] = gi;
+    groups_[gi].roots = std::move(kept);
+    relink(gi);
   }
-  for (int r : roots) {
-    STITCH_ASSERT(contains(a, r) && home_[r] == -1, "a new root must be a node of the group and written by no other");
-    home_[r] = a;
+}
+
+std::string GroupDag::invariant_violations() const {
+  std::string out;
+  auto fail = [&](int gi, const std::string& what) { out += fmt::format("group {}: {}\n", gi, what); };
+  std::vector<int> homes(g_.nodes().size(), -1);
+  int alive = 0;
+  for (int gi = 0; gi < capacity(); ++gi) {
+    const FusionGroup& grp = groups_[gi];
+    if (!alive_[gi]) {
+      if (!grp.nodes.empty() || !grp.roots.empty() || !succ_[gi].empty() || !pred_[gi].empty() || pos_[gi] != -1)
+        fail(gi, "retired but not empty");
+      continue;
+    }
+    ++alive;
+    if (grp.nodes.empty() || grp.roots.empty()) fail(gi, "alive without nodes or roots");
+    auto strictly_ascending = [](const std::vector<int>& v) {
+      return std::adjacent_find(v.begin(), v.end(), [](int x, int y) { return x >= y; }) == v.end();
+    };
+    if (!strictly_ascending(grp.nodes) || !strictly_ascending(grp.roots)) fail(gi, "nodes or roots not ascending");
+    if (pos_[gi] < 0 || order_[pos_[gi]] != gi) fail(gi, "no place in the order");
+    for (int node : grp.nodes)
+      if (!std::binary_search(groups_of_[node].begin(), groups_of_[node].end(), gi)) fail(gi, "missing from groups_of");
+    for (int r : grp.roots) {
+      if (!contains(gi, r)) fail(gi, fmt::format("root {} not among its nodes", r));
+      if (homes[r] != -1) fail(gi, fmt::format("root {} also a root of group {}", r, homes[r]));
+      homes[r] = gi;
+      if (home_[r] != gi) fail(gi, fmt::format("root {} has home {}", r, home_[r]));
+      if (!read_elsewhere(r, gi, gi)) fail(gi, fmt::format("root {} is read by no other group", r));
+    }
   }
-  groups_[a].roots = std::move(roots);
-  relink(a);
+  if (alive != num_alive_) out += fmt::format("{} groups alive, {} counted\n", alive, num_alive_);
+  size_t succ_edges = 0, pred_edges = 0;
+  for (int gi = 0; gi < capacity(); ++gi) succ_edges += succ_[gi].size(), pred_edges += pred_[gi].size();
+  if (succ_edges != pred_edges) out += fmt::format("{} successor edges, {} predecessor edges\n", succ_edges, pred_edges);
+  for (int gi = 0; gi < capacity(); ++gi) {
+    if (!alive_[gi]) continue;
+    std::vector<int> pred;
+    for (int node : groups_[gi].nodes) {
+      for (ValueId v : g_.nodes()[node].inputs) {
+        const int p = g_.value(v).producer;
+        if (p < 0 || contains(gi, p)) continue;
+        if (homes[p] < 0) fail(gi, fmt::format("reads {}, which no group writes", g_.value_name(v)));
+        else pred.push_back(homes[p]);
+      }
+    }
+    sort_unique(pred);
+    if (pred != pred_[gi]) fail(gi, "predecessor list differs from its reads");
+    for (int p : pred) {
+      if (pos_[p] >= pos_[gi]) fail(gi, fmt::format("reads group {}, which is not before it in the order", p));
+      if (!std::binary_search(succ_[p].begin(), succ_[p].end(), gi)) fail(p, "successor list misses a reader");
+    }
+  }
+  return out;
 }
 
 std::vector<FusionGroup> GroupDag::take_groups() {

@@ -24,10 +24,27 @@ namespace stitch {
 // Planning time).
 inline constexpr int kNeighbourScan = 16;
 
+// The invariants every method keeps, checked by invariant_violations():
+//  - a live group has at least one node and at least one root, its nodes and
+//    roots ascending and unique, its roots among its nodes;
+//  - every root of a live group is a graph output, or is read from memory by
+//    another live group (a group that recomputes the node does not read it),
+//    or has no reader at all (dead code in a graph not canonicalized):
+//    a merge that takes in the last reader of a group's root drops that root,
+//    and a group left with none is retired, its producers looked at in turn;
+//  - each node is a root of at most one live group (its home), and every node
+//    a live group reads from outside itself has one;
+//  - a retired (merged-away) group is empty, has no edges and no position;
+//  - the edges are exactly the reads between live groups, and every edge goes
+//    forward in the kept order.
+// A caller holding a group id across a merge checks alive() before using it:
+// a merge retires the other members, and any producer it left unread.
 class GroupDag {
  public:
   // `groups`: every node read by a group and computed outside it has a home
   // (is a root of exactly one group). Asserts the group graph is acyclic.
+  // Roots nobody reads and groups without roots are dropped at once (xla's
+  // recomputation can leave a kernel whose every reader computes its value).
   GroupDag(const Graph& g, std::vector<FusionGroup> groups);
 
   const Graph& graph() const { return g_; }
@@ -51,7 +68,8 @@ class GroupDag {
   std::vector<int> order() const;
 
   // Whether some group other than `a` and `b` reads `node` from memory, or it
-  // is a graph output: then a kernel made of a and b must still write it.
+  // is a graph output, or nothing reads it at all (dead code, kept where it
+  // is): then a kernel made of a and b must still write it.
   bool read_elsewhere(int node, int a, int b) const;
   // The roots a kernel made of a and b writes: a's and b's roots that are read
   // elsewhere (read_elsewhere), ascending.
@@ -97,16 +115,20 @@ class GroupDag {
   // outside them: what merging the first with each other in turn gives, with
   // one relink of the merged group instead of one per member.
   void merge_all(const std::vector<int>& members, GroupKind kind);
-  // Retires a group that writes nothing anyone reads (all its roots dropped).
-  void retire(int gi);
-  // Replaces a's roots (a subset of its nodes); every dropped root must not
-  // be read elsewhere.
-  void set_roots(int a, std::vector<int> roots);
-
   // Alive groups in topological order; the DAG is left empty.
   std::vector<FusionGroup> take_groups();
 
+  // One line per broken invariant (above), empty when all hold. Walks every
+  // group and edge: for tests and the planners' checks between phases.
+  std::string invariant_violations() const;
+
  private:
+  // Drops the roots of each listed group that no other group reads and no
+  // output returns, retiring a group left with none, then does the same for
+  // the groups it read from (whose last reader it may have been).
+  void drop_unread_roots(std::vector<int> worklist);
+  // Retires a group that writes nothing anyone reads.
+  void retire(int gi);
   bool contains(int gi, int node) const;
   // The groups between lo and hi in the order that lo reaches; sets `hits_hi`
   // when one of them (not lo itself) has an edge to hi.

@@ -291,17 +291,23 @@ std::vector<Pattern> apply_patterns(StitchMerges& merges, const PatternSpace& sp
             [&](const Pattern& a, const Pattern& b) { return dag.position(a.members[0]) < dag.position(b.members[0]); });
   std::vector<Pattern> left;
   for (const Pattern& p : patterns) {
-    if (merges.budget_spent() || !dag.between(p.members).empty()) {
+    // A member whose every reader an earlier merge took in, computing its
+    // values itself, was retired (GroupDag): the others, less that sink, are
+    // still convex.
+    std::vector<int> members = p.members;
+    std::erase_if(members, [&](int gi) { return !dag.alive(gi); });
+    if (members.size() < 2) continue;
+    if (merges.budget_spent() || !dag.between(members).empty()) {
       left.push_back(p);
       continue;
     }
-    if (merges.budget_left(static_cast<int>(p.members.size()) - 1)) {
-      merges.merge_all(p.members);
+    if (merges.budget_left(static_cast<int>(members.size()) - 1)) {
+      merges.merge_all(members);
       continue;
     }
-    for (size_t i = 1; i < p.members.size(); ++i) {
+    for (size_t i = 1; i < members.size(); ++i) {
       if (merges.budget_spent()) break;
-      merges.merge(p.members[0], p.members[i]);
+      if (dag.alive(members[i])) merges.merge(members[0], members[i]);
     }
   }
   return left;

@@ -91,6 +91,7 @@ StitchMerges StitchMerges::from_xla(const Graph& g, int max_fusions, int64_t row
   FusionPlan base = plan_xla(g, max_fusions, &applied);
   StitchMerges merges(g, std::move(base), max_fusions, max_fusions < 0 ? -1 : max_fusions - applied, row_hold_bytes);
   merges.fuse_small_dots();
+  merges.check_dag("xla's plan and the small dots");
   return merges;
 }
 
@@ -243,29 +244,11 @@ void StitchMerges::fuse_small_dots() {
     }
     if (!elementwise || dag_.merge_refusal(a, consumer)) continue;
     if (budget_spent()) return;
-    const std::vector<int> operand_homes = dag_.predecessors(a);
+    // The dot's operands may now be computed inside the merged kernel (the
+    // consumer held copies of cheap producers): the DAG drops the roots no
+    // other kernel reads, and the kernels left without any (GroupDag).
     merge(a, consumer, GroupKind::Loop);
-    for (int h : operand_homes) drop_unread_roots(h);
   }
-}
-
-// The dot's operands may now be computed inside the merged kernel (the
-// consumer held copies of cheap producers): a root no other kernel reads and
-// no output returns is no longer written, and a kernel left without roots
-// has no work; its own producers are looked at in turn.
-void StitchMerges::drop_unread_roots(int gi) {
-  if (!dag_.alive(gi)) return;
-  std::vector<int> roots;
-  for (int r : dag_.group(gi).roots)
-    if (dag_.read_elsewhere(r, gi, gi)) roots.push_back(r);
-  if (roots.size() == dag_.group(gi).roots.size()) return;
-  const std::vector<int> producers = dag_.predecessors(gi);
-  if (roots.empty()) {
-    dag_.retire(gi);
-  } else {
-    dag_.set_roots(gi, std::move(roots));
-  }
-  for (int p : producers) drop_unread_roots(p);
 }
 
 bool StitchMerges::is_small_dot(int n) const {
@@ -520,7 +503,15 @@ void StitchMerges::absorb_loops() {
   }
 }
 
+void StitchMerges::check_dag(std::string_view after) const {
+  const std::string problems = dag_.invariant_violations();
+  if (!problems.empty()) {
+    fail_internal(fmt::format("the fusion groups broke an invariant after {}:\n{}", after, problems), __FILE__, __LINE__);
+  }
+}
+
 FusionPlan StitchMerges::finish(std::string planner) {
+  check_dag(planner + "'s merges");
   FusionPlan plan;
   plan.planner = std::move(planner);
   plan.groups = dag_.take_groups();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -50,8 +51,11 @@ class StitchMerges {
   // part of the grid), and any whose roots all have one shape (one loop) or
   // one static element count (equal parts of the grid).
   void pack_small_loops();
-  // The plan, the unfused edges with their reasons.
+  // The plan, the unfused edges with their reasons. Checks the DAG's
+  // invariants first (GroupDag), as from_xla does after its merges.
   FusionPlan finish(std::string planner);
+  // An internal error naming `after` and every broken invariant of the DAG.
+  void check_dag(std::string_view after) const;
 
   // xla's plan puts every reduction among its kernel's roots, so a group's
   // kind says whether it holds one, and every merge here keeps that true.
@@ -97,7 +101,6 @@ class StitchMerges {
 
  private:
   bool is_small_dot(int n) const;
-  void drop_unread_roots(int gi);
   bool absorbs(const FusionGroup& into, const FusionGroup& from) const;
   bool packable(const FusionGroup& grp) const;
   // Every root of both of one shape, or of one static element count.

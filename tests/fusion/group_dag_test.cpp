@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 #include "fusion/group_dag.h"
 #include "fusion/legality.h"
@@ -18,6 +20,12 @@ namespace {
 
 using testing_fusion::canonical_graph;
 using testing_fusion::kDiamond;
+
+int node_named(const Graph& g, const std::string& name) {
+  for (int n = 0; n < static_cast<int>(g.nodes().size()); ++n)
+    if (g.value_name(g.nodes()[n].output) == name) return n;
+  throw std::runtime_error("no node " + name);
+}
 
 // The DAG's edges and order agree with a group graph built from scratch.
 std::string disagreement(const GroupDag& dag) {
@@ -75,6 +83,7 @@ TEST(GroupDag, MergesAgreeWithTheReferenceLegality) {
       dag.merge(ids[i], ids[j], merged);
       ++merges;
       ASSERT_EQ(disagreement(dag), "") << "seed " << seed << " step " << step;
+      ASSERT_EQ(dag.invariant_violations(), "") << "seed " << seed << " step " << step;
     }
   }
   // Both answers were exercised.
@@ -134,6 +143,8 @@ TEST(GroupDag, MergingAConvexSetAtOnceEqualsMergingItPairwise) {
       if (convex.size() < 2) continue;
       at_once.merge_all(convex, GroupKind::Stitched);
       for (size_t i = 1; i < convex.size(); ++i) {
+        // An earlier merge may have taken in the last reader of this one.
+        if (!pairwise.alive(convex[i])) continue;
         FusionGroup merged;
         merged.kind = GroupKind::Stitched;
         merged.nodes = pairwise.merged_nodes(convex[0], convex[i]);
@@ -142,6 +153,8 @@ TEST(GroupDag, MergingAConvexSetAtOnceEqualsMergingItPairwise) {
       }
       ++sets;
       ASSERT_EQ(disagreement(at_once), "") << "seed " << seed << " round " << round;
+      ASSERT_EQ(at_once.invariant_violations(), "") << "seed " << seed << " round " << round;
+      ASSERT_EQ(pairwise.invariant_violations(), "") << "seed " << seed << " round " << round;
       ASSERT_EQ(at_once.num_alive(), pairwise.num_alive());
       for (int gi = 0; gi < at_once.capacity(); ++gi) {
         ASSERT_EQ(at_once.alive(gi), pairwise.alive(gi)) << "seed " << seed;
@@ -187,6 +200,55 @@ TEST(GroupDag, RetiresAndReRootsGroups) {
   EXPECT_EQ(disagreement(dag), "");
   std::vector<FusionGroup> groups = dag.take_groups();
   EXPECT_EQ(groups.size(), 4u);
+}
+
+// A merge that recomputes a value inside the merged kernel takes in its last
+// reader: the kernel that wrote it has nothing left to write and is retired
+// (GroupDag's invariants). Before, it stayed alive without roots, and packing
+// small kernels read the first root of an empty list (issue: model-scale
+// planning crashed).
+TEST(GroupDag, AMergeThatTakesInTheLastReaderRetiresTheProducer) {
+  Graph g = canonical_graph(R"(graph g(x: f32[8, 8], k: f32[8, 8]) -> (f32[8, 8]) {
+  e = exp(x)
+  c1 = add(e, k)
+  c2 = mul(e, k)
+  y = add(c1, c2)
+  return y
+})");
+  // e alone; c1 reads e from memory; c2 recomputes e; y reads c1 and c2.
+  auto node = [&](const char* name) { return node_named(g, name); };
+  const int e = node("e"), c1 = node("c1"), c2 = node("c2"), y = node("y");
+  auto group = [](std::vector<int> nodes, std::vector<int> roots) {
+    std::sort(nodes.begin(), nodes.end());
+    return FusionGroup{GroupKind::Loop, std::move(nodes), std::move(roots)};
+  };
+  GroupDag dag(g, {group({e}, {e}), group({c1}, {c1}), group({e, c2}, {c2}), group({y}, {y})});
+  ASSERT_EQ(dag.invariant_violations(), "");
+  ASSERT_EQ(dag.num_alive(), 4);
+  dag.merge(1, 2, FusionGroup{GroupKind::Loop, dag.merged_nodes(1, 2), dag.merged_roots(1, 2)});
+  EXPECT_FALSE(dag.alive(0)) << "e's kernel has no reader left";
+  EXPECT_FALSE(dag.alive(2));
+  EXPECT_EQ(dag.num_alive(), 2);
+  EXPECT_EQ(dag.invariant_violations(), "");
+  EXPECT_EQ(disagreement(dag), "");
+  EXPECT_EQ(dag.predecessors(1), std::vector<int>{});
+}
+
+// A root every reader recomputes is dropped when the DAG is made, and a
+// kernel left without roots is retired then; a value nothing reads at all
+// (dead code in a graph not canonicalized) stays where it is.
+TEST(GroupDag, DropsUnreadRootsWhenMade) {
+  Graph g = canonical_graph(R"(graph g(x: f32[8, 8], k: f32[8, 8]) -> (f32[8, 8]) {
+  e = exp(x)
+  c1 = add(e, k)
+  return c1
+})");
+  const int e = node_named(g, "e"), c1 = node_named(g, "c1");
+  const FusionGroup e_alone{GroupKind::Loop, {e}, {e}}, both{GroupKind::Loop, {std::min(e, c1), std::max(e, c1)}, {c1}};
+  GroupDag dag(g, {e_alone, both});
+  EXPECT_FALSE(dag.alive(0));
+  EXPECT_TRUE(dag.alive(1));
+  EXPECT_EQ(dag.invariant_violations(), "");
 }
 
 }  // namespace

@@ -270,7 +270,13 @@ bool StitchMerges::absorb_pass() {
   bool changed = false;
   for (int a : dag_.order()) {
     if (!dag_.alive(a) || dag_.group(a).kind != GroupKind::Loop || dag_.group(a).roots.empty()) continue;
-    for (int b : dag_.groups_of(dag_.group(a).nodes.front())) {
+    // A kernel that absorbs a computes every node of a: the candidates are
+    // the kernels computing a's rarest node (the first may be a literal
+    // that thousands of kernels recompute).
+    int rarest = dag_.group(a).nodes.front();
+    for (int n : dag_.group(a).nodes)
+      if (dag_.groups_of(n).size() < dag_.groups_of(rarest).size()) rarest = n;
+    for (int b : dag_.groups_of(rarest)) {
       if (b == a || dag_.group(b).kind != GroupKind::Loop || dag_.group(b).roots.empty()) continue;
       if (!absorbs(dag_.group(b), dag_.group(a)) || dag_.merge_refusal(a, b)) continue;
       if (budget_spent()) return false;
@@ -286,11 +292,16 @@ bool StitchMerges::absorb_pass() {
 }
 
 bool StitchMerges::absorbs(const FusionGroup& into, const FusionGroup& from) const {
+  // The cheap tests first: a kernel recomputed in dozens of others (a
+  // residual sum) is tried against each of them.
+  if (from.nodes.size() > into.nodes.size()) return false;
   const Shape& shape = g_.type(g_.nodes()[into.roots.front()].output).shape;
   auto same_shape = [&](int r) { return g_.type(g_.nodes()[r].output).shape == shape; };
-  return std::all_of(from.nodes.begin(), from.nodes.end(), [&](int n) { return into.contains(n); }) &&
-         std::all_of(into.roots.begin(), into.roots.end(), same_shape) &&
-         std::all_of(from.roots.begin(), from.roots.end(), same_shape);
+  if (!std::all_of(into.roots.begin(), into.roots.end(), same_shape) ||
+      !std::all_of(from.roots.begin(), from.roots.end(), same_shape))
+    return false;
+  // Both node lists ascend: one merge walk.
+  return std::includes(into.nodes.begin(), into.nodes.end(), from.nodes.begin(), from.nodes.end());
 }
 
 // Kernel packing (DESIGN.md, Schedules and compositions): small loop

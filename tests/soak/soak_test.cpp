@@ -14,6 +14,8 @@
 //   STITCH_SOAK_PLANNERS=none,xla,stitch,greedy,ilp   STITCH_SOAK_BACKENDS=cpu,cuda-sim
 //   STITCH_SOAK_SEEDS_FILE=FILE  the seeds in FILE (one a line) instead
 //   STITCH_SOAK_GRAPHS_OUT=FILE  also writes the graphs' text to FILE
+//   STITCH_SOAK_MODEL_GRAPHS=N   model-shaped graphs (default 2; below)
+//   STITCH_SOAK_MODEL_NODES=MIN,MAX  their sizes (default 1000,20000)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,6 +37,8 @@
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
 #include "lazy_programs.h"
+#include "model_graph.h"
+#include "plan_invariants.h"
 #include "random_graph.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
@@ -298,6 +302,93 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
               cases.size(), cfg.seeds.size(), cfg.seeds.empty() ? 0ull : static_cast<unsigned long long>(cfg.seeds.front()),
               cfg.seeds.empty() ? 0ull : static_cast<unsigned long long>(cfg.seeds.back()), cfg.planners.size(),
               cfg.backends.size(), runs, failures, seconds);
+  EXPECT_EQ(failures, 0);
+}
+
+// Model-scale graphs (tests/support/model_graph.h): each seed's graph of
+// STITCH_SOAK_MODEL_NODES=MIN,MAX nodes (default 1000,20000) planned by every
+// planner, each plan checked as a cover (plan_invariants.h); one seed in
+// twenty (seed % 20 == 0) also runs a graph of the same family with tensors
+// of a few hundred elements (and about 1,000 nodes) under every planner and
+// back end against the interpreter. STITCH_SOAK_MODEL_GRAPHS=N seeds
+// (default 2) from STITCH_SOAK_FIRST_SEED, or STITCH_SOAK_SEEDS_FILE's.
+TEST(Soak, ModelShapedGraphsPlanUnderEveryPlannerAndASampleRuns) {
+  SoakConfig cfg = config();
+  const uint64_t graphs = std::stoull(env_or("STITCH_SOAK_MODEL_GRAPHS", "2"));
+  if (env_or("STITCH_SOAK_SEEDS_FILE", "").empty()) {
+    cfg.seeds.clear();
+    for (uint64_t seed = cfg.first_seed; seed < cfg.first_seed + graphs; ++seed) cfg.seeds.push_back(seed);
+  }
+  const std::vector<std::string> bounds = split(env_or("STITCH_SOAK_MODEL_NODES", "1000,20000"));
+  if (bounds.size() != 2) throw std::invalid_argument("STITCH_SOAK_MODEL_NODES: MIN,MAX");
+  const int min_nodes = std::stoi(bounds[0]), max_nodes = std::stoi(bounds[1]);
+  testing::ScratchDirectory cache_dir("stitch-soak-model");
+  runtime::cpu::KernelCache cpu_cache(cache_dir.path());
+#ifdef STITCH_CUDA_SIM_DRIVER
+  runtime::cuda::CubinCache cubin_cache(cache_dir.path());
+#endif
+  const auto start = std::chrono::steady_clock::now();
+  size_t planned = 0, nodes = 0, runs = 0;
+  int failures = 0;
+  double slowest = 0;
+  for (uint64_t seed : cfg.seeds) {
+    const testing::ModelGraphOptions options = testing::model_graph_options(seed, min_nodes, max_nodes);
+    const Graph g = canonicalize(testing::model_graph(options));
+    nodes += g.nodes().size();
+    for (PlannerKind planner : cfg.planners) {
+      const auto planning = std::chrono::steady_clock::now();
+      std::string problems;
+      try {
+        problems = testing_fusion::plan_invariant_violations(g, plan(g, planner));
+      } catch (const std::exception& e) {
+        problems = std::string("exception: ") + e.what();
+      }
+      slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - planning).count());
+      ++planned;
+      if (!problems.empty()) {
+        ++failures;
+        ADD_FAILURE() << testing::describe(options) << ", planner " << planner_name(planner) << ": " << problems;
+      }
+    }
+    if (seed % 20 != 0) continue;
+    Case c;
+    c.family = "model";
+    c.seed = seed;
+    c.options.max_symbol_extent = 3;
+    c.source = testing::model_graph(testing::model_graph_options(seed, 1000, 1000, /*run_sized=*/true));
+    for (PlannerKind planner : cfg.planners) {
+      for (const std::string& backend : cfg.backends) {
+        Check check;
+        if (backend == "cpu") {
+          check = [&](const Graph& graph, uint64_t s, int64_t extent) { return check_cpu(graph, s, extent, planner, cpu_cache); };
+#ifdef STITCH_CUDA_SIM_DRIVER
+        } else if (backend == "cuda-sim") {
+          check = [&](const Graph& graph, uint64_t s, int64_t extent) {
+            return check_cuda_sim(graph, s, extent, planner, cubin_cache);
+          };
+#endif
+        } else {
+          FAIL() << "STITCH_SOAK_BACKENDS: " << backend << " is not a back end this build can soak (cpu, cuda-sim)";
+        }
+        ++runs;
+        const std::string result = check(c.source, seed, c.options.max_symbol_extent);
+        if (result.empty()) continue;
+        if (++failures <= 3) {
+          report_failure(cfg, c, std::string(planner_name(planner)), backend, result, check);
+        } else {
+          ADD_FAILURE() << "model graph, seed " << seed << ", planner " << planner_name(planner) << ", " << backend
+                        << ": " << result.substr(0, result.find('\n'));
+        }
+      }
+    }
+    std::fprintf(stderr, "soak: model seed %llu: %zu plans, %zu runs, %d failures, %.0f s\n",
+                 static_cast<unsigned long long>(seed), planned, runs, failures,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::printf("soak: %zu model-shaped graphs (%zu nodes in all, %d to %d each) x %zu planners: %zu plans (slowest "
+              "%.2f s), %zu sampled runs, %d failures, %.0f s\n",
+              cfg.seeds.size(), nodes, min_nodes, max_nodes, cfg.planners.size(), planned, slowest, runs, failures,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   EXPECT_EQ(failures, 0);
 }
 

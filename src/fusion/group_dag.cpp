@@ -87,7 +87,11 @@ GroupDag::GroupDag(const Graph& g, std::vector<FusionGroup> groups) : g_(g), gro
 }
 
 bool GroupDag::contains(int gi, int node) const {
+  // The shorter of the two lists: a node is in a few groups, a group holds
+  // hundreds of nodes (but a literal is recomputed in thousands of groups).
+  const auto& groups = groups_of_[node];
   const auto& nodes = groups_[gi].nodes;
+  if (groups.size() < nodes.size()) return std::binary_search(groups.begin(), groups.end(), gi);
   return std::binary_search(nodes.begin(), nodes.end(), node);
 }
 

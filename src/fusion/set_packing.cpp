@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <vector>
 
 #include "stitch/error.h"
@@ -48,17 +49,92 @@ void check_forbidden_sets(const SetPackingProblem& problem) {
   }
 }
 
-}  // namespace
-
-SetPackingResult solve_set_packing(const SetPackingProblem& problem) {
-  const std::vector<std::vector<int>> members = candidates_by_element(problem);
-  check_forbidden_sets(problem);
-  SetPackingResult result;
-  if (problem.candidates.empty()) {
-    result.optimal = true;
-    result.status = "optimal";
-    return result;
+// Candidates that share an element or a forbidden set, transitively: the
+// problem is a sum of independent ones, one per component. Ascending within
+// each, components by their first candidate.
+std::vector<std::vector<int>> components(const SetPackingProblem& problem,
+                                         const std::vector<std::vector<int>>& members) {
+  std::vector<int> parent(problem.candidates.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](int c) {
+    while (parent[c] != c) c = parent[c] = parent[parent[c]];
+    return c;
+  };
+  auto join = [&](const std::vector<int>& together) {
+    for (size_t i = 1; i < together.size(); ++i) {
+      const int a = find(together[0]), b = find(together[i]);
+      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+  };
+  for (const std::vector<int>& containing : members) join(containing);
+  for (const std::vector<int>& set : problem.at_most_one_less) join(set);
+  std::vector<std::vector<int>> out;
+  std::vector<int> index_of(problem.candidates.size(), -1);
+  for (int c = 0; c < static_cast<int>(problem.candidates.size()); ++c) {
+    const int root = find(c);
+    if (index_of[root] < 0) {
+      index_of[root] = static_cast<int>(out.size());
+      out.emplace_back();
+    }
+    out[index_of[root]].push_back(c);
   }
+  return out;
+}
+
+// Components this small are solved by a depth-first search over their
+// subsets (pruned by conflicts and by the positive scores left), exactly and
+// without CBC's setup, which costs more than the search below this size.
+constexpr size_t kSearchAtMost = 16;
+
+// The best packing of one small component: its candidates' indices.
+std::vector<int> search_component(const SetPackingProblem& problem, const std::vector<std::vector<int>>& members,
+                                  const std::vector<int>& component) {
+  const int k = static_cast<int>(component.size());
+  std::vector<uint32_t> conflicts(k, 0);
+  std::vector<double> score(k);
+  std::vector<int> local(problem.candidates.size(), -1);
+  for (int i = 0; i < k; ++i) {
+    local[component[i]] = i;
+    score[i] = problem.candidates[component[i]].score;
+  }
+  for (int i = 0; i < k; ++i) {
+    for (int e : problem.candidates[component[i]].elements)
+      for (int other : members[e])
+        if (other != component[i]) conflicts[i] |= 1u << local[other];
+  }
+  std::vector<uint32_t> forbidden;
+  for (const std::vector<int>& set : problem.at_most_one_less) {
+    if (local[set.front()] < 0) continue;
+    uint32_t mask = 0;
+    for (int c : set) mask |= 1u << local[c];
+    forbidden.push_back(mask);
+  }
+  // What the candidates from i on could add at most.
+  std::vector<double> left(k + 1, 0);
+  for (int i = k - 1; i >= 0; --i) left[i] = left[i + 1] + std::max(0.0, score[i]);
+  double best = 0;
+  uint32_t best_mask = 0;
+  auto allowed = [&](uint32_t mask) {
+    return std::none_of(forbidden.begin(), forbidden.end(), [&](uint32_t f) { return (mask & f) == f; });
+  };
+  // Choosing fewer never breaks a constraint, so a candidate that does not
+  // score above zero is never needed.
+  auto dfs = [&](auto&& self, int i, uint32_t mask, double total) -> void {
+    if (total > best) best = total, best_mask = mask;
+    if (i == k || total + left[i] <= best) return;
+    const uint32_t with = mask | (1u << i);
+    if (score[i] > 0 && (conflicts[i] & mask) == 0 && allowed(with)) self(self, i + 1, with, total + score[i]);
+    self(self, i + 1, mask, total);
+  };
+  dfs(dfs, 0, 0, 0.0);
+  std::vector<int> chosen;
+  for (int i = 0; i < k; ++i)
+    if (best_mask >> i & 1) chosen.push_back(component[i]);
+  return chosen;
+}
+
+SetPackingResult solve_with_cbc(const SetPackingProblem& problem, const std::vector<std::vector<int>>& members) {
+  SetPackingResult result;
 
   // Cbc_solve runs CbcMain1, which keeps global state unless CBC is built with
   // CBC_THREAD_SAFE (coin-or/Cbc#332, #223): one solve at a time.
@@ -138,6 +214,50 @@ SetPackingResult solve_set_packing(const SetPackingProblem& problem) {
       result.objective += problem.candidates[c].score;
     }
   }
+  return result;
+}
+
+}  // namespace
+
+SetPackingResult solve_set_packing(const SetPackingProblem& problem) {
+  const std::vector<std::vector<int>> members = candidates_by_element(problem);
+  check_forbidden_sets(problem);
+  const auto start = std::chrono::steady_clock::now();
+  SetPackingResult result;
+  result.optimal = true;
+  result.status = "optimal";
+  // Each component apart: the small ones searched, the others one CBC model
+  // each, under what is left of the time limit.
+  for (const std::vector<int>& component : components(problem, members)) {
+    if (component.size() <= kSearchAtMost) {
+      for (int c : search_component(problem, members, component)) result.chosen.push_back(c);
+      continue;
+    }
+    SetPackingProblem part;
+    part.num_elements = problem.num_elements;
+    std::vector<int> local(problem.candidates.size(), -1);
+    for (int c : component) {
+      local[c] = static_cast<int>(part.candidates.size());
+      part.candidates.push_back(problem.candidates[c]);
+    }
+    for (const std::vector<int>& set : problem.at_most_one_less) {
+      if (local[set.front()] < 0) continue;
+      std::vector<int> renamed;
+      for (int c : set) renamed.push_back(local[c]);
+      part.at_most_one_less.push_back(std::move(renamed));
+    }
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    part.time_limit_seconds = std::max(0.0, problem.time_limit_seconds - spent);
+    const SetPackingResult solved = solve_with_cbc(part, candidates_by_element(part));
+    for (int c : solved.chosen) result.chosen.push_back(component[c]);
+    if (!solved.optimal) {
+      result.optimal = false;
+      result.status = solved.status;
+    }
+  }
+  std::sort(result.chosen.begin(), result.chosen.end());
+  for (int c : result.chosen) result.objective += problem.candidates[c].score;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 

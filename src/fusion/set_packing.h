@@ -32,8 +32,12 @@ struct SetPackingResult {
   std::string status;       // "optimal", or why not
 };
 
-// Where the time limit stops CBC before its first packing, returns the empty
-// packing, not optimal. Throws InternalError where CBC fails otherwise (the
+// The problem splits into independent components (candidates linked by a
+// shared element or a forbidden set); each of at most 16 candidates is solved
+// by an exhaustive pruned search, each larger one by its own CBC model under
+// what is left of the time limit. Where the time limit stops CBC before its
+// first packing of a component, that component gets the empty packing, and
+// the result is not optimal. Throws InternalError where CBC fails otherwise (the
 // empty packing is always feasible, so "none found" is a bug).
 SetPackingResult solve_set_packing(const SetPackingProblem& problem);
 

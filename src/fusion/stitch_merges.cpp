@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -363,18 +362,15 @@ bool StitchMerges::packable(const FusionGroup& grp) const {
   return true;
 }
 
-// True when a node of a and a node of b read one value from outside both.
+// True when a node of a and a node of b read one value from outside both: a
+// value one of them computes is not among its external operands, so the two
+// sorted lists (cached by the DAG) meet exactly there.
 bool StitchMerges::shares_input(int a, int b) const {
-  std::set<int> read;
-  const FusionGroup& ga = dag_.group(a);
-  const FusionGroup& gb = dag_.group(b);
-  for (int n : ga.nodes) {
-    for (ValueId v : g_.nodes()[n].inputs)
-      if (!ga.contains(g_.value(v).producer)) read.insert(v.index);
-  }
-  for (int n : gb.nodes) {
-    for (ValueId v : g_.nodes()[n].inputs)
-      if (!gb.contains(g_.value(v).producer) && read.count(v.index)) return true;
+  const std::vector<int>& x = dag_.external_operands(a);
+  const std::vector<int>& y = dag_.external_operands(b);
+  for (auto i = x.begin(), j = y.begin(); i != x.end() && j != y.end();) {
+    if (*i == *j) return true;
+    *i < *j ? ++i : ++j;
   }
   return false;
 }

@@ -51,7 +51,12 @@ if ! [[ $results_name =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
 fi
 
 if [ ! -f "$build_dir/build.ninja" ]; then
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON >/dev/null
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON -DSTITCH_ASSERTIONS=OFF >/dev/null
+elif grep -q '^STITCH_ASSERTIONS:BOOL=ON' "$build_dir/CMakeCache.txt" 2>/dev/null; then
+  # A test build (scripts/setup.sh --tests) checks the standard library's
+  # preconditions; benchmarks time a build without them (docs/testing.md).
+  say "$build_dir was configured for tests (_GLIBCXX_ASSERTIONS); reconfiguring it without them"
+  cmake -S . -B "$build_dir" -DSTITCH_ASSERTIONS=OFF >/dev/null
 fi
 targets=(stitch)
 if ninja -C "$build_dir" -t targets all 2>/dev/null | grep -q '^stitch_bench_reference:'; then

@@ -189,8 +189,12 @@ int join_loop_epilogues(const Graph& g, FusionPlan& plan) {
   }
   if (joined == 0) return 0;
   std::erase_if(groups, [](const FusionGroup& grp) { return grp.roots.empty(); });
-  // A root the joined kernel alone read is no longer written.
-  std::vector<bool> read_outside(g.num_values(), false);
+  // A root the joined kernel alone read is no longer written. A value nothing
+  // reads at all (dead code in a graph not canonicalized) stays written, as in
+  // GroupDag, so no kernel is left without a root.
+  std::vector<bool> read_outside(g.num_values(), true);
+  for (const Node& n : g.nodes())
+    for (ValueId v : n.inputs) read_outside[v.index] = false;
   for (const GraphOutput& o : g.outputs()) read_outside[o.value.index] = true;
   for (const FusionGroup& grp : groups) {
     for (int n : grp.nodes) {
@@ -203,6 +207,7 @@ int join_loop_epilogues(const Graph& g, FusionPlan& plan) {
   for (FusionGroup& grp : groups) {
     if (grp.epilogue_of < 0) continue;
     std::erase_if(grp.roots, [&](int r) { return !read_outside[g.nodes()[r].output.index]; });
+    STITCH_ASSERT(!grp.roots.empty(), "a dot epilogue that took in its readers writes nothing");
   }
   drop_fused_refusals(plan);
   return joined;

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Planning time and peak memory per planner at about 1,000, 10,000 and 100,000
+nodes, for the residual chain (residual_chain.py) and model-shaped graphs
+(stitch_model_graph, tests/support/model_graph.h); docs/fusion.md, Planning time.
+
+    python3 bench/planning/scale_table.py build/stitch build/tests/stitch_model_graph \\
+        -o bench/results/planning-scale-DATE-MACHINE
+
+Each figure is one `stitch plan FILE --planner P` process, the best wall time of
+--repeat runs and its peak resident memory (getrusage of the child): parse,
+canonicalize, plan and print, so the `none` planner's row is the floor every
+planner pays. Writes OUTPUT.json and OUTPUT.md (the table).
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PLANNERS = ["none", "xla", "greedy", "stitch", "ilp"]
+SIZES = [1000, 10000, 100000]
+MODEL_SEEDS = [1, 2, 3]
+
+
+def run_plan(stitch, path, planner, repeat):
+    best = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run([stitch, "plan", path, "--planner", planner], capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        if proc.returncode != 0:
+            return {"error": proc.stderr.strip()[-500:]}
+        out = proc.stdout
+        kernels = int(re.search(r"^bytes total: .*, (\d+) kernels$", out, re.M).group(1))
+        search = [line for line in out.splitlines() if line.startswith("search:")]
+        row = {"seconds": seconds, "kernels": kernels, "search": search[0] if search else None}
+        if best is None or seconds < best["seconds"]:
+            best = row
+    return best
+
+
+def peak_kib(stitch, path, planner):
+    # A separate run under wait4, so the rusage is this child's alone.
+    pid = os.fork()
+    if pid == 0:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.execv(stitch, [stitch, "plan", path, "--planner", planner])
+    _, _, usage = os.wait4(pid, 0)
+    return usage.ru_maxrss  # KiB on Linux
+
+
+def count_nodes(stitch, path):
+    r = subprocess.run([stitch, "plan", path, "--planner", "none"], capture_output=True, text=True, check=True)
+    return int(re.search(r": (\d+) groups?", r.stdout.splitlines()[0]).group(1))
+
+
+def chain_graph(nodes, path):
+    blocks = max(1, round(nodes / 25))  # 25 primitive nodes a block
+    with open(path, "w") as f:
+        subprocess.run([sys.executable, os.path.join(HERE, "residual_chain.py"), str(blocks)], stdout=f, check=True)
+
+
+def model_graph(generator, seed, nodes, path):
+    with open(path, "w") as f:
+        r = subprocess.run([generator, str(seed), str(nodes)], stdout=f, stderr=subprocess.PIPE, text=True, check=True)
+    return r.stderr.strip()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("stitch")
+    parser.add_argument("model_graph", help="the stitch_model_graph binary")
+    parser.add_argument("-o", "--output", required=True, help="output path without extension")
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    stitch, generator = os.path.abspath(args.stitch), os.path.abspath(args.model_graph)
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = re.search(r"^model name\s*: (.*)$", f.read(), re.M).group(1)
+    except (OSError, AttributeError):
+        pass
+    doc = {"date": time.strftime("%Y-%m-%d"), "cpu": cpu, "cpus": os.cpu_count(), "rows": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        graphs = []
+        for size in SIZES:
+            graphs.append(("chain", size, None))
+            for seed in MODEL_SEEDS:
+                graphs.append(("model", size, seed))
+        for family, size, seed in graphs:
+            path = os.path.join(tmp, f"{family}{size}_{seed}.stitch")
+            described = chain_graph(size, path) if family == "chain" else model_graph(generator, seed, size, path)
+            row = {"family": family, "target": size, "seed": seed, "graph": described,
+                   "nodes": count_nodes(stitch, path)}
+            for p in PLANNERS:
+                row[p] = run_plan(stitch, path, p, args.repeat)
+                row[p]["peak_kib"] = peak_kib(stitch, path, p)
+                print(f"{family} {size} seed {seed} {row['nodes']} nodes {p}: {row[p]}", flush=True)
+            doc["rows"].append(row)
+    with open(args.output + ".json", "w") as f:
+        json.dump(doc, f, indent=1)
+    lines = [f"# Planning time and peak memory at scale ({doc['date']}, {cpu}, {doc['cpus']} CPUs)", "",
+             "One `stitch plan` process a cell (parse, canonicalize, plan, print): the best wall time of "
+             f"{args.repeat} runs, and the peak resident memory of one more. Generated by "
+             "`bench/planning/scale_table.py`; `none` is the floor every planner pays.", "",
+             "| family | nodes | " + " | ".join(f"{p} s" for p in PLANNERS) + " | " +
+             " | ".join(f"{p} MiB" for p in PLANNERS) + " |",
+             "| --- | ---: | " + " | ".join("---:" for _ in PLANNERS * 2) + " |"]
+    for row in doc["rows"]:
+        name = row["family"] if row["seed"] is None else f"model (seed {row['seed']})"
+        secs = [f"{row[p]['seconds']:.2f}" if "seconds" in row[p] else "error" for p in PLANNERS]
+        mib = [f"{row[p]['peak_kib'] / 1024:.0f}" for p in PLANNERS]
+        lines.append(f"| {name} | {row['nodes']} | " + " | ".join(secs) + " | " + " | ".join(mib) + " |")
+    lines.append("")
+    for row in doc["rows"]:
+        if row["graph"]:
+            lines.append(f"- {row['graph']}: {row['nodes']} nodes after canonicalization")
+    with open(args.output + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

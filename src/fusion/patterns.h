@@ -135,6 +135,8 @@ std::vector<Pattern> apply_patterns(StitchMerges& merges, const PatternSpace& sp
 // partial plans walk the kernels in the DAG's order; returns the best plan's
 // patterns, disjoint.
 std::vector<Pattern> beam_search(const GroupDag& dag, const PatternSpace& space, int width);
+// The `stitch` planner's beam: partial plans kept per kernel.
+inline constexpr int kBeamWidth = 3;
 
 // The exact choice (planner_ilp.cpp): the best packing of `patterns` that
 // makes no cycle between them, by CBC with cuts.

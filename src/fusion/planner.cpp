@@ -57,7 +57,9 @@ FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options, Pl
     case PlannerKind::Xla: return plan_xla(g, max_fusions);
     case PlannerKind::Stitch:
       return with_epilogues(plan_stitch(g, max_fusions, options.row_hold_bytes, report, options.target));
-    case PlannerKind::Ilp: return with_epilogues(plan_ilp(g, max_fusions, options.row_hold_bytes, report, options.target));
+    case PlannerKind::Ilp:
+      return with_epilogues(
+          plan_ilp(g, max_fusions, options.row_hold_bytes, report, options.target, options.ilp_time_limit_seconds));
     case PlannerKind::Greedy: return with_epilogues(plan_greedy(g, max_fusions, options.row_hold_bytes));
   }
   fail_internal("unknown PlannerKind", __FILE__, __LINE__);

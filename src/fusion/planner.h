@@ -38,6 +38,10 @@ struct PlanOptions {
   // The CPU executable runs them; the CUDA one does not yet (for_gpu: false).
   // Off under a fusion cap (max_fusions), which counts the planner's merges only.
   bool dot_epilogues = true;
+  // The ilp planner's limit on each CBC solve; where CBC has not proven its
+  // packing optimal by then, the plan takes the DP + beam search's patterns
+  // over the same space if they score higher (PlanSearchReport::beam_fallback).
+  double ilp_time_limit_seconds = 60;
 
   static constexpr int64_t kCpuRowHoldBytes = 512 * 1024;
   static constexpr int64_t kGpuRowHoldBytes = 48 * 1024;
@@ -80,6 +84,9 @@ struct PlanSearchReport {
   bool optimal = true;  // ilp: CBC proved the packing optimal
   int cycle_cuts = 0;   // ilp: constraints added to break cycles between patterns
   double solve_seconds = 0;
+  // ilp: CBC stopped at its time limit and the beam search's patterns, which
+  // scored higher than CBC's best packing, were merged instead.
+  bool beam_fallback = false;
 };
 
 FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options = {},
@@ -98,7 +105,8 @@ FusionPlan plan_stitch(const Graph& g, int max_fusions = -1, int64_t row_hold_by
 // The same patterns, chosen exactly: a set packing solved by CBC, cycles
 // between patterns cut and solved again (FusionStitching 2019 §4.1).
 FusionPlan plan_ilp(const Graph& g, int max_fusions = -1, int64_t row_hold_bytes = PlanOptions::kCpuRowHoldBytes,
-                    PlanSearchReport* report = nullptr, const TargetModel& target = cpu_target_model());
+                    PlanSearchReport* report = nullptr, const TargetModel& target = cpu_target_model(),
+                    double time_limit_seconds = 60);
 // The first, greedy form: xla's plan, then each kernel holding a reduction
 // absorbs every neighbour it may be stitched with.
 FusionPlan plan_greedy(const Graph& g, int max_fusions = -1, int64_t row_hold_bytes = PlanOptions::kCpuRowHoldBytes);

@@ -19,8 +19,6 @@
 namespace stitch {
 namespace {
 
-constexpr int kBeamWidth = 3;
-
 struct Chosen {
   Pattern pattern;
   std::shared_ptr<const Chosen> earlier;

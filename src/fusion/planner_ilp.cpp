@@ -24,7 +24,6 @@ namespace {
 // same as at 12 and planning took 5% longer.
 constexpr PatternOptions kIlpPatterns{.top_k = 12, .combine = 8};
 constexpr int kMaxCycleRounds = 100;
-constexpr double kTimeLimitSeconds = 60;
 
 }  // namespace
 
@@ -132,17 +131,27 @@ ExactChoice choose_exactly(const GroupDag& dag, const std::vector<Pattern>& patt
   }
 }
 
-FusionPlan plan_ilp(const Graph& g, int max_fusions, int64_t row_hold_bytes, PlanSearchReport* report, const TargetModel& target) {
+FusionPlan plan_ilp(const Graph& g, int max_fusions, int64_t row_hold_bytes, PlanSearchReport* report, const TargetModel& target,
+                    double time_limit_seconds) {
   StitchMerges merges = StitchMerges::from_xla(g, max_fusions, row_hold_bytes);
   const DeltaEvaluator evaluator(target);
   const double before = merges.plan_seconds(evaluator);
   const PatternSpace space(merges, evaluator, kIlpPatterns);
   const std::vector<Pattern> patterns = space.all();
 
-  const ExactChoice exact = choose_exactly(merges.dag(), patterns, kTimeLimitSeconds);
+  const ExactChoice exact = choose_exactly(merges.dag(), patterns, time_limit_seconds);
   std::vector<Pattern> chosen;
   for (int c : exact.chosen) chosen.push_back(patterns[c]);
   PlanSearchReport found;
+  // Stopped by the time limit: CBC's best packing so far may be poor (or
+  // empty), and the beam search over the same space costs little.
+  if (!exact.optimal) {
+    std::vector<Pattern> beam = beam_search(merges.dag(), space, kBeamWidth);
+    if (objective(beam) > objective(chosen)) {
+      chosen = std::move(beam);
+      found.beam_fallback = true;
+    }
+  }
   found.evaluations = space.evaluations();
   found.optimal = exact.optimal;
   found.cycle_cuts = exact.cycle_cuts;

@@ -89,5 +89,24 @@ TEST(ModelScale, ModelShapedGraphsPlanUnderEveryPlanner) {
   }
 }
 
+// ilp stopped by its time limit still plans: CBC's best packing so far, or the
+// DP + beam search's patterns over the same space where those score higher
+// (beam_fallback; CBC's root LP has been integral on these graphs, so it has a
+// packing at once and keeps it here).
+TEST(ModelScale, IlpStoppedByItsTimeLimitStillPlans) {
+  const Graph g = canonicalize(testing::model_graph(testing::model_graph_options(2, 2000, 2000)));
+  PlanOptions options;
+  options.ilp_time_limit_seconds = 1e-9;
+  PlanSearchReport report;
+  const FusionPlan p = plan(g, PlannerKind::Ilp, options, &report);
+  EXPECT_EQ(plan_invariant_violations(g, p), "");
+  EXPECT_FALSE(report.optimal);
+  EXPECT_GT(report.patterns, 0);
+  PlanSearchReport unlimited;
+  plan(g, PlannerKind::Ilp, {}, &unlimited);
+  EXPECT_TRUE(unlimited.optimal);
+  EXPECT_FALSE(unlimited.beam_fallback);
+}
+
 }  // namespace
 }  // namespace stitch

@@ -144,6 +144,7 @@ std::string plan_json(const Graph& g, const FusionPlan& plan, const SymbolBindin
     if (kind == PlannerKind::Ilp) {
       s["optimal"] = search.optimal;
       s["cycle_cuts"] = search.cycle_cuts;
+      s["beam_fallback"] = search.beam_fallback;
       s["solve_seconds"] = search.solve_seconds;
     }
     doc["search"] = s;
@@ -159,6 +160,7 @@ std::string search_text(const PlanSearchReport& r, PlannerKind kind, bool patter
   if (kind == PlannerKind::Ilp) {
     out += fmt::format("; CBC {} in {:.3g} s, {} cycle cuts", r.optimal ? "optimal" : "not proven optimal",
                        r.solve_seconds, r.cycle_cuts);
+    if (r.beam_fallback) out += "; stopped at its time limit, so the DP + beam search's patterns (which scored higher) were used";
   }
   out += "\n";
   if (!patterns) return out;

@@ -142,7 +142,7 @@ inline constexpr int kBeamWidth = 3;
 // makes no cycle between them, by CBC with cuts.
 struct ExactChoice {
   std::vector<int> chosen;  // indices into the patterns, ascending
-  bool optimal = true;      // every solve proven optimal
+  bool optimal = true;      // every solve proven optimal, and the cuts converged
   int cycle_cuts = 0;
   double seconds = 0;
 };

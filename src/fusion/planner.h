@@ -39,8 +39,9 @@ struct PlanOptions {
   // Off under a fusion cap (max_fusions), which counts the planner's merges only.
   bool dot_epilogues = true;
   // The ilp planner's limit on each CBC solve; where CBC has not proven its
-  // packing optimal by then, the plan takes the DP + beam search's patterns
-  // over the same space if they score higher (PlanSearchReport::beam_fallback).
+  // packing optimal by then (or the cycle cuts need more than 100 rounds),
+  // the plan takes the DP + beam search's patterns over the same space if
+  // they score higher (PlanSearchReport::beam_fallback).
   double ilp_time_limit_seconds = 60;
 
   static constexpr int64_t kCpuRowHoldBytes = 512 * 1024;
@@ -84,8 +85,9 @@ struct PlanSearchReport {
   bool optimal = true;  // ilp: CBC proved the packing optimal
   int cycle_cuts = 0;   // ilp: constraints added to break cycles between patterns
   double solve_seconds = 0;
-  // ilp: CBC stopped at its time limit and the beam search's patterns, which
-  // scored higher than CBC's best packing, were merged instead.
+  // ilp: the exact choice was not proven (CBC's time limit, or cycle cuts
+  // that did not converge in 100 rounds) and the beam search's patterns,
+  // which scored higher, were merged instead.
   bool beam_fallback = false;
 };
 

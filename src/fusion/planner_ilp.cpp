@@ -116,18 +116,32 @@ ExactChoice choose_exactly(const GroupDag& dag, const std::vector<Pattern>& patt
   for (int round = 0;; ++round) {
     const SetPackingResult result = solve_set_packing(problem);
     out.seconds += result.seconds;
-    out.optimal = result.optimal;
-    std::vector<int> cycle = cycle_among(dag, patterns, result.chosen);
-    if (cycle.empty()) {
+    out.optimal = out.optimal && result.optimal;
+    // Every cycle the packing makes is cut this round, not only the first:
+    // after each, the cycle's lowest-scoring pattern is set aside and the
+    // rest searched again (a plan of hundreds of patterns, as under a fusion
+    // cap, can close more cycles than rounds). What is left is acyclic.
+    std::vector<int> kept = result.chosen;
+    int cuts = 0;
+    for (std::vector<int> cycle = cycle_among(dag, patterns, kept); !cycle.empty();
+         cycle = cycle_among(dag, patterns, kept)) {
+      const int worst = *std::min_element(cycle.begin(), cycle.end(),
+                                          [&](int a, int b) { return patterns[a].score < patterns[b].score; });
+      problem.at_most_one_less.push_back(std::move(cycle));
+      ++cuts;
+      kept.erase(std::find(kept.begin(), kept.end(), worst));
+    }
+    out.cycle_cuts += cuts;
+    if (cuts == 0) {
       out.chosen = result.chosen;
       return out;
     }
     if (round == kMaxCycleRounds) {
-      fail_internal(fmt::format("ilp planner: cycles between patterns remain after {} rounds of cuts", round), __FILE__,
-                    __LINE__);
+      // Out of rounds: the packing less what broke its cycles, not proven best.
+      out.chosen = std::move(kept);
+      out.optimal = false;
+      return out;
     }
-    problem.at_most_one_less.push_back(std::move(cycle));
-    ++out.cycle_cuts;
   }
 }
 
@@ -143,8 +157,8 @@ FusionPlan plan_ilp(const Graph& g, int max_fusions, int64_t row_hold_bytes, Pla
   std::vector<Pattern> chosen;
   for (int c : exact.chosen) chosen.push_back(patterns[c]);
   PlanSearchReport found;
-  // Stopped by the time limit: CBC's best packing so far may be poor (or
-  // empty), and the beam search over the same space costs little.
+  // Not proven (the time limit, or cuts out of rounds): CBC's packing may be
+  // poor (or empty), and the beam search over the same space costs little.
   if (!exact.optimal) {
     std::vector<Pattern> beam = beam_search(merges.dag(), space, kBeamWidth);
     if (objective(beam) > objective(chosen)) {

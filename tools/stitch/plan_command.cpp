@@ -160,7 +160,7 @@ std::string search_text(const PlanSearchReport& r, PlannerKind kind, bool patter
   if (kind == PlannerKind::Ilp) {
     out += fmt::format("; CBC {} in {:.3g} s, {} cycle cuts", r.optimal ? "optimal" : "not proven optimal",
                        r.solve_seconds, r.cycle_cuts);
-    if (r.beam_fallback) out += "; stopped at its time limit, so the DP + beam search's patterns (which scored higher) were used";
+    if (r.beam_fallback) out += "; the DP + beam search's patterns scored higher and were used";
   }
   out += "\n";
   if (!patterns) return out;

@@ -153,7 +153,9 @@ FusionPlan plan_ilp(const Graph& g, int max_fusions, int64_t row_hold_bytes, Pla
   const PatternSpace space(merges, evaluator, kIlpPatterns);
   const std::vector<Pattern> patterns = space.all();
 
-  const ExactChoice exact = choose_exactly(merges.dag(), patterns, time_limit_seconds);
+  // Under a fusion cap xla may have spent it all: nothing would be merged.
+  const ExactChoice exact =
+      merges.budget_spent() ? ExactChoice{} : choose_exactly(merges.dag(), patterns, time_limit_seconds);
   std::vector<Pattern> chosen;
   for (int c : exact.chosen) chosen.push_back(patterns[c]);
   PlanSearchReport found;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds, and runs the whole test suite (CTest), then a bounded
-# fuzzing run of each libFuzzer target: 24 s each, two minutes for the five
-# (docs/fuzzing.md, In the test command), then the sanitizers' short form: the
-# ir, tensor and interp unit tests under clang's ASan and UBSan.
+# fuzzing run of each libFuzzer target: 24 s each, under three minutes for the
+# six (docs/fuzzing.md, In the test command), then the sanitizers' short form:
+# the ir, tensor and interp unit tests and the planners' model-scale tests under
+# clang's ASan and UBSan.
 #
 #   scripts/test.sh --sanitize [LABEL_REGEX]
 # instead runs the sanitizers' long form: it builds the library, the CLI and
@@ -27,10 +28,10 @@ scripts/setup.sh --tests --python build
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 scripts/fuzz.sh 24
 # The sanitizers' short form (docs/testing.md, Sanitizers): the ir, tensor and
-# interp unit tests built with clang's ASan and UBSan on the fuzz targets'
-# sanitized objects.
-ninja -C build-fuzz sanitized_test_ir sanitized_test_tensor sanitized_test_interp
-for module in ir tensor interp; do
+# interp unit tests and the planners' model-scale and fusion-DAG tests, built
+# with clang's ASan and UBSan on the fuzz targets' sanitized objects.
+ninja -C build-fuzz sanitized_test_ir sanitized_test_tensor sanitized_test_interp sanitized_test_planners
+for module in ir tensor interp planners; do
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "build-fuzz/fuzz/sanitized_test_$module" --gtest_brief=1
 done

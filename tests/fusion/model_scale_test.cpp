@@ -9,10 +9,12 @@
 #include <chrono>
 #include <cstdio>
 
+#include "fusion/patterns.h"
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
 #include "model_graph.h"
 #include "plan_invariants.h"
+#include "stitch/text.h"
 
 namespace stitch {
 namespace {
@@ -106,6 +108,28 @@ TEST(ModelScale, IlpStoppedByItsTimeLimitStillPlans) {
   plan(g, PlannerKind::Ilp, {}, &unlimited);
   EXPECT_TRUE(unlimited.optimal);
   EXPECT_FALSE(unlimited.beam_fallback);
+}
+
+// The planner fuzzer's graph: under a fusion cap xla keeps one-op kernels,
+// whose patterns closed more cycles than the ilp planner had rounds of cuts (an
+// internal error). Each round now cuts every cycle; past the rounds the choice
+// is the packing less what broke its cycles, not proven optimal.
+TEST(ModelScale, IlpCycleCutsConvergeOrStopAcyclicUnderAFusionCap) {
+  const Graph g = canonicalize(
+      parse_file(std::string(STITCH_SOURCE_DIR) + "/tests/fusion/graphs/ilp_cycle_cuts_under_cap.stitch").graphs.front());
+  const StitchMerges merges = StitchMerges::from_xla(g, /*max_fusions=*/0, PlanOptions::kCpuRowHoldBytes);
+  const DeltaEvaluator evaluator(cpu_target_model());
+  const PatternSpace space(merges, evaluator);
+  const std::vector<Pattern> patterns = space.all();
+  const ExactChoice choice = choose_exactly(merges.dag(), patterns, 60);
+  EXPECT_GT(choice.cycle_cuts, 0);
+  EXPECT_EQ(cycle_among(merges.dag(), patterns, choice.chosen), std::vector<int>{});
+  for (int cap : {0, 7, -1}) {
+    PlanOptions options;
+    options.max_fusions = cap;
+    const FusionPlan p = plan(g, PlannerKind::Ilp, options);
+    EXPECT_EQ(plan_invariant_violations(g, p), "") << "cap " << cap;
+  }
 }
 
 }  // namespace

@@ -81,9 +81,10 @@ class StitchCase(unittest.TestCase):
         torch._dynamo.reset()
         backend.reset_stats()
 
-    def compiled_matches(self, fn, *args, tol=F32, **compile_kwargs):
-        """Runs fn compiled by backend="stitch" and eagerly, compares every output, and
-        returns the stats of the graphs compiled."""
+    def compiled_matches(self, fn, *args, tol=F32, tol_of=None, **compile_kwargs):
+        """Runs fn compiled by backend="stitch" and eagerly, compares every output (output
+        i within tol_of[i] where given, else tol), and returns the stats of the graphs
+        compiled."""
         compiled = torch.compile(fn, backend="stitch", **compile_kwargs)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a partition falling back warns: an error here
@@ -96,7 +97,7 @@ class StitchCase(unittest.TestCase):
         self.assertEqual(len(got), len(want))
         for i, (g, w) in enumerate(zip(got, want)):
             self.assertEqual(g.dtype, w.dtype, f"output {i}")
-            torch.testing.assert_close(g, w, **tol, msg=lambda m, i=i: f"output {i}: {m}")
+            torch.testing.assert_close(g, w, **(tol_of or {}).get(i, tol), msg=lambda m, i=i: f"output {i}: {m}")
         return self.assert_stitch_ran()
 
     def assert_stitch_ran(self):
@@ -217,9 +218,15 @@ class Ops(StitchCase):
         self.compiled_matches(op_soup, self.x.half(), self.y.half(), self.idx, tol=F16)
 
     def test_integers(self):
+        # Every output exactly, but a.exp() (output 10): a float32 transcendental, which
+        # the compiled back ends compute with the vector math library, a few ulp from the
+        # correctly rounded value (docs/semantics.md). Compared bit for bit, this failed
+        # on 2026-12-01 with torch 2.15.0 from pip, whose eager exp was correctly rounded
+        # where the CPU kernels' vector expf is 1 ulp off (exp(4), exp(13), exp(-17)).
         a, b = torch.randint(-20, 20, (8, 16)), torch.randint(-20, 20, (8, 16))
-        self.compiled_matches(integer_soup, a, b, tol=dict(rtol=0, atol=0))
-        self.compiled_matches(integer_soup, a.int(), b.int(), tol=dict(rtol=0, atol=0))
+        exact = dict(rtol=0, atol=0)
+        self.compiled_matches(integer_soup, a, b, tol=exact, tol_of={10: F32})
+        self.compiled_matches(integer_soup, a.int(), b.int(), tol=exact, tol_of={10: F32})
 
 
 class Behaviour(StitchCase):

@@ -23,6 +23,10 @@ constexpr int64_t kToEnd = std::numeric_limits<int64_t>::max();  // a slice boun
 // its weights' shapes only as it is drawn: the generator runs twice with the
 // same draws. The first run stands a constant in for each weight and records
 // its shape; the second declares those parameters first and uses them.
+//
+// Every call that draws or adds nodes is its own statement (C++ leaves the
+// order of a call's arguments to the compiler), so a seed names one graph
+// whatever compiles it.
 class ModelGenerator {
  public:
   // `weights`: null for the first run; the first run's shapes for the second.
@@ -124,8 +128,13 @@ class ModelGenerator {
   // An MLP: dense, activation (or SwiGLU's gate), dense back.
   ValueId mlp(ValueId n) {
     const int64_t h = o_.hidden, f = o_.ffn;
-    ValueId inner = rng_.chance(0.3) ? b_.mul(b_.op("silu", {linear(n, h, f, false)}), linear(n, h, f, false))
-                                     : activation(linear(n, h, f, true));
+    ValueId inner;
+    if (rng_.chance(0.3)) {
+      const ValueId up = linear(n, h, f, false);
+      inner = b_.mul(b_.op("silu", {linear(n, h, f, false)}), up);
+    } else {
+      inner = activation(linear(n, h, f, true));
+    }
     return linear(inner, f, h, true);
   }
 
@@ -157,7 +166,8 @@ class ModelGenerator {
     ValueId padded = b_.op("pad", {x}, {{"low", AttrValue::Ints{0, 1, 0}}, {"high", AttrValue::Ints{0, 0, 0}}});
     ValueId before = b_.op("slice", {padded}, {{"start", AttrValue::Ints{0, 0, 0}}, {"stop", AttrValue::Ints{kToEnd, o_.seq, kToEnd}}});
     ValueId mu = b_.op("sigmoid", {param({Dim(o_.hidden)})});
-    return b_.add(b_.mul(x, mu), b_.mul(before, b_.sub(1.0, mu)));
+    const ValueId kept = b_.mul(before, b_.sub(1.0, mu));
+    return b_.add(b_.mul(x, mu), kept);
   }
 
   // MLP-Mixer's token mixing: the stream transposed to [batch, hidden, seq],
@@ -178,7 +188,8 @@ class ModelGenerator {
   ValueId column_norm(ValueId x) {
     ValueId centred = b_.sub(x, b_.reduce(OpKind::ReduceMean, x, {1}, true));
     ValueId var = b_.reduce(OpKind::ReduceMean, b_.mul(centred, centred), {1}, true);
-    return b_.mul(b_.mul(centred, b_.op("rsqrt", {b_.add(var, 1.0)})), param({Dim(o_.hidden)}));
+    const ValueId scale = param({Dim(o_.hidden)});
+    return b_.mul(b_.mul(centred, b_.op("rsqrt", {b_.add(var, 1.0)})), scale);
   }
 
   ValueId block(ValueId h) {
@@ -195,7 +206,8 @@ class ModelGenerator {
       case 8: {
         // Parallel branches on one normed input (GPT-J's block).
         ValueId n = norm(h);
-        return b_.add(b_.add(h, attention(n)), mlp(n));
+        const ValueId m = mlp(n);
+        return b_.add(b_.add(h, attention(n)), m);
       }
       default: {
         // A long skip from an earlier block's stream.

@@ -212,6 +212,17 @@ void report_failure(const SoakConfig& cfg, const Case& c, const std::string& pla
                 << print_graph(small);
 }
 
+// Counts a failure: the first three are shrunk and written; every one is named.
+void note_failure(const SoakConfig& cfg, const Case& c, const std::string& planner, const std::string& backend,
+                  const std::string& failure, const Check& check, int* failures) {
+  if (++*failures <= 3) {
+    report_failure(cfg, c, planner, backend, failure, check);
+    return;
+  }
+  ADD_FAILURE() << c.family << " graph, seed " << c.seed << ", planner " << planner << ", " << backend << ": "
+                << failure.substr(0, failure.find('\n'));
+}
+
 TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
   const SoakConfig cfg = config();
   const auto start = std::chrono::steady_clock::now();
@@ -282,13 +293,7 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
         for (size_t i = 0; i < batch.size(); ++i) {
           ++runs;
           if (results[i].empty()) continue;
-          // The first three are shrunk and written; every one is named.
-          if (++failures <= 3) {
-            report_failure(cfg, *batch[i], planner_text, backend, results[i], check);
-          } else {
-            ADD_FAILURE() << batch[i]->family << " graph, seed " << batch[i]->seed << ", planner " << planner_text
-                          << ", " << backend << ": " << results[i].substr(0, results[i].find('\n'));
-          }
+          note_failure(cfg, *batch[i], planner_text, backend, results[i], check, &failures);
         }
       }
     }
@@ -373,12 +378,7 @@ TEST(Soak, ModelShapedGraphsPlanUnderEveryPlannerAndASampleRuns) {
         ++runs;
         const std::string result = check(c.source, seed, c.options.max_symbol_extent);
         if (result.empty()) continue;
-        if (++failures <= 3) {
-          report_failure(cfg, c, std::string(planner_name(planner)), backend, result, check);
-        } else {
-          ADD_FAILURE() << "model graph, seed " << seed << ", planner " << planner_name(planner) << ", " << backend
-                        << ": " << result.substr(0, result.find('\n'));
-        }
+        note_failure(cfg, c, std::string(planner_name(planner)), backend, result, check, &failures);
       }
     }
     std::fprintf(stderr, "soak: model seed %llu: %zu plans, %zu runs, %d failures, %.0f s\n",

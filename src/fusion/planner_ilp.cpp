@@ -113,8 +113,11 @@ ExactChoice choose_exactly(const GroupDag& dag, const std::vector<Pattern>& patt
   // and scores in seconds (1e-6 for a small kernel) would fall below them.
   for (const Pattern& p : patterns) problem.candidates.push_back({p.members, p.score * 1e6});
   ExactChoice out;
+  // Each round's new forbidden sets touch a few components: the rest are
+  // taken from the memo.
+  SetPackingMemo memo;
   for (int round = 0;; ++round) {
-    const SetPackingResult result = solve_set_packing(problem);
+    const SetPackingResult result = solve_set_packing(problem, &memo);
     out.seconds += result.seconds;
     out.optimal = out.optimal && result.optimal;
     // Every cycle the packing makes is cut this round, not only the first:

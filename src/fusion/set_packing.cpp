@@ -1,6 +1,7 @@
 #include "fusion/set_packing.h"
 
 #include <Cbc_C_Interface.h>
+#include <Clp_C_Interface.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -133,6 +134,62 @@ std::vector<int> search_component(const SetPackingProblem& problem, const std::v
   return chosen;
 }
 
+// The integer program's matrix, column by column (one column a candidate).
+struct PackingMatrix {
+  std::vector<CoinBigIndex> column_start{0};
+  std::vector<int> index;
+  std::vector<double> ones, lower, upper, objective, row_lower, row_upper;
+};
+
+PackingMatrix packing_matrix(const SetPackingProblem& problem, const std::vector<std::vector<int>>& members) {
+  // The whole matrix in one call, column by column: CBC's row-at-a-time
+  // calls took longer than the solve (1.9 s against 0.8 s for 90,000
+  // candidates of the 10,004-node residual chain). One clique row per element
+  // (§4.1's overlap constraint): far fewer and tighter rows than one per
+  // conflicting pair; an element in one candidate only is bounded by x <= 1
+  // already. Then the forbidden sets.
+  PackingMatrix m;
+  const int n = static_cast<int>(problem.candidates.size());
+  std::vector<std::vector<int>> rows_of(static_cast<size_t>(n));
+  for (const std::vector<int>& containing : members) {
+    if (containing.size() < 2) continue;
+    for (int c : containing) rows_of[static_cast<size_t>(c)].push_back(static_cast<int>(m.row_upper.size()));
+    m.row_upper.push_back(1);
+  }
+  for (const std::vector<int>& set : problem.at_most_one_less) {
+    for (int c : set) rows_of[static_cast<size_t>(c)].push_back(static_cast<int>(m.row_upper.size()));
+    m.row_upper.push_back(static_cast<double>(set.size()) - 1);
+  }
+  for (int c = 0; c < n; ++c) {
+    m.index.insert(m.index.end(), rows_of[static_cast<size_t>(c)].begin(), rows_of[static_cast<size_t>(c)].end());
+    m.column_start.push_back(static_cast<CoinBigIndex>(m.index.size()));
+    m.objective.push_back(problem.candidates[static_cast<size_t>(c)].score);
+  }
+  m.ones.assign(m.index.size(), 1.0);
+  m.lower.assign(static_cast<size_t>(n), 0.0);
+  m.upper.assign(static_cast<size_t>(n), 1.0);
+  m.row_lower.assign(m.row_upper.size(), -std::numeric_limits<double>::max());
+  return m;
+}
+
+// The LP relaxation's optimal vertex (Clp's simplex), or nothing where Clp
+// proved none in the time given.
+std::vector<double> solve_relaxation(const SetPackingProblem& problem, const std::vector<std::vector<int>>& members) {
+  const PackingMatrix m = packing_matrix(problem, members);
+  const int n = static_cast<int>(problem.candidates.size());
+  std::unique_ptr<Clp_Simplex, decltype(&Clp_deleteModel)> model(Clp_newModel(), &Clp_deleteModel);
+  Clp_setLogLevel(model.get(), 0);
+  Clp_setMaximumSeconds(model.get(), problem.time_limit_seconds);
+  Clp_loadProblem(model.get(), n, static_cast<int>(m.row_upper.size()), m.column_start.data(), m.index.data(),
+                  m.ones.data(), m.lower.data(), m.upper.data(), m.objective.data(), m.row_lower.data(),
+                  m.row_upper.data());
+  Clp_setObjSense(model.get(), -1);  // maximise
+  Clp_initialSolve(model.get());
+  if (!Clp_isProvenOptimal(model.get())) return {};
+  const double* x = Clp_getColSolution(model.get());
+  return std::vector<double>(x, x + n);
+}
+
 SetPackingResult solve_with_cbc(const SetPackingProblem& problem, const std::vector<std::vector<int>>& members) {
   SetPackingResult result;
 
@@ -156,36 +213,11 @@ SetPackingResult solve_with_cbc(const SetPackingProblem& problem, const std::vec
   // solve (0.35 -> 0.23 s on the 10,004-node chain, the same optimum, proven).
   Cbc_setParameter(model.get(), "heuristicsOnOff", "off");
   Cbc_setParameter(model.get(), "cutsOnOff", "off");
-  // The whole matrix in one call, column by column: CBC's row-at-a-time
-  // calls took longer than the solve (1.9 s against 0.8 s for 90,000
-  // candidates of the 10,004-node residual chain). One clique row per element
-  // (§4.1's overlap constraint): far fewer and tighter rows than one per
-  // conflicting pair; an element in one candidate only is bounded by x <= 1
-  // already. Then the forbidden sets.
+  const PackingMatrix m = packing_matrix(problem, members);
   const int n = static_cast<int>(problem.candidates.size());
-  std::vector<std::vector<int>> rows_of(static_cast<size_t>(n));
-  std::vector<double> row_upper;
-  for (const std::vector<int>& containing : members) {
-    if (containing.size() < 2) continue;
-    for (int c : containing) rows_of[static_cast<size_t>(c)].push_back(static_cast<int>(row_upper.size()));
-    row_upper.push_back(1);
-  }
-  for (const std::vector<int>& set : problem.at_most_one_less) {
-    for (int c : set) rows_of[static_cast<size_t>(c)].push_back(static_cast<int>(row_upper.size()));
-    row_upper.push_back(static_cast<double>(set.size()) - 1);
-  }
-  std::vector<CoinBigIndex> column_start{0};
-  std::vector<int> index;
-  std::vector<double> objective, lower(static_cast<size_t>(n), 0.0), upper(static_cast<size_t>(n), 1.0);
-  for (int c = 0; c < n; ++c) {
-    index.insert(index.end(), rows_of[static_cast<size_t>(c)].begin(), rows_of[static_cast<size_t>(c)].end());
-    column_start.push_back(static_cast<CoinBigIndex>(index.size()));
-    objective.push_back(problem.candidates[static_cast<size_t>(c)].score);
-  }
-  const std::vector<double> ones(index.size(), 1.0);
-  const std::vector<double> row_lower(row_upper.size(), -std::numeric_limits<double>::max());
-  Cbc_loadProblem(model.get(), n, static_cast<int>(row_upper.size()), column_start.data(), index.data(), ones.data(),
-                  lower.data(), upper.data(), objective.data(), row_lower.data(), row_upper.data());
+  Cbc_loadProblem(model.get(), n, static_cast<int>(m.row_upper.size()), m.column_start.data(), m.index.data(),
+                  m.ones.data(), m.lower.data(), m.upper.data(), m.objective.data(), m.row_lower.data(),
+                  m.row_upper.data());
   for (int c = 0; c < n; ++c) Cbc_setInteger(model.get(), c);
   Cbc_setObjSense(model.get(), -1);  // maximise
   Cbc_solve(model.get());
@@ -217,44 +249,141 @@ SetPackingResult solve_with_cbc(const SetPackingProblem& problem, const std::vec
   return result;
 }
 
+// Components too large to search share LP relaxations of about this many
+// candidates: a CBC model costs about a millisecond to set up whatever its
+// size, and the 100,000-node model graphs have thousands of components of 17
+// to 100 candidates, nearly all with integral relaxations (docs/fusion.md,
+// At model scale).
+constexpr size_t kCandidatesPerModel = 4096;
+// How far from 0 or 1 an LP value may be and still count as integral.
+constexpr double kIntegral = 1e-9;
+
+// The candidates in `batch` (indices into `problem`) as a problem of their
+// own: candidates and elements renumbered densely, with the forbidden sets
+// that lie among them (`sets_of` lists each candidate's forbidden sets).
+SetPackingProblem subproblem(const SetPackingProblem& problem, const std::vector<int>& batch,
+                             const std::vector<std::vector<int>>& sets_of, std::vector<int>& local,
+                             std::vector<int>& element_id) {
+  SetPackingProblem part;
+  for (int c : batch) local[c] = static_cast<int>(part.candidates.size()), part.candidates.emplace_back();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SetPackingProblem::Candidate& from = problem.candidates[batch[i]];
+    SetPackingProblem::Candidate& to = part.candidates[i];
+    to.score = from.score;
+    for (int e : from.elements) {
+      if (element_id[e] < 0) element_id[e] = part.num_elements++;
+      to.elements.push_back(element_id[e]);
+    }
+    // Each set once: where its first candidate is.
+    for (int set : sets_of[batch[i]]) {
+      if (problem.at_most_one_less[set].front() != batch[i]) continue;
+      std::vector<int> renamed;
+      for (int c : problem.at_most_one_less[set]) renamed.push_back(local[c]);
+      part.at_most_one_less.push_back(std::move(renamed));
+    }
+  }
+  for (int c : batch) {
+    for (int e : problem.candidates[c].elements) element_id[e] = -1;
+    local[c] = -1;
+  }
+  return part;
+}
+
 }  // namespace
 
-SetPackingResult solve_set_packing(const SetPackingProblem& problem) {
+SetPackingResult solve_set_packing(const SetPackingProblem& problem, SetPackingMemo* memo) {
   const std::vector<std::vector<int>> members = candidates_by_element(problem);
   check_forbidden_sets(problem);
   const auto start = std::chrono::steady_clock::now();
   SetPackingResult result;
   result.optimal = true;
   result.status = "optimal";
-  // Each component apart: the small ones searched, the others one CBC model
-  // each, under what is left of the time limit.
-  for (const std::vector<int>& component : components(problem, members)) {
+  std::vector<std::vector<int>> sets_of(problem.candidates.size());
+  for (int set = 0; set < static_cast<int>(problem.at_most_one_less.size()); ++set)
+    for (int c : problem.at_most_one_less[set]) sets_of[c].push_back(set);
+  const std::vector<std::vector<int>> parts = components(problem, members);
+  // A component's key: its candidates, then the forbidden sets among them.
+  auto key_of = [&](const std::vector<int>& component) {
+    std::vector<int> key = component;
+    key.push_back(-1);
+    for (int c : component)
+      for (int set : sets_of[c])
+        if (problem.at_most_one_less[set].front() == c) key.push_back(set);
+    return key;
+  };
+  auto remember = [&](std::vector<int> key, std::vector<int> chosen) {
+    if (memo) memo->chosen_by_component.insert_or_assign(std::move(key), std::move(chosen));
+  };
+  std::vector<int> local(problem.candidates.size(), -1), element_id(static_cast<size_t>(problem.num_elements), -1);
+  std::vector<int> batch, batch_parts;
+  std::vector<std::vector<int>> keys(parts.size());
+  // The small components searched; the others gathered into batches, one
+  // CBC model a batch, under what is left of the time limit.
+  auto left = [&] {
+    return std::max(0.0, problem.time_limit_seconds -
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+  auto take = [&](int p, std::vector<int> chosen) {
+    result.chosen.insert(result.chosen.end(), chosen.begin(), chosen.end());
+    remember(std::move(keys[p]), std::move(chosen));
+  };
+  // One component alone in its own CBC model.
+  auto solve_alone = [&](int p) {
+    SetPackingProblem part = subproblem(problem, parts[p], sets_of, local, element_id);
+    part.time_limit_seconds = left();
+    const SetPackingResult solved = solve_with_cbc(part, candidates_by_element(part));
+    std::vector<int> chosen;
+    for (int c : solved.chosen) chosen.push_back(parts[p][c]);
+    if (solved.optimal) return take(p, std::move(chosen));
+    result.chosen.insert(result.chosen.end(), chosen.begin(), chosen.end());
+    result.optimal = false;
+    result.status = solved.status;
+  };
+  // A batch's LP relaxation at once: the components its optimal vertex
+  // gives integral values are solved (the LP bounds the integer program,
+  // and the components are independent). CBC takes the others one by one:
+  // in one model their branchings would multiply.
+  auto solve_batch = [&] {
+    if (batch.empty()) return;
+    std::sort(batch.begin(), batch.end());
+    SetPackingProblem part = subproblem(problem, batch, sets_of, local, element_id);
+    part.time_limit_seconds = left();
+    const std::vector<double> x = solve_relaxation(part, candidates_by_element(part));
+    auto value = [&](int c) { return x[std::lower_bound(batch.begin(), batch.end(), c) - batch.begin()]; };
+    for (int p : batch_parts) {
+      const bool integral = !x.empty() && std::all_of(parts[p].begin(), parts[p].end(), [&](int c) {
+        return std::abs(value(c)) < kIntegral || std::abs(value(c) - 1) < kIntegral;
+      });
+      if (!integral) {
+        solve_alone(p);
+        continue;
+      }
+      std::vector<int> chosen;
+      for (int c : parts[p])
+        if (value(c) > 0.5) chosen.push_back(c);
+      take(p, std::move(chosen));
+    }
+    batch.clear();
+    batch_parts.clear();
+  };
+  for (int p = 0; p < static_cast<int>(parts.size()); ++p) {
+    const std::vector<int>& component = parts[p];
+    if (memo) {
+      keys[p] = key_of(component);
+      if (auto found = memo->chosen_by_component.find(keys[p]); found != memo->chosen_by_component.end()) {
+        result.chosen.insert(result.chosen.end(), found->second.begin(), found->second.end());
+        continue;
+      }
+    }
     if (component.size() <= kSearchAtMost) {
-      for (int c : search_component(problem, members, component)) result.chosen.push_back(c);
+      take(p, search_component(problem, members, component));
       continue;
     }
-    SetPackingProblem part;
-    part.num_elements = problem.num_elements;
-    std::vector<int> local(problem.candidates.size(), -1);
-    for (int c : component) {
-      local[c] = static_cast<int>(part.candidates.size());
-      part.candidates.push_back(problem.candidates[c]);
-    }
-    for (const std::vector<int>& set : problem.at_most_one_less) {
-      if (local[set.front()] < 0) continue;
-      std::vector<int> renamed;
-      for (int c : set) renamed.push_back(local[c]);
-      part.at_most_one_less.push_back(std::move(renamed));
-    }
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    part.time_limit_seconds = std::max(0.0, problem.time_limit_seconds - spent);
-    const SetPackingResult solved = solve_with_cbc(part, candidates_by_element(part));
-    for (int c : solved.chosen) result.chosen.push_back(component[c]);
-    if (!solved.optimal) {
-      result.optimal = false;
-      result.status = solved.status;
-    }
+    if (!batch.empty() && batch.size() + component.size() > kCandidatesPerModel) solve_batch();
+    batch.insert(batch.end(), component.begin(), component.end());
+    batch_parts.push_back(p);
   }
+  solve_batch();
   std::sort(result.chosen.begin(), result.chosen.end());
   for (int c : result.chosen) result.objective += problem.candidates[c].score;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -5,6 +5,7 @@
 // again. Solved by COIN-OR CBC (docs/dependencies.md).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,13 +33,25 @@ struct SetPackingResult {
   std::string status;       // "optimal", or why not
 };
 
+// What earlier solves of one problem found, component by component: the
+// `ilp` planner solves its problem again after each round of cycle cuts, and
+// only the components a new forbidden set touches change. Valid while the
+// candidates stay the same and forbidden sets are only appended.
+struct SetPackingMemo {
+  // Key: a component's candidates, ascending, then -1, then the indices of
+  // the forbidden sets among them. Value: the candidates chosen there.
+  std::map<std::vector<int>, std::vector<int>> chosen_by_component;
+};
+
 // The problem splits into independent components (candidates linked by a
 // shared element or a forbidden set); each of at most 16 candidates is solved
-// by an exhaustive pruned search, each larger one by its own CBC model under
-// what is left of the time limit. Where the time limit stops CBC before its
-// first packing of a component, that component gets the empty packing, and
-// the result is not optimal. Throws InternalError where CBC fails otherwise (the
-// empty packing is always feasible, so "none found" is a bug).
-SetPackingResult solve_set_packing(const SetPackingProblem& problem);
+// by an exhaustive pruned search, the larger ones together in CBC models of
+// a few thousand candidates, under what is left of the time limit. Where the
+// time limit stops CBC before its first packing of a model, that model's
+// components get the empty packing, and the result is not optimal. With a
+// memo, components solved before (optimally) are not solved again. Throws
+// InternalError where CBC fails otherwise (the empty packing is always
+// feasible, so "none found" is a bug).
+SetPackingResult solve_set_packing(const SetPackingProblem& problem, SetPackingMemo* memo = nullptr);
 
 }  // namespace stitch

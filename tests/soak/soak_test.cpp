@@ -16,6 +16,9 @@
 //   STITCH_SOAK_GRAPHS_OUT=FILE  also writes the graphs' text to FILE
 //   STITCH_SOAK_MODEL_GRAPHS=N   model-shaped graphs (default 2; below)
 //   STITCH_SOAK_MODEL_NODES=MIN,MAX  their sizes (default 1000,20000)
+//   STITCH_SOAK_MODEL_SAMPLE_EVERY=K  seeds divisible by K also run (default
+//                                     20; 0: none), so a long run can plan in
+//                                     one process and run the sample in another
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -327,6 +330,7 @@ TEST(Soak, ModelShapedGraphsPlanUnderEveryPlannerAndASampleRuns) {
   const std::vector<std::string> bounds = split(env_or("STITCH_SOAK_MODEL_NODES", "1000,20000"));
   if (bounds.size() != 2) throw std::invalid_argument("STITCH_SOAK_MODEL_NODES: MIN,MAX");
   const int min_nodes = std::stoi(bounds[0]), max_nodes = std::stoi(bounds[1]);
+  const uint64_t sample_every = std::stoull(env_or("STITCH_SOAK_MODEL_SAMPLE_EVERY", "20"));
   testing::ScratchDirectory cache_dir("stitch-soak-model");
   runtime::cpu::KernelCache cpu_cache(cache_dir.path());
 #ifdef STITCH_CUDA_SIM_DRIVER
@@ -336,6 +340,11 @@ TEST(Soak, ModelShapedGraphsPlanUnderEveryPlannerAndASampleRuns) {
   size_t planned = 0, nodes = 0, runs = 0;
   int failures = 0;
   double slowest = 0;
+  auto progress = [&](uint64_t seed) {
+    std::fprintf(stderr, "soak: model seed %llu: %zu plans, %zu runs, %d failures, %.0f s\n",
+                 static_cast<unsigned long long>(seed), planned, runs, failures,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
   for (uint64_t seed : cfg.seeds) {
     const testing::ModelGraphOptions options = testing::model_graph_options(seed, min_nodes, max_nodes);
     const Graph g = canonicalize(testing::model_graph(options));
@@ -355,7 +364,10 @@ TEST(Soak, ModelShapedGraphsPlanUnderEveryPlannerAndASampleRuns) {
         ADD_FAILURE() << testing::describe(options) << ", planner " << planner_name(planner) << ": " << problems;
       }
     }
-    if (seed % 20 != 0) continue;
+    if (sample_every == 0 || seed % sample_every != 0) {
+      if (planned % (50 * cfg.planners.size()) == 0) progress(seed);
+      continue;
+    }
     Case c;
     c.family = "model";
     c.seed = seed;
@@ -381,9 +393,7 @@ TEST(Soak, ModelShapedGraphsPlanUnderEveryPlannerAndASampleRuns) {
         note_failure(cfg, c, std::string(planner_name(planner)), backend, result, check, &failures);
       }
     }
-    std::fprintf(stderr, "soak: model seed %llu: %zu plans, %zu runs, %d failures, %.0f s\n",
-                 static_cast<unsigned long long>(seed), planned, runs, failures,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    progress(seed);
   }
   std::printf("soak: %zu model-shaped graphs (%zu nodes in all, %d to %d each) x %zu planners: %zu plans (slowest "
               "%.2f s), %zu sampled runs, %d failures, %.0f s\n",

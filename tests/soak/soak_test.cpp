@@ -19,6 +19,8 @@
 //   STITCH_SOAK_MODEL_SAMPLE_EVERY=K  seeds divisible by K also run (default
 //                                     20; 0: none), so a long run can plan in
 //                                     one process and run the sample in another
+//   STITCH_SOAK_MODEL_RUN_NODES=N  the size of the graph they run, with small
+//                                  tensors (default 400; the long form 1000)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -331,6 +333,7 @@ TEST(Soak, ModelShapedGraphsPlanUnderEveryPlannerAndASampleRuns) {
   if (bounds.size() != 2) throw std::invalid_argument("STITCH_SOAK_MODEL_NODES: MIN,MAX");
   const int min_nodes = std::stoi(bounds[0]), max_nodes = std::stoi(bounds[1]);
   const uint64_t sample_every = std::stoull(env_or("STITCH_SOAK_MODEL_SAMPLE_EVERY", "20"));
+  const int run_nodes = std::stoi(env_or("STITCH_SOAK_MODEL_RUN_NODES", "400"));
   testing::ScratchDirectory cache_dir("stitch-soak-model");
   runtime::cpu::KernelCache cpu_cache(cache_dir.path());
 #ifdef STITCH_CUDA_SIM_DRIVER
@@ -372,7 +375,7 @@ TEST(Soak, ModelShapedGraphsPlanUnderEveryPlannerAndASampleRuns) {
     c.family = "model";
     c.seed = seed;
     c.options.max_symbol_extent = 3;
-    c.source = testing::model_graph(testing::model_graph_options(seed, 1000, 1000, /*run_sized=*/true));
+    c.source = testing::model_graph(testing::model_graph_options(seed, run_nodes, run_nodes, /*run_sized=*/true));
     for (PlannerKind planner : cfg.planners) {
       for (const std::string& backend : cfg.backends) {
         Check check;

@@ -5,7 +5,7 @@
 # --tests also installs what only the test suite needs: python3-onnx (the ONNX
 # backend node tests' definitions) and python3-torch (the BERT-block export).
 # --python also builds the stitch Python package (docs/python.md): it makes the
-# repository's .venv (Debian's python3, numpy from PyPI), builds the extension
+# repository's .venv (Debian's python3; pybind11, numpy and torch from PyPI), builds the extension
 # for it, and puts <build-dir>/python on its path, so that .venv/bin/python
 # imports stitch.
 # --packages-only installs the packages and stops (scripts/test.sh --sanitize
@@ -42,7 +42,7 @@ if ((with_tests)); then
 fi
 
 if ((with_python)); then
-  packages+=(python3-venv python3-dev pybind11-dev)
+  packages+=(python3-venv python3-dev)
 fi
 
 bash scripts/apt-install-missing.sh "${packages[@]}"
@@ -54,7 +54,8 @@ if ((with_python)); then
     /usr/bin/python3 -m venv .venv
   fi
   .venv/bin/python -m pip install -q -r python/requirements.txt
-  python_flags=(-DSTITCH_BUILD_PYTHON=ON "-DPython3_EXECUTABLE=$(pwd)/.venv/bin/python")
+  python_flags=(-DSTITCH_BUILD_PYTHON=ON "-DPython3_EXECUTABLE=$(pwd)/.venv/bin/python"
+    "-Dpybind11_DIR=$(.venv/bin/python -m pybind11 --cmakedir)")
 fi
 
 # Test builds check the standard library's preconditions (_GLIBCXX_ASSERTIONS);

@@ -290,12 +290,15 @@ struct PyExecutable {
 
 PYBIND11_MODULE(_stitch, m) {
   m.doc() = "Stitch: a kernel-fusion compiler and runtime for memory-bound tensor programs";
-  static py::exception<stitch::UserError> error(m, "Error", PyExc_ValueError);
+  // The exception type lives as long as the interpreter, made once (pybind11's
+  // pattern for a type a translator raises).
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> error;
+  error.call_once_and_store_result([&]() { return py::exception<stitch::UserError>(m, "Error", PyExc_ValueError); });
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const stitch::UserError& e) {
-      error(e.formatted().c_str());
+      py::set_error(error.get_stored(), e.formatted().c_str());
     } catch (const stitch::InternalError& e) {
       PyErr_SetString(PyExc_RuntimeError, (std::string("stitch: internal error: ") + e.what()).c_str());
     }

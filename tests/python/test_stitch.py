@@ -5,6 +5,7 @@ input raising stitch.Error with the command line's message."""
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -233,6 +234,15 @@ class Package(unittest.TestCase):
                 self.assertEqual(z.dtype, np.dtype(dtype))
                 np.testing.assert_array_equal(z, want(x, y))
                 np.testing.assert_array_equal(stitch.interpret(g, x, y), z)
+
+    def test_python_m_stitch_runs_the_command_line(self):
+        version = subprocess.run([sys.executable, "-m", "stitch", "--version"], capture_output=True, text=True)
+        self.assertEqual(version.returncode, 0, version.stderr)
+        self.assertEqual(version.stdout.split()[0], "stitch")
+        bad = subprocess.run([sys.executable, "-m", "stitch", "plan", "no-such-file.stitch"], capture_output=True,
+                             text=True)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("no-such-file.stitch", bad.stderr)
 
     def test_bad_input_raises_stitch_error_with_the_cli_message(self):
         with self.assertRaises(stitch.Error) as e:

@@ -46,6 +46,27 @@ TEST_F(FaultRun, AFailingCompilerFallsBackLoudlyToTheInterpreter) {
   EXPECT_TRUE(same_bytes(result(out), reference()));
 }
 
+TEST_F(FaultRun, AMissingCompilerIsNamedWithHowToInstallOne) {
+  // The warning says what is missing and how to install it before the shell's words.
+  const fs::path out = dir_ / "out";
+  const CliResult r = run_cli(args(out) + " --backend cpu", "STITCH_CXX=stitch-no-such-compiler");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("`stitch-no-such-compiler` is not on PATH: apt-get install g++"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("stitch doctor"), std::string::npos) << r.output;
+  EXPECT_TRUE(same_bytes(result(out), reference()));
+}
+
+TEST_F(FaultRun, DoctorSaysWhatTheCpuBackEndLacks) {
+  const CliResult fine = run_cli("doctor");
+  EXPECT_EQ(fine.status, 0) << fine.output;
+  EXPECT_NE(fine.output.find("the CPU back end has everything it needs"), std::string::npos) << fine.output;
+  const CliResult lacking = run_cli("doctor", "STITCH_CXX=stitch-no-such-compiler");
+  EXPECT_EQ(lacking.status, 1) << lacking.output;
+  EXPECT_NE(lacking.output.find("missing  compiler"), std::string::npos) << lacking.output;
+  EXPECT_NE(lacking.output.find("fix: apt-get install g++"), std::string::npos) << lacking.output;
+}
+
 TEST_F(FaultRun, ACacheDirectoryThatCannotBeCreatedFallsBackLoudly) {
   write("a_file", "not a directory\n");
   const fs::path out = dir_ / "out";

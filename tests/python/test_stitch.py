@@ -243,6 +243,9 @@ class Package(unittest.TestCase):
                              text=True)
         self.assertEqual(bad.returncode, 2)
         self.assertIn("no-such-file.stitch", bad.stderr)
+        doctor = subprocess.run([sys.executable, "-m", "stitch", "doctor"], capture_output=True, text=True)
+        self.assertEqual(doctor.returncode, 0, doctor.stdout)
+        self.assertIn("the CPU back end has everything it needs", doctor.stdout)
 
     def test_bad_input_raises_stitch_error_with_the_cli_message(self):
         with self.assertRaises(stitch.Error) as e:

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "cache_command.h"
+#include "doctor_command.h"
 #include "cli.h"
 #include "ptx_commands.h"
 #include "ptx_run_command.h"
@@ -125,6 +126,7 @@ int dispatch(int argc, char** argv) {
   PtxRunCommand ptx_run(*app.get_subcommand("ptx"));
   PtxWeaveCommand ptx_weave(*app.get_subcommand("ptx"));
   CacheCommand cache(app);
+  DoctorCommand doctor(app);
 
   try {
     app.parse(argc, argv);
@@ -165,6 +167,7 @@ int dispatch(int argc, char** argv) {
   if (ptx_weave.selected()) return ptx_weave.run();
   if (ptx.selected()) return ptx.run();
   if (cache.selected()) return cache.run();
+  if (doctor.selected()) return doctor.run();
   return kExitBadInput;
 }
 

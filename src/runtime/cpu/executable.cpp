@@ -21,6 +21,7 @@
 #include "stitch/text.h"
 #include "kir/printer.h"
 #include "runtime/cpu/dot_call.h"
+#include "runtime/cpu/toolchain_check.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
 
@@ -194,7 +195,9 @@ Backend cpu_backend(KernelCache& cache, const CompileOptions& options, CpuModule
     try {
       module = cache.load_or_compile(source, options.compiler);
     } catch (const CompileError& e) {
-      error = e.what();
+      // A missing compiler or library first, in words, with how to install it.
+      const std::string hint = missing_toolchain_hint(options.compiler.compiler, e.what());
+      error = hint.empty() ? e.what() : hint + "\n" + e.what();
       return false;
     }
     return true;

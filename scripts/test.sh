@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds, and runs the whole test suite (CTest), then a bounded
+# Sets up, builds, and runs the whole test suite (CTest; the Python tests against
+# the wheel, installed into a fresh venv: scripts/wheel-test.sh), then a bounded
 # fuzzing run of each libFuzzer target: 24 s each, under three minutes for the
 # six (docs/fuzzing.md, In the test command), then the sanitizers' short form:
 # the ir, tensor and interp unit tests and the planners' model-scale tests under
@@ -25,7 +26,11 @@ if [ "${1:-}" = --sanitize ]; then
   exit 0
 fi
 scripts/setup.sh --tests --python build
-ctest --test-dir build --output-on-failure -j "$(nproc)"
+# The Python tests (label python) run once, against the installed wheel below.
+ctest --test-dir build --output-on-failure -j "$(nproc)" -LE '^python$'
+# The pip route (docs/python.md, The wheel in CI): the wheel from this build's
+# objects, installed into a fresh venv with numpy 2, tests/python against it.
+scripts/wheel-test.sh build
 scripts/fuzz.sh 24
 # The sanitizers' short form (docs/testing.md, Sanitizers): the ir, tensor and
 # interp unit tests and the planners' model-scale and fusion-DAG tests, built

@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -24,7 +25,7 @@ namespace {
 using stitch::DType;
 using stitch::Tensor;
 
-// numpy's name for each dtype; bf16 has none.
+// numpy's name for each dtype; bf16's is ml_dtypes' (numpy has none).
 const char* numpy_name(DType t) {
   switch (t) {
     case DType::f16: return "float16";
@@ -34,7 +35,7 @@ const char* numpy_name(DType t) {
     case DType::i32: return "int32";
     case DType::i64: return "int64";
     case DType::boolean: return "bool";
-    case DType::bf16: return nullptr;
+    case DType::bf16: return "bfloat16";
   }
   return nullptr;
 }
@@ -42,6 +43,8 @@ const char* numpy_name(DType t) {
 DType dtype_of(const py::dtype& d) {
   const char kind = d.kind();
   const size_t size = static_cast<size_t>(d.itemsize());
+  // ml_dtypes.bfloat16, a numpy extension type (kind 'V').
+  if (size == 2 && d.attr("name").cast<std::string>() == "bfloat16") return DType::bf16;
   if (kind == 'f' && size == 2) return DType::f16;
   if (kind == 'f' && size == 4) return DType::f32;
   if (kind == 'f' && size == 8) return DType::f64;
@@ -50,7 +53,18 @@ DType dtype_of(const py::dtype& d) {
   if (kind == 'i' && size == 8) return DType::i64;
   if (kind == 'b') return DType::boolean;
   throw stitch::UserError("a numpy array of dtype " + d.attr("name").cast<std::string>() +
-                          " has no Stitch dtype (f16, f32, f64, i8, i32, i64, bool)");
+                          " has no Stitch dtype (f16, f32, f64, i8, i32, i64, bool; bf16 as ml_dtypes.bfloat16)");
+}
+
+// numpy's dtype for `t`; bf16 needs the ml_dtypes package.
+py::dtype numpy_dtype(DType t) {
+  if (t != DType::bf16) return py::dtype(numpy_name(t));
+  try {
+    return py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16"));
+  } catch (py::error_already_set&) {
+    throw stitch::UserError("bf16 arrays cross into Python as numpy arrays of ml_dtypes.bfloat16, and ml_dtypes is not "
+                            "installed: pip install ml_dtypes");
+  }
 }
 
 DType parse_dtype_name(const std::string& name) {
@@ -60,6 +74,7 @@ DType parse_dtype_name(const std::string& name) {
   if (name == "int8") return DType::i8;
   if (name == "int32") return DType::i32;
   if (name == "int64") return DType::i64;
+  if (name == "bfloat16") return DType::bf16;
   if (std::optional<DType> t = stitch::parse_dtype(name)) return *t;
   throw stitch::UserError("unknown dtype '" + name + "'");
 }
@@ -75,25 +90,82 @@ Tensor to_tensor(const py::array& a) {
 }
 
 py::array to_numpy(const Tensor& t) {
-  const char* name = numpy_name(t.dtype());
-  if (name == nullptr) {
-    throw stitch::UserError(std::string("a ") + std::string(stitch::dtype_name(t.dtype())) +
-                            " tensor has no numpy dtype");
-  }
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-  py::array out(py::dtype(name), shape);
+  py::array out(numpy_dtype(t.dtype()), shape);
   if (t.nbytes() > 0) std::memcpy(out.mutable_data(), t.raw(), t.nbytes());
   return out;
 }
 
 // A numpy array of a Stitch dtype whose memory is `data`, kept alive by `owner`.
 py::array numpy_on(std::byte* data, DType dtype, const std::vector<int64_t>& shape, const py::object& owner) {
-  const char* name = numpy_name(dtype);
-  if (name == nullptr) {
-    throw stitch::UserError(std::string("a ") + std::string(stitch::dtype_name(dtype)) + " array has no numpy dtype");
-  }
   std::vector<py::ssize_t> dims(shape.begin(), shape.end());
-  return py::array(py::dtype(name), dims, data, owner);
+  return py::array(numpy_dtype(dtype), dims, data, owner);
+}
+
+// DLPack's C ABI (the unversioned "dltensor" capsule of __dlpack__()), for
+// the tensors numpy cannot take: bf16 has no numpy dtype of its own.
+struct DLDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;  // in elements; null: C-contiguous
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+constexpr int32_t kDLCPU = 1;
+constexpr uint8_t kDLBfloat = 4;
+
+// A bf16 DLPack tensor in CPU memory as a numpy array of ml_dtypes.bfloat16
+// over the same memory (no copy), which keeps the tensor alive.
+py::array bf16_from_dlpack(const py::object& obj, const std::string& numpy_failure) {
+  py::object capsule = obj.attr("__dlpack__")();
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  if (managed == nullptr) throw py::error_already_set();
+  // Consumed (the protocol's rename): the array's owner frees it from here on.
+  PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+  py::capsule owner(managed, [](void* p) {
+    auto* m = static_cast<DLManagedTensor*>(p);
+    if (m->deleter) m->deleter(m);
+  });
+  const DLTensor& t = managed->dl_tensor;
+  if (t.device.device_type != kDLCPU) {
+    throw stitch::UserError("an argument in device memory (DLPack device type " + std::to_string(t.device.device_type) +
+                            "): pass tensors in CPU memory");
+  }
+  if (t.dtype.code != kDLBfloat || t.dtype.bits != 16 || t.dtype.lanes != 1) {
+    throw stitch::UserError("an argument numpy cannot read through DLPack (" + numpy_failure + ")");
+  }
+  std::vector<py::ssize_t> shape(t.shape, t.shape + t.ndim), strides(static_cast<size_t>(t.ndim));
+  py::ssize_t step = 2;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    strides[d] = t.strides ? static_cast<py::ssize_t>(t.strides[d]) * 2 : step;
+    step *= shape[d];
+  }
+  return py::array(numpy_dtype(DType::bf16), shape, strides, static_cast<std::byte*>(t.data) + t.byte_offset, owner);
+}
+
+// An argument that offers DLPack, as a numpy array over its memory.
+py::array array_from_dlpack(const py::object& obj) {
+  try {
+    return py::module_::import("numpy").attr("from_dlpack")(obj);
+  } catch (py::error_already_set& e) {
+    return bf16_from_dlpack(obj, e.what());
+  }
 }
 
 // The arguments of a compiled graph as dense row-major arrays, each in place
@@ -116,14 +188,7 @@ struct CallerArrays {
 
   static py::array in_place(const py::handle& h) {
     py::object obj = py::reinterpret_borrow<py::object>(h);
-    if (!py::isinstance<py::array>(obj) && py::hasattr(obj, "__dlpack__")) {
-      try {
-        obj = py::module_::import("numpy").attr("from_dlpack")(obj);
-      } catch (py::error_already_set& e) {
-        throw stitch::UserError(std::string("an argument numpy cannot read through DLPack (") + e.what() +
-                                "): pass arrays in CPU memory");
-      }
-    }
+    if (!py::isinstance<py::array>(obj) && py::hasattr(obj, "__dlpack__")) obj = array_from_dlpack(obj);
     py::array a = py::array::ensure(obj);
     if (!a) {
       throw stitch::UserError("an argument of a compiled graph must be an array, not " +
@@ -185,7 +250,7 @@ std::optional<DType> dtype_from_python(const py::handle& h) {
   if (py::isinstance<py::str>(h)) {
     const std::string name = h.cast<std::string>();
     if (std::optional<DType> t = stitch::parse_dtype(name)) return t;
-    for (DType t : {DType::f16, DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::boolean}) {
+    for (DType t : {DType::f16, DType::f32, DType::f64, DType::i8, DType::i32, DType::i64, DType::boolean, DType::bf16}) {
       if (name == numpy_name(t)) return t;
     }
     return std::nullopt;
@@ -474,7 +539,16 @@ PYBIND11_MODULE(_stitch, m) {
             std::vector<py::object> results(count);
             std::vector<py::array> given;
             if (!out.is_none()) {
-              for (const py::handle& h : out) given.push_back(py::reinterpret_borrow<py::object>(h));
+              for (const py::handle& h : out) {
+                // Written in place, so never a copy: an array, or memory through DLPack.
+                py::object o = py::reinterpret_borrow<py::object>(h);
+                if (!py::isinstance<py::array>(o) && py::hasattr(o, "__dlpack__")) o = array_from_dlpack(o);
+                if (!py::isinstance<py::array>(o)) {
+                  throw stitch::UserError("out[" + std::to_string(given.size()) + "] must be an array or a DLPack "
+                                          "tensor, not " + std::string(py::str(py::type::of(h).attr("__name__"))));
+                }
+                given.push_back(o.cast<py::array>());
+              }
               if (given.size() != count) {
                 throw stitch::UserError("out= holds " + std::to_string(given.size()) + " array" +
                                         (given.size() == 1 ? "" : "s") + ", the graph has " + std::to_string(count) +
@@ -492,7 +566,7 @@ PYBIND11_MODULE(_stitch, m) {
                                   a.writeable();
                 if (!fits) {
                   throw stitch::UserError("out[" + std::to_string(i) + "] must be a writable C-contiguous " +
-                                          std::string(numpy_name(dtype) ? numpy_name(dtype) : "?") + " array of shape " +
+                                          std::string(numpy_name(dtype)) + " array of shape " +
                                           shape_text(shape));
                 }
                 const auto* begin = static_cast<const std::byte*>(a.data());
@@ -505,11 +579,6 @@ PYBIND11_MODULE(_stitch, m) {
                 }
                 results[i] = a;
               } else if (!results[i]) {
-                const char* name = numpy_name(dtype);
-                if (name == nullptr) {
-                  throw stitch::UserError(std::string("output ") + std::to_string(i) + " is " +
-                                          std::string(stitch::dtype_name(dtype)) + ", which numpy has no dtype for");
-                }
                 // Stitch's storage (huge pages, freed mappings kept for the next
                 // run), which numpy's allocator would fault in afresh each call.
                 auto* storage = new Tensor(Tensor::uninitialized(dtype, shape));

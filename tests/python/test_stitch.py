@@ -235,6 +235,42 @@ class Package(unittest.TestCase):
                 np.testing.assert_array_equal(z, want(x, y))
                 np.testing.assert_array_equal(stitch.interpret(g, x, y), z)
 
+    def test_bf16_crosses_as_ml_dtypes_arrays_and_torch_tensors_in_place(self):
+        import ml_dtypes
+
+        bf16 = np.dtype(ml_dtypes.bfloat16)
+        g = stitch.parse("graph g(x: bf16[N], y: bf16[N]) {\n  z = add(x, y)\n  return z\n}\n",
+                         "bf16.stitch").graphs["g"]
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal(33).astype(bf16)
+        y = rng.standard_normal(33).astype(bf16)
+        run = stitch.compile(g, backend="cpu", cache_dir=self.cache)
+        z = run(x, y)
+        self.assertEqual(z.dtype, bf16)
+        # One rounding of the exact f32 sum (bf16 + bf16 is exact in f32).
+        want = (x.astype(np.float32) + y.astype(np.float32)).astype(bf16)
+        np.testing.assert_array_equal(z.astype(np.float32), want.astype(np.float32))
+        np.testing.assert_array_equal(stitch.interpret(g, x, y).astype(np.float32), want.astype(np.float32))
+        out = np.empty(33, bf16)
+        self.assertIs(run(x, y, out=(out,)), out)
+        np.testing.assert_array_equal(out.astype(np.float32), want.astype(np.float32))
+        try:
+            import torch
+        except ImportError:
+            return
+        xt = torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16)
+        yt = torch.from_numpy(y.astype(np.float32)).to(torch.bfloat16)
+        zt = torch.empty(33, dtype=torch.bfloat16)
+        run(xt, yt, out=(zt,))  # written into zt's memory through DLPack
+        self.assertTrue(torch.equal(zt, (xt.float() + yt.float()).to(torch.bfloat16)))
+        # Read in place too: the input's own memory is seen to overlap the output.
+        with self.assertRaisesRegex(stitch.Error, "overlaps an input"):
+            run(xt, yt, out=(xt,))
+        # A strided view is read (copied into the layout the graph takes), the result the same.
+        wide = torch.stack([xt, yt], dim=1)
+        run(wide[:, 0], wide[:, 1], out=(zt,))
+        self.assertTrue(torch.equal(zt, (xt.float() + yt.float()).to(torch.bfloat16)))
+
     def test_python_m_stitch_runs_the_command_line(self):
         version = subprocess.run([sys.executable, "-m", "stitch", "--version"], capture_output=True, text=True)
         self.assertEqual(version.returncode, 0, version.stderr)

@@ -5,9 +5,9 @@
 # --tests also installs what only the test suite needs: python3-onnx (the ONNX
 # backend node tests' definitions) and python3-torch (the BERT-block export).
 # --python also builds the stitch Python package (docs/python.md): it makes the
-# repository's .venv (Debian's python3; pybind11, numpy and torch from PyPI), builds the extension
-# for it, and puts <build-dir>/python on its path, so that .venv/bin/python
-# imports stitch.
+# repository's .venv (Debian's python3; pybind11, scikit-build-core, numpy and torch
+# from PyPI), builds the extension for it, and installs the package into it with pip
+# from the build's objects, so that .venv/bin/python imports stitch.
 # --packages-only installs the packages and stops (scripts/test.sh --sanitize
 # configures its own build).
 set -euo pipefail
@@ -67,18 +67,14 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_W
 ninja -C "$build_dir"
 
 if ((with_python)); then
-  # The build's package directory on the environment's path (a .pth file).
+  # The package installed into .venv from this build's objects (pip through
+  # scikit-build-core, --no-build-isolation in this build directory: the
+  # install step only), as `pip install .` would; run again after a rebuild.
   site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  echo "$(cd "$build_dir" && pwd)/python" >"$site/stitch-build.pth"
-  # A minimal distribution record, so that importlib.metadata sees the package and
-  # torch.compile(..., backend="stitch") finds the backend through its entry point
-  # without `import stitch` (docs/torch.md).
-  version=$(sed -n 's/^project(stitch VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-  rm -rf "$site"/stitch-*.dist-info
-  dist="$site/stitch-$version.dist-info"
-  mkdir -p "$dist"
-  printf 'Metadata-Version: 2.1\nName: stitch\nVersion: %s\nSummary: Stitch, a kernel-fusion compiler for memory-bound tensor programs (built in %s)\n' \
-    "$version" "$(cd "$build_dir" && pwd)" >"$dist/METADATA"
-  printf '[torch_dynamo_backends]\nstitch = stitch.torch_backend:stitch_backend\n' >"$dist/entry_points.txt"
-  .venv/bin/python -c 'import stitch' || { echo "setup.sh: .venv/bin/python cannot import stitch" >&2; exit 1; }
+  rm -rf "$site/stitch-build.pth" "$site"/stitch-*.dist-info
+  mapfile -t settings < <(scripts/pip-build-settings.sh "$build_dir")
+  .venv/bin/python -m pip install -q --no-build-isolation --no-deps --force-reinstall . "${settings[@]}"
+  venv_python="$(pwd)/.venv/bin/python"
+  (cd / && "$venv_python" -c 'import stitch') ||
+    { echo "setup.sh: .venv/bin/python cannot import stitch" >&2; exit 1; }
 fi

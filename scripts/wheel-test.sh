@@ -14,10 +14,8 @@ wheel_dir="$build_dir/wheel"
 venv="$build_dir/wheel-venv"
 start=$SECONDS
 rm -rf "$wheel_dir" "$venv"
-.venv/bin/python -m pip wheel . -q --no-build-isolation --no-deps -w "$wheel_dir" --config-settings=build-dir="$build_dir" \
-  --config-settings=cmake.build-type=RelWithDebInfo --config-settings=cmake.define.STITCH_BUILD_TESTS=ON \
-  --config-settings=cmake.define.STITCH_ASSERTIONS=ON \
-  --config-settings=cmake.define.STITCH_WERROR=ON
+mapfile -t settings < <(scripts/pip-build-settings.sh "$build_dir")
+.venv/bin/python -m pip wheel . -q --no-build-isolation --no-deps -w "$wheel_dir" "${settings[@]}"
 built=$SECONDS
 /usr/bin/python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q "$wheel_dir"/*.whl "torch>=2.1"

@@ -197,7 +197,7 @@ SetPackingProblem chained_components(uint32_t seed, int components, std::vector<
 }
 
 TEST(SetPacking, LargeComponentsSolvedTogetherMatchBruteForce) {
-  // 250 components of 17 to 20 candidates: more than one CBC model's worth.
+  // 250 components of 17 to 20 candidates: several batches' worth.
   std::vector<int> firsts;
   const SetPackingProblem problem = chained_components(7, 250, &firsts);
   ASSERT_GT(problem.candidates.size(), 4096u);

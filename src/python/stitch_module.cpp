@@ -178,11 +178,20 @@ struct CallerArrays {
   std::vector<stitch::ArrayView> views;
 
   explicit CallerArrays(const py::args& args) {
-    for (const py::handle& h : args) arrays.push_back(in_place(h));
+    std::vector<DType> dtypes;
+    for (const py::handle& h : args) {
+      // A bad argument's message names which one it is.
+      try {
+        arrays.push_back(in_place(h));
+        dtypes.push_back(dtype_of(arrays.back().dtype()));
+      } catch (const stitch::UserError& e) {
+        throw stitch::UserError("argument " + std::to_string(dtypes.size()) + ": " + e.what());
+      }
+    }
     for (const py::array& a : arrays) shapes.emplace_back(a.shape(), a.shape() + a.ndim());
     for (size_t i = 0; i < arrays.size(); ++i) {
-      views.push_back({static_cast<std::byte*>(const_cast<void*>(arrays[i].data())), dtype_of(arrays[i].dtype()),
-                       shapes[i].data(), static_cast<int>(shapes[i].size())});
+      views.push_back({static_cast<std::byte*>(const_cast<void*>(arrays[i].data())), dtypes[i], shapes[i].data(),
+                       static_cast<int>(shapes[i].size())});
     }
   }
 

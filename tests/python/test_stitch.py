@@ -271,6 +271,21 @@ class Package(unittest.TestCase):
         run(wide[:, 0], wide[:, 1], out=(zt,))
         self.assertTrue(torch.equal(zt, (xt.float() + yt.float()).to(torch.bfloat16)))
 
+    def test_bad_arrays_name_the_argument_and_what_was_expected(self):
+        g = self.module.graphs["two"]
+        run = stitch.compile(g, backend="cpu", cache_dir=self.cache)
+        x = np.linspace(0, 1, 10)
+        with self.assertRaisesRegex(stitch.Error, r"argument 1: a numpy array of dtype complex128 has no Stitch dtype"):
+            run(x, x.astype(np.complex128))
+        with self.assertRaisesRegex(stitch.Error, r"argument 0: a numpy array of dtype str32 has no Stitch dtype"):
+            run("x", x)
+        # An output is written in place, so a view it cannot be written through is refused.
+        wide = np.zeros((10, 2))
+        with self.assertRaisesRegex(stitch.Error, r"out\[0\] must be a writable C-contiguous float64 array"):
+            run(x, x, out=(wide[:, 0], np.zeros(10)))
+        with self.assertRaisesRegex(stitch.Error, r"out\[1\] must be an array or a DLPack tensor, not list"):
+            run(x, x, out=(np.zeros(10), [0.0] * 10))
+
     def test_python_m_stitch_runs_the_command_line(self):
         version = subprocess.run([sys.executable, "-m", "stitch", "--version"], capture_output=True, text=True)
         self.assertEqual(version.returncode, 0, version.stderr)

@@ -319,8 +319,8 @@ SetPackingResult solve_set_packing(const SetPackingProblem& problem, SetPackingM
   std::vector<int> local(problem.candidates.size(), -1), element_id(static_cast<size_t>(problem.num_elements), -1);
   std::vector<int> batch, batch_parts;
   std::vector<std::vector<int>> keys(parts.size());
-  // The small components searched; the others gathered into batches, one
-  // CBC model a batch, under what is left of the time limit.
+  // The small components searched; the others gathered into batches for
+  // solve_batch, each under what is left of the time limit.
   auto left = [&] {
     return std::max(0.0, problem.time_limit_seconds -
                              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

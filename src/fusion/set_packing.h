@@ -45,13 +45,15 @@ struct SetPackingMemo {
 
 // The problem splits into independent components (candidates linked by a
 // shared element or a forbidden set); each of at most 16 candidates is solved
-// by an exhaustive pruned search, the larger ones together in CBC models of
-// a few thousand candidates, under what is left of the time limit. Where the
-// time limit stops CBC before its first packing of a model, that model's
-// components get the empty packing, and the result is not optimal. With a
-// memo, components solved before (optimally) are not solved again. Throws
-// InternalError where CBC fails otherwise (the empty packing is always
-// feasible, so "none found" is a bug).
+// by an exhaustive pruned search. The larger ones go in batches of about
+// 1,024 candidates whose LP relaxation Clp solves at once: a component whose
+// part of the optimal vertex is integral is solved by it, each other one by
+// its own CBC model, under what is left of the time limit. Where the time
+// limit stops the LP, its components go to CBC; where it stops CBC before its
+// first packing, that component gets the empty packing, and the result is not
+// optimal. With a memo, components solved before (optimally) are not solved
+// again. Throws InternalError where CBC fails otherwise (the empty packing is
+// always feasible, so "none found" is a bug).
 SetPackingResult solve_set_packing(const SetPackingProblem& problem, SetPackingMemo* memo = nullptr);
 
 }  // namespace stitch

@@ -298,6 +298,24 @@ class Package(unittest.TestCase):
         self.assertEqual(doctor.returncode, 0, doctor.stdout)
         self.assertIn("the CPU back end has everything it needs", doctor.stdout)
 
+    def test_a_missing_compiler_is_a_stitch_error_naming_the_fix(self):
+        # First use on a machine without a C++ compiler: a stitch.Error that says what to
+        # install, not a slow result from the interpreter. A fresh cache, so nothing loads.
+        script = (
+            "import numpy as np, stitch\n"
+            "g = stitch.parse('graph g(x: f32[4]) {\\n  y = exp(x)\\n  return y\\n}\\n')\n"
+            "try:\n"
+            "    stitch.compile(g.graphs['g'])(np.ones(4, np.float32))\n"
+            "except stitch.Error as e:\n"
+            "    print('stitch.Error:', e)\n")
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, STITCH_CXX="stitch-no-such-compiler", STITCH_CACHE_DIR=cache)
+            r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("stitch.Error: ", r.stdout)
+        self.assertIn("`stitch-no-such-compiler` is not on PATH: apt-get install g++", r.stdout)
+        self.assertIn("stitch doctor", r.stdout)
+
     def test_bad_input_raises_stitch_error_with_the_cli_message(self):
         with self.assertRaises(stitch.Error) as e:
             stitch.parse("graph g(x: f32[4]) {\n  y = nosuchop(x)\n  return y\n}\n", "bad.stitch")

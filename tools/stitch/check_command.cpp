@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "ir/canonicalize.h"
 #include "runtime/cpu/executable.h"
+#include "runtime/cpu/toolchain_check.h"
 #include "stitch/interpreter.h"
 #include "stitch/ops.h"
 #include "stitch/text.h"
@@ -125,6 +126,8 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
         report(planner_text, "FAILED: the compiler rejected the plan: " + fallback, tally.mismatches);
         continue;
       }
+    } catch (const runtime::cpu::ToolchainMissing&) {
+      throw;  // nothing can be checked on this machine: exit status 2, with the fix
     } catch (const UserError& e) {
       // The back end's way of saying a group does not lower yet.
       report(planner_text, std::string("unsupported: ") + e.what(), tally.unsupported);

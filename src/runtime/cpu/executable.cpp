@@ -21,7 +21,6 @@
 #include "stitch/text.h"
 #include "kir/printer.h"
 #include "runtime/cpu/dot_call.h"
-#include "runtime/cpu/toolchain_check.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
 
@@ -195,9 +194,9 @@ Backend cpu_backend(KernelCache& cache, const CompileOptions& options, CpuModule
     try {
       module = cache.load_or_compile(source, options.compiler);
     } catch (const CompileError& e) {
-      // A missing compiler or library first, in words, with how to install it.
-      const std::string hint = missing_toolchain_hint(options.compiler.compiler, e.what());
-      error = hint.empty() ? e.what() : hint + "\n" + e.what();
+      // The compiler rejected the source (a missing toolchain is a
+      // ToolchainMissing from the cache, which no fallback hides).
+      error = e.what();
       return false;
     }
     return true;

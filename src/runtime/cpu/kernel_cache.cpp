@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/cpu/toolchain_check.h"
 #include "stitch/error.h"
 
 namespace stitch::runtime::cpu {
@@ -358,6 +359,15 @@ CpuModule KernelCache::compile_into_entry(const std::string& key, const std::str
 }
 
 CpuModule KernelCache::load_or_compile(const std::string& source, const CompilerOptions& options) {
+  try {
+    return load_or_compile_entry(source, options);
+  } catch (const CompileError& e) {
+    throw_if_toolchain_missing(options.compiler, e);
+    throw;
+  }
+}
+
+CpuModule KernelCache::load_or_compile_entry(const std::string& source, const CompilerOptions& options) {
   const std::string entry_key = key(source, options);
   if (entry_is_valid(entry_key)) {
     touch_cache_file(checksum_path(entry_key));

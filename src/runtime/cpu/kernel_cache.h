@@ -66,7 +66,9 @@ class KernelCache {
   // The cached shared object for `source` compiled with `options`, compiling and
   // storing it on a miss or a corrupt entry. A hit marks the entry as used
   // (eviction's recency); a store runs maintain_cache over the directory.
-  // Throws CompileError as compile_shared_object does.
+  // Throws ToolchainMissing (a UserError) when the compiler's output shows a
+  // missing compiler, OpenMP or SLEEF, else CompileError as
+  // compile_shared_object does.
   CpuModule load_or_compile(const std::string& source, const CompilerOptions& options = {});
 
   // The entry key: SHA-256 over source, command line, compiler version and target.
@@ -85,6 +87,8 @@ class KernelCache {
   CacheStats stats() const;
 
  private:
+  // load_or_compile, before a CompileError is sorted into a missing toolchain.
+  CpuModule load_or_compile_entry(const std::string& source, const CompilerOptions& options);
   bool entry_is_valid(const std::string& key) const;
   // compiler_version, remembered in <dir>/cpu/compilers/ against the
   // compiler binary's path, size and modification time, so that a cache hit

@@ -163,4 +163,9 @@ std::string missing_toolchain_hint(const std::string& compiler, const std::strin
   return hint + " (`stitch doctor` checks everything the CPU back end needs)";
 }
 
+void throw_if_toolchain_missing(const std::string& compiler, const CompileError& e) {
+  const std::string hint = missing_toolchain_hint(compiler, std::string(e.what()) + "\n" + e.diagnostics());
+  if (!hint.empty()) throw ToolchainMissing(hint + "\n" + e.what());
+}
+
 }  // namespace stitch::runtime::cpu

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/cpu/cpu_compiler.h"
+#include "stitch/error.h"
 
 namespace stitch::runtime::cpu {
 
@@ -28,5 +29,18 @@ std::vector<ToolchainCheck> check_cpu_toolchain(const CompilerOptions& options =
 // compiler's or the shell's output) shows missing and how to install it, as
 // one sentence; empty when it shows none of them.
 std::string missing_toolchain_hint(const std::string& compiler, const std::string& diagnostics);
+
+// A compile that failed because this machine lacks part of the toolchain: the
+// environment, not a Stitch bug, so no fallback hides it behind a slow result.
+// A UserError: exit status 2 on the command line, stitch.Error in Python. The
+// message is missing_toolchain_hint's sentence, then the compiler's words.
+class ToolchainMissing : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+// Rethrows `e` as ToolchainMissing when its output shows a missing piece of
+// the toolchain; returns otherwise (a compile the compiler rejected).
+void throw_if_toolchain_missing(const std::string& compiler, const CompileError& e);
 
 }  // namespace stitch::runtime::cpu

@@ -41,7 +41,7 @@ import stitch.torch_backend as backend
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(SOURCE, "tests", "python"))
-from torch_models import BertLayer, GPT2Block  # noqa: E402
+from torch_models import BertLayer, GPT2Block, LlamaBlock  # noqa: E402
 
 
 def randomise(module):
@@ -76,6 +76,10 @@ def blocks(small):
                        lambda: _bert_inputs(batch, seq, 768), lambda: _bert_inputs(1, 1, 768)),
         "gpt2_block": (f"[{batch}, {seq}, 768], 12 heads f32", lambda: randomise(GPT2Block(768, 12, seq)),
                        lambda: (torch.randn(batch, seq, 768),), lambda: (torch.randn(1, seq, 768),)),
+        # The Llama-style sizes: SwiGLU over [4, 128, 688].
+        "llama_block": (f"[{batch // 2}, {seq}, 256], 8 heads, 4 KV heads, SwiGLU 688 f32",
+                        lambda: randomise(LlamaBlock(256, 8, 4, 688, seq)),
+                        lambda: (torch.randn(batch // 2, seq, 256),), lambda: (torch.randn(1, seq, 256),)),
     }
 
 

@@ -1,8 +1,10 @@
 """ATen views, copies between layouts and data movement as Stitch ops (docs/torch.md)."""
 
+import math
+
 import torch
 
-from .torch_lowering import Outputs, cast, ints, lowers, number, reshape, transpose
+from .torch_lowering import Outputs, cast, constant, ints, lowers, number, reshape, transpose
 
 aten = torch.ops.aten
 
@@ -131,3 +133,40 @@ def _index_select(g, out, base, x, dim, index):
 @lowers(aten.embedding.default)
 def _embedding(g, out, base, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     return g.op(base, f"gather({weight.name}, {indices.name}, axis=0)", weight.dtype, out.shape)
+
+
+def _checked_index(g, index, n, base):
+    """`index` itself where 0 <= index < n; anything else raises as eager PyTorch does (a
+    gather from the positions 0..n-1, a negative index first made out of range, since
+    Stitch's gather would wrap it)."""
+    positions = g.op(base + "_positions", f"iota(shape=[{n}], axis=0, dtype=i64)", torch.int64, (n,))
+    negative = g.op(base + "_negative", f"lt({index.name}, {constant(g, 0, torch.int64).name})", torch.bool,
+                    index.shape)
+    outside = g.op(base + "_outside", f"select({negative.name}, {constant(g, n, torch.int64).name}, {index.name})",
+                   torch.int64, index.shape)
+    return g.op(base + "_checked", f"gather({positions.name}, {outside.name}, axis=0)", torch.int64, index.shape)
+
+
+@lowers(aten.gather.default)
+def _gather(g, out, base, x, dim, index, *, sparse_grad=False):
+    """torch.gather (out[i] = x[i with index[i] at dim]) as numpy's take on x flattened:
+    the flat position is the sum over axes of the coordinate, index[i] at dim, times
+    x's stride there."""
+    rank = len(x.shape)
+    if rank == 0:
+        return x
+    dim = dim % rank
+    shape = tuple(index.shape)
+    flat = None
+    for d in range(rank):
+        stride = math.prod(x.shape[d + 1:])
+        if d == dim:
+            coord = _checked_index(g, cast(g, index, torch.int64), x.shape[dim], base)
+        else:
+            coord = g.op(base + "_i", f"iota(shape={ints(shape)}, axis={d}, dtype=i64)", torch.int64, shape)
+        if stride != 1:
+            k = constant(g, stride, torch.int64)
+            coord = g.op(base + "_at", f"mul({coord.name}, {k.name})", torch.int64, shape)
+        flat = coord if flat is None else g.op(base + "_at", f"add({flat.name}, {coord.name})", torch.int64, shape)
+    xs = reshape(g, x, (math.prod(x.shape),))
+    return g.op(base, f"gather({xs.name}, {flat.name}, axis=0)", x.dtype, out.shape)

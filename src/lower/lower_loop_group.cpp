@@ -5,6 +5,8 @@
 #include "lower/lower_loop_group.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdlib>
 #include <cstdint>
 #include <functional>
 #include <iterator>
@@ -19,6 +21,23 @@ namespace stitch::lower {
 namespace {
 
 using kir::Expr;
+
+// Whether an element's value reads anything by an index other than its own
+// linear one: a layout op, a broadcast, a gather, an iota, or an operand of
+// another shape (an implicit broadcast).
+bool reads_by_coordinates(const Graph& g, const FusionGroup& group, const Shape& root) {
+  for (int n : group.nodes) {
+    const Node& node = g.nodes()[n];
+    const OpCategory c = op_info(node.op).category;
+    if (c == OpCategory::Layout || c == OpCategory::Broadcast || c == OpCategory::Gather || node.op == OpKind::Iota) {
+      return true;
+    }
+    for (ValueId in : node.inputs) {
+      if (g.type(in).shape != root) return true;
+    }
+  }
+  return false;
+}
 
 class LoopLowerer {
  public:
@@ -36,11 +55,13 @@ class LoopLowerer {
     }
     signature_ = loop_group_signature(g_, group_);
     ex_.declare_params(signature_);
+    if (group_.epilogue_of < 0) threads_ = loop_block_threads(g_, group_);
+    per_block_ = threads_ * kLoopElementsPerThread;
 
     std::vector<BlockRange> ranges = block_ranges();
     // A dot epilogue runs by block ranges over the dot's rows: with the
     // dot's element count alone its blocks cover consecutive elements,
-    // kPerBlock each (no column strips); with roots of other widths each
+    // per_block_ each (no column strips); with roots of other widths each
     // block covers a number of the dot's rows of every root.
     const bool epilogue = group_.epilogue_of >= 0;
     if (epilogue && (ranges.size() != 1 || ranges.front().count != element_count_expr(dot_shape()))) {
@@ -51,7 +72,7 @@ class LoopLowerer {
       r.first_block = grid;
       grid = add_i(grid, r.blocks);
     }
-    kb_.launch(grid, kLoopBlockThreads);
+    kb_.launch(grid, threads_);
     kb_.grid("blk", grid, [&](const Expr& b) {
       if (ranges.size() == 1) {
         if (epilogue) {
@@ -80,7 +101,7 @@ class LoopLowerer {
       chain(0);
     });
     kir::Kernel k = kb_.finish();
-    if (epilogue) k.panel_elements = kPerBlock;
+    if (epilogue) k.panel_elements = per_block_;
     return k;
   }
 
@@ -99,8 +120,8 @@ class LoopLowerer {
   // A dot epilogue with roots of several widths (dot_epilogue_refusal: each
   // root is rows of the dot's result, its row r elements [r * w, (r + 1) * w)
   // for its width w): block b covers rows [b * R, (b + 1) * R) of every
-  // root, R rows making about kPerBlock elements of the widest, each root
-  // shape's part of them in chunks of kPerBlock elements. Its block ranges
+  // root, R rows making about per_block_ elements of the widest, each root
+  // shape's part of them in chunks of per_block_ elements. Its block ranges
   // are in R rows of the dot (Kernel::panel_elements).
   kir::Kernel run_row_blocks(const std::vector<BlockRange>& ranges) {
     const Shape& dot = dot_shape();
@@ -114,9 +135,9 @@ class LoopLowerer {
       widths.push_back(count / rows);
     }
     const int64_t widest = *std::max_element(widths.begin(), widths.end());
-    const int64_t per_block = std::max<int64_t>(1, kPerBlock / std::max<int64_t>(1, widest));
+    const int64_t per_block = std::max<int64_t>(1, per_block_ / std::max<int64_t>(1, widest));
     const Expr grid = kir::int_const((rows + per_block - 1) / per_block);
-    kb_.launch(grid, kLoopBlockThreads);
+    kb_.launch(grid, threads_);
     kb_.grid("blk", grid, [&](const Expr& b) {
       for (size_t k = 0; k < ranges.size(); ++k) {
         if (widths[k] == 0) continue;
@@ -125,16 +146,16 @@ class LoopLowerer {
           const int64_t span = per_block * widths[k];
           const Expr lo = kb_.let("lo" + suffix, mul_i(b, kir::int_const(span)));
           const Expr hi = kb_.let("hi" + suffix, kir::op(OpKind::Min, {add_i(lo, kir::int_const(span)), ranges[k].count}));
-          const int64_t chunks = (span + kPerBlock - 1) / kPerBlock;
+          const int64_t chunks = (span + per_block_ - 1) / per_block_;
           auto chunk = [&](const Expr& first) {
-            emit_elements(ranges[k], [&](const Expr& u) { return add_i(first, mul_i(u, kir::int_const(kLoopBlockThreads))); },
+            emit_elements(ranges[k], [&](const Expr& u) { return add_i(first, mul_i(u, kir::int_const(threads_))); },
                           hi, true, suffix, nullptr);
           };
           if (chunks == 1) {
             chunk(lo);
           } else {
             kb_.serial("chunk" + suffix, kir::int_const(chunks),
-                       [&](const Expr& s) { chunk(add_i(lo, mul_i(s, kir::int_const(kPerBlock)))); });
+                       [&](const Expr& s) { chunk(add_i(lo, mul_i(s, kir::int_const(per_block_)))); });
           }
         });
       }
@@ -165,8 +186,8 @@ class LoopLowerer {
     }
     for (BlockRange& r : ranges) {
       int64_t n = 0;
-      r.blocks = kir::is_int_constant(r.count, &n) ? kir::int_const((n + kPerBlock - 1) / kPerBlock)
-                                                   : (r.count + (kPerBlock - 1)) / kPerBlock;
+      r.blocks = kir::is_int_constant(r.count, &n) ? kir::int_const((n + per_block_ - 1) / per_block_)
+                                                   : (r.count + (per_block_ - 1)) / per_block_;
     }
     return ranges;
   }
@@ -197,12 +218,12 @@ class LoopLowerer {
   // all. Each runs on the blocks its guards admit; the general body on the
   // rest.
   void emit_piece_versions(const BlockRange& range, const Expr& b) {
-    Expr lin_lo = kb_.let("lin_lo", mul_i(b, kir::int_const(kPerBlock)));
-    Expr lin_hi = kb_.let("lin_hi", kir::op(OpKind::Min, {add_i(lin_lo, kir::int_const(kPerBlock - 1)),
+    Expr lin_lo = kb_.let("lin_lo", mul_i(b, kir::int_const(per_block_)));
+    Expr lin_hi = kb_.let("lin_hi", kir::op(OpKind::Min, {add_i(lin_lo, kir::int_const(per_block_ - 1)),
                                                           sub_i(range.count, kir::int_const(1))}));
     std::vector<PieceAssumption> versions(1);
     versions.reserve(kMaxPieceVersions);
-    versions[0].min_piece_elements = kPerBlock;
+    versions[0].min_piece_elements = per_block_;
     std::function<void(size_t)> chain = [&](size_t v) {
       kb_.if_then_after(
           [&] { return block_satisfies(versions[v], lin_lo, lin_hi); },
@@ -225,9 +246,9 @@ class LoopLowerer {
     const auto [node, taken] = versions[0].concats.front();
     for (size_t piece = 0; piece < g_.nodes()[node].inputs.size(); ++piece) {
       if (piece == taken || versions.size() == kMaxPieceVersions) continue;
-      if (concat_piece_run(g_, g_.nodes()[node], piece) < kPerBlock) continue;
+      if (concat_piece_run(g_, g_.nodes()[node], piece) < per_block_) continue;
       PieceAssumption a;
-      a.min_piece_elements = kPerBlock;
+      a.min_piece_elements = per_block_;
       a.forced_node = node;
       a.forced_piece = piece;
       versions.push_back(std::move(a));
@@ -267,19 +288,19 @@ class LoopLowerer {
   void emit_threads(const BlockRange& range, const Expr& b, const std::string& suffix, PieceAssumption* assume) {
     int64_t static_count = 0;
     // A static count that fills every block needs no tail guard.
-    const bool guard = !kir::is_int_constant(range.count, &static_count) || static_count % kPerBlock != 0;
+    const bool guard = !kir::is_int_constant(range.count, &static_count) || static_count % per_block_ != 0;
     emit_elements(
-        range, [&](const Expr& u) { return (b * kLoopElementsPerThread + u) * kLoopBlockThreads; }, range.count, guard,
+        range, [&](const Expr& u) { return (b * kLoopElementsPerThread + u) * threads_; }, range.count, guard,
         suffix, assume);
   }
 
-  // kPerBlock elements of `range` on one block's threads: part `u` of thread
+  // per_block_ elements of `range` on one block's threads: part `u` of thread
   // `t` computes linear index part_first(u) + t, where below `limit` when
   // `guard`.
   void emit_elements(const BlockRange& range, const std::function<Expr(const Expr&)>& part_first, const Expr& limit,
                      bool guard, const std::string& suffix, PieceAssumption* assume) {
     ex_.assume(assume);
-    kb_.block("thr" + suffix, kLoopBlockThreads, [&](const Expr& t) {
+    kb_.block("thr" + suffix, threads_, [&](const Expr& t) {
       kb_.loop("part" + suffix, kir::int_const(kLoopElementsPerThread), kir::LoopLevel::Unroll, [&](const Expr& u) {
         ex_.take_loads();
         const Expr first = part_first(u);
@@ -306,9 +327,9 @@ class LoopLowerer {
         }
         // The same part of the next block, while the rest of this one
         // computes (docs/lowering.md, Prefetch).
-        const Expr ahead = add_i(first, kir::int_const(kPerBlock));
+        const Expr ahead = add_i(first, kir::int_const(per_block_));
         for (const std::string& buffer : prefetched(range, ex_.take_loads())) {
-          kb_.prefetch(buffer, ahead, kir::int_const(kLoopBlockThreads));
+          kb_.prefetch(buffer, ahead, kir::int_const(threads_));
         }
       });
     });
@@ -319,7 +340,7 @@ class LoopLowerer {
   // operand's innermost axis, the row-major order reads that operand with a
   // stride of a whole row per element, touching a new page and cache line
   // every time. A block then covers kLoopElementsPerThread consecutive rows
-  // of one strip of kLoopBlockThreads columns instead of one run of elements,
+  // of one strip of threads_ columns instead of one run of elements,
   // and consecutive blocks walk down the strip: the operand's lines and pages
   // are reused by the next rows while still cached. Writes stay contiguous
   // across threads. Static shapes whose strips fill every block only.
@@ -333,7 +354,7 @@ class LoopLowerer {
     }
     if (!shape.back().is_static()) return false;
     const int64_t columns = shape.back().extent();
-    if (columns % kLoopBlockThreads != 0 || rows % kLoopElementsPerThread != 0 ||
+    if (columns % threads_ != 0 || rows % kLoopElementsPerThread != 0 ||
         rows < 2 * kLoopElementsPerThread) {
       return false;
     }
@@ -354,8 +375,8 @@ class LoopLowerer {
     for (const Dim& d : leading) rows *= d.extent();
     const Expr row_groups = kir::int_const(rows / kLoopElementsPerThread);
     Expr first_row = kb_.let("row0", mul_i(kir::op(OpKind::Rem, {b, row_groups}), kir::int_const(kLoopElementsPerThread)));
-    Expr first_column = kb_.let("col0", mul_i(kir::op(OpKind::Div, {b, row_groups}), kir::int_const(kLoopBlockThreads)));
-    kb_.block("thr", kLoopBlockThreads, [&](const Expr& t) {
+    Expr first_column = kb_.let("col0", mul_i(kir::op(OpKind::Div, {b, row_groups}), kir::int_const(threads_)));
+    kb_.block("thr", threads_, [&](const Expr& t) {
       kb_.loop("part", kir::int_const(kLoopElementsPerThread), kir::LoopLevel::Unroll, [&](const Expr& u) {
         Index idx = ex_.delinearize(add_i(first_row, u), leading, "i");
         idx.push_back(kb_.let("i" + std::to_string(shape.size() - 1), add_i(first_column, t)));
@@ -367,11 +388,13 @@ class LoopLowerer {
     });
   }
 
-  static constexpr int64_t kPerBlock = kLoopBlockThreads * kLoopElementsPerThread;
-  static constexpr size_t kMaxPieceVersions = 4;
+    static constexpr size_t kMaxPieceVersions = 4;
 
   const Graph& g_;
   const FusionGroup& group_;
+  // The block's threads (loop_block_threads) and the elements it covers.
+  int64_t threads_ = kLoopBlockThreads;
+  int64_t per_block_ = kLoopBlockThreads * kLoopElementsPerThread;
   const bool prefetch_;
   GroupSignature signature_;
   Index root_index_;  // of the part being built
@@ -422,6 +445,31 @@ GroupSignature loop_group_signature(const Graph& g, const FusionGroup& group) {
   for (int n : group.nodes) note_symbols(g.nodes()[n].output);
   sig.symbols.assign(symbols.begin(), symbols.end());
   return sig;
+}
+
+int64_t loop_block_threads(int64_t innermost) {
+  if (innermost <= 0 || innermost % kLoopBlockThreads == 0) return kLoopBlockThreads;
+  int64_t best = 0;
+  auto score = [](int64_t d) {
+    // Whole vectors first (up to 16 lanes), then the nearest to 256 threads.
+    const int lanes = std::min(std::countr_zero(static_cast<uint64_t>(d)), 4);
+    const int distance = std::abs(static_cast<int>(std::bit_width(static_cast<uint64_t>(d))) -
+                                  static_cast<int>(std::bit_width(static_cast<uint64_t>(kLoopBlockThreads))));
+    return std::pair{-lanes, distance};
+  };
+  for (int64_t d = kMinLoopBlockThreads; d <= kMaxLoopBlockThreads && d <= innermost; ++d) {
+    if (innermost % d == 0 && (best == 0 || score(d) < score(best))) best = d;
+  }
+  return best == 0 ? kLoopBlockThreads : best;
+}
+
+int64_t loop_block_threads(const Graph& g, const FusionGroup& group) {
+  const Shape& root = g.type(g.nodes()[group.roots.front()].output).shape;
+  for (int r : group.roots) {
+    if (g.type(g.nodes()[r].output).shape != root) return kLoopBlockThreads;
+  }
+  if (root.size() < 2 || !root.back().is_static() || !reads_by_coordinates(g, group, root)) return kLoopBlockThreads;
+  return loop_block_threads(root.back().extent());
 }
 
 kir::Kernel lower_loop_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,

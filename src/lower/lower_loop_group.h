@@ -19,6 +19,23 @@ namespace stitch::lower {
 inline constexpr int64_t kLoopBlockThreads = 256;
 inline constexpr int64_t kLoopElementsPerThread = 4;
 
+// The threads of a loop block over rows of `innermost` elements: 256 where
+// that divides the row (or the extent is unknown, <= 0), else the divisor of
+// the row in [kMinLoopBlockThreads, kMaxLoopBlockThreads] that fills the most
+// whole 16-lane vectors, then the nearest to 256; 256 when there is none.
+// With a block that divides the row, the emitters split a thread's linear
+// index into a block-uniform row and a column that is the row's start plus
+// the thread (docs/lowering.md, Loop blocks that divide the row): a
+// broadcast, a transpose of outer axes or a slice then reads contiguously,
+// where a block of 256 over rows of 688 divides every element's index.
+inline constexpr int64_t kMinLoopBlockThreads = 32;
+inline constexpr int64_t kMaxLoopBlockThreads = 1024;
+int64_t loop_block_threads(int64_t innermost);
+// For a group: the row of its roots (one shape, rank 2 or more, a static
+// innermost extent) where an element reads by coordinates (layout ops,
+// broadcasts, gathers, iota); kLoopBlockThreads otherwise and for dot epilogues.
+int64_t loop_block_threads(const Graph& g, const FusionGroup& group);
+
 // The calling convention of a lowered group: which graph value each buffer
 // parameter holds and which shape symbol each scalar parameter carries, in
 // the kernel's parameter order. Inputs (read) come first, then roots (write).

@@ -56,7 +56,7 @@ TEST(CppEmitter, GoldenThreadRegionSplitAtBarrier) {
       // phase 2 of 2
       #pragma omp simd
       for (int64_t t = 0; t < 32; ++t) {
-        const int64_t next = ((t + int64_t(1LL)) % int64_t(32LL));
+        const int64_t next = int64_t(uint32_t((t + int64_t(1LL))) % 32u);
         y[(b) * (int64_t(32LL)) + (t)] = s[next];
       }
     }

@@ -31,7 +31,7 @@ import stitch
 import stitch.torch_backend as backend
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_models import BertLayer, GPT2Block  # noqa: E402
+from torch_models import BertLayer, GPT2Block, LlamaBlock  # noqa: E402
 
 F32 = dict(rtol=1e-5, atol=1e-5)
 F32_BLOCK = dict(rtol=1e-4, atol=1e-4)
@@ -129,6 +129,13 @@ class Blocks(StitchCase):
         self.compiled_matches(randomise(nn.RMSNorm(256, eps=1e-6)), torch.randn(64, 256))
         self.compiled_matches(RMSNormByHand(256), torch.randn(4, 16, 256))
 
+    def test_cross_entropy_head(self):
+        # The loss picks each row's target by a gather: all of it in one partition.
+        logits, target = torch.randn(32, 100), torch.randint(0, 100, (32,))
+        stats = self.compiled_matches(lambda z, t: F.cross_entropy(z, t), logits, target)
+        self.assertEqual(len(stats[0].partitions), 1)
+        self.assertEqual(sum(stats[0].torch_ops.values()), 0, stats[0].torch_ops)
+
     def test_gelu_mlp(self):
         mlp = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
         stats = self.compiled_matches(mlp, torch.randn(32, 64), tol=F32_BLOCK)
@@ -156,6 +163,10 @@ class Blocks(StitchCase):
         finally:
             torch.backends.mha.set_fastpath_enabled(enabled)
 
+    def test_llama_block(self):
+        # RMSNorm, rotary embedding (slices, a concat), grouped-query attention and SwiGLU.
+        self.compiled_matches(randomise(LlamaBlock()), torch.randn(2, 16, 64), tol=F32_BLOCK)
+
     def test_gpt2_block(self):
         block = randomise(GPT2Block()).eval()
         stats = self.compiled_matches(block, torch.randn(2, 16, 64), tol=F32_BLOCK)
@@ -180,7 +191,9 @@ def op_soup(x, y, idx):
               torch.split(x, 10, dim=1)[1] * 2, x.t() * 3, x.unbind(0)[3] + 1,
               (x * y).unsqueeze(1).expand(-1, 3, -1).reshape(x.shape[0] * 3, -1) + 1)
     indices = (x.argmax(-1), x.max(-1).values, x.max(-1).indices, x.min(0).values, x.argmin(),
-               x.index_select(0, idx) * 2, F.embedding(idx, y) * 2)
+               x.index_select(0, idx) * 2, F.embedding(idx, y) * 2,
+               torch.gather(x, 1, (x.abs() * 10).long().clamp(max=47)) * 2,
+               torch.gather(y, 0, (y.abs() * 10).long()[:5].clamp(max=15)))
     binary = (torch.maximum(x, y), torch.minimum(x, y), torch.atan2(x, y), torch.fmod(x, 0.3), 1 - x)
     sources = (torch.arange(x.shape[1]) * 2 + x, torch.full_like(x, 3) * y, torch.zeros_like(x) + y)
     logic = ((x > 0).float() + (x < y).to(torch.float64), torch.isnan(x / y.abs()),

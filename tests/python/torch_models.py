@@ -52,3 +52,48 @@ class BertLayer(nn.Module):
         ctx = (scores.softmax(-1) @ v).permute(0, 2, 1, 3).reshape(B, T, C)
         x = self.ln_attn(x + self.o(ctx))
         return self.ln_out(x + self.down(F.gelu(self.up(x))))
+
+
+class LlamaBlock(nn.Module):
+    """A Llama-style decoder block: pre-RMSNorm, rotary position embedding on the
+    queries and keys (the halves of each head rotated), grouped-query causal attention
+    (fewer key/value heads than query heads, each shared by a group), and a SwiGLU MLP
+    (silu of one projection times another); no biases."""
+
+    def __init__(self, d=64, heads=4, kv_heads=2, hidden=172, context=16):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, d // heads
+        self.attn_norm, self.mlp_norm = nn.RMSNorm(d, eps=1e-6), nn.RMSNorm(d, eps=1e-6)
+        self.wq = nn.Linear(d, heads * self.head_dim, bias=False)
+        self.wk = nn.Linear(d, kv_heads * self.head_dim, bias=False)
+        self.wv = nn.Linear(d, kv_heads * self.head_dim, bias=False)
+        self.wo = nn.Linear(heads * self.head_dim, d, bias=False)
+        self.gate, self.up = nn.Linear(d, hidden, bias=False), nn.Linear(d, hidden, bias=False)
+        self.down = nn.Linear(hidden, d, bias=False)
+        frequencies = 10000.0 ** (-torch.arange(0, self.head_dim, 2).float() / self.head_dim)
+        angles = torch.outer(torch.arange(context).float(), frequencies)  # [context, head_dim / 2]
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+        self.register_buffer("causal", torch.tril(torch.ones(context, context, dtype=torch.bool)))
+
+    def rotate(self, t):
+        """t: [B, H, T, head_dim]; each position's two halves rotated by its angles."""
+        half = self.head_dim // 2
+        a, b = t[..., :half], t[..., half:]
+        cos, sin = self.cos[: t.shape[2]], self.sin[: t.shape[2]]
+        return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        h = self.attn_norm(x)
+        q = self.wq(h).view(B, T, self.heads, self.head_dim).transpose(1, 2)
+        k = self.wk(h).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.wv(h).view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = self.rotate(q), self.rotate(k)
+        group = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+        att = att.masked_fill(~self.causal[:T, :T], float("-inf")).softmax(-1)
+        x = x + self.wo((att @ v).transpose(1, 2).reshape(B, T, C))
+        h = self.mlp_norm(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
+
+#include <fmt/format.h>
 
 #include "codegen/common/index_range.h"
 
@@ -46,18 +49,22 @@ std::optional<IndexFacts::Range> IndexFacts::value_range(const Expr& e) const {
   return r;
 }
 
-// The largest power of two known to divide `e` (1 when nothing is known).
+// A number known to divide `e`: 1 when nothing is known, 0 when `e` is 0.
 int64_t IndexFacts::known_multiple(const Expr& e) const {
   int64_t c = 0;
-  if (kir::is_int_constant(e, &c)) return c == 0 ? int64_t{1} << 40 : (c & -c);
+  if (kir::is_int_constant(e, &c)) return c < 0 ? (c == INT64_MIN ? int64_t{1} << 62 : -c) : c;
   if (e->kind == ExprKind::Var) {
     if (auto it = lets_.find(e->name); it != lets_.end()) return known_multiple(it->second->init);
     return 1;
   }
   if (e->kind != ExprKind::Op || e->operands.size() != 2) return 1;
   const int64_t a = known_multiple(e->operands[0]), b = known_multiple(e->operands[1]);
-  if (e->op == OpKind::Mul) return std::min<int64_t>(a * b, int64_t{1} << 40);
-  if (e->op == OpKind::Add || e->op == OpKind::Sub) return std::min(a, b);
+  if (e->op == OpKind::Mul) {
+    if (a == 0 || b == 0) return 0;
+    const __int128 product = static_cast<__int128>(a) * b;
+    return product < (static_cast<__int128>(1) << 62) ? static_cast<int64_t>(product) : std::max(a, b);
+  }
+  if (e->op == OpKind::Add || e->op == OpKind::Sub) return std::gcd(a, b);
   return 1;
 }
 
@@ -102,6 +109,18 @@ std::optional<Expr> IndexFacts::cancelled_offset(const kir::BufferParam& b, cons
     if (k > 0) stride *= dim;
   }
   return x;
+}
+
+std::optional<std::string> narrow_division_text(const Expr& e, const std::string& dividend,
+                                                const std::optional<IndexRange>& r) {
+  constexpr int64_t kLimit = int64_t{1} << 32;
+  int64_t c = 0;
+  if (e->kind != ExprKind::Op || (e->op != OpKind::Div && e->op != OpKind::Rem) || e->dtype != DType::i64 ||
+      !kir::is_int_constant(e->operands[1], &c) || c <= 0 || c >= kLimit) {
+    return std::nullopt;
+  }
+  if (!r || r->first < 0 || r->second >= kLimit) return std::nullopt;
+  return fmt::format("int64_t(uint32_t({}) {} {}u)", dividend, e->op == OpKind::Div ? '/' : '%', c);
 }
 
 }  // namespace stitch::codegen::common

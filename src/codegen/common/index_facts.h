@@ -1,6 +1,6 @@
 // What an emitter can prove about i64 index expressions of one kernel
 // (docs/cpu-backend.md, Thread loops; docs/cuda-backend.md, Linear offsets): value ranges from loop extents and
-// literals, known power-of-two factors, and the linear value behind a
+// literals, known factors, and the linear value behind a
 // delinearised index. It looks through the lets the emitter recomputes.
 #pragma once
 
@@ -33,7 +33,8 @@ class IndexFacts {
   const kir::Expr& resolve(const kir::Expr& e) const;
   // Bounds of `e` when every intermediate provably stays within 2^62.
   std::optional<Range> value_range(const kir::Expr& e) const;
-  // The largest power of two known to divide `e` (1 when nothing is known).
+  // A number known to divide `e` (a literal factor, the gcd of a sum's
+  // terms): 1 when nothing is known, 0 when `e` is 0.
   int64_t known_multiple(const kir::Expr& e) const;
   // A row-major index that delinearises one linear value X in the buffer's
   // own shape: X, else nothing.
@@ -43,5 +44,15 @@ class IndexFacts {
   const std::map<std::string, const kir::LetStmt*>& lets_;
   std::map<std::string, int64_t> loop_extent_;
 };
+
+// `dividend / c` or `dividend % c` (the C text of `e`'s first operand) in
+// 32-bit unsigned arithmetic, when `e` is an i64 division or remainder by a
+// positive literal c whose dividend provably lies in [0, 2^32)
+// (`dividend_range`): x86 vector units divide 32-bit lanes by a constant but
+// not 64-bit ones (a loop with one 64-bit `lin % 688` stays scalar, its
+// vector math too), and a GPU's 64-bit division is a long sequence. Nothing
+// otherwise.
+std::optional<std::string> narrow_division_text(const kir::Expr& e, const std::string& dividend,
+                                                const std::optional<IndexRange>& dividend_range);
 
 }  // namespace stitch::codegen::common

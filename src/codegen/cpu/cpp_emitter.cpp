@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/common/index_simplify.h"
 #include "codegen/common/source_writer.h"
 #include "codegen/cpu/cpu_runtime_text.h"
 #include "codegen/cpu/cpp_text.h"
@@ -799,6 +800,7 @@ class KernelEmitter : private common::SourceWriter {
     const DType in = e->operands[0].dtype();
     const std::string t = compute_type(in);
     if (std::optional<std::string> split = split_thread_division(e)) return *split;
+    if (std::optional<std::string> narrow = common::narrow_division_text(e, a[0], facts_.value_range(e->operands[0]))) return *narrow;
     if (in == DType::i64 && (e->op == OpKind::Add || e->op == OpKind::Sub || e->op == OpKind::Mul) &&
         facts_.value_range(e)) {
       // Provably no overflow: plain signed arithmetic, which GCC's induction
@@ -840,7 +842,9 @@ class KernelEmitter : private common::SourceWriter {
 
 std::string emit_cpp_kernel(const Kernel& kernel) {
   kir::verify_kernel_or_throw(kernel);
-  return KernelEmitter(kernel).emit();
+  // Index arithmetic simplified once, for both emitters (codegen/common/index_simplify.h).
+  const Kernel simplified = common::simplify_indices(kernel);
+  return KernelEmitter(simplified).emit();
 }
 
 std::string emit_cpp_translation_unit(const std::vector<Kernel>& kernels) {

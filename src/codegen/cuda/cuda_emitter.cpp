@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/common/index_simplify.h"
 #include "codegen/common/index_facts.h"
 #include "codegen/common/index_range.h"
 #include "codegen/common/source_writer.h"
@@ -411,6 +412,7 @@ class KernelEmitter : private common::SourceWriter {
       const char* sign = e->op == OpKind::Add ? "+" : e->op == OpKind::Sub ? "-" : "*";
       return fmt::format("({} {} {})", a[0], sign, a[1]);
     }
+    if (std::optional<std::string> narrow = common::narrow_division_text(e, a[0], range(e->operands[0]))) return *narrow;
     std::string text = op_text(e->op, in, compute_type(in), a, e);
     // Each f16/bf16 op rounds once to its dtype; comparisons yield bool.
     if (is_narrow_float(result)) return round_to_narrow(result, text);
@@ -485,7 +487,9 @@ bool uses_narrow_floats(const Kernel& kernel) {
 
 std::string emit_cuda(const Kernel& kernel) {
   kir::verify_kernel_or_throw(kernel);
-  return KernelEmitter(kernel).emit();
+  // Index arithmetic simplified once, for both emitters (codegen/common/index_simplify.h).
+  const Kernel simplified = common::simplify_indices(kernel);
+  return KernelEmitter(simplified).emit();
 }
 
 std::string emit_cuda_translation_unit(const std::vector<Kernel>& kernels) {

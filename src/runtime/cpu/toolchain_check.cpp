@@ -152,10 +152,11 @@ std::string missing_toolchain_hint(const std::string& compiler, const std::strin
   std::string hint;
   if (find_program(compiler).empty()) {
     hint = fmt::format("the CPU back end needs a C++ compiler, and `{}` is not on PATH: {}", compiler, kCompilerFix);
-  } else if (diagnostics.find("sleefgnuabi") != std::string::npos) {
+  } else if (diagnostics.find("cannot find -lsleefgnuabi") != std::string::npos) {
     hint = fmt::format("the CPU back end links SLEEF's vector math, which is not installed: {}", kSleefFix);
-  } else if (diagnostics.find("omp.h") != std::string::npos || diagnostics.find("-lgomp") != std::string::npos ||
-             diagnostics.find("-lomp") != std::string::npos) {
+  } else if (diagnostics.find("omp.h: No such file") != std::string::npos ||
+             diagnostics.find("cannot find -lgomp") != std::string::npos ||
+             diagnostics.find("cannot find -lomp") != std::string::npos) {
     hint = fmt::format("the CPU back end needs OpenMP: {}", kOpenMpFix);
   } else {
     return "";
@@ -164,7 +165,8 @@ std::string missing_toolchain_hint(const std::string& compiler, const std::strin
 }
 
 void throw_if_toolchain_missing(const std::string& compiler, const CompileError& e) {
-  const std::string hint = missing_toolchain_hint(compiler, std::string(e.what()) + "\n" + e.diagnostics());
+  // The compiler's own output only: the command line names -lsleefgnuabi too.
+  const std::string hint = missing_toolchain_hint(compiler, e.diagnostics());
   if (!hint.empty()) throw ToolchainMissing(hint + "\n" + e.what());
 }
 

@@ -26,8 +26,9 @@ struct ToolchainCheck {
 std::vector<ToolchainCheck> check_cpu_toolchain(const CompilerOptions& options = {});
 
 // For a failed compile's message: which requirement `diagnostics` (the
-// compiler's or the shell's output) shows missing and how to install it, as
-// one sentence; empty when it shows none of them.
+// compiler's or the shell's output, never the command line, which names the
+// libraries) shows missing and how to install it, as one sentence; empty when
+// it shows none of them.
 std::string missing_toolchain_hint(const std::string& compiler, const std::string& diagnostics);
 
 // A compile that failed because this machine lacks part of the toolchain: the

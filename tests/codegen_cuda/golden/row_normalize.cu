@@ -18,7 +18,7 @@ extern "C" __global__ void __launch_bounds__(256) row_normalize(
     const float sum = stitch_block_reduce<stitch_op_sum, 8>(acc, partials);
     __syncthreads();
     for (int64_t j = 0; j < 4; ++j) {
-      int64_t c2 = ((((j * 256) + t) + 1) % 1024);
+      int64_t c2 = int64_t(uint32_t((((j * 256) + t) + 1)) % 1024u);
       y[(b) * (1024) + (c2)] = stitch_div<float>(row[c2], sum);
     }
   }

@@ -1,0 +1,507 @@
+#include "codegen/common/index_simplify.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "kir/printer.h"
+#include "stitch/error.h"
+
+namespace stitch::codegen::common {
+namespace {
+
+using kir::Expr;
+using kir::ExprKind;
+using kir::Stmt;
+using kir::StmtList;
+
+using Wide = __int128;
+constexpr Wide kInf = Wide{1} << 100;
+
+// A coefficient or literal that left i64: the expression is kept as written.
+struct GiveUp {};
+
+int64_t checked(Wide v) {
+  if (v > INT64_MAX || v < INT64_MIN) throw GiveUp{};
+  return static_cast<int64_t>(v);
+}
+
+// Inclusive bounds; kInf / -kInf when unknown in that direction.
+struct Bounds {
+  Wide lo = -kInf;
+  Wide hi = kInf;
+  bool nonneg() const { return lo >= 0; }
+};
+
+Wide clamp(Wide v) { return std::max(-kInf, std::min(kInf, v)); }
+
+struct Sum;
+using SumPtr = std::shared_ptr<const Sum>;
+
+// A leaf (an expression the rewrite does not look into), or a digit of a sum:
+// (base / lo) % (hi / lo), or base / lo when hi is 0. A digit's base is never
+// negative and lo divides hi.
+struct Atom {
+  Expr leaf;
+  Bounds leaf_bounds;
+  SumPtr base;
+  int64_t lo = 1;
+  int64_t hi = 0;
+  std::string key;  // equal keys: equal values
+  bool digit() const { return base != nullptr; }
+};
+
+struct Term {
+  int64_t coef = 0;
+  Atom atom;
+};
+
+// sum of coef * atom, plus a constant.
+struct Sum {
+  std::map<std::string, Term> terms;
+  int64_t constant = 0;
+
+  std::string key() const {
+    std::string k;
+    for (const auto& [name, t] : terms) k += fmt::format("{}*{}+", t.coef, name);
+    return k + std::to_string(constant);
+  }
+  const Atom* single_atom() const {
+    if (terms.size() != 1 || constant != 0 || terms.begin()->second.coef != 1) return nullptr;
+    return &terms.begin()->second.atom;
+  }
+};
+
+Sum constant_sum(int64_t c) {
+  Sum s;
+  s.constant = c;
+  return s;
+}
+
+void add_term(Sum& s, int64_t coef, const Atom& atom) {
+  auto [it, fresh] = s.terms.try_emplace(atom.key, Term{0, atom});
+  it->second.coef = checked(Wide{it->second.coef} + coef);
+  if (it->second.coef == 0) s.terms.erase(it);
+}
+
+Sum scaled(const Sum& s, int64_t k) {
+  Sum out;
+  if (k == 0) return out;
+  for (const auto& [key, t] : s.terms) add_term(out, checked(Wide{t.coef} * k), t.atom);
+  out.constant = checked(Wide{s.constant} * k);
+  return out;
+}
+
+Bounds atom_bounds(const Atom& a);
+
+Bounds sum_bounds(const Sum& s) {
+  Bounds b{s.constant, s.constant};
+  for (const auto& [key, t] : s.terms) {
+    const Bounds ab = atom_bounds(t.atom);
+    const Wide x = clamp(ab.lo * t.coef), y = clamp(ab.hi * t.coef);
+    b.lo = clamp(b.lo + std::min(x, y));
+    b.hi = clamp(b.hi + std::max(x, y));
+  }
+  return b;
+}
+
+Bounds atom_bounds(const Atom& a) {
+  if (!a.digit()) return a.leaf_bounds;
+  const Bounds base = sum_bounds(*a.base);
+  Bounds q{base.lo / a.lo, base.hi >= kInf ? kInf : base.hi / a.lo};
+  if (a.hi == 0) return q;
+  const Wide n = a.hi / a.lo;
+  return q.hi < n ? q : Bounds{0, n - 1};
+}
+
+Sum add(Sum a, const Sum& b);
+
+// The digit (base / lo) % (hi / lo), normalised: 0 below lo, no remainder
+// where the base stays under hi, and the base itself for lo 1 without one.
+Sum make_digit(const Sum& base, int64_t lo, int64_t hi) {
+  const Bounds b = sum_bounds(base);
+  if (b.hi < lo) return {};
+  if (hi != 0 && b.hi < hi) hi = 0;
+  if (lo == 1 && hi == 0) return base;
+  Atom a;
+  a.base = std::make_shared<const Sum>(base);
+  a.lo = lo;
+  a.hi = hi;
+  a.key = fmt::format("D({};{};{})", base.key(), lo, hi);
+  Sum s;
+  add_term(s, 1, a);
+  return s;
+}
+
+// s = d * q + r, where q takes the terms whose coefficients d divides and r
+// the rest, with a constant in [0, d).
+std::pair<Sum, Sum> split(const Sum& s, int64_t d) {
+  Sum q, r;
+  for (const auto& [key, t] : s.terms) {
+    if (t.coef % d == 0) {
+      add_term(q, t.coef / d, t.atom);
+    } else {
+      add_term(r, t.coef, t.atom);
+    }
+  }
+  int64_t cq = s.constant / d, cr = s.constant % d;
+  if (cr < 0) cr += d, cq -= 1;
+  q.constant = cq;
+  r.constant = cr;
+  return {q, r};
+}
+
+// 0 <= s < d.
+bool below(const Sum& s, int64_t d) {
+  const Bounds b = sum_bounds(s);
+  return b.nonneg() && b.hi < d;
+}
+
+// s / d for a non-negative s and d > 0.
+Sum make_div(const Sum& s, int64_t d) {
+  if (d == 1) return s;
+  if (const Atom* a = s.single_atom(); a && a->digit()) {
+    if (a->hi == 0) return make_digit(*a->base, checked(Wide{a->lo} * d), 0);
+    const int64_t n = a->hi / a->lo;
+    if (d >= n) return {};
+    if (n % d == 0) return make_digit(*a->base, checked(Wide{a->lo} * d), a->hi);
+  }
+  // Only where the rest stays below d: a partial split would give digits of
+  // different bases that no longer join.
+  auto [q, r] = split(s, d);
+  if (below(r, d) && sum_bounds(q).nonneg()) return q;
+  return make_digit(s, d, 0);
+}
+
+// s % d for a non-negative s and d > 0.
+Sum make_rem(const Sum& s, int64_t d) {
+  if (d == 1) return {};
+  if (auto [q, r] = split(s, d); below(r, d) && sum_bounds(q).nonneg()) return r;
+  if (const Atom* a = s.single_atom(); a && a->digit()) {
+    const int64_t n = a->hi == 0 ? 0 : a->hi / a->lo;
+    if (n != 0 && d % n == 0) return s;
+    if (n == 0 || n % d == 0) return make_digit(*a->base, a->lo, checked(Wide{a->lo} * d));
+  }
+  return make_digit(s, 1, d);
+}
+
+// Joins c1 * (x / lo1) % (hi1 / lo1) and c2 * (x / hi1) % (hi2 / hi1) into
+// c1 * (x / lo1) % (hi2 / lo1) where c2 * lo1 = c1 * hi1: adjacent digits of
+// one mixed-radix number. Repeats until none join.
+bool merge_one(Sum& s) {
+  for (const auto& [k1, t1] : s.terms) {
+    if (!t1.atom.digit() || t1.atom.hi == 0) continue;
+    for (const auto& [k2, t2] : s.terms) {
+      if (!t2.atom.digit() || t2.atom.lo != t1.atom.hi || t2.atom.base->key() != t1.atom.base->key()) continue;
+      if (Wide{t2.coef} * t1.atom.lo != Wide{t1.coef} * t1.atom.hi) continue;
+      const Sum joined = scaled(make_digit(*t1.atom.base, t1.atom.lo, t2.atom.hi), t1.coef);
+      const std::string a = k1, b = k2;
+      s.terms.erase(a);
+      s.terms.erase(b);
+      s = add(std::move(s), joined);
+      return true;
+    }
+  }
+  return false;
+}
+
+Sum add(Sum a, const Sum& b) {
+  for (const auto& [key, t] : b.terms) add_term(a, t.coef, t.atom);
+  a.constant = checked(Wide{a.constant} + b.constant);
+  while (merge_one(a)) {
+  }
+  return a;
+}
+
+// What a name means where an expression uses it.
+struct Binding {
+  std::optional<Sum> sum;  // an index let the rewrite looks through
+  std::string key;         // otherwise: the leaf's key
+  Bounds bounds;
+};
+
+int cost(const Expr& e) {
+  if (e->kind == ExprKind::Const || e->kind == ExprKind::Var) return 0;
+  int c = e->kind == ExprKind::Load ? 1 : 0;
+  if (e->kind == ExprKind::Op) {
+    c = (e->op == OpKind::Div || e->op == OpKind::Rem) ? 8 : e->op == OpKind::Mul ? 2 : 1;
+  }
+  for (const Expr& o : e->operands) c += cost(o);
+  return c;
+}
+
+bool has_load(const Expr& e) {
+  if (e->kind == ExprKind::Load) return true;
+  return std::any_of(e->operands.begin(), e->operands.end(), has_load);
+}
+
+class Simplifier {
+ public:
+  Simplifier(std::set<std::string> scalars, std::set<std::string> assigned, std::set<std::string> defined_once)
+      : scalars_(std::move(scalars)), assigned_(std::move(assigned)), defined_once_(std::move(defined_once)) {
+    scopes_.emplace_back();
+  }
+
+  void note_loop(const std::string& var, const Expr& extent) {
+    int64_t n = 0;
+    Binding b;
+    b.key = "loop:" + var;
+    b.bounds = kir::is_int_constant(extent, &n) && n > 0 ? Bounds{0, n - 1} : Bounds{0, kInf};
+    scopes_.back().names[var] = b;
+  }
+
+  void note_let(const kir::LetStmt& let) {
+    Binding b;
+    b.key = fmt::format("let:{}#{}", let.name, ++fresh_);
+    if (let.dtype == DType::i64 && let.init.defined() && !assigned_.count(let.name)) {
+      try {
+        b.sum = to_sum(let.init);
+        b.bounds = sum_bounds(*b.sum);
+      } catch (const GiveUp&) {
+        b.sum.reset();
+      }
+      if (b.sum && defined_once_.count(let.name) && !find_let(b.sum->key())) {
+        scopes_.back().lets_by_key[b.sum->key()] = let.name;
+      }
+    }
+    scopes_.back().names[let.name] = b;
+  }
+
+  void push() { scopes_.emplace_back(); }
+  void pop() { scopes_.pop_back(); }
+
+  // `e` with every i64 part replaced by a cheaper equal expression where one exists.
+  Expr simplify(const Expr& e) {
+    if (e->kind == ExprKind::Var && e->dtype == DType::i64) {
+      // An index let of one known value is that value (a unit dimension's index).
+      const Binding* b = find_name(e->name);
+      if (b && b->sum && b->sum->terms.empty()) return kir::int_const(b->sum->constant);
+    }
+    if (e->kind == ExprKind::Const || e->kind == ExprKind::Var) return e;
+    Expr same = with_simplified_operands(e);
+    if (e->kind != ExprKind::Op || e->dtype != DType::i64) return same;
+    try {
+      Expr rewritten = build(to_sum(same));
+      return cost(rewritten) < cost(same) ? rewritten : same;
+    } catch (const GiveUp&) {
+      return same;
+    }
+  }
+
+ private:
+  struct Scope {
+    std::map<std::string, Binding> names;
+    std::map<std::string, std::string> lets_by_key;  // an index let's sum -> its name
+  };
+
+  const Binding* find_name(const std::string& name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      if (auto f = it->names.find(name); f != it->names.end()) return &f->second;
+    }
+    return nullptr;
+  }
+  std::optional<std::string> find_let(const std::string& key) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      if (auto f = it->lets_by_key.find(key); f != it->lets_by_key.end()) return f->second;
+    }
+    return std::nullopt;
+  }
+
+  Sum leaf(const Expr& e, std::string key, Bounds bounds = {}) {
+    Atom a;
+    a.leaf = e;
+    a.leaf_bounds = bounds;
+    a.key = std::move(key);
+    Sum s;
+    add_term(s, 1, a);
+    return s;
+  }
+
+  Sum var_sum(const Expr& e) {
+    const Binding* b = find_name(e->name);
+    if (b && b->sum) return *b->sum;
+    if (b) return leaf(e, b->key, b->bounds);
+    // A scalar parameter is one value for the whole kernel; anything else
+    // unbound (a reduction's result, an assigned local) may change, so each
+    // use is a value of its own.
+    if (scalars_.count(e->name)) return leaf(e, "scalar:" + e->name);
+    return leaf(e, fmt::format("free:{}#{}", e->name, ++fresh_));
+  }
+
+  // `e` itself, its operands simplified.
+  Expr with_simplified_operands(const Expr& e) {
+    if (e->kind == ExprKind::Const || e->kind == ExprKind::Var) return e;
+    std::vector<Expr> operands;
+    for (const Expr& o : e->operands) operands.push_back(simplify(o));
+    return e->kind == ExprKind::Load ? kir::load(e->name, e->dtype, operands)
+                                     : kir::make_op_unchecked(e->op, e->dtype, operands);
+  }
+
+  Sum opaque(const Expr& e) {
+    const Expr s = with_simplified_operands(e);
+    return leaf(s, has_load(s) ? fmt::format("load#{}", ++fresh_) : "expr:" + kir::print_expr(s));
+  }
+
+  Sum to_sum(const Expr& e) {
+    int64_t c = 0;
+    if (kir::is_int_constant(e, &c) && e->dtype == DType::i64) return constant_sum(c);
+    if (e->kind == ExprKind::Var) return var_sum(e);
+    if (e->kind != ExprKind::Op || e->dtype != DType::i64) return opaque(e);
+    switch (e->op) {
+      case OpKind::Add: return add(to_sum(e->operands[0]), to_sum(e->operands[1]));
+      case OpKind::Sub: return add(to_sum(e->operands[0]), scaled(to_sum(e->operands[1]), -1));
+      case OpKind::Neg: return scaled(to_sum(e->operands[0]), -1);
+      case OpKind::Mul: return product(e);
+      case OpKind::Div:
+      case OpKind::Rem: return quotient(e);
+      default: return opaque(e);
+    }
+  }
+
+  Sum product(const Expr& e) {
+    const Sum a = to_sum(e->operands[0]), b = to_sum(e->operands[1]);
+    if (a.terms.empty()) return scaled(b, a.constant);
+    if (b.terms.empty()) return scaled(a, b.constant);
+    return opaque(e);
+  }
+
+  Sum quotient(const Expr& e) {
+    const Sum x = to_sum(e->operands[0]), d = to_sum(e->operands[1]);
+    if (!d.terms.empty() || d.constant <= 0 || !sum_bounds(x).nonneg()) return opaque(e);
+    return e->op == OpKind::Div ? make_div(x, d.constant) : make_rem(x, d.constant);
+  }
+
+  Expr build_atom(const Atom& a) {
+    if (!a.digit()) return a.leaf;
+    Sum alone;
+    add_term(alone, 1, a);
+    if (std::optional<std::string> name = find_let(alone.key())) return kir::var(*name);
+    Expr x = build(*a.base);
+    if (a.lo > 1) x = x / a.lo;
+    if (a.hi != 0) x = x % (a.hi / a.lo);
+    return x;
+  }
+
+  // The sum as an expression: a let of the same value by name, else the terms
+  // by decreasing coefficient (row-major order), then the constant.
+  Expr build(const Sum& s) {
+    if (std::optional<std::string> name = find_let(s.key())) return kir::var(*name);
+    std::vector<const Term*> order;
+    for (const auto& [key, t] : s.terms) order.push_back(&t);
+    std::stable_sort(order.begin(), order.end(), [](const Term* a, const Term* b) {
+      const Wide ma = a->coef < 0 ? -Wide{a->coef} : a->coef, mb = b->coef < 0 ? -Wide{b->coef} : b->coef;
+      return (a->coef > 0) != (b->coef > 0) ? a->coef > 0 : ma > mb;
+    });
+    Expr out;
+    for (const Term* t : order) {
+      Expr x = build_atom(t->atom);
+      const int64_t m = t->coef < 0 ? -t->coef : t->coef;
+      if (m != 1) x = x * m;
+      if (!out.defined()) {
+        out = t->coef < 0 ? kir::int_const(0) - x : x;  // KIR's index arithmetic has no i64 neg
+      } else {
+        out = t->coef < 0 ? out - x : out + x;
+      }
+    }
+    if (!out.defined()) return kir::int_const(s.constant);
+    if (s.constant > 0) out = out + s.constant;
+    if (s.constant < 0) out = out - (-s.constant);
+    return out;
+  }
+
+  std::set<std::string> scalars_;
+  std::set<std::string> assigned_;
+  std::set<std::string> defined_once_;
+  std::vector<Scope> scopes_;
+  int fresh_ = 0;
+};
+
+void collect_names(const StmtList& stmts, std::set<std::string>& assigned, std::map<std::string, int>& lets) {
+  for (const Stmt& s : stmts) {
+    if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) assigned.insert(a->name);
+    if (const auto* l = std::get_if<kir::LetStmt>(&s.node)) ++lets[l->name];
+    if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) collect_names(f->body, assigned, lets);
+    if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
+      collect_names(i->then_body, assigned, lets);
+      collect_names(i->else_body, assigned, lets);
+    }
+  }
+}
+
+void simplify_body(StmtList& stmts, Simplifier& s);
+
+void collect_vars(const Expr& e, std::set<std::string>& names) {
+  if (e->kind == ExprKind::Var) names.insert(e->name);
+  for (const Expr& o : e->operands) collect_vars(o, names);
+}
+
+void simplify_stmt(Stmt& stmt, Simplifier& s) {
+  if (auto* f = std::get_if<kir::ForStmt>(&stmt.node)) {
+    f->extent = s.simplify(f->extent);
+    s.push();
+    s.note_loop(f->var, f->extent);
+    simplify_body(f->body, s);
+    s.pop();
+  } else if (auto* i = std::get_if<kir::IfStmt>(&stmt.node)) {
+    i->cond = s.simplify(i->cond);
+    simplify_body(i->then_body, s);
+    simplify_body(i->else_body, s);
+  } else if (auto* l = std::get_if<kir::LetStmt>(&stmt.node)) {
+    if (l->init.defined()) l->init = s.simplify(l->init);
+    s.note_let(*l);
+  } else if (auto* a = std::get_if<kir::AssignStmt>(&stmt.node)) {
+    a->value = s.simplify(a->value);
+  } else if (auto* st = std::get_if<kir::StoreStmt>(&stmt.node)) {
+    for (Expr& e : st->index) e = s.simplify(e);
+    st->value = s.simplify(st->value);
+  } else if (auto* p = std::get_if<kir::PrefetchStmt>(&stmt.node)) {
+    p->first = s.simplify(p->first);
+    p->count = s.simplify(p->count);
+  } else if (auto* r = std::get_if<kir::ReduceStmt>(&stmt.node)) {
+    r->value = s.simplify(r->value);
+    if (r->index.defined()) r->index = s.simplify(r->index);
+  }
+}
+
+void simplify_body(StmtList& stmts, Simplifier& s) {
+  s.push();
+  for (Stmt& stmt : stmts) simplify_stmt(stmt, s);
+  s.pop();
+}
+
+}  // namespace
+
+kir::Kernel simplify_indices(kir::Kernel kernel) {
+  std::set<std::string> assigned;
+  std::map<std::string, int> lets;
+  collect_names(kernel.body, assigned, lets);
+  std::set<std::string> once;
+  for (const auto& [name, n] : lets) {
+    if (n == 1) once.insert(name);
+  }
+  std::set<std::string> scalars;
+  for (const kir::ScalarParam& p : kernel.scalars) scalars.insert(p.name);
+  Simplifier s(std::move(scalars), std::move(assigned), std::move(once));
+  simplify_body(kernel.body, s);
+  return kernel;
+}
+
+std::vector<kir::Kernel> simplify_indices(std::vector<kir::Kernel> kernels) {
+  for (kir::Kernel& k : kernels) k = simplify_indices(std::move(k));
+  return kernels;
+}
+
+kir::Expr simplify_index_expr(const kir::Expr& e, const std::map<std::string, int64_t>& loop_extents) {
+  std::set<std::string> scalars;
+  collect_vars(e, scalars);
+  for (const auto& [var, n] : loop_extents) scalars.erase(var);
+  Simplifier s(std::move(scalars), {}, {});
+  for (const auto& [var, n] : loop_extents) s.note_loop(var, kir::int_const(n));
+  return s.simplify(e);
+}
+
+}  // namespace stitch::codegen::common

@@ -20,7 +20,9 @@ the ops PyTorch runs.
 With --kernels (build/stitch present), each partition's generated graph is also timed
 by `stitch bench` (kernels only, outputs reused), so the executable's own overhead
 shows as the difference. Fixed per-call cost: the same compiled block called on a
-one-row input.
+one-row input, Stitch's both by address (Executable.run_at, the default) and with its
+partitions' tensors passed through numpy (stitch.torch_backend.by_address = False),
+the three alternating.
 """
 
 import argparse
@@ -181,10 +183,21 @@ def run_block(name, spec, args):
         if args.kernels and texts:
             result["kernels_only_s"] = kernel_only_seconds(texts, args.kernels, max(args.repeat, 10))
 
-        # Fixed per-call cost: one row.
+        # Fixed per-call cost: one row; Stitch's also with its partitions' arguments and
+        # results going through numpy (the boundary before Executable.run_at), alternating.
         for v in ("inductor", "stitch"):
             variants[v](*tiny)
-            result[f"{v}_one_row_s"] = statistics.median(timed(variants[v], tiny) for _ in range(max(args.repeat, 50)))
+        one_row = {"inductor": [], "stitch": [], "stitch_numpy": []}
+        for _ in range(max(args.repeat, 50)):
+            one_row["inductor"].append(timed(variants["inductor"], tiny))
+            one_row["stitch"].append(timed(variants["stitch"], tiny))
+            backend.by_address = False
+            try:
+                one_row["stitch_numpy"].append(timed(variants["stitch"], tiny))
+            finally:
+                backend.by_address = True
+        for v, t in one_row.items():
+            result[f"{v}_one_row_s"] = statistics.median(t)
     return result
 
 
@@ -201,7 +214,7 @@ def cpu_model():
 
 HEADER = ("| block | size | eager ms | Inductor ms | Stitch ms | Stitch vs Inductor | Stitch vs eager | "
           "kernels Inductor | kernels Stitch (partitions) | max diff Stitch | Stitch call: args / exe / results / rest us "
-          "| kernels only ms | one row Inductor / Stitch us |\n"
+          "| kernels only ms | one row Inductor / Stitch / Stitch via numpy us |\n"
           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
 
 
@@ -213,7 +226,8 @@ def row(r):
             f"{r['stitch_max_difference']:.1e} | "
             f"{r['per_call_arguments_s'] * 1e6:.0f} / {r['per_call_stitch_s'] * 1e6:.0f} / "
             f"{r['per_call_results_s'] * 1e6:.0f} / {r['per_call_rest_s'] * 1e6:.0f} | {kernels_only} | "
-            f"{r['inductor_one_row_s'] * 1e6:.0f} / {r['stitch_one_row_s'] * 1e6:.0f} |")
+            f"{r['inductor_one_row_s'] * 1e6:.0f} / {r['stitch_one_row_s'] * 1e6:.0f} / "
+            f"{r['stitch_numpy_one_row_s'] * 1e6:.0f} |")
 
 
 def main():

@@ -240,20 +240,65 @@ def _dump(name, text):
 
 
 class _Specialisation:
-    __slots__ = ("exe", "params", "single", "devices", "kept")
+    __slots__ = ("exe", "params", "single", "devices", "kept", "outputs")
 
-    def __init__(self, exe, params, single, devices):
+    def __init__(self, exe, params, single, devices, outputs):
         self.exe = exe            # None: PyTorch runs the partition
         self.params = params      # which arguments are graph parameters (tensors)
         self.single = single      # one output: the executable returns an array, not a tuple
         self.devices = devices    # each output's device, where it is not the CPU
-        # Output arrays of the latest calls, each with weak references to the storages
-        # of the tensors over them; a set is reused once they are all gone. Two sets, so
-        # that `y = f(x)` in a loop, which holds the last y during the call, reuses too.
+        self.outputs = outputs    # each output's (shape, dtype)
+        # Outputs of the latest calls: CPU tensors with their storages' use counts when
+        # only this list held them (by address), or numpy arrays with weak references
+        # to the tensors over them (through numpy, for CUDA); a set is reused once
+        # nothing else holds it. Two sets, so that `y = f(x)` in a loop, which holds the
+        # last y during the call, reuses too.
         self.kept = []
 
 
 _KEPT_OUTPUT_SETS = 2
+# Whether CPU partitions take and return tensors by address (Executable.run_at); the
+# benchmark turns it off to time the numpy boundary beside it.
+by_address = True
+
+
+def _use_count(t):
+    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
+
+
+def _output_tensors(spec):
+    """The outputs' memory: a kept set no tensor outside holds any more (memory already
+    faulted in), else new PyTorch tensors."""
+    for i in range(len(spec.kept) - 1, -1, -1):  # the newest first
+        tensors, counts = spec.kept[i]
+        if all(_use_count(t) == c for t, c in zip(tensors, counts)):
+            del spec.kept[i]
+            return tensors, counts
+    tensors = [torch.empty(shape, dtype=dtype) for shape, dtype in spec.outputs]
+    return tensors, [_use_count(t) for t in tensors]
+
+
+def _run_at(spec, args, stats=None):
+    """A CPU call by address: inputs read where they are (a copy only of one that is
+    not contiguous), outputs written into PyTorch tensors; returns new tensors over
+    them, so that a kept set is known free when those are gone. With `stats`, the
+    call's time goes into its seconds as profiling() splits it."""
+    start = time.perf_counter() if stats else 0.0
+    inputs = [args[i] if args[i].is_contiguous() else args[i].contiguous() for i in spec.params]
+    tensors, counts = _output_tensors(spec)
+    addresses = [t.data_ptr() for t in inputs], [t.data_ptr() for t in tensors]
+    converted = time.perf_counter() if stats else 0.0
+    spec.exe.run_at(*addresses)
+    ran = time.perf_counter() if stats else 0.0
+    spec.kept.append((tensors, counts))
+    del spec.kept[:-_KEPT_OUTPUT_SETS]
+    out = tuple(t.detach() for t in tensors)
+    if stats:
+        stats.seconds["arguments"] += converted - start
+        stats.seconds["stitch"] += ran - converted
+        stats.seconds["results"] += time.perf_counter() - ran
+        stats.timed_calls += 1
+    return out
 
 
 def _host_array(t):
@@ -261,7 +306,15 @@ def _host_array(t):
         t = t.cpu()
     if t.requires_grad:
         t = t.detach()
-    return t.numpy()
+    # numpy has no bf16: the tensor itself, which the binding reads through DLPack.
+    return t if t.dtype == torch.bfloat16 else t.numpy()
+
+
+def _tensor_of(a):
+    """A numpy result as a tensor over its memory; ml_dtypes' bf16 through its bits."""
+    if a.dtype.name == "bfloat16":
+        return torch.from_numpy(a.view("uint16")).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def _run(spec, arrays):
@@ -280,7 +333,7 @@ def _results(spec, out):
     """The executable's numpy results as tensors over the same memory (on their device)."""
     if spec.single:
         out = (out,)
-    tensors = tuple(torch.from_numpy(o) for o in out)
+    tensors = tuple(_tensor_of(o) for o in out)
     if spec.devices:
         return tuple(t.to(d) if d is not None else t for t, d in zip(tensors, spec.devices))
     # Measured on [8192, 1024] f32 LayerNorm (docs/torch.md, Performance): fresh output
@@ -314,12 +367,16 @@ class _StitchPartition(torch.nn.Module):
             return self.module(*args)
         if _profiling:
             return self._timed(spec, args)
+        if spec.devices is None and by_address:
+            return _run_at(spec, args)
         return _results(spec, _run(spec, [_host_array(args[i]) for i in spec.params]))
 
     # The FX module calls it directly: nn.Module.__call__'s hook handling cost 1.5 us a call.
     __call__ = forward
 
     def _timed(self, spec, args):
+        if spec.devices is None and by_address:
+            return _run_at(spec, args, self.stats)
         start = time.perf_counter()
         arrays = [_host_array(args[i]) for i in spec.params]
         converted = time.perf_counter()
@@ -346,13 +403,14 @@ class _StitchPartition(torch.nn.Module):
             # loudly. Any other exception is a bug in the lowering and propagates.
             self.stats.fallback = f"{type(e).__name__}: {e}"
             warnings.warn(f"stitch: {name} runs in PyTorch: {self.stats.fallback}", stacklevel=3)
-            spec = _Specialisation(None, [], False, None)
+            spec = _Specialisation(None, [], False, None, [])
             self.specialisations[key] = spec
             return spec
         outputs = [values[n] for n in _flat_output(self.module)]
         devices = [o.device if o.device.type != "cpu" else None for o in outputs]
         params = [i for i, p in enumerate(is_param) if p]
-        spec = _Specialisation(exe, params, len(outputs) == 1, devices if any(devices) else None)
+        spec = _Specialisation(exe, params, len(outputs) == 1, devices if any(devices) else None,
+                               [(tuple(o.shape), o.dtype) for o in outputs])
         self.specialisations[key] = spec
         self.stats.kernel_count = exe.kernel_count
         self.stats.plan = exe.plan

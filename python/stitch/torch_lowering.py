@@ -17,9 +17,9 @@ import operator
 
 import torch
 
-# bf16 is left out: numpy has no bf16 dtype to carry it across the call boundary.
 STITCH_DTYPES = {
     torch.float16: "f16",
+    torch.bfloat16: "bf16",
     torch.float32: "f32",
     torch.float64: "f64",
     torch.int8: "i8",
@@ -143,6 +143,7 @@ def elementwise(g, op, operands, out_dtype, compute=None, base=None):
     computes `out_dtype` in) and the result cast to out_dtype. Numbers become literals."""
     compute = compute or compute_dtype(out_dtype)
     shape = broadcast_shape(operands)
+    half = next((x.dtype for x in operands if isinstance(x, Value) and x.dtype in _HALVES), None)
     args = []
     for x in operands:
         if isinstance(x, Value):
@@ -150,6 +151,10 @@ def elementwise(g, op, operands, out_dtype, compute=None, base=None):
         elif compute is torch.bool:
             args.append(constant(g, x, compute).name)
         else:
+            if half is not None and op not in _SCALAR_IN_OPMATH and not isinstance(x, bool):
+                # PyTorch rounds a number to the f16/bf16 operand's dtype first (measured:
+                # add, sub, comparisons, fmod, atan2, pow), except mul and div.
+                x = torch.tensor(x, dtype=half).item()
             args.append(number(x, compute))
     if not any(isinstance(x, Value) for x in operands):
         raise AssertionError(f"stitch: {op} lowered without a tensor operand")
@@ -159,6 +164,8 @@ def elementwise(g, op, operands, out_dtype, compute=None, base=None):
 
 
 _COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf"}
+# The ops whose number operand PyTorch's CPU kernels keep in float for f16/bf16 tensors.
+_SCALAR_IN_OPMATH = {"mul", "div"}
 
 # What each ATen op is written as, and a check of what the node alone can tell.
 LOWERINGS = {}

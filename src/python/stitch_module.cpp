@@ -358,7 +358,69 @@ struct PyGraphBuilder {
 // A compiled graph, shared so Python can hold it freely (Executable is move-only).
 struct PyExecutable {
   std::shared_ptr<stitch::Executable> exe;
+  // run_at's view of the graph, made on its first call: every parameter's and
+  // output's dtype and static shape.
+  struct StaticType {
+    DType dtype;
+    std::vector<int64_t> shape;
+    size_t nbytes() const {
+      size_t n = stitch::dtype_size(dtype);
+      for (int64_t d : shape) n *= static_cast<size_t>(d);
+      return n;
+    }
+  };
+  std::optional<std::pair<std::vector<StaticType>, std::vector<StaticType>>> static_types;
 };
+
+// A value's dtype and shape, which run_at needs static.
+PyExecutable::StaticType static_type(const stitch::Graph& g, stitch::ValueId v, const std::string& what) {
+  PyExecutable::StaticType t{g.type(v).dtype, {}};
+  for (const stitch::Dim& d : g.type(v).shape) {
+    if (!d.is_static()) throw stitch::UserError("run_at needs static shapes; " + what + " has the symbol " + d.name());
+    t.shape.push_back(d.extent());
+  }
+  return t;
+}
+
+// Executable.run_at: the graph on memory given by address (docs/python.md,
+// Running on memory by address), for a caller that owns it and knows its
+// layout, such as the torch backend: no conversion, no check but the count
+// and that no output overlaps an input.
+void run_at(PyExecutable& self, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs) {
+  const stitch::Graph& g = self.exe->graph();
+  if (!self.static_types) {
+    std::vector<PyExecutable::StaticType> params, results;
+    for (size_t i = 0; i < g.params().size(); ++i) params.push_back(static_type(g, g.params()[i], "parameter " + std::to_string(i)));
+    for (size_t i = 0; i < g.outputs().size(); ++i) {
+      results.push_back(static_type(g, g.outputs()[i].value, "output " + std::to_string(i)));
+    }
+    self.static_types.emplace(std::move(params), std::move(results));
+  }
+  const auto& [params, results] = *self.static_types;
+  if (inputs.size() != params.size() || outputs.size() != results.size()) {
+    throw stitch::UserError("run_at: " + std::to_string(inputs.size()) + " inputs and " + std::to_string(outputs.size()) +
+                            " outputs for a graph of " + std::to_string(params.size()) + " parameters and " +
+                            std::to_string(results.size()) + " outputs");
+  }
+  std::vector<stitch::ArrayView> views;
+  for (size_t i = 0; i < params.size(); ++i) {
+    views.push_back({reinterpret_cast<std::byte*>(inputs[i]), params[i].dtype, params[i].shape.data(),
+                     static_cast<int>(params[i].shape.size())});
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto* begin = reinterpret_cast<const std::byte*>(outputs[i]);
+    const auto* end = begin + results[i].nbytes();
+    for (const stitch::ArrayView& in : views) {
+      if (begin < in.data + in.nbytes() && in.data < end) {
+        throw stitch::UserError("run_at: output " + std::to_string(i) + " overlaps an input");
+      }
+    }
+  }
+  py::gil_scoped_release released;
+  self.exe->run_into(views, [&](size_t i, DType, const std::vector<int64_t>&) {
+    return reinterpret_cast<std::byte*>(outputs.at(i));
+  });
+}
 
 }  // namespace
 
@@ -609,6 +671,10 @@ PYBIND11_MODULE(_stitch, m) {
           "Runs the graph: one array per parameter in (numpy, or anything with __dlpack__ in CPU memory; read in "
           "place when C-contiguous), one numpy array per output out (a tuple when several), or written into the "
           "arrays of out=")
+      .def("run_at", &run_at, py::arg("inputs"), py::arg("outputs"),
+           "Runs the graph (static shapes only) on memory given by address: each input a dense row-major array of "
+           "its parameter's dtype and shape at that address, each output written at its address. Nothing is checked "
+           "but the counts and that outputs do not overlap inputs: for callers that own the memory")
       .def_property_readonly("backend", [](const PyExecutable& self) { return stitch::backend_name(self.exe->backend()); })
       .def_property_readonly("planner", [](const PyExecutable& self) { return self.exe->planner(); })
       .def_property_readonly("kernel_count", [](const PyExecutable& self) { return self.exe->kernel_count(); },
@@ -626,7 +692,7 @@ PYBIND11_MODULE(_stitch, m) {
         o.tune = tune;
         o.cache_dir = cache_dir;
         o.dump = "none";
-        return PyExecutable{std::make_shared<stitch::Executable>(stitch::Executable::compile(g, o))};
+        return PyExecutable{std::make_shared<stitch::Executable>(stitch::Executable::compile(g, o)), std::nullopt};
       },
       py::arg("graph"), py::arg("backend") = "cpu", py::arg("planner") = "stitch", py::arg("tune") = false,
       py::arg("cache_dir") = "", "Compiles a graph for a back end (cpu, cuda) and planner (none, xla, stitch, ilp, greedy)");

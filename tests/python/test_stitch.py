@@ -235,6 +235,30 @@ class Package(unittest.TestCase):
                 np.testing.assert_array_equal(z, want(x, y))
                 np.testing.assert_array_equal(stitch.interpret(g, x, y), z)
 
+    def test_run_at_reads_and_writes_memory_by_address(self):
+        import ml_dtypes
+
+        bf16 = np.dtype(ml_dtypes.bfloat16)
+        g = stitch.parse("graph g(x: bf16[4, 8], y: f32[8]) {\n  z = mul(cast(x, to=f32), y)\n"
+                         "  w = cast(z, to=bf16)\n  return z, w\n}\n", "at.stitch").graphs["g"]
+        run = stitch.compile(g, backend="cpu", cache_dir=self.cache)
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal((4, 8)).astype(bf16)
+        y = rng.standard_normal(8).astype(np.float32)
+        z, w = np.empty((4, 8), np.float32), np.empty((4, 8), bf16)
+        address = lambda a: a.__array_interface__["data"][0]
+        self.assertIsNone(run.run_at([address(x), address(y)], [address(z), address(w)]))
+        want_z, want_w = run(x, y)
+        np.testing.assert_array_equal(z, want_z)
+        np.testing.assert_array_equal(w.astype(np.float32), want_w.astype(np.float32))
+        with self.assertRaisesRegex(stitch.Error, "run_at: 1 inputs and 2 outputs for a graph of 2 parameters"):
+            run.run_at([address(x)], [address(z), address(w)])
+        with self.assertRaisesRegex(stitch.Error, "output 0 overlaps an input"):
+            run.run_at([address(x), address(y)], [address(x), address(w)])
+        symbolic = stitch.parse("graph s(x: f32[N]) {\n  y = exp(x)\n  return y\n}\n").graphs["s"]
+        with self.assertRaisesRegex(stitch.Error, "run_at needs static shapes; parameter 0 has the symbol N"):
+            stitch.compile(symbolic, cache_dir=self.cache).run_at([address(y)], [address(z)])
+
     def test_bf16_crosses_as_ml_dtypes_arrays_and_torch_tensors_in_place(self):
         import ml_dtypes
 

@@ -277,9 +277,15 @@ class Simplifier {
   // `e` with every i64 part replaced by a cheaper equal expression where one exists.
   Expr simplify(const Expr& e) {
     if (e->kind == ExprKind::Var && e->dtype == DType::i64) {
-      // An index let of one known value is that value (a unit dimension's index).
+      // An index let of one known value is that value (a unit dimension's
+      // index); one equal to an earlier index let is that let (a copy).
       const Binding* b = find_name(e->name);
       if (b && b->sum && b->sum->terms.empty()) return kir::int_const(b->sum->constant);
+      if (b && b->sum) {
+        if (std::optional<std::string> first = find_let(b->sum->key()); first && *first != e->name) {
+          return kir::var(*first);
+        }
+      }
     }
     if (e->kind == ExprKind::Const || e->kind == ExprKind::Var) return e;
     Expr same = with_simplified_operands(e);
@@ -473,6 +479,62 @@ void simplify_body(StmtList& stmts, Simplifier& s) {
   s.pop();
 }
 
+void count_uses(const Expr& e, std::map<std::string, int>& uses) {
+  if (e->kind == ExprKind::Var) ++uses[e->name];
+  for (const Expr& o : e->operands) count_uses(o, uses);
+}
+
+void count_uses(const StmtList& stmts, std::map<std::string, int>& uses) {
+  auto use = [&uses](const Expr& e) {
+    if (e.defined()) count_uses(e, uses);
+  };
+  for (const Stmt& stmt : stmts) {
+    if (const auto* f = std::get_if<kir::ForStmt>(&stmt.node)) {
+      use(f->extent);
+      count_uses(f->body, uses);
+    } else if (const auto* i = std::get_if<kir::IfStmt>(&stmt.node)) {
+      use(i->cond);
+      count_uses(i->then_body, uses);
+      count_uses(i->else_body, uses);
+    } else if (const auto* l = std::get_if<kir::LetStmt>(&stmt.node)) {
+      use(l->init);
+    } else if (const auto* a = std::get_if<kir::AssignStmt>(&stmt.node)) {
+      ++uses[a->name];
+      use(a->value);
+    } else if (const auto* st = std::get_if<kir::StoreStmt>(&stmt.node)) {
+      for (const Expr& e : st->index) use(e);
+      use(st->value);
+    } else if (const auto* p = std::get_if<kir::PrefetchStmt>(&stmt.node)) {
+      use(p->first);
+      use(p->count);
+    } else if (const auto* r = std::get_if<kir::ReduceStmt>(&stmt.node)) {
+      use(r->value);
+      use(r->index);
+    }
+  }
+}
+
+// Drops the lets nothing reads any more (the copies and digits the rewrite
+// made unused); true when one went. An emitter writes every let, and one left
+// between a block's uniform and varying statements splits its thread loop.
+bool drop_unused_lets(StmtList& stmts, const std::map<std::string, int>& uses) {
+  bool dropped = false;
+  for (auto it = stmts.begin(); it != stmts.end();) {
+    if (const auto* l = std::get_if<kir::LetStmt>(&it->node); l && !uses.count(l->name)) {
+      it = stmts.erase(it);
+      dropped = true;
+      continue;
+    }
+    if (auto* f = std::get_if<kir::ForStmt>(&it->node)) dropped |= drop_unused_lets(f->body, uses);
+    if (auto* i = std::get_if<kir::IfStmt>(&it->node)) {
+      dropped |= drop_unused_lets(i->then_body, uses);
+      dropped |= drop_unused_lets(i->else_body, uses);
+    }
+    ++it;
+  }
+  return dropped;
+}
+
 }  // namespace
 
 kir::Kernel simplify_indices(kir::Kernel kernel) {
@@ -487,6 +549,11 @@ kir::Kernel simplify_indices(kir::Kernel kernel) {
   for (const kir::ScalarParam& p : kernel.scalars) scalars.insert(p.name);
   Simplifier s(std::move(scalars), std::move(assigned), std::move(once));
   simplify_body(kernel.body, s);
+  for (bool again = true; again;) {
+    std::map<std::string, int> uses;
+    count_uses(kernel.body, uses);
+    again = drop_unused_lets(kernel.body, uses);
+  }
   return kernel;
 }
 

@@ -9,10 +9,9 @@ extern "C" __global__ void __launch_bounds__(256) k_swish_small_g0(
     for (int64_t part = 0; part < 4; ++part) {
       int64_t lin = ((((blk * 4) + part) * 256) + thr);
       if (lin < 3001) {
-        int64_t i0 = lin;
-        float e0 = stitch_sigmoid<float>(in_x[i0]);
-        float e1 = stitch_mul<float>(in_x[i0], e0);
-        out_y[i0] = e1;
+        float e0 = stitch_sigmoid<float>(in_x[lin]);
+        float e1 = stitch_mul<float>(in_x[lin], e0);
+        out_y[lin] = e1;
       }
     }
   }

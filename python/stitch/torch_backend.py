@@ -240,7 +240,7 @@ def _dump(name, text):
 
 
 class _Specialisation:
-    __slots__ = ("exe", "params", "single", "devices", "kept", "outputs")
+    __slots__ = ("exe", "params", "single", "devices", "kept", "kept_at", "outputs")
 
     def __init__(self, exe, params, single, devices, outputs):
         self.exe = exe            # None: PyTorch runs the partition
@@ -248,11 +248,12 @@ class _Specialisation:
         self.single = single      # one output: the executable returns an array, not a tuple
         self.devices = devices    # each output's device, where it is not the CPU
         self.outputs = outputs    # each output's (shape, dtype)
-        # Outputs of the latest calls: CPU tensors with their storages' use counts when
-        # only this list held them (by address), or numpy arrays with weak references
-        # to the tensors over them (through numpy, for CUDA); a set is reused once
-        # nothing else holds it. Two sets, so that `y = f(x)` in a loop, which holds the
-        # last y during the call, reuses too.
+        # Outputs of the latest calls, a set reused once nothing else holds it; two
+        # sets, so that `y = f(x)` in a loop, which holds the last y during the call,
+        # reuses too. By address: CPU tensors with their storages' use counts when only
+        # this list held them; through numpy (CUDA): numpy arrays with weak references
+        # to the tensors over them.
+        self.kept_at = []
         self.kept = []
 
 
@@ -269,10 +270,10 @@ def _use_count(t):
 def _output_tensors(spec):
     """The outputs' memory: a kept set no tensor outside holds any more (memory already
     faulted in), else new PyTorch tensors."""
-    for i in range(len(spec.kept) - 1, -1, -1):  # the newest first
-        tensors, counts = spec.kept[i]
+    for i in range(len(spec.kept_at) - 1, -1, -1):  # the newest first
+        tensors, counts = spec.kept_at[i]
         if all(_use_count(t) == c for t, c in zip(tensors, counts)):
-            del spec.kept[i]
+            del spec.kept_at[i]
             return tensors, counts
     tensors = [torch.empty(shape, dtype=dtype) for shape, dtype in spec.outputs]
     return tensors, [_use_count(t) for t in tensors]
@@ -290,8 +291,8 @@ def _run_at(spec, args, stats=None):
     converted = time.perf_counter() if stats else 0.0
     spec.exe.run_at(*addresses)
     ran = time.perf_counter() if stats else 0.0
-    spec.kept.append((tensors, counts))
-    del spec.kept[:-_KEPT_OUTPUT_SETS]
+    spec.kept_at.append((tensors, counts))
+    del spec.kept_at[:-_KEPT_OUTPUT_SETS]
     out = tuple(t.detach() for t in tensors)
     if stats:
         stats.seconds["arguments"] += converted - start

@@ -352,6 +352,23 @@ class Behaviour(StitchCase):
                 addresses.add(y.data_ptr())
             self.assertEqual(len(addresses), 2)
 
+    def test_both_boundaries_on_one_specialisation(self):
+        # By address (the default) and through numpy (by_address off, as CUDA and the
+        # benchmark's comparison go) alternate on the same compiled partition.
+        compiled = torch.compile(lambda t: torch.tanh(t) * 2, backend="stitch")
+        x = torch.randn(64, 64)
+        kept = []
+        try:
+            with torch.inference_mode():
+                for i in range(6):
+                    backend.by_address = i % 2 == 0
+                    kept.append(compiled(x))
+                    torch.testing.assert_close(kept[-1], torch.tanh(x) * 2, **F32)
+        finally:
+            backend.by_address = True
+        for y in kept:
+            torch.testing.assert_close(y, torch.tanh(x) * 2, **F32)
+
     def test_training_runs_the_forward_through_stitch(self):
         model = nn.Sequential(nn.Linear(32, 32), nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 4))
         x = torch.randn(16, 32)

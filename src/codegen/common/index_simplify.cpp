@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <utility>
@@ -161,6 +162,29 @@ bool below(const Sum& s, int64_t d) {
   return b.nonneg() && b.hi < d;
 }
 
+// s = c * x + r with 0 <= r < c for a c that divides d and is more than 1
+// (the largest such c among the gcds of d and s's coefficients): then
+// s / d = x / (d / c) and s % d = c * (x % (d / c)) + r, for non-negative x.
+// A row of 128 in a [32, 128, 128] tensor: (128 row + col) / 16384 = row / 128.
+struct Factored {
+  int64_t c = 0;
+  Sum x, r;
+};
+
+std::optional<Factored> factor_below(const Sum& s, int64_t d) {
+  std::vector<int64_t> candidates;
+  for (const auto& [key, t] : s.terms) {
+    const int64_t c = std::gcd(d, t.coef < 0 ? -t.coef : t.coef);
+    if (c > 1 && c < d) candidates.push_back(c);
+  }
+  std::sort(candidates.rbegin(), candidates.rend());
+  for (int64_t c : candidates) {
+    auto [x, r] = split(s, c);
+    if (below(r, c) && sum_bounds(x).nonneg()) return Factored{c, x, r};
+  }
+  return std::nullopt;
+}
+
 // s / d for a non-negative s and d > 0.
 Sum make_div(const Sum& s, int64_t d) {
   if (d == 1) return s;
@@ -174,6 +198,7 @@ Sum make_div(const Sum& s, int64_t d) {
   // different bases that no longer join.
   auto [q, r] = split(s, d);
   if (below(r, d) && sum_bounds(q).nonneg()) return q;
+  if (std::optional<Factored> f = factor_below(s, d)) return make_div(f->x, d / f->c);
   return make_digit(s, d, 0);
 }
 
@@ -186,19 +211,38 @@ Sum make_rem(const Sum& s, int64_t d) {
     if (n != 0 && d % n == 0) return s;
     if (n == 0 || n % d == 0) return make_digit(*a->base, a->lo, checked(Wide{a->lo} * d));
   }
+  if (std::optional<Factored> f = factor_below(s, d)) return add(scaled(make_rem(f->x, d / f->c), f->c), f->r);
   return make_digit(s, 1, d);
+}
+
+// A digit's place over `base` instead of its own base: where base = c * b + r
+// with 0 <= r < c (b the digit's base; make_div and make_rem factor a base so),
+// (b / lo) % (hi / lo) = (base / (c lo)) % (hi / lo).
+std::optional<std::pair<int64_t, int64_t>> place_over(const Atom& a, const Sum& base) {
+  if (a.base->key() == base.key()) return std::pair{a.lo, a.hi};
+  if (a.base->terms.empty()) return std::nullopt;
+  const auto& [key, t] = *a.base->terms.begin();
+  auto it = base.terms.find(key);
+  if (it == base.terms.end() || it->second.coef % t.coef != 0 || it->second.coef / t.coef <= 1) return std::nullopt;
+  const int64_t c = it->second.coef / t.coef;
+  auto [x, r] = split(base, c);
+  if (x.key() != a.base->key() || !below(r, c)) return std::nullopt;
+  return std::pair{checked(Wide{a.lo} * c), a.hi == 0 ? int64_t{0} : checked(Wide{a.hi} * c)};
 }
 
 // Joins c1 * (x / lo1) % (hi1 / lo1) and c2 * (x / hi1) % (hi2 / hi1) into
 // c1 * (x / lo1) % (hi2 / lo1) where c2 * lo1 = c1 * hi1: adjacent digits of
-// one mixed-radix number. Repeats until none join.
+// one mixed-radix number, the second possibly over a factor of x
+// (place_over). Repeats until none join.
 bool merge_one(Sum& s) {
   for (const auto& [k1, t1] : s.terms) {
     if (!t1.atom.digit() || t1.atom.hi == 0) continue;
     for (const auto& [k2, t2] : s.terms) {
-      if (!t2.atom.digit() || t2.atom.lo != t1.atom.hi || t2.atom.base->key() != t1.atom.base->key()) continue;
+      if (!t2.atom.digit() || k1 == k2) continue;
+      const std::optional<std::pair<int64_t, int64_t>> place = place_over(t2.atom, *t1.atom.base);
+      if (!place || place->first != t1.atom.hi) continue;
       if (Wide{t2.coef} * t1.atom.lo != Wide{t1.coef} * t1.atom.hi) continue;
-      const Sum joined = scaled(make_digit(*t1.atom.base, t1.atom.lo, t2.atom.hi), t1.coef);
+      const Sum joined = scaled(make_digit(*t1.atom.base, t1.atom.lo, place->second), t1.coef);
       const std::string a = k1, b = k2;
       s.terms.erase(a);
       s.terms.erase(b);
@@ -241,8 +285,10 @@ bool has_load(const Expr& e) {
 
 class Simplifier {
  public:
-  Simplifier(std::set<std::string> scalars, std::set<std::string> assigned, std::set<std::string> defined_once)
-      : scalars_(std::move(scalars)), assigned_(std::move(assigned)), defined_once_(std::move(defined_once)) {
+  Simplifier(std::map<std::string, const kir::BufferParam*> buffers, std::set<std::string> scalars,
+             std::set<std::string> assigned, std::set<std::string> defined_once)
+      : buffers_(std::move(buffers)), scalars_(std::move(scalars)), assigned_(std::move(assigned)),
+        defined_once_(std::move(defined_once)) {
     scopes_.emplace_back();
   }
 
@@ -289,12 +335,53 @@ class Simplifier {
     }
     if (e->kind == ExprKind::Const || e->kind == ExprKind::Var) return e;
     Expr same = with_simplified_operands(e);
+    if (e->kind == ExprKind::Load) return kir::load(e->name, e->dtype, linearized(e->name, same->operands));
     if (e->kind != ExprKind::Op || e->dtype != DType::i64) return same;
     try {
       Expr rewritten = build(to_sum(same));
       return cost(rewritten) < cost(same) ? rewritten : same;
     } catch (const GiveUp&) {
       return same;
+    }
+  }
+
+  // The indices of an access to global buffer `buffer` (simplified already):
+  // where the row-major offset they make simplifies to a cheaper X, the
+  // indices that delinearise X in the buffer's shape, [X / S0, (X / S1) % d1,
+  // ..., X % dn], which both emitters read back as the offset X
+  // (IndexFacts::cancelled_offset); else as given. A reshape read in another
+  // shape so reads at one linear offset.
+  std::vector<Expr> linearized(const std::string& buffer, const std::vector<Expr>& index) {
+    auto it = buffers_.find(buffer);
+    if (it == buffers_.end() || index.size() < 2 || !it->second->strides.empty()) return index;
+    std::vector<int64_t> dims;
+    for (const Expr& d : it->second->shape) {
+      int64_t n = 0;
+      if (!kir::is_int_constant(d, &n) || n <= 0) return index;
+      dims.push_back(n);
+    }
+    try {
+      Sum offset;
+      int stride_cost = 0;
+      int64_t stride = 1;
+      for (size_t k = index.size(); k-- > 0;) {
+        offset = add(std::move(offset), scaled(to_sum(index[k]), stride));
+        stride = checked(Wide{stride} * dims[k]);
+        stride_cost += cost(index[k]) + (k > 0 ? 3 : 0);
+      }
+      const Expr x = build(offset);
+      if (cost(x) >= stride_cost) return index;
+      std::vector<Expr> out;
+      stride = 1;
+      for (size_t k = index.size(); k-- > 0;) {
+        Expr digit = stride == 1 ? x : x / stride;
+        if (k > 0) digit = dims[k] == 1 ? kir::int_const(0) : digit % dims[k];
+        out.insert(out.begin(), digit);
+        stride *= dims[k];
+      }
+      return out;
+    } catch (const GiveUp&) {
+      return index;
     }
   }
 
@@ -419,6 +506,7 @@ class Simplifier {
     return out;
   }
 
+  std::map<std::string, const kir::BufferParam*> buffers_;  // global buffers, by name
   std::set<std::string> scalars_;
   std::set<std::string> assigned_;
   std::set<std::string> defined_once_;
@@ -463,6 +551,7 @@ void simplify_stmt(Stmt& stmt, Simplifier& s) {
     a->value = s.simplify(a->value);
   } else if (auto* st = std::get_if<kir::StoreStmt>(&stmt.node)) {
     for (Expr& e : st->index) e = s.simplify(e);
+    st->index = s.linearized(st->buffer, st->index);
     st->value = s.simplify(st->value);
   } else if (auto* p = std::get_if<kir::PrefetchStmt>(&stmt.node)) {
     p->first = s.simplify(p->first);
@@ -547,7 +636,9 @@ kir::Kernel simplify_indices(kir::Kernel kernel) {
   }
   std::set<std::string> scalars;
   for (const kir::ScalarParam& p : kernel.scalars) scalars.insert(p.name);
-  Simplifier s(std::move(scalars), std::move(assigned), std::move(once));
+  std::map<std::string, const kir::BufferParam*> buffers;
+  for (const kir::BufferParam& b : kernel.buffers) buffers[b.name] = &b;
+  Simplifier s(std::move(buffers), std::move(scalars), std::move(assigned), std::move(once));
   simplify_body(kernel.body, s);
   for (bool again = true; again;) {
     std::map<std::string, int> uses;
@@ -566,7 +657,7 @@ kir::Expr simplify_index_expr(const kir::Expr& e, const std::map<std::string, in
   std::set<std::string> scalars;
   collect_vars(e, scalars);
   for (const auto& [var, n] : loop_extents) scalars.erase(var);
-  Simplifier s(std::move(scalars), {}, {});
+  Simplifier s({}, std::move(scalars), {}, {});
   for (const auto& [var, n] : loop_extents) s.note_loop(var, kir::int_const(n));
   return s.simplify(e);
 }

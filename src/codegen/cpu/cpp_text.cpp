@@ -34,7 +34,12 @@ const std::unordered_set<std::string_view>& cpp_reserved_words() {
 
 // The C++ type a global buffer element is stored as.
 std::string storage_type(DType t) {
-  return t == DType::f16 || t == DType::bf16 ? "uint16_t" : compute_type(t);
+  if (t == DType::f16 || t == DType::bf16) return "uint16_t";
+  // A bool is one byte of 0 or 1 either way; GCC vectorises no loop that loads
+  // `bool` (a causal mask's load kept a softmax's row loop scalar), and does one
+  // that loads uint8_t and converts.
+  if (t == DType::boolean) return "uint8_t";
+  return compute_type(t);
 }
 
 void check_identifier(const std::string& name) {

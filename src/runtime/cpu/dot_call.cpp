@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 #include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -91,7 +92,11 @@ void gemm_rows(const MatmulProblem& p, const T* a, const T* b, T* c, int64_t row
     const T* b_batch = b + p.b_offsets[static_cast<size_t>(batch)];
     const blasint m = static_cast<blasint>(last - first);
     if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a_rows, k, b_batch, n, 0.0f, c_rows, n);
+      // oneDNN's sgemm (row-major): on OpenMP's threads, the generated
+      // kernels' own, and faster than OpenBLAS's on this project's shapes
+      // (docs/cpu-backend.md, Dots).
+      const dnnl_status_t status = dnnl_sgemm('N', 'N', m, n, k, 1.0f, a_rows, k, b_batch, n, 0.0f, c_rows, n);
+      STITCH_ASSERT(status == dnnl_success, fmt::format("oneDNN sgemm failed (status {})", static_cast<int>(status)));
     } else {
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a_rows, k, b_batch, n, 0.0, c_rows, n);
     }

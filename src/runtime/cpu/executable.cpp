@@ -129,7 +129,8 @@ int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bin
   void* const b_data = address_of(n.inputs[1]);
   void* const out_data = address_of(n.output);
   if (!step.epilogue) {
-    const bool panels = (dtype == DType::f32 || dtype == DType::f64) && a.size() >= 2 && b.size() >= 2 &&
+    // f32 goes to oneDNN, which threads on OpenMP's team itself: one call.
+    const bool panels = dtype == DType::f64 && a.size() >= 2 && b.size() >= 2 &&
                         std::find(out.begin(), out.end(), 0) == out.end();
     if (!panels) {
       run_dot(dtype, a, b, out, a_data, b_data, out_data);

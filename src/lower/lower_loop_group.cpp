@@ -465,11 +465,17 @@ int64_t loop_block_threads(int64_t innermost) {
 
 int64_t loop_block_threads(const Graph& g, const FusionGroup& group) {
   const Shape& root = g.type(g.nodes()[group.roots.front()].output).shape;
+  if (root.size() < 2 || !root.back().is_static()) return kLoopBlockThreads;
+  bool by_coordinates = false;
   for (int r : group.roots) {
-    if (g.type(g.nodes()[r].output).shape != root) return kLoopBlockThreads;
+    // Roots of other shapes delinearise the same linear index: one innermost extent for all.
+    const Shape& shape = g.type(g.nodes()[r].output).shape;
+    if (shape.size() < 2 || shape.back() != root.back() || element_count_expr(shape) != element_count_expr(root)) {
+      return kLoopBlockThreads;
+    }
+    by_coordinates = by_coordinates || shape != root || reads_by_coordinates(g, group, shape);
   }
-  if (root.size() < 2 || !root.back().is_static() || !reads_by_coordinates(g, group, root)) return kLoopBlockThreads;
-  return loop_block_threads(root.back().extent());
+  return by_coordinates ? loop_block_threads(root.back().extent()) : kLoopBlockThreads;
 }
 
 kir::Kernel lower_loop_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,

@@ -31,9 +31,10 @@ inline constexpr int64_t kLoopElementsPerThread = 4;
 inline constexpr int64_t kMinLoopBlockThreads = 32;
 inline constexpr int64_t kMaxLoopBlockThreads = 1024;
 int64_t loop_block_threads(int64_t innermost);
-// For a group: the row of its roots (one shape, rank 2 or more, a static
-// innermost extent) where an element reads by coordinates (layout ops,
-// broadcasts, gathers, iota); kLoopBlockThreads otherwise and for dot epilogues.
+// For a group: the row of its roots (one element count and one static
+// innermost extent, rank 2 or more) where an element reads by coordinates
+// (layout ops, broadcasts, gathers, iota, roots of two shapes);
+// kLoopBlockThreads otherwise and for dot epilogues.
 int64_t loop_block_threads(const Graph& g, const FusionGroup& group);
 
 // The calling convention of a lowered group: which graph value each buffer

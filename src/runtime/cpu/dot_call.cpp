@@ -18,6 +18,7 @@ namespace {
 
 struct MatmulProblem {
   int64_t m = 0, k = 0, n = 0;
+  bool transpose_b = false;  // B's matrices stored [n, k]
   std::vector<int64_t> batch;  // the output's batch dims
   // Element offsets of each batch's matrices, in batch order (broadcast dims repeat).
   std::vector<int64_t> a_offsets, b_offsets;
@@ -39,13 +40,15 @@ std::vector<int64_t> batch_strides(const std::vector<int64_t>& dims, const std::
 }
 
 MatmulProblem matmul_problem(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
-                             const std::vector<int64_t>& out) {
+                             const std::vector<int64_t>& out, bool transpose_b = false) {
   const bool a_vector = a.size() == 1;
   const bool b_vector = b.size() == 1;
+  STITCH_ASSERT(!transpose_b || !b_vector, "a transposed dot operand of rank 1");
   MatmulProblem p;
+  p.transpose_b = transpose_b;
   p.m = a_vector ? 1 : a[a.size() - 2];
   p.k = a.back();
-  p.n = b_vector ? 1 : b.back();
+  p.n = b_vector ? 1 : transpose_b ? b[b.size() - 2] : b.back();
   const size_t matrix_dims = (a_vector ? 0 : 1) + (b_vector ? 0 : 1);
   STITCH_ASSERT(out.size() >= matrix_dims, "dot result rank below its matrix dims");
   p.batch.assign(out.begin(), out.end() - static_cast<std::ptrdiff_t>(matrix_dims));
@@ -95,10 +98,12 @@ void gemm_rows(const MatmulProblem& p, const T* a, const T* b, T* c, int64_t row
       // oneDNN's sgemm (row-major): on OpenMP's threads, the generated
       // kernels' own, and faster than OpenBLAS's on this project's shapes
       // (docs/cpu-backend.md, Dots).
-      const dnnl_status_t status = dnnl_sgemm('N', 'N', m, n, k, 1.0f, a_rows, k, b_batch, n, 0.0f, c_rows, n);
+      const dnnl_status_t status =
+          dnnl_sgemm('N', p.transpose_b ? 'T' : 'N', m, n, k, 1.0f, a_rows, k, b_batch, p.transpose_b ? k : n, 0.0f, c_rows, n);
       STITCH_ASSERT(status == dnnl_success, fmt::format("oneDNN sgemm failed (status {})", static_cast<int>(status)));
     } else {
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a_rows, k, b_batch, n, 0.0, c_rows, n);
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, p.transpose_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a_rows, k, b_batch,
+                  p.transpose_b ? k : n, 0.0, c_rows, n);
     }
   }
 }
@@ -157,8 +162,9 @@ void narrow_matmul(const MatmulProblem& p, DType dtype, const std::vector<int64_
 }  // namespace
 
 void run_dot(DType dtype, const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
-             const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out) {
-  const MatmulProblem p = matmul_problem(a_shape, b_shape, out_shape);
+             const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out, bool transpose_b) {
+  STITCH_ASSERT(!transpose_b || dtype == DType::f32 || dtype == DType::f64, "a transposed operand of a non-float dot");
+  const MatmulProblem p = matmul_problem(a_shape, b_shape, out_shape, transpose_b);
   switch (dtype) {
     case DType::f32:
       return gemm_batches(p, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(out));
@@ -184,15 +190,16 @@ void run_dot(DType dtype, const std::vector<int64_t>& a_shape, const std::vector
 
 void run_dot_panels(DType dtype, const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
                     const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out,
-                    const std::vector<DotPanel>& panels, const std::function<void(size_t panel)>& epilogue) {
+                    const std::vector<DotPanel>& panels, const std::function<void(size_t panel)>& epilogue,
+                    bool transpose_b) {
   STITCH_ASSERT(dtype == DType::f32 || dtype == DType::f64, "a dot epilogue on a " + std::string(dtype_name(dtype)) + " dot");
   STITCH_ASSERT(a_shape.size() >= 2 && b_shape.size() >= 2, "a dot epilogue on an operand of rank below 2");
   if (panels.size() < 2) {
-    run_dot(dtype, a_shape, b_shape, out_shape, a, b, out);
+    run_dot(dtype, a_shape, b_shape, out_shape, a, b, out, transpose_b);
     if (!panels.empty()) epilogue(0);
     return;
   }
-  const MatmulProblem p = matmul_problem(a_shape, b_shape, out_shape);
+  const MatmulProblem p = matmul_problem(a_shape, b_shape, out_shape, transpose_b);
   STITCH_ASSERT(panels.back().end_row == p.m * static_cast<int64_t>(p.a_offsets.size()), "dot panels do not end at the last row");
   // One pool of threads: BLAS runs single-threaded inside OpenMP's, so the
   // two never spin against each other on the same cores. Only a pthreads

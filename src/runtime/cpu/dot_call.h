@@ -16,8 +16,10 @@ namespace stitch::runtime::cpu {
 // numpy matmul semantics (docs/semantics.md, dot): 1-D `a` is a row, 1-D `b`
 // a column, leading dims are batch dims that broadcast. Shapes are concrete;
 // every buffer is contiguous (C order) and holds `dtype` elements.
+// With `transpose_b` (f32 and f64 only), `b` holds B transposed in its last two
+// axes ([..., n, k]) and the gemm reads it so, by its flag.
 void run_dot(DType dtype, const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
-             const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out);
+             const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out, bool transpose_b = false);
 
 // A dot with an epilogue (fusion/dot_epilogues.h), f32 or f64, both operands
 // of rank 2 or more, a row being the last axis of the result and rows counted
@@ -30,6 +32,7 @@ void run_dot(DType dtype, const std::vector<int64_t>& a_shape, const std::vector
 // on BLAS's threads, then `epilogue(0)`. `epilogue` must not throw.
 void run_dot_panels(DType dtype, const std::vector<int64_t>& a_shape, const std::vector<int64_t>& b_shape,
                     const std::vector<int64_t>& out_shape, const void* a, const void* b, void* out,
-                    const std::vector<DotPanel>& panels, const std::function<void(size_t panel)>& epilogue);
+                    const std::vector<DotPanel>& panels, const std::function<void(size_t panel)>& epilogue,
+                    bool transpose_b = false);
 
 }  // namespace stitch::runtime::cpu

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "codegen/cpu/cpp_emitter.h"
+#include "lower/group_expr.h"
 #include "runtime/common/buffer_plan.h"
 #include "runtime/common/caller_memory.h"
 #include "runtime/common/launch_list.h"
@@ -40,6 +41,9 @@ struct Step {
   KernelFunction epilogue = nullptr;
   lower::GroupSignature epilogue_signature;
   std::vector<DotPanel> panels;
+  // Dot: B read as the transpose of this value (its last two axes swapped) by
+  // the gemm's flag, instead of the node's own operand (fold_operand_transposes).
+  ValueId b_transposed;
 };
 
 struct CompiledGraph {
@@ -71,6 +75,65 @@ int64_t dot_rows(const std::vector<int64_t>& shape) {
   return rows;
 }
 
+// `v = transpose(x)` swapping x's last two axes, x read by `step`: x, else an
+// invalid id.
+ValueId transpose_source(const Graph& g, const Step& step, ValueId v) {
+  const int producer = g.value(v).producer;
+  if (producer < 0 || g.nodes()[producer].op != OpKind::Transpose) return {};
+  const Node& t = g.nodes()[producer];
+  const size_t rank = g.type(v).shape.size();
+  const std::vector<ValueId>& reads = step.signature.inputs;
+  if (rank < 2 || std::find(reads.begin(), reads.end(), t.inputs[0]) == reads.end()) return {};
+  const std::vector<int64_t> perm = lower::transpose_permutation(t, rank);
+  for (size_t d = 0; d < rank; ++d) {
+    const size_t want = d + 2 < rank ? d : (d + 2 == rank ? rank - 1 : rank - 2);
+    if (perm[d] != static_cast<int64_t>(want)) return {};
+  }
+  return t.inputs[0];
+}
+
+// A linear layer's `dot(x, transpose(w))`: where a kernel writes only
+// transposes of last two axes (kernel packing may put several in one), each
+// read by nothing but an f32 or f64 dot as its B, those dots read the
+// transposes' operands with the gemm's transpose flag and the kernel is
+// dropped, so no weight is copied each run.
+void fold_operand_transposes(const Graph& g, std::vector<Step>& steps) {
+  std::vector<int> reads(g.num_values(), 0);
+  for (const Node& n : g.nodes()) {
+    for (ValueId in : n.inputs) ++reads[in.index];
+  }
+  for (const GraphOutput& o : g.outputs()) ++reads[o.value.index];
+  std::map<int, Step*> dot_reading_b;  // value index -> the dot step reading it as B
+  for (Step& s : steps) {
+    if (s.kind != Step::Kind::Dot) continue;
+    const Node& n = g.nodes()[s.node];
+    const DType dtype = g.type(n.output).dtype;
+    if ((dtype == DType::f32 || dtype == DType::f64) && g.type(n.inputs[0]).shape.size() >= 2) {
+      dot_reading_b[n.inputs[1].index] = &s;
+    }
+  }
+  std::vector<bool> dropped(steps.size(), false);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    bool foldable = s.kind == Step::Kind::Kernel && !s.signature.status && !s.signature.outputs.empty();
+    for (ValueId v : s.signature.outputs) {
+      foldable = foldable && reads[v.index] == 1 && dot_reading_b.count(v.index) && transpose_source(g, s, v).valid();
+    }
+    if (!foldable) continue;
+    for (ValueId v : s.signature.outputs) {
+      Step& dot = *dot_reading_b.at(v.index);
+      dot.b_transposed = transpose_source(g, s, v);
+      std::replace(dot.signature.inputs.begin(), dot.signature.inputs.end(), v, dot.b_transposed);
+    }
+    dropped[i] = true;
+  }
+  std::vector<Step> kept;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!dropped[i]) kept.push_back(std::move(steps[i]));
+  }
+  steps = std::move(kept);
+}
+
 // The launch list of `lowered`, with kernel entry points from `module`; a
 // dot epilogue's panels are about `panel_bytes` of the dot's result.
 std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module, int64_t panel_bytes) {
@@ -93,6 +156,7 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
     }
     steps.push_back(std::move(step));
   }
+  fold_operand_transposes(g, steps);
   return steps;
 }
 
@@ -122,18 +186,20 @@ int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bin
                      const AddressOf& address_of) {
   const Node& n = g.nodes()[step.node];
   const DType dtype = g.type(n.output).dtype;
+  const bool transposed = step.b_transposed.valid();
+  const ValueId b_value = transposed ? step.b_transposed : n.inputs[1];
   const std::vector<int64_t> a = concrete_shape(g.type(n.inputs[0]).shape, bindings);
-  const std::vector<int64_t> b = concrete_shape(g.type(n.inputs[1]).shape, bindings);
+  const std::vector<int64_t> b = concrete_shape(g.type(b_value).shape, bindings);
   const std::vector<int64_t> out = concrete_shape(g.type(n.output).shape, bindings);
   void* const a_data = address_of(n.inputs[0]);
-  void* const b_data = address_of(n.inputs[1]);
+  void* const b_data = address_of(b_value);
   void* const out_data = address_of(n.output);
   if (!step.epilogue) {
     // f32 goes to oneDNN, which threads on OpenMP's team itself: one call.
     const bool panels = dtype == DType::f64 && a.size() >= 2 && b.size() >= 2 &&
                         std::find(out.begin(), out.end(), 0) == out.end();
     if (!panels) {
-      run_dot(dtype, a, b, out, a_data, b_data, out_data);
+      run_dot(dtype, a, b, out, a_data, b_data, out_data, transposed);
       return 0;
     }
     // No epilogue to keep in the cache: one panel a thread, so that each
@@ -143,7 +209,7 @@ int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bin
     const int64_t threads = omp_get_max_threads();
     run_dot_panels(dtype, a, b, out, a_data, b_data, out_data,
                    dot_panels(dot_rows(out), out.back(), out.back(), dtype_size(dtype), INT64_MAX / 4, threads),
-                   [](size_t) {});
+                   [](size_t) {}, transposed);
     return 0;
   }
   // Each panel has its own block range and status.
@@ -157,7 +223,7 @@ int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bin
     scalars[p].push_back(step.panels[p].end_block);
   }
   run_dot_panels(dtype, a, b, out, a_data, b_data, out_data, step.panels,
-                 [&](size_t p) { step.epilogue(buffers[p].data(), scalars[p].data()); });
+                 [&](size_t p) { step.epilogue(buffers[p].data(), scalars[p].data()); }, transposed);
   for (int32_t s : statuses) {
     if (s != 0) return s;
   }

@@ -12,6 +12,8 @@ Per block, under torch.inference_mode(): each variant is compiled by its first c
 variant is called once in turn, each round starting with the next variant; the median
 of each variant's N times is reported, and the ratios of the medians. Outputs are checked against eager (max |difference|).
 
+Stitch runs twice: as by default (matrix products left to PyTorch) and with
+options={"dots": True} (matrix products as Stitch dots, their epilogues fused).
 For Stitch it also reports where a call's time goes (stitch.torch_backend.profiling()):
 the median per call of the time making arguments numpy arrays, inside the Stitch
 executables (the binding, run_into and the kernels), and wrapping results as tensors,
@@ -148,6 +150,11 @@ def run_block(name, spec, args):
         result["stitch_fallbacks"] = [p.fallback for s in stats for p in s.partitions if p.fallback]
         result["torch_ops"] = {op: n for s in stats for op, n in s.torch_ops.items()}
         texts = [p.text for s in stats for p in s.partitions if p.text]
+        # Matrix products as Stitch dots too (options={"dots": True}), compiled after the
+        # stats above so that they describe the default.
+        variants["stitch_dots"] = torch.compile(module, backend="stitch", options={"dots": True})
+        result["stitch_dots_compile_s"] = timed(variants["stitch_dots"], inputs)
+        result["stitch_dots_max_difference"] = max_difference(variants["stitch_dots"](*inputs), want)
         for _ in range(args.warmup):
             for fn in variants.values():
                 fn(*inputs)
@@ -163,6 +170,7 @@ def run_block(name, spec, args):
         for v in variants:
             result[f"{v}_s"] = statistics.median(times[v])
         result["stitch_vs_inductor"] = result["inductor_s"] / result["stitch_s"]
+        result["stitch_dots_vs_inductor"] = result["inductor_s"] / result["stitch_dots_s"]
         result["stitch_vs_eager"] = result["eager_s"] / result["stitch_s"]
         result["inductor_vs_eager"] = result["eager_s"] / result["inductor_s"]
 
@@ -214,8 +222,8 @@ def cpu_model():
 
 HEADER = ("| block | size | eager ms | Inductor ms | Stitch ms | Stitch vs Inductor | Stitch vs eager | "
           "kernels Inductor | kernels Stitch (partitions) | max diff Stitch | Stitch call: args / exe / results / rest us "
-          "| kernels only ms | one row Inductor / Stitch / Stitch via numpy us |\n"
-          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
+          "| kernels only ms | one row Inductor / Stitch / Stitch via numpy us | Stitch with dots ms | with dots vs Inductor |\n"
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|")
 
 
 def row(r):
@@ -227,7 +235,8 @@ def row(r):
             f"{r['per_call_arguments_s'] * 1e6:.0f} / {r['per_call_stitch_s'] * 1e6:.0f} / "
             f"{r['per_call_results_s'] * 1e6:.0f} / {r['per_call_rest_s'] * 1e6:.0f} | {kernels_only} | "
             f"{r['inductor_one_row_s'] * 1e6:.0f} / {r['stitch_one_row_s'] * 1e6:.0f} / "
-            f"{r['stitch_numpy_one_row_s'] * 1e6:.0f} |")
+            f"{r['stitch_numpy_one_row_s'] * 1e6:.0f} | {r['stitch_dots_s'] * 1e3:.3f} | "
+            f"{r['stitch_dots_vs_inductor']:.2f}x |")
 
 
 def main():

@@ -32,6 +32,11 @@ from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 import stitch
 
 from .torch_lowering import LOWERINGS, lower_partition, lowering_refusal
+from .torch_lowering_layout import MATRIX_PRODUCTS
+
+# Whether matrix products join Stitch's partitions unless options={"dots": ...} says
+# (docs/torch.md, Matrix products: where it was measured).
+DOTS_BY_DEFAULT = False
 
 aten = torch.ops.aten
 
@@ -136,11 +141,14 @@ def cuda_available():
 
 
 class _Support(OperatorSupportBase):
-    def __init__(self, stats):
+    def __init__(self, stats, dots):
         self.stats = stats
+        self.dots = dots  # whether matrix products join the partitions (the `dots` option)
 
     def is_node_supported(self, submodules, node):
         reason = lowering_refusal(node)
+        if reason is None and not self.dots and node.target in MATRIX_PRODUCTS:
+            reason = "a matrix product (the dots option is off)"
         if reason is None and _on_cuda(node) and not cuda_available():
             reason = "a CUDA tensor, and this Stitch has no CUDA back end"
         if reason is not None and node.op == "call_function":
@@ -174,7 +182,8 @@ def _compile_graph(gm, kind, options):
     stats = GraphStats(kind)
     _stats.append(stats)
     graph_id = next(_graph_ids)
-    partitioner = CapabilityBasedPartitioner(gm, _Support(stats), allows_single_node_partition=True)
+    dots = bool(options.get("dots", DOTS_BY_DEFAULT))
+    partitioner = CapabilityBasedPartitioner(gm, _Support(stats, dots), allows_single_node_partition=True)
     partitions = [p for p in partitioner.propose_partitions() if _trim(p)]
     if partitions:
         fuse_by_partitions(gm, [p.nodes for p in partitions], prefix="stitch_", always_return_tuple=True)
@@ -430,7 +439,8 @@ def decompositions():
 
 def stitch_backend(gm, example_inputs, options=None, **kwargs):
     """The torch.compile backend: options (torch.compile(..., options={...})) may set
-    planner (none, xla, stitch, ilp, greedy), tune (bool) and cache_dir."""
+    planner (none, xla, stitch, ilp, greedy), tune (bool), cache_dir, and dots (bool:
+    matrix products as Stitch dots rather than PyTorch's)."""
     from torch._dynamo.backends.common import aot_autograd
 
     options = dict(options or {})

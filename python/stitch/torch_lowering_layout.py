@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from .torch_lowering import Outputs, cast, constant, ints, lowers, number, reshape, transpose
+from .torch_lowering import Outputs, cast, constant, elementwise, ints, lowers, number, reshape, transpose
 
 aten = torch.ops.aten
 
@@ -170,3 +170,32 @@ def _gather(g, out, base, x, dim, index, *, sparse_grad=False):
         flat = coord if flat is None else g.op(base + "_at", f"add({flat.name}, {coord.name})", torch.int64, shape)
     xs = reshape(g, x, (math.prod(x.shape),))
     return g.op(base, f"gather({xs.name}, {flat.name}, axis=0)", x.dtype, out.shape)
+
+
+# Matrix products (docs/torch.md, Matrix products): Stitch dots, so a bias,
+# activation or residual after one runs as the dot's epilogue, and a linear layer's
+# transposed weight is read in place by the gemm. Only where the backend's `dots`
+# option asks for them (MATRIX_PRODUCTS); f32 and f64.
+MATRIX_PRODUCTS = (aten.mm.default, aten.bmm.default, aten.addmm.default)
+
+
+def _refuse_non_float_product(node):
+    dtype = node.meta["val"].dtype
+    return None if dtype in (torch.float32, torch.float64) else f"a {dtype} matrix product"
+
+
+@lowers(aten.mm.default, aten.bmm.default, refuse=_refuse_non_float_product)
+def _mm(g, out, base, a, b):
+    return g.op(base, f"dot({a.name}, {b.name})", out.dtype, out.shape)
+
+
+@lowers(aten.addmm.default, refuse=_refuse_non_float_product)
+def _addmm(g, out, base, bias, a, b, *, beta=1, alpha=1):
+    d = g.op(base + "_dot", f"dot({a.name}, {b.name})", out.dtype, out.shape)
+    if alpha != 1:
+        d = elementwise(g, "mul", [d, alpha], out.dtype)
+    if beta == 0:
+        return d
+    if beta != 1:
+        bias = elementwise(g, "mul", [bias, beta], out.dtype)
+    return elementwise(g, "add", [d, bias], out.dtype, base=base)

@@ -201,6 +201,19 @@ class Blocks(StitchCase):
                 eager_error = (eager.double() - exact).abs().max().item()
                 self.assertLessEqual(stitch_error, 2 * eager_error + 1e-5, f"{make.__name__} seed {seed}")
 
+    def test_matrix_products_as_stitch_dots(self):
+        # options={"dots": True}: mm, addmm and bmm join the partitions, the linear
+        # layers' transposed weights read in place, bias and GELU as dot epilogues.
+        mlp = randomise(nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64)))
+        stats = self.compiled_matches(mlp, torch.randn(32, 64), tol=F32_BLOCK, options={"dots": True})
+        self.assertEqual(len(stats[0].partitions), 1)
+        self.assertEqual(sum(stats[0].torch_ops.values()), 0, stats[0].torch_ops)
+        torch._dynamo.reset()
+        stats = self.compiled_matches(randomise(GPT2Block()), torch.randn(2, 16, 64), tol=F32_BLOCK,
+                                      options={"dots": True})
+        self.assertNotIn("aten.bmm.default", stats[0].torch_ops)
+        self.assertNotIn("aten.addmm.default", stats[0].torch_ops)
+
     def test_gpt2_block(self):
         block = randomise(GPT2Block()).eval()
         stats = self.compiled_matches(block, torch.randn(2, 16, 64), tol=F32_BLOCK)

@@ -1,8 +1,9 @@
 // A linear layer's dot(x, transpose(w)) on the CPU executable: the transpose
 // of B's last two axes is read by the gemm's flag (fold_operand_transposes in
 // runtime/cpu/executable.cpp), so no kernel copies the weight, and the result
-// matches the interpreter, with and without an epilogue, batched, in f32 and
-// f64. A transpose that something else reads too still runs as a kernel.
+// matches the interpreter under every planner, with and without an epilogue,
+// batched, in f32 and f64. A transpose that something else reads too still
+// runs as a kernel.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -69,12 +70,19 @@ TEST(DotTranspose, ALinearLayersWeightIsReadTransposedInPlace) {
   KernelCache cache(dir);
   for (const DotCase& c : cases) {
     const Graph g = canonicalize(parse_module(c.text, "dot.stitch").graphs.front());
-    SCOPED_TRACE(g.name());
-    CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, cache);
-    ASSERT_EQ(exe.fallback(), "");
-    EXPECT_EQ(exe.kernel_count(), c.kernels);
     const std::vector<Tensor> inputs = testing::random_inputs(g, 11, {});
-    EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(g, inputs), true, c.k));
+    const std::vector<Tensor> want = interpret(g, inputs);
+    // Every planner: the fold works on whatever launch list the plan makes.
+    for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Greedy, PlannerKind::Stitch,
+                                PlannerKind::Ilp}) {
+      SCOPED_TRACE(g.name() + " under " + std::string(planner_name(planner)));
+      CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
+      ASSERT_EQ(exe.fallback(), "");
+      if (planner == PlannerKind::Stitch) {
+        EXPECT_EQ(exe.kernel_count(), c.kernels);
+      }
+      EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), want, true, c.k));
+    }
   }
   fs::remove_all(dir);
 }

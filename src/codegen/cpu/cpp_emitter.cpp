@@ -800,7 +800,8 @@ class KernelEmitter : private common::SourceWriter {
     const DType in = e->operands[0].dtype();
     const std::string t = compute_type(in);
     if (std::optional<std::string> split = split_thread_division(e)) return *split;
-    if (std::optional<std::string> narrow = common::narrow_division_text(e, a[0], facts_.value_range(e->operands[0]))) return *narrow;
+    const std::optional<common::IndexRange> dividend_range = facts_.value_range(e->operands[0]);
+    if (std::optional<std::string> narrow = common::narrow_division_text(e, a[0], dividend_range)) return *narrow;
     if (in == DType::i64 && (e->op == OpKind::Add || e->op == OpKind::Sub || e->op == OpKind::Mul) &&
         facts_.value_range(e)) {
       // Provably no overflow: plain signed arithmetic, which GCC's induction

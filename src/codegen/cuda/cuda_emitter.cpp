@@ -412,7 +412,9 @@ class KernelEmitter : private common::SourceWriter {
       const char* sign = e->op == OpKind::Add ? "+" : e->op == OpKind::Sub ? "-" : "*";
       return fmt::format("({} {} {})", a[0], sign, a[1]);
     }
-    if (std::optional<std::string> narrow = common::narrow_division_text(e, a[0], range(e->operands[0]))) return *narrow;
+    if (std::optional<std::string> narrow = common::narrow_division_text(e, a[0], range(e->operands[0]))) {
+      return *narrow;
+    }
     std::string text = op_text(e->op, in, compute_type(in), a, e);
     // Each f16/bf16 op rounds once to its dtype; comparisons yield bool.
     if (is_narrow_float(result)) return round_to_narrow(result, text);

@@ -51,7 +51,6 @@ struct CompiledGraph {
   std::vector<Step> steps;
   std::string source;
   CpuModule module;  // keeps the kernels' shared object loaded
-  int64_t dot_panel_bytes = 0;  // a dot's row panels (dot_call.h)
   // Set when compile() fell back; with `interpret`, run() uses the reference
   // interpreter because no plan compiled.
   std::string fallback;
@@ -178,12 +177,12 @@ std::vector<void*> kernel_buffers(const lower::GroupSignature& signature, const 
   return buffers;
 }
 
-// A dot step (dot_call.h): f32 and f64 matrices by row panels on OpenMP's
-// threads, so BLAS's threads and OpenMP's never spin against each other, with
-// the epilogue's blocks after each panel while its rows are in the cache; the
-// rest on BLAS's own threads. Returns the epilogue's status (0: accepted).
-int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bindings, int64_t panel_bytes,
-                     const AddressOf& address_of) {
+// A dot step (dot_call.h): with an epilogue, by row panels on OpenMP's
+// threads, the epilogue's blocks after each panel while its rows are in the
+// cache; without, f32 in one oneDNN call (on OpenMP's threads itself) and f64
+// matrices one panel a thread, so that BLAS's threads and OpenMP's never spin
+// against each other. Returns the epilogue's status (0: accepted).
+int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bindings, const AddressOf& address_of) {
   const Node& n = g.nodes()[step.node];
   const DType dtype = g.type(n.output).dtype;
   const bool transposed = step.b_transposed.valid();
@@ -205,7 +204,6 @@ int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bin
     // No epilogue to keep in the cache: one panel a thread, so that each
     // packs B once (panels of half an L2 packed it once per 42 rows of a
     // [1024, 3072] result: 196 GFLOP/s where one call a thread gives 290).
-    (void)panel_bytes;
     const int64_t threads = omp_get_max_threads();
     run_dot_panels(dtype, a, b, out, a_data, b_data, out_data,
                    dot_panels(dot_rows(out), out.back(), out.back(), dtype_size(dtype), INT64_MAX / 4, threads),
@@ -323,7 +321,6 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) {
     return make_steps(g, l, module, dot_panel_bytes(options.rows));
   });
-  compiled->dot_panel_bytes = dot_panel_bytes(options.rows);
   cache.store_compiled_graph(key, compiled);
   CpuExecutable exe(std::move(c.graph), std::move(compiled));
   exe.cache_stats_ = stats_delta(before, cache.stats());
@@ -348,7 +345,6 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
   for (Compilation& c : batch.graphs) {
     auto compiled = std::make_shared<CompiledGraph>();
     compiled->steps = make_steps(c.graph, c.lowered, module, dot_panel_bytes(rows));
-    compiled->dot_panel_bytes = dot_panel_bytes(rows);
     compiled->plan = std::move(c.lowered.plan);
     compiled->source = source;
     compiled->module = module;
@@ -459,7 +455,7 @@ void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputM
     for (int node : step.arg_reductions) check_arg_reduction_extent(g, node, bindings);
     int32_t status = 0;
     if (step.kind == Step::Kind::Dot) {
-      status = run_dot_step(g, step, bindings, compiled_->dot_panel_bytes, address_of);
+      status = run_dot_step(g, step, bindings, address_of);
     } else {
       std::vector<void*> buffers = kernel_buffers(step.signature, address_of, status);
       const std::vector<int64_t> scalars = kernel_scalars(step.signature, bindings);

@@ -12,7 +12,8 @@ Inductor calls too) runs in PyTorch between them.
         y = fast(x)
     print(stitch.torch_backend.last_stats())      # partitions, kernels, what PyTorch ran
 
-Training: the forward graph runs through Stitch, the backward graph in PyTorch.
+Training: the forward and the backward graph are partitioned and compiled alike; the
+min-cut partitioner decides what the forward saves and what the backward recomputes.
 """
 
 import collections
@@ -442,6 +443,7 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
     planner (none, xla, stitch, ilp, greedy), tune (bool), cache_dir, and dots (bool:
     matrix products as Stitch dots rather than PyTorch's)."""
     from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     options = dict(options or {})
 
@@ -452,13 +454,13 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
         return _compile_graph(g, "forward", options)
 
     def backward(g, inputs):
-        stats = GraphStats("backward")
-        stats.torch_ops.update(str(n.target) for n in g.graph.nodes if n.op == "call_function")
-        _stats.append(stats)
-        return _boxed(g)
+        return _compile_graph(g, "backward", options)
 
+    # What the forward saves for the backward: the min-cut partitioner (Inductor's
+    # choice too) recomputes cheap pointwise ops in the backward rather than saving
+    # their results, where that moves fewer bytes.
     compiler = aot_autograd(fw_compiler=forward, bw_compiler=backward, inference_compiler=inference,
-                            decompositions=decompositions())
+                            decompositions=decompositions(), partition_fn=min_cut_rematerialization_partition)
     return compiler(gm, example_inputs)
 
 

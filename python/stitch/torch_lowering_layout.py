@@ -67,6 +67,26 @@ def _slice_tensor(g, out, base, x, dim=0, start=None, end=None, step=1):
     return _slice(g, x, dim, start, end, step, base)
 
 
+def _refuse_strided_scatter(node):
+    step = node.args[5] if len(node.args) > 5 else node.kwargs.get("step", 1)
+    return None if step == 1 else f"slice_scatter with step {step}"
+
+
+@lowers(aten.slice_scatter.default, refuse=_refuse_strided_scatter)
+def _slice_scatter(g, out, base, x, src, dim=0, start=None, end=None, step=1):
+    """x with x[begin:end] along dim replaced by src (the backward of a slice): the
+    part of x before, src and the part after, concatenated."""
+    dim = dim % len(x.shape)
+    begin, stop, _ = slice(start, end, 1).indices(x.shape[dim])
+    parts = [_slice(g, x, dim, 0, begin, 1, base + "_before")] if begin > 0 else []
+    parts.append(cast(g, src, out.dtype))
+    if stop < x.shape[dim]:
+        parts.append(_slice(g, x, dim, stop, x.shape[dim], 1, base + "_after"))
+    if len(parts) == 1:
+        return parts[0]
+    return g.op(base, f"concat({', '.join(p.name for p in parts)}, axis={dim})", out.dtype, out.shape)
+
+
 @lowers(aten.select.int, aten.select_copy.int)
 def _select(g, out, base, x, dim, index):
     index = index % x.shape[dim % len(x.shape)]

@@ -34,6 +34,7 @@ import stitch
 
 from .torch_lowering import LOWERINGS, lower_partition, lowering_refusal
 from .torch_lowering_layout import MATRIX_PRODUCTS
+from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
 
 # Whether matrix products join Stitch's partitions unless options={"dots": ...} says
 # (docs/torch.md, Matrix products: where it was measured).
@@ -66,7 +67,9 @@ class PartitionStats:
         self.kernel_count = None        # of the latest specialisation compiled
         self.plan = None
         self.text = None                # the latest generated .stitch text
-        self.specialisations = 0        # input shapes compiled
+        self.specialisations = 0        # executables compiled: per input shapes, or one symbolic
+        self.symbolic = False           # whether one executable takes every size (dynamic shapes)
+        self.static_because = None      # under dynamic shapes, why it is compiled per shapes
         self.calls = 0
         # Within profiling(): seconds spent making arguments numpy arrays, in Stitch's
         # executable (binding, kernels), and wrapping results as tensors; calls timed.
@@ -220,7 +223,8 @@ def _propagate(gm, args):
 
     with unset_fake_temporarily(), FakeTensorMode(allow_non_fake_inputs=True):
         fakes = [torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device)
-                 if isinstance(a, torch.Tensor) else a for a in args]
+                 if isinstance(a, torch.Tensor) else torch.empty(a.shape, dtype=a.dtype, device=a.device)
+                 if isinstance(a, Shaped) else a for a in args]
         interpreter = torch.fx.Interpreter(gm, garbage_collect_values=False)
         interpreter.run(*fakes)
         return dict(interpreter.env)
@@ -250,14 +254,18 @@ def _dump(name, text):
 
 
 class _Specialisation:
-    __slots__ = ("exe", "params", "single", "devices", "kept", "kept_at", "outputs")
+    __slots__ = ("exe", "params", "declared", "single", "devices", "kept", "kept_at", "outputs", "symbolic")
 
-    def __init__(self, exe, params, single, devices, outputs):
+    def __init__(self, exe, params, declared, single, devices, outputs, symbolic=None):
         self.exe = exe            # None: PyTorch runs the partition
         self.params = params      # which arguments are graph parameters (tensors)
+        self.declared = declared  # each parameter's shape in the graph (a view of the argument)
         self.single = single      # one output: the executable returns an array, not a tuple
         self.devices = devices    # each output's device, where it is not the CPU
         self.outputs = outputs    # each output's (shape, dtype)
+        # A graph with size symbols (torch_symbolic.Symbolic): shapes above name them,
+        # and each call binds them from its arguments.
+        self.symbolic = symbolic
         # Outputs of the latest calls, a set reused once nothing else holds it; two
         # sets, so that `y = f(x)` in a loop, which holds the last y during the call,
         # reuses too. By address: CPU tensors with their storages' use counts when only
@@ -277,15 +285,19 @@ def _use_count(t):
     return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
 
 
-def _output_tensors(spec):
-    """The outputs' memory: a kept set no tensor outside holds any more (memory already
-    faulted in), else new PyTorch tensors."""
+def _concrete(shape, extents):
+    return tuple(extents[d] if isinstance(d, str) else d for d in shape)
+
+
+def _output_tensors(spec, shapes):
+    """The outputs' memory: a kept set of these shapes that no tensor outside holds any
+    more (memory already faulted in), else new PyTorch tensors."""
     for i in range(len(spec.kept_at) - 1, -1, -1):  # the newest first
         tensors, counts = spec.kept_at[i]
-        if all(_use_count(t) == c for t, c in zip(tensors, counts)):
+        if all(_use_count(t) == c and t.shape == s for t, c, s in zip(tensors, counts, shapes)):
             del spec.kept_at[i]
             return tensors, counts
-    tensors = [torch.empty(shape, dtype=dtype) for shape, dtype in spec.outputs]
+    tensors = [torch.empty(shape, dtype=dtype) for shape, (_, dtype) in zip(shapes, spec.outputs)]
     return tensors, [_use_count(t) for t in tensors]
 
 
@@ -296,10 +308,15 @@ def _run_at(spec, args, stats=None):
     call's time goes into its seconds as profiling() splits it."""
     start = time.perf_counter() if stats else 0.0
     inputs = [args[i] if args[i].is_contiguous() else args[i].contiguous() for i in spec.params]
-    tensors, counts = _output_tensors(spec)
+    if spec.symbolic is None:
+        extents = None
+        tensors, counts = _output_tensors(spec, [shape for shape, _ in spec.outputs])
+    else:
+        extents = spec.symbolic.extents(args)
+        tensors, counts = _output_tensors(spec, [_concrete(shape, extents) for shape, _ in spec.outputs])
     addresses = [t.data_ptr() for t in inputs], [t.data_ptr() for t in tensors]
     converted = time.perf_counter() if stats else 0.0
-    spec.exe.run_at(*addresses)
+    spec.exe.run_at(*addresses, extents)
     ran = time.perf_counter() if stats else 0.0
     spec.kept_at.append((tensors, counts))
     del spec.kept_at[:-_KEPT_OUTPUT_SETS]
@@ -312,13 +329,21 @@ def _run_at(spec, args, stats=None):
     return out
 
 
-def _host_array(t):
+def _host_array(t, shape):
+    """The argument on the host in its parameter's shape (a view of a contiguous one)."""
     if t.device.type != "cpu":
         t = t.cpu()
     if t.requires_grad:
         t = t.detach()
+    t = t.contiguous().view(shape)
     # numpy has no bf16: the tensor itself, which the binding reads through DLPack.
     return t if t.dtype == torch.bfloat16 else t.numpy()
+
+
+def _host_arrays(spec, args):
+    extents = spec.symbolic.extents(args) if spec.symbolic else None
+    return [_host_array(args[i], _concrete(shape, extents) if extents else shape)
+            for i, shape in zip(spec.params, spec.declared)]
 
 
 def _tensor_of(a):
@@ -330,11 +355,15 @@ def _tensor_of(a):
 
 def _run(spec, arrays):
     """Runs the executable, into the output arrays of one of the last two calls when no
-    tensor over them is alive any more (a caching allocator's reuse: memory already
-    faulted in)."""
+    tensor over them is alive any more and their shapes are this call's (a caching
+    allocator's reuse: memory already faulted in)."""
+    shapes = None
     for i in range(len(spec.kept) - 1, -1, -1):  # the newest first
         arrays_out, storages = spec.kept[i]
-        if all(ref.expired() for ref in storages):
+        if shapes is None:
+            extents = spec.symbolic.extents_of_arrays(arrays, spec.declared) if spec.symbolic else None
+            shapes = [_concrete(shape, extents) if extents else shape for shape, _ in spec.outputs]
+        if all(ref.expired() for ref in storages) and all(a.shape == s for a, s in zip(arrays_out, shapes)):
             del spec.kept[i]
             return spec.exe(*arrays, out=arrays_out)
     return spec.exe(*arrays)
@@ -365,14 +394,19 @@ class _StitchPartition(torch.nn.Module):
         self.stats = stats
         self.options = options
         self.specialisations = {}
+        self.symbolic = None  # the specialisation for every size, if there is one
+        self.dynamic = is_dynamic(module)
 
     def forward(self, *args):
         # Dynamo guards dtypes and devices (another recompiles the graph); shapes vary
-        # only under dynamic shapes.
-        key = tuple(a.shape if isinstance(a, torch.Tensor) else a for a in args)
-        spec = self.specialisations.get(key)
+        # only under dynamic shapes, where one symbolic specialisation takes them all
+        # if the partition could be written with its size symbols.
+        spec = self.symbolic
         if spec is None:
-            spec = self._specialise(key, args)
+            key = tuple(a.shape if isinstance(a, torch.Tensor) else a for a in args)
+            spec = self.specialisations.get(key)
+            if spec is None:
+                spec = self._specialise(key, args)
         self.stats.calls += 1
         if spec.exe is None:
             return self.module(*args)
@@ -380,7 +414,7 @@ class _StitchPartition(torch.nn.Module):
             return self._timed(spec, args)
         if spec.devices is None and by_address:
             return _run_at(spec, args)
-        return _results(spec, _run(spec, [_host_array(args[i]) for i in spec.params]))
+        return _results(spec, _run(spec, _host_arrays(spec, args)))
 
     # The FX module calls it directly: nn.Module.__call__'s hook handling cost 1.5 us a call.
     __call__ = forward
@@ -389,7 +423,7 @@ class _StitchPartition(torch.nn.Module):
         if spec.devices is None and by_address:
             return _run_at(spec, args, self.stats)
         start = time.perf_counter()
-        arrays = [_host_array(args[i]) for i in spec.params]
+        arrays = _host_arrays(spec, args)
         converted = time.perf_counter()
         out = _run(spec, arrays)
         ran = time.perf_counter()
@@ -403,29 +437,57 @@ class _StitchPartition(torch.nn.Module):
 
     def _specialise(self, key, args):
         name = f"{self.stats.name}_s{len(self.specialisations)}"
+        spec = self._symbolic(name) if self.dynamic and not self.stats.static_because else None
+        if spec is not None:
+            self.symbolic = spec
+            return spec
         try:
             values = _propagate(self.module, args)
-            text, is_param = lower_partition(self.module, values, name)
-            self.stats.text = text
-            _dump(name, text)
-            exe = _compile_text(text, name, self.stats.backend, self.options)
+            text, declared = lower_partition(self.module, values, name)
+            outputs = [values[n] for n in _flat_output(self.module)]
+            exe = self._compiled(name, text)
         except stitch.Error as e:
             # Stitch refused the graph (a back end's limit): PyTorch runs this partition,
             # loudly. Any other exception is a bug in the lowering and propagates.
             self.stats.fallback = f"{type(e).__name__}: {e}"
             warnings.warn(f"stitch: {name} runs in PyTorch: {self.stats.fallback}", stacklevel=3)
-            spec = _Specialisation(None, [], False, None, [])
-            self.specialisations[key] = spec
-            return spec
-        outputs = [values[n] for n in _flat_output(self.module)]
-        devices = [o.device if o.device.type != "cpu" else None for o in outputs]
-        params = [i for i, p in enumerate(is_param) if p]
-        spec = _Specialisation(exe, params, len(outputs) == 1, devices if any(devices) else None,
-                               [(tuple(o.shape), o.dtype) for o in outputs])
+            spec = _Specialisation(None, [], [], False, None, [])
+        else:
+            spec = self._made(exe, declared, [(tuple(o.shape), o.dtype) for o in outputs], None)
         self.specialisations[key] = spec
+        return spec
+
+    def _symbolic(self, name):
+        """The specialisation for every size (dynamic shapes), or None with the reason in
+        the stats: the partition is then compiled per input shapes."""
+        name = f"{self.stats.name}_sym"
+        symbolic, why = lower_symbolic(self.module, name, _propagate, lower_partition)
+        if symbolic is None:
+            self.stats.static_because = why
+            return None
+        try:
+            exe = self._compiled(name, symbolic.text)
+        except stitch.Error as e:  # the graph needs a form the IR lacks, such as B*T
+            self.stats.static_because = f"{type(e).__name__}: {e}"
+            return None
+        dtypes = [n.meta["val"].dtype for n in _flat_output(self.module)]
+        return self._made(exe, symbolic.declared, list(zip(symbolic.outputs, dtypes)), symbolic)
+
+    def _compiled(self, name, text):
+        self.stats.text = text
+        _dump(name, text)
+        return _compile_text(text, name, self.stats.backend, self.options)
+
+    def _made(self, exe, declared, outputs, symbolic):
+        metas = [n.meta.get("val") for n in _flat_output(self.module)]
+        devices = [m.device if isinstance(m, torch.Tensor) and m.device.type != "cpu" else None for m in metas]
+        params = [i for i, shape in enumerate(declared) if shape is not None]
+        spec = _Specialisation(exe, params, [declared[i] for i in params], len(outputs) == 1,
+                               devices if any(devices) else None, outputs, symbolic)
         self.stats.kernel_count = exe.kernel_count
         self.stats.plan = exe.plan
-        self.stats.specialisations = len(self.specialisations)
+        self.stats.specialisations += 1
+        self.stats.symbolic = symbolic is not None
         self.stats.stitch_fallback = exe.fallback
         return spec
 

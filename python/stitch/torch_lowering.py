@@ -222,22 +222,39 @@ def _tensor_metas(node):
         yield from metas(meta(a))
 
 
+# Views that keep a contiguous tensor's memory as it is: a parameter read only through
+# one of them is declared in the view's shape (the caller passes the same memory).
+_RESHAPES = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.reshape.default)
+
+
+def _declared_shape(node, values):
+    """The shape a tensor placeholder is declared with: that of the one reshape all its
+    users apply (a matrix product's [B*T, C] result read as [B, T, C], so that the
+    graph's shapes need no product of symbols), else its own."""
+    shapes = {tuple(values[u].shape) if u.target in _RESHAPES else None for u in node.users}
+    if len(shapes) == 1 and None not in shapes:
+        return shapes.pop()
+    return tuple(values[node].shape)
+
+
 def lower_partition(gm, values, name):
     """The text of the graph `name` computing gm's outputs, and for each of gm's
-    placeholders whether it is a graph parameter (a tensor) or baked in (an int).
+    placeholders its declared shape if it is a graph parameter (a tensor, read as a
+    dense row-major array of that shape) or None if its value is baked in (an int).
     `values` maps each node of gm to its value for the shapes being compiled."""
     g = GraphText(name)
     env = {}
-    is_param = []
+    declared = []
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             v = values[node]
             if isinstance(v, torch.Tensor):
-                env[node] = g.param(node.name, v.dtype, v.shape)
-                is_param.append(True)
+                shape = _declared_shape(node, values)
+                env[node] = g.param(node.name, v.dtype, shape)
+                declared.append(shape)
             else:
                 env[node] = v
-                is_param.append(False)
+                declared.append(None)
         elif node.op == "call_function":
             args = torch.fx.node.map_arg(node.args, lambda n: env[n])
             kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
@@ -248,7 +265,7 @@ def lower_partition(gm, values, name):
         elif node.op == "output":
             outs = node.args[0]
             outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-            return g.text([env[o] for o in outs]), is_param
+            return g.text([env[o] for o in outs]), declared
         else:
             raise AssertionError(f"stitch: a partition holds a {node.op} node")
     raise AssertionError("stitch: a partition without an output")

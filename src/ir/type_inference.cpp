@@ -257,10 +257,18 @@ TensorType infer_slice(const TensorType& x, Attrs& attrs) {
       out.push_back(d);
       continue;
     }
-    if (stop[i].is_symbolic()) {
-      throw UserError(fmt::format("slice: stop {} on static axis {} must be an integer", stop[i].name(), i));
-    }
     int64_t n = d.extent();
+    if (stop[i].is_symbolic()) {
+      // A prefix of the symbol's length (a mask or a table cut to the sequence
+      // length): binding checks that the symbol does not pass the axis.
+      if (std::min(start[i] < 0 ? std::max<int64_t>(start[i] + n, 0) : start[i], n) != 0 || step[i] != 1) {
+        throw UserError(fmt::format("slice: stop {} on static axis {} needs start 0 and step 1 (a prefix)",
+                                    stop[i].name(), i));
+      }
+      start[i] = 0;
+      out.push_back(stop[i]);
+      continue;
+    }
     // Python slice semantics: negative bounds count from the end, then clamp.
     auto clamp_bound = [n](int64_t b) {
       if (b < 0) b = std::max<int64_t>(b + n, 0);

@@ -372,31 +372,61 @@ struct PyExecutable {
   std::optional<std::pair<std::vector<StaticType>, std::vector<StaticType>>> static_types;
 };
 
-// A value's dtype and shape, which run_at needs static.
-PyExecutable::StaticType static_type(const stitch::Graph& g, stitch::ValueId v, const std::string& what) {
+// A value's dtype and shape: static, or with its symbols from `symbols`
+// (every symbol of the graph bound there, else a UserError naming the one missing).
+PyExecutable::StaticType bound_type(const stitch::Graph& g, stitch::ValueId v, const std::string& what,
+                                    const stitch::SymbolBindings* symbols) {
   PyExecutable::StaticType t{g.type(v).dtype, {}};
   for (const stitch::Dim& d : g.type(v).shape) {
-    if (!d.is_static()) throw stitch::UserError("run_at needs static shapes; " + what + " has the symbol " + d.name());
-    t.shape.push_back(d.extent());
+    if (d.is_static()) {
+      t.shape.push_back(d.extent());
+      continue;
+    }
+    if (!symbols || !symbols->contains(d.name())) {
+      throw stitch::UserError("run_at: " + what + " has the symbol " + d.name() + ", which `symbols` does not bind");
+    }
+    const int64_t extent = symbols->at(d.name());
+    stitch::check_extent("run_at: symbol " + d.name(), extent);
+    t.shape.push_back(extent);
   }
   return t;
+}
+
+std::pair<std::vector<PyExecutable::StaticType>, std::vector<PyExecutable::StaticType>> bound_types(
+    const stitch::Graph& g, const stitch::SymbolBindings* symbols) {
+  std::vector<PyExecutable::StaticType> params, results;
+  for (size_t i = 0; i < g.params().size(); ++i) {
+    params.push_back(bound_type(g, g.params()[i], "parameter " + std::to_string(i), symbols));
+  }
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    results.push_back(bound_type(g, g.outputs()[i].value, "output " + std::to_string(i), symbols));
+  }
+  if (symbols) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      stitch::check_tensor_size("run_at: parameter " + std::to_string(i), params[i].dtype, params[i].shape);
+    }
+    for (size_t i = 0; i < results.size(); ++i) {
+      stitch::check_tensor_size("run_at: output " + std::to_string(i), results[i].dtype, results[i].shape);
+    }
+  }
+  return {std::move(params), std::move(results)};
 }
 
 // Executable.run_at: the graph on memory given by address (docs/python.md,
 // Running on memory by address), for a caller that owns it and knows its
 // layout, such as the torch backend: no conversion, no check but the count
-// and that no output overlaps an input.
-void run_at(PyExecutable& self, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs) {
+// and that no output overlaps an input. A graph with symbolic dims takes their
+// extents in `symbols` (the types of a static graph are made once and kept).
+void run_at(PyExecutable& self, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
+            const std::optional<stitch::SymbolBindings>& symbols) {
   const stitch::Graph& g = self.exe->graph();
-  if (!self.static_types) {
-    std::vector<PyExecutable::StaticType> params, results;
-    for (size_t i = 0; i < g.params().size(); ++i) params.push_back(static_type(g, g.params()[i], "parameter " + std::to_string(i)));
-    for (size_t i = 0; i < g.outputs().size(); ++i) {
-      results.push_back(static_type(g, g.outputs()[i].value, "output " + std::to_string(i)));
-    }
-    self.static_types.emplace(std::move(params), std::move(results));
+  std::optional<std::pair<std::vector<PyExecutable::StaticType>, std::vector<PyExecutable::StaticType>>> bound;
+  if (symbols && !symbols->empty()) {
+    bound.emplace(bound_types(g, &*symbols));
+  } else if (!self.static_types) {
+    self.static_types.emplace(bound_types(g, nullptr));
   }
-  const auto& [params, results] = *self.static_types;
+  const auto& [params, results] = bound ? *bound : *self.static_types;
   if (inputs.size() != params.size() || outputs.size() != results.size()) {
     throw stitch::UserError("run_at: " + std::to_string(inputs.size()) + " inputs and " + std::to_string(outputs.size()) +
                             " outputs for a graph of " + std::to_string(params.size()) + " parameters and " +
@@ -671,10 +701,11 @@ PYBIND11_MODULE(_stitch, m) {
           "Runs the graph: one array per parameter in (numpy, or anything with __dlpack__ in CPU memory; read in "
           "place when C-contiguous), one numpy array per output out (a tuple when several), or written into the "
           "arrays of out=")
-      .def("run_at", &run_at, py::arg("inputs"), py::arg("outputs"),
-           "Runs the graph (static shapes only) on memory given by address: each input a dense row-major array of "
-           "its parameter's dtype and shape at that address, each output written at its address. Nothing is checked "
-           "but the counts and that outputs do not overlap inputs: for callers that own the memory")
+      .def("run_at", &run_at, py::arg("inputs"), py::arg("outputs"), py::arg("symbols") = py::none(),
+           "Runs the graph on memory given by address: each input a dense row-major array of its parameter's dtype "
+           "and shape at that address, each output written at its address; a graph with symbolic dims takes their "
+           "extents in `symbols` (a dict). Nothing is checked but the counts, the symbols and that outputs do not "
+           "overlap inputs: for callers that own the memory")
       .def_property_readonly("backend", [](const PyExecutable& self) { return stitch::backend_name(self.exe->backend()); })
       .def_property_readonly("planner", [](const PyExecutable& self) { return self.exe->planner(); })
       .def_property_readonly("kernel_count", [](const PyExecutable& self) { return self.exe->kernel_count(); },

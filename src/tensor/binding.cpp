@@ -28,6 +28,25 @@ void check_sizes_with(const Graph& g, const SymbolBindings& bindings) {
   }
 }
 
+// A slice of a static axis up to a symbol (graph-ir.md, Symbolic dims) reads
+// within the axis only while the symbol is at most its extent.
+void check_symbolic_prefixes(const Graph& g, const SymbolBindings& bindings) {
+  for (const Node& n : g.nodes()) {
+    if (n.op != OpKind::Slice) continue;
+    const Shape& in = g.type(n.inputs[0]).shape;
+    const Shape& stop = n.attrs.find("stop")->as_shape();
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!in[i].is_static() || stop[i].is_static()) continue;
+      auto it = bindings.find(stop[i].name());
+      if (it != bindings.end() && it->second > in[i].extent()) {
+        throw UserError(fmt::format("value '{}' of graph '{}': slice to {} = {} passes axis {} of extent {}",
+                                    g.value_name(n.output), g.name(), stop[i].name(), it->second, i,
+                                    in[i].extent()));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 SymbolBindings bind_inputs(const Graph& g, const std::vector<Tensor>& inputs) {
@@ -78,6 +97,7 @@ SymbolBindings bind_input_types(const Graph& g, const std::vector<InputType>& in
     }
   }
   check_sizes_with(g, bindings);
+  if (!bindings.empty()) check_symbolic_prefixes(g, bindings);
   return bindings;
 }
 

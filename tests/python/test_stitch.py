@@ -255,9 +255,17 @@ class Package(unittest.TestCase):
             run.run_at([address(x)], [address(z), address(w)])
         with self.assertRaisesRegex(stitch.Error, "output 0 overlaps an input"):
             run.run_at([address(x), address(y)], [address(x), address(w)])
-        symbolic = stitch.parse("graph s(x: f32[N]) {\n  y = exp(x)\n  return y\n}\n").graphs["s"]
-        with self.assertRaisesRegex(stitch.Error, "run_at needs static shapes; parameter 0 has the symbol N"):
-            stitch.compile(symbolic, cache_dir=self.cache).run_at([address(y)], [address(z)])
+        symbolic = stitch.compile(stitch.parse("graph s(x: f32[N, 8]) {\n  y = softmax(x, axis=1)\n  return y\n}\n")
+                                  .graphs["s"], cache_dir=self.cache)
+        with self.assertRaisesRegex(stitch.Error, "parameter 0 has the symbol N, which `symbols` does not bind"):
+            symbolic.run_at([address(y)], [address(z)])
+        with self.assertRaisesRegex(stitch.Error, "symbol N"):
+            symbolic.run_at([address(y)], [address(z)], {"N": -1})
+        for n in (3, 11):  # one executable, any extent of N
+            a = rng.standard_normal((n, 8)).astype(np.float32)
+            b = np.empty((n, 8), np.float32)
+            symbolic.run_at([address(a)], [address(b)], {"N": n})
+            np.testing.assert_array_equal(b, symbolic(a))
 
     def test_bf16_crosses_as_ml_dtypes_arrays_and_torch_tensors_in_place(self):
         import ml_dtypes

@@ -355,7 +355,7 @@ class Behaviour(StitchCase):
         self.assertEqual(stitch.parse(text).graphs[name].name, name)
 
     def test_new_shapes_compile_new_specialisations(self):
-        compiled = torch.compile(lambda t: F.layer_norm(t, t.shape[-1:]), backend="stitch", dynamic=True)
+        compiled = torch.compile(lambda t: F.layer_norm(t, t.shape[-1:]), backend="stitch", dynamic=False)
         for rows in (3, 7, 7):
             x = torch.randn(rows, 32)
             torch.testing.assert_close(compiled(x), F.layer_norm(x, (32,)), **F32)
@@ -363,6 +363,50 @@ class Behaviour(StitchCase):
         partitions = [p for s in backend.all_stats() for p in s.partitions]
         self.assertEqual(sum(p.specialisations for p in partitions), 2)
         self.assertEqual(sum(p.calls for p in partitions), 3)
+
+    def test_dynamic_shapes_compile_each_partition_once(self):
+        # Dynamo's size symbols become Stitch symbols: one executable per partition runs
+        # every batch size and sequence length (the causal mask and the rotary tables
+        # cut to the length as symbolic prefixes), by address and through numpy.
+        for by_address in (True, False):
+            for make in (lambda: GPT2Block(context=32), lambda: LlamaBlock(context=32)):
+                torch._dynamo.reset()
+                backend.reset_stats()
+                backend.by_address = by_address
+                try:
+                    block = randomise(make())
+                    compiled = torch.compile(block, backend="stitch", dynamic=True)
+                    for b, t in ((3, 7), (5, 9), (2, 16), (4, 20), (5, 9)):  # not 1: Dynamo specialises it
+                        x = torch.randn(b, t, 64)
+                        with torch.inference_mode():
+                            torch.testing.assert_close(compiled(x), block(x), **F32_BLOCK)
+                finally:
+                    backend.by_address = True
+                stats = self.assert_stitch_ran()
+                self.assertEqual(len(stats), 1, "Dynamo compiled the block more than once")
+                for p in stats[0].partitions:
+                    self.assertTrue(p.symbolic, f"{p.name}: {p.static_because}")
+                    self.assertEqual((p.specialisations, p.calls), (1, 5), p.name)
+
+    def test_a_training_step_under_dynamic_shapes(self):
+        # The backward too; a partition that needs a product of sizes (a bias gradient
+        # summing a [B*T, C] matrix) is compiled per shapes and says why.
+        block = randomise(GPT2Block(context=32))
+        compiled = torch.compile(block, backend="stitch", dynamic=True)
+        for b, t in ((3, 7), (2, 12)):
+            x = torch.randn(b, t, 64, requires_grad=True)
+            compiled(x).square().mean().backward()
+            got = [p.grad.clone() for p in block.parameters()] + [x.grad.clone()]
+            block.zero_grad()
+            x.grad = None
+            block(x).square().mean().backward()
+            for g, w in zip(got, [p.grad for p in block.parameters()] + [x.grad]):
+                torch.testing.assert_close(g, w, **F32_BLOCK)
+            block.zero_grad()
+        stats = {s.kind: s for s in self.assert_stitch_ran()}
+        self.assertTrue(all(p.symbolic for p in stats["forward"].partitions))
+        for p in stats["backward"].partitions:
+            self.assertTrue(p.symbolic or (p.static_because and p.specialisations == 2), p)
 
     def test_outputs_are_reused_only_when_nothing_holds_them(self):
         compiled = torch.compile(lambda t: torch.tanh(t) * 2, backend="stitch")

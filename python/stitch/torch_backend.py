@@ -202,8 +202,28 @@ def _compile_graph(gm, kind, options):
             setattr(gm, node.target, _StitchPartition(sub, pstats, options))
         elif node.op == "call_function" and node.target is not operator.getitem:
             stats.torch_ops[str(node.target)] += 1
+            _as_method(node)
     gm.recompile()
     return _boxed(gm)
+
+
+# The ops PyTorch runs between partitions, called as the Tensor methods they are:
+# `x.view(s)` costs 1.0 us where `torch.ops.aten.view.default(x, s)` costs 2.1 (the
+# OpOverload's Python wrapper), and a model block runs dozens of such views.
+_METHODS = {
+    aten.view.default: "view", aten.permute.default: "permute", aten.expand.default: "expand",
+    aten.t.default: "t", aten.transpose.int: "transpose", aten.unsqueeze.default: "unsqueeze",
+    aten.squeeze.dim: "squeeze", aten.select.int: "select", aten.split_with_sizes.default: "split_with_sizes",
+    aten.split.Tensor: "split", aten.clone.default: "clone", aten.mm.default: "mm", aten.bmm.default: "bmm",
+    aten.addmm.default: "addmm", aten.baddbmm.default: "baddbmm",
+}
+
+
+def _as_method(node):
+    method = _METHODS.get(node.target)
+    if method is None:
+        return
+    node.op, node.target = "call_method", method
 
 
 def _flat_output(gm):
@@ -281,8 +301,7 @@ _KEPT_OUTPUT_SETS = 2
 by_address = True
 
 
-def _use_count(t):
-    return torch._C._storage_Use_Count(t.untyped_storage()._cdata)
+_storage_use_count = torch._C._storage_Use_Count
 
 
 def _concrete(shape, extents):
@@ -290,15 +309,22 @@ def _concrete(shape, extents):
 
 
 def _output_tensors(spec, shapes):
-    """The outputs' memory: a kept set of these shapes that no tensor outside holds any
-    more (memory already faulted in), else new PyTorch tensors."""
+    """The outputs' memory: a kept set (of these shapes, when they vary) that no tensor
+    outside holds any more (memory already faulted in), else new PyTorch tensors. A
+    kept set is (tensors, their storages' addresses, the use counts when only the set
+    held them); the set keeps the storages alive, so the addresses stay valid."""
     for i in range(len(spec.kept_at) - 1, -1, -1):  # the newest first
-        tensors, counts = spec.kept_at[i]
-        if all(_use_count(t) == c and t.shape == s for t, c, s in zip(tensors, counts, shapes)):
+        kept = spec.kept_at[i]
+        tensors, storages, counts = kept
+        if all(_storage_use_count(s) == c for s, c in zip(storages, counts)) and (
+                spec.symbolic is None or all(t.shape == s for t, s in zip(tensors, shapes))):
             del spec.kept_at[i]
-            return tensors, counts
+            return kept
+    if shapes is None:  # static shapes
+        shapes = [shape for shape, _ in spec.outputs]
     tensors = [torch.empty(shape, dtype=dtype) for shape, (_, dtype) in zip(shapes, spec.outputs)]
-    return tensors, [_use_count(t) for t in tensors]
+    storages = [t.untyped_storage()._cdata for t in tensors]
+    return tensors, storages, [_storage_use_count(s) for s in storages]
 
 
 def _run_at(spec, args, stats=None):
@@ -307,20 +333,28 @@ def _run_at(spec, args, stats=None):
     them, so that a kept set is known free when those are gone. With `stats`, the
     call's time goes into its seconds as profiling() splits it."""
     start = time.perf_counter() if stats else 0.0
-    inputs = [args[i] if args[i].is_contiguous() else args[i].contiguous() for i in spec.params]
+    inputs, copies = [], []  # a copy only of an input that is not contiguous, held for the call
+    for i in spec.params:
+        t = args[i]
+        if not t.is_contiguous():
+            t = t.contiguous()
+            copies.append(t)
+        inputs.append(t.data_ptr())
     if spec.symbolic is None:
         extents = None
-        tensors, counts = _output_tensors(spec, [shape for shape, _ in spec.outputs])
+        kept = _output_tensors(spec, None)
     else:
         extents = spec.symbolic.extents(args)
-        tensors, counts = _output_tensors(spec, [_concrete(shape, extents) for shape, _ in spec.outputs])
-    addresses = [t.data_ptr() for t in inputs], [t.data_ptr() for t in tensors]
+        kept = _output_tensors(spec, [_concrete(shape, extents) for shape, _ in spec.outputs])
+    tensors = kept[0]
     converted = time.perf_counter() if stats else 0.0
-    spec.exe.run_at(*addresses, extents)
+    spec.exe.run_at(inputs, [t.data_ptr() for t in tensors], extents)
     ran = time.perf_counter() if stats else 0.0
-    spec.kept_at.append((tensors, counts))
-    del spec.kept_at[:-_KEPT_OUTPUT_SETS]
-    out = tuple(t.detach() for t in tensors)
+    kept_at = spec.kept_at
+    kept_at.append(kept)
+    if len(kept_at) > _KEPT_OUTPUT_SETS:
+        del kept_at[0]
+    out = tuple([t.detach() for t in tensors])
     if stats:
         stats.seconds["arguments"] += converted - start
         stats.seconds["stitch"] += ran - converted

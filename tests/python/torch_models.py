@@ -1,5 +1,6 @@
-"""Blocks built from torch.nn that the torch.compile backend's tests
-(test_torch_backend.py) and benchmark (bench/python/torch_blocks.py) both compile."""
+"""Models built from torch.nn, with random weights and small default sizes, that the
+torch.compile backend's tests (test_torch_backend.py, test_torch_models.py) and the
+benchmarks (bench/python/torch_blocks.py, bench/torch/run.py) compile."""
 
 import math
 
@@ -97,3 +98,126 @@ class LlamaBlock(nn.Module):
         x = x + self.wo((att @ v).transpose(1, 2).reshape(B, T, C))
         h = self.mlp_norm(x)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class T5LayerNorm(nn.Module):
+    """T5's layer norm: scaled by the root mean square, no mean subtracted, no bias; the
+    mean square taken in f32 whatever the activations' dtype, as T5 does."""
+
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        variance = x.float().pow(2).mean(-1, keepdim=True)
+        return self.weight * (x.float() * torch.rsqrt(variance + self.eps)).to(self.weight.dtype)
+
+
+class T5Block(nn.Module):
+    """T5 v1.1's encoder block: T5 layer norms, self-attention with no 1/sqrt(d) scaling
+    and an additive relative position bias, a gated-GELU FFN (tanh GELU of one
+    projection times another); no biases. T5 computes the position bias from bucketed
+    relative positions in its first layer and shares it; here it is a parameter of that
+    shape, [1, heads, context, context]."""
+
+    def __init__(self, d=64, heads=4, ffn=128, context=16):
+        super().__init__()
+        self.heads, self.head_dim = heads, d // heads
+        self.attn_norm, self.ffn_norm = T5LayerNorm(d), T5LayerNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias=False) for _ in range(4))
+        self.position_bias = nn.Parameter(torch.zeros(1, heads, context, context))
+        self.wi_0, self.wi_1 = nn.Linear(d, ffn, bias=False), nn.Linear(d, ffn, bias=False)
+        self.wo = nn.Linear(ffn, d, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+
+        def heads(t):
+            return t.view(B, T, self.heads, self.head_dim).transpose(1, 2)
+
+        h = self.attn_norm(x)
+        q, k, v = heads(self.q(h)), heads(self.k(h)), heads(self.v(h))
+        scores = q @ k.transpose(-1, -2) + self.position_bias[:, :, :T, :T]
+        att = scores.float().softmax(-1).type_as(scores)
+        x = x + self.o((att @ v).transpose(1, 2).reshape(B, T, C))
+        h = self.ffn_norm(x)
+        return x + self.wo(F.gelu(self.wi_0(h), approximate="tanh") * self.wi_1(h))
+
+
+class ViTBlock(nn.Module):
+    """The Vision Transformer's encoder block: pre-LN self-attention over all patches
+    (no mask) and an erf-GELU MLP, with biases."""
+
+    def __init__(self, d=64, heads=4, mlp=256):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(d, eps=1e-6), nn.LayerNorm(d, eps=1e-6)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, mlp), nn.Linear(mlp, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        qkv = self.qkv(self.norm1(x)).view(B, T, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        att = (q @ k.transpose(-2, -1) * (C // self.heads) ** -0.5).softmax(-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(B, T, C))
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+
+class MixerBlock(nn.Module):
+    """MLP-Mixer's block: a token-mixing MLP applied across the patches (the token axis
+    transposed to last) and a channel-mixing MLP across the channels, each after a
+    LayerNorm and with a residual; GELU."""
+
+    def __init__(self, tokens=16, d=64, tokens_hidden=32, channels_hidden=256):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d, eps=1e-6), nn.LayerNorm(d, eps=1e-6)
+        self.token_mlp = nn.Sequential(nn.Linear(tokens, tokens_hidden), nn.GELU(), nn.Linear(tokens_hidden, tokens))
+        self.channel_mlp = nn.Sequential(nn.Linear(d, channels_hidden), nn.GELU(), nn.Linear(channels_hidden, d))
+
+    def forward(self, x):
+        x = x + self.token_mlp(self.norm1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.channel_mlp(self.norm2(x))
+
+
+class LMHead(nn.Module):
+    """A language model's head and loss: the final LayerNorm, the projection to the
+    vocabulary (no bias) and the mean cross-entropy against the next tokens, the logits
+    made f32 first as Hugging Face's causal models do; returns the scalar loss."""
+
+    def __init__(self, d=64, vocab=512):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, x, targets):
+        logits = self.lm_head(self.norm(x)).float()
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+class BertModel(nn.Module):
+    """BERT's encoder: `layers` BertLayers (BERT-base has 12), each with the padding mask."""
+
+    def __init__(self, layers=2, d=64, heads=4, ffn=256):
+        super().__init__()
+        self.layers = nn.ModuleList(BertLayer(d, heads, ffn) for _ in range(layers))
+
+    def forward(self, x, mask):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+class LlamaDecoder(nn.Module):
+    """A Llama-style decoder: `layers` LlamaBlocks and the final RMSNorm."""
+
+    def __init__(self, layers=2, d=64, heads=4, kv_heads=2, hidden=172, context=16):
+        super().__init__()
+        self.layers = nn.ModuleList(LlamaBlock(d, heads, kv_heads, hidden, context) for _ in range(layers))
+        self.norm = nn.RMSNorm(d, eps=1e-6)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)

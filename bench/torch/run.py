@@ -1,0 +1,286 @@
+"""The model set (tests/python/torch_models.py) run eagerly, compiled by Inductor
+(torch.compile's default) and compiled by Stitch (torch.compile(backend="stitch"),
+docs/torch.md), in one process, on the same weights and inputs, in f32 and bf16, for
+inference and for a training step. Writes PREFIX.json, PREFIX.md (the table) and
+PREFIX.svg (Stitch against Inductor, bars); how to run it: bench/torch/README.md.
+
+Per model, dtype and mode, after torch._dynamo.reset(): each variant is compiled by its
+first call (compile_s) and checked against eager, then W untimed and N timed rounds call
+every variant once, each round starting with the next variant (a call runs slower after
+another variant's: bench/python/torch_blocks.py, docs/torch.md), and the median of each
+variant's N times is reported. Inference is a call under torch.inference_mode();
+a training step zeroes the gradients (set_to_none), runs the forward, the loss (the LM
+head's own, else the mean square of the output in f32) and the backward, all timed.
+A variant that fails is recorded with its error and left out of the rounds.
+"""
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+import warnings
+
+import torch
+from torch._inductor import config as inductor_config
+from torch._inductor import metrics as inductor_metrics
+
+import stitch.torch_backend as backend
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
+sys.path.insert(0, HERE)
+from report import markdown, row, svg  # noqa: E402
+from torch_models import (BertLayer, BertModel, GPT2Block, LlamaBlock, LlamaDecoder, LMHead,  # noqa: E402
+                          MixerBlock, T5Block, ViTBlock)
+
+VARIANTS = ("eager", "inductor", "stitch")
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+MODES = ("inference", "training")
+
+
+def randomise(module):
+    """Weights drawn at random, small (0.05) around 0, norms' scales around 1."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn_like(p) * 0.05 + (1.0 if p.dim() == 1 else 0.0))
+    return module
+
+
+def hidden(b, t, d):
+    return lambda: (torch.randn(b, t, d),)
+
+
+def masked(b, t, d):
+    """Hidden states and a padding mask over the last quarter of every sequence."""
+    def make():
+        mask = torch.ones(b, t)
+        mask[:, t * 3 // 4:] = 0
+        return torch.randn(b, t, d), mask
+    return make
+
+
+def with_targets(b, t, d, vocab):
+    return lambda: (torch.randn(b, t, d), torch.randint(0, vocab, (b, t)))
+
+
+def models(small):
+    """name -> (sizes in words, model factory, input factory)."""
+    if small:
+        b, t, d, heads, ffn = 2, 16, 64, 4, 256
+        llama = dict(d=64, heads=4, kv_heads=2, hidden=172, context=t)
+        llama_b, vit_t, mixer = 2, 17, (16, 64, 32, 256)
+        t5_ffn, vocab, bert_layers = 128, 512, 2
+    else:
+        b, t, d, heads, ffn = 8, 128, 768, 12, 3072
+        # bench/python/torch_blocks.py's Llama-style sizes: SwiGLU over [4, 128, 688].
+        llama = dict(d=256, heads=8, kv_heads=4, hidden=688, context=t)
+        # ViT-B/16 on 224 x 224 (196 patches and the class token); Mixer-B/16.
+        llama_b, vit_t, mixer = 4, 197, (196, 768, 384, 3072)
+        t5_ffn, vocab, bert_layers = 2048, 32000, 12
+    ld = llama["d"]
+    llama_size = (f"[{llama_b}, {t}, {ld}], {llama['heads']} heads, {llama['kv_heads']} KV heads, "
+                  f"SwiGLU {llama['hidden']}")
+    return {
+        "bert_layer": (f"[{b}, {t}, {d}], {heads} heads, FFN {ffn}", lambda: BertLayer(d, heads, ffn), masked(b, t, d)),
+        "gpt2_block": (f"[{b}, {t}, {d}], {heads} heads", lambda: GPT2Block(d, heads, t), hidden(b, t, d)),
+        "llama_block": (llama_size, lambda: LlamaBlock(**llama), hidden(llama_b, t, ld)),
+        "t5_block": (f"[{b}, {t}, {d}], {heads} heads, gated FFN {t5_ffn}", lambda: T5Block(d, heads, t5_ffn, t),
+                     hidden(b, t, d)),
+        "vit_block": (f"[{b}, {vit_t}, {d}], {heads} heads, MLP {ffn}", lambda: ViTBlock(d, heads, ffn),
+                      hidden(b, vit_t, d)),
+        "mixer_block": (f"[{b}, {mixer[0]}, {mixer[1]}], token MLP {mixer[2]}, channel MLP {mixer[3]}",
+                        lambda: MixerBlock(*mixer), hidden(b, mixer[0], mixer[1])),
+        "lm_head": (f"[{b}, {t}, {d}] -> vocabulary {vocab}, cross-entropy", lambda: LMHead(d, vocab),
+                    with_targets(b, t, d, vocab)),
+        "bert_model": (f"{bert_layers} BERT layers, [{b}, {t}, {d}], {heads} heads, FFN {ffn}",
+                       lambda: BertModel(bert_layers, d, heads, ffn), masked(b, t, d)),
+        "llama_decoder": (f"2 Llama-style blocks and RMSNorm, {llama_size}", lambda: LlamaDecoder(2, **llama),
+                          hidden(llama_b, t, ld)),
+    }
+
+
+def loss_of(output):
+    return output if output.dim() == 0 else output.float().square().mean()
+
+
+def inference_call(fn, inputs):
+    def call():
+        with torch.inference_mode():
+            return fn(*inputs)
+    return call
+
+
+def training_step(fn, model, inputs):
+    def step():
+        model.zero_grad(set_to_none=True)
+        loss = loss_of(fn(*inputs))
+        loss.backward()
+        return loss
+    return step
+
+
+def result_of(call, model, mode):
+    """What is compared with eager: the output, or the loss and every gradient."""
+    out = call()
+    if mode == "inference":
+        return [out.detach().double()]
+    return [out.detach().double()] + [p.grad.double() for p in model.parameters()]
+
+
+def difference(got, want):
+    """Inference: the output's max |difference|. Training: the largest, over the loss and
+    the gradients, of max |difference| over eager's max |value| (where that is above 1)."""
+    if len(want) == 1:
+        return (got[0] - want[0]).abs().max().item()
+    return max(((g - w).abs().max() / w.abs().max().clamp(min=1.0)).item() for g, w in zip(got, want))
+
+
+def error_text(e):
+    """The first line of the innermost error: Dynamo wraps a backend's in its own."""
+    while getattr(e, "inner_exception", None) or e.__cause__:
+        e = getattr(e, "inner_exception", None) or e.__cause__
+    lines = str(e).strip().splitlines()
+    return f"error: {type(e).__name__}: {lines[0] if lines else ''}"[:200]
+
+
+def failed(result, variant, e, args):
+    result[f"{variant}_error"] = error_text(e)
+    if args.verbose:
+        traceback.print_exc()
+
+
+def run_case(name, size, make_model, make_inputs, dtype_name, mode, args):
+    result = {"model": name, "size": size, "dtype": dtype_name, "mode": mode}
+    dtype = DTYPES[dtype_name]
+    torch.manual_seed(0)
+    model = randomise(make_model()).to(dtype)
+    inputs = tuple(a.to(dtype) if a.is_floating_point() else a for a in make_inputs())
+    torch._dynamo.reset()
+    backend.reset_stats()
+    inductor_metrics.reset()
+    fns = {"eager": model, "inductor": torch.compile(model), "stitch": torch.compile(model, backend="stitch")}
+    calls = {v: inference_call(fn, inputs) if mode == "inference" else training_step(fn, model, inputs)
+             for v, fn in fns.items()}
+    want = None
+    for v in VARIANTS:
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                start = time.perf_counter()
+                calls[v]()
+                result[f"{v}_compile_s"] = time.perf_counter() - start
+                got = result_of(calls[v], model, mode)
+            if v == "eager":
+                want = got
+            else:
+                result[f"{v}_max_difference"] = difference(got, want)
+            if v == "inductor":
+                result["inductor_kernels"] = inductor_metrics.generated_kernel_count
+            if v == "stitch":
+                stats = backend.all_stats()
+                result["stitch_kernels"] = sum(s.kernel_count for s in stats)
+                result["stitch_partitions"] = sum(len(s.partitions) for s in stats)
+                result["stitch_fallbacks"] = [f"{p.name}: {p.fallback}" for s in stats for p in s.partitions
+                                              if p.fallback]
+                result["stitch_warnings"] = sorted({str(w.message)[:200] for w in caught})
+        except Exception as e:
+            failed(result, v, e, args)
+            del calls[v]
+            if v == "eager":
+                return result
+    times = {v: [] for v in calls}
+    for r in range(-args.warmup, args.repeat):
+        order = list(calls)
+        for v in order[r % len(order):] + order[:r % len(order)]:
+            try:
+                start = time.perf_counter()
+                calls[v]()
+                seconds = time.perf_counter() - start
+            except Exception as e:
+                failed(result, v, e, args)
+                del calls[v], times[v]
+                continue
+            if r >= 0:
+                times[v].append(seconds)
+    for v, t in times.items():
+        result[f"{v}_s"] = statistics.median(t)
+    if "stitch_s" in result and "inductor_s" in result:
+        result["stitch_vs_inductor"] = result["inductor_s"] / result["stitch_s"]
+    if "stitch_s" in result and "eager_s" in result:
+        result["stitch_vs_eager"] = result["eager_s"] / result["stitch_s"]
+    return result
+
+
+def machine():
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cpus": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "python": platform.python_version()}
+
+
+def listed(text, known, what):
+    names = [n for n in text.split(",") if n] or list(known)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        sys.exit(f"unknown {what}: {', '.join(unknown)} (known: {', '.join(known)})")
+    return names
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("prefix", help="writes PREFIX.json, PREFIX.md and PREFIX.svg")
+    parser.add_argument("--models", default="", help="comma-separated names (default: all)")
+    parser.add_argument("--dtypes", default="f32,bf16")
+    parser.add_argument("--modes", default="inference,training")
+    parser.add_argument("--repeat", type=int, default=21, help="timed rounds")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed calls of each variant after compiling")
+    parser.add_argument("--small", action="store_true", help="the tests' small sizes, to check the script")
+    parser.add_argument("--verbose", action="store_true", help="print the traceback of a variant that fails")
+    args = parser.parse_args()
+
+    # Inductor compiles afresh, not from its on-disk graph cache, so that its generated
+    # kernels are counted (the count is of kernels generated in this process).
+    inductor_config.fx_graph_cache = False
+    table = models(args.small)
+    names = listed(args.models, table, "models")
+    dtypes = listed(args.dtypes, DTYPES, "dtypes")
+    modes = listed(args.modes, MODES, "modes")
+    info = machine()
+    # Settings that change what is measured (the allocator's, the thread team's) go with the command.
+    settings = [f"{k}={v}" for k, v in sorted(os.environ.items())
+                if k.startswith(("MALLOC_", "OMP_", "GOMP_", "STITCH_", "THP_"))]
+    report = {"machine": info, "date": datetime.datetime.now().strftime("%Y-%m-%d"),
+              "command": " ".join(settings + [os.path.basename(sys.executable)] + sys.argv),
+              "repeat": args.repeat, "warmup": args.warmup, "results": []}
+    for name in names:
+        size, make_model, make_inputs = table[name]
+        for dtype_name in dtypes:
+            for mode in modes:
+                report["results"].append(run_case(name, size, make_model, make_inputs, dtype_name, mode, args))
+                print(row(report["results"][-1]), flush=True)
+                gc.collect()
+    with open(args.prefix + ".json", "w") as f:
+        json.dump(report, f, indent=1)
+    text = markdown(report)
+    with open(args.prefix + ".md", "w") as f:
+        f.write(text)
+    with open(args.prefix + ".svg", "w") as f:
+        f.write(svg(report))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -33,11 +33,18 @@ def _kernels(r):
     return f"{r.get('inductor_kernels', '-')} / {stitch}"
 
 
+def _rest(r):
+    if "stitch_rest_s" not in r or "inductor_rest_s" not in r:
+        return "-"
+    return (f"{r['inductor_rest_s'] * 1e3:.2f} / {r['stitch_rest_s'] * 1e3:.2f} "
+            f"({_ratio(r, 'stitch_rest_vs_inductor')})")
+
+
 def row(r):
     """One model, dtype and mode: the table's row."""
     return (f"| {r['model']} | {r['dtype']} | {MODE_NAMES[r['mode']]} | {_ms(r, 'eager')} | {_ms(r, 'inductor')} | "
             f"{_ms(r, 'stitch')} | {_ratio(r, 'stitch_vs_inductor')} | {_ratio(r, 'stitch_vs_eager')} | "
-            f"{_difference(r)} | {_kernels(r)} |")
+            f"{_rest(r)} | {_difference(r)} | {_kernels(r)} |")
 
 
 def markdown(report):
@@ -51,14 +58,16 @@ def markdown(report):
              "Stitch vs Inductor: Inductor's time over Stitch's (above 1: Stitch faster). Max diff vs eager: "
              "inference, the output's max |difference|; training, the largest over the loss and the gradients of "
              "max |difference| over eager's max |value| (where above 1). Kernels: Inductor's generated kernels / "
-             "Stitch's kernels (partitions), forward and backward together.", ""]
+             "Stitch's kernels (partitions), forward and backward together. Rest: the time outside matrix "
+             "products and attention (the median less those ops' self time under torch.profiler; a Stitch dot "
+             "or attention inside a partition counts as rest), and Inductor's rest over Stitch's.", ""]
     sizes = {}
     for r in results:
         sizes.setdefault(r["model"], r["size"])
     lines += [f"- {name}: {size}" for name, size in sizes.items()] + [""]
     lines += ["| model | dtype | mode | eager ms | Inductor ms | Stitch ms | Stitch vs Inductor | Stitch vs eager "
-              "| max diff vs eager Inductor / Stitch | kernels Inductor / Stitch |",
-              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "| rest ms Inductor / Stitch | max diff vs eager Inductor / Stitch | kernels Inductor / Stitch |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [row(r) for r in results]
     lines += ["", "Geometric mean of Stitch vs Inductor:", ""]
     for mode in MODE_NAMES:
@@ -67,6 +76,10 @@ def markdown(report):
         if runs:
             mean = f"{geometric_mean(ratios):.3f}x" if ratios else "-"
             lines.append(f"- {MODE_NAMES[mode]}: {mean} over {len(ratios)} of {runs} model x dtype with both times")
+            rests = [r["stitch_rest_vs_inductor"] for r in results
+                     if r["mode"] == mode and "stitch_rest_vs_inductor" in r]
+            if rests:
+                lines.append(f"  - outside matrix products and attention: {geometric_mean(rests):.3f}x")
     fallbacks = [(r, f) for r in results for f in r.get("stitch_fallbacks", [])]
     if fallbacks:
         lines += ["", "Stitch partitions that fell back to PyTorch:", ""]

@@ -34,6 +34,7 @@ import stitch
 
 from .torch_lowering import LOWERINGS, lower_partition, lowering_refusal
 from .torch_lowering_layout import MATRIX_PRODUCTS
+from .torch_attention import fuse_attention
 from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
 
 # Whether matrix products join Stitch's partitions unless options={"dots": ...} says
@@ -91,6 +92,7 @@ class GraphStats:
         self.partitions = []
         self.torch_ops = collections.Counter()   # ATen ops PyTorch runs, by name
         self.refusals = collections.Counter()    # why ops were not lowered, by reason
+        self.attention = 0                       # attentions made one fused call (torch_attention.py)
 
     @property
     def kernel_count(self):
@@ -185,6 +187,8 @@ _graph_ids = iter(range(1 << 62))
 def _compile_graph(gm, kind, options):
     stats = GraphStats(kind)
     _stats.append(stats)
+    if options.get("attention", True):
+        stats.attention = fuse_attention(gm)
     graph_id = next(_graph_ids)
     dots = bool(options.get("dots", DOTS_BY_DEFAULT))
     partitioner = CapabilityBasedPartitioner(gm, _Support(stats, dots), allows_single_node_partition=True)
@@ -528,10 +532,16 @@ class _StitchPartition(torch.nn.Module):
 
 def decompositions():
     """The decompositions AOTAutograd applies: core ATen, which keeps softmax,
-    layer norm and GELU whole (Stitch has composites for them)."""
+    layer norm and GELU whole (Stitch has composites for them), less those of fused
+    attention."""
     from torch._decomp import core_aten_decompositions
 
-    return core_aten_decompositions()
+    table = core_aten_decompositions()
+    # Fused attention stays whole (PyTorch's kernel never writes the scores), as under
+    # Inductor; decomposed, it would be two bmm around a softmax.
+    for op in (aten.scaled_dot_product_attention.default, aten._scaled_dot_product_flash_attention_for_cpu.default):
+        table.pop(op, None)
+    return table
 
 
 def stitch_backend(gm, example_inputs, options=None, **kwargs):

@@ -165,10 +165,18 @@ class Blocks(StitchCase):
         layer = randomise(BertLayer()).eval()
         mask = torch.ones(2, 16)
         mask[1, 11:] = 0
-        stats = self.compiled_matches(layer, torch.randn(2, 16, 64), mask, tol=F32_BLOCK)
+        x = torch.randn(2, 16, 64)
+        stats = self.compiled_matches(layer, x, mask, tol=F32_BLOCK)
+        self.assertEqual(stats[0].attention, 1)  # the padding mask added: SDPA's attn_mask
         ops = [op for p in stats[0].partitions for op in p.ops]
-        for op in ("aten._softmax.default", "aten.native_layer_norm.default", "aten.gelu.default"):
+        for op in ("aten.native_layer_norm.default", "aten.gelu.default"):
             self.assertIn(op, ops)
+        # options={"attention": False}: the scores' scale, mask and softmax are Stitch's.
+        torch._dynamo.reset()
+        backend.reset_stats()
+        stats = self.compiled_matches(layer, x, mask, tol=F32_BLOCK, options={"attention": False})
+        self.assertEqual(stats[0].attention, 0)
+        self.assertIn("aten._softmax.default", [op for p in stats[0].partitions for op in p.ops])
 
     def test_torch_transformer_encoder_layer(self):
         # Its fast path is one fused ATen op (_transformer_encoder_layer_fwd) that only
@@ -218,7 +226,10 @@ class Blocks(StitchCase):
         block = randomise(GPT2Block()).eval()
         stats = self.compiled_matches(block, torch.randn(2, 16, 64), tol=F32_BLOCK)
         self.assertGreaterEqual(len(stats[0].partitions), 3)
-        self.assertEqual(stats[0].torch_ops["aten.bmm.default"], 2)
+        # The attention (scores, scale, causal mask, softmax, times V) is one fused call.
+        self.assertEqual(stats[0].attention, 1)
+        self.assertEqual(stats[0].torch_ops["aten.scaled_dot_product_attention.default"], 1)
+        self.assertNotIn("aten.bmm.default", stats[0].torch_ops)
 
 
 def op_soup(x, y, idx):
@@ -493,6 +504,47 @@ class Behaviour(StitchCase):
             backward = [s for s in stats if s.kind == "backward"]
             self.assertTrue(backward and backward[0].kernel_count > 0, make.__name__)
             self.assertEqual(backward[0].refusals.get("no lowering for aten.slice_scatter.default", 0), 0)
+
+    def test_attention_written_out_becomes_one_fused_call(self):
+        def scaled_mul(q, k, v, bias, cond):
+            return ((q @ k.transpose(-2, -1) * 0.3).softmax(-1) @ v).tanh()  # a Stitch kernel too
+
+        def scaled_div_bias(q, k, v, bias, cond):
+            return (((q @ k.transpose(-1, -2)) / 3.0 + bias).softmax(-1) @ v).tanh()
+
+        def masked_fill(q, k, v, bias, cond):
+            return (q @ k.transpose(-2, -1)).masked_fill(cond, float("-inf")).softmax(dim=3) @ v
+
+        def kept_where(q, k, v, bias, cond):
+            return torch.where(cond, q @ k.transpose(-2, -1), float("-inf")).softmax(-1) @ v
+
+        def probabilities_too(q, k, v, bias, cond):  # the softmax has another user: not fused
+            p = (q @ k.transpose(-2, -1)).softmax(-1)
+            return p @ v, p
+
+        def finite_fill(q, k, v, bias, cond):  # -1e9, not -inf: not the same as a mask
+            return (q @ k.transpose(-2, -1)).masked_fill(cond, -1e9).softmax(-1) @ v
+
+        q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 4)
+        bias = torch.randn(2, 1, 1, 7)
+        cond = torch.rand(1, 1, 5, 7) > 0.6
+        cond[..., 0] = False  # no row all masked
+        for fn, fused in ((scaled_mul, 1), (scaled_div_bias, 1), (masked_fill, 1), (kept_where, 1),
+                          (probabilities_too, 0), (finite_fill, 0)):
+            with self.subTest(fn.__name__):
+                torch._dynamo.reset()
+                backend.reset_stats()
+                stats = self.compiled_matches(fn, q, k, v, bias, cond, tol=F32_BLOCK)
+                self.assertEqual(stats[0].attention, fused)
+
+    def test_a_model_calling_sdpa_keeps_the_fused_kernel(self):
+        def attend(q, k, v, m):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=m) * 2
+
+        q, m = torch.randn(2, 4, 16, 8), torch.randn(2, 1, 16, 16)
+        stats = self.compiled_matches(attend, q, q, q, m, tol=F32_BLOCK)
+        self.assertEqual(stats[0].torch_ops["aten._scaled_dot_product_flash_attention_for_cpu.default"], 1)
+        self.assertNotIn("aten.bmm.default", stats[0].torch_ops)
 
     def test_registered_as_stitch(self):
         from torch._dynamo.backends.registry import lookup_backend

@@ -162,6 +162,31 @@ class _Support(OperatorSupportBase):
         return reason is None
 
 
+# What PyTorch runs on purpose (docs/torch.md, What runs in PyTorch): no warning.
+_BY_DESIGN = set(MATRIX_PRODUCTS) | {
+    aten.baddbmm.default, aten.scaled_dot_product_attention.default,
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
+    aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int,
+}
+_warned = set()  # the reasons warned about, once per process
+
+
+def _warn_refusals(gm):
+    """One warning per op (or dtype, device) Stitch cannot take, the first time a graph
+    has it: that op runs in PyTorch and the graph is partitioned around it."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem or node.target in _BY_DESIGN:
+            continue
+        if not isinstance(node.target, torch._ops.OpOverload):  # SymInt arithmetic
+            continue
+        reason = lowering_refusal(node)
+        if reason is not None and reason not in _warned:
+            _warned.add(reason)
+            warnings.warn(f"stitch: PyTorch runs {node.target} ({reason}); the rest of the graph is "
+                          "partitioned around it", stacklevel=2)
+
+
 def _on_cuda(node):
     metas = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
     flat = [t for m in metas for t in (m if isinstance(m, (tuple, list)) else [m])]
@@ -192,6 +217,7 @@ def _compile_graph(gm, kind, options):
     graph_id = next(_graph_ids)
     dots = bool(options.get("dots", DOTS_BY_DEFAULT))
     partitioner = CapabilityBasedPartitioner(gm, _Support(stats, dots), allows_single_node_partition=True)
+    _warn_refusals(gm)
     partitions = [p for p in partitioner.propose_partitions() if _trim(p)]
     if partitions:
         fuse_by_partitions(gm, [p.nodes for p in partitions], prefix="stitch_", always_return_tuple=True)

@@ -326,7 +326,13 @@ class Behaviour(StitchCase):
     def test_unsupported_dtypes_run_in_pytorch(self):
         compiled = torch.compile(lambda t: t * 3 + 1, backend="stitch")
         x = torch.randint(-5, 5, (8, 8), dtype=torch.int16)
-        torch.testing.assert_close(compiled(x), x * 3 + 1)
+        backend._warned.clear()
+        with self.assertWarnsRegex(UserWarning, r"PyTorch runs aten.mul.Tensor \(dtype torch.int16 has no Stitch"):
+            torch.testing.assert_close(compiled(x), x * 3 + 1)
+        with warnings.catch_warnings():  # once per process, not per graph
+            warnings.simplefilter("error")
+            torch._dynamo.reset()
+            torch.compile(lambda t: t * 5, backend="stitch")(x)
         self.assertEqual(backend.last_stats().partitions, [])
         self.assertTrue(any("int16" in r for r in backend.last_stats().refusals))
 

@@ -33,6 +33,7 @@ from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 import stitch
 
 from .torch_lowering import LOWERINGS, lower_partition, lowering_refusal
+from .torch_lowering_attention import ATTENTION_OPS
 from .torch_lowering_layout import MATRIX_PRODUCTS
 from .torch_attention import fuse_attention
 from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
@@ -40,6 +41,9 @@ from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
 # Whether matrix products join Stitch's partitions unless options={"dots": ...} says
 # (docs/torch.md, Matrix products: where it was measured).
 DOTS_BY_DEFAULT = False
+# Whether fused attention runs as Stitch's attention op rather than PyTorch's kernel
+# unless options={"stitch_attention": ...} says (docs/torch.md, Attention).
+STITCH_ATTENTION_BY_DEFAULT = False
 
 aten = torch.ops.aten
 
@@ -147,14 +151,17 @@ def cuda_available():
 
 
 class _Support(OperatorSupportBase):
-    def __init__(self, stats, dots):
+    def __init__(self, stats, dots, attention):
         self.stats = stats
         self.dots = dots  # whether matrix products join the partitions (the `dots` option)
+        self.attention = attention  # whether fused attention does (`stitch_attention`)
 
     def is_node_supported(self, submodules, node):
         reason = lowering_refusal(node)
         if reason is None and not self.dots and node.target in MATRIX_PRODUCTS:
             reason = "a matrix product (the dots option is off)"
+        if reason is None and not self.attention and node.target in ATTENTION_OPS:
+            reason = "fused attention (the stitch_attention option is off)"
         if reason is None and _on_cuda(node) and not cuda_available():
             reason = "a CUDA tensor, and this Stitch has no CUDA back end"
         if reason is not None and node.op == "call_function":
@@ -216,7 +223,8 @@ def _compile_graph(gm, kind, options):
         stats.attention = fuse_attention(gm)
     graph_id = next(_graph_ids)
     dots = bool(options.get("dots", DOTS_BY_DEFAULT))
-    partitioner = CapabilityBasedPartitioner(gm, _Support(stats, dots), allows_single_node_partition=True)
+    attention = bool(options.get("stitch_attention", STITCH_ATTENTION_BY_DEFAULT))
+    partitioner = CapabilityBasedPartitioner(gm, _Support(stats, dots, attention), allows_single_node_partition=True)
     _warn_refusals(gm)
     partitions = [p for p in partitioner.propose_partitions() if _trim(p)]
     if partitions:

@@ -311,4 +311,5 @@ def transpose(g, x, perm, base):
 
 
 # The op table is filled by the modules below, one per kind of op.
-from . import torch_lowering_layout, torch_lowering_pointwise, torch_lowering_reductions  # noqa: E402,F401
+from . import (torch_lowering_attention, torch_lowering_layout, torch_lowering_pointwise,  # noqa: E402,F401
+               torch_lowering_reductions)

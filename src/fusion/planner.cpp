@@ -45,6 +45,11 @@ bool resolve_dot_epilogues(const PlanOptions& options) {
   return options.dot_epilogues && env;
 }
 
+bool resolve_attention(const PlanOptions& options) {
+  const bool env = env_switch("STITCH_ATTENTION", true);
+  return options.attention && env;
+}
+
 FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options, PlanSearchReport* report) {
   const int max_fusions = resolve_max_fusions(options);
   const bool epilogues = resolve_dot_epilogues(options) && max_fusions < 0;

@@ -38,6 +38,10 @@ struct PlanOptions {
   // The CPU executable runs them; the CUDA one does not yet (for_gpu: false).
   // Off under a fusion cap (max_fusions), which counts the planner's merges only.
   bool dot_epilogues = true;
+  // The pipeline's `attention` stage (ir/attention_pattern.h) recognises
+  // scaled-dot-product attention as one op on the CPU; off: the graph keeps
+  // its dots and softmax (an attention op written in the graph still runs as one call).
+  bool attention = true;
   // The ilp planner's limit on each CBC solve; where CBC has not proven its
   // packing optimal by then (or the cycle cuts need more than 100 rounds),
   // the plan takes the DP + beam search's patterns over the same space if
@@ -63,6 +67,9 @@ int resolve_max_fusions(const PlanOptions& options);
 // $STITCH_DOT_EPILOGUES is 0 (UserError "NAME=VALUE: not 0 or 1" unless 0, 1
 // or unset).
 bool resolve_dot_epilogues(const PlanOptions& options);
+// Whether `options` asks for the attention pattern: attention, unless
+// $STITCH_ATTENTION is 0 (the same rules).
+bool resolve_attention(const PlanOptions& options);
 
 // What a searching planner (stitch, ilp) found. The objective is the seconds
 // its stitching saves by the delta evaluator's estimate: xla's kernels (with

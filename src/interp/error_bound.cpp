@@ -241,6 +241,7 @@ class BoundPropagator {
       case OpKind::ReduceMax:
       case OpKind::ReduceMin: return reduction_bound(call, result);
       case OpKind::Dot: return dot_bound(call, result);
+      case OpKind::Attention: return attention_bound(call, result);
       default: return std::nullopt;  // integer or bool results
     }
   }
@@ -323,6 +324,37 @@ class BoundPropagator {
     if (in_bound) {
       WideBuffer carried = evaluate_on(call, call.node, {in_bound}, interp::evaluate_reduction);
       for (int64_t i = 0; i < out.numel(); ++i) out.floats()[i] += carried.floats()[i];
+    }
+    return out;
+  }
+
+  // Each output row is a convex combination of v's rows, whatever the
+  // probabilities came out as: a back end is within the spread of v's column
+  // (plus v's own bound). Loose, but it needs no bound through the softmax.
+  std::optional<WideBuffer> attention_bound(const OpCall& call, const WideBuffer& result) {
+    const std::vector<int64_t>& vs = call.in(2).shape();
+    const size_t r = vs.size();
+    const int64_t tk = vs[r - 2], dv = vs[r - 1];
+    const int64_t tq = result.shape()[r - 2];
+    const int64_t batches = tk > 0 && dv > 0 ? call.in(2).numel() / (tk * dv) : 0;
+    const WideBuffer* vb = bound_of(call.node.inputs[2]);
+    WideBuffer out = f64_buffer(result.shape());
+    const double* v = call.in(2).floats();
+    for (int64_t b = 0; b < batches; ++b) {
+      for (int64_t c = 0; c < dv; ++c) {
+        double lo = kInf, hi = -kInf, carried = 0;
+        for (int64_t j = 0; j < tk; ++j) {
+          const int64_t at = (b * tk + j) * dv + c;
+          lo = std::min(lo, v[at]);
+          hi = std::max(hi, v[at]);
+          if (vb) carried = std::max(carried, vb->floats()[at]);
+        }
+        const double spread = std::isnan(hi - lo) ? kInf : hi - lo;
+        for (int64_t i = 0; i < tq; ++i) {
+          const int64_t at = (b * tq + i) * dv + c;
+          out.floats()[at] = spread + carried + narrowing_error(result.dtype(), result.floats()[at]);
+        }
+      }
     }
     return out;
   }

@@ -84,6 +84,7 @@ WideBuffer evaluate(const OpCall& call) {
     case OpKind::ArgMax:
     case OpKind::ArgMin: return interp::evaluate_reduction(call);
     case OpKind::Dot: return interp::evaluate_dot(call);
+    case OpKind::Attention: return interp::evaluate_attention(call);
   }
   STITCH_ASSERT(false, fmt::format("interpreter: no evaluator for op {}", op_name(call.op())));
 }

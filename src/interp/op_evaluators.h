@@ -35,6 +35,7 @@ WideBuffer evaluate_layout(const OpCall& call);       // data_movement.cpp: broa
 WideBuffer evaluate_gather(const OpCall& call);       // data_movement.cpp
 WideBuffer evaluate_source(const OpCall& call);       // sources.cpp: iota, constant
 WideBuffer evaluate_dot(const OpCall& call);          // dot.cpp
+WideBuffer evaluate_attention(const OpCall& call);    // attention.cpp
 
 // Called once per evaluated node with its call (operands still alive) and result.
 using NodeObserver = std::function<void(const OpCall& call, const WideBuffer& result)>;

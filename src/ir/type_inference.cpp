@@ -38,6 +38,7 @@ std::vector<AttrSpec> attr_schema(OpKind k) {
       return {{"value", K::Number, true}, {"shape", K::ShapeList, false}, {"dtype", K::DType, false}};
     case OpKind::ArgMax:
     case OpKind::ArgMin: return {{"axes", K::Ints, true}, {"keepdims", K::Bool, false}};
+    case OpKind::Attention: return {{"scale", K::Number, false}, {"causal", K::Bool, false}};
     default:
       if (is_reduction(k)) return {{"axes", K::Ints, false}, {"keepdims", K::Bool, false}};
       return {};
@@ -308,6 +309,56 @@ TensorType infer_dot(const TensorType& a, const TensorType& b) {
   if (!a_vec) out.push_back(sa[sa.size() - 2]);
   if (!b_vec) out.push_back(sb.back());
   return {a.dtype, out};
+}
+
+// attention(q, k, v[, bias]) (docs/graph-ir.md, Attention): q [..., Tq, D],
+// k [..., Tk, D], v [..., Tk, Dv] with the same leading dims, bias
+// broadcastable to [..., Tq, Tk]; the result is [..., Tq, Dv].
+TensorType infer_attention(const std::vector<TensorType>& in, Attrs& attrs) {
+  const TensorType &q = in[0], &k = in[1], &v = in[2];
+  require_same_dtype(OpKind::Attention, in, 0);
+  require(is_float(q.dtype), OpKind::Attention, q.dtype, "floating-point");
+  if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank()) {
+    throw UserError(fmt::format("attention: q, k and v need one rank of at least 2, got {}, {}, {}", shape_str(q.shape),
+                                shape_str(k.shape), shape_str(v.shape)));
+  }
+  const size_t r = q.shape.size();
+  const Shape lead(q.shape.begin(), q.shape.end() - 2);
+  const bool same_lead = Shape(k.shape.begin(), k.shape.end() - 2) == lead && Shape(v.shape.begin(), v.shape.end() - 2) == lead;
+  if (!same_lead || q.shape[r - 1] != k.shape[r - 1] || k.shape[r - 2] != v.shape[r - 2]) {
+    throw UserError(fmt::format("attention: q {}, k {}, v {} are not [..., Tq, D], [..., Tk, D], [..., Tk, Dv]",
+                                shape_str(q.shape), shape_str(k.shape), shape_str(v.shape)));
+  }
+  Shape scores = lead;
+  scores.push_back(q.shape[r - 2]);
+  scores.push_back(k.shape[r - 2]);
+  if (in.size() == 4) {
+    Shape got;
+    try {
+      got = broadcast_shapes(in[3].shape, scores);
+    } catch (const UserError&) {
+      got.clear();
+    }
+    if (got != scores) {
+      throw UserError(fmt::format("attention: the bias {} does not broadcast to the scores {}", shape_str(in[3].shape),
+                                  shape_str(scores)));
+    }
+  }
+  double scale = 0;
+  if (const AttrValue* s = attrs.find("scale")) {
+    scale = s->as_number();
+  } else {
+    const Dim& d = q.shape[r - 1];
+    if (!d.is_static()) throw UserError("attention: 'scale' is required when D is symbolic");
+    scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(d.extent(), 1)));
+  }
+  attrs.set("scale", AttrValue(scale));
+  const AttrValue* causal = attrs.find("causal");
+  attrs.set("causal", AttrValue(causal ? causal->as_bool() : false));
+  Shape out = lead;
+  out.push_back(q.shape[r - 2]);
+  out.push_back(v.shape[r - 1]);
+  return {q.dtype, out};
 }
 
 TensorType infer_concat(const std::vector<TensorType>& in, Attrs& attrs) {
@@ -582,6 +633,7 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, Attrs& attrs)
       return {dtype, shape};
     }
     case OpKind::Dot: return infer_dot(in[0], in[1]);
+    case OpKind::Attention: return infer_attention(in, attrs);
     default: break;
   }
   STITCH_ASSERT(false, fmt::format("infer_type: unhandled op {}", info.name));

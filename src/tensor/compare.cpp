@@ -213,6 +213,11 @@ ErrorAllowance output_allowance(const Graph& g, ValueId output, const SymbolBind
     } else if (node.op == OpKind::Dot) {
       std::vector<int64_t> lhs = concrete_shape(g.type(node.inputs[0]).shape, symbols);
       a.reduction_length += lhs.empty() ? 1 : lhs.back();
+    } else if (node.op == OpKind::Attention) {
+      // Two products (over D, then over Tk), the softmax's sum over Tk and its exp.
+      const std::vector<int64_t> k = concrete_shape(g.type(node.inputs[1]).shape, symbols);
+      a.reduction_length += k[k.size() - 1] + 2 * k[k.size() - 2];
+      a.transcendental = true;
     }
   });
   return a;
@@ -222,7 +227,8 @@ bool exact_in_every_back_end(const Graph& g, ValueId v) {
   bool exact = true;
   for_each_node_in_cone(g, v, [&](const Node& node) {
     if (is_transcendental(node.op) ||
-        (float_operands(g, node) && (is_accumulating(node.op) || node.op == OpKind::Dot))) {
+        (float_operands(g, node) &&
+         (is_accumulating(node.op) || node.op == OpKind::Dot || node.op == OpKind::Attention))) {
       exact = false;
     }
   });

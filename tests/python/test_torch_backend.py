@@ -522,7 +522,7 @@ class Behaviour(StitchCase):
             return (q @ k.transpose(-2, -1)).masked_fill(cond, float("-inf")).softmax(dim=3) @ v
 
         def kept_where(q, k, v, bias, cond):
-            return torch.where(cond, q @ k.transpose(-2, -1), float("-inf")).softmax(-1) @ v
+            return torch.where(~cond, q @ k.transpose(-2, -1), float("-inf")).softmax(-1) @ v  # keeps ~cond
 
         def probabilities_too(q, k, v, bias, cond):  # the softmax has another user: not fused
             p = (q @ k.transpose(-2, -1)).softmax(-1)
@@ -542,6 +542,20 @@ class Behaviour(StitchCase):
                 backend.reset_stats()
                 stats = self.compiled_matches(fn, q, k, v, bias, cond, tol=F32_BLOCK)
                 self.assertEqual(stats[0].attention, fused)
+
+    def test_attention_as_stitchs_own_op(self):
+        # options={"stitch_attention": True}: the fused attention joins a partition as
+        # Stitch's attention op (a causal mask and a padding bias as its bias).
+        for block, args in ((GPT2Block(), (torch.randn(2, 16, 64),)),
+                            (BertLayerWithMask(), BertLayerWithMask().example_inputs())):
+            with self.subTest(type(block).__name__):
+                torch._dynamo.reset()
+                backend.reset_stats()
+                stats = self.compiled_matches(randomise(block).eval(), *args, tol=F32_BLOCK,
+                                              options={"stitch_attention": True})
+                self.assertEqual(stats[0].attention, 1)
+                self.assertNotIn("aten.scaled_dot_product_attention.default", stats[0].torch_ops)
+                self.assertTrue(any("attention(" in (p.text or "") for p in stats[0].partitions))
 
     def test_a_model_calling_sdpa_keeps_the_fused_kernel(self):
         def attend(q, k, v, m):

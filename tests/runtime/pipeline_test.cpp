@@ -61,9 +61,9 @@ Backend cpu_emitter() {
 TEST(Pipeline, StagesAreOneOrderedTable) {
   std::vector<std::string> names;
   for (const Stage& s : pipeline_stages()) names.emplace_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"canonicalize", "split-reductions", "plan", "schedule", "lower", "emit",
-                                             "compile"}));
-  EXPECT_EQ(stage_index("schedule"), 3u);
+  EXPECT_EQ(names, (std::vector<std::string>{"canonicalize", "split-reductions", "attention", "plan", "schedule", "lower",
+                                             "emit", "compile"}));
+  EXPECT_EQ(stage_index("schedule"), 4u);
   EXPECT_FALSE(stage_index("kir").has_value());
 }
 
@@ -71,6 +71,7 @@ TEST(Pipeline, DumpNamesMatchStagesAndTheirOlderNames) {
   EXPECT_TRUE(dump_stage_matches("all", "emit"));
   EXPECT_TRUE(dump_stage_matches("schedule", "schedule"));
   EXPECT_TRUE(dump_stage_matches("graph", "split-reductions"));
+  EXPECT_TRUE(dump_stage_matches("graph", "attention"));
   EXPECT_TRUE(dump_stage_matches("kir", "lower"));
   EXPECT_TRUE(dump_stage_matches("source", "emit"));
   EXPECT_FALSE(dump_stage_matches("plan", "schedule"));
@@ -88,7 +89,8 @@ TEST(Pipeline, EachStageLeavesItsPartOfTheState) {
                    EXPECT_FALSE(text.empty()) << stage;
                  }};
   run_pipeline(c, cpu_emitter(), "canonicalize", "emit", dump);
-  EXPECT_EQ(dumped, (std::vector<std::string>{"canonicalize", "split-reductions", "plan", "schedule", "lower", "emit"}));
+  EXPECT_EQ(dumped, (std::vector<std::string>{"canonicalize", "split-reductions", "attention", "plan", "schedule", "lower",
+                                              "emit"}));
   // The full reduction of 65536 elements became two row reductions.
   EXPECT_GT(c.graph.nodes().size(), c.canonical.nodes().size());
   ASSERT_EQ(c.schedules.size(), c.plan.groups.size());
@@ -139,6 +141,36 @@ TEST(Pipeline, DotEpiloguesOnlyForTheCpu) {
   EXPECT_EQ(epilogues(gpu.plan), 0);
   EXPECT_EQ(gpu.plan.kernel_count(), 2);
   EXPECT_EQ(gpu.lowered.kernels.front().panel_elements, 0);
+}
+
+// The attention stage (ir/attention_pattern.h): on the CPU the pattern
+// becomes one op and one library group, unless the plan options turn it off;
+// for the GPU an attention op becomes its composite again.
+TEST(Pipeline, AttentionIsOneCallOnTheCpuAndItsCompositeElsewhere) {
+  const Graph g = canonicalize(parse_graph(R"(graph a(q: f32[2, 8, 16], k: f32[2, 8, 16], v: f32[2, 8, 16]) {
+  out = dot(softmax(mul(dot(q, transpose(k, perm=[0, 2, 1])), 0.25), axis=-1), v)
+  return out
+})"));
+  auto count = [](const Graph& graph, OpKind op) {
+    return std::count_if(graph.nodes().begin(), graph.nodes().end(), [op](const Node& n) { return n.op == op; });
+  };
+  Compilation cpu = compilation_of(g, PlannerKind::Stitch, {}, schedule::RowScheduleTarget::cpu());
+  run_pipeline(cpu, cpu_emitter(), "split-reductions", "lower");
+  EXPECT_EQ(count(cpu.graph, OpKind::Attention), 1);
+  ASSERT_EQ(cpu.plan.groups.size(), 1u);
+  EXPECT_EQ(cpu.plan.groups[0].kind, GroupKind::Library);
+  EXPECT_TRUE(cpu.lowered.kernels.empty());
+  PlanOptions off;
+  off.attention = false;
+  Compilation unfused = compilation_of(g, PlannerKind::Stitch, off, schedule::RowScheduleTarget::cpu());
+  run_pipeline(unfused, cpu_emitter(), "split-reductions", "attention");
+  EXPECT_EQ(count(unfused.graph, OpKind::Attention), 0);
+  EXPECT_EQ(count(unfused.graph, OpKind::Dot), 2);
+  Compilation gpu = compilation_of(cpu.graph, PlannerKind::Stitch, {}, schedule::RowScheduleTarget::gpu());
+  run_pipeline(gpu, Backend{}, "split-reductions", "lower");
+  EXPECT_EQ(count(gpu.graph, OpKind::Attention), 0);
+  EXPECT_EQ(count(gpu.graph, OpKind::Dot), 2);
+  EXPECT_FALSE(gpu.lowered.kernels.empty());
 }
 
 TEST(Pipeline, LowerStageNamesTheGroupItCannotLower) {

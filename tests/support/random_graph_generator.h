@@ -135,6 +135,7 @@ class Generator {
   bool add_constant();
   bool add_reduction(OpKind k);
   bool add_dot();
+  bool add_attention();
   bool add_composite();
   bool add_repeat();
 

@@ -104,6 +104,7 @@ bool Generator::add_op(OpKind k) {
     case OpKind::Iota: return add_iota();
     case OpKind::Constant: return add_constant();
     case OpKind::Dot: return add_dot();
+    case OpKind::Attention: return add_attention();
     default: break;
   }
   STITCH_ASSERT(false, fmt::format("the random graph generator does not handle {}", op_name(k)));
@@ -508,6 +509,42 @@ bool Generator::add_dot() {
   }
   if (!y) return false;
   emit(OpKind::Dot, x_first ? std::vector<Operand>{*x, *y} : std::vector<Operand>{*y, *x});
+  return true;
+}
+
+// attention(q, k, v[, bias]): k and v other values of q's leading dims where
+// one fits, else q itself (self-attention); a bias that broadcasts to the
+// scores half the time; causal where Tq and Tk are equal or static (the
+// composite CUDA runs needs the offset Tk - Tq).
+bool Generator::add_attention() {
+  auto q = value_of_class(DTypeClass::Float, [](const TensorType& t) { return t.rank() >= 2 && t.rank() <= 4; });
+  if (!q) return false;
+  const TensorType qt = type(*q);
+  const size_t r = qt.shape.size();
+  const Shape lead(qt.shape.begin(), qt.shape.end() - 2);
+  auto same_lead = [&](const TensorType& t) {
+    return t.dtype == qt.dtype && t.shape.size() == r && Shape(t.shape.begin(), t.shape.end() - 2) == lead;
+  };
+  std::optional<ValueId> k = pick_value([&](const TensorType& t) { return same_lead(t) && t.shape[r - 1] == qt.shape[r - 1]; });
+  if (!k) k = *q;
+  const Dim tq = qt.shape[r - 2], tk = type(*k).shape[r - 2];
+  std::optional<ValueId> v = pick_value([&](const TensorType& t) { return same_lead(t) && t.shape[r - 2] == tk; });
+  if (!v) v = *k;
+  Shape scores = lead, out = lead;
+  scores.push_back(tq);
+  scores.push_back(tk);
+  out.push_back(tq);
+  out.push_back(type(*v).shape[r - 1]);
+  if (!fits(scores) || !fits(out)) return false;
+  std::vector<Operand> args{*q, *k, *v};
+  if (rng_.chance(0.5)) {
+    auto bias = pick_value([&](const TensorType& t) { return t.dtype == qt.dtype && broadcast_result(t.shape, scores) == scores; });
+    if (bias) args.push_back(*bias);
+  }
+  Attrs attrs;
+  if (qt.shape[r - 1].is_symbolic() || rng_.chance(0.5)) attrs.set("scale", AttrValue(rng_.chance(0.5) ? 0.5 : 0.125));
+  if ((tq == tk || (tq.is_static() && tk.is_static())) && rng_.chance(0.5)) attrs.set("causal", AttrValue(true));
+  emit(OpKind::Attention, std::move(args), std::move(attrs));
   return true;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/attention_pattern.h"
 #include "ir/canonicalize.h"
 #include "ir/split_reductions.h"
 #include "stitch/error.h"
@@ -15,6 +16,17 @@ void canonicalize_stage(Compilation& c, const Backend&) { c.canonical = canonica
 
 // Full reductions split so that they use every core or SM (src/ir/split_reductions.h).
 void split_stage(Compilation& c, const Backend&) { c.graph = split_full_reductions(c.canonical); }
+
+// Scaled-dot-product attention as one library call on the CPU; elsewhere an
+// attention op (written, or from an earlier stage) becomes its composite,
+// since no other back end has the call yet (ir/attention_pattern.h).
+void attention_stage(Compilation& c, const Backend&) {
+  if (c.target.machine != schedule::RowScheduleTarget::Machine::Cpu) {
+    c.graph = expand_attention(c.graph);
+  } else if (resolve_attention(c.plan_options)) {
+    c.graph = fuse_attention(c.graph);
+  }
+}
 
 void plan_stage(Compilation& c, const Backend&) {
   c.search = {};
@@ -103,6 +115,8 @@ const std::vector<Stage>& pipeline_stages() {
       {"canonicalize", "the graph in canonical form (ir/canonicalize.h)", canonicalize_stage, print_canonical},
       {"split-reductions", "full reductions split into two row reductions (ir/split_reductions.h)", split_stage,
        print_split},
+      {"attention", "scaled-dot-product attention as one op on the CPU, its composite elsewhere (ir/attention_pattern.h)",
+       attention_stage, print_split},
       {"plan", "which ops share a kernel (fusion/planner.h)", plan_stage, print_plan_stage},
       {"schedule", "one schedule per group (lower/schedule_groups.h)", schedule_stage, print_schedule_stage},
       {"lower", "every group's kernel in Kernel IR (lower/lower_plan.h)", lower_stage, print_lower_stage},
@@ -165,7 +179,7 @@ LoweredBatch lower_batch(const std::vector<Graph>& canonical_graphs, const Compi
 
 bool dump_stage_matches(std::string_view requested, std::string_view stage) {
   if (requested == "all" || requested == stage) return true;
-  if (requested == "graph") return stage == "canonicalize" || stage == "split-reductions";
+  if (requested == "graph") return stage == "canonicalize" || stage == "split-reductions" || stage == "attention";
   if (requested == "kir") return stage == "lower";
   if (requested == "source") return stage == "emit";
   if (requested == "lazy") return stage == "trace" || stage == "partitions" || stage == "fused";

@@ -1,7 +1,7 @@
 // The compile pipeline (docs/pipeline.md): one ordered table of named stages
 // over one compilation state, from a graph to loaded kernels:
 //
-//   canonicalize -> split-reductions -> plan -> schedule -> lower -> emit -> compile
+//   canonicalize -> split-reductions -> attention -> plan -> schedule -> lower -> emit -> compile
 //
 // Every caller that turns a graph into kernels runs it: both executables,
 // `stitch plan` (through schedule), `stitch emit` (through emit), `check` and
@@ -62,7 +62,7 @@ struct Compilation {
   // Where the compile stage's fallback report goes (report_warning).
   std::function<void(const std::string&)> warn;
 
-  // canonicalize, split-reductions
+  // canonicalize, split-reductions, attention
   Graph canonical;
   Graph graph;  // the graph that runs; plan and every later stage index its nodes
   // plan
@@ -141,8 +141,8 @@ void take_compiled(Compiled& compiled, const Compilation& c, MakeSteps&& make_st
 }
 
 // The stage names STITCH_DUMP accepts: the table's, "all", and the older
-// names that stand for a stage's text: graph (canonicalize and
-// split-reductions), kir (lower), source (emit).
+// names that stand for a stage's text: graph (canonicalize,
+// split-reductions and attention), kir (lower), source (emit).
 // "lazy" stands for the lazy runtime's stages: trace, partitions, fused (docs/lazy.md).
 bool dump_stage_matches(std::string_view requested, std::string_view stage);
 // Whether `list` (STITCH_DUMP's syntax: comma-separated names) names `stage`.

@@ -21,6 +21,7 @@
 #include "ir/structural_key.h"
 #include "stitch/text.h"
 #include "kir/printer.h"
+#include "runtime/cpu/attention_call.h"
 #include "runtime/cpu/dot_call.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
@@ -104,7 +105,7 @@ void fold_operand_transposes(const Graph& g, std::vector<Step>& steps) {
   for (const GraphOutput& o : g.outputs()) ++reads[o.value.index];
   std::map<int, Step*> dot_reading_b;  // value index -> the dot step reading it as B
   for (Step& s : steps) {
-    if (s.kind != Step::Kind::Dot) continue;
+    if (s.kind != Step::Kind::Dot || g.nodes()[s.node].op != OpKind::Dot) continue;
     const Node& n = g.nodes()[s.node];
     const DType dtype = g.type(n.output).dtype;
     if ((dtype == DType::f32 || dtype == DType::f64) && g.type(n.inputs[0]).shape.size() >= 2) {
@@ -177,6 +178,19 @@ std::vector<void*> kernel_buffers(const lower::GroupSignature& signature, const 
   return buffers;
 }
 
+// An attention step (attention_call.h): one call on OpenMP's threads.
+void run_attention_step(const Graph& g, const Step& step, const SymbolBindings& bindings, const AddressOf& address_of) {
+  const Node& n = g.nodes()[step.node];
+  const bool has_bias = n.inputs.size() == 4;
+  auto shape = [&](ValueId v) { return concrete_shape(g.type(v).shape, bindings); };
+  const AttentionProblem p =
+      attention_problem(g.type(n.output).dtype, shape(n.inputs[0]), shape(n.inputs[1]), shape(n.inputs[2]), has_bias,
+                        has_bias ? shape(n.inputs[3]) : std::vector<int64_t>(), n.attrs.get("scale").as_number(),
+                        n.attrs.get("causal").as_bool());
+  run_attention(p, address_of(n.inputs[0]), address_of(n.inputs[1]), address_of(n.inputs[2]),
+                has_bias ? address_of(n.inputs[3]) : nullptr, address_of(n.output));
+}
+
 // A dot step (dot_call.h): with an epilogue, by row panels on OpenMP's
 // threads, the epilogue's blocks after each panel while its rows are in the
 // cache; without, f32 in one oneDNN call (on OpenMP's threads itself) and f64
@@ -235,9 +249,9 @@ std::string memory_key(const Graph& g, PlannerKind planner, const PlanOptions& p
   // streaming stores, transpose tiles, the L1 and L2 sizes that set the warps
   // a block) are part of the key too: one process may compile a graph under both settings.
   text += fmt::format(
-      "planner {}\nmax_fusions {}\ndot_epilogues {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
+      "planner {}\nmax_fusions {}\ndot_epilogues {}\nattention {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
       "cpu_l2_bytes {}\ncpu_l1_bytes {}\n",
-      planner_name(planner), plan.max_fusions, plan.dot_epilogues, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
+      planner_name(planner), plan.max_fusions, plan.dot_epilogues, plan.attention, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
       rows.transpose_tiles, rows.cpu_l2_bytes, rows.cpu_l1_bytes);
   for (const std::string& f : compiler.flags) text += f + "\n";
   // Tuned schedules (CompileOptions::schedule_override) change the kernels.
@@ -299,6 +313,7 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   PlanOptions plan_options;
   plan_options.max_fusions = resolve_max_fusions(options.plan);
   plan_options.dot_epilogues = resolve_dot_epilogues(options.plan);
+  plan_options.attention = resolve_attention(options.plan);
   const std::string key = memory_key(canonical_graph, planner, plan_options, options.compiler, options.rows, options.tuner_key);
   Compilation c = compilation_of(canonical_graph, planner, plan_options, options.rows);
   c.schedule_override = options.schedule_override;
@@ -309,7 +324,7 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   const Backend backend = cpu_backend(cache, options, module);
   // The graph the CPU runs (split-reductions) is deterministic, so a memory
   // hit rebuilds the same value numbering the cached steps refer to.
-  run_pipeline(c, backend, "split-reductions", "split-reductions", options.dump);
+  run_pipeline(c, backend, "split-reductions", "attention", options.dump);
   if (std::shared_ptr<const CompiledGraph> hit = cache.find_compiled_graph(key)) {
     CpuExecutable exe(std::move(c.graph), std::move(hit));
     exe.cache_stats_ = stats_delta(before, cache.stats());
@@ -333,6 +348,7 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
   PlanOptions resolved;
   resolved.max_fusions = resolve_max_fusions(plan_options);
   resolved.dot_epilogues = resolve_dot_epilogues(plan_options);
+  resolved.attention = resolve_attention(plan_options);
   CompileOptions options;
   CpuModule module;
   const Backend backend = cpu_backend(cache, options, module);
@@ -454,7 +470,9 @@ void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputM
     const Step& step = steps[i];
     for (int node : step.arg_reductions) check_arg_reduction_extent(g, node, bindings);
     int32_t status = 0;
-    if (step.kind == Step::Kind::Dot) {
+    if (step.kind == Step::Kind::Dot && g.nodes()[step.node].op == OpKind::Attention) {
+      run_attention_step(g, step, bindings, address_of);
+    } else if (step.kind == Step::Kind::Dot) {
       status = run_dot_step(g, step, bindings, address_of);
     } else {
       std::vector<void*> buffers = kernel_buffers(step.signature, address_of, status);

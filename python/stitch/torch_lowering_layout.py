@@ -192,6 +192,33 @@ def _gather(g, out, base, x, dim, index, *, sparse_grad=False):
     return g.op(base, f"gather({xs.name}, {flat.name}, axis=0)", x.dtype, out.shape)
 
 
+def _refuse_wide_scatter(node):
+    x, dim, index = (meta_of(a) for a in node.args[:3])
+    dim = dim % max(x.dim(), 1)
+    one_per_row = (index.dim() == x.dim() and index.shape[dim] == 1
+                   and all(index.shape[d] == x.shape[d] for d in range(x.dim()) if d != dim))
+    return None if one_per_row else "scatter of more than one index per row (only a one-hot is lowered)"
+
+
+def meta_of(a):
+    return a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+
+
+@lowers(aten.scatter.value, refuse=_refuse_wide_scatter)
+def _scatter_value(g, out, base, x, dim, index, value):
+    """x with `value` at one index along dim per row (a one-hot, as a cross-entropy's
+    backward writes it): select where an iota along dim equals the row's index, checked
+    to be in range as PyTorch does."""
+    rank = len(x.shape)
+    dim = dim % max(rank, 1)
+    n = x.shape[dim]
+    checked = _checked_index(g, cast(g, index, torch.int64), n, base)
+    positions = g.op(base + "_i", f"iota(shape={ints(x.shape)}, axis={dim}, dtype=i64)", torch.int64, x.shape)
+    hit = g.op(base + "_hit", f"eq({positions.name}, {checked.name})", torch.bool, x.shape)
+    filled = constant(g, value, x.dtype)
+    return g.op(base, f"select({hit.name}, {filled.name}, {x.name})", x.dtype, x.shape)
+
+
 # Matrix products (docs/torch.md, Matrix products): Stitch dots, so a bias,
 # activation or residual after one runs as the dot's epilogue, and a linear layer's
 # transposed weight is read in place by the gemm. Only where the backend's `dots`

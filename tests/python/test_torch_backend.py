@@ -251,7 +251,8 @@ def op_soup(x, y, idx):
     indices = (x.argmax(-1), x.max(-1).values, x.max(-1).indices, x.min(0).values, x.argmin(),
                x.index_select(0, idx) * 2, F.embedding(idx, y) * 2,
                torch.gather(x, 1, (x.abs() * 10).long().clamp(max=47)) * 2,
-               torch.gather(y, 0, (y.abs() * 10).long()[:5].clamp(max=15)))
+               torch.gather(y, 0, (y.abs() * 10).long()[:5].clamp(max=15)),
+               x.scatter(1, (y.abs() * 10).long()[:, :1].clamp(max=47), -1.5))
     binary = (torch.maximum(x, y), torch.minimum(x, y), torch.atan2(x, y), torch.fmod(x, 0.3), 1 - x)
     sources = (torch.arange(x.shape[1]) * 2 + x, torch.full_like(x, 3) * y, torch.zeros_like(x) + y)
     logic = ((x > 0).float() + (x < y).to(torch.float64), torch.isnan(x / y.abs()),

@@ -200,8 +200,8 @@ class KernelEmitter : private common::SourceWriter {
     }
     if (const kir::BufferParam* b = k_.find_buffer(s.buffer)) {
       std::string stored = value;
-      if (b->dtype == DType::f16) stored = fmt::format("stitch_f64_to_f16_bits({})", value);
-      if (b->dtype == DType::bf16) stored = fmt::format("stitch_f64_to_bf16_bits({})", value);
+      if (b->dtype == DType::f16) stored = fmt::format("stitch_to_f16_bits({})", value);
+      if (b->dtype == DType::bf16) stored = fmt::format("stitch_to_bf16_bits({})", value);
       line(fmt::format("{}[{}] = {};", s.buffer, global_offset(*b, s.index), stored));
       return;
     }

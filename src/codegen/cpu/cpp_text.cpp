@@ -119,13 +119,8 @@ std::string op_text(OpKind k, DType in, const std::string& t, const std::vector<
   }
 }
 
-// docs/semantics.md, Casts. The CPU rounding helpers take a double, so a float
-// is widened (exactly) before it is rounded to f16/bf16.
-std::string cast_text(const std::string& value, DType from, DType to) {
-  if (from != to && is_float(from) && is_narrow_float(to)) {
-    return round_to_narrow(to, fmt::format("static_cast<double>({})", value));
-  }
-  return common::cast_text(value, from, to);
-}
+// docs/semantics.md, Casts. The CPU rounding helpers round a float or a double
+// once to f16/bf16 (stitch_cpu_runtime.h; a float by the fast path).
+std::string cast_text(const std::string& value, DType from, DType to) { return common::cast_text(value, from, to); }
 
 }  // namespace stitch::codegen::cpu

@@ -36,6 +36,8 @@ def _kernels(r):
 def _rest(r):
     if "stitch_rest_s" not in r or "inductor_rest_s" not in r:
         return "-"
+    if r["stitch_rest_s"] <= 0 or r["inductor_rest_s"] <= 0:
+        return "no measurement (profiled products above the median)"
     return (f"{r['inductor_rest_s'] * 1e3:.2f} / {r['stitch_rest_s'] * 1e3:.2f} "
             f"({_ratio(r, 'stitch_rest_vs_inductor')})")
 
@@ -77,9 +79,10 @@ def markdown(report):
             mean = f"{geometric_mean(ratios):.3f}x" if ratios else "-"
             lines.append(f"- {MODE_NAMES[mode]}: {mean} over {len(ratios)} of {runs} model x dtype with both times")
             rests = [r["stitch_rest_vs_inductor"] for r in results
-                     if r["mode"] == mode and "stitch_rest_vs_inductor" in r]
+                     if r["mode"] == mode and r.get("stitch_rest_vs_inductor", 0) > 0]
             if rests:
-                lines.append(f"  - outside matrix products and attention: {geometric_mean(rests):.3f}x")
+                lines.append(f"  - outside matrix products and attention: {geometric_mean(rests):.3f}x over "
+                             f"{len(rests)} with a measurement")
     fallbacks = [(r, f) for r in results for f in r.get("stitch_fallbacks", [])]
     if fallbacks:
         lines += ["", "Stitch partitions that fell back to PyTorch:", ""]

@@ -41,6 +41,23 @@ TEST(CliCudaSim, CheckWithWeavingPassesEveryPlanner) {
   EXPECT_NE(r.output.find(" 0 failed"), std::string::npos) << r.output;
 }
 
+// Attention (expanded into its composite for CUDA) and a static axis cut to a
+// symbol's length: every planner against the interpreter, and a length past
+// the axis refused with status 2.
+TEST(CliCudaSim, AttentionAndSymbolicPrefixesPassEveryPlanner) {
+  const std::string cli = "STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI;
+  const std::string corpus = STITCH_SOURCE_DIR "/tests/ir/corpus/";
+  for (const std::string& args : {"check " + corpus + "attention.stitch --backend cuda-sim",
+                                 "check " + corpus + "symbolic_prefix.stitch --dim T=7 --backend cuda-sim"}) {
+    const ToolRun r = run(cli + " " + args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(" 0 failed"), std::string::npos) << r.output;
+  }
+  const ToolRun past = run(cli + " run " + corpus + "symbolic_prefix.stitch --random-inputs 1 --dim T=17 --backend cuda-sim");
+  EXPECT_EQ(past.status, 2) << past.output;
+  EXPECT_NE(past.output.find("slice to T = 17 passes axis 0 of extent 16"), std::string::npos) << past.output;
+}
+
 TEST(CliCudaSim, ADriverThatRefusesModulesFallsBackLoudlyToTheInterpreter) {
   // The simulated driver's fault injection: every module load fails, as a
   // GPU driver's PTX JIT might.

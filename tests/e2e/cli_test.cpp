@@ -113,6 +113,23 @@ TEST_F(Cli, BadInputsExitTwoWithAClearMessage) {
   }
 }
 
+// A static axis cut to a symbol's length (graph-ir.md, Symbolic dims): a length
+// past the axis is bad input, on the interpreter and the CPU back end alike.
+TEST_F(Cli, ASymbolicPrefixPastItsAxisExitsTwo) {
+  std::string file = write("prefix.stitch", R"(graph g(mask: bool[16, 16], s: f32[T, T]) {
+  m = slice(mask, stop=[T, T])
+  y = select(m, s, constant(value=0.0, shape=[], dtype=f32))
+  return y
+}
+)");
+  for (const char* backend : {"interp", "cpu"}) {
+    Result r = run_cli("run " + file + " --random-inputs 1 --dim T=17 --backend " + backend);
+    EXPECT_EQ(r.status, 2) << backend << ": " << r.output;
+    EXPECT_NE(r.output.find("slice to T = 17 passes axis 0 of extent 16"), std::string::npos) << r.output;
+    EXPECT_EQ(run_cli("run " + file + " --random-inputs 1 --dim T=16 --backend " + backend).status, 0) << backend;
+  }
+}
+
 TEST_F(Cli, SymbolicDimsMustBindConsistently) {
   std::string file = write("two.stitch", R"(graph g(a: f32[N, 2], b: f32[N, 2]) {
   c = add(a, b)

@@ -23,7 +23,22 @@ struct BiasTerm {
   bool mask = false;
   bool keep = true;
   ValueId value;  // as the graph reads it (the canonical form's full shape)
+  // A mask filling the dtype's lowest finite value rather than -inf (Hugging
+  // Face's GPT-2 fills torch.finfo(dtype).min): the same softmax wherever a row
+  // keeps a key, so it is taken only as a causal mask that hides no whole row.
+  bool finite_fill = false;
 };
+
+// The dtype's lowest finite value, as a double; -inf for a non-float dtype.
+double lowest_finite(DType t) {
+  switch (t) {
+    case DType::f64: return std::numeric_limits<double>::lowest();
+    case DType::f32: return std::numeric_limits<float>::lowest();
+    case DType::f16: return -65504.0;
+    case DType::bf16: return -3.3895313892515355e38;
+    default: return kMinusInf;
+  }
+}
 
 struct AttentionMatch {
   ValueId q, kt, v;  // kt: [..., D, Tk]
@@ -83,8 +98,10 @@ class Matcher {
     if (!shapes_fit(m)) return std::nullopt;
     std::vector<BiasTerm> kept;
     for (const BiasTerm& t : m.terms) {
-      if (t.mask && is_causal_mask(t, m)) {
+      if (t.mask && is_causal_mask(t, m) && (!t.finite_fill || hides_no_row(m))) {
         m.causal = true;
+      } else if (t.finite_fill) {
+        return std::nullopt;  // a finite fill equals -inf only while every row keeps a key
       } else {
         kept.push_back(t);
       }
@@ -162,9 +179,10 @@ class Matcher {
     if (n->op == OpKind::Select && !scaled) {
       for (int side = 1; side <= 2; ++side) {
         std::optional<double> fill = splat_value(g_, n->inputs[3 - side]);
-        if (!fill || *fill != kMinusInf) continue;
+        const double lowest = lowest_finite(g_.type(x).dtype);
+        if (!fill || (*fill != kMinusInf && !(std::isfinite(lowest) && *fill <= lowest))) continue;
         AttentionMatch tried = m;
-        tried.terms.insert(tried.terms.begin(), BiasTerm{true, side == 1, n->inputs[0]});
+        tried.terms.insert(tried.terms.begin(), BiasTerm{true, side == 1, n->inputs[0], *fill != kMinusInf});
         if (scores(n->inputs[side], tried, false, 1)) {
           m = tried;
           return true;
@@ -213,6 +231,15 @@ class Matcher {
       return a;
     }
     return std::nullopt;
+  }
+
+  // Whether a causal mask leaves every query a key: Tq <= Tk (query i keeps
+  // key i + Tk - Tq >= 0).
+  bool hides_no_row(const AttentionMatch& m) const {
+    const Shape& q = g_.type(m.q).shape;
+    const Dim& tq = q[q.size() - 2];
+    const Dim& tk = g_.type(m.kt).shape.back();
+    return tq == tk || (tq.is_static() && tk.is_static() && tq.extent() <= tk.extent());
   }
 
   // Whether the mask term keeps exactly the keys j <= i + (Tk - Tq) of query

@@ -188,9 +188,15 @@ TEST(AttentionPattern, ACausalMaskFromIotasBecomesTheFlag) {
       // The wrong offset, or the mask the other way round: a bias, not causal.
       {"ge(iota(shape=[4, 9], axis=0), iota(shape=[4, 9], axis=1))", "select(c, s, -inf)", 4, 9, false},
       {"ge(iota(shape=[6, 6], axis=1), iota(shape=[6, 6], axis=0))", "select(c, s, -inf)", 6, 6, false},
+      // The dtype's lowest finite value as the fill (Hugging Face's GPT-2): the same
+      // softmax, since a causal mask with Tq <= Tk leaves every row a key.
+      {"ge(iota(shape=[6, 6], axis=0), iota(shape=[6, 6], axis=1))", "select(c, s, -3.4028234663852886e+38)", 6, 6,
+       true},
+      {"gt(iota(shape=[4, 9], axis=1), add(iota(shape=[4, 9], axis=0), 5))", "select(c, -3.4028234663852886e+38, s)",
+       4, 9, true},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.mask);
+    SCOPED_TRACE(std::string(c.mask) + " " + c.select);
     const std::string tq = std::to_string(c.tq), tk = std::to_string(c.tk);
     const Graph g = fused("graph a(q: f32[2, 3, " + tq + ", 8], k: f32[2, 3, " + tk + ", 8], v: f32[2, 3, " + tk +
                           ", 4]) {\n  c = " + c.mask + "\n  s = dot(q, transpose(k, perm=[0, 1, 3, 2]))\n" +
@@ -237,6 +243,17 @@ TEST(AttentionPattern, LeavesOtherGraphsAlone) {
       // A finite fill: an all-masked row would be uniform, not NaN.
       R"(graph a(q: f32[4, 6, 8], k: f32[4, 6, 8], v: f32[4, 6, 8], m: bool[6, 6]) {
   out = dot(softmax(select(m, dot(q, transpose(k, perm=[0, 2, 1])), -10000.0), axis=-1), v)
+  return out
+})",
+      // The lowest finite fill with a mask that is not causal (a row may be all masked).
+      R"(graph a(q: f32[4, 6, 8], k: f32[4, 6, 8], v: f32[4, 6, 8], m: bool[6, 6]) {
+  out = dot(softmax(select(m, dot(q, transpose(k, perm=[0, 2, 1])), -3.4028234663852886e+38), axis=-1), v)
+  return out
+})",
+      // ... or causal with more queries than keys (the first rows hide every key).
+      R"(graph a(q: f32[4, 9, 8], k: f32[4, 6, 8], v: f32[4, 6, 8]) {
+  c = ge(iota(shape=[9, 6], axis=0), add(iota(shape=[9, 6], axis=1), 3))
+  out = dot(softmax(select(c, dot(q, transpose(k, perm=[0, 2, 1])), -3.4028234663852886e+38), axis=-1), v)
   return out
 })",
       // k broadcast over the batch (grouped queries): not equal leading dims.

@@ -22,7 +22,7 @@ std::string_view planner_name(PlannerKind k) {
 }
 
 std::optional<PlannerKind> parse_planner_kind(std::string_view name) {
-  for (PlannerKind k : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch, PlannerKind::Ilp, PlannerKind::Greedy})
+  for (PlannerKind k : kEveryPlanner)
     if (planner_name(k) == name) return k;
   return std::nullopt;
 }

@@ -14,6 +14,9 @@
 namespace stitch {
 
 enum class PlannerKind : uint8_t { None, Xla, Stitch, Ilp, Greedy };
+// Every planner, in the order `stitch check` and the tests run them.
+inline constexpr PlannerKind kEveryPlanner[] = {PlannerKind::None, PlannerKind::Xla, PlannerKind::Greedy,
+                                                PlannerKind::Stitch, PlannerKind::Ilp};
 
 std::string_view planner_name(PlannerKind k);
 std::optional<PlannerKind> parse_planner_kind(std::string_view name);

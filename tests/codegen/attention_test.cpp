@@ -104,8 +104,7 @@ TEST(AttentionCall, MatchesTheInterpreterUnderEveryPlanner) {
     const Graph g = canonicalize(parse_module(c.text, "attention.stitch").graphs.front());
     const std::vector<Tensor> inputs = testing::random_inputs(g, 7, c.symbols);
     const std::vector<Tensor> want = interpret(g, inputs);
-    for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Greedy, PlannerKind::Stitch,
-                                PlannerKind::Ilp}) {
+    for (PlannerKind planner : kEveryPlanner) {
       SCOPED_TRACE(g.name() + " under " + std::string(planner_name(planner)));
       CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
       ASSERT_EQ(exe.fallback(), "");

@@ -73,8 +73,7 @@ TEST(DotTranspose, ALinearLayersWeightIsReadTransposedInPlace) {
     const std::vector<Tensor> inputs = testing::random_inputs(g, 11, {});
     const std::vector<Tensor> want = interpret(g, inputs);
     // Every planner: the fold works on whatever launch list the plan makes.
-    for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Greedy, PlannerKind::Stitch,
-                                PlannerKind::Ilp}) {
+    for (PlannerKind planner : kEveryPlanner) {
       SCOPED_TRACE(g.name() + " under " + std::string(planner_name(planner)));
       CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
       ASSERT_EQ(exe.fallback(), "");

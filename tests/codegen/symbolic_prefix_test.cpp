@@ -35,8 +35,7 @@ TEST(SymbolicPrefix, OneExecutableRunsEveryLengthUpToTheAxis) {
   const Graph g = canonicalize(parse_module(kMaskedSoftmax, "prefix.stitch").graphs.front());
   const fs::path dir = fs::temp_directory_path() / ("stitch-symbolic-prefix-" + std::to_string(getpid()));
   KernelCache cache(dir);
-  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Greedy, PlannerKind::Stitch,
-                              PlannerKind::Ilp}) {
+  for (PlannerKind planner : kEveryPlanner) {
     CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
     for (int64_t t : {1, 5, 16}) {
       SCOPED_TRACE("T = " + std::to_string(t) + " under " + std::string(planner_name(planner)));

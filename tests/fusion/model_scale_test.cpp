@@ -22,9 +22,6 @@ namespace {
 using testing_fusion::canonical_graph;
 using testing_fusion::plan_invariant_violations;
 
-constexpr PlannerKind kPlanners[] = {PlannerKind::None, PlannerKind::Xla, PlannerKind::Greedy, PlannerKind::Stitch,
-                                     PlannerKind::Ilp};
-
 // A chain of residual blocks written as a new user wrote it:
 //   a = h*c1 + c2; n = layer_norm(a); s = softmax(n); h' = h + 0.5*gelu_tanh(n + s)
 // with c1, c2 scalars (`scalar_constants`) or rows of the hidden size.
@@ -60,7 +57,7 @@ TEST(ModelScale, ResidualChainOfTheCrashPlansUnderEveryPlanner) {
   for (const Case& c : {Case{40, "64", 256, true}, Case{80, "64", 256, true}, Case{80, "64", 256, false},
                         Case{60, "8", 32, true}, Case{60, "B", 256, true}}) {
     const Graph g = canonical_graph(residual_chain(c.blocks, c.rows, c.cols, c.scalars));
-    for (PlannerKind kind : kPlanners) {
+    for (PlannerKind kind : kEveryPlanner) {
       SCOPED_TRACE(fmt::format("{} blocks over [{}, {}], {} constants, planner {}", c.blocks, c.rows, c.cols,
                                c.scalars ? "scalar" : "row", planner_name(kind)));
       const FusionPlan p = plan(g, kind);
@@ -79,7 +76,7 @@ TEST(ModelScale, ModelShapedGraphsPlanUnderEveryPlanner) {
   for (const Size& size : {Size{1, 1000}, Size{2, 2000}, Size{3, 5000}, Size{4, 10000}, Size{5, 20000}}) {
     testing::ModelGraphOptions options = testing::model_graph_options(size.seed, size.nodes, size.nodes);
     const Graph g = canonicalize(testing::model_graph(options));
-    for (PlannerKind kind : kPlanners) {
+    for (PlannerKind kind : kEveryPlanner) {
       SCOPED_TRACE(testing::describe(options) + ", planner " + std::string(planner_name(kind)));
       const auto start = std::chrono::steady_clock::now();
       const FusionPlan p = plan(g, kind);

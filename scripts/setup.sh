@@ -32,7 +32,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev
   clang libclang-rt-dev
-  libopenblas-dev libdnnl-dev libsleef-dev
+  libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libsleef-dev
   libonnx-dev libprotobuf-dev
   coinor-libcbc-dev
   libjemalloc-dev

@@ -33,6 +33,17 @@ void keep_best(std::vector<Pattern>& list, size_t k) {
   if (list.size() > k) list.resize(k);
 }
 
+// Adds `p` to `list`, kept as keep_best leaves it (sorted, unique, at most
+// k): a pattern of n kernels joins n lists, so a chain's patterns are not
+// re-sorted per member.
+void insert_best(std::vector<Pattern>& list, const Pattern& p, size_t k) {
+  auto at = std::lower_bound(list.begin(), list.end(), p, better);
+  if (static_cast<size_t>(at - list.begin()) >= k) return;
+  if (at != list.end() && at->members == p.members) return;
+  list.insert(at, p);
+  if (list.size() > k) list.pop_back();
+}
+
 }  // namespace
 
 PatternSpace::PatternSpace(const StitchMerges& merges, const DeltaEvaluator& evaluator, PatternOptions options)
@@ -93,10 +104,7 @@ PatternSpace::PatternSpace(const StitchMerges& merges, const DeltaEvaluator& eva
     keep_best(found, k);
     for (const Pattern& p : found) {
       heads_[p.members[0]].push_back(p);
-      for (int member : p.members) {
-        containing[member].push_back(p);
-        keep_best(containing[member], k);
-      }
+      for (int member : p.members) insert_best(containing[member], p, k);
     }
     // Stubs: the largest first.
     std::sort(new_stubs.begin(), new_stubs.end(),

@@ -48,14 +48,17 @@ int64_t edge_key(int producer, int consumer) { return (int64_t{producer} << 32) 
 // on the CPU a block's rows stay in the core's L2 between phases.
 std::optional<std::string> reread_refusal(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& roots,
                                           const StitchedDomain& domain, int64_t row_hold_bytes) {
+  // A symbolic row is assumed to fit (a model's hidden or sequence dim, a
+  // few thousand elements), so its phases need no walk.
+  const bool symbolic = std::any_of(domain.axes.begin(), domain.axes.end(),
+                                    [&](size_t a) { return !domain.shape[a].is_static(); });
+  if (symbolic && domain.innermost()) return std::nullopt;
   const int64_t hold = domain.innermost() ? std::max(row_hold_bytes, kBlockHoldBytes) : kBlockHoldBytes;
   const StitchedReread reread = stitched_reread(g, nodes, roots, domain, hold);
   const int64_t bytes = reread.block_bytes();
   if (bytes < 0) {
-    // A symbolic row is assumed to fit (a model's hidden or sequence dim, a
-    // few thousand elements); a symbolic column is a batch dim, unbounded,
-    // and xla's split costs little at any size.
-    if (domain.innermost()) return std::nullopt;
+    // A symbolic column is a batch dim, unbounded, and xla's split costs
+    // little at any size.
     return fmt::format("a block would re-read a column of symbolic length x {} x {} B between phases",
                        reread.block_width, reread.bytes_per_element);
   }

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -211,6 +210,98 @@ bool is_row_data(const StitchedDomain& domain, const Shape& shape) {
   return !std::all_of(shape.begin(), shape.end(), is_static_one) && !stitched_root_index(domain, shape);
 }
 
+// The walks of stitched_reread over the phases' cones, down to the group's
+// inputs and past totals (a block holds those as scalars). Sets are pooled
+// (node_index.h) and row-data answers cached per value: the planners ask
+// this of every candidate group, and a chain of k reductions has k phases
+// whose cones nest (planner fuzzer: 47 RMS norms in one group).
+class ReadWalker {
+ public:
+  ReadWalker(const Graph& g, const NodeIndex& in_group, const StitchedDomain& domain)
+      : g_(g), in_group_(in_group), domain_(domain), row_known_(ids()), walked_(ids()), reloaded_(ids()) {}
+
+  // The values of one phase's cone where it first meets earlier work: row
+  // data that is an earlier phase's head or a load an earlier phase made.
+  std::vector<int> frontier(const std::vector<ValueId>& heads, const IdSet& earlier_heads) {
+    std::vector<int> out;
+    IdSet seen(ids());
+    std::vector<ValueId> stack = heads;
+    while (!stack.empty()) {
+      ValueId v = stack.back();
+      stack.pop_back();
+      if (!seen.insert(v.index)) continue;
+      if (row_data(v) && (earlier_heads.contains(v.index) || (is_load(v) && walked_.contains(v.index)))) {
+        out.push_back(v.index);
+        continue;
+      }
+      push_inputs(v, stack);
+    }
+    return out;
+  }
+
+  // Walks one phase's cone, noting its row-data loads; a load that an
+  // earlier phase made too is a reload. Where the walk meets a value an
+  // earlier phase walked, its whole cone was walked then (by induction), so
+  // every row-data load under it is a reload, marked once: linear in the
+  // group however many phases it has.
+  void load(const std::vector<ValueId>& heads) {
+    const size_t first_new = walked_.size();
+    std::vector<ValueId> stack = heads;
+    while (!stack.empty()) {
+      ValueId v = stack.back();
+      stack.pop_back();
+      const int place = walked_.find(v.index);
+      if (place >= 0 && static_cast<size_t>(place) < first_new) {
+        mark_reloaded(v);
+        continue;
+      }
+      if (!walked_.insert(v.index)) continue;
+      push_inputs(v, stack);
+    }
+  }
+
+  int64_t reload_bytes() const { return reload_bytes_; }
+
+ private:
+  size_t ids() const { return static_cast<size_t>(g_.num_values()); }
+  bool is_load(ValueId v) const { return !in_group_.contains(g_.value(v).producer); }
+
+  bool row_data(ValueId v) {
+    const int i = row_known_.find(v.index);
+    if (i >= 0) return row_answers_[static_cast<size_t>(i)];
+    row_known_.insert(v.index);
+    row_answers_.push_back(is_row_data(domain_, g_.type(v).shape));
+    return row_answers_.back();
+  }
+
+  // The inputs of `v`'s producer, where it is in the group and not a reduction.
+  void push_inputs(ValueId v, std::vector<ValueId>& stack) const {
+    const int p = g_.value(v).producer;
+    if (!in_group_.contains(p) || is_reduction(g_.nodes()[p].op)) return;
+    for (ValueId in : g_.nodes()[p].inputs) stack.push_back(in);
+  }
+
+  void mark_reloaded(ValueId from) {
+    std::vector<ValueId> stack{from};
+    while (!stack.empty()) {
+      ValueId v = stack.back();
+      stack.pop_back();
+      if (!reloaded_.insert(v.index)) continue;
+      if (is_load(v) && row_data(v)) reload_bytes_ += dtype_size(g_.type(v).dtype);
+      push_inputs(v, stack);
+    }
+  }
+
+  const Graph& g_;
+  const NodeIndex& in_group_;
+  const StitchedDomain& domain_;
+  IdSet row_known_;
+  std::vector<bool> row_answers_;
+  IdSet walked_;    // values some phase's cone reached, in the order reached
+  IdSet reloaded_;  // values whose cone's loads are counted as reloads
+  int64_t reload_bytes_ = 0;
+};
+
 }  // namespace
 
 int64_t StitchedReread::block_bytes() const {
@@ -262,49 +353,18 @@ StitchedReread stitched_reread(const Graph& g, const std::vector<int>& nodes, co
   for (int r : roots) {
     if (!is_reduction(g.nodes()[r].op)) heads.back().push_back(g.nodes()[r].output);
   }
-  std::set<int> loaded;       // group inputs an earlier phase read
-  std::set<int> earlier_heads;  // reduction inputs of earlier phases
-  std::set<int> reloads;      // first candidate: group inputs read again
-  std::set<int> frontier;     // second: where later cones first meet earlier work
-  // Walks one phase's cone down to the group's inputs, past totals (a block
-  // holds those as scalars); `stop` ends a path at a value it returns true for.
-  auto walk = [&](const std::vector<ValueId>& from, const auto& stop) {
-    std::set<int> seen;
-    std::vector<ValueId> stack = from;
-    while (!stack.empty()) {
-      ValueId v = stack.back();
-      stack.pop_back();
-      if (!seen.insert(v.index).second || stop(v)) continue;
-      const int p = g.value(v).producer;
-      if (!in_group.contains(p) || is_reduction(g.nodes()[p].op)) continue;
-      for (ValueId in : g.nodes()[p].inputs) stack.push_back(in);
+  ReadWalker walker(g, in_group, domain);
+  int64_t frontier_bytes = 0;  // where later cones first meet earlier work
+  IdSet frontier(static_cast<size_t>(g.num_values()));
+  IdSet earlier_heads(static_cast<size_t>(g.num_values()));  // reduction inputs of earlier phases
+  for (const std::vector<ValueId>& phase_heads : heads) {
+    for (int v : walker.frontier(phase_heads, earlier_heads)) {
+      if (frontier.insert(v)) frontier_bytes += dtype_size(g.type(ValueId{v}).dtype);
     }
-    return seen;
-  };
-  auto row_data = [&](ValueId v) { return is_row_data(domain, g.type(v).shape); };
-  auto is_load = [&](ValueId v) {
-    const int p = g.value(v).producer;
-    return !in_group.contains(p);
-  };
-  for (size_t k = 0; k < heads.size(); ++k) {
-    walk(heads[k], [&](ValueId v) {
-      if (!row_data(v) || !(earlier_heads.count(v.index) || (is_load(v) && loaded.count(v.index)))) return false;
-      frontier.insert(v.index);
-      return true;
-    });
-    for (int v : walk(heads[k], [](ValueId) { return false; })) {
-      if (!is_load(ValueId{v}) || !row_data(ValueId{v})) continue;
-      if (loaded.count(v)) reloads.insert(v);
-      loaded.insert(v);
-    }
-    for (ValueId h : heads[k]) earlier_heads.insert(h.index);
+    walker.load(phase_heads);
+    for (ValueId h : phase_heads) earlier_heads.insert(h.index);
   }
-  auto bytes = [&](const std::set<int>& values) {
-    int64_t n = 0;
-    for (int v : values) n += dtype_size(g.type(ValueId{v}).dtype);
-    return n;
-  };
-  out.bytes_per_element = std::min(bytes(reloads), bytes(frontier));
+  out.bytes_per_element = std::min(walker.reload_bytes(), frontier_bytes);
   return out;
 }
 

@@ -13,7 +13,7 @@ attention computes the same without writing them. The pattern, on the core ATen 
       -> bmm(view(expand(.)), view(clone?(expand(V))))  -> view [B, H, Tq, Dv]
 
 where every intermediate has no other user (a training graph that saves the
-probabilities for the backward keeps its form) and the dtype is f32 or f64. The replacement is
+probabilities for the backward keeps its form) and the dtype is a float one. The replacement is
 scaled_dot_product_attention(Q, K, V, attn_mask, scale=s), the -inf selects made an
 additive mask of 0 and -inf.
 """
@@ -23,6 +23,7 @@ import torch
 aten = torch.ops.aten
 
 _VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 
 
 def _val(node):
@@ -145,11 +146,11 @@ def _match(out_view):
     k = _untransposed(kt) if kt is not None else None
     if q is None or k is None:
         return None
-    # f32 and f64 only: in f16 and bf16 eager rounds the scores and the probabilities
-    # to the half type, which the fused kernel does not (the backend keeps eager's
-    # rounding per op for halves, docs/torch.md).
+    # In f16 and bf16 eager rounds the scores and the probabilities to the half type;
+    # the fused kernel keeps them in f32, as Inductor's replacement does, so the
+    # result is nearer the exact one than eager's (docs/torch.md, Attention).
     dtypes = {_val(n).dtype for n in (q, k, v, softmax)}
-    if len(dtypes) != 1 or dtypes.pop() not in (torch.float32, torch.float64):
+    if len(dtypes) != 1 or dtypes.pop() not in _DTYPES:
         return None
     return q, k, v, mask, scale
 

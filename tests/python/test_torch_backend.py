@@ -544,6 +544,26 @@ class Behaviour(StitchCase):
                 stats = self.compiled_matches(fn, q, k, v, bias, cond, tol=F32_BLOCK)
                 self.assertEqual(stats[0].attention, fused)
 
+    def test_half_attention_is_fused_too(self):
+        # In bf16 and f16 the fused call keeps the scores and probabilities in f32 where
+        # eager rounds them (as Inductor's replacement does): nearer the exact result.
+        def causal(q, k, v, cond):
+            return ((q @ k.transpose(-2, -1)) * 0.35).masked_fill(cond, float("-inf")).softmax(-1) @ v
+
+        q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
+        cond = torch.ones(16, 16, dtype=torch.bool).triu(1)
+        exact = causal(q.double(), k.double(), v.double(), cond)
+        for dtype, tol in ((torch.bfloat16, BF16), (torch.float16, F16)):
+            with self.subTest(dtype):
+                torch._dynamo.reset()
+                backend.reset_stats()
+                args = (q.to(dtype), k.to(dtype), v.to(dtype), cond)
+                stats = self.compiled_matches(causal, *args, tol=tol)
+                self.assertEqual(stats[0].attention, 1)
+                got = torch.compile(causal, backend="stitch")(*args).double()
+                eager = causal(*args).double()
+                self.assertLessEqual((got - exact).abs().max(), (eager - exact).abs().max())
+
     def test_attention_as_stitchs_own_op(self):
         # options={"stitch_attention": True}: the fused attention joins a partition as
         # Stitch's attention op (a causal mask and a padding bias as its bias).

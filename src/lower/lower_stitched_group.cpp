@@ -123,15 +123,19 @@ class StitchedLowerer {
     ex_.bind(node(n).output, kb_.let(name("red", n), finish_reduction(g_, node(n), total, element_count_expr(red_shape_))));
   }
 
-  // Evaluates, once per row, each per-row value that reads a reduction total
-  // and no total of a later phase than `phases_done` (LayerNorm's rsqrt of the
-  // variance): the memo then gives these row-uniform locals to every later
-  // reader, instead of a recomputation inside each strided loop.
+  // Evaluates, once per row, each per-row value that reads no total of a
+  // later phase than `phases_done`: with 0, before the first phase, those that
+  // read no total at all (a cross-entropy backward's checked target index,
+  // per-element it was 4x the kernel's time), then after each phase those that
+  // read its totals (LayerNorm's rsqrt of the variance). The memo gives these
+  // row-uniform locals to every later reader, instead of a recomputation
+  // inside each strided loop.
   void hoist_row_values(const Index& out, int phases_done) {
     Index domain = domain_index(out, {});
     for (int n : group_.nodes) {
       ValueId v = node(n).output;
-      if (is_reduction(node(n).op) || !level_.count(n) || level_.at(n) > phases_done) continue;
+      const auto level = level_.find(n);
+      if (is_reduction(node(n).op) || (level == level_.end() ? 0 : level->second) > phases_done) continue;
       std::optional<std::vector<int>> map = stitched_root_index(domain_, g_.type(v).shape);
       if (!map || g_.type(v).shape == domain_.shape) continue;
       ex_.eval(v, root_index(Root{v, *map}, domain));
@@ -213,6 +217,7 @@ class StitchedLowerer {
       // once, by the first reduction phase after the first whose elements
       // compute a heavy op, or else by the store phase.
       rows_in_place_.clear();
+      hoist_row_values(out, 0);
       bool prefetched = false;
       const bool may_prefetch = prefetch_ && nest.static_len() > 0 && !r.row_valid.defined();
       auto stride_row = [&](const std::string& var, const std::function<void(const Index&)>& fn,
@@ -329,6 +334,7 @@ class StitchedLowerer {
             fn();
           }
         };
+        hoist_row_values(out, 0);
         for (size_t p = 0; p < domain_.phases.size(); ++p) {
           const std::vector<int>& phase = domain_.phases[p];
           std::vector<Expr> acc = init_accumulators(phase);

@@ -108,6 +108,18 @@ std::vector<Case> make_cases() {
   y = exp(sub(x, m))
   return y, m
 })"), true, 20, {1, 255, 300}});
+  // Per-row (per-column) values read from an input, no total: evaluated once per
+  // row before the first phase (docs/lowering.md, Stitched groups).
+  cases.push_back({"row_value_from_input", from_text(R"(graph row_value_from_input(x: f32[6, 300], b: f32[6, 1]) -> (f32[6, 300]) {
+  s = exp(b)
+  y = sub(mul(x, s), reduce_max(x, axes=[1], keepdims=true))
+  return y
+})"), true, 300});
+  cases.push_back({"column_value_from_input", from_text(R"(graph column_value_from_input(x: f32[40, 9], b: f32[1, 9]) -> (f32[40, 9]) {
+  s = exp(b)
+  y = sub(mul(x, s), reduce_max(x, axes=[0], keepdims=true))
+  return y
+})"), false, 40});
   return cases;
 }
 
@@ -246,6 +258,24 @@ TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
 // store phase: no phase after the first computes a heavy op), the broadcast
 // gamma and beta of a LayerNorm are not; the CUDA target, and
 // STITCH_PREFETCH=0 (RowScheduleTarget::prefetch), get none.
+// A per-row value that reads no total (exp of a [6, 1] input) is computed once
+// per row, before the first phase, not at every element of the row's phases.
+TEST(StitchedLoweringShape, PerRowValuesOfInputsAreHoistedAboveThePhases) {
+  const Graph g = canonicalize(from_text(R"(graph g(x: f32[6, 300], b: f32[6, 1]) -> (f32[6, 300]) {
+  s = exp(b)
+  y = sub(mul(x, s), reduce_max(x, axes=[1], keepdims=true))
+  return y
+})"));
+  std::vector<LoweredGroup> lowered = lower_plan(g, plan(g, PlannerKind::Stitch), "k", schedule::RowScheduleTarget::cpu());
+  ASSERT_EQ(lowered.size(), 1u);
+  ASSERT_TRUE(lowered[0].kernel) << lowered[0].not_lowered_reason;
+  const std::string text = kir::print_kernel(*lowered[0].kernel);
+  const size_t exp_at = text.find("exp(");
+  ASSERT_NE(exp_at, std::string::npos) << text;
+  EXPECT_EQ(text.find("exp(", exp_at + 1), std::string::npos) << text;
+  EXPECT_LT(exp_at, text.find("for step0")) << text;
+}
+
 TEST(StitchedLoweringShape, StorePhasePrefetchesTheNextRowsReadInPlace) {
   const Graph g = canonicalize(workload("layernorm.stitch", "layernorm_small"));
   auto prefetches = [&](const schedule::RowScheduleTarget& target) {

@@ -82,6 +82,22 @@ template <typename T>
 static inline float stitch_round_f16(T x) { return stitch_f16_bits_to_f32(stitch_to_f16_bits(x)); }
 template <typename T>
 static inline float stitch_round_bf16(T x) { return stitch_bf16_bits_to_f32(stitch_to_bf16_bits(x)); }
+// From a float, the round trip stays in 32-bit lanes: through the 16-bit bit
+// pattern a vector loop packs and unpacks words across lanes at every rounding
+// (the rotary kernel of a bf16 Llama block, 8 roundings an element: 379 us
+// against 140 us this way, one thread). The same bits as the path above.
+static inline float stitch_round_bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const bool nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
+  const uint32_t rounded = (nan ? bits | 0x00400000u : bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+  float f;
+  std::memcpy(&f, &rounded, sizeof f);
+  return f;
+}
+#if defined(__F16C__)
+static inline float stitch_round_f16(float x) { return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)); }
+#endif
 
 // Integers above 2^53 round on the way to double; rounding to odd there makes the
 // second rounding (to f16 or bf16) equal a single one.

@@ -82,7 +82,23 @@ class Models(StitchCase):
         torch._dynamo.reset()
         backend.reset_stats()
         model, inputs = self.model_and_inputs(name, dtype)
-        self.compiled_matches(model, *inputs, tol=tol)
+        if dtype == torch.float32:
+            self.compiled_matches(model, *inputs, tol=tol)
+            return
+        # In f16 and bf16 the fused attention keeps the scores and probabilities in f32
+        # where eager rounds them (docs/torch.md, Attention): with the pass off, every op
+        # rounds as eager's and the outputs are within `tol` of eager's; with it on (the
+        # default), the outputs are no further from the model run in float64 than twice
+        # eager's error, the f32 blocks' criterion (test_torch_backend.py).
+        self.compiled_matches(model, *inputs, tol=tol, options={"attention": False})
+        torch._dynamo.reset()
+        exact = copy.deepcopy(model).double()(*(a.double() if a.is_floating_point() else a for a in inputs))
+        with torch.inference_mode():
+            got = torch.compile(model, backend="stitch")(*inputs)
+            eager = model(*inputs)
+        stitch_error = (got.double() - exact).abs().max().item()
+        eager_error = (eager.double() - exact).abs().max().item()
+        self.assertLessEqual(stitch_error, 2 * eager_error + 1e-5, f"{name}: Stitch {stitch_error}, eager {eager_error}")
 
     def check_training(self, name):
         """One training step compiled by Stitch: the loss and every parameter's gradient

@@ -59,6 +59,10 @@ class KernelEmitter : private common::SourceWriter {
       // kernels' arrays the caller proved distinct): loads may move past stores.
       line(fmt::format("{0}{1}* {4}const {2} = static_cast<{0}{1}*>(stitch_buffers[{3}]);",
                        read_only ? "const " : "", type, b.name, i, b.may_alias ? "" : "__restrict__ "));
+      if (is_narrow_float(b.dtype) && read_only) {
+        line(fmt::format("const stitch_word* const {0}_words = stitch_words_of({0});", b.name));
+        line(fmt::format("const int64_t {0}_shift = stitch_word_shift_of({0});", b.name));
+      }
     }
     for (size_t i = 0; i < k_.scalars.size(); ++i) {
       const kir::ScalarParam& s = k_.scalars[i];
@@ -173,6 +177,7 @@ class KernelEmitter : private common::SourceWriter {
 
   void emit(const kir::LetStmt& s) {
     check_identifier(s.name);
+    if (s.init.defined()) let_defs_[s.name] = s.init;
     if (auto it = per_thread_.find(s.name); it != per_thread_.end()) {
       if (s.init.defined()) line(fmt::format("{} = {};", it->second, expr(s.init)));
       return;
@@ -771,6 +776,74 @@ class KernelEmitter : private common::SourceWriter {
     return fmt::format("(({} % int64_t({}LL)) + {})", expr(u), c, t->name);
   }
 
+  // The coefficient of the vector loop's variable (the lane, or the thread
+  // where a region has no warps) in index `e`, where `e` is affine in it: 0
+  // for a value every lane shares, 1 for a contiguous one; nullopt otherwise.
+  std::optional<int64_t> lane_stride(const Expr& e, int depth = 0) {
+    if (depth > 64) return std::nullopt;
+    switch (e->kind) {
+      case ExprKind::Const: return 0;
+      case ExprKind::Load: return analysis_.expr_varies(e) ? std::nullopt : std::optional<int64_t>(0);
+      case ExprKind::Var: {
+        const std::string& lane = region_.lane_var.empty() ? region_.thread_var : region_.lane_var;
+        if (e->name == lane) return 1;
+        if (e->name == region_.warp_var || !analysis_.expr_varies(e)) return 0;
+        const Expr& resolved = facts_.resolve(e);
+        if (&resolved.node() != &e.node()) return lane_stride(resolved, depth + 1);
+        if (auto it = let_defs_.find(e->name); it != let_defs_.end()) return lane_stride(it->second, depth + 1);
+        return std::nullopt;
+      }
+      case ExprKind::Op: break;
+    }
+    if (!analysis_.expr_varies(e)) return 0;
+    if ((e->op == OpKind::Div || e->op == OpKind::Rem) && split_thread_division(e)) {
+      return e->op == OpKind::Div ? 0 : 1;
+    }
+    // An op of values every lane shares (a row's delinearised index) is shared too.
+    std::vector<std::optional<int64_t>> strides;
+    bool shared = true;
+    for (const Expr& operand : e->operands) {
+      strides.push_back(lane_stride(operand, depth + 1));
+      shared = shared && strides.back() && *strides.back() == 0;
+    }
+    if (shared) return 0;
+    if (e->op == OpKind::Cast) return is_float(e->dtype) ? std::nullopt : strides[0];
+    if (e->op != OpKind::Add && e->op != OpKind::Sub && e->op != OpKind::Mul) return std::nullopt;
+    const std::optional<int64_t> a = strides[0];
+    const std::optional<int64_t> b = strides[1];
+    if (!a || !b) return std::nullopt;
+    if (e->op == OpKind::Add) return *a + *b;
+    if (e->op == OpKind::Sub) return *a - *b;
+    int64_t c = 0;
+    if (*b == 0 && kir::is_int_constant(e->operands[1], &c)) return *a * c;
+    if (*a == 0 && kir::is_int_constant(e->operands[0], &c)) return *b * c;
+    return *a == 0 && *b == 0 ? std::optional<int64_t>(0) : std::nullopt;
+  }
+
+  // Whether a read of `b` at `index` is the same element in every lane or
+  // consecutive elements in consecutive lanes.
+  bool lane_contiguous(const kir::BufferParam& b, const std::vector<Expr>& index) {
+    if (index.empty()) return true;
+    if (!b.strides.empty()) {
+      for (size_t d = 0; d < index.size(); ++d) {
+        const std::optional<int64_t> k = lane_stride(index[d]);
+        int64_t stride = 0;
+        if (!k || (*k != 0 && !(kir::is_int_constant(b.strides[d], &stride) && stride * *k == 1))) return false;
+      }
+      return true;
+    }
+    if (std::optional<Expr> linear = facts_.cancelled_offset(b, index)) {
+      const std::optional<int64_t> k = lane_stride(*linear);
+      return k && (*k == 0 || *k == 1);
+    }
+    for (size_t d = 0; d + 1 < index.size(); ++d) {
+      const std::optional<int64_t> k = lane_stride(index[d]);
+      if (!k || *k != 0) return false;
+    }
+    const std::optional<int64_t> k = lane_stride(index.back());
+    return k && (*k == 0 || *k == 1);
+  }
+
   std::string expr(const Expr& e) {
     switch (e->kind) {
       case ExprKind::Const:
@@ -784,7 +857,14 @@ class KernelEmitter : private common::SourceWriter {
 
   std::string load(const Expr& e) {
     if (const kir::BufferParam* b = k_.find_buffer(e->name)) {
-      const std::string element = fmt::format("{}[{}]", e->name, global_offset(*b, e->operands));
+      const std::string offset = global_offset(*b, e->operands);
+      if (is_narrow_float(b->dtype) && b->access == kir::Access::Read && in_region_ && !lane_contiguous(*b, e->operands)) {
+        // No 16-bit gather in AVX-512: read through the 32-bit word holding the
+        // element, which vectorises (docs/cpu-backend.md, f16 and bf16).
+        return fmt::format("stitch_{0}_gathered({1}, {1}_words, {1}_shift, {2})", b->dtype == DType::f16 ? "f16" : "bf16",
+                           e->name, offset);
+      }
+      const std::string element = fmt::format("{}[{}]", e->name, offset);
       if (b->dtype == DType::f16) return fmt::format("stitch_f16_bits_to_f32({})", element);
       if (b->dtype == DType::bf16) return fmt::format("stitch_bf16_bits_to_f32({})", element);
       return element;
@@ -826,6 +906,8 @@ class KernelEmitter : private common::SourceWriter {
 
   const Kernel& k_;
   bool in_region_ = false;
+  // Every let's definition so far, for lane_stride.
+  std::map<std::string, Expr> let_defs_;
   Region region_;
   // Names whose C++ text is not the name itself: per-thread arrays and per-warp results.
   std::unordered_map<std::string, std::string> per_thread_;

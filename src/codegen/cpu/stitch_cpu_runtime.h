@@ -99,6 +99,50 @@ static inline float stitch_round_bf16(float x) {
 static inline float stitch_round_f16(float x) { return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)); }
 #endif
 
+// A gathered f16/bf16 read (a transposed or strided index): AVX-512 has no
+// 16-bit gather, so GCC left such loops scalar ("not suitable for gather
+// load"); read through the aligned 32-bit word that holds the element, it
+// vectorises as a 32-bit gather (a [4, 128, 8, 32] bf16 transpose: 224 -> 104
+// us). `words` is the buffer's address rounded down to 4 bytes and `shift` 1
+// where that dropped one element. The word may hold 2 bytes past the buffer's
+// end, inside the same aligned word, so never on another page; under
+// AddressSanitizer, which would report them, the element is read alone.
+typedef uint32_t __attribute__((may_alias)) stitch_word;
+static inline const stitch_word* stitch_words_of(const uint16_t* p) {
+  return reinterpret_cast<const stitch_word*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
+}
+static inline int64_t stitch_word_shift_of(const uint16_t* p) {
+  return static_cast<int64_t>((reinterpret_cast<uintptr_t>(p) >> 1) & 1);
+}
+static inline uint16_t stitch_gathered_bits(const uint16_t* p, const stitch_word* words, int64_t shift, int64_t i) {
+#if defined(__SANITIZE_ADDRESS__)
+  (void)words;
+  (void)shift;
+  return p[i];
+#else
+  (void)p;
+  const int64_t j = i + shift;
+  const uint32_t word = words[j >> 1];
+  return static_cast<uint16_t>((j & 1) ? word >> 16 : word);
+#endif
+}
+static inline float stitch_bf16_gathered(const uint16_t* p, const stitch_word* words, int64_t shift, int64_t i) {
+#if defined(__SANITIZE_ADDRESS__)
+  return stitch_bf16_bits_to_f32(stitch_gathered_bits(p, words, shift, i));
+#else
+  (void)p;
+  const int64_t j = i + shift;
+  const uint32_t word = words[j >> 1];
+  const uint32_t bits = (j & 1) ? (word & 0xFFFF0000u) : (word << 16);
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+static inline float stitch_f16_gathered(const uint16_t* p, const stitch_word* words, int64_t shift, int64_t i) {
+  return stitch_f16_bits_to_f32(stitch_gathered_bits(p, words, shift, i));
+}
+
 // Integers above 2^53 round on the way to double; rounding to odd there makes the
 // second rounding (to f16 or bf16) equal a single one.
 static inline double stitch_i64_to_f64_round_to_odd(int64_t v) {

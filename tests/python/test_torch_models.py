@@ -91,14 +91,7 @@ class Models(StitchCase):
         # default), the outputs are no further from the model run in float64 than twice
         # eager's error, the f32 blocks' criterion (test_torch_backend.py).
         self.compiled_matches(model, *inputs, tol=tol, options={"attention": False})
-        torch._dynamo.reset()
-        exact = copy.deepcopy(model).double()(*(a.double() if a.is_floating_point() else a for a in inputs))
-        with torch.inference_mode():
-            got = torch.compile(model, backend="stitch")(*inputs)
-            eager = model(*inputs)
-        stitch_error = (got.double() - exact).abs().max().item()
-        eager_error = (eager.double() - exact).abs().max().item()
-        self.assertLessEqual(stitch_error, 2 * eager_error + 1e-5, f"{name}: Stitch {stitch_error}, eager {eager_error}")
+        self.assert_as_close_to_float64_as_eager(model, inputs, name)
 
     def check_training(self, name):
         """One training step compiled by Stitch: the loss and every parameter's gradient

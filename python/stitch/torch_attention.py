@@ -187,6 +187,13 @@ def fuse_attention(gm):
         with graph.inserting_before(node):
             if isinstance(mask, tuple):  # where(cond, -inf, s) or where(cond, s, -inf): 0 and -inf
                 mask = _additive_mask(graph, *mask, _val(q))
+            elif isinstance(mask, torch.fx.Node):
+                # A mask that requires grad (T5's position bias is a parameter) sends
+                # PyTorch's dispatch to the unfused math kernel even under no_grad; the
+                # graph's autograd is already split, so the mask is detached.
+                detached = graph.call_function(aten.detach.default, (mask,))
+                detached.meta["val"] = _val(mask)
+                mask = detached
             attention = graph.call_function(aten.scaled_dot_product_attention.default, (q, k, v, mask),
                                             {"scale": scale})
         attention.meta["val"] = _val(node)

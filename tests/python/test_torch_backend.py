@@ -549,6 +549,28 @@ class Behaviour(StitchCase):
                 stats = self.compiled_matches(fn, q, k, v, bias, cond, tol=F32_BLOCK)
                 self.assertEqual(stats[0].attention, fused)
 
+    def test_a_parameter_mask_keeps_the_fused_kernel(self):
+        # T5's position bias is a parameter: a mask that requires grad sent PyTorch's SDPA to
+        # its unfused math kernel even in inference, so the pass detaches the mask.
+        class Biased(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bias = torch.nn.Parameter(torch.randn(1, 4, 16, 16))
+
+            def forward(self, q, k, v):
+                return (((q @ k.transpose(-2, -1)) + self.bias).softmax(-1) @ v).tanh()  # a Stitch kernel too
+
+        q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
+        model = Biased()
+        stats = self.compiled_matches(model, q, k, v, tol=F32_BLOCK)
+        self.assertEqual(stats[0].attention, 1)
+        compiled = torch.compile(model, backend="stitch")
+        with torch.inference_mode(), torch.profiler.profile() as prof:
+            compiled(q, k, v)
+        names = {e.name for e in prof.events()}
+        self.assertIn("aten::_scaled_dot_product_flash_attention_for_cpu", names)
+        self.assertNotIn("aten::_scaled_dot_product_attention_math", names)
+
     def test_half_attention_is_fused_too(self):
         # In bf16 and f16 the fused call keeps the scores and probabilities in f32 where
         # eager rounds them (as Inductor's replacement does): nearer the exact result.

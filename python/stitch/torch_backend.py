@@ -468,12 +468,15 @@ class _StitchPartition(torch.nn.Module):
         self.specialisations = {}
         self.symbolic = None  # the specialisation for every size, if there is one
         self.dynamic = is_dynamic(module)
+        # A static partition's one specialisation: Dynamo guards the shapes it was
+        # traced with (another shape recompiles the graph), so no lookup per call.
+        self.only = None
 
     def forward(self, *args):
         # Dynamo guards dtypes and devices (another recompiles the graph); shapes vary
         # only under dynamic shapes, where one symbolic specialisation takes them all
         # if the partition could be written with its size symbols.
-        spec = self.symbolic
+        spec = self.symbolic or self.only
         if spec is None:
             key = tuple(a.shape if isinstance(a, torch.Tensor) else a for a in args)
             spec = self.specialisations.get(key)
@@ -527,6 +530,8 @@ class _StitchPartition(torch.nn.Module):
         else:
             spec = self._made(exe, declared, [(tuple(o.shape), o.dtype) for o in outputs], None)
         self.specialisations[key] = spec
+        if not self.dynamic:
+            self.only = spec
         return spec
 
     def _symbolic(self, name):

@@ -817,7 +817,7 @@ class KernelEmitter : private common::SourceWriter {
     int64_t c = 0;
     if (*b == 0 && kir::is_int_constant(e->operands[1], &c)) return *a * c;
     if (*a == 0 && kir::is_int_constant(e->operands[0], &c)) return *b * c;
-    return *a == 0 && *b == 0 ? std::optional<int64_t>(0) : std::nullopt;
+    return std::nullopt;
   }
 
   // Whether a read of `b` at `index` is the same element in every lane or

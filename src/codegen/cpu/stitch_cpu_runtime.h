@@ -55,14 +55,15 @@ STITCH_VECTOR_MATH_2(atan2)
 // than f32 through it. Both give the same bits as the double path, since a float
 // converts to double exactly. Other argument types (double, integers) take the
 // double path, which rounds once from the exact value.
-static inline uint16_t stitch_to_bf16_bits(float x) {
+// A float's bits rounded to bf16's, kept in the high half (the low half 0): a
+// NaN keeps its sign and top payload bits, made quiet; else round to nearest even.
+static inline uint32_t stitch_bf16_rounded_bits(float x) {
   uint32_t bits;
   std::memcpy(&bits, &x, sizeof bits);
-  // A NaN keeps its sign and top payload bits, made quiet; else round to nearest even.
   const bool nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
-  const uint32_t rounded = bits + 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((nan ? bits | 0x00400000u : rounded) >> 16);
+  return (nan ? bits | 0x00400000u : bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
 }
+static inline uint16_t stitch_to_bf16_bits(float x) { return static_cast<uint16_t>(stitch_bf16_rounded_bits(x) >> 16); }
 static inline uint16_t stitch_to_bf16_bits(double x) { return stitch_f64_to_bf16_bits(x); }
 template <typename T>
 static inline uint16_t stitch_to_bf16_bits(T x) { return stitch_f64_to_bf16_bits(static_cast<double>(x)); }
@@ -87,10 +88,7 @@ static inline float stitch_round_bf16(T x) { return stitch_bf16_bits_to_f32(stit
 // (the rotary kernel of a bf16 Llama block, 8 roundings an element: 379 us
 // against 140 us this way, one thread). The same bits as the path above.
 static inline float stitch_round_bf16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  const bool nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
-  const uint32_t rounded = (nan ? bits | 0x00400000u : bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+  const uint32_t rounded = stitch_bf16_rounded_bits(x);
   float f;
   std::memcpy(&f, &rounded, sizeof f);
   return f;
@@ -114,33 +112,28 @@ static inline const stitch_word* stitch_words_of(const uint16_t* p) {
 static inline int64_t stitch_word_shift_of(const uint16_t* p) {
   return static_cast<int64_t>((reinterpret_cast<uintptr_t>(p) >> 1) & 1);
 }
-static inline uint16_t stitch_gathered_bits(const uint16_t* p, const stitch_word* words, int64_t shift, int64_t i) {
+// The element's 16 bits in the high half of a 32-bit value (bf16's float bits
+// as they are; a bf16 value never leaves 32-bit lanes).
+static inline uint32_t stitch_gathered_high(const uint16_t* p, const stitch_word* words, int64_t shift, int64_t i) {
 #if defined(__SANITIZE_ADDRESS__)
   (void)words;
   (void)shift;
-  return p[i];
+  return static_cast<uint32_t>(p[i]) << 16;
 #else
   (void)p;
   const int64_t j = i + shift;
   const uint32_t word = words[j >> 1];
-  return static_cast<uint16_t>((j & 1) ? word >> 16 : word);
+  return (j & 1) ? (word & 0xFFFF0000u) : (word << 16);
 #endif
 }
 static inline float stitch_bf16_gathered(const uint16_t* p, const stitch_word* words, int64_t shift, int64_t i) {
-#if defined(__SANITIZE_ADDRESS__)
-  return stitch_bf16_bits_to_f32(stitch_gathered_bits(p, words, shift, i));
-#else
-  (void)p;
-  const int64_t j = i + shift;
-  const uint32_t word = words[j >> 1];
-  const uint32_t bits = (j & 1) ? (word & 0xFFFF0000u) : (word << 16);
+  const uint32_t bits = stitch_gathered_high(p, words, shift, i);
   float f;
   std::memcpy(&f, &bits, sizeof f);
   return f;
-#endif
 }
 static inline float stitch_f16_gathered(const uint16_t* p, const stitch_word* words, int64_t shift, int64_t i) {
-  return stitch_f16_bits_to_f32(stitch_gathered_bits(p, words, shift, i));
+  return stitch_f16_bits_to_f32(static_cast<uint16_t>(stitch_gathered_high(p, words, shift, i) >> 16));
 }
 
 // Integers above 2^53 round on the way to double; rounding to odd there makes the

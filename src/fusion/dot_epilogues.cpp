@@ -251,4 +251,45 @@ int pair_dot_epilogues(const Graph& g, FusionPlan& plan) {
   return paired;
 }
 
+std::vector<bool> dot_operand_transposes(const Graph& g) {
+  const std::vector<Node>& nodes = g.nodes();
+  std::vector<bool> is(nodes.size(), false);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Node& t = nodes[n];
+    const size_t rank = g.type(t.output).rank();
+    if (t.op != OpKind::Transpose || rank < 2) continue;
+    std::vector<int64_t> perm;
+    if (const AttrValue* p = t.attrs.find("perm")) perm = p->as_ints();
+    for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
+    bool last_two = true;
+    for (size_t d = 0; d < rank; ++d) {
+      const size_t want = d + 2 < rank ? d : (d + 2 == rank ? rank - 1 : rank - 2);
+      last_two = last_two && perm[d] == static_cast<int64_t>(want);
+    }
+    is[n] = last_two;
+  }
+  // Every reader must be such a dot, reading it as B; a graph output is read outside.
+  std::vector<bool> read(nodes.size(), false);
+  auto refuse = [&](ValueId v) {
+    const int p = g.value(v).producer;
+    if (p >= 0) is[static_cast<size_t>(p)] = false;
+  };
+  for (const Node& user : nodes) {
+    const DType dtype = g.type(user.output).dtype;
+    const bool dot = user.op == OpKind::Dot && user.inputs.size() == 2 && g.type(user.inputs[0]).rank() >= 2 &&
+                     (dtype == DType::f32 || dtype == DType::f64);
+    for (size_t i = 0; i < user.inputs.size(); ++i) {
+      if (dot && i == 1) {
+        const int p = g.value(user.inputs[i]).producer;
+        if (p >= 0) read[static_cast<size_t>(p)] = true;
+      } else {
+        refuse(user.inputs[i]);
+      }
+    }
+  }
+  for (const GraphOutput& o : g.outputs()) refuse(o.value);
+  for (size_t n = 0; n < nodes.size(); ++n) is[n] = is[n] && read[n];
+  return is;
+}
+
 }  // namespace stitch

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "fusion/fusion_plan.h"
 
@@ -24,5 +25,13 @@ std::string dot_epilogue_refusal(const Graph& g, int dot, const FusionGroup& con
 // order): one epilogue per dot, one dot per epilogue. `plan` is finalized
 // before and after. Returns how many it paired.
 int pair_dot_epilogues(const Graph& g, FusionPlan& plan);
+
+// For every node, whether it is a transpose of its operand's last two axes
+// that only f32 and f64 dots (of a matrix A) read, as their B, and no graph
+// output: a linear layer's `dot(x, transpose(w))`. The CPU executable reads w
+// with the gemm's transpose flag instead and drops a kernel that writes only
+// such transposes (runtime/cpu/executable.cpp), so a planner keeps them apart
+// from other kernels.
+std::vector<bool> dot_operand_transposes(const Graph& g);
 
 }  // namespace stitch

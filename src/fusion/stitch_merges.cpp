@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "fusion/dot_epilogues.h"
 #include "fusion/legality.h"
 #include "fusion/planner.h"
 #include "fusion/tile_group.h"
@@ -316,6 +317,14 @@ void StitchMerges::pack_small_loops() {
   std::vector<int> loops;
   for (int gi : dag_.order())
     if (dag_.group(gi).kind == GroupKind::Loop && !dag_.group(gi).roots.empty()) loops.push_back(gi);
+  // A kernel of only transposes that dots read as B is dropped by the CPU
+  // executable (the gemm reads them transposed); packed with other roots it
+  // would copy the weights on every run.
+  const std::vector<bool> folded = dot_operand_transposes(g_);
+  auto folds = [&](int gi) {
+    const std::vector<int>& roots = dag_.group(gi).roots;
+    return std::all_of(roots.begin(), roots.end(), [&](int r) { return folded[static_cast<size_t>(r)]; });
+  };
   for (size_t i = 0; i < loops.size(); ++i) {
     const int a = loops[i];
     if (!dag_.alive(a)) continue;
@@ -324,6 +333,7 @@ void StitchMerges::pack_small_loops() {
       const int b = loops[j];
       if (!dag_.alive(b)) continue;
       ++scanned;
+      if (folds(a) != folds(b)) continue;
       const bool small = packable(dag_.group(a)) && packable(dag_.group(b));
       if (!small && !same_parallelism(dag_.group(a), dag_.group(b))) continue;
       if (!edges(a, b).empty() || !edges(b, a).empty() || dag_.merge_refusal(a, b)) continue;

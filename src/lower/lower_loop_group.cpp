@@ -55,7 +55,7 @@ class LoopLowerer {
     }
     signature_ = loop_group_signature(g_, group_);
     ex_.declare_params(signature_);
-    if (group_.epilogue_of < 0) threads_ = loop_block_threads(g_, group_);
+    threads_ = loop_block_threads(g_, group_);
     per_block_ = threads_ * kLoopElementsPerThread;
 
     std::vector<BlockRange> ranges = block_ranges();

@@ -151,8 +151,14 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
       const std::vector<int64_t> shape = concrete_shape(t.shape, {});
       step.epilogue = module.function(l.epilogue->name);
       step.epilogue_signature = std::move(l.epilogue_signature);
-      step.panels = dot_panels(dot_rows(shape), shape.back(), l.epilogue->panel_elements, dtype_size(t.dtype), panel_bytes,
-                               dot_min_panels());
+      // f32: one panel, the whole dot in one oneDNN call on OpenMP's threads
+      // and then the whole epilogue. Row panels call the gemm once a panel,
+      // each packing B again: on the 2-core EPYC that made every f32 dot with
+      // an epilogue 7-18% slower than the dot and its kernel apart (docs/fusion.md,
+      // Dot epilogues). f64 (OpenBLAS) keeps its panels.
+      const bool whole = t.dtype == DType::f32;
+      step.panels = dot_panels(dot_rows(shape), shape.back(), l.epilogue->panel_elements, dtype_size(t.dtype),
+                               whole ? INT64_MAX / 4 : panel_bytes, whole ? 1 : dot_min_panels());
     }
     steps.push_back(std::move(step));
   }

@@ -35,11 +35,14 @@ import stitch
 from .torch_lowering import LOWERINGS, lower_partition, lowering_refusal
 from .torch_lowering_attention import ATTENTION_OPS
 from .torch_lowering_layout import MATRIX_PRODUCTS
+from . import torch_products
 from .torch_attention import fuse_attention
 from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
 
-# Whether matrix products join Stitch's partitions unless options={"dots": ...} says
-# (docs/torch.md, Matrix products: where it was measured).
+# Whether matrix products join Stitch's partitions unless options={"dots": ...} says:
+# True, False, or "auto", where each CPU product's problem is timed under both and
+# joins where Stitch's dot is faster (torch_products.py). Off: on the machines measured
+# the two GEMMs are level (docs/torch.md, Matrix products).
 DOTS_BY_DEFAULT = False
 # Whether fused attention runs as Stitch's attention op rather than PyTorch's kernel
 # unless options={"stitch_attention": ...} says (docs/torch.md, Attention).
@@ -153,13 +156,16 @@ def cuda_available():
 class _Support(OperatorSupportBase):
     def __init__(self, stats, dots, attention):
         self.stats = stats
-        self.dots = dots  # whether matrix products join the partitions (the `dots` option)
+        self.dots = dots  # whether matrix products join the partitions (the `dots` option: True, False, "auto")
         self.attention = attention  # whether fused attention does (`stitch_attention`)
 
     def is_node_supported(self, submodules, node):
         reason = lowering_refusal(node)
-        if reason is None and not self.dots and node.target in MATRIX_PRODUCTS:
-            reason = "a matrix product (the dots option is off)"
+        if reason is None and node.target in MATRIX_PRODUCTS:
+            if not self.dots:
+                reason = "a matrix product (the dots option is off)"
+            elif self.dots == "auto" and (_on_cuda(node) or not torch_products.stitch_is_faster(node)):
+                reason = "a matrix product PyTorch computes faster here (measured)"
         if reason is None and not self.attention and node.target in ATTENTION_OPS:
             reason = "fused attention (the stitch_attention option is off)"
         if reason is None and _on_cuda(node) and not cuda_available():
@@ -222,7 +228,9 @@ def _compile_graph(gm, kind, options):
     if options.get("attention", True):
         stats.attention = fuse_attention(gm)
     graph_id = next(_graph_ids)
-    dots = bool(options.get("dots", DOTS_BY_DEFAULT))
+    dots = options.get("dots", DOTS_BY_DEFAULT)
+    if dots != "auto":
+        dots = bool(dots)
     attention = bool(options.get("stitch_attention", STITCH_ATTENTION_BY_DEFAULT))
     partitioner = CapabilityBasedPartitioner(gm, _Support(stats, dots, attention), allows_single_node_partition=True)
     _warn_refusals(gm)
@@ -585,8 +593,9 @@ def decompositions():
 
 def stitch_backend(gm, example_inputs, options=None, **kwargs):
     """The torch.compile backend: options (torch.compile(..., options={...})) may set
-    planner (none, xla, stitch, ilp, greedy), tune (bool), cache_dir, and dots (bool:
-    matrix products as Stitch dots rather than PyTorch's)."""
+    planner (none, xla, stitch, ilp, greedy), tune (bool), cache_dir, and dots (True:
+    matrix products as Stitch dots rather than PyTorch's; False, the default: PyTorch's;
+    "auto": each where it was measured faster on this machine)."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 

@@ -19,6 +19,7 @@ import shutil
 import sys
 import tempfile
 import unittest
+from unittest import mock
 import warnings
 
 try:
@@ -226,6 +227,31 @@ class Blocks(StitchCase):
                                       options={"dots": True})
         self.assertNotIn("aten.bmm.default", stats[0].torch_ops)
         self.assertNotIn("aten.addmm.default", stats[0].torch_ops)
+
+    def test_matrix_products_where_measured_faster(self):
+        # options={"dots": "auto"}: each product's problem is timed once under PyTorch and
+        # Stitch, and the product joins a partition exactly where Stitch's was faster.
+        from stitch import torch_products
+
+        torch_products.reset()
+        mlp = randomise(nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64)))
+        stats = self.compiled_matches(mlp, torch.randn(32, 64), tol=F32_BLOCK, options={"dots": "auto"})
+        measured = torch_products.measurements
+        self.assertEqual({key[1] for key in measured}, {((32, 64), (64, 256)), ((32, 256), (256, 64))})
+        faster = sum(stitch_s <= torch_products.MARGIN * torch_s for torch_s, stitch_s in measured.values())
+        self.assertEqual(stats[0].torch_ops["aten.addmm.default"], 2 - faster, (measured, stats[0]))
+        # A second compile of the same problems measures nothing again.
+        torch._dynamo.reset()
+        before = dict(measured)
+        self.compiled_matches(mlp, torch.randn(32, 64), tol=F32_BLOCK, options={"dots": "auto"})
+        self.assertEqual(torch_products.measurements, before)
+        # Both ways, whatever this machine measures: a margin nothing meets, one everything does.
+        for margin, in_torch in ((0.0, 2), (1e9, 0)):
+            torch_products.reset()
+            torch._dynamo.reset()
+            with mock.patch.object(torch_products, "MARGIN", margin):
+                stats = self.compiled_matches(mlp, torch.randn(32, 64), tol=F32_BLOCK, options={"dots": "auto"})
+            self.assertEqual(stats[-1].torch_ops["aten.addmm.default"], in_torch, stats[-1])
 
     def test_gpt2_block(self):
         block = randomise(GPT2Block()).eval()

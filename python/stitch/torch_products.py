@@ -1,0 +1,140 @@
+"""Which matrix products join Stitch's partitions: measured, per problem (docs/torch.md,
+Matrix products).
+
+Both PyTorch and Stitch call a GEMM library for a matrix product (PyTorch's wheel MKL,
+Stitch oneDNN's sgemm), and which one is faster depends on the machine and the shape.
+Under options={"dots": "auto"} the backend times both on the product's own shapes,
+once per process, and lets the product join a partition where Stitch's call is faster
+by a margin; a product in a partition also takes its bias, activation and residual as
+the dot's epilogue and no longer cuts the graph. Each new problem costs a compile of
+its dot and a few calls of each (about a second).
+"""
+
+import statistics
+import time
+
+import torch
+
+import stitch
+
+aten = torch.ops.aten
+
+# Stitch's dot must take at most this fraction of PyTorch's time (medians) to be
+# chosen: within it the two are level and PyTorch keeps the product.
+MARGIN = 0.97
+_ROUNDS = 5           # timed calls of each, alternating
+_BUDGET_S = 0.5       # a problem's measurement stops early past this many seconds
+
+# (op, shapes, b transposed, dtype) -> whether Stitch's dot was faster
+_choices = {}
+# The measurements made, for tests and the docs: key -> (torch seconds, stitch seconds)
+measurements = {}
+
+_TRANSPOSES = {aten.t.default, aten.transpose.int, aten.permute.default}
+
+
+def _swaps_last_two(node):
+    """Whether node is a transpose of its operand's last two axes only (a linear
+    layer's weight as `t(w)`), which Stitch's gemm reads with its transpose flag."""
+    if not isinstance(node, torch.fx.Node) or node.target not in _TRANSPOSES:
+        return False
+    rank = len(node.meta["val"].shape)
+    if rank < 2:
+        return False
+    if node.target is aten.t.default:
+        return rank == 2
+    if node.target is aten.transpose.int:
+        return sorted(d % rank for d in node.args[1:3]) == [rank - 2, rank - 1]
+    perm = [d % rank for d in node.args[1]]
+    return perm == list(range(rank - 2)) + [rank - 1, rank - 2]
+
+
+def problem(node):
+    """The key of a matrix product node: op, operand shapes, whether B is a transposed
+    weight, dtype."""
+    operands = node.args[1:3] if node.target is aten.addmm.default else node.args[:2]
+    shapes = tuple(tuple(int(d) for d in a.meta["val"].shape) for a in operands)
+    return (str(node.target), shapes, _swaps_last_two(operands[1]), node.meta["val"].dtype)
+
+
+def _graph_text(op, shapes, transposed, dtype):
+    t = {torch.float32: "f32", torch.float64: "f64"}[dtype]
+    (a, b) = shapes
+    stored_b = b[:-2] + (b[-1], b[-2]) if transposed else b
+    params = [f"a: {t}[{', '.join(map(str, a))}]", f"w: {t}[{', '.join(map(str, stored_b))}]"]
+    lines = []
+    if transposed:
+        perm = list(range(len(b) - 2)) + [len(b) - 1, len(b) - 2]
+        lines.append(f"  b = transpose(w, perm=[{', '.join(map(str, perm))}])")
+    operand = "b" if transposed else "w"
+    lines.append(f"  y = dot(a, {operand})")
+    result = "y"
+    if op == str(aten.addmm.default):
+        params.append(f"bias: {t}[{b[-1]}]")
+        lines.append("  r = add(y, bias)")
+        result = "r"
+    return f"graph product({', '.join(params)}) {{\n" + "\n".join(lines) + f"\n  return {result}\n}}\n"
+
+
+def _measure(key):
+    op, shapes, transposed, dtype = key
+    (a_shape, b_shape) = shapes
+    a = torch.randn(a_shape, dtype=dtype)
+    w = torch.randn(b_shape[:-2] + (b_shape[-1], b_shape[-2]) if transposed else b_shape, dtype=dtype)
+    b = w.transpose(-2, -1) if transposed else w
+    out_shape = torch.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + (a_shape[-2], b_shape[-1])
+    out = torch.empty(out_shape, dtype=dtype)
+    bias = torch.randn(b_shape[-1], dtype=dtype)
+    exe = stitch.compile(stitch.parse(_graph_text(op, shapes, transposed, dtype), "product.stitch").graphs["product"],
+                         backend="cpu", planner="stitch")
+    pointers = [a.data_ptr(), w.data_ptr()] + ([bias.data_ptr()] if op == str(aten.addmm.default) else [])
+    outputs = [out.data_ptr()]
+    if op == str(aten.addmm.default):
+        def in_torch():
+            torch.addmm(bias, a, b, out=out)
+    elif op == str(aten.bmm.default):
+        def in_torch():
+            torch.bmm(a, b, out=out)
+    else:
+        def in_torch():
+            torch.mm(a, b, out=out)
+
+    def in_stitch():
+        exe.run_at(pointers, outputs, None)
+
+    calls = {"torch": in_torch, "stitch": in_stitch}
+    for call in calls.values():
+        call()  # warm: pages, packing buffers, the threads
+    seconds = {name: [] for name in calls}
+    started = time.perf_counter()
+    for r in range(_ROUNDS):
+        for name in (("torch", "stitch") if r % 2 else ("stitch", "torch")):
+            start = time.perf_counter()
+            calls[name]()
+            seconds[name].append(time.perf_counter() - start)
+        if time.perf_counter() - started > _BUDGET_S and r >= 2:
+            break
+    return statistics.median(seconds["torch"]), statistics.median(seconds["stitch"])
+
+
+def stitch_is_faster(node):
+    """Whether Stitch's dot computes this product faster than PyTorch on this machine
+    (measured on first sight of its problem). Only f32 and f64 products on the CPU are
+    asked: the others are refused before."""
+    key = problem(node)
+    choice = _choices.get(key)
+    if choice is None:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        # Inside torch.compile the backend runs under a fake tensor mode: real tensors here.
+        with unset_fake_temporarily(), torch.no_grad():
+            torch_s, stitch_s = _measure(key)
+        measurements[key] = (torch_s, stitch_s)
+        choice = _choices[key] = stitch_s <= MARGIN * torch_s
+    return choice
+
+
+def reset():
+    """Forgets every measurement (tests)."""
+    _choices.clear()
+    measurements.clear()

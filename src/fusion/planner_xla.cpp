@@ -213,6 +213,13 @@ class XlaPlanner {
       }
     }
     if (read <= bytes.value_bytes(g_, g_.nodes()[p].output)) return std::nullopt;
+    // Written anyway as a graph output: consumers read that copy rather than
+    // recompute it from its larger inputs (an MLP-Mixer block's residual add
+    // of a transposed product, read again by the LayerNorm after it).
+    if (is_output_[p]) {
+      return fmt::format("{} reads more than it writes and is a graph output; xla writes it once",
+                         op_name(g_.nodes()[p].op));
+    }
     for (int c : consumers_[p]) {
       if (absorb_refusal(g_, p, c)) {
         return fmt::format("{} reads more than it writes and {} cannot take it; xla writes it once",

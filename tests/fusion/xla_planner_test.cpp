@@ -60,6 +60,26 @@ TEST(XlaPlanner, WritesOnceACheapOpThatReadsMoreThanItWritesAndFeedsADot) {
   EXPECT_NE(text.find("duplicated: z in groups"), std::string::npos) << text;
 }
 
+TEST(XlaPlanner, WritesOnceAGraphOutputThatReadsMoreThanItWrites) {
+  // r (a residual add of a transposed product, as in an MLP-Mixer block) is a
+  // graph output, written anyway: the LayerNorm's kernels read it rather than
+  // recompute it from its two inputs. z reads what it writes and is recomputed.
+  Graph g = canonical_graph(R"(graph mixer(x: f32[4, 6, 8], p: f32[4, 8, 6], gamma: f32[8], beta: f32[8]) {
+  r = add(x, transpose(p, perm=[0, 2, 1]))
+  n = layer_norm(r, gamma, beta, axes=[2], eps=1e-06)
+  z = neg(x)
+  m = reduce_max(z, axes=[2])
+  return r, n, z, m
+})");
+  FusionPlan p = plan_xla(g);
+  check_plan_invariants(g, p);
+  const std::string text = print_plan(g, p);
+  EXPECT_NE(text.find("add reads more than it writes and is a graph output; xla writes it once"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("duplicated: r in groups"), std::string::npos) << text;
+  EXPECT_NE(text.find("duplicated: z in groups"), std::string::npos) << text;
+}
+
 TEST(XlaPlanner, LayerNormDuplicatesTheCentringIntoBothConsumers) {
   expect_xla_plan(workload("layernorm.stitch", "layernorm_small"),
                   R"(plan layernorm_small (planner xla): 4 groups

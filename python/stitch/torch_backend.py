@@ -229,8 +229,8 @@ def _compile_graph(gm, kind, options):
         stats.attention = fuse_attention(gm)
     graph_id = next(_graph_ids)
     dots = options.get("dots", DOTS_BY_DEFAULT)
-    if dots != "auto":
-        dots = bool(dots)
+    if dots not in (True, False, "auto"):
+        raise ValueError(f'stitch: options["dots"] is {dots!r}; it takes True, False or "auto"')
     attention = bool(options.get("stitch_attention", STITCH_ATTENTION_BY_DEFAULT))
     partitioner = CapabilityBasedPartitioner(gm, _Support(stats, dots, attention), allows_single_node_partition=True)
     _warn_refusals(gm)

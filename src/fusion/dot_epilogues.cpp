@@ -251,23 +251,23 @@ int pair_dot_epilogues(const Graph& g, FusionPlan& plan) {
   return paired;
 }
 
+bool swaps_last_two_axes(const Graph& g, const Node& node) {
+  const size_t rank = g.type(node.output).rank();
+  if (node.op != OpKind::Transpose || rank < 2) return false;
+  std::vector<int64_t> perm;
+  if (const AttrValue* p = node.attrs.find("perm")) perm = p->as_ints();
+  for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));  // default: reversed
+  for (size_t d = 0; d < rank; ++d) {
+    const size_t want = d + 2 < rank ? d : (d + 2 == rank ? rank - 1 : rank - 2);
+    if (perm[d] != static_cast<int64_t>(want)) return false;
+  }
+  return true;
+}
+
 std::vector<bool> dot_operand_transposes(const Graph& g) {
   const std::vector<Node>& nodes = g.nodes();
   std::vector<bool> is(nodes.size(), false);
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    const Node& t = nodes[n];
-    const size_t rank = g.type(t.output).rank();
-    if (t.op != OpKind::Transpose || rank < 2) continue;
-    std::vector<int64_t> perm;
-    if (const AttrValue* p = t.attrs.find("perm")) perm = p->as_ints();
-    for (size_t k = perm.size(); k < rank; ++k) perm.push_back(static_cast<int64_t>(rank - 1 - k));
-    bool last_two = true;
-    for (size_t d = 0; d < rank; ++d) {
-      const size_t want = d + 2 < rank ? d : (d + 2 == rank ? rank - 1 : rank - 2);
-      last_two = last_two && perm[d] == static_cast<int64_t>(want);
-    }
-    is[n] = last_two;
-  }
+  for (size_t n = 0; n < nodes.size(); ++n) is[n] = swaps_last_two_axes(g, nodes[n]);
   // Every reader must be such a dot, reading it as B; a graph output is read outside.
   std::vector<bool> read(nodes.size(), false);
   auto refuse = [&](ValueId v) {

@@ -26,6 +26,10 @@ std::string dot_epilogue_refusal(const Graph& g, int dot, const FusionGroup& con
 // before and after. Returns how many it paired.
 int pair_dot_epilogues(const Graph& g, FusionPlan& plan);
 
+// Whether `node` is a transpose that swaps its operand's last two axes and
+// keeps the others (perm [0, ..., r-3, r-1, r-2]; rank 2 or more).
+bool swaps_last_two_axes(const Graph& g, const Node& node);
+
 // For every node, whether it is a transpose of its operand's last two axes
 // that only f32 and f64 dots (of a matrix A) read, as their B, and no graph
 // output: a linear layer's `dot(x, transpose(w))`. The CPU executable reads w

@@ -252,6 +252,10 @@ class Blocks(StitchCase):
             with mock.patch.object(torch_products, "MARGIN", margin):
                 stats = self.compiled_matches(mlp, torch.randn(32, 64), tol=F32_BLOCK, options={"dots": "auto"})
             self.assertEqual(stats[-1].torch_ops["aten.addmm.default"], in_torch, stats[-1])
+        # Another value is refused by name rather than read as a truth value.
+        torch._dynamo.reset()
+        with self.assertRaisesRegex(Exception, 'options\\["dots"\\] is \'fast\'; it takes True, False or "auto"'):
+            torch.compile(mlp, backend="stitch", options={"dots": "fast"})(torch.randn(32, 64))
 
     def test_gpt2_block(self):
         block = randomise(GPT2Block()).eval()

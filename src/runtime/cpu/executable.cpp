@@ -13,6 +13,7 @@
 #include <set>
 
 #include "codegen/cpu/cpp_emitter.h"
+#include "fusion/dot_epilogues.h"
 #include "lower/group_expr.h"
 #include "runtime/common/buffer_plan.h"
 #include "runtime/common/caller_memory.h"
@@ -79,16 +80,10 @@ int64_t dot_rows(const std::vector<int64_t>& shape) {
 // invalid id.
 ValueId transpose_source(const Graph& g, const Step& step, ValueId v) {
   const int producer = g.value(v).producer;
-  if (producer < 0 || g.nodes()[producer].op != OpKind::Transpose) return {};
+  if (producer < 0 || !swaps_last_two_axes(g, g.nodes()[producer])) return {};
   const Node& t = g.nodes()[producer];
-  const size_t rank = g.type(v).shape.size();
   const std::vector<ValueId>& reads = step.signature.inputs;
-  if (rank < 2 || std::find(reads.begin(), reads.end(), t.inputs[0]) == reads.end()) return {};
-  const std::vector<int64_t> perm = lower::transpose_permutation(t, rank);
-  for (size_t d = 0; d < rank; ++d) {
-    const size_t want = d + 2 < rank ? d : (d + 2 == rank ? rank - 1 : rank - 2);
-    if (perm[d] != static_cast<int64_t>(want)) return {};
-  }
+  if (std::find(reads.begin(), reads.end(), t.inputs[0]) == reads.end()) return {};
   return t.inputs[0];
 }
 

@@ -10,13 +10,12 @@
 #include "codegen/cuda/nvrtc_check.h"
 #include "cuda_corpus.h"
 #include "stitch/text.h"
+#include "text_contains.h"
 
 namespace stitch::testing {
 namespace {
 
 using schedule::RowScheduleTarget;
-
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 TEST(ColumnScheduleCuda, BlockTilesCompile) {
   const std::vector<std::string> texts = {

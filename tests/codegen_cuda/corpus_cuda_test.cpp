@@ -13,6 +13,7 @@
 #include "codegen/cuda/nvrtc_check.h"
 #include "cuda_corpus.h"
 #include "stitch/text.h"
+#include "text_contains.h"
 
 namespace stitch::testing {
 namespace {
@@ -21,8 +22,6 @@ namespace fs = std::filesystem;
 using codegen::cuda::compile_with_nvrtc;
 using codegen::cuda::emit_cuda;
 using codegen::cuda::emit_cuda_translation_unit;
-
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 class CorpusCuda : public ::testing::TestWithParam<std::string> {};
 

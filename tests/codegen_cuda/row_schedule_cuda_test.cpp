@@ -12,14 +12,13 @@
 #include "codegen/cuda/nvrtc_check.h"
 #include "cuda_corpus.h"
 #include "stitch/text.h"
+#include "text_contains.h"
 
 namespace stitch::testing {
 namespace {
 
 using schedule::RowScheduleKind;
 using schedule::RowScheduleTarget;
-
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 std::vector<Graph> graphs() {
   const std::vector<std::pair<const char*, const char*>> ops = {

@@ -8,14 +8,13 @@
 #include "cuda_corpus.h"
 #include "kir/printer.h"
 #include "stitch/text.h"
+#include "text_contains.h"
 
 namespace stitch::testing {
 namespace {
 
 using schedule::RowScheduleKind;
 using schedule::RowScheduleTarget;
-
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 kir::Kernel stitched(const std::string& text, RowScheduleKind kind) {
   RowScheduleTarget rows = RowScheduleTarget::gpu();

@@ -12,11 +12,10 @@
 #include "ir/canonicalize.h"
 #include "lower/lower_tile_group.h"
 #include "stitch/text.h"
+#include "text_contains.h"
 
 namespace stitch::testing {
 namespace {
-
-bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 // The whole graph as one tile kernel.
 kir::Kernel tile_kernel(const std::string& text, const std::string& name) {

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 #include "ir/canonicalize.h"
 #include "random_graph.h"
@@ -121,6 +122,65 @@ TEST_F(LayoutLoops, EachGraphMatchesTheInterpreterAndVectorisesLikeThePlainChain
         << "the thread loop (lines " << lines.first << "-" << lines.second << ") did not vectorise:\n"
         << report << "\n" << exe.source();
     EXPECT_EQ(first_match(s, std::regex(R"(\tv(p)?gather\w*)")), "") << exe.source();
+  }
+}
+
+// Whether the innermost loop around each line containing `needle` (from the
+// nearest `for` above it to that loop's closing brace) is one the vectoriser
+// reports; false if no line contains it.
+bool loops_holding_vectorised(const std::string& source, const std::string& report, const std::string& needle) {
+  std::vector<std::string> lines;
+  std::istringstream in(source);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  int found = 0;
+  for (size_t n = 0; n < lines.size(); ++n) {
+    if (lines[n].find(needle) == std::string::npos) continue;
+    ++found;
+    size_t first = n;
+    while (first > 0 && lines[first].find("for (") == std::string::npos) --first;
+    size_t last = first;
+    for (int depth = 0; last < lines.size(); ++last) {
+      for (char c : lines[last]) depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+      if (depth == 0 && last > first) break;
+    }
+    if (!vectorised_within(report, {static_cast<int>(first) + 1, static_cast<int>(last) + 1})) return false;
+  }
+  return found > 0;
+}
+
+// A select whose operand is loaded (here a 0-d input broadcast, as the fill
+// value of a masked softmax arrives from PyTorch in training) vectorises like
+// one of constants: both operands are evaluated before the choice
+// (stitch_select). Written as `c ? in[0] : x`, the load was conditional and the
+// loops stayed scalar: a Llama block's masked softmax ran 8x slower.
+TEST_F(LayoutLoops, ASelectOfALoadedValueVectorises) {
+  const Module m = parse_module(R"(
+graph masked_softmax(x: f32[64, 128], keep: bool[64, 128], fill: f32[]) -> (f32[64, 128]) {
+  s = div(x, 5.65)
+  drop = not(keep)
+  filled = select(drop, fill, s)
+  p = softmax(filled, axis=1)
+  return p
+}
+graph masked_fill(x: f32[64, 128], keep: bool[64, 128], fill: f32[]) -> (f32[64, 128]) {
+  drop = not(keep)
+  filled = select(drop, fill, x)
+  y = exp(filled)
+  return y
+}
+)");
+  KernelCache cache(dir_ / "cache");
+  for (const Graph& g : m.graphs) {
+    SCOPED_TRACE(g.name());
+    const Graph canonical = canonicalize(g);
+    CpuExecutable exe = CpuExecutable::compile(canonical, PlannerKind::Stitch, cache);
+    ASSERT_EQ(exe.fallback(), "");
+    const std::vector<Tensor> inputs = testing::random_inputs(canonical, 11, {});
+    EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(canonical, inputs), true, 0));
+    std::string report;
+    assembly(exe.source(), g.name(), report);
+    EXPECT_TRUE(loops_holding_vectorised(exe.source(), report, "stitch_select<"))
+        << "a loop holding the select did not vectorise:\n" << report << "\n" << exe.source();
   }
 }
 

@@ -68,6 +68,10 @@ std::string int_literal(int64_t v, DType t) {
 
 
 std::string op_text(OpKind k, DType in, const std::string& t, const std::vector<std::string>& a, const kir::Expr& e) {
+  if (k == OpKind::Select) {
+    // Both operands evaluated, so loads in them vectorise (stitch_cpu_runtime.h).
+    return fmt::format("stitch_select<{}>({}, {}, {})", compute_type(e->operands[1].dtype()), a[0], a[1], a[2]);
+  }
   if (std::optional<std::string> text = common::operator_text(k, in, t, a, e)) return *text;
   auto call = [&](std::string_view helper) { return common::helper_call(helper, t, a); };
   auto std_call = [&](std::string_view fn) {

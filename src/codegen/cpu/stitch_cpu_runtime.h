@@ -268,6 +268,17 @@ static inline T stitch_clamp(T x, T lo, T hi) { return stitch_min(stitch_max(x, 
 
 // ---- unary float ops ----
 
+// select(c, a, b) with both operands evaluated before the choice: as a
+// function's arguments, a load in either operand is unconditional, so a loop
+// over it vectorises into a blend. Written as `c ? a[i] : b`, the load was
+// conditional and GCC kept the loop scalar: a softmax partition whose masked
+// fill value came as a 0-d input (a Llama block's causal mask under training)
+// ran 8x slower than with the value as a constant (docs/cpu-backend.md).
+// Both operands are in bounds, as every value of the graph is computed.
+template <class T>
+static inline T stitch_select(bool c, T a, T b) {
+  return c ? a : b;
+}
 template <class T>
 static inline T stitch_relu(T x) {
   if constexpr (std::is_floating_point_v<T>) {

@@ -69,6 +69,16 @@ class LayoutLoops : public ::testing::Test {
     return read(s);
   }
 
+  // The graph compiled under the stitch planner with no fallback, its outputs
+  // checked against the interpreter's on random inputs.
+  CpuExecutable compiled_and_checked(const Graph& canonical, KernelCache& cache) {
+    CpuExecutable exe = CpuExecutable::compile(canonical, PlannerKind::Stitch, cache);
+    EXPECT_EQ(exe.fallback(), "");
+    const std::vector<Tensor> inputs = testing::random_inputs(canonical, 7, {});
+    EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(canonical, inputs), true, 0));
+    return exe;
+  }
+
   fs::path dir_;
 };
 
@@ -107,12 +117,8 @@ TEST_F(LayoutLoops, EachGraphMatchesTheInterpreterAndVectorisesLikeThePlainChain
   KernelCache cache(dir_ / "cache");
   for (const Graph& g : m.graphs) {
     SCOPED_TRACE(g.name());
-    const Graph canonical = canonicalize(g);
-    CpuExecutable exe = CpuExecutable::compile(canonical, PlannerKind::Stitch, cache);
-    ASSERT_EQ(exe.fallback(), "");
+    CpuExecutable exe = compiled_and_checked(canonicalize(g), cache);
     EXPECT_EQ(exe.kernel_count(), 1);
-    const std::vector<Tensor> inputs = testing::random_inputs(canonical, 7, {});
-    EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(canonical, inputs), true, 0));
 
     std::string report;
     const std::string s = assembly(exe.source(), g.name(), report);
@@ -172,11 +178,7 @@ graph masked_fill(x: f32[64, 128], keep: bool[64, 128], fill: f32[]) -> (f32[64,
   KernelCache cache(dir_ / "cache");
   for (const Graph& g : m.graphs) {
     SCOPED_TRACE(g.name());
-    const Graph canonical = canonicalize(g);
-    CpuExecutable exe = CpuExecutable::compile(canonical, PlannerKind::Stitch, cache);
-    ASSERT_EQ(exe.fallback(), "");
-    const std::vector<Tensor> inputs = testing::random_inputs(canonical, 11, {});
-    EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(canonical, inputs), true, 0));
+    CpuExecutable exe = compiled_and_checked(canonicalize(g), cache);
     std::string report;
     assembly(exe.source(), g.name(), report);
     EXPECT_TRUE(loops_holding_vectorised(exe.source(), report, "stitch_select<"))

@@ -158,7 +158,8 @@ bool loops_holding_vectorised(const std::string& source, const std::string& repo
 // value of a masked softmax arrives from PyTorch in training) vectorises like
 // one of constants: both operands are evaluated before the choice
 // (stitch_select). Written as `c ? in[0] : x`, the load was conditional and the
-// loops stayed scalar: a Llama block's masked softmax ran 8x slower.
+// loops stayed scalar: a Llama block's masked softmax ran 8x slower. Likewise
+// `and`/`or` of loaded masks, which are not written as && and ||.
 TEST_F(LayoutLoops, ASelectOfALoadedValueVectorises) {
   const Module m = parse_module(R"(
 graph masked_softmax(x: f32[64, 128], keep: bool[64, 128], fill: f32[]) -> (f32[64, 128]) {
@@ -171,6 +172,14 @@ graph masked_softmax(x: f32[64, 128], keep: bool[64, 128], fill: f32[]) -> (f32[
 graph masked_fill(x: f32[64, 128], keep: bool[64, 128], fill: f32[]) -> (f32[64, 128]) {
   drop = not(keep)
   filled = select(drop, fill, x)
+  y = exp(filled)
+  return y
+}
+graph two_masks(x: f32[64, 128], keep: bool[64, 128], pad: bool[64, 128], fill: f32[]) -> (f32[64, 128]) {
+  positive = gt(x, 0.0)
+  both = and(positive, keep)
+  either = or(both, pad)
+  filled = select(either, fill, x)
   y = exp(filled)
   return y
 }

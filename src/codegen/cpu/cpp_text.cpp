@@ -72,6 +72,10 @@ std::string op_text(OpKind k, DType in, const std::string& t, const std::vector<
     // Both operands evaluated, so loads in them vectorise (stitch_cpu_runtime.h).
     return fmt::format("stitch_select<{}>({}, {}, {})", compute_type(e->operands[1].dtype()), a[0], a[1], a[2]);
   }
+  if ((k == OpKind::And || k == OpKind::Or) && in == DType::boolean) {
+    // Not && or ||: their right operand's loads would be conditional, and keep the loop scalar.
+    return fmt::format("static_cast<bool>({} {} {})", a[0], k == OpKind::And ? '&' : '|', a[1]);
+  }
   if (std::optional<std::string> text = common::operator_text(k, in, t, a, e)) return *text;
   auto call = [&](std::string_view helper) { return common::helper_call(helper, t, a); };
   auto std_call = [&](std::string_view fn) {

@@ -219,6 +219,28 @@ def _trim(partition):
     return any(n.target not in _NOT_COMPUTE and n.target in LOWERINGS for n in nodes)
 
 
+# Ops that make a tensor from numbers alone (no tensor operand): lowered, each is a
+# constant that costs a partition nothing.
+_FILLS = {
+    aten.full.default, aten.scalar_tensor.default, aten.zeros.default, aten.ones.default,
+}
+
+
+def _fill_per_user(gm):
+    """Gives every user of a fill (a tensor of zeros, -inf, ...) its own copy, so that
+    each partition takes the fill as a constant. Shared, the fill went into one
+    partition or none and reached the others as memory: a Llama block's backward
+    read 4 MB of zeros from PyTorch for each rotary embedding's slice_scatter, and a
+    masked softmax took its -inf as a 0-d input."""
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in _FILLS or len(node.users) < 2:
+            continue
+        for user in list(node.users)[1:]:
+            with gm.graph.inserting_before(user):
+                copy = gm.graph.node_copy(node)
+            user.replace_input_with(node, copy)
+
+
 _graph_ids = iter(range(1 << 62))
 
 
@@ -227,6 +249,7 @@ def _compile_graph(gm, kind, options):
     _stats.append(stats)
     if options.get("attention", True):
         stats.attention = fuse_attention(gm)
+    _fill_per_user(gm)
     graph_id = next(_graph_ids)
     dots = options.get("dots", DOTS_BY_DEFAULT)
     if dots not in (True, False, "auto"):

@@ -359,6 +359,22 @@ class Behaviour(StitchCase):
         self.assertEqual(backend.last_stats().partitions, [])
         self.assertEqual(backend.last_stats().kernel_count, 0)
 
+    def test_a_fill_shared_by_partitions_is_each_ones_constant(self):
+        # One torch.full read by two partitions that a product separates: each takes
+        # it as a constant of its own, not as an input tensor from PyTorch.
+        def f(x, w):
+            floor = torch.full((16, 16), -0.5)
+            y = torch.maximum(x, floor).exp()
+            return torch.maximum(y @ w, floor).exp()
+
+        stats = self.compiled_matches(f, torch.randn(16, 16), torch.randn(16, 16))
+        partitions = stats[-1].partitions
+        self.assertEqual(len(partitions), 2)
+        for p in partitions:
+            header = p.text.splitlines()[0]
+            self.assertEqual(header.count(": f32["), 1, f"{p.name} takes the fill as an input: {header}")
+            self.assertIn("constant(", p.text)
+
     def test_unsupported_dtypes_run_in_pytorch(self):
         compiled = torch.compile(lambda t: t * 3 + 1, backend="stitch")
         x = torch.randint(-5, 5, (8, 8), dtype=torch.int16)

@@ -271,7 +271,8 @@ def _compile_graph(gm, kind, options):
             setattr(gm, node.target, _StitchPartition(sub, pstats, options))
         elif node.op == "call_function" and node.target is not operator.getitem:
             stats.torch_ops[str(node.target)] += 1
-            _as_method(node)
+            if not _keep_product_output(gm, node):
+                _as_method(node)
     gm.recompile()
     return _boxed(gm)
 
@@ -286,6 +287,19 @@ _METHODS = {
     aten.split.Tensor: "split", aten.clone.default: "clone", aten.mm.default: "mm", aten.bmm.default: "bmm",
     aten.addmm.default: "addmm", aten.baddbmm.default: "baddbmm",
 }
+
+
+def _keep_product_output(gm, node):
+    """A CPU matrix product PyTorch runs becomes a KeptProduct module, which writes
+    into reused outputs; True if it did."""
+    op = torch_products.KEPT_PRODUCT_OPS.get(node.target)
+    val = node.meta.get("val")
+    if op is None or not isinstance(val, torch.Tensor) or val.device.type != "cpu":
+        return False
+    name = f"stitch_product_{node.name}"
+    gm.add_submodule(name, torch_products.KeptProduct(op))
+    node.op, node.target = "call_module", name
+    return True
 
 
 def _as_method(node):

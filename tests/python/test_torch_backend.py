@@ -375,6 +375,37 @@ class Behaviour(StitchCase):
             self.assertEqual(header.count(": f32["), 1, f"{p.name} takes the fill as an input: {header}")
             self.assertIn("constant(", p.text)
 
+    def test_products_write_into_outputs_nothing_holds(self):
+        # A product PyTorch runs between partitions writes into a kept output, never
+        # into one a caller still holds.
+        from stitch import torch_products
+
+        calls = []
+        forward = torch_products.KeptProduct.forward
+
+        def counted(module, *args, **kwargs):
+            calls.append(module.op)
+            return forward(module, *args, **kwargs)
+
+        torch_products.KeptProduct.__call__ = counted
+        try:
+            compiled = torch.compile(lambda x, w: x.exp() @ w, backend="stitch")
+            w = torch.randn(16, 8)
+            a, b = torch.randn(4, 16), torch.randn(4, 16)
+            with torch.inference_mode():
+                first = compiled(a, w)
+                held = first.clone()
+                second = compiled(b, w)
+                torch.testing.assert_close(first, held)  # not overwritten while held
+                torch.testing.assert_close(second, b.exp() @ w)
+                del first
+                third = compiled(a, w)
+                torch.testing.assert_close(third, a.exp() @ w)
+                torch.testing.assert_close(second, b.exp() @ w)
+        finally:
+            torch_products.KeptProduct.__call__ = forward
+        self.assertEqual(calls, [torch.mm] * 3)
+
     def test_unsupported_dtypes_run_in_pytorch(self):
         compiled = torch.compile(lambda t: t * 3 + 1, backend="stitch")
         x = torch.randint(-5, 5, (8, 8), dtype=torch.int16)

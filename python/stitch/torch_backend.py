@@ -44,6 +44,11 @@ from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
 # joins where Stitch's dot is faster (torch_products.py). Off: on the machines measured
 # the two GEMMs are level (docs/torch.md, Matrix products).
 DOTS_BY_DEFAULT = False
+# Whether CPU matrix products PyTorch runs write into kept outputs (torch_products.
+# KeptProduct) unless options={"keep_products": ...} says. Off: alone, a large product
+# ran faster into reused memory, but alternating model steps with and without were
+# level within this VM's noise (docs/torch.md, What runs in PyTorch).
+KEEP_PRODUCTS_BY_DEFAULT = False
 # Whether fused attention runs as Stitch's attention op rather than PyTorch's kernel
 # unless options={"stitch_attention": ...} says (docs/torch.md, Attention).
 STITCH_ATTENTION_BY_DEFAULT = False
@@ -271,7 +276,7 @@ def _compile_graph(gm, kind, options):
             setattr(gm, node.target, _StitchPartition(sub, pstats, options))
         elif node.op == "call_function" and node.target is not operator.getitem:
             stats.torch_ops[str(node.target)] += 1
-            if not _keep_product_output(gm, node):
+            if not (options.get("keep_products", KEEP_PRODUCTS_BY_DEFAULT) and _keep_product_output(gm, node)):
                 _as_method(node)
     gm.recompile()
     return _boxed(gm)
@@ -630,9 +635,10 @@ def decompositions():
 
 def stitch_backend(gm, example_inputs, options=None, **kwargs):
     """The torch.compile backend: options (torch.compile(..., options={...})) may set
-    planner (none, xla, stitch, ilp, greedy), tune (bool), cache_dir, and dots (True:
+    planner (none, xla, stitch, ilp, greedy), tune (bool), cache_dir, dots (True:
     matrix products as Stitch dots rather than PyTorch's; False, the default: PyTorch's;
-    "auto": each where it was measured faster on this machine)."""
+    "auto": each where it was measured faster on this machine), and keep_products (True:
+    PyTorch's large CPU products write into reused outputs; off by default)."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 

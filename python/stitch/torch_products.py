@@ -10,6 +10,7 @@ the dot's epilogue and no longer cuts the graph. Each new problem costs a compil
 its dot and a few calls of each (about a second).
 """
 
+import math
 import statistics
 import time
 
@@ -142,15 +143,21 @@ def reset():
 
 _storage_use_count = torch._C._storage_Use_Count
 _KEPT_OUTPUTS = 2
+# Outputs below this size are left to PyTorch's allocator, which hands back the block
+# just freed, still in cache. Kept, a Llama decoder's [512, 256] and [512, 688]
+# outputs gave a training step 0.97x as fast in one run of 21 alternating steps; the
+# larger products' gain is measured alone (docs/torch.md, What runs in PyTorch).
+KEPT_MIN_BYTES = 4 << 20
 
 
 class KeptProduct(torch.nn.Module):
-    """A matrix product PyTorch runs between partitions (mm, addmm, bmm on the CPU),
-    written into one of its last two outputs that nothing holds any more, as the
-    partitions' own outputs are and as Inductor writes its products into its planned
-    buffers (`out=`). A fresh output costs the GEMM: `mm` of [1568, 768] by [768, 3072]
-    took 54.2 ms into new memory against 48.6 ms into reused memory (docs/torch.md).
-    A kept output is known free by its storage's use count, as in _run_at."""
+    """A matrix product PyTorch runs between partitions (mm, addmm, bmm on the CPU;
+    options={"keep_products": True}) with an output of KEPT_MIN_BYTES or more, written
+    into one of its last two outputs that nothing holds any more, as the partitions'
+    own outputs are and as Inductor writes its products into its buffers (`out=`).
+    Alone, `mm` of [1568, 768] by [768, 3072] took 54.2 ms into new memory against
+    48.6 ms into reused memory (docs/torch.md). A kept output is known free by its
+    storage's use count, as in _run_at."""
 
     def __init__(self, op):
         super().__init__()
@@ -162,6 +169,8 @@ class KeptProduct(torch.nn.Module):
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in args):
             return self.op(*args, **kwargs)  # out= does not take part in autograd
         shape = (*a.shape[:-1], b.shape[-1])
+        if math.prod(shape) * a.element_size() < KEPT_MIN_BYTES:
+            return self.op(*args, **kwargs)
         kept = None
         for i in range(len(self.kept) - 1, -1, -1):  # the newest first
             t, storage, count = self.kept[i]

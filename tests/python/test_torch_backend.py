@@ -376,8 +376,8 @@ class Behaviour(StitchCase):
             self.assertIn("constant(", p.text)
 
     def test_products_write_into_outputs_nothing_holds(self):
-        # A product PyTorch runs between partitions writes into a kept output, never
-        # into one a caller still holds.
+        # Under keep_products, a product PyTorch runs between partitions writes into a
+        # kept output, never into one a caller still holds.
         from stitch import torch_products
 
         calls = []
@@ -389,9 +389,10 @@ class Behaviour(StitchCase):
 
         torch_products.KeptProduct.__call__ = counted
         try:
-            compiled = torch.compile(lambda x, w: x.exp() @ w, backend="stitch")
-            w = torch.randn(16, 8)
-            a, b = torch.randn(4, 16), torch.randn(4, 16)
+            compiled = torch.compile(lambda x, w: x.exp() @ w, backend="stitch", options={"keep_products": True})
+            # A 4 MiB output: smaller ones are left to PyTorch's allocator.
+            w = torch.randn(16, 1024)
+            a, b = torch.randn(1024, 16), torch.randn(1024, 16)
             with torch.inference_mode():
                 first = compiled(a, w)
                 held = first.clone()

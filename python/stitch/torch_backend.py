@@ -259,6 +259,9 @@ def _compile_graph(gm, kind, options):
     dots = options.get("dots", DOTS_BY_DEFAULT)
     if dots not in (True, False, "auto"):
         raise ValueError(f'stitch: options["dots"] is {dots!r}; it takes True, False or "auto"')
+    keep_products = options.get("keep_products", KEEP_PRODUCTS_BY_DEFAULT)
+    if keep_products not in (True, False):
+        raise ValueError(f'stitch: options["keep_products"] is {keep_products!r}; it takes True or False')
     attention = bool(options.get("stitch_attention", STITCH_ATTENTION_BY_DEFAULT))
     partitioner = CapabilityBasedPartitioner(gm, _Support(stats, dots, attention), allows_single_node_partition=True)
     _warn_refusals(gm)
@@ -276,7 +279,7 @@ def _compile_graph(gm, kind, options):
             setattr(gm, node.target, _StitchPartition(sub, pstats, options))
         elif node.op == "call_function" and node.target is not operator.getitem:
             stats.torch_ops[str(node.target)] += 1
-            if not (options.get("keep_products", KEEP_PRODUCTS_BY_DEFAULT) and _keep_product_output(gm, node)):
+            if not (keep_products and _keep_product_output(gm, node)):
                 _as_method(node)
     gm.recompile()
     return _boxed(gm)

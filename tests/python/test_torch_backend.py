@@ -406,6 +406,10 @@ class Behaviour(StitchCase):
         finally:
             torch_products.KeptProduct.__call__ = forward
         self.assertEqual(calls, [torch.mm] * 3)
+        # Another value is refused by name.
+        torch._dynamo.reset()
+        with self.assertRaisesRegex(Exception, 'options\\["keep_products"\\] is \'yes\'; it takes True or False'):
+            torch.compile(lambda x: x.exp() @ x, backend="stitch", options={"keep_products": "yes"})(torch.randn(4, 4))
 
     def test_unsupported_dtypes_run_in_pytorch(self):
         compiled = torch.compile(lambda t: t * 3 + 1, backend="stitch")

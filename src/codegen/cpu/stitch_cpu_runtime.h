@@ -266,8 +266,6 @@ static inline T stitch_min(T a, T b) {
 template <class T>
 static inline T stitch_clamp(T x, T lo, T hi) { return stitch_min(stitch_max(x, lo), hi); }
 
-// ---- unary float ops ----
-
 // select(c, a, b) with both operands evaluated before the choice: as a
 // function's arguments, a load in either operand is unconditional, so a loop
 // over it vectorises into a blend. Written as `c ? a[i] : b`, the load was
@@ -279,6 +277,9 @@ template <class T>
 static inline T stitch_select(bool c, T a, T b) {
   return c ? a : b;
 }
+
+// ---- unary float ops ----
+
 template <class T>
 static inline T stitch_relu(T x) {
   if constexpr (std::is_floating_point_v<T>) {

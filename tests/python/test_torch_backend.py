@@ -132,6 +132,16 @@ class StitchCase(unittest.TestCase):
         return stats
 
 
+def float64_gradients(model, args):
+    """The parameters' and the first input's gradients of square().mean() of the model
+    run in float64."""
+    exact = copy.deepcopy(model).double()
+    x = args[0].double().requires_grad_()
+    rest = [a.double() if a.is_floating_point() else a for a in args[1:]]
+    exact(x, *rest).square().mean().backward()
+    return [p.grad for p in exact.parameters()] + [x.grad]
+
+
 class BertLayerWithMask(BertLayer):
     """The BERT layer with its own example inputs: a padding mask over the last quarter."""
 
@@ -592,8 +602,18 @@ class Behaviour(StitchCase):
             block.zero_grad()
             x.grad = None
             block(x, *args[1:]).square().mean().backward()
-            for i, (g, w) in enumerate(zip(got, [p.grad for p in block.parameters()] + [x.grad])):
-                torch.testing.assert_close(g, w, **F32_BLOCK, msg=lambda m, i=i: f"{make.__name__} gradient {i}: {m}")
+            eager = [p.grad for p in block.parameters()] + [x.grad]
+            exact = float64_gradients(block, args)
+            for i, (g, w, e) in enumerate(zip(got, eager, exact)):
+                # The gradients reach thousands (the Llama block's), where a few f32 ulp
+                # of a sum exceed 1e-3 on its small elements, eager's as much as Stitch's:
+                # each gradient is held to the float64 one (docs/torch.md, Tolerances).
+                # The key bias's is zero but for rounding (softmax ignores a shift).
+                stitch_error = (g.double() - e).abs().max().item()
+                eager_error = (w.double() - e).abs().max().item()
+                bound = 2 * eager_error + 1e-5 * max(e.abs().max().item(), 1.0)
+                self.assertLessEqual(stitch_error, bound, f"{make.__name__} gradient {i}: Stitch {stitch_error}, "
+                                     f"eager {eager_error} from float64")
             stats = self.assert_stitch_ran()
             backward = [s for s in stats if s.kind == "backward"]
             self.assertTrue(backward and backward[0].kernel_count > 0, make.__name__)

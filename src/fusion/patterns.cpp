@@ -47,7 +47,7 @@ void insert_best(std::vector<Pattern>& list, const Pattern& p, size_t k) {
 }  // namespace
 
 PatternSpace::PatternSpace(const StitchMerges& merges, const DeltaEvaluator& evaluator, PatternOptions options)
-    : merges_(merges), dag_(merges.dag()), evaluator_(evaluator), options_(options) {
+    : merges_(merges), dag_(merges.dag()), convexity_(dag_), evaluator_(evaluator), options_(options) {
   const Graph& g = merges.graph();
   memory_readers_.resize(g.nodes().size());
   memory_readers_known_.assign(g.nodes().size(), 0);
@@ -216,17 +216,17 @@ std::optional<Pattern> PatternSpace::evaluate(std::vector<int> members, Refusal*
       convex.reserve(members.size());
       for (int gi : members)
         if (gi != added) convex.push_back(gi);
-      cycle = !dag_.joins_without_cycle(convex, added);
+      cycle = !convexity_.joins_without_cycle(convex, added);
     } else {
-      cycle = !dag_.between(members).empty();
+      cycle = !convexity_.convex(members);
     }
     if (cycle) {
       // Only a pair's refusal keeps its text (refuse): it names a group on the path.
       std::string text;
       if (members.size() == 2) {
-        const std::vector<int> between = dag_.between(members);
+        const int between = convexity_.one_between(members);
         text = fmt::format("merging would create a cycle: a path leaves the kernel through {} and comes back",
-                           g.value_name(g.nodes()[dag_.group(between.front()).roots.front()].output));
+                           g.value_name(g.nodes()[dag_.group(between).roots.front()].output));
       }
       refuse({RefusalCause::Illegal, std::move(text)});
     } else {

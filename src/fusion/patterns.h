@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "fusion/convexity.h"
 #include "fusion/delta_evaluator.h"
 #include "fusion/planner.h"
 #include "fusion/stitch_merges.h"
@@ -87,6 +88,7 @@ class PatternSpace {
 
   const StitchMerges& merges_;
   const GroupDag& dag_;
+  ConvexityIndex convexity_;  // the DAG does not change while the space is built
   const DeltaEvaluator& evaluator_;
   PatternOptions options_;
   std::vector<double> seconds_;

@@ -146,11 +146,11 @@ void run_pipeline(Compilation& c, const Backend& backend, std::string_view first
   }
 }
 
-Compilation compilation_of(const Graph& canonical, PlannerKind planner, const PlanOptions& plan_options,
+Compilation compilation_of(Graph canonical, PlannerKind planner, const PlanOptions& plan_options,
                            const schedule::RowScheduleTarget& target) {
   Compilation c;
   c.input = canonical;
-  c.canonical = canonical;
+  c.canonical = std::move(canonical);
   c.planner = planner;
   c.plan_options = plan_options;
   c.target = target;

@@ -107,8 +107,8 @@ void run_pipeline(Compilation& c, const Backend& backend, std::string_view first
                   const StageDump& dump = {});
 
 // A fresh state for `canonical`, a graph already in canonical form, so a
-// caller starts at "split-reductions".
-Compilation compilation_of(const Graph& canonical, PlannerKind planner, const PlanOptions& plan_options,
+// caller starts at "split-reductions" (a temporary is moved in: one copy).
+Compilation compilation_of(Graph canonical, PlannerKind planner, const PlanOptions& plan_options,
                            const schedule::RowScheduleTarget& target);
 
 // Many canonical graphs through the lower stage for one translation unit

@@ -425,8 +425,11 @@ def _run_at(spec, args, stats=None):
     call's time goes into its seconds as profiling() splits it."""
     start = time.perf_counter() if stats else 0.0
     inputs, copies = [], []  # a copy only of an input that is not contiguous, held for the call
-    for i in spec.params:
+    for i, shape in zip(spec.params, spec.declared):
         t = args[i]
+        order = getattr(shape, "order", None)  # an argument passed as its memory lies
+        if order is not None:
+            t = t.permute(order)
         if not t.is_contiguous():
             t = t.contiguous()
             copies.append(t)
@@ -460,6 +463,9 @@ def _host_array(t, shape):
         t = t.cpu()
     if t.requires_grad:
         t = t.detach()
+    order = getattr(shape, "order", None)
+    if order is not None:
+        t = t.permute(order)
     t = t.contiguous().view(shape)
     # numpy has no bf16: the tensor itself, which the binding reads through DLPack.
     return t if t.dtype == torch.bfloat16 else t.numpy()
@@ -591,7 +597,9 @@ class _StitchPartition(torch.nn.Module):
         """The specialisation for every size (dynamic shapes), or None with the reason in
         the stats: the partition is then compiled per input shapes."""
         name = f"{self.stats.name}_sym"
-        symbolic, why = lower_symbolic(self.module, name, _propagate, lower_partition)
+        # Symbolic parameters are read in their logical shapes (the symbols bind from them).
+        symbolic, why = lower_symbolic(self.module, name, _propagate,
+                                       lambda module, values, name: lower_partition(module, values, name, permuted=False))
         if symbolic is None:
             self.stats.static_because = why
             return None

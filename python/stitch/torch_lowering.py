@@ -237,18 +237,51 @@ def _declared_shape(node, values):
     return tuple(values[node].shape)
 
 
-def lower_partition(gm, values, name):
+class StoredShape(tuple):
+    """A parameter's declared shape when the argument is a permute of a dense tensor:
+    the shape of the memory as it lies (`order`, the argument's axes outermost first),
+    which the caller passes as it is; the graph transposes it back."""
+
+    def __new__(cls, shape, order):
+        stored = super().__new__(cls, shape)
+        stored.order = order
+        return stored
+
+
+def dense_order(t):
+    """The axes of `t` outermost first in memory when `t` is a permute of a dense
+    tensor that keeps the last axis innermost (the heads of attention moved), else None
+    (contiguous, not dense, or the innermost axis moved: a kernel would read it in
+    strides, and PyTorch's copy was the faster way to transpose, docs/torch.md)."""
+    if t.dim() < 2 or t.is_contiguous() or t.stride(-1) != 1:
+        return None
+    order = tuple(sorted(range(t.dim()), key=lambda a: -t.stride(a)))
+    if order[-1] != t.dim() - 1:
+        return None
+    return order if t.permute(order).is_contiguous() else None
+
+
+def lower_partition(gm, values, name, permuted=True):
     """The text of the graph `name` computing gm's outputs, and for each of gm's
     placeholders its declared shape if it is a graph parameter (a tensor, read as a
     dense row-major array of that shape) or None if its value is baked in (an int).
-    `values` maps each node of gm to its value for the shapes being compiled."""
+    `values` maps each node of gm to its value for the shapes being compiled. With
+    `permuted`, an argument that is a permute of a dense tensor is declared as its
+    memory lies (a StoredShape) and transposed in the graph, so no copy makes it
+    contiguous."""
     g = GraphText(name)
     env = {}
     declared = []
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             v = values[node]
-            if isinstance(v, torch.Tensor):
+            order = dense_order(v) if permuted and isinstance(v, torch.Tensor) else None
+            if order is not None:
+                shape = StoredShape((v.shape[a] for a in order), order)
+                stored = g.param(node.name, v.dtype, shape)
+                env[node] = transpose(g, stored, [order.index(a) for a in range(len(order))], node.name)
+                declared.append(shape)
+            elif isinstance(v, torch.Tensor):
                 shape = _declared_shape(node, values)
                 env[node] = g.param(node.name, v.dtype, shape)
                 declared.append(shape)

@@ -385,6 +385,45 @@ class Behaviour(StitchCase):
             self.assertEqual(header.count(": f32["), 1, f"{p.name} takes the fill as an input: {header}")
             self.assertIn("constant(", p.text)
 
+    def test_a_permuted_input_is_read_where_it_lies(self):
+        # ViT's heads in a training step: a product's output viewed as [B, T, 3, heads,
+        # d] and permuted to [3, B, heads, T, d] reaches a partition that PyTorch's bmm
+        # also reads. The partition takes the memory as it lies (declared [B, T, 3,
+        # heads, d]) and transposes it in the graph, so no copy makes it contiguous.
+        # The backward's k transposed (the innermost axis moved) is still copied.
+        lin = randomise(nn.Linear(64, 3 * 64))
+
+        def f(x):
+            qkv = lin(x).view(2, 17, 3, 4, 16).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0)
+            return (q @ k.transpose(-2, -1) * 0.25).softmax(-1) @ v
+
+        x = torch.randn(2, 17, 64)
+        copies = []
+        contiguous = torch.Tensor.contiguous
+
+        def counted(t, *args, **kwargs):
+            if not t.is_contiguous():
+                copies.append(tuple(t.shape))
+            return contiguous(t, *args, **kwargs)
+
+        got_x = x.clone().requires_grad_()
+        with mock.patch.object(torch.Tensor, "contiguous", counted):
+            got = torch.compile(f, backend="stitch")(got_x)
+            got.square().mean().backward()
+        got_grads = [got_x.grad] + [p.grad.clone() for p in lin.parameters()]
+        lin.zero_grad()
+        want_x = x.clone().requires_grad_()
+        want = f(want_x)
+        want.square().mean().backward()
+        torch.testing.assert_close(got, want, **F32_BLOCK)
+        for g, w in zip(got_grads, [want_x.grad] + [p.grad for p in lin.parameters()]):
+            torch.testing.assert_close(g, w, **F32_BLOCK)
+        forward = [s for s in self.assert_stitch_ran() if s.kind == "forward"]
+        headers = [p.text.splitlines()[0] for p in forward[0].partitions]
+        self.assertTrue(any("f32[2, 17, 3, 4, 16]" in h for h in headers), headers)
+        self.assertNotIn((3, 2, 4, 17, 16), copies)
+
     def test_products_write_into_outputs_nothing_holds(self):
         # Under keep_products, a product PyTorch runs between partitions writes into a
         # kept output, never into one a caller still holds.

@@ -18,6 +18,7 @@
 #include "codegen/cpu/kir_scan.h"
 #include "codegen/cpu/region_analysis.h"
 #include "codegen/cpu/streaming_store.h"
+#include "codegen/cpu/tail_guard.h"
 #include "kir/verifier.h"
 #include "stitch/error.h"
 
@@ -525,12 +526,63 @@ class KernelEmitter : private common::SourceWriter {
       for (const Stmt* s : run) emit_stmt(*s);
     };
     std::vector<const kir::StoreStmt*> streamed = vector_loop ? std::vector<const kir::StoreStmt*>{} : streamed_stores(run);
+    const std::string& thread = region_.lane_var.empty() ? region_.thread_var : region_.lane_var;
+    std::set<std::string> needed = used;
+    analysis_.expand_remat(needed);
+    std::optional<TailGuard> tail = streamed.empty() ? tail_guard(run, analysis_, thread, needed,
+                                                                        region_.lane_var.empty() ? region_.threads : kir::kWarpSize) : std::nullopt;
+    // A let read after the run is a per-thread value: every thread would write it.
+    if (tail && std::any_of(tail->guard->then_body.begin(), tail->guard->then_body.end(), [&](const Stmt& st) {
+          const auto* let = std::get_if<kir::LetStmt>(&st.node);
+          return let && outside.count(let->name);
+        })) {
+      tail.reset();
+    }
     if (!streamed.empty()) {
       streamed_thread_loop(used, defined, streamed, body);
+    } else if (tail) {
+      // Full steps run the body as it is, without the test; the last, partial
+      // one moves back to end at the limit (AMD's masked stores are slow).
+      const int64_t threads = region_.lane_var.empty() ? region_.threads : kir::kWarpSize;
+      line(fmt::format("const int64_t stitch_shift = std::max<int64_t>(0, ({}) + {} - int64_t({}LL));",
+                       expr(tail->offset), threads, tail->limit));
+      line("if (stitch_shift == 0) {");
+      ++depth_;
+      thread_loop(used, defined, false, [&] { emit_body(tail->guard->then_body); }, vector_loop);
+      --depth_;
+      line("} else {");
+      ++depth_;
+      thread_loop(used, defined, false, [&] { emit_clamped_tail(*tail); }, vector_loop);
+      --depth_;
+      line("}");
     } else {
       thread_loop(used, defined, false, body, vector_loop);
     }
     run.clear();
+  }
+
+  // The guarded body of a partial step (tail_guard.h) for every thread: the
+  // index clamped into range for the values, the test kept for the writes.
+  void emit_clamped_tail(const TailGuard& tail) {
+    const std::string& thread = region_.lane_var.empty() ? region_.thread_var : region_.lane_var;
+    // The step moved back to end at the limit (stitch_shift, set before the
+    // loop): a thread below the shift did its element in the step before.
+    line(fmt::format("const bool stitch_live = {} >= stitch_shift;", thread));
+    per_thread_[tail.index] = fmt::format("({} - stitch_shift)", tail.index);
+    for (const Stmt& s : tail.guard->then_body) {
+      if (const auto* assign = std::get_if<kir::AssignStmt>(&s.node)) {
+        line(fmt::format("{0} = stitch_live ? {1} : {0};", var_text(assign->name), expr(assign->value)));
+      } else if (std::holds_alternative<kir::StoreStmt>(s.node)) {
+        line("if (stitch_live) {");
+        ++depth_;
+        emit_stmt(s);
+        --depth_;
+        line("}");
+      } else {
+        emit_stmt(s);
+      }
+    }
+    per_thread_.erase(tail.index);
   }
 
   // ---- streaming stores (streaming_store.h) ----

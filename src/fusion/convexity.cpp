@@ -30,7 +30,9 @@ std::pair<int, int> ConvexityIndex::mark_members(const std::vector<int>& members
 }
 
 int ConvexityIndex::one_between(const std::vector<int>& members) const {
-  const auto [first, last] = mark_members(members);
+  // Plain names, not a structured binding: the walks' lambdas capture them.
+  const std::pair<int, int> window = mark_members(members);
+  const int first = window.first, last = window.second;
   // Members at consecutive positions have nothing between them.
   if (last - first + 1 == static_cast<int>(members.size())) return -1;
   // Forward from the members through groups before the last one, then
@@ -73,9 +75,9 @@ int ConvexityIndex::one_between(const std::vector<int>& members) const {
 }
 
 bool ConvexityIndex::joins_without_cycle(const std::vector<int>& convex, int added) const {
-  auto [first, last] = mark_members(convex);
-  first = std::min(first, pos_[added]);
-  last = std::max(last, pos_[added]);
+  const std::pair<int, int> window = mark_members(convex);
+  const int first = std::min(window.first, pos_[added]);
+  const int last = std::max(window.second, pos_[added]);
   member_[added] = members_stamp_;
   // From `added` to a member after it, through groups before the last member
   // (successors ascending), then to a member before it, through groups after

@@ -7,6 +7,7 @@
 // so a walk bounded by a window of the order stops at the first edge out of it.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "fusion/group_dag.h"

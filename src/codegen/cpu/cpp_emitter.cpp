@@ -526,33 +526,25 @@ class KernelEmitter : private common::SourceWriter {
       for (const Stmt* s : run) emit_stmt(*s);
     };
     std::vector<const kir::StoreStmt*> streamed = vector_loop ? std::vector<const kir::StoreStmt*>{} : streamed_stores(run);
-    const std::string& thread = region_.lane_var.empty() ? region_.thread_var : region_.lane_var;
     std::set<std::string> needed = used;
     analysis_.expand_remat(needed);
-    std::optional<TailGuard> tail = streamed.empty() ? tail_guard(run, analysis_, thread, needed,
-                                                                        region_.lane_var.empty() ? region_.threads : kir::kWarpSize) : std::nullopt;
-    // A let read after the run is a per-thread value: every thread would write it.
-    if (tail && std::any_of(tail->guard->then_body.begin(), tail->guard->then_body.end(), [&](const Stmt& st) {
-          const auto* let = std::get_if<kir::LetStmt>(&st.node);
-          return let && outside.count(let->name);
-        })) {
-      tail.reset();
-    }
+    const std::optional<TailGuard> tail =
+        streamed.empty() ? tail_guard(run, analysis_, thread_axis_var(), needed, outside, threads_per_loop())
+                         : std::nullopt;
     if (!streamed.empty()) {
       streamed_thread_loop(used, defined, streamed, body);
     } else if (tail) {
       // Full steps run the body as it is, without the test; the last, partial
       // one moves back to end at the limit (AMD's masked stores are slow).
-      const int64_t threads = region_.lane_var.empty() ? region_.threads : kir::kWarpSize;
       line(fmt::format("const int64_t stitch_shift = std::max<int64_t>(0, ({}) + {} - int64_t({}LL));",
-                       expr(tail->offset), threads, tail->limit));
+                       expr(tail->offset), threads_per_loop(), tail->limit));
       line("if (stitch_shift == 0) {");
       ++depth_;
       thread_loop(used, defined, false, [&] { emit_body(tail->guard->then_body); }, vector_loop);
       --depth_;
       line("} else {");
       ++depth_;
-      thread_loop(used, defined, false, [&] { emit_clamped_tail(*tail); }, vector_loop);
+      thread_loop(used, defined, false, [&] { emit_shifted_tail(*tail); }, vector_loop);
       --depth_;
       line("}");
     } else {
@@ -561,13 +553,16 @@ class KernelEmitter : private common::SourceWriter {
     run.clear();
   }
 
-  // The guarded body of a partial step (tail_guard.h) for every thread: the
-  // index clamped into range for the values, the test kept for the writes.
-  void emit_clamped_tail(const TailGuard& tail) {
-    const std::string& thread = region_.lane_var.empty() ? region_.thread_var : region_.lane_var;
-    // The step moved back to end at the limit (stitch_shift, set before the
-    // loop): a thread below the shift did its element in the step before.
-    line(fmt::format("const bool stitch_live = {} >= stitch_shift;", thread));
+  // The loop variable of the threads, and how many one thread loop runs.
+  const std::string& thread_axis_var() const { return region_.lane_var.empty() ? region_.thread_var : region_.lane_var; }
+  int64_t threads_per_loop() const { return region_.lane_var.empty() ? region_.threads : kir::kWarpSize; }
+
+  // The guarded body of a partial step (tail_guard.h) for every thread, moved
+  // back to end at the limit (stitch_shift, set before the loop): a thread
+  // below the shift did its element in the step before, so it keeps its
+  // accumulators and stores nothing.
+  void emit_shifted_tail(const TailGuard& tail) {
+    line(fmt::format("const bool stitch_live = {} >= stitch_shift;", thread_axis_var()));
     per_thread_[tail.index] = fmt::format("({} - stitch_shift)", tail.index);
     for (const Stmt& s : tail.guard->then_body) {
       if (const auto* assign = std::get_if<kir::AssignStmt>(&s.node)) {
@@ -590,7 +585,7 @@ class KernelEmitter : private common::SourceWriter {
   // The thread axis of the current region: the thread, or the lane within a warp.
   ThreadAxis region_axis() const {
     ThreadAxis axis;
-    axis.thread = region_.lane_var.empty() ? region_.thread_var : region_.lane_var;
+    axis.thread = thread_axis_var();
     axis.fixed = region_.warp_var;
     axis.varies = [this](const std::string& n) {
       if (analysis_.varies(n)) return true;
@@ -837,7 +832,7 @@ class KernelEmitter : private common::SourceWriter {
       case ExprKind::Const: return 0;
       case ExprKind::Load: return analysis_.expr_varies(e) ? std::nullopt : std::optional<int64_t>(0);
       case ExprKind::Var: {
-        const std::string& lane = region_.lane_var.empty() ? region_.thread_var : region_.lane_var;
+        const std::string& lane = thread_axis_var();
         if (e->name == lane) return 1;
         if (e->name == region_.warp_var || !analysis_.expr_varies(e)) return 0;
         const Expr& resolved = facts_.resolve(e);

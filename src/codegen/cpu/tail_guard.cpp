@@ -18,12 +18,13 @@ bool mentions(const kir::Expr& e, const std::string& name) {
   return names.count(name) > 0;
 }
 
-// Only lets, assignments and stores: nothing whose effect a test must guard
-// beyond the writes.
-bool plain(const kir::StmtList& body) {
+// Only lets read within the run, assignments and stores: nothing whose effect
+// a test must guard beyond the writes.
+bool plain(const kir::StmtList& body, const std::set<std::string>& read_after) {
   for (const kir::Stmt& s : body) {
-    if (!std::holds_alternative<kir::LetStmt>(s.node) && !std::holds_alternative<kir::AssignStmt>(s.node) &&
-        !std::holds_alternative<kir::StoreStmt>(s.node)) {
+    if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) {
+      if (read_after.count(let->name)) return false;
+    } else if (!std::holds_alternative<kir::AssignStmt>(s.node) && !std::holds_alternative<kir::StoreStmt>(s.node)) {
       return false;
     }
   }
@@ -34,10 +35,10 @@ bool plain(const kir::StmtList& body) {
 
 std::optional<TailGuard> tail_guard(const std::vector<const kir::Stmt*>& run, const RegionAnalysis& analysis,
                                     const std::string& thread_var, const std::set<std::string>& used,
-                                    int64_t threads) {
+                                    const std::set<std::string>& read_after, int64_t threads) {
   if (run.size() != 1) return std::nullopt;
   const auto* guard = std::get_if<kir::IfStmt>(&run[0]->node);
-  if (!guard || !guard->else_body.empty() || !plain(guard->then_body)) return std::nullopt;
+  if (!guard || !guard->else_body.empty() || !plain(guard->then_body, read_after)) return std::nullopt;
   const kir::Expr& cond = guard->cond;
   if (cond->kind != kir::ExprKind::Op || cond->op != OpKind::Lt || cond->operands.size() != 2) return std::nullopt;
   const kir::Expr& index = cond->operands[0];
@@ -62,7 +63,8 @@ std::optional<TailGuard> tail_guard(const std::vector<const kir::Stmt*>& run, co
   collect_names(offset, offset_names);
   for (const std::string& n : offset_names)
     if (analysis.is_remat(n) || n == thread_var) return std::nullopt;
-  // Every index the body reads through the thread goes through r, clamped.
+  // Every index the body reads through the thread goes through r, which the
+  // partial step shifts.
   for (const kir::LetStmt* other : analysis.remat_order()) {
     if (other->name == index->name || !used.count(other->name) || !other->init.defined()) continue;
     if (mentions(other->init, index->name) || mentions(other->init, thread_var)) return std::nullopt;

@@ -30,12 +30,13 @@ struct TailGuard {
 // The guard of `run` (the region's remat lets already taken out), or nothing
 // when the run has another shape: r must be read by no other recomputed let,
 // the thread variable nowhere in the body but through r, and the body must
-// hold only lets, assignments and stores. `thread_var`: the loop variable of
+// hold only lets (none read after the run), assignments and stores. `thread_var`: the loop variable of
 // the threads (the lane within a warp, or the thread).
-// `used`: the names the run reads, its remat lets' inputs included; `threads`:
-// how many run (E must be at least that).
+// `used`: the names the run reads, its remat lets' inputs included; `read_after`:
+// names read outside the run (a let among them is a per-thread value every
+// thread would write); `threads`: how many run (E must be at least that).
 std::optional<TailGuard> tail_guard(const std::vector<const kir::Stmt*>& run, const RegionAnalysis& analysis,
                                     const std::string& thread_var, const std::set<std::string>& used,
-                                    int64_t threads);
+                                    const std::set<std::string>& read_after, int64_t threads);
 
 }  // namespace stitch::codegen::cpu

@@ -44,6 +44,8 @@ sim::Launch make_launch(const sim::Program& program, uint32_t kernel, const Laun
                                                          : dynamic_base + config.dynamic_shared_bytes;
   launch.detect_races = options.detect_races;
   launch.max_warp_instructions = options.max_warp_instructions;
+  launch.observer = options.observer;
+  launch.only_ctas = &options.only_ctas;
   const sim::DFunction& f = program.functions[kernel];
   const sim::ParamSlot* last = f.params.empty() ? nullptr : &f.params.back();
   launch.params.assign(last == nullptr ? 0 : last->offset + last->size, std::byte{0});
@@ -76,7 +78,8 @@ RunStats finish(sim::Launch& launch, const LaunchConfig& config, const Interpret
   }
   stats.warp_instructions = launch.warp_instructions;
   stats.thread_instructions = launch.thread_instructions;
-  stats.ctas = uint64_t{config.grid[0]} * config.grid[1] * config.grid[2];
+  stats.ctas = options.only_ctas.empty() ? uint64_t{config.grid[0]} * config.grid[1] * config.grid[2]
+                                         : options.only_ctas.size();
   return stats;
 }
 

@@ -28,6 +28,7 @@ namespace stitch::ptx {
 
 namespace sim {
 class Decoder;
+class Observer;
 }
 
 struct LaunchConfig {
@@ -86,6 +87,12 @@ struct InterpreterOptions {
   // for latency-model estimates (bench/goptx); off by default, as it costs a
   // counter increment per warp instruction.
   bool count_instructions = false;
+  // Told every warp instruction as it issues, with its memory addresses
+  // (ptx/sim_observer.h): the GPU model's counters (docs/gpu-model.md).
+  sim::Observer* observer = nullptr;
+  // Run only these CTAs (linear indices, x fastest, ascending; empty: all):
+  // the GPU model samples a large grid. The others' outputs are not written.
+  std::vector<uint64_t> only_ctas;
 };
 
 // How often warps issued one instruction of the program (a guarded

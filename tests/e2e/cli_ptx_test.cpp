@@ -92,6 +92,29 @@ TEST_F(Cli, PtxRunWritesEveryPointerArgumentAndNothingOnAFault) {
   EXPECT_FALSE(fs::exists(dir_ / "fault" / "arg1.npy"));
 }
 
+TEST_F(Cli, PtxRunProfilePrintsTheGpuModelsJsonAndRefusesBadTargets) {
+  const std::string k = write("k.ptx", elementwise_kernel("add_one", "add", "0f3F800000"));
+  const std::string x = write_npy_file("x.npy", iota_f32(4096, 0));
+  const std::string out = write_npy_file("out.npy", Tensor(DType::f32, {4096}));
+  const std::string launch = "ptx run " + k + " --kernel add_one --grid 32 --block 128 --arg " + x + " --arg " + out +
+                             " --arg u32:4096";
+  Result r = run_cli(launch + " --profile h200");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* key : {"\"predicted_s\"", "\"dram_read_bytes\"", "\"dram_write_bytes\"",
+                          "\"sectors_per_request\"", "\"registers\"", "\"occupancy\"", "\"bound\"",
+                          "\"predicted_of_copy\""}) {
+    EXPECT_NE(r.output.find(key), std::string::npos) << key << "\n" << r.output;
+  }
+  EXPECT_NE(r.output.find("\"dram_read_bytes\": 16384"), std::string::npos) << r.output;
+
+  r = run_cli(launch + " --profile a100");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("h100, h200"), std::string::npos) << r.output;
+  r = run_cli(launch + " --profile h200 --output-dir " + (dir_ / "o").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "o"));
+}
+
 TEST_F(Cli, PtxWeaveWritesOneKernelThatDoesWhatBothDo) {
   const std::string a = write("a.ptx", elementwise_kernel("add_one", "add", "0f3F800000"));
   const std::string b = write("b.ptx", elementwise_kernel("twice", "mul", "0f40000000"));

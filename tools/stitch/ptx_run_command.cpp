@@ -10,9 +10,11 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "cli.h"
+#include "gpu_profile_json.h"
 #include "ptx/interpreter.h"
 #include "ptx_commands.h"
 #include "ptx/parser.h"
@@ -96,12 +98,31 @@ PtxRunCommand::PtxRunCommand(CLI::App& ptx_group) {
                        "one per kernel parameter, in order: FILE.npy (a global buffer) or TYPE:NUMBER "
                        "(i32, u32, i64, u64, f32, f64)");
   command_->add_option("--output-dir", output_dir_, "write the buffer of pointer argument k to DIR/arg<k>.npy");
+  command_->add_option("--profile", profile_,
+                       "print the GPU model's profile of the launch on TARGET (h100, h200) as one JSON object "
+                       "(docs/gpu-model.md); a large grid runs a sample of its CTAs");
+  command_->add_option("--cta-budget", cta_budget_, "with --profile: CTAs interpreted at most (default 192)");
 }
 
 bool PtxRunCommand::selected() const { return command_->parsed(); }
 
 int PtxRunCommand::run() const {
-  ptx::Interpreter interp(load_ptx(file_));
+  std::optional<gpu_model::GpuTarget> target;
+  if (!profile_.empty()) target = profile_target(profile_);
+  if (cta_budget_ == 0) throw UserError("--cta-budget: at least 1");
+  if (target && !output_dir_.empty()) {
+    throw UserError("--output-dir with --profile: a profiled run may interpret a sample of the CTAs, so its buffers "
+                    "are not written");
+  }
+  std::string text;
+  {
+    std::ifstream in(file_, std::ios::binary);
+    if (!in) throw UserError("cannot open " + file_);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    text = buffer.str();
+  }
+  ptx::Interpreter interp(ptx::parse_module(text, file_));
 
   ptx::LaunchConfig config;
   config.grid = parse_dims3(grid_, "--grid");
@@ -122,6 +143,13 @@ int PtxRunCommand::run() const {
     } else {
       args.push_back(scalar_arg(args_[k]));
     }
+  }
+  if (target) {
+    const gpu_model::KernelProfile profile = gpu_model::profile_launch(
+        text, kernel_, config, 0, *target,
+        [&](const ptx::InterpreterOptions& options) { interp.run(kernel_, config, args, options); }, cta_budget_);
+    std::cout << profile_json(profile).dump(1) << "\n";
+    return kExitOk;
   }
   const auto start = std::chrono::steady_clock::now();
   const ptx::RunStats stats = interp.run(kernel_, config, args);

@@ -37,6 +37,8 @@ class PtxRunCommand {
   uint32_t dynamic_shared_ = 0;
   std::vector<std::string> args_;
   std::string output_dir_;
+  std::string profile_;
+  uint64_t cta_budget_ = 192;
 };
 
 }  // namespace stitch::cli

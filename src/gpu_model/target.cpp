@@ -1,0 +1,42 @@
+#include "gpu_model/target.h"
+
+namespace stitch::gpu_model {
+
+namespace {
+
+// Both are GH100 SXM parts: the schedule stage's sm_90 device (132 SMs,
+// 1980 MHz, 50 MB L2, compute capability 9.0's limits) with the part's DRAM.
+GpuTarget hopper_sxm(std::string name, std::string product, double dram_bytes_per_s) {
+  GpuTarget t;
+  t.name = std::move(name);
+  t.device = schedule::sm90_target();
+  t.device.product = std::move(product);
+  t.device.memory_bytes_per_second = dram_bytes_per_s;
+  // Not published; microbenchmarks put Hopper's L2 bandwidth at about 2.5x
+  // the H100's DRAM (docs/gpu-model.md, Targets). Used only for traffic that
+  // hits L2.
+  t.l2_bytes_per_s = 2.5 * 3.35e12;
+  // Of the order microbenchmarks report for Hopper; the fitted latency_scale scales it.
+  t.dram_latency_s = 600e-9;
+  return t;
+}
+
+}  // namespace
+
+std::optional<GpuTarget> target_named(const std::string& name) {
+  // H100 SXM5: HBM3 at 3.35 TB/s (H100 datasheet); H200 SXM: HBM3e at 4.8 TB/s (H200 datasheet).
+  if (name == "h100") return hopper_sxm("h100", "H100-SXM5-80GB", 3.35e12);
+  if (name == "h200") return hopper_sxm("h200", "H200-SXM-141GB", 4.8e12);
+  return std::nullopt;
+}
+
+std::vector<std::string> target_names() { return {"h100", "h200"}; }
+
+FittedConstants fitted_constants(const GpuTarget&) {
+  // Not yet fitted (docs/gpu-model.md, Fitting): starting values. The copy
+  // roof measured on the H200 (bench/results/gpu-2026-11-26-h200-a.md, about
+  // 3.9-4.1 TB/s for 128-384 MiB copies) is 0.83-0.85 of its 4.8 TB/s.
+  return FittedConstants{};
+}
+
+}  // namespace stitch::gpu_model

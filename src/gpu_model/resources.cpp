@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <mutex>
 #include <sstream>
+#include <unordered_map>
 #include <string_view>
 
 #include "stitch/error.h"
@@ -136,12 +138,9 @@ KernelResources parse_ptxas_verbose(const std::string& output, const std::string
   return r;
 }
 
-KernelResources ptxas_resources(const std::string& ptx_text, const std::string& kernel, const std::string& arch) {
-  if (kPtxasPath == nullptr) {
-    KernelResources unknown;
-    unknown.source = "ptxas not found at build time";
-    return unknown;
-  }
+namespace {
+
+KernelResources run_ptxas(const std::string& ptx_text, const std::string& kernel, const std::string& arch) {
   ScratchDirectory scratch;
   const fs::path input = scratch.path() / "kernel.ptx";
   {
@@ -160,6 +159,29 @@ KernelResources ptxas_resources(const std::string& ptx_text, const std::string& 
   }
   KernelResources r = parse_ptxas_verbose(output, kernel);
   r.source = r.known ? command : fmt::format("{} ({})", r.source, command);
+  return r;
+}
+
+}  // namespace
+
+KernelResources ptxas_resources(const std::string& ptx_text, const std::string& kernel, const std::string& arch) {
+  if (kPtxasPath == nullptr) {
+    KernelResources unknown;
+    unknown.source = "ptxas not found at build time";
+    return unknown;
+  }
+  // A benchmark launches each kernel many times; ptxas runs once per kernel
+  // (tens of milliseconds each), remembered by the text's hash.
+  static std::mutex mutex;
+  static std::unordered_map<size_t, KernelResources> known;
+  const size_t key = std::hash<std::string>{}(arch + '\n' + kernel + '\n' + ptx_text);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  KernelResources r = run_ptxas(ptx_text, kernel, arch);
+  std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(key, r);
   return r;
 }
 

@@ -1,5 +1,10 @@
 #include "gpu_model/target.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "stitch/error.h"
+
 namespace stitch::gpu_model {
 
 namespace {
@@ -31,6 +36,11 @@ std::optional<GpuTarget> target_named(const std::string& name) {
 }
 
 std::vector<std::string> target_names() { return {"h100", "h200"}; }
+
+GpuTarget target_or_error(const std::string& name, const std::string& option) {
+  if (std::optional<GpuTarget> t = target_named(name)) return *t;
+  throw UserError(fmt::format("{} {}: unknown target (known: {})", option, name, fmt::join(target_names(), ", ")));
+}
 
 FittedConstants fitted_constants(const GpuTarget&) {
   // Not yet fitted (docs/gpu-model.md, Fitting): starting values. The copy

@@ -48,6 +48,8 @@ struct FittedConstants {
 std::optional<GpuTarget> target_named(const std::string& name);
 // Every known target's name, for messages ("h100, h200").
 std::vector<std::string> target_names();
+// The target `name` given to `option` (--profile); UserError naming the known ones.
+GpuTarget target_or_error(const std::string& name, const std::string& option);
 // The fitted constants the model uses for `target`.
 FittedConstants fitted_constants(const GpuTarget& target);
 

@@ -17,6 +17,17 @@
 
 namespace stitch::gpu_model {
 
+// The terms before the fitted constants: DRAM bytes at the peak bandwidth,
+// and the DRAM round trips at the target's unloaded latency. A prediction is
+// finish(terms, constants), so a fit re-prices recorded terms without
+// interpreting the kernels again.
+struct Terms {
+  double dram_at_peak_s = 0;
+  double l2_s = 0;
+  double issue_s = 0;
+  double latency_unscaled_s = 0;
+};
+
 struct Prediction {
   double seconds = 0;
   std::string bound;  // the largest term of the body: "dram", "l2", "issue" or "latency"
@@ -26,7 +37,13 @@ struct Prediction {
   double batches_per_warp = 0;       // round trips to DRAM a warp waits for
   double bytes_in_flight_per_warp = 0;
   std::string issue_class;           // the class whose rate set issue_s ("all": the schedulers)
+  Terms terms;
 };
+
+// The launch's time from its terms: launch_s plus the largest of the DRAM
+// term over dram_efficiency, the L2 and issue terms and the latency term
+// times latency_scale; `bound` names the largest.
+Prediction finish(const Terms& terms, const FittedConstants& constants);
 
 Prediction predict(const KernelCounters& counters, const schedule::Occupancy& occupancy, const GpuTarget& target,
                    const FittedConstants& constants);

@@ -1,4 +1,4 @@
-// `stitch run|check --backend cuda-sim` (docs/cuda-sim.md): the built CLI
+// `stitch run|check|bench --backend cuda-sim` (docs/cuda-sim.md, docs/gpu-model.md): the built CLI
 // finds the simulated driver (here through $STITCH_CUDA_SIM_DRIVER; when that
 // names nothing, it says so with status 2) and runs the CUDA back end on it;
 // `check` compares every planner's results with the interpreter's.
@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "interpreter_differential.h"
 #include "run_command.h"
@@ -100,6 +103,62 @@ TEST(CliCudaSim, OutOfGpuMemoryNamesTheBytesAndTheTensor) {
   EXPECT_NE(r.output.find("out of GPU memory: 137438953472 bytes requested for intermediate 'b' of graph 'big'"),
             std::string::npos)
       << r.output;
+}
+
+}  // namespace
+}  // namespace stitch
+
+namespace stitch {
+namespace {
+
+// `stitch bench --backend cuda-sim --profile` (docs/gpu-model.md, CLI): the
+// model's predictions, nothing timed, and the bad spellings refused.
+TEST(CliCudaSim, BenchPredictsWithTheGpuModelAndTimesNothing) {
+  const std::string json_path = ::testing::TempDir() + "stitch_bench_sim.json";
+  const ToolRun r = run("STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI " bench " + kSoftmax +
+                        " --graph softmax_small --backend cuda-sim --profile h200 --planners xla,stitch --json " +
+                        json_path);
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream in(json_path);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["backend"], "cuda-sim");
+  EXPECT_EQ(doc["profile"]["target"], "h200");
+  ASSERT_EQ(doc["results"].size(), 2u) << doc.dump(1);
+  for (const nlohmann::json& row : doc["results"]) {
+    for (const char* measured : {"median_s", "gbps", "copy_gbps", "fraction_of_copy"}) {
+      EXPECT_TRUE(row[measured].is_null()) << measured;
+    }
+    EXPECT_EQ(row["bytes_min"], 2 * 37 * 100 * 4);
+    EXPECT_GT(row["predicted_s"].get<double>(), 0);
+    EXPECT_DOUBLE_EQ(row["predicted_of_copy"].get<double>(),
+                     row["copy_predicted_s"].get<double>() / row["predicted_s"].get<double>());
+    ASSERT_EQ(row["launches"].size(), row["kernels"].get<size_t>()) << row.dump(1);
+    double sum = 0;
+    for (const nlohmann::json& launch : row["launches"]) {
+      sum += launch["predicted_s"].get<double>();
+      for (const char* key : {"bound", "dram_read_bytes", "sectors_per_request", "registers", "occupancy"}) {
+        EXPECT_TRUE(launch.contains(key)) << key;
+      }
+    }
+    EXPECT_DOUBLE_EQ(sum, row["predicted_s"].get<double>());
+  }
+  std::remove(json_path.c_str());
+}
+
+TEST(CliCudaSim, BenchProfileSpellingsThatAreRefused) {
+  const std::string bench = "STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI " bench " + kSoftmax +
+                            " --graph softmax_small";
+  const std::pair<std::string, std::string> cases[] = {
+      {" --backend cuda-sim", "give --profile h100|h200"},
+      {" --backend cuda-sim --profile a100", "--profile a100: unknown target (known: h100, h200)"},
+      {" --profile h200", "it needs --backend cuda-sim, not cpu"},
+      {" --backend cuda --profile h200", "it needs --backend cuda-sim, not cuda"},
+  };
+  for (const auto& [args, message] : cases) {
+    const ToolRun r = run(bench + args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << ": " << r.output;
+  }
 }
 
 }  // namespace

@@ -209,7 +209,7 @@ TEST_F(Subcommands, BadInputsExitTwoWithAClearMessage) {
       {"check " + (dir_ / "absent.stitch").string(), "absent.stitch"},
       {"check " + add + " --graph nope", "no graph named 'nope'"},
       {"check " + add + " --dim N=x", "--dim N=x: 'x' is not a non-negative integer"},
-      {"bench " + add + " --backend rocm", "--backend: rocm not in {cpu,cuda}"},
+      {"bench " + add + " --backend rocm", "--backend: rocm not in {cpu,cuda,cuda-sim}"},
       {"bench " + add + " --repeat 0", "--repeat must be at least 1"},
       {"bench " + add + " --backend cuda --fresh-outputs", "--fresh-outputs: only --backend cpu"},
       {"bench " + add + " --graph add_dyn", "symbolic dim N is not bound"},

@@ -119,6 +119,11 @@ void print_header() {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& files, const BenchOptions& options) {
+  if (options.backend == "cuda-sim") return bench_cuda_sim_command(files, options);
+  if (!options.profile.empty()) {
+    throw UserError(fmt::format("--profile predicts runs on the PTX interpreter; it needs --backend cuda-sim, not {}",
+                                options.backend));
+  }
   if (options.backend == "cuda") {
     if (options.fresh_outputs) throw UserError("--fresh-outputs: only --backend cpu times fresh outputs");
     return bench_cuda_command(files, options);

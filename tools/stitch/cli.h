@@ -100,6 +100,13 @@ std::string use_simulated_cuda_driver();
 // Plans, compiles (NVRTC, through the cubin cache) and runs `canonical` on
 // the GPU; the planner as for --backend cpu.
 #ifdef STITCH_HAVE_CUDA
+// The simulated driver: $STITCH_CUDA_SIM_DRIVER, else libstitch_cuda_sim.so
+// beside the executable (an installed or copied stitch), else the build
+// tree's copy this stitch was built with.
+std::string simulated_driver_path();
+// The device context of --backend cuda or (after use_simulated_cuda_driver)
+// cuda-sim, opened once; UserError as require_cuda_device.
+std::shared_ptr<runtime::cuda::CudaContext> opened_cuda_context();
 // --tune with --backend cuda: a schedule tuner measuring on `context`'s
 // device, its choices beside `cubins`, set as options.tuner (which points
 // into it); null when neither `tune` nor STITCH_TUNE asks for one.
@@ -192,9 +199,13 @@ struct BenchOptions {
   // call does, instead of writing into the same tensors (CPU only).
   bool fresh_outputs = false;
   bool tune = false;  // --tune: schedules measured (docs/tuning.md)
+  std::string profile;  // --profile h100|h200: the GPU model's predictions (cuda-sim only)
+  uint64_t cta_budget = 192;  // --cta-budget: CTAs interpreted per launch at most
 };
 // stitch bench (bench_command.cpp; --backend cuda: bench_cuda_command.cpp).
 int bench_command(const std::vector<std::string>& files, const BenchOptions& options);
 int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions& options);
+// --backend cuda-sim --profile (bench_sim_command.cpp; docs/gpu-model.md).
+int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOptions& options);
 
 }  // namespace stitch::cli

@@ -24,9 +24,8 @@ namespace {
 
 bool simulated = false;
 
-// The simulated driver: $STITCH_CUDA_SIM_DRIVER, else libstitch_cuda_sim.so
-// beside the executable (an installed or copied stitch), else the build
-// tree's copy this stitch was built with.
+}  // namespace
+
 std::string simulated_driver_path() {
   if (const char* env = std::getenv("STITCH_CUDA_SIM_DRIVER"); env && *env) return env;
   std::error_code ec;
@@ -37,6 +36,8 @@ std::string simulated_driver_path() {
   }
   return STITCH_CUDA_SIM_BUILD_PATH;
 }
+
+namespace {
 
 // The device, opened once: a second open would only find the same answer.
 std::shared_ptr<runtime::cuda::CudaContext> cuda_context() {
@@ -59,6 +60,8 @@ runtime::cuda::CubinCache& cubin_cache() {
 }  // namespace
 
 void require_cuda_device() { cuda_context(); }
+
+std::shared_ptr<runtime::cuda::CudaContext> opened_cuda_context() { return cuda_context(); }
 
 std::string use_simulated_cuda_driver() {
   simulated = true;

@@ -106,8 +106,14 @@ int dispatch(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand("bench", "Time workloads per planner against copy bandwidth");
   bench->add_option("FILE", files, "one or more .stitch files or .onnx models")->required();
   bench->add_option("--graph", bench_options.graph_name, "graph to time in every file (default: the first)");
-  bench->add_option("--backend", bench_options.backend, "cpu (default) or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  bench->add_option("--backend", bench_options.backend,
+                    "cpu (default), cuda, or cuda-sim (the GPU model's predictions; needs --profile)")
+      ->check(CLI::IsMember({"cpu", "cuda", "cuda-sim"}));
+  bench->add_option("--profile", bench_options.profile,
+                    "with --backend cuda-sim: predict each run on this GPU (h100, h200) with the GPU model "
+                    "(docs/gpu-model.md)");
+  bench->add_option("--cta-budget", bench_options.cta_budget,
+                    "with --profile: CTAs interpreted per launch at most (default 192)");
   bench->add_flag("--weave", weave, weave_help);
   bench->add_option("--planners", bench_options.planners, "comma-separated planners (default none,xla)")
       ->delimiter(',');

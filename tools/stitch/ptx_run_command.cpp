@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "cli.h"
-#include "gpu_profile_json.h"
+#include "gpu_model/profile_json.h"
 #include "ptx/interpreter.h"
 #include "ptx_commands.h"
 #include "ptx/parser.h"
@@ -108,7 +108,7 @@ bool PtxRunCommand::selected() const { return command_->parsed(); }
 
 int PtxRunCommand::run() const {
   std::optional<gpu_model::GpuTarget> target;
-  if (!profile_.empty()) target = profile_target(profile_);
+  if (!profile_.empty()) target = gpu_model::target_or_error(profile_, "--profile");
   if (cta_budget_ == 0) throw UserError("--cta-budget: at least 1");
   if (target && !output_dir_.empty()) {
     throw UserError("--output-dir with --profile: a profiled run may interpret a sample of the CTAs, so its buffers "
@@ -148,7 +148,7 @@ int PtxRunCommand::run() const {
     const gpu_model::KernelProfile profile = gpu_model::profile_launch(
         text, kernel_, config, 0, *target,
         [&](const ptx::InterpreterOptions& options) { interp.run(kernel_, config, args, options); }, cta_budget_);
-    std::cout << profile_json(profile).dump(1) << "\n";
+    std::cout << gpu_model::profile_json(profile).dump(1) << "\n";
     return kExitOk;
   }
   const auto start = std::chrono::steady_clock::now();

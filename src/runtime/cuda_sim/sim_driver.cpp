@@ -21,9 +21,11 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -31,6 +33,8 @@
 
 #include <fmt/format.h>
 
+#include "gpu_model/profile.h"
+#include "gpu_model/profile_json.h"
 #include "ptx/interpreter.h"
 #include "ptx/parser.h"
 #include "runtime/cuda/driver.h"
@@ -43,6 +47,7 @@ struct CUctx_st {
 
 struct CUmod_st {
   std::unique_ptr<stitch::ptx::Interpreter> interpreter;
+  std::string text;  // the PTX, for ptxas -v when launches are profiled
   std::set<CUfunction> functions;
 };
 
@@ -80,10 +85,48 @@ struct State {
   uint64_t next_address = stitch::ptx::kFirstRegionAddress;
   std::map<uint64_t, Allocation> allocations;
   size_t bytes_allocated = 0;
+  // Set by stitch_cuda_sim_profile: each launch is profiled by the GPU model
+  // (docs/gpu-model.md) instead of run whole, and its profile kept as JSON.
+  std::optional<stitch::gpu_model::GpuTarget> profile_target;
+  uint64_t profile_cta_budget = 0;
+  nlohmann::ordered_json profiles = nlohmann::ordered_json::array();
+  std::string profile_out;  // $STITCH_CUDA_SIM_PROFILE_OUT: profiles appended there as JSON lines
 };
+
+// $STITCH_CUDA_SIM_PROFILE=h100|h200 profiles every launch from the start,
+// appending each profile as one JSON line to $STITCH_CUDA_SIM_PROFILE_OUT:
+// how a stitch built before the model (an old commit's kernels, for the
+// model's validation: docs/gpu-model.md, Fitting) is profiled by this driver.
+struct EnvironmentProfile {
+  std::optional<stitch::gpu_model::GpuTarget> target;
+  std::string out;
+};
+
+EnvironmentProfile environment_profile() {
+  EnvironmentProfile e;
+  const char* target = std::getenv("STITCH_CUDA_SIM_PROFILE");
+  if (target == nullptr || *target == '\0') return e;
+  e.target = stitch::gpu_model::target_named(target);
+  const char* out = std::getenv("STITCH_CUDA_SIM_PROFILE_OUT");
+  if (!e.target || out == nullptr || *out == '\0') {
+    std::fprintf(stderr, "stitch_cuda_sim: $STITCH_CUDA_SIM_PROFILE=%s needs a known target (h100, h200) and "
+                 "$STITCH_CUDA_SIM_PROFILE_OUT naming the file for the profiles\n", target);
+    std::exit(2);
+  }
+  e.out = out;
+  return e;
+}
 
 State& state() {
   static State s;
+  static const bool configured = [] {
+    EnvironmentProfile e = environment_profile();
+    s.profile_target = e.target;
+    s.profile_cta_budget = stitch::gpu_model::kDefaultCtaBudget;
+    s.profile_out = e.out;
+    return true;
+  }();
+  (void)configured;
   return s;
 }
 
@@ -184,6 +227,32 @@ extern "C" {
 // (`extern`: a namespace-scope const would otherwise have internal linkage.)
 extern const int stitch_cuda_sim_driver;
 const int stitch_cuda_sim_driver = 1;
+
+// Profiling for `stitch bench --backend cuda-sim --profile` (docs/gpu-model.md):
+// from this call on, each launch interprets a sample of its CTAs and keeps
+// the GPU model's profile for `target` ("h100", "h200"); a null target stops.
+// Returns 0, or -1 for an unknown target.
+int stitch_cuda_sim_profile(const char* target, unsigned long long cta_budget) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (target == nullptr) {
+    s.profile_target.reset();
+    return 0;
+  }
+  s.profile_target = stitch::gpu_model::target_named(target);
+  s.profile_cta_budget = cta_budget == 0 ? stitch::gpu_model::kDefaultCtaBudget : cta_budget;
+  return s.profile_target ? 0 : -1;
+}
+
+// The profiles of the launches since the last call, as a JSON array, in a
+// malloc'd string the caller frees.
+char* stitch_cuda_sim_take_profiles() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const std::string text = s.profiles.dump();
+  s.profiles = nlohmann::ordered_json::array();
+  return strdup(text.c_str());
+}
 
 CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
 
@@ -290,6 +359,7 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
     keep_module_text(text);
     auto m = std::make_unique<CUmod_st>();
     m->interpreter = std::make_unique<stitch::ptx::Interpreter>(stitch::ptx::parse_module(text, "module.ptx"));
+    m->text = text;
     *module = m.release();
     return CUDA_SUCCESS;
   } catch (const stitch::UserError& e) {
@@ -376,7 +446,24 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsign
   config.block = {block_x, block_y, block_z};
   config.dynamic_shared_bytes = shared_bytes;
   try {
-    function->module->interpreter->run_with_memory(function->name, config, memory, kernel_params);
+    stitch::ptx::Interpreter& interp = *function->module->interpreter;
+    if (s.profile_target) {
+      const stitch::gpu_model::KernelProfile profile = stitch::gpu_model::profile_launch(
+          function->module->text, function->name, config, 0, *s.profile_target,
+          [&](const stitch::ptx::InterpreterOptions& options) {
+            interp.run_with_memory(function->name, config, memory, kernel_params, options);
+          },
+          s.profile_cta_budget);
+      if (s.profile_out.empty()) {
+        s.profiles.push_back(stitch::gpu_model::profile_json(profile));
+      } else {
+        std::ofstream out(s.profile_out, std::ios::app);
+        out << stitch::gpu_model::profile_json(profile).dump() << "\n";
+        if (!out) return fail(CUDA_ERROR_UNKNOWN, "cannot append the launch's profile to " + s.profile_out);
+      }
+    } else {
+      interp.run_with_memory(function->name, config, memory, kernel_params);
+    }
   } catch (const stitch::UserError& e) {  // with the instruction's source location
     const std::string message = fmt::format("{}: {}", function->name, e.formatted());
     return fail(launch_error(message), message);

@@ -1,34 +1,25 @@
-#include "gpu_profile_json.h"
+#include "gpu_model/profile_json.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include "stitch/error.h"
-
-namespace stitch::cli {
+namespace stitch::gpu_model {
 
 using json = nlohmann::ordered_json;
 
 namespace {
 
-json access_json(const gpu_model::AccessCounts& a) {
+json access_json(const AccessCounts& a) {
   return {{"requests", a.requests}, {"bytes", a.bytes}, {"sectors", a.sectors}, {"lines", a.lines}};
 }
 
 }  // namespace
 
-gpu_model::GpuTarget profile_target(const std::string& name) {
-  if (auto t = gpu_model::target_named(name)) return *t;
-  throw UserError(fmt::format("--profile {}: unknown target (known: {})", name,
-                              fmt::join(gpu_model::target_names(), ", ")));
-}
-
-json profile_json(const gpu_model::KernelProfile& p) {
-  const gpu_model::KernelCounters& c = p.counters;
-  const gpu_model::Prediction& m = p.prediction;
+json profile_json(const KernelProfile& p) {
+  const KernelCounters& c = p.counters;
+  const Prediction& m = p.prediction;
   json issued = json::object();
-  for (int i = 0; i < gpu_model::kInstructionClasses; ++i) {
-    if (c.issued[i] != 0) issued[gpu_model::class_name(static_cast<gpu_model::InstructionClass>(i))] = c.issued[i];
+  for (int i = 0; i < kInstructionClasses; ++i) {
+    if (c.issued[i] != 0) issued[class_name(static_cast<InstructionClass>(i))] = c.issued[i];
   }
   json out = {
       {"kernel", p.kernel},
@@ -54,6 +45,8 @@ json profile_json(const gpu_model::KernelProfile& p) {
       {"occupancy_limit", schedule::occupancy_limit_name(p.occupancy.limit)},
       {"times_s", {{"dram", m.dram_s}, {"l2", m.l2_s}, {"issue", m.issue_s}, {"latency", m.latency_s},
                    {"launch", m.launch_s}}},
+      {"terms_s", {{"dram_at_peak", m.terms.dram_at_peak_s}, {"l2", m.terms.l2_s}, {"issue", m.terms.issue_s},
+                   {"latency_unscaled", m.terms.latency_unscaled_s}}},
       {"issue_class", m.issue_class},
       {"waves", m.waves},
       {"batches_per_warp", m.batches_per_warp},
@@ -79,4 +72,4 @@ json profile_json(const gpu_model::KernelProfile& p) {
   return out;
 }
 
-}  // namespace stitch::cli
+}  // namespace stitch::gpu_model

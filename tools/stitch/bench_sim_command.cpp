@@ -1,0 +1,204 @@
+// `stitch bench --backend cuda-sim --profile h100|h200` (docs/gpu-model.md,
+// CLI): each workload under each planner compiled for the CUDA back end and
+// run once on the simulated driver, which profiles every launch with the GPU
+// model. Nothing is timed: the measured fields are null and each row gains
+// the model's predicted time, its ratio to the model's copy of the same
+// footprint, and a per-launch breakdown. The profiled run interprets a
+// sample of each launch's CTAs, so its outputs are not checked here; the
+// cuda-sim test suites check the same kernels whole at small sizes.
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_common.h"
+#include "cli.h"
+#include "fusion/cost_model.h"
+#include "gpu_model/time_model.h"
+#include "stitch/error.h"
+#include "stitch/interpreter.h"
+#ifdef STITCH_HAVE_CUDA
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/cubin_cache.h"
+#include "runtime/cuda/cuda_executable.h"
+#endif
+
+namespace stitch::cli {
+
+#ifdef STITCH_HAVE_CUDA
+namespace {
+
+using nlohmann::json;
+using runtime::cuda::DeviceTensor;
+
+// The simulated driver's profiling entry points (src/runtime/cuda_sim/sim_driver.cpp).
+struct SimProfiler {
+  int (*start)(const char* target, unsigned long long cta_budget) = nullptr;
+  char* (*take)() = nullptr;
+
+  static SimProfiler find() {
+    void* handle = dlopen(simulated_driver_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+    SimProfiler p;
+    if (handle != nullptr) {
+      p.start = reinterpret_cast<int (*)(const char*, unsigned long long)>(dlsym(handle, "stitch_cuda_sim_profile"));
+      p.take = reinterpret_cast<char* (*)()>(dlsym(handle, "stitch_cuda_sim_take_profiles"));
+    }
+    if (p.start == nullptr || p.take == nullptr) {
+      throw UserError("--profile: the simulated CUDA driver " + simulated_driver_path() +
+                      " has no profiling entry points (an older build?)");
+    }
+    return p;
+  }
+  json taken() const {
+    std::unique_ptr<char, decltype(&std::free)> text(take(), &std::free);
+    return json::parse(text.get());
+  }
+};
+
+// What a row keeps of each launch's profile.
+json launch_summary(const json& p) {
+  json out;
+  for (const char* key : {"kernel", "grid", "block", "predicted_s", "bound", "dram_read_bytes", "dram_write_bytes",
+                          "sectors_per_request", "registers", "occupancy", "ctas_per_sm", "times_s", "issue_class",
+                          "batches_per_warp", "bytes_in_flight_per_warp"}) {
+    out[key] = p.at(key);
+  }
+  out["ctas_run"] = p.at("sampling").at("ctas_run");
+  return out;
+}
+
+int64_t output_bytes(const Graph& g, const std::vector<DeviceTensor>& outputs) {
+  int64_t bytes = 0;
+  std::set<int> written;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (written.insert(g.outputs()[i].value.index).second) bytes += static_cast<int64_t>(outputs[i].nbytes());
+  }
+  return bytes;
+}
+
+}  // namespace
+
+int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOptions& options) {
+  if (options.profile.empty()) {
+    throw UserError("--backend cuda-sim: stitch bench times nothing on the PTX interpreter; give --profile h100|h200 "
+                    "for the GPU model's predictions (docs/gpu-model.md)");
+  }
+  if (options.fresh_outputs || options.tune) throw UserError("--fresh-outputs and --tune need a device to time on");
+  if (options.cta_budget == 0) throw UserError("--cta-budget: at least 1");
+  const gpu_model::GpuTarget target = gpu_model::target_or_error(options.profile, "--profile");
+  const gpu_model::FittedConstants constants = gpu_model::fitted_constants(target);
+  check_bench_options(options);
+  const std::optional<schedule::RowScheduleKind> forced = forced_row_schedule(options.row_schedule);
+  std::vector<PlannerKind> planners = bench_planners(options);
+  std::vector<Workload> workloads = load_bench_workloads(files, options);
+  use_simulated_cuda_driver();
+  std::shared_ptr<runtime::cuda::CudaContext> context = opened_cuda_context();
+  const SimProfiler profiler = SimProfiler::find();
+  runtime::cuda::CubinCache cubins;
+  std::cout << fmt::format("target: {} ({}), the GPU model's predictions; nothing is timed\n", target.name,
+                           target.device.product);
+  std::cout << fmt::format("{:<28} {:<7} {:>7} {:>12} {:>12} {:>9} {:>10}  {}\n", "workload", "planner", "kernels",
+                           "bytes_min", "predicted_s", "of_copy", "profile_s", "bounds");
+  json results = json::array();
+  json unsupported = json::array();
+  for (Workload& w : workloads) {
+    w.inputs = bench_inputs(w, options);
+    const SymbolBindings bindings = bind_inputs(w.canonical, w.inputs);
+    std::vector<DeviceTensor> device_inputs;
+    for (const Tensor& t : w.inputs) device_inputs.push_back(runtime::cuda::upload(context, t));
+    std::vector<const DeviceTensor*> inputs;
+    for (const DeviceTensor& t : device_inputs) inputs.push_back(&t);
+    int64_t input_bytes = 0;
+    for (const Tensor& t : w.inputs) input_bytes += tensor_bytes(t);
+    for (PlannerKind planner : planners) {
+      const std::string planner_text(planner_name(planner));
+      runtime::cuda::CudaCompileOptions compile_options;
+      compile_options.forced_rows = forced;
+      std::optional<runtime::cuda::CudaExecutable> exe;
+      try {
+        exe.emplace(runtime::cuda::CudaExecutable::compile(w.canonical, planner, context, cubins, compile_options));
+      } catch (const UserError& e) {
+        std::cout << fmt::format("{:<28} {:<7} unsupported: {}\n", w.name, planner_text, e.what());
+        unsupported.push_back({{"workload", w.name}, {"planner", planner_text}, {"reason", e.what()}});
+        continue;
+      }
+      std::vector<DeviceTensor> outputs;
+      profiler.take();  // drops nothing: profiling is off until now
+      STITCH_ASSERT(profiler.start(target.name.c_str(), options.cta_budget) == 0, "the simulated driver refused " + target.name);
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        exe->run_on_device(inputs, outputs);
+        context->synchronize();
+      } catch (...) {
+        profiler.start(nullptr, 0);
+        throw;
+      }
+      const double profile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      profiler.start(nullptr, 0);
+      const json launches = profiler.taken();
+      const int64_t bytes_min = input_bytes + output_bytes(w.canonical, outputs);
+      double predicted = 0;
+      std::string bounds;
+      json breakdown = json::array();
+      for (const json& p : launches) {
+        predicted += p.at("predicted_s").get<double>();
+        bounds += (bounds.empty() ? "" : ",") + p.at("bound").get<std::string>();
+        breakdown.push_back(launch_summary(p));
+      }
+      const double copy_s = gpu_model::copy_seconds(target, constants, static_cast<double>(bytes_min));
+      const double of_copy = predicted > 0 ? copy_s / predicted : 0;
+      const int64_t plan_bytes = FusionCostModel(bindings).plan_cost(exe->graph(), exe->plan()).bytes_moved();
+      std::cout << fmt::format("{:<28} {:<7} {:>7} {:>12} {:>12.4g} {:>9.3f} {:>10.2f}  {}\n", w.name, planner_text,
+                               exe->kernel_count(), bytes_min, predicted, of_copy, profile_s, bounds)
+                << std::flush;
+      results.push_back({{"workload", w.name},
+                         {"planner", planner_text},
+                         {"kernels", exe->kernel_count()},
+                         {"bytes_min", bytes_min},
+                         {"plan_bytes", plan_bytes},
+                         {"median_s", nullptr},
+                         {"gbps", nullptr},
+                         {"copy_gbps", nullptr},
+                         {"fraction_of_copy", nullptr},
+                         {"predicted_s", predicted},
+                         {"copy_predicted_s", copy_s},
+                         {"predicted_of_copy", of_copy},
+                         {"profile_s", profile_s},
+                         {"fallback", exe->fallback()},
+                         {"launches", breakdown}});
+    }
+    w.inputs.clear();
+  }
+  if (!options.json_path.empty()) {
+    json doc = {{"machine", {{"date", utc_timestamp()}}},
+                {"backend", "cuda-sim"},
+                {"profile", {{"target", target.name},
+                             {"product", target.device.product},
+                             {"cta_budget", options.cta_budget},
+                             {"constants", {{"dram_efficiency", constants.dram_efficiency},
+                                            {"launch_s", constants.launch_s},
+                                            {"latency_scale", constants.latency_scale}}}}},
+                {"timer", "none: the GPU model's predictions (docs/gpu-model.md)"},
+                {"results", results},
+                {"unsupported", unsupported}};
+    write_bench_json(options.json_path, doc);
+  }
+  return kExitOk;
+}
+
+#else
+
+int bench_cuda_sim_command(const std::vector<std::string>&, const BenchOptions&) {
+  throw UserError("--backend cuda-sim: this stitch was built without the CUDA toolkit");
+}
+
+#endif
+
+}  // namespace stitch::cli

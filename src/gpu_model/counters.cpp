@@ -111,7 +111,9 @@ void CounterCollector::end_cta() {
 void CounterCollector::close_batch(WarpState& w) {
   if (w.batch_bytes == 0) return;
   ++counts_.load_batches;
+  if (w.batch_dram) ++counts_.load_batches_dram;
   counts_.load_batch_bytes += w.batch_bytes;
+  w.batch_dram = false;
   ++w.batches;
   w.batch_bytes = 0;
   w.pending.clear();
@@ -133,11 +135,12 @@ void CounterCollector::issue(uint32_t warp, const ptx::sim::DFunction& function,
   counts_.thread_instructions += static_cast<uint64_t>(std::popcount(mask));
   if (c == InstructionClass::Barrier) ++counts_.barriers;
   const bool global_load = c == InstructionClass::GlobalLoad && mask != 0;
+  bool dram = false;
   if (access != nullptr && mask != 0) {
     switch (c) {
       case InstructionClass::GlobalLoad:
       case InstructionClass::GlobalStore:
-      case InstructionClass::Atomic: global_access(*access, mask, c != InstructionClass::GlobalLoad); break;
+      case InstructionClass::Atomic: dram = global_access(*access, mask, c != InstructionClass::GlobalLoad); break;
       case InstructionClass::SharedLoad:
       case InstructionClass::SharedStore: shared_access(*access, mask); break;
       case InstructionClass::LocalMemory:
@@ -147,7 +150,7 @@ void CounterCollector::issue(uint32_t warp, const ptx::sim::DFunction& function,
       default: break;
     }
   }
-  if (warp < warps_.size()) track_dependencies(warps_[warp], in, reg_base, mask, access, global_load);
+  if (warp < warps_.size()) track_dependencies(warps_[warp], in, reg_base, mask, access, global_load, dram);
 }
 
 
@@ -177,7 +180,8 @@ void distinct_units(const MemoryAccess& a, uint32_t mask, int shift, std::vector
 
 }  // namespace
 
-void CounterCollector::global_access(const MemoryAccess& a, uint32_t mask, bool write) {
+bool CounterCollector::global_access(const MemoryAccess& a, uint32_t mask, bool write) {
+  bool dram = false;
   AccessCounts& counts = a.atomic ? counts_.atomic : write ? counts_.global_store : counts_.global_load;
   static thread_local std::vector<uint64_t> units;
   ++counts.requests;
@@ -200,6 +204,7 @@ void CounterCollector::global_access(const MemoryAccess& a, uint32_t mask, bool 
       s.cta = cta_index_;
       s.last_touch = cta_clock_;
       s.read_first = !write || a.atomic;
+      dram = dram || s.read_first;
     } else if (s.cta != cta_index_) {
       s.shared = true;
     } else if (!write) {
@@ -207,6 +212,7 @@ void CounterCollector::global_access(const MemoryAccess& a, uint32_t mask, bool 
       if (distance > l2_bytes_) {
         ++s.reread_misses;
         ++counts_.l2_reread_misses;
+        dram = true;
       } else {
         ++counts_.l2_reread_hits;
       }
@@ -214,6 +220,7 @@ void CounterCollector::global_access(const MemoryAccess& a, uint32_t mask, bool 
     if (s.cta == cta_index_) s.last_touch = cta_clock_;
     if (write) s.written = true;
   }
+  return dram;
 }
 
 void CounterCollector::shared_access(const MemoryAccess& a, uint32_t mask) {
@@ -243,7 +250,7 @@ void CounterCollector::shared_access(const MemoryAccess& a, uint32_t mask) {
 }
 
 void CounterCollector::track_dependencies(WarpState& w, const DInst& in, uint32_t reg_base, uint32_t mask,
-                                          const MemoryAccess* access, bool global_load) {
+                                          const MemoryAccess* access, bool global_load, bool dram) {
   // Sources: a load's address; every operand of a store; an atomic's address
   // and values; an arithmetic instruction's operands after its destination.
   auto reads_pending = [&](size_t first, size_t last) {
@@ -267,6 +274,7 @@ void CounterCollector::track_dependencies(WarpState& w, const DInst& in, uint32_
   if (uses) close_batch(w);
   if (!global_load) return;
   w.batch_bytes += uint64_t{access->bytes} * static_cast<uint64_t>(std::popcount(mask));
+  w.batch_dram = w.batch_dram || dram;
   for (uint32_t i = 1; i <= in.width && i < in.ops.size(); ++i) {
     if (in.ops[i].kind == OperandKind::Reg) w.pending.push_back(reg_base + in.ops[i].index);
   }

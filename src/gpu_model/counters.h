@@ -52,6 +52,7 @@ struct KernelCounters {
   // Memory-level parallelism: global loads a warp issues before an instruction
   // uses one of their results, as batches of bytes.
   uint64_t load_batches = 0, load_batch_bytes = 0;
+  uint64_t load_batches_dram = 0;  // of those, batches with a sector the L2 model sends to DRAM
   uint64_t max_batches_per_warp = 0;
 
   // Sampled counts times this give the whole grid's.
@@ -83,6 +84,7 @@ class CounterCollector : public ptx::sim::Observer {
   struct WarpState {
     std::vector<uint32_t> pending;  // registers a global load in flight writes
     uint64_t batch_bytes = 0;
+    bool batch_dram = false;  // a sector of the batch comes from DRAM
     uint64_t batches = 0;
   };
   struct Sector {
@@ -93,10 +95,11 @@ class CounterCollector : public ptx::sim::Observer {
     bool written = false;
     uint32_t reread_misses = 0;
   };
-  void global_access(const ptx::sim::MemoryAccess& access, uint32_t mask, bool write);
+  // Returns whether a sector of the access goes to DRAM.
+  bool global_access(const ptx::sim::MemoryAccess& access, uint32_t mask, bool write);
   void shared_access(const ptx::sim::MemoryAccess& access, uint32_t mask);
   void track_dependencies(WarpState& w, const ptx::sim::DInst& in, uint32_t reg_base, uint32_t mask,
-                          const ptx::sim::MemoryAccess* access, bool global_load);
+                          const ptx::sim::MemoryAccess* access, bool global_load, bool dram);
   void close_batch(WarpState& w);
 
   KernelCounters counts_;

@@ -23,6 +23,8 @@ GpuTarget hopper_sxm(std::string name, std::string product, double dram_bytes_pe
   t.l2_bytes_per_s = 2.5 * 3.35e12;
   // Of the order microbenchmarks report for Hopper; the fitted latency_scale scales it.
   t.dram_latency_s = 600e-9;
+  // An L2 hit's round trip, about half a DRAM one on Hopper (same sources); scaled alike.
+  t.l2_latency_s = 300e-9;
   return t;
 }
 
@@ -43,10 +45,17 @@ GpuTarget target_or_error(const std::string& name, const std::string& option) {
 }
 
 FittedConstants fitted_constants(const GpuTarget&) {
-  // Not yet fitted (docs/gpu-model.md, Fitting): starting values. The copy
-  // roof measured on the H200 (bench/results/gpu-2026-11-26-h200-a.md, about
-  // 3.9-4.1 TB/s for 128-384 MiB copies) is 0.83-0.85 of its 4.8 TB/s.
-  return FittedConstants{};
+  // Fitted on run a of the H200 results only (bench/results/gpu-2026-11-26-h200-a-stitch.json,
+  // 114 points; docs/gpu-model.md, Fitting): the smallest mean absolute error
+  // of the predicted fraction of copy over a grid of the four. The terms add
+  // up (overlap_power 1): a kernel near two bounds pays for both. The H100
+  // shares them until a run on one says otherwise.
+  FittedConstants k;
+  k.dram_efficiency = 0.60;
+  k.launch_s = 3.0e-6;
+  k.latency_scale = 0.20;
+  k.overlap_power = 1.0;
+  return k;
 }
 
 }  // namespace stitch::gpu_model

@@ -5,6 +5,7 @@
 // rates per instruction class. Adding a target is a row in target.cpp.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,15 +34,20 @@ struct GpuTarget {
   schedule::GpuTarget device;
   double l2_bytes_per_s = 0;
   double dram_latency_s = 0;  // a load's round trip to DRAM, unloaded
+  double l2_latency_s = 0;    // a load's round trip to an L2 hit
   IssueRates issue;
 };
 
 // The model's fitted constants (docs/gpu-model.md, Fitting): at most six,
 // fitted on run a of the committed H200 results only.
+// The defaults are the unfitted starting values; fitted_constants gives the fit.
 struct FittedConstants {
-  double dram_efficiency = 0.85;  // the fraction of peak DRAM bandwidth a streaming copy sustains
+  double dram_efficiency = 0.85;  // the fraction of peak DRAM bandwidth the DRAM term runs at
   double launch_s = 3.0e-6;       // a launch's fixed cost on the device (back-to-back launches)
-  double latency_scale = 1.0;     // scales dram_latency_s under load
+  double latency_scale = 1.0;     // scales the round trips (dram_latency_s, l2_latency_s)
+  // How the terms combine: (sum of term^p)^(1/p). Infinity is the roofline's
+  // max; a finite p charges a kernel near two bounds for both, as real ones are.
+  double overlap_power = std::numeric_limits<double>::infinity();
 };
 
 // The known targets, by name; nullopt for another name.

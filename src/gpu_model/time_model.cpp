@@ -42,7 +42,13 @@ Prediction finish(const Terms& t, const FittedConstants& k) {
   p.latency_s = t.latency_unscaled_s * k.latency_scale;
   p.launch_s = k.launch_s;
   const double body = std::max({p.dram_s, p.l2_s, p.issue_s, p.latency_s});
-  p.seconds = p.launch_s + body;
+  double combined = body;
+  if (std::isfinite(k.overlap_power) && body > 0) {
+    double sum = 0;
+    for (double term : {p.dram_s, p.l2_s, p.issue_s, p.latency_s}) sum += std::pow(term / body, k.overlap_power);
+    combined = body * std::pow(sum, 1 / k.overlap_power);
+  }
+  p.seconds = p.launch_s + combined;
   // The bound names the largest term of the kernel's body; the launch's fixed
   // cost is added to every launch and reported apart.
   p.bound = body == p.dram_s ? "dram" : body == p.latency_s ? "latency" : body == p.issue_s ? "issue" : "l2";
@@ -82,8 +88,11 @@ Prediction predict(const KernelCounters& c, const schedule::Occupancy& occupancy
   }
   const double warps_run = static_cast<double>(c.ctas_run) * std::max<uint32_t>(c.warps_per_cta, 1);
   const double batches = warps_run == 0 ? 0 : static_cast<double>(c.load_batches) / warps_run;
+  const double dram_batches = warps_run == 0 ? 0 : static_cast<double>(c.load_batches_dram) / warps_run;
   const double waves = ctas / held;
-  b.latency_unscaled_s = std::ceil(waves) * batches * t.dram_latency_s;
+  // A batch waits a DRAM round trip when one of its sectors misses the L2, else an L2 one.
+  b.latency_unscaled_s =
+      std::ceil(waves) * (dram_batches * t.dram_latency_s + (batches - dram_batches) * t.l2_latency_s);
   Prediction p = finish(b, k);
   p.dram_read_bytes = read;
   p.dram_write_bytes = write;

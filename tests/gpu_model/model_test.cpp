@@ -126,5 +126,17 @@ TEST(GpuModel, RegistersComeFromPtxasOrAreSaidToBeAssumed) {
   EXPECT_EQ(p.occupancy.blocks_per_sm, 8);  // 256 threads: the thread limit
 }
 
+TEST(GpuModel, FinishPricesTheTermsWithTheFittedConstants) {
+  const Terms t{10e-6, 2e-6, 1e-6, 6e-6};
+  const Prediction at_peak = finish(t, FittedConstants{1.0, 3e-6, 1.0});
+  EXPECT_EQ(at_peak.bound, "dram");
+  EXPECT_DOUBLE_EQ(at_peak.seconds, 13e-6);
+  const Prediction slow_dram = finish(t, FittedConstants{0.5, 3e-6, 1.0});
+  EXPECT_DOUBLE_EQ(slow_dram.dram_s, 20e-6);
+  const Prediction long_latency = finish(t, FittedConstants{1.0, 1e-6, 2.0});
+  EXPECT_EQ(long_latency.bound, "latency");
+  EXPECT_DOUBLE_EQ(long_latency.seconds, 13e-6);
+}
+
 }  // namespace
 }  // namespace stitch::gpu_model

@@ -116,6 +116,8 @@ void CounterCollector::close_batch(WarpState& w) {
   w.batch_dram = false;
   ++w.batches;
   w.batch_bytes = 0;
+  w.waited = false;
+  w.stored = false;
   w.pending.clear();
 }
 
@@ -134,7 +136,6 @@ void CounterCollector::issue(uint32_t warp, const ptx::sim::DFunction& function,
   ++counts_.issued[static_cast<int>(c)];
   counts_.thread_instructions += static_cast<uint64_t>(std::popcount(mask));
   if (c == InstructionClass::Barrier) ++counts_.barriers;
-  const bool global_load = c == InstructionClass::GlobalLoad && mask != 0;
   bool dram = false;
   if (access != nullptr && mask != 0) {
     switch (c) {
@@ -150,7 +151,10 @@ void CounterCollector::issue(uint32_t warp, const ptx::sim::DFunction& function,
       default: break;
     }
   }
-  if (warp < warps_.size()) track_dependencies(warps_[warp], in, reg_base, mask, access, global_load, dram);
+  if (warp < warps_.size()) {
+    const bool non_coherent = c == InstructionClass::GlobalLoad && function.info[pc].text.find(".nc") != std::string::npos;
+    track_dependencies(warps_[warp], in, reg_base, mask, access, c, non_coherent, dram);
+  }
 }
 
 
@@ -250,7 +254,8 @@ void CounterCollector::shared_access(const MemoryAccess& a, uint32_t mask) {
 }
 
 void CounterCollector::track_dependencies(WarpState& w, const DInst& in, uint32_t reg_base, uint32_t mask,
-                                          const MemoryAccess* access, bool global_load, bool dram) {
+                                          const MemoryAccess* access, InstructionClass c, bool non_coherent,
+                                          bool dram) {
   // Sources: a load's address; every operand of a store; an atomic's address
   // and values; an arithmetic instruction's operands after its destination.
   auto reads_pending = [&](size_t first, size_t last) {
@@ -261,6 +266,7 @@ void CounterCollector::track_dependencies(WarpState& w, const DInst& in, uint32_
     }
     return false;
   };
+  const bool global_load = c == InstructionClass::GlobalLoad && mask != 0;
   bool uses = false;
   if (access == nullptr) {
     uses = reads_pending(1, in.ops.size() - 1);
@@ -268,16 +274,26 @@ void CounterCollector::track_dependencies(WarpState& w, const DInst& in, uint32_
     uses = reads_pending(0, 0) || reads_pending(2, 3);
   } else if (access->write) {
     uses = reads_pending(0, in.width);
-  } else {
-    uses = reads_pending(0, 0);
   }
-  if (uses) close_batch(w);
-  if (!global_load) return;
-  w.batch_bytes += uint64_t{access->bytes} * static_cast<uint64_t>(std::popcount(mask));
-  w.batch_dram = w.batch_dram || dram;
-  for (uint32_t i = 1; i <= in.width && i < in.ops.size(); ++i) {
-    if (in.ops[i].kind == OperandKind::Reg) w.pending.push_back(reg_base + in.ops[i].index);
+  // ptxas schedules a basic block's independent loads above the first use of
+  // one, so on SASS a batch is what a block issues before it waits, not what
+  // PTX issues before its first use: a use only marks the batch as waited on,
+  // and the block's end (a branch, a barrier, the exit) closes a waited batch.
+  // A load stays out of the batch when its address depends on it (a pointer
+  // chase), or when a store came between and the load may alias it (plain
+  // ld.global; ld.global.nc, a __restrict__ const pointer's, may move above stores).
+  if (uses) w.waited = true;
+  if (global_load) {
+    if (reads_pending(0, 0) || (w.waited && w.stored && !non_coherent)) close_batch(w);
+    w.batch_bytes += uint64_t{access->bytes} * static_cast<uint64_t>(std::popcount(mask));
+    w.batch_dram = w.batch_dram || dram;
+    for (uint32_t i = 1; i <= in.width && i < in.ops.size(); ++i) {
+      if (in.ops[i].kind == OperandKind::Reg) w.pending.push_back(reg_base + in.ops[i].index);
+    }
+    return;
   }
+  if (access != nullptr && (access->write || access->atomic) && w.batch_bytes != 0) w.stored = true;
+  if ((c == InstructionClass::Control || c == InstructionClass::Barrier) && w.waited) close_batch(w);
 }
 
 KernelCounters CounterCollector::counters() const {

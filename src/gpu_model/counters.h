@@ -49,8 +49,9 @@ struct KernelCounters {
   uint64_t dram_read_private = 0, dram_read_shared = 0;    // private: touched by one sampled CTA only
   uint64_t dram_write_private = 0, dram_write_shared = 0;
   uint64_t l2_reread_hits = 0, l2_reread_misses = 0;  // sectors a CTA read again
-  // Memory-level parallelism: global loads a warp issues before an instruction
-  // uses one of their results, as batches of bytes.
+  // Memory-level parallelism: the global loads a warp has in flight together
+  // before it waits for them, as batches of bytes (counters.cpp,
+  // track_dependencies: the loads of a basic block, as ptxas schedules them).
   uint64_t load_batches = 0, load_batch_bytes = 0;
   uint64_t load_batches_dram = 0;  // of those, batches with a sector the L2 model sends to DRAM
   uint64_t max_batches_per_warp = 0;
@@ -85,6 +86,8 @@ class CounterCollector : public ptx::sim::Observer {
     std::vector<uint32_t> pending;  // registers a global load in flight writes
     uint64_t batch_bytes = 0;
     bool batch_dram = false;  // a sector of the batch comes from DRAM
+    bool waited = false;      // an instruction of this block used a load of the batch
+    bool stored = false;      // a store came after the batch's first load
     uint64_t batches = 0;
   };
   struct Sector {
@@ -99,7 +102,7 @@ class CounterCollector : public ptx::sim::Observer {
   bool global_access(const ptx::sim::MemoryAccess& access, uint32_t mask, bool write);
   void shared_access(const ptx::sim::MemoryAccess& access, uint32_t mask);
   void track_dependencies(WarpState& w, const ptx::sim::DInst& in, uint32_t reg_base, uint32_t mask,
-                          const ptx::sim::MemoryAccess* access, bool global_load, bool dram);
+                          const ptx::sim::MemoryAccess* access, InstructionClass c, bool non_coherent, bool dram);
   void close_batch(WarpState& w);
 
   KernelCounters counts_;

@@ -3,7 +3,9 @@
 // hit each case.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <string>
 
 #include "gpu_model/counters.h"
 
@@ -115,6 +117,80 @@ TEST(GpuCounters, ASectorManyCtasReadIsFetchedOnce) {
   EXPECT_DOUBLE_EQ(k.scale(), 100.0);
   // The private rows scale to the grid (400 x 128); the bias is read once.
   EXPECT_NEAR(k.dram_read_bytes(), 400.0 * 128 + 128, 1e-6);
+}
+
+// A warp's instructions as the collector sees them: loads write a register,
+// a use reads one, a store writes memory, a branch ends the block.
+struct Stream {
+  CounterCollector collector{1, 1, 1e9};
+  std::map<std::string, DFunction> functions;  // the collector remembers classes by function
+  uint32_t next_address = 1u << 20;
+
+  const DFunction& function(const std::string& text) {
+    return functions.try_emplace(text, function_of(text)).first->second;
+  }
+
+  Stream() { collector.begin_cta({0, 0, 0}, 1); }
+  void load(uint32_t reg, const std::string& text = "ld.global.f32") {
+    const DFunction& f = function(text);
+    DInst in;
+    in.width = 1;
+    in.ops[0].kind = ptx::sim::OperandKind::Reg;
+    in.ops[0].index = 100;  // the address
+    in.ops[1].kind = ptx::sim::OperandKind::Reg;
+    in.ops[1].index = reg;
+    const MemoryAccess a = access(Space::Global, false, 4, next_address, 4);
+    next_address += 128;
+    collector.issue(0, f, 0, in, 0, 0xffffffffu, &a);
+  }
+  void use(uint32_t reg) {
+    DInst in;
+    in.ops[0].kind = ptx::sim::OperandKind::Reg;
+    in.ops[0].index = 200;
+    in.ops[1].kind = ptx::sim::OperandKind::Reg;
+    in.ops[1].index = reg;
+    collector.issue(0, function("add.f32"), 0, in, 0, 0xffffffffu, nullptr);
+  }
+  void store() {
+    DInst in;
+    in.width = 1;
+    const MemoryAccess a = access(Space::Global, true, 4, (8u << 20) + next_address, 4);
+    collector.issue(0, function("st.global.f32"), 0, in, 0, 0xffffffffu, &a);
+  }
+  void branch() { collector.issue(0, function("bra.uni"), 0, DInst{}, 0, 0xffffffffu, nullptr); }
+  uint64_t batches() {
+    collector.end_cta();
+    return collector.counters().load_batches;
+  }
+};
+
+TEST(GpuCounters, ABlocksLoadsAreOneBatchAsPtxasSchedulesThem) {
+  Stream unrolled;  // ld, use, ld, use in one block, then the branch: ptxas hoists the second load
+  unrolled.load(1);
+  unrolled.use(1);
+  unrolled.load(2);
+  unrolled.use(2);
+  unrolled.branch();
+  unrolled.load(3);
+  unrolled.use(3);
+  unrolled.branch();
+  EXPECT_EQ(unrolled.batches(), 2u);
+
+  Stream aliasing;  // a store between: a plain load may alias it and waits
+  aliasing.load(1);
+  aliasing.use(1);
+  aliasing.store();
+  aliasing.load(2);
+  aliasing.use(2);
+  EXPECT_EQ(aliasing.batches(), 2u);
+
+  Stream restricted;  // ld.global.nc (a __restrict__ const pointer) moves above the store
+  restricted.load(1, "ld.global.nc.f32");
+  restricted.use(1);
+  restricted.store();
+  restricted.load(2, "ld.global.nc.f32");
+  restricted.use(2);
+  EXPECT_EQ(restricted.batches(), 1u);
 }
 
 TEST(GpuCounters, InstructionClassesFromTheText) {

@@ -130,7 +130,7 @@ int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOpt
         continue;
       }
       std::vector<DeviceTensor> outputs;
-      profiler.take();  // drops nothing: profiling is off until now
+      profiler.taken();  // clears what earlier launches left, so the row holds only its own
       STITCH_ASSERT(profiler.start(target.name.c_str(), options.cta_budget) == 0, "the simulated driver refused " + target.name);
       const auto start = std::chrono::steady_clock::now();
       try {

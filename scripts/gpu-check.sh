@@ -19,6 +19,10 @@
 #   GPU_CHECK_LABEL=REGEX     CTest label (default: gpu)
 #   GPU_CHECK_TEST_JOBS=N     ctest -j (default 4; the tests share the one GPU)
 #   GPU_CHECK_TARGETS="a b"   build only these targets (default: everything)
+#   GPU_CHECK_MODEL_TARGET=T  the GPU model's target whose committed predictions the
+#                             measurements are put beside (default: h200)
+#   GPU_CHECK_NCU=0           skip the hardware counters (scripts/gpu-ncu.sh: ncu over a
+#                             few stitch kernels, beside the model; run when ncu exists)
 #   REPEAT, WARMUP, PLANNERS, PEERS, ROW_SCHEDULES, MODELS, TUNE   passed on to scripts/gpu-bench.sh
 #   OUT                       when set (the device tool's output folder), the
 #                             summary, logs and results are copied there (8 files)
@@ -36,7 +40,7 @@ while (($#)); do
     --steps) steps=$2; shift 2 ;;
     --steps=*) steps=${1#--steps=}; shift ;;
     --env) print_env=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -287,6 +291,8 @@ copy_results() {
     "bench/results/gpu-$date-models.json" "bench/results/gpu-$date-tune.json"
     # Made again from the two above by bench/peers/combine.py when they do not fit.
     "bench/results/gpu-$date.md" "bench/results/gpu-$date.json" "bench/results/gpu-$date.svg"
+    # Made again from the committed predictions and the stitch results by beside.py.
+    "$logs/model.md"
   )
   local f n=0
   for f in "${candidates[@]}"; do
@@ -433,6 +439,26 @@ if has_step bench; then
     fi
     grep -E '^gpu-bench: (wrote|kept|warning|FAILED)' "$logs/bench.log" | tee -a "$summary" || true
   fi
+fi
+
+# ---------------------------------------------------------------- the model beside
+# The GPU model's predictions for this commit, committed before the run
+# (scripts/gpu-predict.sh), beside what the benchmarks measured (docs/gpu-model.md,
+# Predictions before a GPU run); the joined table in $logs/model.md.
+if has_step bench && [ -f "bench/results/gpu-$(date -u +%Y-%m-%d)-stitch.json" ]; then
+  section "measured beside predicted (bench/gpu_model/beside.py)"
+  python3 bench/gpu_model/beside.py --results bench/results --date "$(date -u +%Y-%m-%d)" \
+    --target "${GPU_CHECK_MODEL_TARGET:-h200}" --commit "$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+    --md "$logs/model.md" 2>&1 | tee -a "$summary" || say "warning: bench/gpu_model/beside.py failed"
+fi
+
+# ---------------------------------------------------------------- hardware counters
+# Nsight Compute's counters for a few stitch kernels beside the model's predictions
+# (docs/gpu-model.md, Hardware counters beside the model); no ncu, or a failing one,
+# is a warning. Files in $logs/ncu.
+if has_step bench && ((built)) && [ "${GPU_CHECK_NCU:-1}" != 0 ]; then
+  section "hardware counters beside the model (scripts/gpu-ncu.sh)"
+  scripts/gpu-ncu.sh "$build_dir" "$logs/ncu" 2>&1 | tee -a "$summary" || say "warning: scripts/gpu-ncu.sh failed"
 fi
 
 section "results"

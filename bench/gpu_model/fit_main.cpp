@@ -106,7 +106,10 @@ Errors errors(const std::vector<Point>& points, const GpuTarget& target, const F
   return out;
 }
 
-// A grid over the three constants, smallest mean absolute error first.
+// A grid over the four constants, the smallest mean absolute error. Bounded by
+// what is physically plausible: dram_efficiency 0.50-1.00 (an H200 copies at
+// about 0.9 of its peak), launch_s 0.5-6 us; a grid open to 0.30 and 10 us
+// found 0.30 and 10 us for 0.002 less mean error (docs/gpu-model.md, Fitting).
 FittedConstants fit(const std::vector<Point>& points, const GpuTarget& target) {
   FittedConstants best = stitch::gpu_model::fitted_constants(target);
   double best_mean = errors(points, target, best).mean;

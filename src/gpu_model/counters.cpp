@@ -141,7 +141,7 @@ void CounterCollector::issue(uint32_t warp, const ptx::sim::DFunction& function,
     switch (c) {
       case InstructionClass::GlobalLoad:
       case InstructionClass::GlobalStore:
-      case InstructionClass::Atomic: dram = global_access(*access, mask, c != InstructionClass::GlobalLoad); break;
+      case InstructionClass::Atomic: dram = global_access(*access, mask, c != InstructionClass::GlobalLoad, warp); break;
       case InstructionClass::SharedLoad:
       case InstructionClass::SharedStore: shared_access(*access, mask); break;
       case InstructionClass::LocalMemory:
@@ -184,7 +184,7 @@ void distinct_units(const MemoryAccess& a, uint32_t mask, int shift, std::vector
 
 }  // namespace
 
-bool CounterCollector::global_access(const MemoryAccess& a, uint32_t mask, bool write) {
+bool CounterCollector::global_access(const MemoryAccess& a, uint32_t mask, bool write, uint32_t warp) {
   bool dram = false;
   AccessCounts& counts = a.atomic ? counts_.atomic : write ? counts_.global_store : counts_.global_load;
   static thread_local std::vector<uint64_t> units;
@@ -199,20 +199,28 @@ bool CounterCollector::global_access(const MemoryAccess& a, uint32_t mask, bool 
   // touch hits L2 when what the CTAs running beside it touched in between fits.
   // The distance is the bytes of every sector the CTA touched since, not of
   // the distinct ones: an upper bound that is exact for a loop touching each
-  // sector once per pass (a row read twice).
+  // sector once per pass (a row read twice). The interpreter runs a CTA's
+  // warps one after another between barriers, where a GPU runs them side by
+  // side: a warp reading its own sector again counts its own touches since
+  // times the CTA's warps (all progressing alike), when that is more.
+  WarpState* w = warp < warps_.size() ? &warps_[warp] : nullptr;
   for (uint64_t u : units) {
     cta_clock_ += 32;
+    if (w) w->clock += 32;
     auto [it, inserted] = sectors_.try_emplace(u);
     Sector& s = it->second;
     if (inserted) {
       s.cta = cta_index_;
-      s.last_touch = cta_clock_;
       s.read_first = !write || a.atomic;
       dram = dram || s.read_first;
     } else if (s.cta != cta_index_) {
       s.shared = true;
     } else if (!write) {
-      const double distance = static_cast<double>(cta_clock_ - s.last_touch) * static_cast<double>(concurrent_ctas_);
+      double touched = static_cast<double>(cta_clock_ - s.last_touch);
+      if (w && s.warp == warp) {
+        touched = std::max(touched, static_cast<double>(w->clock - s.warp_touch) * static_cast<double>(warps_.size()));
+      }
+      const double distance = touched * static_cast<double>(concurrent_ctas_);
       if (distance > l2_bytes_) {
         ++s.reread_misses;
         ++counts_.l2_reread_misses;
@@ -221,7 +229,11 @@ bool CounterCollector::global_access(const MemoryAccess& a, uint32_t mask, bool 
         ++counts_.l2_reread_hits;
       }
     }
-    if (s.cta == cta_index_) s.last_touch = cta_clock_;
+    if (s.cta == cta_index_) {
+      s.last_touch = cta_clock_;
+      s.warp = warp;
+      s.warp_touch = w ? w->clock : 0;
+    }
     if (write) s.written = true;
   }
   return dram;

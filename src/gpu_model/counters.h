@@ -89,17 +89,20 @@ class CounterCollector : public ptx::sim::Observer {
     bool waited = false;      // an instruction of this block used a load of the batch
     bool stored = false;      // a store came after the batch's first load
     uint64_t batches = 0;
+    uint64_t clock = 0;       // bytes of the sectors this warp has touched, each touch counted
   };
   struct Sector {
     uint32_t cta = 0;        // the first sampled CTA to touch it (its sample index)
     uint64_t last_touch = 0; // that CTA's clock (cta_clock_) at its last touch
+    uint32_t warp = 0;       // the warp of that CTA that touched it last
+    uint64_t warp_touch = 0; // that warp's clock (WarpState::clock) then
     bool shared = false;     // touched by more than one sampled CTA
     bool read_first = false; // its first touch was a read: one DRAM read
     bool written = false;
     uint32_t reread_misses = 0;
   };
   // Returns whether a sector of the access goes to DRAM.
-  bool global_access(const ptx::sim::MemoryAccess& access, uint32_t mask, bool write);
+  bool global_access(const ptx::sim::MemoryAccess& access, uint32_t mask, bool write, uint32_t warp);
   void shared_access(const ptx::sim::MemoryAccess& access, uint32_t mask);
   void track_dependencies(WarpState& w, const ptx::sim::DInst& in, uint32_t reg_base, uint32_t mask,
                           const ptx::sim::MemoryAccess* access, InstructionClass c, bool non_coherent, bool dram);

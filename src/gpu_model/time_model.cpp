@@ -28,9 +28,6 @@ double rate_of(const IssueRates& r, InstructionClass c) {
   return r.other;
 }
 
-// Four schedulers per SM each issue one warp instruction a clock.
-constexpr double kIssuePerSmClock = 4;
-
 }  // namespace
 
 Prediction finish(const Terms& t, const FittedConstants& k) {

@@ -17,6 +17,9 @@
 
 namespace stitch::gpu_model {
 
+// Four schedulers per SM each issue one warp instruction a clock.
+inline constexpr double kIssuePerSmClock = 4;
+
 // The terms before the fitted constants: DRAM bytes at the peak bandwidth,
 // and the DRAM round trips at the target's unloaded latency. A prediction is
 // finish(terms, constants), so a fit re-prices recorded terms without

@@ -278,17 +278,20 @@ std::vector<RankedCandidate> rank_candidates(const GroupDescription& group, cons
 }
 
 std::string render_ranking(const GroupDescription& group, const GpuTarget& target,
-                           const std::vector<RankedCandidate>& ranking, size_t limit) {
+                           const std::vector<RankedCandidate>& ranking, size_t limit, const CandidateModel& model) {
   std::string out = fmt::format("{} on {} ({}): {} candidates, best first\n", group.summary(), target.arch,
                                 target.product, ranking.size());
-  out += fmt::format("  {:>4} {:>12} {:>5} {:>8} {:>7} {:>6} {:<9} {:>6}  {:<20} {}\n", "rank", "latency_us", "waves",
-                     "blocks", "threads", "blk/SM", "limit", "CPI", "strategy", "template");
+  out += fmt::format("  {:>4} {:>12} {:>5} {:>8} {:>7} {:>6} {:<9} {:>6}  ", "rank", "latency_us", "waves", "blocks",
+                     "threads", "blk/SM", "limit", "CPI");
+  out += model ? fmt::format("{:>8}  {:<20} {}\n", "model_us", "strategy", "template")
+               : fmt::format("{:<20} {}\n", "strategy", "template");
   for (size_t i = 0; i < ranking.size() && (limit == 0 || i < limit); ++i) {
     const KernelCandidate& k = ranking[i].kernel;
     const LatencyEstimate& e = ranking[i].estimate;
-    out += fmt::format("  {:>4} {:>12.3f} {:>5} {:>8} {:>7} {:>6} {:<9} {:>6.1f}  {:<20} {}\n", i + 1, e.seconds * 1e6,
-                       e.waves, k.blocks, k.threads_per_block, e.occ.blocks_per_sm, occupancy_limit_name(e.occ.limit),
-                       e.cpi, k.strategy, print_template(k.schedule));
+    out += fmt::format("  {:>4} {:>12.3f} {:>5} {:>8} {:>7} {:>6} {:<9} {:>6.1f}  ", i + 1, e.seconds * 1e6, e.waves,
+                       k.blocks, k.threads_per_block, e.occ.blocks_per_sm, occupancy_limit_name(e.occ.limit), e.cpi);
+    if (model) out += fmt::format("{:>8.1f}  ", model(group, k) * 1e6);
+    out += fmt::format("{:<20} {}\n", k.strategy, print_template(k.schedule));
   }
   if (limit != 0 && ranking.size() > limit) out += fmt::format("  ... {} more\n", ranking.size() - limit);
   return out;

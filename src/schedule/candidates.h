@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,14 @@ std::vector<KernelCandidate> enumerate_candidates(const GroupDescription& group,
 // deterministic.
 std::vector<RankedCandidate> rank_candidates(const GroupDescription& group, const GpuTarget& target);
 
-// A table, one line per candidate, best first; at most `limit` lines (0: all).
+// Seconds for a candidate of a group: the GPU model's analytical form
+// (gpu_model/analytic.h), which the schedule stage cannot call itself.
+using CandidateModel = std::function<double(const GroupDescription&, const KernelCandidate&)>;
+
+// A table, one line per candidate, best first; at most `limit` lines (0: all);
+// with `model`, a column of its time for each candidate beside the latency evaluator's.
 std::string render_ranking(const GroupDescription& group, const GpuTarget& target,
-                           const std::vector<RankedCandidate>& ranking, size_t limit = 0);
+                           const std::vector<RankedCandidate>& ranking, size_t limit = 0,
+                           const CandidateModel& model = {});
 
 }  // namespace stitch::schedule

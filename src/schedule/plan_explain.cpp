@@ -172,8 +172,14 @@ std::string explain_plan(const Graph& g, const FusionPlan& plan, const GpuTarget
                          const SymbolBindings& bindings, size_t top, std::optional<RowScheduleKind> forced) {
   RowScheduleTarget rows = RowScheduleTarget::gpu(target.arch);
   rows.forced = forced;
-  std::string out = fmt::format("schedule candidates on {} ({}), latency evaluator estimates:\n", target.arch,
-                                target.product);
+  return explain_plan(g, plan, target, bindings, top, rows);
+}
+
+std::string explain_plan(const Graph& g, const FusionPlan& plan, const GpuTarget& target,
+                         const SymbolBindings& bindings, size_t top, const RowScheduleTarget& rows) {
+  std::string out = fmt::format("schedule candidates on {} ({}), latency evaluator estimates{}:\n", target.arch,
+                                target.product,
+                                rows.model ? fmt::format(" and the {} model's (model_us)", rows.model_name) : "");
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
     auto described = describe_group(g, plan.groups[gi], bindings);
     out += fmt::format("group {} [{}]: ", gi, group_kind_name(plan.groups[gi].kind));
@@ -182,7 +188,7 @@ std::string explain_plan(const Graph& g, const FusionPlan& plan, const GpuTarget
       continue;
     }
     const GroupDescription& d = std::get<GroupDescription>(described);
-    out += render_ranking(d, target, rank_candidates(d, target), top);
+    out += render_ranking(d, target, rank_candidates(d, target), top, rows.model);
     out += chosen_line(g, plan.groups[gi], rows, bindings);
   }
   return out;

@@ -29,6 +29,11 @@ std::variant<GroupDescription, std::string> describe_group(const Graph& g, const
 std::string explain_plan(const Graph& g, const FusionPlan& plan, const GpuTarget& target,
                          const SymbolBindings& bindings = {}, size_t top = 5,
                          std::optional<RowScheduleKind> forced = std::nullopt);
+// The same with the row schedules chosen for `rows` (a GPU target, with the
+// GPU model's analytical form when rows.model is set: gpu_model::with_row_model);
+// each ranked candidate then shows the model's time beside the evaluator's.
+std::string explain_plan(const Graph& g, const FusionPlan& plan, const GpuTarget& target,
+                         const SymbolBindings& bindings, size_t top, const RowScheduleTarget& rows);
 
 // For every group of `plan`: the row schedule the lowering takes for `rows`
 // (the CPU, or a forced kind), without a GPU ranking.

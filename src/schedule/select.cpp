@@ -160,6 +160,47 @@ bool cpu_is_amd() {
 #endif
 }
 
+// The GPU model's time for a forced choice, from the candidate it lowers from.
+void add_model_time(const GroupDescription& d, int64_t static_len, const RowScheduleTarget& target,
+                    RowScheduleChoice& choice) {
+  const std::optional<GpuTarget> gpu = target.ranking_target();
+  if (!gpu) return;
+  for (const KernelCandidate& k : enumerate_candidates(d, *gpu)) {
+    if (lowered_schedule(k, static_len) != choice.schedule) continue;
+    choice.model_seconds = target.model(d, k);
+    choice.reason += fmt::format("; the {} model: {:.1f} us", target.model_name, choice.model_seconds * 1e6);
+    return;
+  }
+}
+
+// The GPU model's choice among the ranked candidates the lowering implements:
+// the fastest by the model, ties to the latency evaluator's order; `evaluator`
+// is the evaluator's own first choice, kept beside it.
+RowScheduleChoice by_model(const GroupDescription& d, int64_t static_len, const RowScheduleTarget& target,
+                           const std::vector<RankedCandidate>& ranking, RowScheduleChoice evaluator) {
+  RowScheduleChoice best;
+  for (size_t i = 0; i < ranking.size(); ++i) {
+    const std::optional<RowSchedule> s = lowered_schedule(ranking[i].kernel, static_len);
+    if (!s) continue;
+    const double seconds = target.model(d, ranking[i].kernel);
+    if (static_cast<int>(i) + 1 == evaluator.rank) evaluator.model_seconds = seconds;
+    if (best.rank == 0 || seconds < best.model_seconds) {
+      best.schedule = *s;
+      best.rank = static_cast<int>(i) + 1;
+      best.model_seconds = seconds;
+    }
+  }
+  best.evaluator_choice = evaluator.schedule;
+  best.evaluator_choice_model_seconds = evaluator.model_seconds;
+  best.reason = fmt::format("the {} model's fastest, {:.1f} us; rank {} of {} by the latency evaluator", target.model_name,
+                            best.model_seconds * 1e6, best.rank, ranking.size());
+  if (best.schedule != evaluator.schedule) {
+    best.reason += fmt::format(", whose first, {}, the model puts at {:.1f} us", evaluator.schedule.describe(),
+                               evaluator.model_seconds * 1e6);
+  }
+  return best;
+}
+
 }  // namespace
 
 std::string RowScheduleTarget::name() const {
@@ -241,6 +282,7 @@ RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_
         choice.reason += " (rows of 32 elements or more, or symbolic: warp-per-row)";
       }
     }
+    if (target.machine == RowScheduleTarget::Machine::Gpu && target.model) add_model_time(d, static_len, target, choice);
     return choice;
   }
   if (target.machine == RowScheduleTarget::Machine::Cpu) {
@@ -255,7 +297,7 @@ RowScheduleChoice choose_row_schedule(const GroupDescription& d, int64_t static_
       choice.schedule = *s;
       choice.rank = static_cast<int>(i) + 1;
       choice.reason = fmt::format("rank {} of {} on {}", choice.rank, ranking.size(), target.gpu_arch);
-      return choice;
+      return target.model ? by_model(d, static_len, target, ranking, std::move(choice)) : choice;
     }
   }
   choice.reason = fmt::format("no ranked candidate the lowering implements on {}: block-per-row", target.gpu_arch);

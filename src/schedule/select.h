@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -55,6 +56,14 @@ struct RowScheduleTarget {
   int64_t cpu_l1_bytes = default_cpu_l1_bytes();
   static int64_t default_cpu_l1_bytes();
 
+  // Gpu: the GPU model's analytical form (gpu_model/analytic.h; seconds for
+  // a candidate of the group), which ranks the candidates the lowering
+  // implements when set; the latency evaluator's ranking decides otherwise.
+  // Set by gpu_model::with_row_model, which knows the targets it models;
+  // `model_name` names that target ("h200").
+  CandidateModel model = {};
+  std::string model_name = {};
+
   static RowScheduleTarget cpu() { return {}; }
   static RowScheduleTarget gpu(std::string arch = "sm_90") { return {Machine::Gpu, std::move(arch), std::nullopt, std::nullopt, 0, -1}; }
   static RowScheduleTarget for_device(const GpuTarget& device) {
@@ -72,9 +81,15 @@ struct RowScheduleTarget {
 
 struct RowScheduleChoice {
   RowSchedule schedule;
-  // Why: "rank 1 of 15 on sm_90", "the CPU rule of docs/schedule.md", "forced by --row-schedule".
+  // Why: "rank 1 of 15 on sm_90", "the CPU rule of docs/schedule.md", "forced by --row-schedule",
+  // "the h200 model's fastest: 41.2 us; ...".
   std::string reason;
-  int rank = 0;  // 1-based rank in the GPU ranking; 0 when not from a ranking
+  int rank = 0;  // 1-based rank in the latency evaluator's GPU ranking; 0 when not from a ranking
+  // With a GPU model: its time for the chosen schedule, and the latency
+  // evaluator's own first implementable choice with the model's time for it.
+  double model_seconds = 0;
+  std::optional<RowSchedule> evaluator_choice;
+  double evaluator_choice_model_seconds = 0;
 };
 
 // The choice for a row reduction described by `d`, whose rows have

@@ -73,8 +73,10 @@ int dispatch(int argc, char** argv) {
   bool plan_explain = false;
   std::string plan_target = "sm_90";
   plan->add_flag("--explain", plan_explain, "rank each group's schedule candidates by estimated latency");
-  plan->add_option("--target", plan_target,
-                   "what --explain is for: sm_80, sm_90 (default; the CUDA back end's plan) or cpu");
+  CLI::Option* plan_target_option = plan->add_option(
+      "--target", plan_target, "what --explain is for: sm_80, sm_90 (default; the CUDA back end's plan) or cpu");
+  std::string plan_backend;
+  plan->add_option("--backend", plan_backend, "what --explain is for: cuda (--target sm_90) or cpu (--target cpu)");
   std::string plan_rows, emit_rows;
   plan->add_option("--row-schedule", plan_rows, "force the row schedule --explain reports (default auto)")
       ->check(CLI::IsMember(row_schedule_option_values()));
@@ -164,8 +166,18 @@ int dispatch(int argc, char** argv) {
   if (!run_scalars.empty()) throw UserError("run: --scalar binds a user kernel's scalar; give --kernel NAME");
   if (*run) return run_command(file, graph_name, backend, planner, inputs, output_dir, print_values, run_tune);
   if (*print) return print_command(file, graph_name, !raw);
-  if (*plan) return plan_command(file, graph_name, plan_planner, format, plan_dims, output, plan_explain, plan_target,
-                                 plan_rows);
+  if (*plan) {
+    if (!plan_backend.empty()) {
+      if (plan_backend != "cpu" && plan_backend != "cuda") {
+        throw UserError(fmt::format("plan --backend {}: use cpu or cuda", plan_backend));
+      }
+      if (plan_target_option->count() > 0 && (plan_target == "cpu") != (plan_backend == "cpu")) {
+        throw UserError(fmt::format("plan: --backend {} and --target {} disagree; give one", plan_backend, plan_target));
+      }
+      if (plan_backend == "cpu") plan_target = "cpu";
+    }
+    return plan_command(file, graph_name, plan_planner, format, plan_dims, output, plan_explain, plan_target, plan_rows);
+  }
   if (*emit) return emit_command(file, graph_name, emit_backend, emit_planner, emit_rows);
   if (*check) return check_command(files, check_options);
   if (*bench) return bench_command(files, bench_options);

@@ -13,6 +13,7 @@
 #include "fusion/cost_model.h"
 #include "fusion/delta_evaluator.h"
 #include "fusion/planner.h"
+#include "gpu_model/analytic.h"
 #include "runtime/common/pipeline.h"
 #include "schedule/plan_explain.h"
 #include "stitch/text.h"
@@ -185,7 +186,7 @@ std::string emitted_source(const Graph& canonical, PlannerKind kind, const std::
   if (backend_name == "cuda") {
 #ifdef STITCH_HAVE_CUDA
     backend.emit = [](const std::vector<kir::Kernel>& kernels) { return codegen::cuda::emit_cuda_translation_unit(kernels); };
-    rows = schedule::RowScheduleTarget::gpu();
+    rows = gpu_model::with_row_model(schedule::RowScheduleTarget::gpu());
     options = PlanOptions::for_gpu();
 #else
     throw UserError("--backend cuda: this stitch was built without the CUDA toolkit");
@@ -261,7 +262,11 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
     text = plan_text(canonical, fusion_plan, FusionCostModel(bindings));
     if (kind == PlannerKind::Stitch || kind == PlannerKind::Ilp) text += search_text(search, kind, explain);
   }
-  if (explain && gpu) text += schedule::explain_plan(canonical, fusion_plan, *gpu, bindings, 5, forced);
+  if (explain && gpu) {
+    schedule::RowScheduleTarget gpu_rows = gpu_model::with_row_model(schedule::RowScheduleTarget::gpu(gpu->arch));
+    gpu_rows.forced = forced;
+    text += schedule::explain_plan(canonical, fusion_plan, *gpu, bindings, 5, gpu_rows);
+  }
   if (explain && !gpu) {
     text += schedule::explain_row_schedules(canonical, fusion_plan, rows, bindings);
   }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "codegen/cuda/cuda_emitter.h"
+#include "gpu_model/analytic.h"
 #include "ir/env_switch.h"
 #include "runtime/common/buffer_plan.h"
 #include "runtime/common/launch_list.h"
@@ -75,7 +76,7 @@ std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, con
 }
 
 schedule::RowScheduleTarget rows_for(const CudaContext& context, const CudaCompileOptions& options) {
-  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::for_device(context.target());
+  schedule::RowScheduleTarget rows = gpu_model::with_row_model(schedule::RowScheduleTarget::for_device(context.target()));
   rows.forced = options.forced_rows;
   rows.forced_column_groups = options.forced_column_groups;
   return rows;

@@ -128,10 +128,12 @@ std::optional<GpuTarget> model_target_for(const schedule::GpuTarget& device) {
   return best;
 }
 
-schedule::RowScheduleTarget with_row_model(schedule::RowScheduleTarget rows) {
+schedule::RowScheduleTarget with_row_model(schedule::RowScheduleTarget rows, const std::string& target_name) {
   if (rows.machine != schedule::RowScheduleTarget::Machine::Gpu) return rows;
   const std::optional<schedule::GpuTarget> device = rows.ranking_target();
-  const std::optional<GpuTarget> target = device ? model_target_for(*device) : std::nullopt;
+  const std::optional<GpuTarget> target = !target_name.empty() ? target_or_error(target_name, "the GPU model's target")
+                                          : device                ? model_target_for(*device)
+                                                                  : std::nullopt;
   if (!target) return rows;
   const FittedConstants constants = fitted_constants(*target);
   rows.model_name = target->name;

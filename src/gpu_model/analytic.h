@@ -44,6 +44,7 @@ std::optional<GpuTarget> model_target_for(const schedule::GpuTarget& device);
 
 // `rows` with its model set to the analytical form for the device it ranks on
 // (RowScheduleTarget::model), when the model knows that device; unchanged otherwise.
-schedule::RowScheduleTarget with_row_model(schedule::RowScheduleTarget rows);
+// With `target_name` ("h200"), that known target as it is, whatever the device.
+schedule::RowScheduleTarget with_row_model(schedule::RowScheduleTarget rows, const std::string& target_name = "");
 
 }  // namespace stitch::gpu_model

@@ -7,6 +7,7 @@
 
 #include "gpu_model/analytic.h"
 #include "schedule/select.h"
+#include "stitch/error.h"
 
 namespace stitch::gpu_model {
 namespace {
@@ -96,6 +97,16 @@ TEST(GpuModelAnalytic, TheModelChoosesTheRowScheduleAndSaysWhatTheEvaluatorChose
       schedule::choose_row_schedule(softmax(16384, 4096), 4096, schedule::RowScheduleTarget::gpu());
   EXPECT_EQ(plain.schedule, *choice.evaluator_choice);
   EXPECT_EQ(plain.model_seconds, 0);
+}
+
+TEST(GpuModelAnalytic, ANamedTargetIsModelledWhateverTheDevice) {
+  // cuda-sim reports an H100; `--profile h200` chooses as for the H200.
+  const schedule::RowScheduleTarget rows = with_row_model(schedule::RowScheduleTarget::gpu(), "h200");
+  EXPECT_EQ(rows.model_name, "h200");
+  const GroupDescription d = softmax(16384, 4096);
+  const KernelCandidate& k = candidate(schedule::enumerate_candidates(d, schedule::sm90_target()), "block-per-row", 256);
+  EXPECT_LT(rows.model(d, k), with_row_model(schedule::RowScheduleTarget::gpu()).model(d, k));  // faster DRAM
+  EXPECT_THROW(with_row_model(schedule::RowScheduleTarget::gpu(), "a100"), UserError);
 }
 
 TEST(GpuModelAnalytic, OnlyHopperHasAModel) {

@@ -121,6 +121,7 @@ int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOpt
       const std::string planner_text(planner_name(planner));
       runtime::cuda::CudaCompileOptions compile_options;
       compile_options.forced_rows = forced;
+      compile_options.model_target = target.name;
       std::optional<runtime::cuda::CudaExecutable> exe;
       try {
         exe.emplace(runtime::cuda::CudaExecutable::compile(w.canonical, planner, context, cubins, compile_options));

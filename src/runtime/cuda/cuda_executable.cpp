@@ -76,7 +76,8 @@ std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, con
 }
 
 schedule::RowScheduleTarget rows_for(const CudaContext& context, const CudaCompileOptions& options) {
-  schedule::RowScheduleTarget rows = gpu_model::with_row_model(schedule::RowScheduleTarget::for_device(context.target()));
+  schedule::RowScheduleTarget rows =
+      gpu_model::with_row_model(schedule::RowScheduleTarget::for_device(context.target()), options.model_target);
   rows.forced = options.forced_rows;
   rows.forced_column_groups = options.forced_column_groups;
   return rows;

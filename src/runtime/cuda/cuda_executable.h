@@ -31,6 +31,10 @@ struct CudaCompileOptions {
   // overrides the ranking (stitch bench --row-schedule, tests).
   std::optional<schedule::RowScheduleKind> forced_rows;
   int64_t forced_column_groups = 0;
+  // The GPU model's target ("h200", gpu_model/target.h) whose numbers choose the
+  // row schedules, instead of the device's nearest: what `stitch bench --backend
+  // cuda-sim --profile T` predicts for, since the simulated device is an H100.
+  std::string model_target;
   runtime::StageDump dump;  // the pipeline stages to print (STITCH_DUMP)
   // Replaces groups' default schedules: the tuner measuring on this device
   // (runtime/cuda/cuda_tuning.h) or a test's choice. compile() only.

@@ -45,17 +45,6 @@ RowShape row_shape(const schedule::GroupDescription& g, const schedule::KernelCa
 
 }  // namespace
 
-std::string_view reread_source_name(RereadSource s) {
-  switch (s) {
-    case RereadSource::None: return "none";
-    case RereadSource::SharedCache: return "shared";
-    case RereadSource::L1: return "l1";
-    case RereadSource::L2: return "l2";
-    case RereadSource::Dram: return "dram";
-  }
-  return "";
-}
-
 AnalyticPrediction analytic_prediction(const GpuTarget& t, const FittedConstants& constants,
                                        const schedule::GroupDescription& g, const schedule::KernelCandidate& k) {
   const schedule::GpuTarget& d = t.device;
@@ -95,9 +84,8 @@ AnalyticPrediction analytic_prediction(const GpuTarget& t, const FittedConstants
                             kPerMemory * n.memory + kPerAlu * n.alu + kPerSfu * n.sfu + kPerShared * n.shared +
                             kPerSync * n.sync;
   const double warps = blocks * static_cast<double>(ceil_div(k.threads_per_block, d.warp_size));
-  out.warp_instructions = warps * per_thread;
   const double clock = d.clock_hz * sms_used;
-  terms.issue_s = std::max(out.warp_instructions / (kIssuePerSmClock * clock), warps * n.sfu / (t.issue.sfu * clock));
+  terms.issue_s = std::max(warps * per_thread / (kIssuePerSmClock * clock), warps * n.sfu / (t.issue.sfu * clock));
   // One batch of loads a loop step; a later pass's batches wait an L2 or a
   // DRAM round trip as its bytes come from one or the other.
   const double steps = static_cast<double>(shape.steps_per_pass);

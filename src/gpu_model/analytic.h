@@ -22,13 +22,11 @@
 namespace stitch::gpu_model {
 
 // Where a row's later passes read it from.
-enum class RereadSource { None, SharedCache, L1, L2, Dram };
-std::string_view reread_source_name(RereadSource s);
+enum class RereadSource { None, SharedCache, L2, Dram };
 
 struct AnalyticPrediction {
   Prediction prediction;
   RereadSource rereads = RereadSource::None;
-  double warp_instructions = 0;  // over the grid
 };
 
 // The model's time for `candidate`, one of enumerate_candidates(group, target.device).

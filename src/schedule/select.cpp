@@ -191,7 +191,6 @@ RowScheduleChoice by_model(const GroupDescription& d, int64_t static_len, const 
     }
   }
   best.evaluator_choice = evaluator.schedule;
-  best.evaluator_choice_model_seconds = evaluator.model_seconds;
   best.reason = fmt::format("the {} model's fastest, {:.1f} us; rank {} of {} by the latency evaluator", target.model_name,
                             best.model_seconds * 1e6, best.rank, ranking.size());
   if (best.schedule != evaluator.schedule) {

@@ -86,10 +86,9 @@ struct RowScheduleChoice {
   std::string reason;
   int rank = 0;  // 1-based rank in the latency evaluator's GPU ranking; 0 when not from a ranking
   // With a GPU model: its time for the chosen schedule, and the latency
-  // evaluator's own first implementable choice with the model's time for it.
+  // evaluator's own first implementable choice (the reason gives the model's time for it).
   double model_seconds = 0;
   std::optional<RowSchedule> evaluator_choice;
-  double evaluator_choice_model_seconds = 0;
 };
 
 // The choice for a row reduction described by `d`, whose rows have

@@ -38,6 +38,20 @@ TEST_F(PlanExplain, UsageErrors) {
   CliResult dot = run_cli("plan " + softmax() + " --explain --format dot");
   EXPECT_EQ(dot.status, 2);
   EXPECT_NE(dot.output.find("--explain prints text; use it with --format text"), std::string::npos) << dot.output;
+  CliResult backend = run_cli("plan " + softmax() + " --explain --backend rocm");
+  EXPECT_EQ(backend.status, 2);
+  EXPECT_NE(backend.output.find("plan --backend rocm: use cpu or cuda"), std::string::npos) << backend.output;
+  CliResult both = run_cli("plan " + softmax() + " --explain --backend cuda --target cpu");
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.output.find("--backend cuda and --target cpu disagree"), std::string::npos) << both.output;
+}
+
+TEST_F(PlanExplain, TheCudaBackendShowsTheGpuModelBesideTheLatencyEvaluator) {
+  CliResult r = run_cli("plan " + softmax() + " --planner stitch --explain --backend cuda");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("latency evaluator estimates and the h100 model's (model_us)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the h100 model's fastest"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -90,6 +90,39 @@ PY
 # Seconds left before DEADLINE less MARGIN; empty without a DEADLINE.
 seconds_left() { [ -n "${DEADLINE:-}" ] && echo $((DEADLINE - $(date +%s) - $1)); }
 
+peers_json=""
+if [ -n "$peers" ]; then
+  if [ -f bench/peers/run_peers.py ]; then
+    say "python3 bench/peers/run_peers.py --peers $peers --device cuda"
+    # They run right after the stitch numbers, before the optional extras below, so
+    # that a deadline cuts the extras rather than the comparison. With DEADLINE
+    # (epoch seconds) they stop 30 s before it, keeping the rows they measured
+    # (run_peers.py writes its JSON after every workload).
+    limit=()
+    if left=$(seconds_left 30); then
+      ((left > 10)) || left=10
+      limit=(timeout "$left")
+      say "the peers get ${left}s (DEADLINE)"
+    fi
+    if "${limit[@]}" python3 bench/peers/run_peers.py --workloads bench/workloads --sweeps --peers "$peers" \
+      --repeat "$repeat" --warmup "$warmup" --device cuda --json "$work/peers.json"; then
+      peers_json=$work/peers.json
+    elif [ -s "$work/peers.json" ]; then
+      say "warning: bench/peers/run_peers.py failed or was stopped; using the peer results it wrote"
+      peers_json=$work/peers.json
+      partial=1
+    else
+      say "warning: bench/peers/run_peers.py failed and wrote nothing; no peer columns"
+      partial=1
+    fi
+  else
+    say "warning: no bench/peers/run_peers.py; no peer columns"
+    partial=1
+  fi
+fi
+
+[ -n "$peers_json" ] && cp "$peers_json" "$base-peers.json" && say "wrote $base-peers.json"
+
 # With ROW_SCHEDULES (a comma-separated subset of block-per-row, warp-per-row,
 # multi-row-per-warp): the row-reduction graphs again under the stitch planner
 # with each row schedule forced, the data for the GPU's default choice
@@ -103,12 +136,13 @@ if [ -n "${ROW_SCHEDULES:-}" ]; then
     if "$build_dir/stitch" bench "${row_graphs[@]}" --backend cuda --planners stitch --row-schedule "$rs" \
       --repeat "$repeat" --warmup "$warmup" --json "$work/rows-$rs.json"; then
       docs+=("$work/rows-$rs.json")
+      # After each schedule, so that a run stopped part way keeps what it timed.
+      merge_documents "$base-rows.json" rows- "${docs[@]}"
     else
       say "warning: stitch bench --row-schedule $rs failed"
       partial=1
     fi
   done
-  if ((${#docs[@]})); then merge_documents "$base-rows.json" rows- "${docs[@]}"; fi
 fi
 
 # The PyFuser subjects (docs/lazy.md, Back ends) on lazy arrays on CUDA:
@@ -165,36 +199,6 @@ if [ "${MODELS:-0}" = 1 ]; then
   if ((${#docs[@]})); then merge_documents "$base-models.json" "" "${docs[@]}"; fi
 fi
 
-peers_json=""
-if [ -n "$peers" ]; then
-  if [ -f bench/peers/run_peers.py ]; then
-    say "python3 bench/peers/run_peers.py --peers $peers --device cuda"
-    # With DEADLINE (epoch seconds), the peers stop 30 s before it, keeping the
-    # rows they measured (run_peers.py writes its JSON after every workload).
-    limit=()
-    if left=$(seconds_left 30); then
-      ((left > 10)) || left=10
-      limit=(timeout "$left")
-      say "the peers get ${left}s (DEADLINE)"
-    fi
-    if "${limit[@]}" python3 bench/peers/run_peers.py --workloads bench/workloads --sweeps --peers "$peers" \
-      --repeat "$repeat" --warmup "$warmup" --device cuda --json "$work/peers.json"; then
-      peers_json=$work/peers.json
-    elif [ -s "$work/peers.json" ]; then
-      say "warning: bench/peers/run_peers.py failed or was stopped; using the peer results it wrote"
-      peers_json=$work/peers.json
-      partial=1
-    else
-      say "warning: bench/peers/run_peers.py failed and wrote nothing; no peer columns"
-      partial=1
-    fi
-  else
-    say "warning: no bench/peers/run_peers.py; no peer columns"
-    partial=1
-  fi
-fi
-
-[ -n "$peers_json" ] && cp "$peers_json" "$base-peers.json" && say "wrote $base-peers.json"
 combined=0
 if [ -f bench/peers/combine.py ]; then
   args=(--stitch "$work/stitch.json" --out "$base")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hardware counters beside the GPU model (docs/gpu-model.md, Hardware counters beside
 # the model): Nsight Compute (ncu) reads a few counters of the stitch planner's kernels
-# for one elementwise and three row-reduction workloads, and bench/gpu_model/ncu_beside.py
+# for one elementwise and four row-reduction workloads, and bench/gpu_model/ncu_beside.py
 # puts them beside the model's committed predictions. scripts/gpu-check.sh runs it after
 # its benchmarks.
 #   scripts/gpu-ncu.sh BUILD_DIR OUT_DIR
@@ -46,7 +46,13 @@ metrics=dram__bytes_read.sum,dram__bytes_write.sum
 metrics+=,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
 metrics+=,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum
 metrics+=,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum
+# The shared-memory configuration the driver chose (the carveout; docs/cuda-runtime.md).
+metrics+=,launch__shared_mem_config_size
 workloads=(bench/workloads/{add,softmax,layernorm,rmsnorm}.stitch)
+# A softmax sweep point whose row caches need more than 132 KiB per SM (2026-12-04 notes).
+if python3 bench/peers/sweeps.py "$out/sweeps" >/dev/null 2>&1 && [ -f "$out/sweeps/triton_softmax_n6144.stitch" ]; then
+  workloads+=("$out/sweeps/triton_softmax_n6144.stitch")
+fi
 
 say "$("$ncu" --version 2>&1 | tail -n 1)"
 say "$ncu --clock-control none --kernel-name 'regex:^k_' --launch-count 40 (${#workloads[@]} workloads, stitch planner)"

@@ -29,6 +29,8 @@ ST_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
 REGISTERS = "launch__registers_per_thread"
 WARPS_ACTIVE = "sm__warps_active.avg.pct_of_peak_sustained_active"
 DURATION = "gpu__time_duration.sum"
+# The shared-memory configuration the driver chose for the launch (the carveout), per SM.
+SHARED_CONFIG = "launch__shared_mem_config_size"
 
 # Units as ncu names them, to bytes and seconds (base units need none of this).
 SCALE = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9,
@@ -138,6 +140,7 @@ def join(measured, predicted):
             "occupancy": (active / 100 if active is not None else None, p.get("occupancy")),
             "duration_s": (m.get(DURATION), p.get("predicted_s")),
             "launch_s": (p.get("times_s") or {}).get("launch"),
+            "shared_config": m.get(SHARED_CONFIG),
         })
     return rows
 
@@ -163,7 +166,7 @@ def line(r):
             f"(ld only {fmt(r['load_sectors_per_request'])}); registers {pair(r, 'registers', 1, 0)}; "
             f"occupancy {fmt(r['occupancy'][0])} achieved/{fmt(r['occupancy'][1])} theoretical; "
             f"time {pair(r, 'duration_s', 1e6, 1)} us (the prediction includes a launch term of "
-            f"{fmt(r['launch_s'], 1e6, 1)} us)")
+            f"{fmt(r['launch_s'], 1e6, 1)} us); shared memory configured {fmt(r.get('shared_config'), 1 / 1024, 0)} KiB")
 
 
 def summary(rows):
@@ -176,14 +179,14 @@ def summary(rows):
 
 def markdown(rows):
     out = ["| kernel | workload | DRAM read MB | DRAM write MB | sectors/request (ld+st) | ld only | "
-           "registers | occupancy (achieved / theoretical) | time us | predicted us |",
-           "| --- | --- | --- | --- | --- | ---: | --- | --- | ---: | ---: |"]
+           "registers | occupancy (achieved / theoretical) | time us | predicted us | shared config KiB |",
+           "| --- | --- | --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: |"]
     for r in rows:
         out.append(f"| {r['kernel']} | {r['workload']} | {pair(r, 'dram_read', 1e-6, 1, ' / ')} | "
                    f"{pair(r, 'dram_write', 1e-6, 1, ' / ')} | {pair(r, 'sectors_per_request', sep=' / ')} | "
                    f"{fmt(r['load_sectors_per_request'])} | {pair(r, 'registers', 1, 0, ' / ')} | "
                    f"{pair(r, 'occupancy', sep=' / ')} | {fmt(r['duration_s'][0], 1e6, 1)} | "
-                   f"{fmt(r['duration_s'][1], 1e6, 1)} |")
+                   f"{fmt(r['duration_s'][1], 1e6, 1)} | {fmt(r.get('shared_config'), 1 / 1024, 0)} |")
     return ("Measured / predicted. Sectors per request: global loads and stores together, as the model "
             "counts them. Predicted time includes the model's launch term.\n\n"
             + "\n".join(out) + "\n\n" + summary(rows) + "\n")

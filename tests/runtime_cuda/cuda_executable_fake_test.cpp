@@ -11,7 +11,9 @@
 #include "fake_cuda_driver.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cuda_executable.h"
+#include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/device_allocator.h"
+#include "schedule/target.h"
 #include "stitch/error.h"
 #include "stitch/text.h"
 #include "ir/canonicalize.h"
@@ -141,6 +143,49 @@ TEST_F(FakeGpu, AnArenaOverTheStaticLimitIsPassedAtLaunch) {
   const std::vector<StitchFakeCudaLaunch> l = launches();
   ASSERT_EQ(l.size(), 1u);
   EXPECT_GT(l[0].shared_bytes, 48u * 1024u);
+  // Two blocks of 48 KiB and more per SM need most of the SM's shared memory.
+  EXPECT_GE(l[0].carveout, 40);
+  EXPECT_LE(l[0].carveout, 100);
+}
+
+// A kernel with a row cache asks for the carveout its resident blocks need
+// (docs/cuda-runtime.md, Shared-memory carveout); one without shared memory
+// leaves the driver's default.
+TEST_F(FakeGpu, ARowCacheAsksForTheCarveoutItsBlocksNeed) {
+  CudaCompileOptions options;
+  options.forced_rows = schedule::RowScheduleKind::BlockPerRow;
+  CudaExecutable rows =
+      compile("graph s(x: f32[64, 6144]) -> (f32[64, 6144]) {\n  y = softmax(x, axis=-1)\n  return y\n}\n",
+              PlannerKind::Stitch, options);
+  ASSERT_TRUE(rows.fallback().empty()) << rows.fallback();
+  DeviceTensor x = upload(context_, Tensor(DType::f32, {64, 6144}));
+  std::vector<DeviceTensor> outputs;
+  rows.run_on_device({&x}, outputs);
+  CudaExecutable add = compile("graph a(x: f32[4096]) -> (f32[4096]) {\n  y = add(x, x)\n  return y\n}\n",
+                               PlannerKind::Stitch);
+  DeviceTensor v = upload(context_, Tensor(DType::f32, {4096}));
+  add.run_on_device({&v}, outputs);
+  const std::vector<StitchFakeCudaLaunch> l = launches();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_GT(l[0].carveout, 0);
+  EXPECT_LE(l[0].carveout, 100);
+  EXPECT_EQ(l[1].carveout, -1);
+}
+
+TEST(SharedCarveout, CoversTheBlocksThreadsAndRegistersAllow) {
+  const schedule::GpuTarget& t = schedule::sm90_target();
+  // No shared memory: no preference.
+  EXPECT_EQ(shared_carveout_percent(t, 256, 32, 0), -1);
+  // 8 blocks of 256 threads, each 24 KiB + the 1 KiB reservation: 201 KiB of 228.
+  const int64_t per_block = 24608 + t.shared_reserved_per_block;
+  const int64_t rounded = (per_block + t.shared_alloc_unit - 1) / t.shared_alloc_unit * t.shared_alloc_unit;
+  const int64_t expected = (8 * rounded * 100 + t.shared_bytes_per_sm - 1) / t.shared_bytes_per_sm;
+  EXPECT_EQ(shared_carveout_percent(t, 256, 32, 24608), expected);
+  EXPECT_GT(expected, 80);
+  // Registers allow one block of 1024 threads at 64 each: a quarter of the SM's shared memory or less.
+  EXPECT_LE(shared_carveout_percent(t, 1024, 64, 24608), 25);
+  // More than the SM holds is capped at 100.
+  EXPECT_EQ(shared_carveout_percent(t, 64, 32, 40000), 100);
 }
 
 // Inputs are checked as the interpreter checks them, before anything runs.

@@ -67,6 +67,7 @@ std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, con
       step.function = module.function(l.kernel->name);
       step.dynamic_shared_bytes = dynamic_shared_bytes(step.kernel);
       if (step.dynamic_shared_bytes > 0) module.allow_dynamic_shared(step.function, step.dynamic_shared_bytes);
+      module.prefer_shared_carveout(step.function, step.kernel);
     }
     step.signature = std::move(l.signature);
     step.arg_reductions = std::move(l.arg_reductions);
@@ -81,6 +82,18 @@ schedule::RowScheduleTarget rows_for(const CudaContext& context, const CudaCompi
   rows.forced = options.forced_rows;
   rows.forced_column_groups = options.forced_column_groups;
   return rows;
+}
+
+// The GPU planner's options for the device: a stitched kernel's block may hold
+// between its phases what the lowering lets its row caches take on this device
+// (RowScheduleTarget::shared_budget_bytes, half the opt-in maximum), so a row
+// the lowering could cache is not split at planning for want of the static 48 KiB.
+PlanOptions plan_options_for(const CudaContext& context, const CudaCompileOptions& options,
+                             const schedule::RowScheduleTarget& rows) {
+  PlanOptions plan_options = PlanOptions::for_gpu(context.device().arch());
+  plan_options.max_fusions = resolve_max_fusions(options.plan);
+  plan_options.row_hold_bytes = rows.shared_budget_bytes();
+  return plan_options;
 }
 
 // The CUDA stages of the pipeline: the CUDA C emitter, and NVRTC through the
@@ -226,9 +239,9 @@ CudaExecutable CudaExecutable::compile(const Graph& canonical_graph, PlannerKind
                                        std::shared_ptr<CudaContext> context, CubinCache& cache,
                                        const CudaCompileOptions& options) {
   context->make_current();
-  PlanOptions plan_options = PlanOptions::for_gpu(context->device().arch());
-  plan_options.max_fusions = resolve_max_fusions(options.plan);
-  Compilation c = compilation_of(canonical_graph, planner, plan_options, rows_for(*context, options));
+  const schedule::RowScheduleTarget rows = rows_for(*context, options);
+  const PlanOptions plan_options = plan_options_for(*context, options, rows);
+  Compilation c = compilation_of(canonical_graph, planner, plan_options, rows);
   c.warn = options.warn;
   c.tuner = options.tuner;
   std::shared_ptr<CudaModule> module;
@@ -247,13 +260,12 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
                                                           PlannerKind planner, std::shared_ptr<CudaContext> context,
                                                           CubinCache& cache, const CudaCompileOptions& options) {
   context->make_current();
-  PlanOptions plan_options = PlanOptions::for_gpu(context->device().arch());
-  plan_options.max_fusions = resolve_max_fusions(options.plan);
+  const schedule::RowScheduleTarget rows = rows_for(*context, options);
+  const PlanOptions plan_options = plan_options_for(*context, options, rows);
   std::shared_ptr<CudaModule> module;
   std::string emit_error;
   const Backend backend = cuda_backend(context, cache, options, module, emit_error);
-  LoweredBatch batch =
-      lower_batch(canonical_graphs, compilation_of(Graph(), planner, plan_options, rows_for(*context, options)), backend);
+  LoweredBatch batch = lower_batch(canonical_graphs, compilation_of(Graph(), planner, plan_options, rows), backend);
   const std::string source = codegen::cuda::emit_cuda_translation_unit(batch.kernels);
   module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), module_image_for(context->api())));
   std::vector<CudaExecutable> out;

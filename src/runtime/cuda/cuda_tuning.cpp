@@ -111,6 +111,7 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
     b.function = module.function(b.kernel.name);
     b.shared_bytes = dynamic_shared_bytes(b.kernel);
     if (b.shared_bytes > 0) module.allow_dynamic_shared(b.function, b.shared_bytes);
+    module.prefer_shared_carveout(b.function, b.kernel);
     b.blocks = grid_blocks(b.kernel, {});
     for (size_t i : slots.inputs) b.buffers.push_back(ref.device_inputs.at(i).buffer.get());
     for (size_t o : slots.outputs) b.buffers.push_back(ref.device_outputs.at(o).buffer.get());

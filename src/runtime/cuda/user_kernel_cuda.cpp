@@ -59,6 +59,7 @@ std::shared_ptr<const CudaUserKernel> CudaUserKernel::compile(const std::shared_
   context->make_current();
   out->module_ = std::make_unique<CudaModule>(context, cubins.load_or_compile(source, context->device().arch(), module_image_for(context->api())));
   out->function_ = out->module_->function(out->lowered_.kernel.name);
+  out->module_->prefer_shared_carveout(out->function_, out->lowered_.kernel);
   return out;
 }
 

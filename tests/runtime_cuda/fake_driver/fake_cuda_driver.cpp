@@ -318,6 +318,11 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsign
   r.launch.grid[0] = grid_x, r.launch.grid[1] = grid_y, r.launch.grid[2] = grid_z;
   r.launch.block[0] = block_x, r.launch.block[1] = block_y, r.launch.block[2] = block_z;
   r.launch.shared_bytes = shared_bytes;
+  r.launch.carveout = -1;
+  if (auto it = function->set_attributes.find(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
+      it != function->set_attributes.end()) {
+    r.launch.carveout = it->second;
+  }
   r.launch.stream = stream;
   r.launch.kernel_params = kernel_params;
   if (!s.param_sizes.empty() && !kernel_params) return CUDA_ERROR_INVALID_VALUE;

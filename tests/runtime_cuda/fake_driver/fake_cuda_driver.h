@@ -20,6 +20,7 @@ typedef struct StitchFakeCudaLaunch {
   unsigned grid[3];
   unsigned block[3];
   unsigned shared_bytes;
+  int carveout;  // the function's preferred shared-memory carveout at launch; -1 when never set
   CUstream stream;
   // The caller's array, only meaningful while the caller keeps it alive; the
   // argument bytes themselves are copied when stitch_fake_cuda_record_param_sizes

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "lower/batch_loads.h"
 #include "lower/lower_reduction_group.h"
 #include "lower/lower_stitched_group.h"
 #include "lower/lower_tile_group.h"
@@ -37,7 +38,11 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
       case ScheduleKind::Library: break;
       case ScheduleKind::Tile: lowered.kernel = lower_tile_group(g, group, name, cpu); break;
       case ScheduleKind::TransposeTiles: lowered.kernel = lower_transpose_tiles(g, group, name); break;
-      case ScheduleKind::Loop: lowered.kernel = lower_loop_group(g, group, name, s.prefetch); break;
+      case ScheduleKind::Loop:
+        lowered.kernel = lower_loop_group(g, group, name, s.prefetch);
+        // On the GPU a thread's elements load together before any is computed.
+        if (!cpu) batch_loads(*lowered.kernel);
+        break;
       case ScheduleKind::Row:
         if (group.kind == GroupKind::Stitched) {
           lowered.kernel = lower_stitched_group(g, group, name, s.row, target.shared_budget_bytes(), s.prefetch,

@@ -212,7 +212,8 @@ TEST(CudaEmitter, GoldenLoweredSwishSmall) {
 
 // An elementwise loop over f32[8, 3072]: its loads and store index the
 // buffers by the linear value the loop delinearises, not by (i0) * (3072) +
-// (i1); a broadcast operand (b, one row) still reads at its own index.
+// (i1); a broadcast operand (b, one row) still reads at its own index. The
+// loads are in the loop that batches them (lower/batch_loads.h).
 TEST(CudaEmitter, ElementwiseAccessesUseTheLinearIndex) {
   const Graph g = parse_module(R"(graph e(x: f32[8, 3072], b: f32[3072]) -> (f32[8, 3072]) {
   y = add(x, b)
@@ -221,10 +222,10 @@ TEST(CudaEmitter, ElementwiseAccessesUseTheLinearIndex) {
   LoweredKernels lowered = lower_for_cuda(g, PlannerKind::Xla, "k_e");
   ASSERT_EQ(lowered.kernels.size(), 1u);
   const std::string text = emit_cuda(lowered.kernels[0]);
-  EXPECT_NE(text.find("in_x[lin]"), std::string::npos) << text;
+  EXPECT_NE(text.find("in_x[lin_ahead]"), std::string::npos) << text;
   EXPECT_NE(text.find("out_y[lin] = "), std::string::npos) << text;
   EXPECT_EQ(text.find("* (3072) +"), std::string::npos) << text;
-  EXPECT_NE(text.find("in_b[i1]"), std::string::npos) << text;
+  EXPECT_NE(text.find("in_b[i1_ahead]"), std::string::npos) << text;
   expect_compiles(emit_cuda_translation_unit(lowered.kernels), "linear_index.cu");
 }
 

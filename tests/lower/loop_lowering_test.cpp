@@ -24,6 +24,7 @@
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
 #include "kir/printer.h"
+#include "lower/batch_loads.h"
 #include "lower/lower_plan.h"
 #include "lower/lower_reduction_group.h"
 #include "runtime/cpu/cpu_compiler.h"
@@ -45,6 +46,7 @@ struct Case {
   std::vector<LoweredGroup> lowered;
   bool transcendental = false;
   int64_t reduction_length = 0;  // longest float reduction, 0 if none
+  int batched_loops = 0;  // a "_batched" case: the loops batch_loads split
   SymbolBindings symbols;  // extents for the symbolic dims of the inputs
 };
 
@@ -207,7 +209,16 @@ std::vector<Case> build_cases() {
     c.lowered = lower_plan(c.graph, c.plan, "k_" + c.id);
     c.transcendental = transcendental;
     c.symbols = std::move(symbols);
+    // The same plan as the GPU lowers it: loop kernels with batched loads
+    // (lower/batch_loads.h), run through the CPU emitter like the rest.
+    Case batched = c;
+    batched.id = c.id + "_batched";
+    batched.lowered = lower_plan(c.graph, c.plan, "kb_" + c.id);
+    for (LoweredGroup& l : batched.lowered) {
+      if (l.kernel && l.schedule.kind == schedule::ScheduleKind::Loop) batched.batched_loops += batch_loads(*l.kernel);
+    }
     cases.push_back(std::move(c));
+    cases.push_back(std::move(batched));
   };
   add(workload("swish.stitch", "swish_small"), true);
   add(workload("add.stitch", "add_small"), false);
@@ -309,6 +320,28 @@ TEST_F(LoopLowering, EveryGroupOfEveryTestGraphIsLowered) {
       EXPECT_TRUE(l.kernel.has_value()) << c.id << " group " << l.group << ": " << l.not_lowered_reason;
     }
   }
+}
+
+// Every elementwise workload's loop kernel is split by batch_loads (its
+// "_batched" case matches the interpreter in MatchesInterpreter), and in the
+// split the loads come first: the loading loop stores each input element in
+// its array, the computing loop reads the arrays.
+TEST_F(LoopLowering, BatchedLoadsSplitTheElementwiseLoops) {
+  for (const char* id : {"swish_small_batched", "gelu_tanh_small_batched", "bias_gelu_small_batched",
+                         "add_small_batched", "transpose_add_small_batched"}) {
+    SCOPED_TRACE(id);
+    EXPECT_GE(find(id).batched_loops, 1);
+  }
+  const Case& swish = find("swish_small_batched");
+  ASSERT_TRUE(swish.lowered.front().kernel.has_value());
+  const std::string text = kir::print_kernel(*swish.lowered.front().kernel);
+  const size_t stored = text.find("part_ld0[part_ahead] =");
+  const size_t read = text.find("part_ld0[part]");
+  EXPECT_NE(stored, std::string::npos) << text;
+  EXPECT_NE(read, std::string::npos) << text;
+  EXPECT_LT(stored, read) << text;
+  // The CPU lowering's own cases are never split.
+  EXPECT_EQ(find("swish_small").batched_loops, 0);
 }
 
 TEST_F(LoopLowering, MatchesInterpreter) {

@@ -72,6 +72,15 @@ std::optional<TailGuard> tail_guard(const std::vector<const kir::Stmt*>& run, co
   std::set<std::string> names;
   collect_names(guard->then_body, names);
   if (names.count(thread_var)) return std::nullopt;
+  // Nor through a per-thread value made before the guard (a local array that
+  // an earlier loop filled, lower/batch_loads.h): the shift would not move it.
+  std::set<std::string> own;
+  for (const kir::Stmt& s : guard->then_body) {
+    if (const auto* l = std::get_if<kir::LetStmt>(&s.node)) own.insert(l->name);
+  }
+  for (const std::string& n : names) {
+    if (n != index->name && !own.count(n) && !analysis.is_remat(n) && analysis.varies(n)) return std::nullopt;
+  }
   return TailGuard{guard, index->name, offset, limit};
 }
 

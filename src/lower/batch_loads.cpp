@@ -109,12 +109,7 @@ class LoopSplit {
       } else if (const auto* st = std::get_if<kir::StoreStmt>(&s.node)) {
         store_loads(st->value, here, out);
       } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
-        int then_block = ++block;
-        StmtList then_body = load_body(i->then_body, then_block);
-        block = then_block;
-        int else_block = ++block;
-        StmtList else_body = load_body(i->else_body, else_block);
-        block = else_block;
+        auto [then_body, else_body] = branches(*i, block, &LoopSplit::load_body);
         // A condition that cannot be evaluated ahead guards no candidate.
         if (!has_load(i->cond) && usable(i->cond) && (!then_body.empty() || !else_body.empty())) {
           out.push_back({kir::IfStmt{renamed(i->cond), std::move(then_body), std::move(else_body)}});
@@ -152,18 +147,26 @@ class LoopSplit {
       } else if (const auto* st = std::get_if<kir::StoreStmt>(&s.node)) {
         out.push_back({kir::StoreStmt{st->buffer, st->index, from_arrays(st->value, here)}});
       } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
-        int then_block = ++block;
-        StmtList then_body = compute_body(i->then_body, then_block);
-        block = then_block;
-        int else_block = ++block;
-        StmtList else_body = compute_body(i->else_body, else_block);
-        block = else_block;
+        auto [then_body, else_body] = branches(*i, block, &LoopSplit::compute_body);
         out.push_back({kir::IfStmt{i->cond, std::move(then_body), std::move(else_body)}});
       } else {
         out.push_back(s);
       }
     }
     return out;
+  }
+
+  // An if's two bodies rewritten by `rewrite`, numbered as find numbers
+  // blocks: the then-body and its ifs first, then the else-body.
+  std::pair<StmtList, StmtList> branches(const kir::IfStmt& i, int& block,
+                                         StmtList (LoopSplit::*rewrite)(const StmtList&, int&) const) const {
+    int then_block = ++block;
+    StmtList then_body = (this->*rewrite)(i.then_body, then_block);
+    block = then_block;
+    int else_block = ++block;
+    StmtList else_body = (this->*rewrite)(i.else_body, else_block);
+    block = else_block;
+    return {std::move(then_body), std::move(else_body)};
   }
 
   StmtList declarations() const {

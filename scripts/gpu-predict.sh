@@ -4,8 +4,8 @@
 # times, under the same planners, simulated on cuda-sim and predicted for TARGET;
 # then the row-reduction graphs under each forced row schedule, as gpu-bench.sh's
 # ROW_SCHEDULES runs them. Writes
-#   bench/results/gpu-model-<date>-<target>-predicted.json        stitch bench, one document
-#   bench/results/gpu-model-<date>-<target>-predicted-rows.json   one document per schedule
+#   bench/results/gpu-model-<date>T<HHMM>-<target>-predicted.json        stitch bench, one document
+#   bench/results/gpu-model-<date>T<HHMM>-<target>-predicted-rows.json   one document per schedule
 # each with the commit it was made at (machine.commit; "-dirty" when the tree had
 # changes), which scripts/gpu-check.sh puts beside its measurements.
 #   scripts/gpu-predict.sh [build-dir]      (default: build)
@@ -23,7 +23,9 @@ if [ ! -x "$build_dir/stitch" ]; then
   exit 2
 fi
 
-date=$(date -u +%Y-%m-%d)
+# The time of day too: two predictions of one day (before and after a change) keep
+# both files, and the later sorts last (beside.py takes the last).
+date=$(date -u +%Y-%m-%dT%H%M)
 base=bench/results/gpu-model-$date-$target-predicted
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -37,7 +37,7 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
       case ScheduleKind::Unlowered: lowered.not_lowered_reason = s.reason; break;
       case ScheduleKind::Library: break;
       case ScheduleKind::Tile: lowered.kernel = lower_tile_group(g, group, name, cpu); break;
-      case ScheduleKind::TransposeTiles: lowered.kernel = lower_transpose_tiles(g, group, name); break;
+      case ScheduleKind::TransposeTiles: lowered.kernel = lower_transpose_tiles(g, group, name, !cpu); break;
       case ScheduleKind::Loop:
         lowered.kernel = lower_loop_group(g, group, name, s.prefetch);
         // On the GPU a thread's elements load together before any is computed.

@@ -106,9 +106,10 @@ GroupSchedule schedule_group(const Graph& g, const FusionGroup& group, const Row
       return s;
     }
     case GroupKind::Loop:
-      if (on_cpu(target) && target.transpose_tiles && transpose_tiles_problem(g, group).empty()) {
+      if (target.transpose_tiles && transpose_tiles_problem(g, group, !on_cpu(target)).empty()) {
         s.kind = ScheduleKind::TransposeTiles;
-        s.reason = "its transposes move the innermost axis: 16 x 16 tiles";
+        s.reason = on_cpu(target) ? "its transposes move the innermost axis: 16 x 16 tiles"
+                                  : "its transposes move the innermost axis: 32 x 32 tiles in shared memory";
         return s;
       }
       s.kind = ScheduleKind::Loop;

@@ -22,7 +22,7 @@ constexpr size_t kMaxTiledTransposes = 4;
 // roots' shape; every node that reads one, directly or not, must be
 // elementwise of the roots' shape, so that a transpose is only ever read at
 // the index its root is stored at; no transpose may feed another's operand.
-std::string find_tiled(const Graph& g, const FusionGroup& group, std::vector<int>* tiled) {
+std::string find_tiled(const Graph& g, const FusionGroup& group, int64_t side, std::vector<int>* tiled) {
   if (group.kind != GroupKind::Loop || group.roots.empty()) return "not a loop group";
   const Shape& shape = g.type(g.nodes()[group.roots.front()].output).shape;
   const size_t rank = shape.size();
@@ -30,8 +30,8 @@ std::string find_tiled(const Graph& g, const FusionGroup& group, std::vector<int
   for (const Dim& d : shape) {
     if (!d.is_static()) return "a symbolic dimension";
   }
-  if (shape[rank - 1].extent() % kTransposeTile != 0 || shape[rank - 2].extent() % kTransposeTile != 0) {
-    return fmt::format("the last two dimensions are not multiples of {}", kTransposeTile);
+  if (shape[rank - 1].extent() % side != 0 || shape[rank - 2].extent() % side != 0) {
+    return fmt::format("the last two dimensions are not multiples of {}", side);
   }
   for (int r : group.roots) {
     if (g.type(g.nodes()[r].output).shape != shape) return "roots of different shapes";
@@ -83,25 +83,26 @@ std::string find_tiled(const Graph& g, const FusionGroup& group, std::vector<int
 
 class TransposeTileLowerer {
  public:
-  TransposeTileLowerer(const Graph& g, const FusionGroup& group, const std::string& name)
-      : g_(g), group_(group), kb_(name) {}
+  TransposeTileLowerer(const Graph& g, const FusionGroup& group, const std::string& name, bool gpu)
+      : g_(g), group_(group), gpu_(gpu), side_(gpu ? kGpuTransposeTile : kTransposeTile),
+        pitch_(gpu ? side_ + 1 : side_), kb_(name) {}
 
   kir::Kernel run() {
-    const std::string problem = find_tiled(g_, group_, &tiled_);
+    const std::string problem = find_tiled(g_, group_, side_, &tiled_);
     STITCH_ASSERT(problem.empty(), "lower_transpose_tiles: " + problem);
     ex_.declare_params(loop_group_signature(g_, group_));
     const Shape& shape = g_.type(g_.nodes()[group_.roots.front()].output).shape;
     const size_t rank = shape.size();
     const Shape leading(shape.begin(), shape.end() - 2);
-    const int64_t row_tiles = shape[rank - 2].extent() / kTransposeTile;
-    const int64_t column_tiles = shape[rank - 1].extent() / kTransposeTile;
+    const int64_t row_tiles = shape[rank - 2].extent() / side_;
+    const int64_t column_tiles = shape[rank - 1].extent() / side_;
     int64_t squares = 1;
     for (const Dim& d : leading) squares *= d.extent();
     const int64_t per_square = row_tiles * column_tiles;
     for (size_t k = 0; k < tiled_.size(); ++k) {
-      kb_.shared(tile_name(k), g_.type(g_.nodes()[tiled_[k]].output).dtype, kTransposeTile * kTransposeTile);
+      kb_.shared(tile_name(k), g_.type(g_.nodes()[tiled_[k]].output).dtype, side_ * pitch_);
     }
-    kb_.launch(kir::int_const(squares * per_square), kTransposeTile);
+    kb_.launch(kir::int_const(squares * per_square), side_);
     // Blocks walk along the rows of tiles, so consecutive blocks continue
     // the same output rows and the threads' static shares are row ranges.
     kb_.grid("blk", kir::int_const(squares * per_square), [&](const Expr& b) {
@@ -110,36 +111,37 @@ class TransposeTileLowerer {
       // Expressions, not lets: the C++ emitter bounds them through the grid
       // index, so the index arithmetic of the thread loops is plain and the
       // loops' accesses contiguous vectors (docs/cpu-backend.md, Thread loops).
-      const Expr row0 =
-          mul_i(kir::op(OpKind::Div, {in_square, kir::int_const(column_tiles)}), kir::int_const(kTransposeTile));
-      const Expr col0 =
-          mul_i(kir::op(OpKind::Rem, {in_square, kir::int_const(column_tiles)}), kir::int_const(kTransposeTile));
-      kb_.block("thr", kTransposeTile, [&](const Expr& t) {
+      const Expr row0 = mul_i(kir::op(OpKind::Div, {in_square, kir::int_const(column_tiles)}), kir::int_const(side_));
+      const Expr col0 = mul_i(kir::op(OpKind::Rem, {in_square, kir::int_const(column_tiles)}), kir::int_const(side_));
+      kb_.block("thr", side_, [&](const Expr& t) {
         // Stage: tile[k][t] = the transpose at (row0 + t, col0 + k), which is
         // its operand's innermost axis at row0 + t: one row of the operand.
         for (size_t k = 0; k < tiled_.size(); ++k) {
           const Node& node = g_.nodes()[tiled_[k]];
           const std::vector<int64_t> perm = transpose_permutation(node, rank);
-          kb_.loop(fmt::format("s{}", k), kir::int_const(kTransposeTile), kir::LoopLevel::Unroll, [&](const Expr& s) {
+          kb_.loop(fmt::format("s{}", k), kir::int_const(side_), kir::LoopLevel::Unroll, [&](const Expr& s) {
             ex_.scoped([&] {
               Index out = outer;
               out.push_back(kb_.let(ex_.fresh("r"), add_i(row0, t)));
               out.push_back(kb_.let(ex_.fresh("c"), add_i(col0, s)));
               Index in(rank);
               for (size_t d = 0; d < rank; ++d) in[static_cast<size_t>(perm[d])] = out[d];
-              kb_.store(tile_name(k), {add_i(mul_i(s, kir::int_const(kTransposeTile)), t)},
-                        ex_.eval(node.inputs[0], in));
+              kb_.store(tile_name(k), {add_i(mul_i(s, kir::int_const(pitch_)), t)}, ex_.eval(node.inputs[0], in));
             });
           });
-          kb_.transpose_tile(tile_name(k), kTransposeTile);
+          if (!gpu_) kb_.transpose_tile(tile_name(k), side_);
         }
-        // Compute: row j of every tile is the transpose at (row0 + j, col0 + t).
-        kb_.loop("j", kir::int_const(kTransposeTile), kir::LoopLevel::Serial, [&](const Expr& j) {
+        // The GPU reads the staged columns back as rows below: every lane's
+        // stores must be seen first.
+        if (gpu_) kb_.barrier();
+        // Compute: row j of every (transposed) tile is the transpose at (row0 + j, col0 + t);
+        // on the GPU that is column j of the staged tile.
+        kb_.loop("j", kir::int_const(side_), kir::LoopLevel::Serial, [&](const Expr& j) {
           ex_.scoped([&] {
             Index idx = outer;
             idx.push_back(kb_.let(ex_.fresh("r"), add_i(row0, j)));
             idx.push_back(kb_.let(ex_.fresh("c"), add_i(col0, t)));
-            const Expr at = add_i(mul_i(j, kir::int_const(kTransposeTile)), t);
+            const Expr at = gpu_ ? add_i(mul_i(t, kir::int_const(pitch_)), j) : add_i(mul_i(j, kir::int_const(pitch_)), t);
             for (size_t k = 0; k < tiled_.size(); ++k) {
               ex_.bind(g_.nodes()[tiled_[k]].output, kb_.load(tile_name(k), {at}));
             }
@@ -159,6 +161,9 @@ class TransposeTileLowerer {
 
   const Graph& g_;
   const FusionGroup& group_;
+  const bool gpu_;
+  const int64_t side_;   // the square's side, and the block's threads
+  const int64_t pitch_;  // elements between the tile's staged rows
   std::vector<int> tiled_;
   kir::KernelBuilder kb_;
   GroupExpr ex_{g_, group_, kb_};
@@ -166,13 +171,13 @@ class TransposeTileLowerer {
 
 }  // namespace
 
-std::string transpose_tiles_problem(const Graph& g, const FusionGroup& group) {
+std::string transpose_tiles_problem(const Graph& g, const FusionGroup& group, bool gpu) {
   std::vector<int> tiled;
-  return find_tiled(g, group, &tiled);
+  return find_tiled(g, group, gpu ? kGpuTransposeTile : kTransposeTile, &tiled);
 }
 
-kir::Kernel lower_transpose_tiles(const Graph& g, const FusionGroup& group, const std::string& kernel_name) {
-  return TransposeTileLowerer(g, group, kernel_name).run();
+kir::Kernel lower_transpose_tiles(const Graph& g, const FusionGroup& group, const std::string& kernel_name, bool gpu) {
+  return TransposeTileLowerer(g, group, kernel_name, gpu).run();
 }
 
 }  // namespace stitch::lower

@@ -4,7 +4,7 @@
 // run_on_device calls into the same outputs, inputs the interpreter rejects
 // (a gather index out of range, argmax over an empty axis), empty tensors,
 // graphs that return a parameter or one value twice, a row past the static 48 KiB
-// kept in one kernel, and the fallback when
+// kept in one kernel, a transpose in shared-memory tiles, and the fallback when
 // NVRTC rejects the fused plan (CudaCompileOptions::reject_plan). Every
 // result is compared with the interpreter.
 #include <gtest/gtest.h>
@@ -191,6 +191,23 @@ TEST_F(ExecutableGpu, ARowPastTheStaticSharedMemoryIsOneKernelOnTheDevice) {
   ASSERT_TRUE(exe.fallback().empty()) << exe.fallback();
   EXPECT_EQ(exe.plan().groups.size(), 1u);
   expect_matches(exe, g);
+}
+
+// A transpose whose squares fit 32 x 32 runs as the GPU's transpose tiles (one
+// warp a block, the tile read back along its columns), under every planner.
+TEST_F(ExecutableGpu, ATransposeOfWholeSquaresRunsInSharedMemoryTiles) {
+  const Graph g = canonical_graph(
+      "graph t(a: f32[96, 64], b: f32[64, 96]) -> (f32[64, 96]) {\n"
+      "  y = add(transpose(a, perm=[1, 0]), b)\n  return y\n}\n");
+  for_each_planner(g, [&](CudaExecutable& exe) {
+    ASSERT_TRUE(exe.fallback().empty()) << exe.fallback();
+    expect_matches(exe, g);
+  });
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache cache(dir.path());
+  CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), cache);
+  EXPECT_TRUE(contains(exe.source(), "__launch_bounds__(32)")) << exe.source();
+  EXPECT_TRUE(contains(exe.source(), "* 33) + j)]")) << exe.source();
 }
 
 TEST_F(ExecutableGpu, OutOfRangeGatherIndexIsTheInterpretersUserError) {

@@ -77,8 +77,20 @@ std::vector<Case> make_cases() {
   q = not(transpose(p, perm=[1, 0]))
   return q
 })"},
+      // Multiples of 32, so the GPU's tiles take them too (and "leading").
+      {"wide", R"(graph wide(a: f32[96, 64], b: f32[64, 96]) -> (f32[64, 96]) {
+  y = add(transpose(a, perm=[1, 0]), b)
+  return y
+})"},
+      {"wide_two", R"(graph wide_two(a: f64[2, 32, 64], b: f16[2, 32, 64]) -> (f64[2, 64, 32], f16[2, 64, 32]) {
+  y = mul(transpose(a, perm=[0, 2, 1]), 2.0)
+  z = neg(transpose(b, perm=[0, 2, 1]))
+  return y, z
+})"},
   };
 }
+
+bool is_gpu_case(const std::string& id) { return id.rfind("gpu_", 0) == 0; }
 
 using Lowered = testing::LoweredGroup<Case>;
 
@@ -90,6 +102,14 @@ class TransposeTiles : public ::testing::Test {
       Graph g = parse(c.text);
       FusionGroup group = whole_graph_loop_group(g);
       ASSERT_EQ(transpose_tiles_problem(g, group), "") << c.id;
+      // The GPU's lowering too, where its 32 x 32 squares fit: the CPU emitter
+      // runs its barrier as a phase split, so the suite checks it the same way.
+      if (transpose_tiles_problem(g, group, true).empty()) {
+        Case gpu = c;
+        gpu.id = "gpu_" + c.id;
+        kir::Kernel k = lower_transpose_tiles(g, group, "tiles_" + gpu.id, true);
+        suite_->add(gpu, Graph(g), FusionGroup(group), std::move(k));
+      }
       kir::Kernel k = lower_transpose_tiles(g, group, "tiles_" + c.id);
       suite_->add(c, std::move(g), std::move(group), std::move(k));
     }
@@ -120,6 +140,7 @@ TEST_F(TransposeTiles, MatchInterpreter) {
 // tile and transposed once per block; the stores are the only global writes.
 TEST_F(TransposeTiles, KernelShape) {
   for (const Lowered& l : suite_->all()) {
+    if (is_gpu_case(l.c.id)) continue;
     SCOPED_TRACE(l.c.id);
     EXPECT_EQ(l.kernel.launch.block_size, kTransposeTile);
     const std::string text = kir::print_kernel(l.kernel);
@@ -130,6 +151,25 @@ TEST_F(TransposeTiles, KernelShape) {
       EXPECT_NE(text.find("transpose_tile tile" + std::to_string(k) + "[16x16]"), std::string::npos) << text;
     }
   }
+}
+
+// The GPU's: one warp a block, each tile 32 rows of 33 (padded), one barrier
+// between staging and computing, and no in-place transpose: the compute reads
+// the tile along its columns.
+TEST_F(TransposeTiles, GpuKernelShape) {
+  int gpu_cases = 0;
+  for (const Lowered& l : suite_->all()) {
+    if (!is_gpu_case(l.c.id)) continue;
+    ++gpu_cases;
+    SCOPED_TRACE(l.c.id);
+    EXPECT_EQ(l.kernel.launch.block_size, kGpuTransposeTile);
+    for (const kir::SharedBuffer& sb : l.kernel.shared) EXPECT_EQ(sb.count, kGpuTransposeTile * (kGpuTransposeTile + 1));
+    const std::string text = kir::print_kernel(l.kernel);
+    EXPECT_EQ(text.find("transpose_tile"), std::string::npos) << text;
+    EXPECT_NE(text.find("barrier"), std::string::npos) << text;
+    EXPECT_NE(text.find("tile0[add(mul(thr, 33), j)]"), std::string::npos) << text;
+  }
+  EXPECT_EQ(gpu_cases, 3);  // leading, wide, wide_two
 }
 
 TEST(TransposeTilesProblem, GroupsNotTaken) {

@@ -69,6 +69,8 @@ class LoopSplit {
         defined_.insert(l->name);
       } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
         if (!body_is_simple(i->then_body) || !body_is_simple(i->else_body)) return false;
+      } else if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) {
+        assigned_.insert(a->name);  // an accumulator: never read ahead
       } else if (!std::holds_alternative<kir::StoreStmt>(s.node) && !std::holds_alternative<kir::PrefetchStmt>(s.node)) {
         return false;
       }
@@ -87,6 +89,8 @@ class LoopSplit {
         }
       } else if (const auto* st = std::get_if<kir::StoreStmt>(&s.node)) {
         if (ahead) take_loads(st->value, block);
+      } else if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) {
+        if (ahead) take_loads(a->value, block);
       } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
         const bool cond_ahead = ahead && !has_load(i->cond) && usable(i->cond);
         find(i->then_body, cond_ahead, next_block_++);
@@ -108,6 +112,8 @@ class LoopSplit {
         store_loads(l->init, here, out);
       } else if (const auto* st = std::get_if<kir::StoreStmt>(&s.node)) {
         store_loads(st->value, here, out);
+      } else if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) {
+        store_loads(a->value, here, out);
       } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
         auto [then_body, else_body] = branches(*i, block, &LoopSplit::load_body);
         // A condition that cannot be evaluated ahead guards no candidate.
@@ -146,6 +152,8 @@ class LoopSplit {
         out.push_back({kir::LetStmt{l->name, l->dtype, from_arrays(l->init, here)}});
       } else if (const auto* st = std::get_if<kir::StoreStmt>(&s.node)) {
         out.push_back({kir::StoreStmt{st->buffer, st->index, from_arrays(st->value, here)}});
+      } else if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) {
+        out.push_back({kir::AssignStmt{a->name, from_arrays(a->value, here)}});
       } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
         auto [then_body, else_body] = branches(*i, block, &LoopSplit::compute_body);
         out.push_back({kir::IfStmt{i->cond, std::move(then_body), std::move(else_body)}});
@@ -188,7 +196,7 @@ class LoopSplit {
     std::set<std::string> vars;
     collect_vars(e, vars);
     for (const std::string& v : vars) {
-      if (defined_.count(v) && !allowed_.count(v)) return false;
+      if (assigned_.count(v) || (defined_.count(v) && !allowed_.count(v))) return false;
     }
     return true;
   }
@@ -249,7 +257,8 @@ class LoopSplit {
   const std::set<std::string>& stored_;
   const kir::ForStmt& loop_;
   int64_t trips_;
-  std::set<std::string> defined_;  // locals the body defines
+  std::set<std::string> defined_;   // locals the body defines
+  std::set<std::string> assigned_;  // names the body assigns (accumulators)
   std::set<std::string> allowed_;  // of those (and the loop variable), what may be computed ahead
   std::vector<Batched> batched_;
   mutable std::set<std::string> stored_here_;
@@ -259,7 +268,8 @@ class LoopSplit {
 // The statements that replace `loop`, or nothing when it stays.
 std::optional<StmtList> split(const kir::Kernel& k, const std::set<std::string>& stored, const kir::ForStmt& loop) {
   int64_t trips = 0;
-  if (loop.level != kir::LoopLevel::Unroll || !kir::is_int_constant(loop.extent, &trips) || trips < 2) {
+  if ((loop.level != kir::LoopLevel::Unroll && loop.level != kir::LoopLevel::Serial) ||
+      !kir::is_int_constant(loop.extent, &trips) || trips < 2) {
     return std::nullopt;
   }
   LoopSplit s(k, stored, loop, trips);
@@ -268,9 +278,11 @@ std::optional<StmtList> split(const kir::Kernel& k, const std::set<std::string>&
   if (s.arrays() == 0 || s.arrays() * trips > kMaxBatchedElements) return std::nullopt;
   StmtList out = s.declarations();
   int block = 0;
-  out.push_back({kir::ForStmt{s.ahead_name(loop.var), loop.extent, loop.level, s.load_body(loop.body, block)}});
+  // Both loops unrolled, so the arrays stay in registers (an array indexed by
+  // a loop variable the compiler keeps goes to local memory).
+  out.push_back({kir::ForStmt{s.ahead_name(loop.var), loop.extent, kir::LoopLevel::Unroll, s.load_body(loop.body, block)}});
   block = 0;
-  out.push_back({kir::ForStmt{loop.var, loop.extent, loop.level, s.compute_body(loop.body, block)}});
+  out.push_back({kir::ForStmt{loop.var, loop.extent, kir::LoopLevel::Unroll, s.compute_body(loop.body, block)}});
   return out;
 }
 

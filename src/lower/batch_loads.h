@@ -13,14 +13,15 @@
 
 namespace stitch::lower {
 
-// Rewrites every innermost unrolled loop of `k` with a constant trip count
-// whose body holds only locals, stores and ifs (and CPU prefetch hints), and
-// whose loads of read-only, unaliased buffers can be computed before the body
-// runs (their indices use only integer locals free of loads, the loop's
-// variable and names from outside the loop, under conditions of the same
-// kind). Loads through other paths stay in place. A loop that would hold more
-// than kMaxBatchedElements elements in its arrays is left alone. Returns how
-// many loops were split.
+// Rewrites every innermost unrolled or serial loop of `k` with a constant trip
+// count whose body holds only locals, assignments (accumulators), stores and
+// ifs (and CPU prefetch hints), and whose loads of read-only, unaliased buffers
+// can be computed before the body runs (their indices use only integer locals
+// free of loads, the loop's variable and names from outside the loop that it
+// does not assign, under conditions of the same kind). Loads through other
+// paths stay in place. A loop that would hold more than kMaxBatchedElements
+// elements in its arrays is left alone. Both loops of a split are unrolled, so
+// the arrays stay in registers. Returns how many loops were split.
 int batch_loads(kir::Kernel& k);
 
 inline constexpr int64_t kMaxBatchedElements = 32;

@@ -40,8 +40,6 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
       case ScheduleKind::TransposeTiles: lowered.kernel = lower_transpose_tiles(g, group, name, !cpu); break;
       case ScheduleKind::Loop:
         lowered.kernel = lower_loop_group(g, group, name, s.prefetch);
-        // On the GPU a thread's elements load together before any is computed.
-        if (!cpu) batch_loads(*lowered.kernel);
         break;
       case ScheduleKind::Row:
         if (group.kind == GroupKind::Stitched) {
@@ -72,6 +70,12 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
         lowered.kernel->panel_elements = s.row.rows_per_block() * dot.back().extent();
       }
       STITCH_ASSERT(lowered.kernel->panel_elements > 0, "a dot epilogue's kernel without block ranges");
+    }
+    // On the GPU a loop kernel's thread loads its elements before computing on
+    // any; the row, column and stitched kernels' accumulating loops are left to
+    // ptxas, which batches their loads already (docs/lowering.md, Batched loads).
+    if (lowered.kernel && !cpu && (s.kind == ScheduleKind::Loop || s.kind == ScheduleKind::TransposeTiles)) {
+      batch_loads(*lowered.kernel);
     }
     if (lowered.kernel || s.kind == ScheduleKind::Library) lowered.signature = loop_group_signature(g, group);
     if (lowered.kernel) {

@@ -209,13 +209,13 @@ std::vector<Case> build_cases() {
     c.lowered = lower_plan(c.graph, c.plan, "k_" + c.id);
     c.transcendental = transcendental;
     c.symbols = std::move(symbols);
-    // The same plan as the GPU lowers it: loop kernels with batched loads
+    // The same kernels with batched loads, as the GPU lowers them
     // (lower/batch_loads.h), run through the CPU emitter like the rest.
     Case batched = c;
     batched.id = c.id + "_batched";
     batched.lowered = lower_plan(c.graph, c.plan, "kb_" + c.id);
     for (LoweredGroup& l : batched.lowered) {
-      if (l.kernel && l.schedule.kind == schedule::ScheduleKind::Loop) batched.batched_loops += batch_loads(*l.kernel);
+      if (l.kernel) batched.batched_loops += batch_loads(*l.kernel);
     }
     cases.push_back(std::move(c));
     cases.push_back(std::move(batched));
@@ -322,13 +322,14 @@ TEST_F(LoopLowering, EveryGroupOfEveryTestGraphIsLowered) {
   }
 }
 
-// Every elementwise workload's loop kernel is split by batch_loads (its
-// "_batched" case matches the interpreter in MatchesInterpreter), and in the
-// split the loads come first: the loading loop stores each input element in
-// its array, the computing loop reads the arrays.
+// Every elementwise workload's loop kernel, and the reductions' accumulating
+// loops, are split by batch_loads (each "_batched" case matches the interpreter
+// in MatchesInterpreter), and in the split the loads come first: the loading
+// loop stores each input element in its array, the computing loop reads the arrays.
 TEST_F(LoopLowering, BatchedLoadsSplitTheElementwiseLoops) {
   for (const char* id : {"swish_small_batched", "gelu_tanh_small_batched", "bias_gelu_small_batched",
-                         "add_small_batched", "transpose_add_small_batched"}) {
+                         "add_small_batched", "transpose_add_small_batched", "softmax_small_batched",
+                         "layernorm_small_batched", "f64_reduce_batched"}) {
     SCOPED_TRACE(id);
     EXPECT_GE(find(id).batched_loops, 1);
   }

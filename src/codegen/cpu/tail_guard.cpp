@@ -31,6 +31,24 @@ bool plain(const kir::StmtList& body, const std::set<std::string>& read_after) {
   return true;
 }
 
+void collect_load_buffers(const kir::Expr& e, std::set<std::string>& out) {
+  if (!e.defined()) return;
+  if (e->kind == kir::ExprKind::Load) out.insert(e->name);
+  for (const kir::Expr& o : e->operands) collect_load_buffers(o, out);
+}
+
+// The buffers a guarded body (lets, assignments and stores: plain) loads from.
+void collect_load_buffers(const kir::StmtList& body, std::set<std::string>& out) {
+  for (const kir::Stmt& s : body) {
+    if (const auto* l = std::get_if<kir::LetStmt>(&s.node)) collect_load_buffers(l->init, out);
+    if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) collect_load_buffers(a->value, out);
+    if (const auto* st = std::get_if<kir::StoreStmt>(&s.node)) {
+      collect_load_buffers(st->value, out);
+      for (const kir::Expr& i : st->index) collect_load_buffers(i, out);
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<TailGuard> tail_guard(const std::vector<const kir::Stmt*>& run, const RegionAnalysis& analysis,
@@ -72,14 +90,15 @@ std::optional<TailGuard> tail_guard(const std::vector<const kir::Stmt*>& run, co
   std::set<std::string> names;
   collect_names(guard->then_body, names);
   if (names.count(thread_var)) return std::nullopt;
-  // Nor through a per-thread value made before the guard (a local array that
-  // an earlier loop filled, lower/batch_loads.h): the shift would not move it.
-  std::set<std::string> own;
+  // Nor through a per-thread array (lower/batch_loads.h's, filled by one loop
+  // and read by the next): the shift would not move its elements.
+  std::set<std::string> arrays;
+  collect_load_buffers(guard->then_body, arrays);
   for (const kir::Stmt& s : guard->then_body) {
-    if (const auto* l = std::get_if<kir::LetStmt>(&s.node)) own.insert(l->name);
+    if (const auto* st = std::get_if<kir::StoreStmt>(&s.node)) arrays.insert(st->buffer);
   }
-  for (const std::string& n : names) {
-    if (n != index->name && !own.count(n) && !analysis.is_remat(n) && analysis.varies(n)) return std::nullopt;
+  for (const std::string& a : arrays) {
+    if (analysis.varies(a)) return std::nullopt;
   }
   return TailGuard{guard, index->name, offset, limit};
 }

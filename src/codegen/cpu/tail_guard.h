@@ -29,8 +29,8 @@ struct TailGuard {
 
 // The guard of `run` (the region's remat lets already taken out), or nothing
 // when the run has another shape: r must be read by no other recomputed let,
-// the thread variable nowhere in the body but through r (nor a per-thread value
-// made before the guard, such as a filled local array), and the body must
+// the thread variable nowhere in the body but through r (nor a per-thread
+// array an earlier loop filled), and the body must
 // hold only lets (none read after the run), assignments and stores. `thread_var`: the loop variable of
 // the threads (the lane within a warp, or the thread).
 // `used`: the names the run reads, its remat lets' inputs included; `read_after`:

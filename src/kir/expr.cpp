@@ -34,6 +34,15 @@ bool operator==(const Expr& a, const Expr& b) {
   STITCH_ASSERT(false, "unknown expression kind");
 }
 
+bool has_load(const Expr& e) {
+  if (!e.defined()) return false;
+  if (e->kind == ExprKind::Load) return true;
+  for (const Expr& operand : e->operands) {
+    if (has_load(operand)) return true;
+  }
+  return false;
+}
+
 bool is_int_constant(const Expr& e, int64_t* value) {
   if (!e.defined() || e->kind != ExprKind::Const || !is_integer(e->dtype)) return false;
   if (value) *value = e->int_value;

@@ -56,6 +56,9 @@ inline bool operator!=(const Expr& a, const Expr& b) { return !(a == b); }
 // The literal value when `e` is an integer constant.
 bool is_int_constant(const Expr& e, int64_t* value = nullptr);
 
+// Whether `e` reads a buffer anywhere (false for an absent Expr).
+bool has_load(const Expr& e);
+
 // Literals. An integer literal is i64 unless told otherwise: index arithmetic is i64.
 Expr int_const(int64_t value, DType dtype = DType::i64);
 Expr float_const(double value, DType dtype);

@@ -25,15 +25,6 @@ void collect_vars(const Expr& e, std::set<std::string>& out) {
   for (const Expr& o : e->operands) collect_vars(o, out);
 }
 
-bool has_load(const Expr& e) {
-  if (!e.defined()) return false;
-  if (e->kind == ExprKind::Load) return true;
-  for (const Expr& o : e->operands) {
-    if (has_load(o)) return true;
-  }
-  return false;
-}
-
 bool is_index_dtype(DType t) { return is_integer(t) || is_bool(t); }
 
 // Buffers the kernel stores to: loads of them may not move past a store.
@@ -84,7 +75,7 @@ class LoopSplit {
     for (const Stmt& s : body) {
       if (const auto* l = std::get_if<kir::LetStmt>(&s.node)) {
         if (ahead) take_loads(l->init, block);
-        if (is_index_dtype(l->dtype) && l->init.defined() && !has_load(l->init) && usable(l->init)) {
+        if (is_index_dtype(l->dtype) && l->init.defined() && !kir::has_load(l->init) && usable(l->init)) {
           allowed_.insert(l->name);
         }
       } else if (const auto* st = std::get_if<kir::StoreStmt>(&s.node)) {
@@ -92,7 +83,7 @@ class LoopSplit {
       } else if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) {
         if (ahead) take_loads(a->value, block);
       } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
-        const bool cond_ahead = ahead && !has_load(i->cond) && usable(i->cond);
+        const bool cond_ahead = ahead && !kir::has_load(i->cond) && usable(i->cond);
         find(i->then_body, cond_ahead, next_block_++);
         find(i->else_body, cond_ahead, next_block_++);
       }
@@ -117,7 +108,7 @@ class LoopSplit {
       } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
         auto [then_body, else_body] = branches(*i, block, &LoopSplit::load_body);
         // A condition that cannot be evaluated ahead guards no candidate.
-        if (!has_load(i->cond) && usable(i->cond) && (!then_body.empty() || !else_body.empty())) {
+        if (!kir::has_load(i->cond) && usable(i->cond) && (!then_body.empty() || !else_body.empty())) {
           out.push_back({kir::IfStmt{renamed(i->cond), std::move(then_body), std::move(else_body)}});
         }
       }
@@ -205,7 +196,7 @@ class LoopSplit {
     const kir::BufferParam* b = k_.find_buffer(load->name);
     if (!b || b->access != kir::Access::Read || b->may_alias || stored_.count(load->name)) return false;
     for (const Expr& index : load->operands) {
-      if (has_load(index) || !usable(index)) return false;
+      if (kir::has_load(index) || !usable(index)) return false;
     }
     return true;
   }

@@ -278,11 +278,6 @@ int cost(const Expr& e) {
   return c;
 }
 
-bool has_load(const Expr& e) {
-  if (e->kind == ExprKind::Load) return true;
-  return std::any_of(e->operands.begin(), e->operands.end(), has_load);
-}
-
 class Simplifier {
  public:
   Simplifier(std::map<std::string, const kir::BufferParam*> buffers, std::set<std::string> scalars,
@@ -436,7 +431,7 @@ class Simplifier {
 
   Sum opaque(const Expr& e) {
     const Expr s = with_simplified_operands(e);
-    return leaf(s, has_load(s) ? fmt::format("load#{}", ++fresh_) : "expr:" + kir::print_expr(s));
+    return leaf(s, kir::has_load(s) ? fmt::format("load#{}", ++fresh_) : "expr:" + kir::print_expr(s));
   }
 
   Sum to_sum(const Expr& e) {

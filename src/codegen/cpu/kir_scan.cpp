@@ -69,14 +69,6 @@ bool has_nested_sync(const StmtList& stmts) {
 }
 
 
-bool has_load(const Expr& e) {
-  if (e->kind == ExprKind::Load) return true;
-  for (const Expr& operand : e->operands) {
-    if (has_load(operand)) return true;
-  }
-  return false;
-}
-
 void collect_definitions(const Stmt& s, std::set<std::string>& names) {
   if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) names.insert(let->name);
   if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {

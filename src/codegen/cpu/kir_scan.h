@@ -16,7 +16,6 @@ void collect_names(const kir::StmtList& stmts, std::set<std::string>& names);
 
 // True when a barrier or reduction sits anywhere in `stmts`.
 bool has_nested_sync(const kir::StmtList& stmts);
-bool has_load(const kir::Expr& e);
 // Every let and local array defined in `s`, at any depth.
 void collect_definitions(const kir::Stmt& s, std::set<std::string>& names);
 // True when a `vector` loop sits inside: OpenMP forbids a simd loop in a simd loop.

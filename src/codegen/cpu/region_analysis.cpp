@@ -37,7 +37,7 @@ void RegionAnalysis::analyse(const kir::Kernel& k, const StmtList& body, const s
     for (auto it = remat_.begin(); it != remat_.end();) {
       std::set<std::string> used;
       collect_names(it->second->init, used);
-      bool ok = !assigned.count(it->first) && !has_load(it->second->init);
+      bool ok = !assigned.count(it->first) && !kir::has_load(it->second->init);
       for (const std::string& n : used) ok = ok && (!varying_.count(n) || remat_.count(n) || thread_vars_.count(n));
       if (ok) {
         ++it;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -17,54 +18,87 @@ using kir::Expr;
 
 constexpr size_t kMaxTiledTransposes = 4;
 
-// The group's transposes that move the operand's innermost axis, or a reason
-// the group is not taken. Each must put that axis second-to-last and have the
-// roots' shape; every node that reads one, directly or not, must be
-// elementwise of the roots' shape, so that a transpose is only ever read at
-// the index its root is stored at; no transpose may feed another's operand.
-std::string find_tiled(const Graph& g, const FusionGroup& group, int64_t side, std::vector<int>* tiled) {
+// What a group's tiles are: the transposes that move their operand's innermost
+// axis (all of the tile shape, all putting that axis at `row_axis`), and the
+// shape the squares cover, over `row_axis` and the innermost axis.
+struct Tiling {
+  std::vector<int> tiled;
+  Shape shape;
+  size_t row_axis = 0;
+  std::set<int> downstream;  // the tiled transposes and the nodes reading them
+};
+
+int64_t element_count(const Shape& s) {
+  int64_t n = 1;
+  for (const Dim& d : s) n *= d.extent();
+  return n;
+}
+
+// The group's tiling, or a reason the group is not taken. Every tiled
+// transpose has the tile shape and puts its operand's innermost axis at one
+// row axis; every node that reads one, directly or not, must be elementwise of
+// the tile shape (so that a transpose is only ever read at the index its root
+// is stored at) or a reshape that is a root; no transpose may feed another's
+// operand. Roots of another shape (of as many elements) are computed in their
+// own order: block b computes their elements b * side^2 to (b + 1) * side^2 - 1.
+std::string find_tiled(const Graph& g, const FusionGroup& group, int64_t side, Tiling* tiling) {
   if (group.kind != GroupKind::Loop || group.roots.empty()) return "not a loop group";
-  const Shape& shape = g.type(g.nodes()[group.roots.front()].output).shape;
-  const size_t rank = shape.size();
-  if (rank < 2) return "roots of rank below 2";
-  for (const Dim& d : shape) {
-    if (!d.is_static()) return "a symbolic dimension";
-  }
-  if (shape[rank - 1].extent() % side != 0 || shape[rank - 2].extent() % side != 0) {
-    return fmt::format("the last two dimensions are not multiples of {}", side);
-  }
-  for (int r : group.roots) {
-    if (g.type(g.nodes()[r].output).shape != shape) return "roots of different shapes";
-  }
-  const std::set<int> members(group.nodes.begin(), group.nodes.end());
+  std::vector<int>& tiled = tiling->tiled;
   for (int n : group.nodes) {
     const Node& node = g.nodes()[n];
     if (!is_loop_lowerable(node.op)) return fmt::format("op {} is not loop-lowerable", op_name(node.op));
     if (node.op != OpKind::Transpose) continue;
-    const std::vector<int64_t> perm = transpose_permutation(node, g.type(node.output).shape.size());
+    const size_t rank = g.type(node.output).shape.size();
+    const std::vector<int64_t> perm = transpose_permutation(node, rank);
     if (perm.empty() || perm.back() == static_cast<int64_t>(perm.size()) - 1) continue;  // the innermost axis stays
-    if (g.type(node.output).shape != shape) return "a transpose of another shape than the roots'";
-    if (perm[rank - 2] != static_cast<int64_t>(rank) - 1) {
-      return "a transpose that does not move its operand's innermost axis to the roots' second-to-last";
+    const size_t row_axis = static_cast<size_t>(std::find(perm.begin(), perm.end(), static_cast<int64_t>(rank) - 1) - perm.begin());
+    if (tiled.empty()) {
+      tiling->shape = g.type(node.output).shape;
+      tiling->row_axis = row_axis;
+    } else if (g.type(node.output).shape != tiling->shape) {
+      return "transposes of different shapes";
+    } else if (row_axis != tiling->row_axis) {
+      return "transposes that move their operands' innermost axes to different axes";
     }
-    tiled->push_back(n);
+    tiled.push_back(n);
   }
-  if (tiled->empty()) return "no transpose moves an innermost axis";
-  if (tiled->size() > kMaxTiledTransposes) return "more than 4 transposes to tile";
-  // Downstream of a tiled transpose: elementwise of the roots' shape only.
-  std::set<int> downstream(tiled->begin(), tiled->end());
+  if (tiled.empty()) return "no transpose moves an innermost axis";
+  if (tiled.size() > kMaxTiledTransposes) return "more than 4 transposes to tile";
+  const Shape& shape = tiling->shape;
+  for (const Dim& d : shape) {
+    if (!d.is_static()) return "a symbolic dimension";
+  }
+  if (shape.back().extent() % side != 0 || shape[tiling->row_axis].extent() % side != 0) {
+    return fmt::format("the transposed axes are not multiples of {}", side);
+  }
+  for (int r : group.roots) {
+    const Shape& rs = g.type(g.nodes()[r].output).shape;
+    for (const Dim& d : rs) {
+      if (!d.is_static()) return "a symbolic dimension";
+    }
+    if (element_count(rs) != element_count(shape)) return "roots of other sizes than the transposes'";
+  }
+  const std::set<int> members(group.nodes.begin(), group.nodes.end());
+  const std::set<int> roots(group.roots.begin(), group.roots.end());
+  // Downstream of a tiled transpose: elementwise of the tile shape, or a
+  // reshape that is a root (nothing else can read it: its shape is not the
+  // tile's).
+  std::set<int>& downstream = tiling->downstream;
+  downstream.insert(tiled.begin(), tiled.end());
   for (int n : group.nodes) {  // group nodes are in topological order
     const Node& node = g.nodes()[n];
     bool reads = false;
     for (ValueId in : node.inputs) reads = reads || downstream.count(g.value(in).producer) > 0;
     if (!reads) continue;
-    if (!is_elementwise(node.op) || g.type(node.output).shape != shape) {
+    const bool elementwise = is_elementwise(node.op) && g.type(node.output).shape == shape;
+    const bool root_reshape = node.op == OpKind::Reshape && roots.count(n) && g.type(node.inputs[0]).shape == shape;
+    if (!elementwise && !root_reshape) {
       return fmt::format("{} reads a transpose other than elementwise", g.value_name(node.output));
     }
     downstream.insert(n);
   }
   // Upstream of a tiled transpose's operand: no other tiled transpose.
-  for (int t : *tiled) {
+  for (int t : tiled) {
     std::vector<int> stack{t};
     std::set<int> seen;
     while (!stack.empty()) {
@@ -88,42 +122,54 @@ class TransposeTileLowerer {
         pitch_(gpu ? side_ + 1 : side_), kb_(name) {}
 
   kir::Kernel run() {
-    const std::string problem = find_tiled(g_, group_, side_, &tiled_);
+    const std::string problem = find_tiled(g_, group_, side_, &tiling_);
     STITCH_ASSERT(problem.empty(), "lower_transpose_tiles: " + problem);
+    const std::vector<int>& tiled = tiling_.tiled;
     ex_.declare_params(loop_group_signature(g_, group_));
-    const Shape& shape = g_.type(g_.nodes()[group_.roots.front()].output).shape;
+    const Shape& shape = tiling_.shape;
     const size_t rank = shape.size();
-    const Shape leading(shape.begin(), shape.end() - 2);
-    const int64_t row_tiles = shape[rank - 2].extent() / side_;
+    const size_t row_axis = tiling_.row_axis;
+    // The squares cover the row axis and the innermost; the other axes lead.
+    Shape leading;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      if (d != row_axis) leading.push_back(shape[d]);
+    }
+    const int64_t row_tiles = shape[row_axis].extent() / side_;
     const int64_t column_tiles = shape[rank - 1].extent() / side_;
     int64_t squares = 1;
     for (const Dim& d : leading) squares *= d.extent();
     const int64_t per_square = row_tiles * column_tiles;
-    for (size_t k = 0; k < tiled_.size(); ++k) {
-      kb_.shared(tile_name(k), g_.type(g_.nodes()[tiled_[k]].output).dtype, side_ * pitch_);
+    for (size_t k = 0; k < tiled.size(); ++k) {
+      kb_.shared(tile_name(k), g_.type(g_.nodes()[tiled[k]].output).dtype, side_ * pitch_);
     }
     kb_.launch(kir::int_const(squares * per_square), side_);
     // Blocks walk along the rows of tiles, so consecutive blocks continue
     // the same output rows and the threads' static shares are row ranges.
     kb_.grid("blk", kir::int_const(squares * per_square), [&](const Expr& b) {
-      Index outer = ex_.delinearize(kir::op(OpKind::Div, {b, kir::int_const(per_square)}), leading, "o");
+      const Index outer = ex_.delinearize(kir::op(OpKind::Div, {b, kir::int_const(per_square)}), leading, "o");
       const Expr in_square = kir::op(OpKind::Rem, {b, kir::int_const(per_square)});
       // Expressions, not lets: the C++ emitter bounds them through the grid
       // index, so the index arithmetic of the thread loops is plain and the
       // loops' accesses contiguous vectors (docs/cpu-backend.md, Thread loops).
       const Expr row0 = mul_i(kir::op(OpKind::Div, {in_square, kir::int_const(column_tiles)}), kir::int_const(side_));
       const Expr col0 = mul_i(kir::op(OpKind::Rem, {in_square, kir::int_const(column_tiles)}), kir::int_const(side_));
+      // The index of the tile shape at (row, column) of this block's square.
+      auto at_square = [&](const Expr& row, const Expr& column) {
+        Index idx;
+        size_t o = 0;
+        for (size_t d = 0; d + 1 < rank; ++d) idx.push_back(d == row_axis ? row : outer[o++]);
+        idx.push_back(column);
+        return idx;
+      };
       kb_.block("thr", side_, [&](const Expr& t) {
         // Stage: tile[k][t] = the transpose at (row0 + t, col0 + k), which is
         // its operand's innermost axis at row0 + t: one row of the operand.
-        for (size_t k = 0; k < tiled_.size(); ++k) {
-          const Node& node = g_.nodes()[tiled_[k]];
+        for (size_t k = 0; k < tiled.size(); ++k) {
+          const Node& node = g_.nodes()[tiled[k]];
           const std::vector<int64_t> perm = transpose_permutation(node, rank);
           kb_.loop(fmt::format("s{}", k), kir::int_const(side_), kir::LoopLevel::Unroll, [&](const Expr& s) {
             ex_.scoped([&] {
-              Index out = outer;
-              out.push_back(kb_.let(ex_.fresh("r"), add_i(row0, t)));
-              out.push_back(kb_.let(ex_.fresh("c"), add_i(col0, s)));
+              const Index out = at_square(kb_.let(ex_.fresh("r"), add_i(row0, t)), kb_.let(ex_.fresh("c"), add_i(col0, s)));
               Index in(rank);
               for (size_t d = 0; d < rank; ++d) in[static_cast<size_t>(perm[d])] = out[d];
               kb_.store(tile_name(k), {add_i(mul_i(s, kir::int_const(pitch_)), t)}, ex_.eval(node.inputs[0], in));
@@ -138,16 +184,24 @@ class TransposeTileLowerer {
         // on the GPU that is column j of the staged tile.
         kb_.loop("j", kir::int_const(side_), kir::LoopLevel::Serial, [&](const Expr& j) {
           ex_.scoped([&] {
-            Index idx = outer;
-            idx.push_back(kb_.let(ex_.fresh("r"), add_i(row0, j)));
-            idx.push_back(kb_.let(ex_.fresh("c"), add_i(col0, t)));
+            const Index idx = at_square(kb_.let(ex_.fresh("r"), add_i(row0, j)), kb_.let(ex_.fresh("c"), add_i(col0, t)));
             const Expr at = gpu_ ? add_i(mul_i(t, kir::int_const(pitch_)), j) : add_i(mul_i(j, kir::int_const(pitch_)), t);
-            for (size_t k = 0; k < tiled_.size(); ++k) {
-              ex_.bind(g_.nodes()[tiled_[k]].output, kb_.load(tile_name(k), {at}));
+            for (size_t k = 0; k < tiled.size(); ++k) {
+              ex_.bind(g_.nodes()[tiled[k]].output, kb_.load(tile_name(k), {at}));
             }
             for (int r : group_.roots) {
               const ValueId out = g_.nodes()[r].output;
-              kb_.store(ex_.buffer(out), idx, ex_.eval(out, idx));
+              const Shape& root_shape = g_.type(out).shape;
+              if (root_shape == shape) {
+                kb_.store(ex_.buffer(out), idx, ex_.eval(out, idx));
+              } else if (tiling_.downstream.count(r)) {  // a reshape of the square's values
+                const Index root_idx = ex_.delinearize(ex_.linearize(idx, shape), root_shape, ex_.fresh("q"));
+                kb_.store(ex_.buffer(out), root_idx, ex_.eval(out, root_idx));
+              } else {  // in its own order: this block's side^2 elements, along rows
+                const Expr linear = add_i(add_i(mul_i(b, kir::int_const(side_ * side_)), mul_i(j, kir::int_const(side_))), t);
+                const Index root_idx = ex_.delinearize(linear, root_shape, ex_.fresh("q"));
+                kb_.store(ex_.buffer(out), root_idx, ex_.eval(out, root_idx));
+              }
             }
           });
         });
@@ -164,7 +218,7 @@ class TransposeTileLowerer {
   const bool gpu_;
   const int64_t side_;   // the square's side, and the block's threads
   const int64_t pitch_;  // elements between the tile's staged rows
-  std::vector<int> tiled_;
+  Tiling tiling_;
   kir::KernelBuilder kb_;
   GroupExpr ex_{g_, group_, kb_};
 };
@@ -172,8 +226,8 @@ class TransposeTileLowerer {
 }  // namespace
 
 std::string transpose_tiles_problem(const Graph& g, const FusionGroup& group, bool gpu) {
-  std::vector<int> tiled;
-  return find_tiled(g, group, gpu ? kGpuTransposeTile : kTransposeTile, &tiled);
+  Tiling tiling;
+  return find_tiled(g, group, gpu ? kGpuTransposeTile : kTransposeTile, &tiling);
 }
 
 kir::Kernel lower_transpose_tiles(const Graph& g, const FusionGroup& group, const std::string& kernel_name, bool gpu) {

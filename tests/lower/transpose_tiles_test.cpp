@@ -15,6 +15,7 @@
 #include "group_kernel_runner.h"
 #include "ir/canonicalize.h"
 #include "kir/printer.h"
+#include "lower/group_expr.h"
 #include "lower/lower_loop_group.h"
 #include "random_graph.h"
 #include "runtime/cpu/cpu_compiler.h"
@@ -82,6 +83,19 @@ std::vector<Case> make_cases() {
   y = add(transpose(a, perm=[1, 0]), b)
   return y
 })"},
+      // The operand's innermost axis moved to the first axis.
+      {"row_first", R"(graph row_first(a: f32[16, 32, 16]) -> (f32[16, 16, 32]) {
+  y = transpose(a, perm=[2, 0, 1])
+  return y
+})"},
+      // Attention's heads: the innermost axis to axis 1, a root that reshapes
+      // the square's values and a root of another shape (a head permute that
+      // keeps its innermost axis) computed in its own order.
+      {"heads", R"(graph heads(a: f32[2, 3, 32, 64], b: f32[2, 64, 3, 32]) -> (f32[2, 64, 96], f32[2, 3, 64, 32]) {
+  y = reshape(neg(transpose(a, perm=[0, 3, 1, 2])), shape=[2, 64, 96])
+  z = transpose(b, perm=[0, 2, 1, 3])
+  return y, z
+})"},
       {"wide_two", R"(graph wide_two(a: f64[2, 32, 64], b: f16[2, 32, 64]) -> (f64[2, 64, 32], f16[2, 64, 32]) {
   y = mul(transpose(a, perm=[0, 2, 1]), 2.0)
   z = neg(transpose(b, perm=[0, 2, 1]))
@@ -144,8 +158,11 @@ TEST_F(TransposeTiles, KernelShape) {
     SCOPED_TRACE(l.c.id);
     EXPECT_EQ(l.kernel.launch.block_size, kTransposeTile);
     const std::string text = kir::print_kernel(l.kernel);
-    int transposes = 0;
-    for (const Node& n : l.graph.nodes()) transposes += n.op == OpKind::Transpose;
+    int transposes = 0;  // those that move their operand's innermost axis
+    for (const Node& n : l.graph.nodes()) {
+      const size_t rank = l.graph.type(n.output).shape.size();
+      transposes += n.op == OpKind::Transpose && transpose_permutation(n, rank).back() != static_cast<int64_t>(rank) - 1;
+    }
     EXPECT_EQ(static_cast<int>(l.kernel.shared.size()), transposes);
     for (int k = 0; k < transposes; ++k) {
       EXPECT_NE(text.find("transpose_tile tile" + std::to_string(k) + "[16x16]"), std::string::npos) << text;
@@ -169,12 +186,12 @@ TEST_F(TransposeTiles, GpuKernelShape) {
     EXPECT_NE(text.find("barrier"), std::string::npos) << text;
     EXPECT_NE(text.find("tile0[add(mul(thr, 33), j)]"), std::string::npos) << text;
   }
-  EXPECT_EQ(gpu_cases, 3);  // leading, wide, wide_two
+  EXPECT_EQ(gpu_cases, 4);  // leading, wide, heads, wide_two
 }
 
 TEST(TransposeTilesProblem, GroupsNotTaken) {
   const std::vector<std::pair<std::string, std::string>> refused = {
-      {"the last two dimensions are not multiples of 16", R"(graph g(a: f32[20, 16]) -> (f32[16, 20]) {
+      {"the transposed axes are not multiples of 16", R"(graph g(a: f32[20, 16]) -> (f32[16, 20]) {
   y = transpose(a)
   return y
 })"},
@@ -186,12 +203,17 @@ TEST(TransposeTilesProblem, GroupsNotTaken) {
   y = transpose(a, perm=[1, 0, 2])
   return y
 })"},
-      {"a transpose that does not move its operand's innermost axis to the roots' second-to-last",
-       R"(graph g(a: f32[16, 32, 16]) -> (f32[16, 16, 32]) {
-  y = transpose(a, perm=[2, 0, 1])
+      {"transposes that move their operands' innermost axes to different axes",
+       R"(graph g(a: f32[16, 16, 16], b: f32[16, 16, 16]) -> (f32[16, 16, 16]) {
+  y = add(transpose(a, perm=[2, 0, 1]), transpose(b, perm=[0, 2, 1]))
   return y
 })"},
-      {"a transpose of another shape than the roots'", R"(graph g(a: f32[32, 16]) -> (f32[16, 16]) {
+      {"transposes of different shapes", R"(graph g(a: f32[32, 16], b: f32[16, 32]) -> (f32[16, 32], f32[32, 16]) {
+  y = transpose(a)
+  z = transpose(b)
+  return y, z
+})"},
+      {"roots of other sizes than the transposes'", R"(graph g(a: f32[32, 16]) -> (f32[16, 16]) {
   r = slice(transpose(a), start=[0, 0], stop=[16, 16])
   return r
 })"},

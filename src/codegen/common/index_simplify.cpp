@@ -268,12 +268,15 @@ struct Binding {
   Bounds bounds;
 };
 
+// The node's own cost, its operands' apart.
+int own_cost(const Expr& e) {
+  if (e->kind == ExprKind::Load) return 1;
+  if (e->kind != ExprKind::Op) return 0;
+  return (e->op == OpKind::Div || e->op == OpKind::Rem) ? 8 : e->op == OpKind::Mul ? 2 : 1;
+}
+
 int cost(const Expr& e) {
-  if (e->kind == ExprKind::Const || e->kind == ExprKind::Var) return 0;
-  int c = e->kind == ExprKind::Load ? 1 : 0;
-  if (e->kind == ExprKind::Op) {
-    c = (e->op == OpKind::Div || e->op == OpKind::Rem) ? 8 : e->op == OpKind::Mul ? 2 : 1;
-  }
+  int c = own_cost(e);
   for (const Expr& o : e->operands) c += cost(o);
   return c;
 }
@@ -287,7 +290,10 @@ class Simplifier {
     scopes_.emplace_back();
   }
 
+  // Opens loop `var`'s body (end_loop closes it): the names it defines vary
+  // there, and what reads none of them costs nothing inside (it is hoisted).
   void note_loop(const std::string& var, const Expr& extent) {
+    loops_.push_back({var});
     int64_t n = 0;
     Binding b;
     b.key = "loop:" + var;
@@ -296,6 +302,7 @@ class Simplifier {
   }
 
   void note_let(const kir::LetStmt& let) {
+    if (!loops_.empty()) loops_.back().insert(let.name);
     Binding b;
     b.key = fmt::format("let:{}#{}", let.name, ++fresh_);
     if (let.dtype == DType::i64 && let.init.defined() && !assigned_.count(let.name)) {
@@ -307,11 +314,13 @@ class Simplifier {
       }
       if (b.sum && defined_once_.count(let.name) && !find_let(b.sum->key())) {
         scopes_.back().lets_by_key[b.sum->key()] = let.name;
+        if (b.sum->terms.size() >= 2) scopes_.back().let_parts.emplace_back(let.name, *b.sum);
       }
     }
     scopes_.back().names[let.name] = b;
   }
 
+  void end_loop() { loops_.pop_back(); }
   void push() { scopes_.emplace_back(); }
   void pop() { scopes_.pop_back(); }
 
@@ -334,7 +343,7 @@ class Simplifier {
     if (e->kind != ExprKind::Op || e->dtype != DType::i64) return same;
     try {
       Expr rewritten = build(to_sum(same));
-      return cost(rewritten) < cost(same) ? rewritten : same;
+      return cost_in_loop(rewritten) < cost_in_loop(same) ? rewritten : same;
     } catch (const GiveUp&) {
       return same;
     }
@@ -384,13 +393,57 @@ class Simplifier {
   struct Scope {
     std::map<std::string, Binding> names;
     std::map<std::string, std::string> lets_by_key;  // an index let's sum -> its name
+    // Index lets of two terms or more, for build to use where a sum holds one
+    // (a row's index inside a reshaped row's digits: 64 o1 + (16 (b % 32) / 8 + t)
+    // is 64 o1 + r, where r is that let).
+    std::vector<std::pair<std::string, Sum>> let_parts;
   };
+
+  // A let whose terms `s` holds, each times one factor k: (name, k).
+  std::optional<std::pair<std::string, int64_t>> find_let_part(const Sum& s) const {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+      for (auto it = scope->let_parts.rbegin(); it != scope->let_parts.rend(); ++it) {
+        const auto& [name, part] = *it;
+        if (part.terms.size() >= s.terms.size() && part.constant == 0) continue;  // the whole sum: find_let's
+        int64_t k = 0;
+        bool holds = part.terms.size() <= s.terms.size();
+        for (const auto& [key, t] : part.terms) {
+          if (!holds) break;
+          auto f = s.terms.find(key);
+          holds = f != s.terms.end() && f->second.coef % t.coef == 0 && (k == 0 || f->second.coef / t.coef == k);
+          if (holds) k = f->second.coef / t.coef;
+        }
+        if (holds && k != 0) return std::pair{name, k};
+      }
+    }
+    return std::nullopt;
+  }
 
   const Binding* find_name(const std::string& name) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       if (auto f = it->names.find(name); f != it->names.end()) return &f->second;
     }
     return nullptr;
+  }
+  bool varies(const Expr& e) const {
+    if (e->kind == ExprKind::Var) return loops_.back().count(e->name) > 0;
+    if (e->kind == ExprKind::Load) return true;  // a store in the loop may change it
+    return std::any_of(e->operands.begin(), e->operands.end(), [this](const Expr& o) { return varies(o); });
+  }
+
+  // cost(e) inside the innermost loop: a part that reads nothing the loop
+  // defines is computed once before it (`(blk / 8) % 48` in a thread loop).
+  int cost_in_loop(const Expr& e) const {
+    if (loops_.empty()) return cost(e);
+    if (!varies(e)) return 0;
+    int c = own_cost(e);
+    for (const Expr& o : e->operands) c += cost_in_loop(o);
+    return c;
+  }
+
+  const Sum* find_let_sum(const std::string& name) const {
+    const Binding* b = find_name(name);
+    return b && b->sum ? &*b->sum : nullptr;
   }
   std::optional<std::string> find_let(const std::string& key) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
@@ -478,6 +531,17 @@ class Simplifier {
   // by decreasing coefficient (row-major order), then the constant.
   Expr build(const Sum& s) {
     if (std::optional<std::string> name = find_let(s.key())) return kir::var(*name);
+    if (std::optional<std::pair<std::string, int64_t>> part = find_let_part(s)) {
+      const auto& [name, k] = *part;
+      Sum rest = s;
+      for (const auto& [key, t] : find_let_sum(name)->terms) add_term(rest, checked(Wide{-k} * t.coef), t.atom);
+      rest.constant = checked(Wide{rest.constant} - Wide{k} * find_let_sum(name)->constant);
+      Expr x = kir::var(name);
+      if (k != 1) x = x * (k < 0 ? -k : k);
+      if (rest.terms.empty() && rest.constant == 0) return k < 0 ? kir::int_const(0) - x : x;
+      const Expr r = build(rest);
+      return k < 0 ? r - x : r + x;
+    }
     std::vector<const Term*> order;
     for (const auto& [key, t] : s.terms) order.push_back(&t);
     std::stable_sort(order.begin(), order.end(), [](const Term* a, const Term* b) {
@@ -506,6 +570,7 @@ class Simplifier {
   std::set<std::string> assigned_;
   std::set<std::string> defined_once_;
   std::vector<Scope> scopes_;
+  std::vector<std::set<std::string>> loops_;  // per open loop: its variable and the lets in its body
   int fresh_ = 0;
 };
 
@@ -534,6 +599,7 @@ void simplify_stmt(Stmt& stmt, Simplifier& s) {
     s.push();
     s.note_loop(f->var, f->extent);
     simplify_body(f->body, s);
+    s.end_loop();
     s.pop();
   } else if (auto* i = std::get_if<kir::IfStmt>(&stmt.node)) {
     i->cond = s.simplify(i->cond);

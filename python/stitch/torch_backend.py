@@ -63,7 +63,8 @@ _VIEWS = {
     aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.alias.default,
     aten.slice.Tensor, aten.select.int, aten.detach.default, aten.flatten.using_ints,
 }
-# Ops that compute nothing in Stitch either: a partition of only these is left to PyTorch.
+# Ops that compute nothing in Stitch either: a partition of only these is left to
+# PyTorch, unless a clone in it moves a layout (_moves_layout).
 _NOT_COMPUTE = _VIEWS | {
     aten.clone.default, aten.lift_fresh_copy.default, aten.split.Tensor,
     aten.split_with_sizes.default, aten.unbind.int,
@@ -90,9 +91,15 @@ class PartitionStats:
         self.timed_calls = 0
         self.fallback = None            # why PyTorch ran it instead, when it did
         self.stitch_fallback = ""       # Stitch's own fallback (a smaller fusion), if any
+        # A partition of views and layout copies: seconds of Stitch's call and
+        # PyTorch's, timed once (PyTorch runs it where faster).
+        self.copies_timed = None
 
     def __repr__(self):
         state = f"fallback: {self.fallback}" if self.fallback else f"kernels={self.kernel_count}"
+        if self.copies_timed:
+            stitch_s, torch_s = self.copies_timed
+            state += f", copies {stitch_s * 1e3:.3f} ms in Stitch, {torch_s * 1e3:.3f} in PyTorch"
         return f"<{self.name}: {len(self.ops)} ops on {self.backend}, {state}, calls={self.calls}>"
 
 
@@ -211,6 +218,13 @@ def _on_cuda(node):
     return any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in flat)
 
 
+_NOT_COMPUTE_NAMES = {str(op) for op in _NOT_COMPUTE}
+
+# Whether a partition of only views and clones runs in Stitch (a copy into another
+# layout: attention's heads); the benchmark turns it off to time PyTorch's copies beside it.
+layout_copies = True
+
+
 def _trim(partition):
     """Leaves trailing views to PyTorch; True when something worth a kernel is left."""
     nodes = partition.nodes
@@ -221,7 +235,18 @@ def _trim(partition):
             if node.target in _VIEWS and all(u not in nodes for u in node.users):
                 del nodes[node]
                 changed = True
-    return any(n.target not in _NOT_COMPUTE and n.target in LOWERINGS for n in nodes)
+    return any(n.target in LOWERINGS and (n.target not in _NOT_COMPUTE or _moves_layout(n)) for n in nodes)
+
+
+def _moves_layout(node):
+    """A clone of a tensor that is not contiguous: a copy into another layout, which
+    Stitch does in tiles (attention's heads, 0.3-0.5 of a copy's speed where
+    PyTorch's copy ran at 0.06-0.1: docs/torch.md). A clone of a contiguous tensor
+    is a plain copy, as fast in PyTorch."""
+    if node.target is not aten.clone.default or not layout_copies:
+        return False
+    source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return isinstance(source, torch.Tensor) and not source.is_contiguous()
 
 
 # Ops that make a tensor from numbers alone (no tensor operand): lowered, each is a
@@ -246,6 +271,28 @@ def _fill_per_user(gm):
             user.replace_input_with(node, copy)
 
 
+def _private_views_for_clones(gm):
+    """Gives every clone its own copy of the views it reads (up to the tensor they
+    view), where another node reads one of them too. Shared, a view went into the
+    clone's partition and reached the other reader as that partition's output, a
+    tensor Stitch wrote: ViT's qkv heads, read in place before, were written out
+    whole for the partition that reads them. Views are free in PyTorch."""
+    for clone in [n for n in gm.graph.nodes if n.op == "call_function" and n.target is aten.clone.default]:
+        chain = []
+        source = clone.args[0]
+        while isinstance(source, torch.fx.Node) and source.op == "call_function" and source.target in _VIEWS:
+            chain.append(source)
+            source = source.args[0]
+        if not any(len(view.users) > 1 for view in chain):
+            continue
+        previous = source
+        with gm.graph.inserting_before(clone):
+            for view in reversed(chain):
+                below = view.args[0]
+                previous = gm.graph.node_copy(view, lambda a, below=below, previous=previous: previous if a is below else a)
+        clone.replace_input_with(chain[0], previous)
+
+
 _graph_ids = iter(range(1 << 62))
 
 
@@ -255,6 +302,8 @@ def _compile_graph(gm, kind, options):
     if options.get("attention", True):
         stats.attention = fuse_attention(gm)
     _fill_per_user(gm)
+    if layout_copies:
+        _private_views_for_clones(gm)
     graph_id = next(_graph_ids)
     dots = options.get("dots", DOTS_BY_DEFAULT)
     if dots not in (True, False, "auto"):
@@ -588,10 +637,38 @@ class _StitchPartition(torch.nn.Module):
             spec = _Specialisation(None, [], [], False, None, [])
         else:
             spec = self._made(exe, declared, [(tuple(o.shape), o.dtype) for o in outputs], None)
+            if all(op in _NOT_COMPUTE_NAMES for op in self.stats.ops) and not self._copies_faster(spec, args):
+                spec = _Specialisation(None, [], [], False, None, [])
         self.specialisations[key] = spec
         if not self.dynamic:
             self.only = spec
         return spec
+
+    def _copies_faster(self, spec, args):
+        """Whether Stitch's kernels do this partition of views and layout copies
+        faster than PyTorch's copies, timed on these arguments (the fastest of
+        three calls each). A copy whose source already lies as its result
+        (a permute of attention's output, which PyTorch's fused kernel writes
+        transposed) is a plain copy, which PyTorch does as fast; and not every
+        layout is at a copy's speed in Stitch (docs/torch.md, Layout copies)."""
+        if spec.exe.kernel_count == 0:
+            return False
+        if spec.devices is not None or not by_address:
+            return True  # CUDA and the numpy boundary: not timed
+
+        def fastest(call):
+            best = float("inf")
+            for _ in range(3):
+                start = time.perf_counter()
+                call()
+                best = min(best, time.perf_counter() - start)
+            return best
+
+        with torch.no_grad():
+            stitch_s = fastest(lambda: _run_at(spec, args))
+            torch_s = fastest(lambda: self.module(*args))
+        self.stats.copies_timed = (stitch_s, torch_s)
+        return stitch_s < torch_s
 
     def _symbolic(self, name):
         """The specialisation for every size (dynamic shapes), or None with the reason in

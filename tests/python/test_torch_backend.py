@@ -388,9 +388,11 @@ class Behaviour(StitchCase):
     def test_a_permuted_input_is_read_where_it_lies(self):
         # ViT's heads in a training step: a product's output viewed as [B, T, 3, heads,
         # d] and permuted to [3, B, heads, T, d] reaches a partition that PyTorch's bmm
-        # also reads. The partition takes the memory as it lies (declared [B, T, 3,
-        # heads, d]) and transposes it in the graph, so no copy makes it contiguous.
-        # The backward's k transposed (the innermost axis moved) is still copied.
+        # also reads. Without layout copies in Stitch, the partition takes the memory
+        # as it lies (declared [B, T, 3, heads, d]) and transposes it in the graph, so
+        # no copy makes it contiguous. With them (the default), the backward's copy of
+        # k transposed is a partition of its own, with its own copy of the views, and
+        # the attention's partition reads the product's output itself: no copy either.
         lin = randomise(nn.Linear(64, 3 * 64))
 
         def f(x):
@@ -399,30 +401,67 @@ class Behaviour(StitchCase):
             return (q @ k.transpose(-2, -1) * 0.25).softmax(-1) @ v
 
         x = torch.randn(2, 17, 64)
-        copies = []
         contiguous = torch.Tensor.contiguous
+        for layout_copies, declared in ((False, "f32[2, 17, 3, 4, 16]"), (True, "addmm: f32[2, 17, 192]")):
+            torch._dynamo.reset()
+            backend.reset_stats()
+            lin.zero_grad()
+            copies = []
 
-        def counted(t, *args, **kwargs):
-            if not t.is_contiguous():
-                copies.append(tuple(t.shape))
-            return contiguous(t, *args, **kwargs)
+            def counted(t, *args, **kwargs):
+                if not t.is_contiguous():
+                    copies.append(tuple(t.shape))
+                return contiguous(t, *args, **kwargs)
 
-        got_x = x.clone().requires_grad_()
-        with mock.patch.object(torch.Tensor, "contiguous", counted):
-            got = torch.compile(f, backend="stitch")(got_x)
-            got.square().mean().backward()
-        got_grads = [got_x.grad] + [p.grad.clone() for p in lin.parameters()]
-        lin.zero_grad()
-        want_x = x.clone().requires_grad_()
-        want = f(want_x)
-        want.square().mean().backward()
-        torch.testing.assert_close(got, want, **F32_BLOCK)
-        for g, w in zip(got_grads, [want_x.grad] + [p.grad for p in lin.parameters()]):
-            torch.testing.assert_close(g, w, **F32_BLOCK)
-        forward = [s for s in self.assert_stitch_ran() if s.kind == "forward"]
-        headers = [p.text.splitlines()[0] for p in forward[0].partitions]
-        self.assertTrue(any("f32[2, 17, 3, 4, 16]" in h for h in headers), headers)
-        self.assertNotIn((3, 2, 4, 17, 16), copies)
+            got_x = x.clone().requires_grad_()
+            with mock.patch.object(torch.Tensor, "contiguous", counted), \
+                    mock.patch.object(backend, "layout_copies", layout_copies):
+                got = torch.compile(f, backend="stitch")(got_x)
+                got.square().mean().backward()
+            got_grads = [got_x.grad] + [p.grad.clone() for p in lin.parameters()]
+            lin.zero_grad()
+            want_x = x.clone().requires_grad_()
+            want = f(want_x)
+            want.square().mean().backward()
+            torch.testing.assert_close(got, want, **F32_BLOCK)
+            for g, w in zip(got_grads, [want_x.grad] + [p.grad for p in lin.parameters()]):
+                torch.testing.assert_close(g, w, **F32_BLOCK)
+            forward = [s for s in self.assert_stitch_ran() if s.kind == "forward"]
+            headers = [p.text.splitlines()[0] for p in forward[0].partitions]
+            self.assertTrue(any(declared in h for h in headers), headers)
+            # No partition reads the heads as a tensor another partition wrote.
+            self.assertFalse(any("f32[3, 2, 4, 17, 16]" in h for h in headers), headers)
+            self.assertNotIn((3, 2, 4, 17, 16), copies)
+
+    def test_a_layout_copy_runs_where_measured_faster(self):
+        # A product's output split into heads with the innermost axis moved and made
+        # contiguous for the next product: views and a clone, a copy into another
+        # layout. The partition is timed under both on its first call and runs where
+        # faster; either way the result is eager's. A clone of a contiguous tensor is
+        # a plain copy and stays PyTorch's, no partition made for it.
+        w = torch.randn(64, 64)
+
+        def heads(x):
+            y = (x @ w).view(4, 16, 4, 16).permute(0, 2, 3, 1).contiguous()
+            return y.view(64, 64) @ w
+
+        stats = self.compiled_matches(heads, torch.randn(64, 64))
+        copies = [p for s in stats for p in s.partitions]
+        self.assertEqual(len(copies), 1, stats)
+        self.assertIn("aten.clone.default", copies[0].ops)
+        stitch_s, torch_s = copies[0].copies_timed
+        self.assertGreater(stitch_s, 0.0)
+        self.assertGreater(torch_s, 0.0)
+
+        torch._dynamo.reset()
+        backend.reset_stats()
+        plain = torch.compile(lambda x: (x @ w).clone() @ w, backend="stitch")
+        with torch.inference_mode():
+            x = torch.randn(64, 64)
+            torch.testing.assert_close(plain(x), (x @ w) @ w, **F32)
+        stats = backend.all_stats()
+        self.assertEqual([p for s in stats for p in s.partitions], [])
+        self.assertEqual(stats[0].torch_ops["aten.clone.default"], 1)
 
     def test_products_write_into_outputs_nothing_holds(self):
         # Under keep_products, a product PyTorch runs between partitions writes into a

@@ -1,0 +1,119 @@
+"""One switch of the Stitch backend measured in one process: the models of
+tests/python/torch_models.py run under backend="stitch" with a module-level switch
+of stitch.torch_backend on and off (each compiled with its setting; the switch is
+read when a graph is compiled), and under Inductor, in rounds that start with a
+different variant each time (bench/torch/run.py's method). Writes PREFIX.json and
+PREFIX.md: per model and mode the medians, on/off and Inductor/on.
+
+    PYTHONPATH=build/python .venv/bin/python bench/torch/switch.py PREFIX \\
+        --switch layout_copies [--models t5_block,gpt2_block] [--modes training] \\
+        [--dtype f32] [--repeat 11] [--warmup 2] [--small]
+
+Run it with glibc keeping freed memory, as run.py (bench/torch/README.md).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+import stitch.torch_backend as backend
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run import DTYPES, inference_call, machine, models, randomise, training_step  # noqa: E402
+
+VARIANTS = ("on", "off", "inductor")
+
+
+def measure(name, make_model, make_inputs, dtype, mode, switch, args):
+    torch.manual_seed(0)
+    model = randomise(make_model()).to(dtype)
+    inputs = tuple(a.to(dtype) if a.is_floating_point() else a for a in make_inputs())
+    torch._dynamo.reset()
+    default = getattr(backend, switch)
+    calls = {}
+    try:
+        for v in VARIANTS:
+            fn = torch.compile(model) if v == "inductor" else torch.compile(model, backend="stitch")
+            call = inference_call(fn, inputs) if mode == "inference" else training_step(fn, model, inputs)
+            if v != "inductor":
+                setattr(backend, switch, v == "on")
+            call()  # compiles with the switch as set
+            calls[v] = call
+    finally:
+        setattr(backend, switch, default)
+    times = {v: [] for v in VARIANTS}
+    for r in range(-args.warmup, args.repeat):
+        for v in VARIANTS[r % 3:] + VARIANTS[:r % 3]:
+            start = time.perf_counter()
+            calls[v]()
+            if r >= 0:
+                times[v].append(time.perf_counter() - start)
+    medians = {f"{v}_s": statistics.median(t) for v, t in times.items()}
+    return {"model": name, "mode": mode, **medians,
+            "off_vs_on": medians["off_s"] / medians["on_s"],
+            "inductor_vs_on": medians["inductor_s"] / medians["on_s"],
+            "inductor_vs_off": medians["inductor_s"] / medians["off_s"]}
+
+
+def markdown(report):
+    m = report["machine"]
+    lines = [f"# `stitch.torch_backend.{report['switch']}` on and off", "",
+             f"{report['date']}, {m['cpu']} ({m['cpus']} CPUs), torch {m['torch']} with {m['threads']} threads, "
+             f"{report['dtype']}.", "",
+             f"`{report['command']}`", "",
+             "Medians of the timed rounds; above 1: the switch on is faster (off / on), Stitch with it "
+             "on faster than Inductor (Inductor / on).", "",
+             "| model | mode | on ms | off ms | Inductor ms | off / on | Inductor / on | Inductor / off |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in report["rows"]:
+        lines.append(f"| {r['model']} | {r['mode']} | {r['on_s'] * 1e3:.2f} | {r['off_s'] * 1e3:.2f} | "
+                     f"{r['inductor_s'] * 1e3:.2f} | {r['off_vs_on']:.3f} | {r['inductor_vs_on']:.3f} | "
+                     f"{r['inductor_vs_off']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("prefix", help="writes PREFIX.json and PREFIX.md")
+    parser.add_argument("--switch", required=True, help="a True/False attribute of stitch.torch_backend")
+    parser.add_argument("--models", default="t5_block,gpt2_block,bert_layer,vit_block,llama_block,mixer_block")
+    parser.add_argument("--modes", default="inference,training")
+    parser.add_argument("--dtype", default="f32", choices=sorted(DTYPES))
+    parser.add_argument("--repeat", type=int, default=11)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--small", action="store_true", help="the tests' sizes, to check the script")
+    args = parser.parse_args()
+    if not isinstance(getattr(backend, args.switch, None), bool):
+        parser.error(f"stitch.torch_backend has no True/False switch {args.switch!r}")
+    table = models(args.small)
+    unknown = [m for m in args.models.split(",") if m not in table]
+    if unknown:
+        parser.error(f"unknown models: {', '.join(unknown)}")
+    rows = []
+    for name in args.models.split(","):
+        size, make_model, make_inputs = table[name]
+        for mode in args.modes.split(","):
+            row = measure(name, make_model, make_inputs, DTYPES[args.dtype], mode, args.switch, args)
+            rows.append(row)
+            print(f"{name} {mode}: off/on {row['off_vs_on']:.3f}, Inductor/on {row['inductor_vs_on']:.3f}",
+                  flush=True)
+    env = " ".join(f"{k}={os.environ[k]}" for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+                   if k in os.environ)
+    report = {"switch": args.switch, "date": datetime.date.today().isoformat(), "machine": machine(),
+              "dtype": args.dtype,
+              "command": (env + " " if env else "") + "python " + " ".join(sys.argv), "rows": rows}
+    with open(args.prefix + ".json", "w") as f:
+        json.dump(report, f, indent=1)
+    with open(args.prefix + ".md", "w") as f:
+        f.write(markdown(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -196,7 +196,11 @@ class LoopLowerer {
   // Names carry `suffix` since KIR names are unique in the whole kernel.
   void emit_range(const BlockRange& range, const Expr& b, const std::string& suffix) {
     if (suffix.empty() && range.roots_by_shape.size() == 1 && strip_schedule_applies(range)) {
-      emit_column_strips(range, b);
+      if (has_pieces()) {
+        emit_strip_versions(range, b);
+      } else {
+        emit_column_strips(range, b, "", nullptr);
+      }
       return;
     }
     if (suffix.empty() && has_pieces()) {
@@ -229,7 +233,7 @@ class LoopLowerer {
           [&] { return block_satisfies(versions[v], lin_lo, lin_hi); },
           [&] {
             ex_.scoped([&] { emit_threads(range, b, "_v" + std::to_string(v), &versions[v]); });
-            if (v == 0 && !versions[0].concats.empty()) add_versions(versions);
+            if (v == 0 && !versions[0].concats.empty()) add_versions(versions, per_block_);
           },
           [&] {
             if (v + 1 < versions.size()) {
@@ -242,13 +246,14 @@ class LoopLowerer {
     chain(0);
   }
 
-  void add_versions(std::vector<PieceAssumption>& versions) const {
+  // `run`: the consecutive elements a block covers (per_block_, or a strip's columns).
+  void add_versions(std::vector<PieceAssumption>& versions, int64_t run) const {
     const auto [node, taken] = versions[0].concats.front();
     for (size_t piece = 0; piece < g_.nodes()[node].inputs.size(); ++piece) {
       if (piece == taken || versions.size() == kMaxPieceVersions) continue;
-      if (concat_piece_run(g_, g_.nodes()[node], piece) < per_block_) continue;
+      if (concat_piece_run(g_, g_.nodes()[node], piece) < run) continue;
       PieceAssumption a;
-      a.min_piece_elements = per_block_;
+      a.min_piece_elements = run;
       a.forced_node = node;
       a.forced_piece = piece;
       versions.push_back(std::move(a));
@@ -367,25 +372,70 @@ class LoopLowerer {
     return false;
   }
 
-  void emit_column_strips(const BlockRange& range, const Expr& b) {
+  // The block's first row and column of strips (let once, before any version).
+  std::pair<Expr, Expr> strip_origin(const BlockRange& range, const Expr& b) {
+    const Shape& shape = g_.type(g_.nodes()[range.roots_by_shape.front().front()].output).shape;
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d].extent();
+    const Expr row_groups = kir::int_const(rows / kLoopElementsPerThread);
+    return {kb_.let("row0", mul_i(kir::op(OpKind::Rem, {b, row_groups}), kir::int_const(kLoopElementsPerThread))),
+            kb_.let("col0", mul_i(kir::op(OpKind::Div, {b, row_groups}), kir::int_const(threads_)))};
+  }
+
+  void emit_column_strips(const BlockRange& range, const Expr& b, const std::string& suffix, PieceAssumption* assume) {
+    const auto [first_row, first_column] = strip_origin(range, b);
+    emit_strip_body(range, first_row, first_column, suffix, assume);
+  }
+
+  void emit_strip_body(const BlockRange& range, const Expr& first_row, const Expr& first_column,
+                       const std::string& suffix, PieceAssumption* assume) {
     const std::vector<int>& roots = range.roots_by_shape.front();
     const Shape& shape = g_.type(g_.nodes()[roots.front()].output).shape;
     const Shape leading(shape.begin(), shape.end() - 1);
-    int64_t rows = 1;
-    for (const Dim& d : leading) rows *= d.extent();
-    const Expr row_groups = kir::int_const(rows / kLoopElementsPerThread);
-    Expr first_row = kb_.let("row0", mul_i(kir::op(OpKind::Rem, {b, row_groups}), kir::int_const(kLoopElementsPerThread)));
-    Expr first_column = kb_.let("col0", mul_i(kir::op(OpKind::Div, {b, row_groups}), kir::int_const(threads_)));
-    kb_.block("thr", threads_, [&](const Expr& t) {
-      kb_.loop("part", kir::int_const(kLoopElementsPerThread), kir::LoopLevel::Unroll, [&](const Expr& u) {
-        Index idx = ex_.delinearize(add_i(first_row, u), leading, "i");
-        idx.push_back(kb_.let("i" + std::to_string(shape.size() - 1), add_i(first_column, t)));
+    ex_.assume(assume);
+    kb_.block("thr" + suffix, threads_, [&](const Expr& t) {
+      kb_.loop("part" + suffix, kir::int_const(kLoopElementsPerThread), kir::LoopLevel::Unroll, [&](const Expr& u) {
+        const std::string prefix = "i" + suffix + (suffix.empty() ? "" : "_");
+        Index idx = ex_.delinearize(add_i(first_row, u), leading, prefix);
+        idx.push_back(kb_.let(prefix + std::to_string(shape.size() - 1), add_i(first_column, t)));
+        if (assume) assume->add_index(idx, shape);
         for (int r : roots) {
           ValueId out = g_.nodes()[r].output;
           kb_.store(ex_.buffer(out), idx, ex_.eval(out, idx));
         }
       });
     });
+    ex_.assume(nullptr);
+  }
+
+  // Piece versions of column strips: as emit_piece_versions, each version
+  // guarded by the block's rows and columns (strip_satisfies), so a strip
+  // inside one piece of a concat along the rows' axis runs that piece alone
+  // (a concat of transposed heads: GPT-2's gradient of its qkv product).
+  void emit_strip_versions(const BlockRange& range, const Expr& b) {
+    const std::pair<Expr, Expr> origin = strip_origin(range, b);
+    const Expr first_row = origin.first, first_column = origin.second;
+    const Expr last_row = add_i(first_row, kir::int_const(kLoopElementsPerThread - 1));
+    const Expr last_column = add_i(first_column, kir::int_const(threads_ - 1));
+    std::vector<PieceAssumption> versions(1);
+    versions.reserve(kMaxPieceVersions);
+    versions[0].min_piece_elements = threads_;
+    std::function<void(size_t)> chain = [&](size_t v) {
+      kb_.if_then_after(
+          [&] { return strip_satisfies(versions[v], first_row, last_row, first_column, last_column); },
+          [&] {
+            ex_.scoped([&] { emit_strip_body(range, first_row, first_column, "_v" + std::to_string(v), &versions[v]); });
+            if (v == 0 && !versions[0].concats.empty()) add_versions(versions, threads_);
+          },
+          [&] {
+            if (v + 1 < versions.size()) {
+              chain(v + 1);
+            } else {
+              ex_.scoped([&] { emit_strip_body(range, first_row, first_column, "", nullptr); });
+            }
+          });
+    };
+    chain(0);
   }
 
     static constexpr size_t kMaxPieceVersions = 4;

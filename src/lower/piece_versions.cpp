@@ -117,4 +117,31 @@ Expr block_satisfies(const PieceAssumption& a, const Expr& lin_lo, const Expr& l
   return cond;
 }
 
+Expr strip_satisfies(const PieceAssumption& a, const Expr& row_lo, const Expr& row_hi, const Expr& column_lo,
+                     const Expr& column_hi) {
+  // Guards on the last axis bound the columns; the others, over the leading
+  // axes, bound the rows as block_satisfies bounds a linear range.
+  PieceAssumption rows = a;
+  rows.guards.clear();
+  Expr cond;
+  for (const PieceGuard& g : a.guards) {
+    const bool column = !g.coord.var.empty() &&
+                        a.axes.at(g.coord.var) + 1 == static_cast<int>(a.shapes.at(g.coord.var).size());
+    if (!column) {
+      rows.guards.push_back(g);
+      continue;
+    }
+    Expr at_lo = add_i(mul_i(column_lo, kir::int_const(g.coord.scale)), kir::int_const(g.coord.offset));
+    Expr at_hi = add_i(mul_i(column_hi, kir::int_const(g.coord.scale)), kir::int_const(g.coord.offset));
+    if (g.coord.scale < 0) std::swap(at_lo, at_hi);
+    cond = all_of(cond, kir::op(OpKind::Ge, {at_lo, kir::int_const(g.lo)}));
+    cond = all_of(cond, kir::op(OpKind::Lt, {at_hi, kir::int_const(g.hi)}));
+  }
+  for (auto& [var, shape] : rows.shapes) {
+    if (!shape.empty()) shape.pop_back();
+  }
+  const Expr by_rows = block_satisfies(rows, row_lo, row_hi);
+  return by_rows.defined() ? all_of(cond, by_rows) : cond;
+}
+
 }  // namespace stitch::lower

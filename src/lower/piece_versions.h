@@ -76,4 +76,9 @@ int64_t concat_piece_run(const Graph& g, const Node& concat, size_t piece);
 // registered shapes); absent when `a` assumed nothing.
 kir::Expr block_satisfies(const PieceAssumption& a, const kir::Expr& lin_lo, const kir::Expr& lin_hi);
 
+// The same for a block of column strips: rows [row_lo, row_hi] (linear over
+// the axes before the last) and columns [column_lo, column_hi] of the last.
+kir::Expr strip_satisfies(const PieceAssumption& a, const kir::Expr& row_lo, const kir::Expr& row_hi,
+                          const kir::Expr& column_lo, const kir::Expr& column_hi);
+
 }  // namespace stitch::lower

@@ -44,7 +44,7 @@ TEST(CppEmitter, GoldenThreadRegionSplitAtBarrier) {
   float* __restrict__ const y = static_cast<float*>(stitch_buffers[1]);
   const int64_t N = static_cast<int64_t>(stitch_scalars[0]);
   const int64_t stitch_grid = N;
-  #pragma omp parallel for schedule(static)
+  #pragma omp parallel for schedule(static) if (stitch_grid > 1)
   for (int64_t b = 0; b < stitch_grid; ++b) {
     float s[32];
     {  // thread region: 32 threads, 2 phase(s)

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "codegen/common/index_simplify.h"
+#include "kir/kernel_builder.h"
 #include "kir/printer.h"
 #include "stitch/error.h"
 
@@ -96,6 +97,48 @@ TEST(IndexSimplify, NeverCostsMore) {
   // Already minimal: the thread index stays last, as the emitters' thread split expects.
   const Expr e = lin();
   EXPECT_EQ(text(simplify_index_expr(e, kLoops)), text(e));
+}
+
+// The rest of a sum beside a multiple of d leaves a division and a remainder
+// by d: a strip's columns start at a multiple of its width.
+TEST(IndexSimplify, MultiplesOfTheDivisorLeave) {
+  const std::map<std::string, int64_t> loops = {{"blk", 9}, {"thr", 256}};
+  const Expr x = var("blk") * 768 + var("thr");
+  EXPECT_EQ(text(simplify_index_expr(x % 64, loops)), "rem(thr, 64)");
+  EXPECT_EQ(text(simplify_index_expr((x / 64) % 12, loops)), "div(thr, 64)");
+}
+
+// A kernel: a grid over blocks, a let col0 = 256 (blk / 256), an if on it and
+// a thread loop storing `value(col0 + thr)` inside, simplified; the text.
+std::string kernel_text(const std::function<Expr(const Expr&)>& value, const std::function<Expr(const Expr&)>& cond) {
+  kir::KernelBuilder kb("facts");
+  kb.buffer_param("out", DType::i64, {int_const(1 << 20)}, kir::Access::Write);
+  kb.launch(int_const(2304), 256);
+  kb.grid("blk", int_const(2304), [&](const Expr& blk) {
+    const Expr col0 = kb.let("col0", (blk / 256) * 256);
+    kb.if_then(cond(col0), [&] {
+      kb.block("thr", 256, [&](const Expr& thr) {
+        const Expr column = kb.let("c", col0 + thr);
+        kb.store("out", {blk * 256 + thr}, value(column));
+      });
+    });
+  });
+  return kir::print_kernel(simplify_indices(kb.finish()));
+}
+
+// Inside `if (col0 >= 768 && col0 + 255 < 1536)` col0 / 256 is 3 to 5, so the
+// column less 768 is a non-negative sum: its remainder by 64 is the thread's.
+// The same store outside such an if stays a remainder of the whole.
+TEST(IndexSimplify, AnIfsConditionBoundsItsThenBody) {
+  auto value = [](const Expr& c) { return (c - 768) % 64; };
+  const std::string guarded = kernel_text(value, [](const Expr& col0) {
+    return kir::op(OpKind::And, {kir::op(OpKind::Ge, {col0, int_const(768)}),
+                                 kir::op(OpKind::Lt, {col0 + 255, int_const(1536)})});
+  });
+  EXPECT_NE(guarded.find("rem(thr, 64)"), std::string::npos) << guarded;
+  const std::string unguarded =
+      kernel_text(value, [](const Expr& col0) { return kir::op(OpKind::Ge, {col0, int_const(0)}); });
+  EXPECT_EQ(unguarded.find("rem(thr, 64)"), std::string::npos) << unguarded;
 }
 
 // Random trees over three loop variables of small extents: every point of the

@@ -117,6 +117,13 @@ const char* const kHandGraphs[] = {
   y = neg(transpose(concat(a, b, axis=0), perm=[1, 0]))
   return y
 })",
+    // Column strips (a transposed piece) with piece versions: each strip of
+    // 256 columns lies inside one piece, as in a concat of attention heads.
+    R"(graph concat_heads(a: f32[4, 2, 256, 8], b: f32[4, 8, 512]) -> (f32[4, 8, 1024]) {
+  p = reshape(transpose(a, perm=[0, 3, 1, 2]), shape=[4, 8, 512])
+  y = concat(p, sub(b, 1.0), axis=2)
+  return y
+})",
     R"(graph pad_interior(x: f32[3, 4000]) -> (f32[6, 4000], f32[15000]) {
   p = pad(x, low=[1, 0], high=[2, 0], value=-2.0)
   q = pad(reshape(x, shape=[12000]), low=[700], high=[2300], value=0.5)
@@ -362,11 +369,13 @@ TEST_F(LoopLowering, MatchesInterpreter) {
 // A second batch size through the same compiled kernel: symbolic dims are
 // scalar parameters, not constants of the code.
 // The versions these graphs should get: one per piece that can hold a block
-// (concat_rows: all three; concat_columns: both; pad_interior: the interior of
-// each pad, as one version), each kernel still with its general body.
+// (concat_rows: all three; concat_columns: both; concat_heads: both, in column
+// strips; pad_interior: the interior of each pad, as one version), each
+// kernel still with its general body.
 TEST_F(LoopLowering, PieceVersionsWherePiecesHoldBlocks) {
   const std::map<std::string, int> expected = {{"concat_rows", 3},       {"concat_columns", 2},
-                                               {"concat_transposed", 2}, {"pad_interior", 1},
+                                               {"concat_transposed", 2}, {"concat_heads", 2},
+                                               {"pad_interior", 1},
                                                {"jacobi1d_small", 1},    {"jacobi1d_tstep_small", 1}};
   for (const auto& [id, versions] : expected) {
     const Case& c = find(id);

@@ -110,13 +110,30 @@ Bounds sum_bounds(const Sum& s) {
   return b;
 }
 
-Bounds atom_bounds(const Atom& a) {
+// Bounds an enclosing `if` proved, by atom key (Simplifier::push_facts): a
+// piece version's guard on its block's columns.
+thread_local const std::vector<std::map<std::string, Bounds>>* tl_facts = nullptr;
+
+Bounds atom_bounds_unproved(const Atom& a) {
   if (!a.digit()) return a.leaf_bounds;
   const Bounds base = sum_bounds(*a.base);
   Bounds q{base.lo / a.lo, base.hi >= kInf ? kInf : base.hi / a.lo};
   if (a.hi == 0) return q;
   const Wide n = a.hi / a.lo;
   return q.hi < n ? q : Bounds{0, n - 1};
+}
+
+Bounds atom_bounds(const Atom& a) {
+  Bounds b = atom_bounds_unproved(a);
+  if (tl_facts) {
+    for (const std::map<std::string, Bounds>& facts : *tl_facts) {
+      if (auto it = facts.find(a.key); it != facts.end()) {
+        b.lo = std::max(b.lo, it->second.lo);
+        b.hi = std::min(b.hi, it->second.hi);
+      }
+    }
+  }
+  return b;
 }
 
 Sum add(Sum a, const Sum& b);
@@ -153,6 +170,16 @@ std::pair<Sum, Sum> split(const Sum& s, int64_t d) {
   if (cr < 0) cr += d, cq -= 1;
   q.constant = cq;
   r.constant = cr;
+  return {q, r};
+}
+
+// s = d * q + r as split makes it, but with all of s's constant in r: where
+// r's terms are bounded below by a negative constant's offset (4 D - 12 for D
+// proved at least 3), r may stay in [0, d) only with the constant.
+std::pair<Sum, Sum> split_constant_low(const Sum& s, int64_t d) {
+  auto [q, r] = split(s, d);
+  r.constant = s.constant;
+  q.constant = 0;
   return {q, r};
 }
 
@@ -198,6 +225,7 @@ Sum make_div(const Sum& s, int64_t d) {
   // different bases that no longer join.
   auto [q, r] = split(s, d);
   if (below(r, d) && sum_bounds(q).nonneg()) return q;
+  if (auto [q2, r2] = split_constant_low(s, d); below(r2, d) && sum_bounds(q2).nonneg()) return q2;
   if (std::optional<Factored> f = factor_below(s, d)) return make_div(f->x, d / f->c);
   return make_digit(s, d, 0);
 }
@@ -206,6 +234,7 @@ Sum make_div(const Sum& s, int64_t d) {
 Sum make_rem(const Sum& s, int64_t d) {
   if (d == 1) return {};
   if (auto [q, r] = split(s, d); below(r, d) && sum_bounds(q).nonneg()) return r;
+  if (auto [q, r] = split_constant_low(s, d); below(r, d) && sum_bounds(q).nonneg()) return r;
   if (const Atom* a = s.single_atom(); a && a->digit()) {
     const int64_t n = a->hi == 0 ? 0 : a->hi / a->lo;
     if (n != 0 && d % n == 0) return s;
@@ -289,11 +318,21 @@ class Simplifier {
         defined_once_(std::move(defined_once)) {
     scopes_.emplace_back();
   }
+  ~Simplifier() {
+    if (tl_facts == &facts_) tl_facts = nullptr;
+  }
+  Simplifier(const Simplifier&) = delete;
+  Simplifier& operator=(const Simplifier&) = delete;
 
   // Opens loop `var`'s body (end_loop closes it): the names it defines vary
   // there, and what reads none of them costs nothing inside (it is hoisted).
-  void note_loop(const std::string& var, const Expr& extent) {
-    loops_.push_back({var});
+  // With `same_level`, `var` joins the innermost open loop's names instead.
+  void note_loop(const std::string& var, const Expr& extent, bool same_level = false) {
+    if (same_level && !loops_.empty()) {
+      loops_.back().insert(var);
+    } else {
+      loops_.push_back({var});
+    }
     int64_t n = 0;
     Binding b;
     b.key = "loop:" + var;
@@ -301,13 +340,17 @@ class Simplifier {
     scopes_.back().names[var] = b;
   }
 
-  void note_let(const kir::LetStmt& let) {
+  // `written`: the init as it was before simplify rewrote it, whose sum keeps
+  // the digits' bases (a digit written out without the multiples of its
+  // divisor, t % 16 for lin % 16, is another base's digit, which would no
+  // longer join lin's other digits).
+  void note_let(const kir::LetStmt& let, const Expr& written) {
     if (!loops_.empty()) loops_.back().insert(let.name);
     Binding b;
     b.key = fmt::format("let:{}#{}", let.name, ++fresh_);
-    if (let.dtype == DType::i64 && let.init.defined() && !assigned_.count(let.name)) {
+    if (let.dtype == DType::i64 && written.defined() && !assigned_.count(let.name)) {
       try {
-        b.sum = to_sum(let.init);
+        b.sum = to_sum(written);
         b.bounds = sum_bounds(*b.sum);
       } catch (const GiveUp&) {
         b.sum.reset();
@@ -321,6 +364,19 @@ class Simplifier {
   }
 
   void end_loop() { loops_.pop_back(); }
+
+  // Within an `if`'s then-body: what its condition proves, for a conjunct
+  // `k x + c OP n` (OP one of < <= > >=, n a literal) of one atom x.
+  void push_facts(const Expr& cond) {
+    std::map<std::string, Bounds> facts;
+    collect_facts(cond, facts);
+    facts_.push_back(std::move(facts));
+    tl_facts = &facts_;
+  }
+  void pop_facts() {
+    facts_.pop_back();
+    tl_facts = facts_.empty() ? nullptr : &facts_;
+  }
   void push() { scopes_.emplace_back(); }
   void pop() { scopes_.pop_back(); }
 
@@ -425,6 +481,47 @@ class Simplifier {
     }
     return nullptr;
   }
+  void collect_facts(const Expr& cond, std::map<std::string, Bounds>& facts) {
+    if (cond->kind != ExprKind::Op) return;
+    if (cond->op == OpKind::And) {
+      for (const Expr& o : cond->operands) collect_facts(o, facts);
+      return;
+    }
+    const OpKind op = cond->op;
+    if ((op != OpKind::Lt && op != OpKind::Le && op != OpKind::Gt && op != OpKind::Ge) ||
+        cond->operands[0]->dtype != DType::i64) {
+      return;
+    }
+    int64_t n = 0;
+    if (!kir::is_int_constant(cond->operands[1], &n)) return;
+    try {
+      const Sum x = to_sum(cond->operands[0]);
+      if (x.terms.size() != 1) return;
+      const Term& t = x.terms.begin()->second;
+      // k a + c OP n: a bound of k a, then of a.
+      const Wide k = t.coef, rest = Wide{n} - x.constant;
+      Bounds ka;
+      if (op == OpKind::Ge) ka.lo = rest;
+      if (op == OpKind::Gt) ka.lo = rest + 1;
+      if (op == OpKind::Le) ka.hi = rest;
+      if (op == OpKind::Lt) ka.hi = rest - 1;
+      auto floor_div = [](Wide a, Wide b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); };
+      auto ceil_div = [&](Wide a, Wide b) { return -floor_div(-a, b); };
+      Bounds a;
+      if (k > 0) {
+        if (ka.lo > -kInf) a.lo = ceil_div(ka.lo, k);
+        if (ka.hi < kInf) a.hi = floor_div(ka.hi, k);
+      } else {
+        if (ka.hi < kInf) a.lo = ceil_div(ka.hi, k);
+        if (ka.lo > -kInf) a.hi = floor_div(ka.lo, k);
+      }
+      Bounds& f = facts.try_emplace(t.atom.key, Bounds{}).first->second;
+      f.lo = std::max(f.lo, a.lo);
+      f.hi = std::min(f.hi, a.hi);
+    } catch (const GiveUp&) {
+    }
+  }
+
   bool varies(const Expr& e) const {
     if (e->kind == ExprKind::Var) return loops_.back().count(e->name) > 0;
     if (e->kind == ExprKind::Load) return true;  // a store in the loop may change it
@@ -521,10 +618,31 @@ class Simplifier {
     Sum alone;
     add_term(alone, 1, a);
     if (std::optional<std::string> name = find_let(alone.key())) return kir::var(*name);
+    if (std::optional<Sum> smaller = without_multiples(a)) return build(*smaller);
     Expr x = build(*a.base);
     if (a.lo > 1) x = x / a.lo;
     if (a.hi != 0) x = x % (a.hi / a.lo);
     return x;
+  }
+
+  // The digit with the multiples of its divisor out of its base, where the
+  // rest stays non-negative: (q hi + r) % hi = r % hi, then (q lo + r) / lo =
+  // q + r / lo (a column index in a strip whose first column is a multiple
+  // of 64: (768 y + 256 x + t) % 64 = t % 64). Only as written out, so that
+  // the digits of one base still join while sums are made.
+  static std::optional<Sum> without_multiples(const Atom& a) {
+    auto drop = [](const Sum& s, int64_t d) -> std::optional<std::pair<Sum, Sum>> {
+      for (auto [q, r] : {split(s, d), split_constant_low(s, d)}) {
+        if (!q.terms.empty() && sum_bounds(q).nonneg() && sum_bounds(r).nonneg()) return std::pair{q, r};
+      }
+      return std::nullopt;
+    };
+    if (a.hi != 0) {
+      if (std::optional<std::pair<Sum, Sum>> qr = drop(*a.base, a.hi)) return make_digit(qr->second, a.lo, a.hi);
+    } else if (std::optional<std::pair<Sum, Sum>> qr = drop(*a.base, a.lo)) {
+      return add(qr->first, make_digit(qr->second, a.lo, 0));
+    }
+    return std::nullopt;
   }
 
   // The sum as an expression: a let of the same value by name, else the terms
@@ -571,6 +689,7 @@ class Simplifier {
   std::set<std::string> defined_once_;
   std::vector<Scope> scopes_;
   std::vector<std::set<std::string>> loops_;  // per open loop: its variable and the lets in its body
+  std::vector<std::map<std::string, Bounds>> facts_;  // per enclosing then-body: push_facts
   int fresh_ = 0;
 };
 
@@ -603,11 +722,14 @@ void simplify_stmt(Stmt& stmt, Simplifier& s) {
     s.pop();
   } else if (auto* i = std::get_if<kir::IfStmt>(&stmt.node)) {
     i->cond = s.simplify(i->cond);
+    s.push_facts(i->cond);
     simplify_body(i->then_body, s);
+    s.pop_facts();
     simplify_body(i->else_body, s);
   } else if (auto* l = std::get_if<kir::LetStmt>(&stmt.node)) {
+    const Expr written = l->init;
     if (l->init.defined()) l->init = s.simplify(l->init);
-    s.note_let(*l);
+    s.note_let(*l, written);
   } else if (auto* a = std::get_if<kir::AssignStmt>(&stmt.node)) {
     a->value = s.simplify(a->value);
   } else if (auto* st = std::get_if<kir::StoreStmt>(&stmt.node)) {
@@ -719,7 +841,8 @@ kir::Expr simplify_index_expr(const kir::Expr& e, const std::map<std::string, in
   collect_vars(e, scalars);
   for (const auto& [var, n] : loop_extents) scalars.erase(var);
   Simplifier s({}, std::move(scalars), {}, {});
-  for (const auto& [var, n] : loop_extents) s.note_loop(var, kir::int_const(n));
+  // The loops as one level: every variable varies, as no order is given.
+  for (const auto& [var, n] : loop_extents) s.note_loop(var, kir::int_const(n), true);
   return s.simplify(e);
 }
 

@@ -413,6 +413,29 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
   });
 }
 
+// Graph outputs are written straight into the caller's memory (the first
+// output slot returning a value); every other value a step writes is an
+// intermediate that lives in the workspace from its producing step to its
+// last consumer. Buffer planning (runtime/common/buffer_plan.h): best fit from
+// the workspace buffers, all free when a run starts, appending one only when
+// none fits; the plan is made before the first step runs.
+CpuExecutable::RunPlan CpuExecutable::plan_run(const SymbolBindings& bindings) const {
+  const Graph& g = graph_;
+  RunPlan out;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ValueId v = g.outputs()[i].value;
+    if (g.value(v).producer < 0 || out.output_slot.count(v.index)) continue;
+    out.output_slot.emplace(v.index, i);
+  }
+  const Lifetimes lifetimes = launch_lifetimes(g, compiled_->steps, out.output_slot);
+  std::map<int, int64_t> bytes;
+  for (const Lifetime& l : lifetimes.values) bytes[l.value] = value_bytes(g, ValueId{l.value}, bindings);
+  std::vector<int64_t> pool_bytes;
+  for (const std::vector<std::byte>& buffer : workspace_) pool_bytes.push_back(static_cast<int64_t>(buffer.size()));
+  out.buffers = plan_buffers(lifetimes, bytes, pool_bytes);
+  return out;
+}
+
 void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputMemory& output) {
   const Graph& g = graph_;
   std::vector<InputType> input_types;
@@ -426,31 +449,25 @@ void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputM
   const std::vector<Step>& steps = compiled_->steps;
   const int step_count = static_cast<int>(steps.size());
 
-  // Graph outputs are written straight into the caller's memory (the first
-  // output slot returning a value); every other value a step writes is an
-  // intermediate that lives in the workspace from its producing step to its
-  // last consumer.
-  std::map<int, size_t> output_slot;  // value index -> first result slot holding it
+  std::vector<int64_t> pool_bytes;
+  for (const std::vector<std::byte>& buffer : workspace_) pool_bytes.push_back(static_cast<int64_t>(buffer.size()));
+  std::optional<RunPlan> fresh;
+  if (!bindings.empty() || !static_run_ || static_run_->buffers.pool_bytes != pool_bytes) {
+    fresh = plan_run(bindings);
+    if (bindings.empty()) static_run_ = *fresh;
+  }
+  const RunPlan& run_plan = fresh ? *fresh : *static_run_;
+  const std::map<int, size_t>& output_slot = run_plan.output_slot;
+  const BufferPlan& plan = run_plan.buffers;
   std::vector<std::byte*> output_data(g.outputs().size(), nullptr);
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const ValueId v = g.outputs()[i].value;
-    if (g.value(v).producer < 0 || output_slot.count(v.index)) continue;
-    output_slot.emplace(v.index, i);
+    if (auto it = output_slot.find(v.index); it == output_slot.end() || it->second != i) continue;
     output_data[i] = output(i, g.type(v).dtype, concrete_shape(g.type(v).shape, bindings));
   }
   std::map<int, const std::byte*> params;  // parameter value index -> input data
   for (size_t i = 0; i < g.params().size(); ++i) params[g.params()[i].index] = inputs[i].data;
-
-  // Buffer planning (runtime/common/buffer_plan.h): best fit from the
-  // workspace buffers, all free when a run starts, appending one only when
-  // none fits; the plan is made before the first step runs.
-  const Lifetimes lifetimes = launch_lifetimes(g, steps, output_slot);
-  std::map<int, int64_t> bytes;
-  for (const Lifetime& l : lifetimes.values) bytes[l.value] = value_bytes(g, ValueId{l.value}, bindings);
   std::vector<std::vector<std::byte>>& pool = workspace_;
-  std::vector<int64_t> pool_bytes;
-  for (const std::vector<std::byte>& buffer : pool) pool_bytes.push_back(static_cast<int64_t>(buffer.size()));
-  const BufferPlan plan = plan_buffers(lifetimes, bytes, pool_bytes);
   for (size_t b = pool.size(); b < plan.pool_bytes.size(); ++b) {
     try {
       pool.emplace_back(static_cast<size_t>(plan.pool_bytes[b]));

@@ -7,13 +7,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fusion/planner.h"
 #include "lower/lower_plan.h"
+#include "runtime/common/buffer_plan.h"
 #include "runtime/common/pipeline.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/runtime.h"
@@ -115,9 +118,19 @@ class CpuExecutable {
  private:
   CpuExecutable(Graph graph, std::shared_ptr<const CompiledGraph> compiled);
 
+  // Where a run's values live: the output slots, and the workspace plan.
+  struct RunPlan {
+    std::map<int, size_t> output_slot;  // value index -> first result slot holding it
+    BufferPlan buffers;
+  };
+  RunPlan plan_run(const SymbolBindings& bindings) const;
+
   Graph graph_;
   std::shared_ptr<const CompiledGraph> compiled_;
   std::vector<std::vector<std::byte>> workspace_;  // intermediate buffers, kept across runs
+  // A graph without symbols plans its runs once: the plan of its last run,
+  // valid while the workspace is the one it was made for.
+  std::optional<RunPlan> static_run_;
   CacheStats cache_stats_;
   int64_t peak_intermediate_bytes_ = 0;
   int intermediate_buffer_count_ = 0;

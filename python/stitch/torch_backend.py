@@ -240,7 +240,7 @@ def _trim(partition):
 
 def _moves_layout(node):
     """A clone of a tensor that is not contiguous: a copy into another layout, which
-    Stitch does in tiles (attention's heads, 0.3-0.5 of a copy's speed where
+    Stitch does in tiles (attention's heads, 0.3-0.6 of a copy's speed where
     PyTorch's copy ran at 0.06-0.1: docs/torch.md). A clone of a contiguous tensor
     is a plain copy, as fast in PyTorch."""
     if node.target is not aten.clone.default or not layout_copies:

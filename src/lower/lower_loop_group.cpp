@@ -199,7 +199,7 @@ class LoopLowerer {
       if (has_pieces()) {
         emit_strip_versions(range, b);
       } else {
-        emit_column_strips(range, b, "", nullptr);
+        emit_column_strips(range, b);
       }
       return;
     }
@@ -225,21 +225,32 @@ class LoopLowerer {
     Expr lin_lo = kb_.let("lin_lo", mul_i(b, kir::int_const(per_block_)));
     Expr lin_hi = kb_.let("lin_hi", kir::op(OpKind::Min, {add_i(lin_lo, kir::int_const(per_block_ - 1)),
                                                           sub_i(range.count, kir::int_const(1))}));
+    emit_version_chain(
+        per_block_, [&](const PieceAssumption& a) { return block_satisfies(a, lin_lo, lin_hi); },
+        [&](const std::string& suffix, PieceAssumption* a) { emit_threads(range, b, suffix, a); });
+  }
+
+  // The if chain of piece versions over the blocks: version v's body (built by
+  // `body` with suffix "_v<v>") where `holds` says its guards hold for the
+  // whole block, else the next; the general body (suffix "", no assumption)
+  // last. `run`: the consecutive elements a block covers.
+  void emit_version_chain(int64_t run, const std::function<Expr(const PieceAssumption&)>& holds,
+                          const std::function<void(const std::string&, PieceAssumption*)>& body) {
     std::vector<PieceAssumption> versions(1);
     versions.reserve(kMaxPieceVersions);
-    versions[0].min_piece_elements = per_block_;
+    versions[0].min_piece_elements = run;
     std::function<void(size_t)> chain = [&](size_t v) {
       kb_.if_then_after(
-          [&] { return block_satisfies(versions[v], lin_lo, lin_hi); },
+          [&] { return holds(versions[v]); },
           [&] {
-            ex_.scoped([&] { emit_threads(range, b, "_v" + std::to_string(v), &versions[v]); });
-            if (v == 0 && !versions[0].concats.empty()) add_versions(versions, per_block_);
+            ex_.scoped([&] { body("_v" + std::to_string(v), &versions[v]); });
+            if (v == 0 && !versions[0].concats.empty()) add_versions(versions, run);
           },
           [&] {
             if (v + 1 < versions.size()) {
               chain(v + 1);
             } else {
-              ex_.scoped([&] { emit_threads(range, b, "", nullptr); });
+              ex_.scoped([&] { body("", nullptr); });
             }
           });
     };
@@ -382,9 +393,9 @@ class LoopLowerer {
             kb_.let("col0", mul_i(kir::op(OpKind::Div, {b, row_groups}), kir::int_const(threads_)))};
   }
 
-  void emit_column_strips(const BlockRange& range, const Expr& b, const std::string& suffix, PieceAssumption* assume) {
+  void emit_column_strips(const BlockRange& range, const Expr& b) {
     const auto [first_row, first_column] = strip_origin(range, b);
-    emit_strip_body(range, first_row, first_column, suffix, assume);
+    emit_strip_body(range, first_row, first_column, "", nullptr);
   }
 
   void emit_strip_body(const BlockRange& range, const Expr& first_row, const Expr& first_column,
@@ -408,34 +419,21 @@ class LoopLowerer {
     ex_.assume(nullptr);
   }
 
-  // Piece versions of column strips: as emit_piece_versions, each version
-  // guarded by the block's rows and columns (strip_satisfies), so a strip
-  // inside one piece of a concat along the rows' axis runs that piece alone
-  // (a concat of transposed heads: GPT-2's gradient of its qkv product).
+  // Piece versions of column strips, each guarded by the block's rows and
+  // columns (strip_satisfies): a strip inside one piece of a concat along the
+  // last axis runs that piece alone (a concat of transposed heads: GPT-2's
+  // gradient of its qkv product).
   void emit_strip_versions(const BlockRange& range, const Expr& b) {
     const std::pair<Expr, Expr> origin = strip_origin(range, b);
     const Expr first_row = origin.first, first_column = origin.second;
     const Expr last_row = add_i(first_row, kir::int_const(kLoopElementsPerThread - 1));
     const Expr last_column = add_i(first_column, kir::int_const(threads_ - 1));
-    std::vector<PieceAssumption> versions(1);
-    versions.reserve(kMaxPieceVersions);
-    versions[0].min_piece_elements = threads_;
-    std::function<void(size_t)> chain = [&](size_t v) {
-      kb_.if_then_after(
-          [&] { return strip_satisfies(versions[v], first_row, last_row, first_column, last_column); },
-          [&] {
-            ex_.scoped([&] { emit_strip_body(range, first_row, first_column, "_v" + std::to_string(v), &versions[v]); });
-            if (v == 0 && !versions[0].concats.empty()) add_versions(versions, threads_);
-          },
-          [&] {
-            if (v + 1 < versions.size()) {
-              chain(v + 1);
-            } else {
-              ex_.scoped([&] { emit_strip_body(range, first_row, first_column, "", nullptr); });
-            }
-          });
-    };
-    chain(0);
+    emit_version_chain(
+        threads_,
+        [&](const PieceAssumption& a) { return strip_satisfies(a, first_row, last_row, first_column, last_column); },
+        [&](const std::string& suffix, PieceAssumption* a) {
+          emit_strip_body(range, first_row, first_column, suffix, a);
+        });
   }
 
     static constexpr size_t kMaxPieceVersions = 4;

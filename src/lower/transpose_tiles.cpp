@@ -192,16 +192,17 @@ class TransposeTileLowerer {
             for (int r : group_.roots) {
               const ValueId out = g_.nodes()[r].output;
               const Shape& root_shape = g_.type(out).shape;
-              if (root_shape == shape) {
-                kb_.store(ex_.buffer(out), idx, ex_.eval(out, idx));
-              } else if (tiling_.downstream.count(r)) {  // a reshape of the square's values
-                const Index root_idx = ex_.delinearize(ex_.linearize(idx, shape), root_shape, ex_.fresh("q"));
-                kb_.store(ex_.buffer(out), root_idx, ex_.eval(out, root_idx));
-              } else {  // in its own order: this block's side^2 elements, along rows
-                const Expr linear = add_i(add_i(mul_i(b, kir::int_const(side_ * side_)), mul_i(j, kir::int_const(side_))), t);
-                const Index root_idx = ex_.delinearize(linear, root_shape, ex_.fresh("q"));
-                kb_.store(ex_.buffer(out), root_idx, ex_.eval(out, root_idx));
+              Index at_root = idx;
+              if (root_shape != shape) {
+                // A reshape of the square's values: at the same linear index. Any
+                // other root: in its own order, this block's side^2 elements along rows.
+                const Expr linear =
+                    tiling_.downstream.count(r)
+                        ? ex_.linearize(idx, shape)
+                        : add_i(add_i(mul_i(b, kir::int_const(side_ * side_)), mul_i(j, kir::int_const(side_))), t);
+                at_root = ex_.delinearize(linear, root_shape, ex_.fresh("q"));
               }
+              kb_.store(ex_.buffer(out), at_root, ex_.eval(out, at_root));
             }
           });
         });

@@ -460,8 +460,7 @@ class Simplifier {
     for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
       for (auto it = scope->let_parts.rbegin(); it != scope->let_parts.rend(); ++it) {
         const auto& [name, part] = *it;
-        if (part.terms.size() >= s.terms.size() && part.constant == 0) continue;  // the whole sum: find_let's
-        int64_t k = 0;
+        int64_t k = 0;  // each of part's terms is k times s's: the rest has fewer terms
         bool holds = part.terms.size() <= s.terms.size();
         for (const auto& [key, t] : part.terms) {
           if (!holds) break;
@@ -651,9 +650,10 @@ class Simplifier {
     if (std::optional<std::string> name = find_let(s.key())) return kir::var(*name);
     if (std::optional<std::pair<std::string, int64_t>> part = find_let_part(s)) {
       const auto& [name, k] = *part;
+      const Sum& let_sum = *find_let_sum(name);
       Sum rest = s;
-      for (const auto& [key, t] : find_let_sum(name)->terms) add_term(rest, checked(Wide{-k} * t.coef), t.atom);
-      rest.constant = checked(Wide{rest.constant} - Wide{k} * find_let_sum(name)->constant);
+      for (const auto& [key, t] : let_sum.terms) add_term(rest, checked(Wide{-k} * t.coef), t.atom);
+      rest.constant = checked(Wide{rest.constant} - Wide{k} * let_sum.constant);
       Expr x = kir::var(name);
       if (k != 1) x = x * (k < 0 ? -k : k);
       if (rest.terms.empty() && rest.constant == 0) return k < 0 ? kir::int_const(0) - x : x;

@@ -419,7 +419,8 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
 // last consumer. Buffer planning (runtime/common/buffer_plan.h): best fit from
 // the workspace buffers, all free when a run starts, appending one only when
 // none fits; the plan is made before the first step runs.
-CpuExecutable::RunPlan CpuExecutable::plan_run(const SymbolBindings& bindings) const {
+CpuExecutable::RunPlan CpuExecutable::plan_run(const SymbolBindings& bindings,
+                                               const std::vector<int64_t>& pool_bytes) const {
   const Graph& g = graph_;
   RunPlan out;
   for (size_t i = 0; i < g.outputs().size(); ++i) {
@@ -430,8 +431,6 @@ CpuExecutable::RunPlan CpuExecutable::plan_run(const SymbolBindings& bindings) c
   const Lifetimes lifetimes = launch_lifetimes(g, compiled_->steps, out.output_slot);
   std::map<int, int64_t> bytes;
   for (const Lifetime& l : lifetimes.values) bytes[l.value] = value_bytes(g, ValueId{l.value}, bindings);
-  std::vector<int64_t> pool_bytes;
-  for (const std::vector<std::byte>& buffer : workspace_) pool_bytes.push_back(static_cast<int64_t>(buffer.size()));
   out.buffers = plan_buffers(lifetimes, bytes, pool_bytes);
   return out;
 }
@@ -453,7 +452,7 @@ void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputM
   for (const std::vector<std::byte>& buffer : workspace_) pool_bytes.push_back(static_cast<int64_t>(buffer.size()));
   std::optional<RunPlan> fresh;
   if (!bindings.empty() || !static_run_ || static_run_->buffers.pool_bytes != pool_bytes) {
-    fresh = plan_run(bindings);
+    fresh = plan_run(bindings, pool_bytes);
     if (bindings.empty()) static_run_ = *fresh;
   }
   const RunPlan& run_plan = fresh ? *fresh : *static_run_;

@@ -123,7 +123,8 @@ class CpuExecutable {
     std::map<int, size_t> output_slot;  // value index -> first result slot holding it
     BufferPlan buffers;
   };
-  RunPlan plan_run(const SymbolBindings& bindings) const;
+  // `pool_bytes`: the workspace's buffers as they are.
+  RunPlan plan_run(const SymbolBindings& bindings, const std::vector<int64_t>& pool_bytes) const;
 
   Graph graph_;
   std::shared_ptr<const CompiledGraph> compiled_;

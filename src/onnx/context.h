@@ -128,6 +128,8 @@ void register_elementwise_ops(ConverterTable& table);
 void register_reduce_ops(ConverterTable& table);
 void register_shape_ops(ConverterTable& table);
 void register_nn_ops(ConverterTable& table);
+void register_index_ops(ConverterTable& table);
+void register_einsum_op(ConverterTable& table);
 
 // The converters of every supported op type, by ONNX op_type.
 const ConverterTable& converters();

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "onnx/context.h"
+#include "onnx/external_data.h"
 #include "stitch/interpreter.h"
 #include "stitch/shape.h"
 
@@ -47,7 +48,7 @@ Tensor tensor_from_proto(const TensorProto& p) {
                                 elem_type_name(p.data_type())));
   }
   if (p.data_location() == TensorProto::EXTERNAL) {
-    throw UserError(fmt::format("tensor '{}' keeps its data in an external file, not supported yet", p.name()));
+    throw UserError(fmt::format("tensor '{}' keeps its data in an external file, read only for a model's tensors", p.name()));
   }
   std::vector<int64_t> shape(p.dims().begin(), p.dims().end());
   for (int64_t d : shape) {
@@ -129,6 +130,8 @@ const ConverterTable& converters() {
     register_reduce_ops(t);
     register_shape_ops(t);
     register_nn_ops(t);
+    register_index_ops(t);
+    register_einsum_op(t);
     return t;
   }();
   return kTable;
@@ -342,6 +345,11 @@ ImportedModel import_onnx(const std::string& path, const ImportOptions& options)
     throw UserError(fmt::format("{}: not a valid ONNX model (protobuf parse of ModelProto failed)", path));
   }
   if (!model.has_graph()) throw UserError(fmt::format("{}: not a valid ONNX model (no graph)", path));
+  try {
+    load_external_data(*model.mutable_graph(), path);
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("{}: {}", path, e.what()));
+  }
   std::optional<int64_t> opset;
   for (const auto& o : model.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();

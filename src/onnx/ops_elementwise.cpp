@@ -104,7 +104,8 @@ void register_elementwise_ops(ConverterTable& table) {
       {"Neg", OpKind::Neg},   {"Abs", OpKind::Abs},   {"Exp", OpKind::Exp},         {"Log", OpKind::Log},
       {"Sqrt", OpKind::Sqrt}, {"Tanh", OpKind::Tanh}, {"Reciprocal", OpKind::Reciprocal},
       {"Sigmoid", OpKind::Sigmoid}, {"Relu", OpKind::Relu}, {"Erf", OpKind::Erf}, {"Not", OpKind::Not},
-      {"Floor", OpKind::Floor}, {"Ceil", OpKind::Ceil},
+      {"Floor", OpKind::Floor}, {"Ceil", OpKind::Ceil}, {"Sin", OpKind::Sin}, {"Cos", OpKind::Cos},
+      {"Tan", OpKind::Tan}, {"Sign", OpKind::Sign}, {"Round", OpKind::Round}, {"IsNaN", OpKind::IsNan},
   };
   for (auto [name, kind] : unary) {
     table[name] = [kind = kind](ImportContext& ctx, const NodeProto& n) { add_unary(ctx, n, kind); };
@@ -112,11 +113,30 @@ void register_elementwise_ops(ConverterTable& table) {
   const std::pair<const char*, OpKind> binary[] = {
       {"Add", OpKind::Add}, {"Sub", OpKind::Sub},    {"Mul", OpKind::Mul},     {"Div", OpKind::Div},
       {"Pow", OpKind::Pow}, {"Equal", OpKind::Eq},   {"Less", OpKind::Lt},     {"Greater", OpKind::Gt},
-      {"And", OpKind::And}, {"Or", OpKind::Or},      {"LessOrEqual", OpKind::Le}, {"GreaterOrEqual", OpKind::Ge},
+      {"And", OpKind::And}, {"Or", OpKind::Or},      {"Xor", OpKind::Xor},      {"LessOrEqual", OpKind::Le}, {"GreaterOrEqual", OpKind::Ge},
   };
   for (auto [name, kind] : binary) {
     table[name] = [kind = kind](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, kind, false); };
   }
+  // IsInf: `detect_positive` and `detect_negative` (both 1) pick the infinities.
+  table["IsInf"] = [](ImportContext& ctx, const NodeProto& n) {
+    ImportContext::require_inputs(n, 1, 1);
+    GraphBuilder& b = ctx.builder();
+    ValueId x = ctx.input(n, 0);
+    bool positive = ImportContext::int_attr(n, "detect_positive", 1) != 0;
+    bool negative = ImportContext::int_attr(n, "detect_negative", 1) != 0;
+    if (positive && negative) {
+      ctx.define(n, b.unary(OpKind::IsInf, x, ctx.out_name(n)));
+    } else if (positive || negative) {
+      ValueId side = b.binary(positive ? OpKind::Gt : OpKind::Lt, x, 0.0);
+      ctx.define(n, b.op(OpKind::And, {b.unary(OpKind::IsInf, x), side}, {}, ctx.out_name(n)));
+    } else {
+      ctx.define(n, b.op(OpKind::Constant, {},
+                         {{"value", AttrValue(false)}, {"shape", AttrValue(ctx.type(x).shape)},
+                          {"dtype", AttrValue(DType::boolean)}},
+                         ctx.out_name(n)));
+    }
+  };
   table["Max"] = [](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, OpKind::Max, true); };
   table["Min"] = [](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, OpKind::Min, true); };
   table["Sum"] = [](ImportContext& ctx, const NodeProto& n) { add_binary(ctx, n, OpKind::Add, true); };

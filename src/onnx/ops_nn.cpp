@@ -1,6 +1,7 @@
 // ONNX neural-network ops: MatMul, Gemm, Softmax, LogSoftmax,
-// LayerNormalization (docs/onnx.md, Ops).
+// LayerNormalization, SoftmaxCrossEntropyLoss (docs/onnx.md, Ops).
 #include <cstdint>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -85,6 +86,67 @@ void add_layer_norm(ImportContext& ctx, const NodeProto& n) {
   ctx.define(n, 2, inv_std);
 }
 
+// SoftmaxCrossEntropyLoss (opset 13): scores [N, C, D...], labels [N, D...],
+// optional weights [C]; loss = -log_softmax(scores)[label] * weight[label],
+// 0 where the label is `ignore_index`; `reduction` "mean" (divided by the
+// weights summed over the labels not ignored), "sum" or "none". Output 1,
+// when wanted, is the log_softmax. The label's entry is picked by comparing
+// an iota over C with it, so a label out of range picks nothing (ONNX leaves
+// that undefined).
+void add_softmax_cross_entropy(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 2, 3);
+  GraphBuilder& b = ctx.builder();
+  ValueId scores = ctx.input(n, 0);
+  ValueId labels = ctx.input(n, 1);
+  const Shape shape = ctx.type(scores).shape;
+  const int64_t rank = ctx.rank(scores);
+  if (rank < 2 || ctx.rank(labels) != rank - 1 || !is_integer(ctx.dtype(labels)) || !is_float(ctx.dtype(scores))) {
+    throw UserError(fmt::format("SoftmaxCrossEntropyLoss takes float scores [N, C, ...] and integer labels [N, ...], "
+                                "got {} and {}",
+                                ctx.type(scores).str(), ctx.type(labels).str()));
+  }
+  const std::string reduction = ImportContext::string_attr(n, "reduction", "mean");
+  if (reduction != "mean" && reduction != "sum" && reduction != "none") {
+    throw UserError(fmt::format("reduction '{}' (mean, sum or none)", reduction));
+  }
+  const DType dtype = ctx.dtype(scores);
+  ValueId log_prob = b.op("log_softmax", {scores}, {{"axis", AttrValue(int64_t{1})}},
+                          ImportContext::wants_output(n, 1) ? ctx.out_name(n, 1) : "");
+  if (ctx.dtype(labels) != DType::i64) labels = b.cast(labels, DType::i64);
+  Shape with_class = ctx.type(labels).shape;
+  with_class.insert(with_class.begin() + 1, Dim(1));
+  ValueId classes = b.op(OpKind::Iota, {}, {{"shape", AttrValue(shape)}, {"axis", AttrValue(int64_t{1})},
+                                            {"dtype", DType::i64}});
+  ValueId hit = b.binary(OpKind::Eq, classes, b.reshape(labels, with_class));
+  ValueId zero = b.constant(0.0, dtype);
+  ValueId picked = b.reduce(OpKind::ReduceSum, b.op(OpKind::Select, {hit, log_prob, zero}), {1}, false);
+  std::optional<ValueId> weight;
+  if (ImportContext::has_input(n, 2)) {
+    Shape along_classes(rank, Dim(1));
+    along_classes[1] = shape[1];
+    ValueId w = b.reshape(ctx.input(n, 2), along_classes);
+    weight = b.reduce(OpKind::ReduceSum, b.op(OpKind::Select, {hit, w, zero}), {1}, false);
+  }
+  if (const auto* ignore = ImportContext::attr(n, "ignore_index")) {
+    ValueId kept = b.cast(b.binary(OpKind::Ne, labels, int64_t{ignore->i()}), dtype);
+    weight = weight ? b.mul(*weight, kept) : kept;
+  }
+  ValueId loss = b.unary(OpKind::Neg, weight ? b.mul(picked, *weight) : picked,
+                         reduction == "none" ? ctx.out_name(n) : "");
+  std::vector<int64_t> all(static_cast<size_t>(rank - 1));
+  for (int64_t d = 0; d < rank - 1; ++d) all[static_cast<size_t>(d)] = d;
+  if (reduction == "sum") {
+    loss = b.reduce(OpKind::ReduceSum, loss, all, false, ctx.out_name(n));
+  } else if (reduction == "mean" && weight) {
+    loss = b.div(b.reduce(OpKind::ReduceSum, loss, all, false), b.reduce(OpKind::ReduceSum, *weight, all, false),
+                 ctx.out_name(n));
+  } else if (reduction == "mean") {
+    loss = b.reduce(OpKind::ReduceMean, loss, all, false, ctx.out_name(n));
+  }
+  ctx.define(n, 0, loss);
+  ctx.define(n, 1, log_prob);
+}
+
 }  // namespace
 
 void register_nn_ops(ConverterTable& table) {
@@ -105,6 +167,7 @@ void register_nn_ops(ConverterTable& table) {
                                    {{"axis", AttrValue(ImportContext::int_attr(n, "axis", -1))}}, ctx.out_name(n)));
   };
   table["LayerNormalization"] = add_layer_norm;
+  table["SoftmaxCrossEntropyLoss"] = add_softmax_cross_entropy;
 }
 
 }  // namespace stitch::onnx_import

@@ -78,11 +78,16 @@ void add_reduce(ImportContext& ctx, const NodeProto& n, const ReduceSpec& spec) 
     return;
   }
   ValueId pre = apply_pre(b, spec.pre, x);
+  // ReduceMax and ReduceMin take bool tensors from opset 20: any and all.
+  OpKind kind = spec.kind;
+  if (ctx.dtype(x) == DType::boolean && (kind == OpKind::ReduceMax || kind == OpKind::ReduceMin)) {
+    kind = kind == OpKind::ReduceMax ? OpKind::ReduceAny : OpKind::ReduceAll;
+  }
   if (spec.post == Post::None) {
-    ctx.define(n, b.reduce(spec.kind, pre, *axes, keepdims, ctx.out_name(n)));
+    ctx.define(n, b.reduce(kind, pre, *axes, keepdims, ctx.out_name(n)));
     return;
   }
-  ValueId reduced = b.reduce(spec.kind, pre, *axes, keepdims);
+  ValueId reduced = b.reduce(kind, pre, *axes, keepdims);
   ctx.define(n, apply_post(b, spec.post, reduced, ctx.out_name(n)));
 }
 

@@ -1,10 +1,11 @@
 // ONNX layout and shape ops (docs/onnx.md, Ops): Transpose, Reshape, Squeeze,
-// Unsqueeze, Flatten, Expand, Slice, Gather, Concat, Pad, Shape,
+// Unsqueeze, Flatten, Expand, Slice, Split, Gather, Concat, Pad, Shape,
 // ConstantOfShape, Range. Shape-like operands (a Reshape's shape, a Slice's
 // starts, pads, axes) must be known tensors; a node whose inputs are all known
 // is folded by the importer, so Shape -> Gather -> Concat -> Reshape chains
 // leave a static reshape and nothing else.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -136,7 +137,7 @@ ValueId index_ramp(GraphBuilder& b, int64_t count, int64_t start, int64_t step) 
 void add_slice(ImportContext& ctx, const NodeProto& n) {
   ImportContext::require_inputs(n, 3, 5);
   ValueId x = ctx.input(n, 0);
-  const Shape& shape = ctx.type(x).shape;
+  const Shape shape = ctx.type(x).shape;
   const auto rank = static_cast<int64_t>(shape.size());
   Ints starts = known_ints(ctx, n, 1, "the starts input");
   Ints ends = known_ints(ctx, n, 2, "the ends input");
@@ -218,6 +219,56 @@ ValueId pad_by_gather(GraphBuilder& b, ValueId x, int64_t axis, int64_t dim, int
     i = b.binary(OpKind::Min, m, b.sub(period, m));
   }
   return b.op(OpKind::Gather, {x, i}, {{"axis", axis}});
+}
+
+// Split along `axis` (0): the sizes from the `split` input (opset 13; an
+// attribute before), else `num_outputs` parts (opset 18) or one part per
+// output, each ceil(extent / parts) long but the last.
+void add_split(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 1, 2);
+  ValueId x = ctx.input(n, 0);
+  const Shape shape = ctx.type(x).shape;
+  const auto rank = static_cast<int64_t>(shape.size());
+  const int64_t axis = ImportContext::normalize_axis(ImportContext::int_attr(n, "axis", 0), rank);
+  if (shape[axis].is_symbolic()) {
+    throw UserError(fmt::format("axis {} has symbolic extent {}; Split needs a static one", axis, shape[axis].name()));
+  }
+  const int64_t extent = shape[axis].extent();
+  Ints sizes;
+  if (ImportContext::has_input(n, 1)) {
+    sizes = known_ints(ctx, n, 1, "the split input");
+  } else if (auto attr = ImportContext::ints_attr(n, "split")) {
+    sizes = *attr;
+  } else {
+    const int64_t parts = ImportContext::int_attr(n, "num_outputs", n.output_size());
+    if (parts < 1) throw UserError(fmt::format("Split into {} parts", parts));
+    const int64_t chunk = (extent + parts - 1) / parts;
+    for (int64_t k = 0, at = 0; k < parts; ++k, at += chunk) sizes.push_back(std::clamp(extent - at, int64_t{0}, chunk));
+  }
+  if (static_cast<int64_t>(sizes.size()) != n.output_size()) {
+    throw UserError(fmt::format("Split makes {} parts but the node has {} outputs", sizes.size(), n.output_size()));
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0 || size > extent - total) {
+      throw UserError(fmt::format("split sizes {} do not add up to the axis' extent {}", fmt::join(sizes, ", "), extent));
+    }
+    total += size;
+  }
+  if (total != extent) {
+    throw UserError(fmt::format("split sizes {} do not add up to the axis' extent {}", fmt::join(sizes, ", "), extent));
+  }
+  GraphBuilder& b = ctx.builder();
+  Ints start(rank, 0);
+  Shape stop = shape;
+  for (int i = 0; i < n.output_size(); ++i) {
+    stop[axis] = Dim(start[axis] + sizes[i]);
+    if (ImportContext::wants_output(n, i)) {
+      ctx.define(n, i, b.op(OpKind::Slice, {x}, {{"start", AttrValue(start)}, {"stop", AttrValue(stop)}},
+                            ctx.out_name(n, i)));
+    }
+    start[axis] += sizes[i];
+  }
 }
 
 void add_pad(ImportContext& ctx, const NodeProto& n) {
@@ -448,6 +499,7 @@ void register_shape_ops(ConverterTable& table) {
     ctx.define(n, ctx.builder().op(OpKind::Concat, parts, {{"axis", axis}}, ctx.out_name(n)));
   };
   table["Pad"] = add_pad;
+  table["Split"] = add_split;
   table["Shape"] = [](ImportContext& ctx, const NodeProto& n) {
     ImportContext::require_inputs(n, 1, 1);
     Shape s = ctx.shape_of_value(n.input(0));

@@ -221,3 +221,67 @@ class LlamaDecoder(nn.Module):
         for layer in self.layers:
             x = layer(x)
         return self.norm(x)
+
+
+# The model set at the benchmarks' sizes or small, with its inputs: bench/torch/run.py
+# (torch.compile) and bench/onnx/export.py (ONNX exports) run the same models.
+
+def randomise(module):
+    """Weights drawn at random, small (0.05) around 0, norms' scales around 1."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn_like(p) * 0.05 + (1.0 if p.dim() == 1 else 0.0))
+    return module
+
+
+def hidden(b, t, d):
+    return lambda: (torch.randn(b, t, d),)
+
+
+def masked(b, t, d):
+    """Hidden states and a padding mask over the last quarter of every sequence."""
+    def make():
+        mask = torch.ones(b, t)
+        mask[:, t * 3 // 4:] = 0
+        return torch.randn(b, t, d), mask
+    return make
+
+
+def with_targets(b, t, d, vocab):
+    return lambda: (torch.randn(b, t, d), torch.randint(0, vocab, (b, t)))
+
+
+def models(small):
+    """name -> (sizes in words, model factory, input factory)."""
+    if small:
+        b, t, d, heads, ffn = 2, 16, 64, 4, 256
+        llama = dict(d=64, heads=4, kv_heads=2, hidden=172, context=t)
+        llama_b, vit_t, mixer = 2, 17, (16, 64, 32, 256)
+        t5_ffn, vocab, bert_layers = 128, 512, 2
+    else:
+        b, t, d, heads, ffn = 8, 128, 768, 12, 3072
+        # bench/python/torch_blocks.py's Llama-style sizes: SwiGLU over [4, 128, 688].
+        llama = dict(d=256, heads=8, kv_heads=4, hidden=688, context=t)
+        # ViT-B/16 on 224 x 224 (196 patches and the class token); Mixer-B/16.
+        llama_b, vit_t, mixer = 4, 197, (196, 768, 384, 3072)
+        t5_ffn, vocab, bert_layers = 2048, 32000, 12
+    ld = llama["d"]
+    llama_size = (f"[{llama_b}, {t}, {ld}], {llama['heads']} heads, {llama['kv_heads']} KV heads, "
+                  f"SwiGLU {llama['hidden']}")
+    return {
+        "bert_layer": (f"[{b}, {t}, {d}], {heads} heads, FFN {ffn}", lambda: BertLayer(d, heads, ffn), masked(b, t, d)),
+        "gpt2_block": (f"[{b}, {t}, {d}], {heads} heads", lambda: GPT2Block(d, heads, t), hidden(b, t, d)),
+        "llama_block": (llama_size, lambda: LlamaBlock(**llama), hidden(llama_b, t, ld)),
+        "t5_block": (f"[{b}, {t}, {d}], {heads} heads, gated FFN {t5_ffn}", lambda: T5Block(d, heads, t5_ffn, t),
+                     hidden(b, t, d)),
+        "vit_block": (f"[{b}, {vit_t}, {d}], {heads} heads, MLP {ffn}", lambda: ViTBlock(d, heads, ffn),
+                      hidden(b, vit_t, d)),
+        "mixer_block": (f"[{b}, {mixer[0]}, {mixer[1]}], token MLP {mixer[2]}, channel MLP {mixer[3]}",
+                        lambda: MixerBlock(*mixer), hidden(b, mixer[0], mixer[1])),
+        "lm_head": (f"[{b}, {t}, {d}] -> vocabulary {vocab}, cross-entropy", lambda: LMHead(d, vocab),
+                    with_targets(b, t, d, vocab)),
+        "bert_model": (f"{bert_layers} BERT layers, [{b}, {t}, {d}], {heads} heads, FFN {ffn}",
+                       lambda: BertModel(bert_layers, d, heads, ffn), masked(b, t, d)),
+        "llama_decoder": (f"2 Llama-style blocks and RMSNorm, {llama_size}", lambda: LlamaDecoder(2, **llama),
+                          hidden(llama_b, t, ld)),
+    }

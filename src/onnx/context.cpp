@@ -3,6 +3,7 @@
 #include "onnx/importer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdint>
 #include <cstring>
@@ -42,6 +43,13 @@ std::string ImportContext::fresh(const std::string& onnx_name) {
 
 ValueId ImportContext::value(const std::string& name) {
   if (auto it = values_.find(name); it != values_.end()) return it->second;
+  if (const ShapeValue* sv = shape_value(name)) {
+    std::vector<std::string> entries;
+    for (const SymInt& e : sv->entries) entries.push_back(e.str());
+    throw UserError(fmt::format("'{}' is computed from symbolic dims ([{}]) and used as data, which needs its value "
+                                "at import time",
+                                name, fmt::join(entries, ", ")));
+  }
   auto k = known_.find(name);
   if (k == known_.end()) throw UserError(fmt::format("value '{}' is used but never defined", name));
   // First use as data: a splat constant when every element agrees, else a
@@ -83,6 +91,44 @@ const Tensor* ImportContext::known(const std::string& name) const {
   return k == known_.end() ? nullptr : &k->second;
 }
 
+const ShapeValue* ImportContext::shape_value(const std::string& name) const {
+  auto s = shape_values_.find(name);
+  return s == shape_values_.end() ? nullptr : &s->second;
+}
+
+void ImportContext::define_shape_value(const std::string& onnx_name, ShapeValue v) {
+  if (onnx_name.empty()) return;
+  bool all_static = true;
+  for (const SymInt& e : v.entries) all_static = all_static && e.is_static();
+  if (all_static) {
+    Tensor t(v.dtype, v.scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.entries.size())});
+    for (size_t i = 0; i < v.entries.size(); ++i) t.set_i64(static_cast<int64_t>(i), v.entries[i].value);
+    define_known(onnx_name, std::move(t));
+    return;
+  }
+  values_.erase(onnx_name);
+  known_.erase(onnx_name);
+  shape_values_.insert_or_assign(onnx_name, std::move(v));
+}
+
+std::vector<SymInt> ImportContext::known_sym_ints(const NodeProto& n, int i, const std::string& what) const {
+  if (has_input(n, i)) {
+    if (const ShapeValue* sv = shape_value(n.input(i))) {
+      for (const SymInt& e : sv->entries) {
+        if (e.opaque) {
+          throw UserError(fmt::format("{} ('{}') holds a product of a symbolic dim and another extent, which the "
+                                      "IR's dims cannot name",
+                                      what, n.input(i)));
+        }
+      }
+      return sv->entries;
+    }
+  }
+  std::vector<SymInt> out;
+  for (int64_t v : ints_of(known_input(n, i, what))) out.push_back(SymInt{v, "", false});
+  return out;
+}
+
 const Tensor& ImportContext::known_input(const NodeProto& n, int i, const std::string& what) const {
   if (!has_input(n, i)) throw UserError(fmt::format("{} is missing", what));
   const Tensor* t = known(n.input(i));
@@ -109,11 +155,15 @@ std::vector<int64_t> ImportContext::ints_of(const Tensor& t) {
 
 DType ImportContext::dtype_of_value(const std::string& name) {
   if (const Tensor* t = known(name)) return t->dtype();
+  if (const ShapeValue* sv = shape_value(name)) return sv->dtype;
   return dtype(value(name));
 }
 
 Shape ImportContext::shape_of_value(const std::string& name) {
   if (const Tensor* t = known(name)) return Shape(t->shape().begin(), t->shape().end());
+  if (const ShapeValue* sv = shape_value(name)) {
+    return sv->scalar ? Shape{} : Shape{Dim(static_cast<int64_t>(sv->entries.size()))};
+  }
   return type(value(name)).shape;
 }
 
@@ -125,6 +175,7 @@ void ImportContext::define(const NodeProto& n, int i, ValueId v) {
 void ImportContext::define_known(const std::string& onnx_name, Tensor t) {
   if (onnx_name.empty()) return;
   values_.erase(onnx_name);
+  shape_values_.erase(onnx_name);
   known_.insert_or_assign(onnx_name, std::move(t));
 }
 

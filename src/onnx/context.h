@@ -21,6 +21,28 @@
 
 namespace stitch::onnx_import {
 
+// One entry of an integer shape computation where a dim may be symbolic: a
+// value, a symbol of the graph (its extent at run time), or opaque (a product
+// with a symbol, which the IR's dims cannot name).
+struct SymInt {
+  int64_t value = 0;
+  std::string symbol;
+  bool opaque = false;
+
+  static SymInt of(const Dim& d) { return d.is_static() ? SymInt{d.extent(), "", false} : SymInt{0, d.name(), false}; }
+  bool is_static() const { return symbol.empty() && !opaque; }
+  std::string str() const { return opaque ? "?" : symbol.empty() ? std::to_string(value) : symbol; }
+};
+
+// A known integer tensor of rank 0 or 1 some of whose entries are not static:
+// what `Shape` of a value with symbolic dims gives, and what is computed from
+// it (docs/onnx.md, Symbolic shape arithmetic).
+struct ShapeValue {
+  std::vector<SymInt> entries;
+  bool scalar = false;
+  DType dtype = DType::i64;
+};
+
 class ImportContext {
  public:
   ImportContext(std::string path, int64_t opset, std::string graph_name = "main");
@@ -41,6 +63,14 @@ class ImportContext {
 
   // The known tensor of `name`, if it is one.
   const Tensor* known(const std::string& name) const;
+  // The shape value of `name`, if it is one; defining one with only static
+  // entries defines a known tensor instead.
+  const ShapeValue* shape_value(const std::string& name) const;
+  void define_shape_value(const std::string& onnx_name, ShapeValue v);
+  // Input i of `n` as integers that may be symbols: a known tensor's values or
+  // a shape value's entries; UserError naming `what` for an opaque entry or
+  // an input that is neither.
+  std::vector<SymInt> known_sym_ints(const ::onnx::NodeProto& n, int i, const std::string& what) const;
   // The i-th input of `n`, which must be a known tensor; UserError naming
   // `what` otherwise ("the shape input", ...).
   const Tensor& known_input(const ::onnx::NodeProto& n, int i, const std::string& what) const;
@@ -113,6 +143,7 @@ class ImportContext {
   GraphBuilder b_;
   std::unordered_map<std::string, ValueId> values_;
   std::unordered_map<std::string, Tensor> known_;
+  std::unordered_map<std::string, ShapeValue> shape_values_;
   std::map<std::string, Tensor> bound_;
   std::vector<Late> late_;
   std::set<std::string> graph_inputs_;

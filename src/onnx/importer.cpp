@@ -12,6 +12,7 @@
 
 #include "onnx/context.h"
 #include "onnx/external_data.h"
+#include "onnx/shape_values.h"
 #include "stitch/interpreter.h"
 #include "stitch/shape.h"
 
@@ -260,9 +261,18 @@ class Importer {
       return;
     }
     const Converter& convert = converters().at(n.op_type());
-    bool all_known = true;
+    bool all_known = true, all_shape_like = true;
     for (int i = 0; i < n.input_size(); ++i) {
-      if (!n.input(i).empty() && !ctx_.known(n.input(i))) all_known = false;
+      if (n.input(i).empty()) continue;
+      all_known = all_known && ctx_.known(n.input(i));
+      all_shape_like = all_shape_like && (ctx_.known(n.input(i)) || ctx_.shape_value(n.input(i)));
+    }
+    // Shape arithmetic on symbolic dims (docs/onnx.md, Symbolic shape arithmetic).
+    if (!all_known && all_shape_like && has_shape_value_input(ctx_, n)) {
+      if (fold_shape_values(ctx_, n)) return;
+      throw UserError(fmt::format("{} of values computed from symbolic dims is not folded (the IR needs every "
+                                  "shape at import time)",
+                                  n.op_type()));
     }
     if (all_known && n.input_size() > 0) {
       fold(n, convert);

@@ -71,13 +71,23 @@ Ints normalized_axes(const Ints& axes, int64_t rank) {
   return out;
 }
 
+std::string spec_str(const std::vector<SymInt>& spec) {
+  std::vector<std::string> parts;
+  for (const SymInt& e : spec) parts.push_back(e.str());
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
 // ONNX Reshape's target: 0 copies the input dim (unless allowzero), one -1 is
 // inferred. Inference also works with symbols: [B, 3, 4] -> [-1, 12] gives B.
-Shape reshape_target(const Shape& in, const Ints& spec, bool allowzero) {
+Shape reshape_target(const Shape& in, const std::vector<SymInt>& spec, bool allowzero) {
   Shape out;
   std::optional<size_t> infer;
   for (size_t i = 0; i < spec.size(); ++i) {
-    int64_t s = spec[i];
+    if (!spec[i].symbol.empty()) {  // a symbolic dim from shape arithmetic (shape_values.h)
+      out.push_back(Dim::symbol(spec[i].symbol));
+      continue;
+    }
+    int64_t s = spec[i].value;
     if (s == -1) {
       if (infer) throw UserError("the shape has more than one -1");
       infer = i;
@@ -113,13 +123,13 @@ Shape reshape_target(const Shape& in, const Ints& spec, bool allowzero) {
   std::vector<std::string> left;
   for (const auto& [name, count] : symbols) {
     if (count < 0 || count > 1 || (count == 1 && !left.empty())) {
-      throw UserError(fmt::format("cannot infer the -1 of shape {} from the input shape {}", AttrValue(spec).str(),
+      throw UserError(fmt::format("cannot infer the -1 of shape {} from the input shape {}", spec_str(spec),
                                   shape_str(in)));
     }
     if (count == 1) left.push_back(name);
   }
   if (out_static == 0 || in_static % out_static != 0 || (!left.empty() && in_static != out_static)) {
-    throw UserError(fmt::format("cannot infer the -1 of shape {} from the input shape {}", AttrValue(spec).str(),
+    throw UserError(fmt::format("cannot infer the -1 of shape {} from the input shape {}", spec_str(spec),
                                 shape_str(in)));
   }
   out[*infer] = left.empty() ? Dim(in_static / out_static) : Dim::symbol(left[0]);
@@ -397,7 +407,7 @@ void register_shape_ops(ConverterTable& table) {
   table["Reshape"] = [](ImportContext& ctx, const NodeProto& n) {
     ImportContext::require_inputs(n, 2, 2);
     ValueId x = ctx.input(n, 0);
-    Shape target = reshape_target(ctx.type(x).shape, known_ints(ctx, n, 1, "the shape input"),
+    Shape target = reshape_target(ctx.type(x).shape, ctx.known_sym_ints(n, 1, "the shape input"),
                                   ImportContext::int_attr(n, "allowzero", 0) != 0);
     ctx.define(n, ctx.builder().reshape(x, target, ctx.out_name(n)));
   };
@@ -457,8 +467,9 @@ void register_shape_ops(ConverterTable& table) {
     ImportContext::require_inputs(n, 2, 2);
     ValueId x = ctx.input(n, 0);
     const Shape& in = ctx.type(x).shape;
-    Ints given = known_ints(ctx, n, 1, "the shape input");
-    // Bidirectional numpy broadcast of the input shape and the given one.
+    std::vector<SymInt> given = ctx.known_sym_ints(n, 1, "the shape input");
+    // Bidirectional numpy broadcast of the input shape and the given one; a
+    // symbolic entry matches the same symbol or a 1.
     const size_t rank = std::max(in.size(), given.size());
     Shape out(rank);
     for (size_t k = 0; k < rank; ++k) {
@@ -467,15 +478,15 @@ void register_shape_ops(ConverterTable& table) {
         out[k] = a;
         continue;
       }
-      int64_t g = given[k + given.size() - rank];
-      if (g < 0) throw UserError(fmt::format("shape entry {} is negative", g));
-      if (g == 1 || (a.is_static() && a.extent() == g)) {
+      const SymInt& g = given[k + given.size() - rank];
+      if (g.is_static() && g.value < 0) throw UserError(fmt::format("shape entry {} is negative", g.value));
+      const Dim want = g.is_static() ? Dim(g.value) : Dim::symbol(g.symbol);
+      if ((g.is_static() && g.value == 1) || a == want) {
         out[k] = a;
       } else if (is_one(a)) {
-        out[k] = Dim(g);
+        out[k] = want;
       } else {
-        throw UserError(fmt::format("the input shape {} cannot be expanded to {}", shape_str(in),
-                                    AttrValue(given).str()));
+        throw UserError(fmt::format("the input shape {} cannot be expanded to {}", shape_str(in), spec_str(given)));
       }
     }
     ctx.define(n, ctx.builder().broadcast(x, out, ctx.out_name(n)));
@@ -507,16 +518,11 @@ void register_shape_ops(ConverterTable& table) {
     auto bound = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
     int64_t lo = bound(ImportContext::int_attr(n, "start", 0));
     int64_t hi = std::max(bound(ImportContext::int_attr(n, "end", rank)), lo);
-    Tensor t(DType::i64, {hi - lo});
-    for (int64_t d = lo; d < hi; ++d) {
-      if (s[d].is_symbolic()) {
-        throw UserError(fmt::format("dim {} of '{}' is the symbol {}; Shape of a symbolic dim is not folded (its "
-                                    "value is known only at run time)",
-                                    d, n.input(0), s[d].name()));
-      }
-      t.set_i64(d - lo, s[d].extent());
-    }
-    ctx.define_known(n, 0, std::move(t));
+    // A symbolic dim gives a shape value, which the shape arithmetic after it
+    // carries to a Reshape or Expand (shape_values.h); static dims a tensor.
+    ShapeValue v;
+    for (int64_t d = lo; d < hi; ++d) v.entries.push_back(SymInt::of(s[d]));
+    if (ImportContext::wants_output(n, 0)) ctx.define_shape_value(n.output(0), std::move(v));
   };
   table["Size"] = [](ImportContext& ctx, const NodeProto& n) {
     ImportContext::require_inputs(n, 1, 1);

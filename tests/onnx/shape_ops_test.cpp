@@ -296,11 +296,90 @@ TEST_F(OnnxShapeOpsTest, ShapeHonoursStartAndEnd) {
   expect_values(interpret(m.graph, bind(m, {{"x", iota({1, 3, 4})}}))[0], {1, 3, 4}, range(12));
 }
 
-TEST_F(OnnxShapeOpsTest, ShapeOfASymbolicDimIsAUserError) {
+// A symbolic dim's value is known only at run time: Shape of it may feed shape
+// arithmetic (below) but not be data.
+TEST_F(OnnxShapeOpsTest, ShapeOfASymbolicDimAsDataIsAUserError) {
   input("x", {"B", "3"});
   node("Shape", {"x"}, "s");
   output("s");
-  expect_contains(import_error(), "Shape of a symbolic dim is not folded");
+  expect_contains(import_error(), "'s' is computed from symbolic dims ([B, 3]) and used as data");
+}
+
+// The TorchScript exporter's dynamic-batch shape arithmetic: Shape -> Gather ->
+// Unsqueeze -> Concat -> Reshape with the batch symbolic and a head width
+// divided out; a Slice of the shape; and its Expand of a mask to [B, 1, 6]
+// through ConstantOfShape, Mul, Equal and Where (the exporter's -1 test).
+TEST_F(OnnxShapeOpsTest, ShapeArithmeticKeepsASymbolicBatch) {
+  input("x", {"B", "4", "6"});
+  input("m", {"1", "1", "6"});
+  int64_init("zero", {0}, /*scalar=*/true);
+  int64_init("two", {2}, /*scalar=*/true);
+  int64_init("heads", {2}, /*scalar=*/true);
+  int64_init("axes", {0});
+  int64_init("four_two", {4, 2});
+  int64_init("one", {1});
+  int64_init("three", {3});
+  int64_init("minus_one", {-1});
+  int64_init("one_six", {1, 6});
+  node("Shape", {"x"}, "shape");
+  node("Gather", {"shape", "zero"}, "batch");
+  node("Gather", {"shape", "two"}, "width");
+  node("Div", {"width", "heads"}, "per_head");
+  node("Unsqueeze", {"batch", "axes"}, "batch1");
+  node("Unsqueeze", {"per_head", "axes"}, "per_head1");
+  int_attr(node("Concat", {"batch1", "four_two", "per_head1"}, "target"), "axis", 0);
+  node("Reshape", {"x", "target"}, "y");  // [B, 4, 2, 3]
+  node("Slice", {"shape", "one", "three"}, "rest");  // [4, 6], static
+  int_attr(node("Concat", {"batch1", "rest"}, "rest_target"), "axis", 0);
+  node("Reshape", {"x", "rest_target"}, "w");  // [B, 4, 6] again, its static part from the Slice
+  int_attr(node("Concat", {"batch1", "minus_one"}, "flat"), "axis", 0);
+  node("Reshape", {"x", "flat"}, "z");  // [B, 24]
+  int_attr(node("Concat", {"batch1", "one_six"}, "wide"), "axis", 0);  // [B, 1, 6]
+  node("Shape", {"wide"}, "wide_rank");
+  node("ConstantOfShape", {"wide_rank"}, "ones")->add_attribute()->CopyFrom([] {
+    AttributeProto a;
+    a.set_name("value");
+    a.set_type(AttributeProto::TENSOR);
+    a.mutable_t()->set_data_type(TensorProto::INT64);
+    a.mutable_t()->add_dims(1);
+    a.mutable_t()->add_int64_data(1);
+    return a;
+  }());
+  node("Mul", {"ones", "minus_one"}, "minus_ones");
+  node("Equal", {"wide", "minus_ones"}, "is_minus");
+  node("Where", {"is_minus", "ones", "wide"}, "expand_to");
+  node("Expand", {"m", "expand_to"}, "e");
+  for (const char* o : {"y", "z", "e", "w"}) output(o);
+  ImportedModel m = import();
+  EXPECT_EQ(m.graph.type(m.graph.outputs()[0].value).shape, (Shape{Dim::symbol("B"), Dim(4), Dim(2), Dim(3)}));
+  EXPECT_EQ(m.graph.type(m.graph.outputs()[1].value).shape, (Shape{Dim::symbol("B"), Dim(24)}));
+  EXPECT_EQ(m.graph.type(m.graph.outputs()[2].value).shape, (Shape{Dim::symbol("B"), Dim(1), Dim(6)}));
+  for (int64_t batch : {2, 3}) {
+    std::vector<Tensor> out = interpret(m.graph, bind(m, {{"x", iota({batch, 4, 6})}, {"m", iota({1, 1, 6})}}));
+    expect_values(out[0], {batch, 4, 2, 3}, range(batch * 24));
+    expect_values(out[1], {batch, 24}, range(batch * 24));
+    std::vector<double> rows;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t i = 0; i < 6; ++i) rows.push_back(static_cast<double>(i));
+    }
+    expect_values(out[2], {batch, 1, 6}, rows);
+    expect_values(out[3], {batch, 4, 6}, range(batch * 24));
+  }
+}
+
+// A product of the symbolic batch with another extent is no dim the IR has.
+TEST_F(OnnxShapeOpsTest, ShapeArithmeticThatMultipliesASymbolIsAUserError) {
+  input("x", {"B", "4"});
+  int64_init("zero", {0}, /*scalar=*/true);
+  int64_init("four", {4}, /*scalar=*/true);
+  int64_init("axes", {0});
+  node("Shape", {"x"}, "shape");
+  node("Gather", {"shape", "zero"}, "batch");
+  node("Mul", {"batch", "four"}, "all");
+  node("Unsqueeze", {"all", "axes"}, "target");
+  node("Reshape", {"x", "target"}, "y");
+  output("y");
+  expect_contains(import_error(), "holds a product of a symbolic dim and another extent");
 }
 
 // Size of a static shape is a known scalar, usable as data (here added to x).

@@ -1,0 +1,186 @@
+"""Stitch against onnxruntime on the model set's ONNX exports (bench/onnx/export.py), in
+one process, alternating, like for like; writes PREFIX.json and PREFIX.md.
+
+    python bench/onnx/run.py EXPORT_DIR PREFIX [--planners none,xla,stitch,greedy,ilp]
+                             [--only NAME,...] [--repeat N] [--warmup N] [--threads T]
+
+Per export (static batch only): onnxruntime's CPU provider with every graph
+optimisation (ORT_ENABLE_ALL, which fuses attention, LayerNorm and GELU itself),
+T intra-op threads and one inter-op thread; Stitch's CPU back end under each planner
+(stitch.load_onnx, stitch.compile), its OpenMP threads T. Both allocate their outputs
+on every call (onnxruntime's InferenceSession.run, Stitch's compiled call without
+out=). Each variant is built and run once untimed, its outputs checked against
+onnxruntime's (|a - b| <= 1e-3 |b| + 1e-3) and PyTorch's; then W untimed and N timed
+rounds call every variant once, each round starting with the next variant, and the
+median of each variant's N times is reported.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+PLANNERS = ("none", "xla", "stitch", "greedy", "ilp")
+
+
+def machine():
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cpus": os.cpu_count(), "python": platform.python_version()}
+
+
+def ort_session(path, threads):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def close(got, want, rtol=1e-3, atol=1e-3):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return False, float("inf")
+    diff = float(np.max(np.abs(got - want))) if want.size else 0.0
+    return bool(np.all(np.abs(got - want) <= rtol * np.abs(want) + atol)), diff
+
+
+def run_export(entry, folder, planners, args):
+    import stitch
+    path = os.path.join(folder, entry["file"])
+    data = os.path.join(folder, entry["name"])
+    feeds = {n: np.load(os.path.join(data, "inputs", n + ".npy")) for n in entry["inputs"]}
+    torch_out = np.load(os.path.join(data, "expected", "y.npy"))
+    result = {"name": entry["name"], "model": entry["model"], "size": entry["size"], "exporter": entry["exporter"]}
+    calls = {}
+    start = time.perf_counter()
+    session = ort_session(path, args.threads)
+    result["ort_build_s"] = time.perf_counter() - start
+    calls["onnxruntime"] = lambda: session.run(None, feeds)[0]
+    want = calls["onnxruntime"]()
+    result["ort_vs_torch"] = close(want, torch_out)[1]
+    try:
+        start = time.perf_counter()
+        model = stitch.load_onnx(path)
+        arguments = model.arguments(*[feeds[n] for n in entry["inputs"]])
+        result["import_s"] = time.perf_counter() - start
+    except stitch.Error as e:
+        result["stitch_error"] = str(e).splitlines()[0][:300]
+        return result, {}
+    for p in planners:
+        try:
+            start = time.perf_counter()
+            compiled = stitch.compile(model.graph, backend="cpu", planner=p)
+            got = compiled(*arguments)
+            got = got[0] if isinstance(got, tuple) else got
+            result[f"{p}_compile_s"] = time.perf_counter() - start
+            result[f"{p}_kernels"] = compiled.kernel_count
+            ok, diff = close(got, want)
+            result[f"{p}_vs_ort"] = diff
+            result[f"{p}_vs_torch"] = close(got, torch_out)[1]
+            if not ok:
+                result[f"{p}_error"] = f"differs from onnxruntime by {diff:.3g}"
+                continue
+            calls[p] = (lambda c: lambda: c(*arguments))(compiled)
+        except stitch.Error as e:
+            result[f"{p}_error"] = str(e).splitlines()[0][:300]
+    return result, calls
+
+
+def time_calls(result, calls, args):
+    times = {v: [] for v in calls}
+    order = list(calls)
+    for r in range(-args.warmup, args.repeat):
+        for v in order[r % len(order):] + order[:r % len(order)]:
+            start = time.perf_counter()
+            calls[v]()
+            if r >= 0:
+                times[v].append(time.perf_counter() - start)
+    for v, t in times.items():
+        result[f"{v}_s"] = statistics.median(t)
+    ort = result.get("onnxruntime_s")
+    for v in calls:
+        if v != "onnxruntime" and ort:
+            result[f"{v}_vs_onnxruntime"] = ort / result[f"{v}_s"]
+
+
+def markdown(report, planners):
+    m = report["machine"]
+    lines = [f"# Stitch against onnxruntime on the model set's ONNX exports ({report['date']})", "",
+             f"Machine: {m['cpu']}, {m['cpus']} CPUs, Python {m['python']}, onnxruntime {report['onnxruntime']}, "
+             f"{report['threads']} threads each. Command: `{report['command']}`. Method: the docstring of "
+             f"bench/onnx/run.py (medians of {report['repeat']} alternating rounds after {report['warmup']} "
+             "warm-up rounds; both allocate their outputs every call). Times in ms; the ratio is onnxruntime's "
+             "time over Stitch's (above 1: Stitch faster).", "",
+             "| export | size | onnxruntime | " + " | ".join(f"stitch {p}" for p in planners) +
+             " | best vs onnxruntime | kernels (" + ", ".join(planners) + ") |",
+             "| --- | --- | ---: | " + " | ".join("---:" for _ in planners) + " | ---: | --- |"]
+    for r in report["results"]:
+        if "stitch_error" in r:
+            lines.append(f"| {r['name']} | {r['size']} | {r.get('onnxruntime_s', 0) * 1e3:.2f} | "
+                         f"refused: {r['stitch_error'][:100]} |")
+            continue
+        cells = []
+        for p in planners:
+            cells.append(f"{r[f'{p}_s'] * 1e3:.2f}" if f"{p}_s" in r else r.get(f"{p}_error", "-")[:60])
+        ratios = [r[f"{p}_vs_onnxruntime"] for p in planners if f"{p}_vs_onnxruntime" in r]
+        best = f"{max(ratios):.2f}x" if ratios else "-"
+        kernels = ", ".join(str(r.get(f"{p}_kernels", "-")) for p in planners)
+        lines.append(f"| {r['name']} | {r['size']} | {r['onnxruntime_s'] * 1e3:.2f} | " + " | ".join(cells) +
+                     f" | {best} | {kernels} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder")
+    parser.add_argument("prefix")
+    parser.add_argument("--planners", default=",".join(PLANNERS))
+    parser.add_argument("--only", help="comma-separated export names")
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    args = parser.parse_args()
+    planners = args.planners.split(",")
+    unknown = [p for p in planners if p not in PLANNERS]
+    if unknown:
+        parser.error(f"unknown planner(s) {', '.join(unknown)}")
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    import onnxruntime
+    with open(os.path.join(args.folder, "manifest.json")) as f:
+        manifest = json.load(f)
+    exports = [e for e in manifest["exports"] if "error" not in e and e["batch"] == "static"]
+    if args.only:
+        exports = [e for e in exports if e["name"] in args.only.split(",")]
+    report = {"date": datetime.date.today().isoformat(), "machine": machine(), "onnxruntime": onnxruntime.__version__,
+              "torch": manifest.get("torch"), "threads": args.threads, "repeat": args.repeat, "warmup": args.warmup,
+              "command": " ".join(["python", "bench/onnx/run.py"] + sys.argv[1:]), "results": []}
+    for entry in exports:
+        result, calls = run_export(entry, args.folder, planners, args)
+        if calls:
+            time_calls(result, calls, args)
+        report["results"].append(result)
+        print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in result.items()}), flush=True)
+        with open(args.prefix + ".json", "w") as f:
+            json.dump(report, f, indent=1)
+    with open(args.prefix + ".md", "w") as f:
+        f.write(markdown(report, planners))
+
+
+if __name__ == "__main__":
+    main()

@@ -12,11 +12,12 @@ median run time (outputs reused), and off / on.
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cpu_name import cpu_name as cpu_model  # noqa: E402
 
 
 def bench(stitch, path, planner, setting, repeat, warmup):
@@ -28,17 +29,6 @@ def bench(stitch, path, planner, setting, repeat, warmup):
         with open(out) as f:
             row = json.load(f)["results"][0]
     return row["median_s"], row["kernels"], row.get("fallback", "")
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def main():

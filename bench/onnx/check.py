@@ -3,6 +3,7 @@ planner (`stitch check`: every planner against the reference interpreter) and ma
 eager PyTorch's outputs (`stitch run` on the CPU, default planner).
 
     python bench/onnx/check.py EXPORT_DIR --stitch PATH/TO/stitch [--refused FILE] [--json OUT]
+                               [--planners P,...] [--every-planner-once]
 
 --refused names the exports expected to be refused, one per line:
 `NAME: part of the message` (# comments). An export that fails to import is a failure
@@ -10,6 +11,9 @@ unless listed, with a message holding that part; a listed export that imports is
 failure too, so the list says what is refused today and nothing else. Exports the
 exporter itself could not write (recorded in manifest.json) are reported and not run.
 A dynamic-batch export is checked with `--dim batch=B`, B the batch its inputs have.
+With --every-planner-once, `stitch check` runs on each model's first export only, and
+the others are run on the interpreter and on the CPU (default planner) against PyTorch:
+the kernels of five planners are most of the check's time.
 
 Tolerance against PyTorch (f32): |stitch - torch| <= RTOL |torch| + ATOL per element,
 the bound tests/bert uses for one layer, with ATOL raised for the deeper models
@@ -48,8 +52,9 @@ def run(cmd):
     return p.returncode, (p.stdout + p.stderr).strip()
 
 
-def check_one(entry, folder, stitch):
-    """(status, detail): status ok, refused (stitch's exit 2) or failed."""
+def check_one(entry, folder, stitch, every_planner, planners):
+    """(status, detail): status ok, refused (stitch's exit 2) or failed. Without
+    every_planner, the interpreter's outputs stand in for stitch check's."""
     model = os.path.join(folder, entry["file"])
     data = os.path.join(folder, entry["name"])
     inputs = [f"{n}={os.path.join(data, 'inputs', n + '.npy')}" for n in entry["inputs"]]
@@ -57,28 +62,34 @@ def check_one(entry, folder, stitch):
     if entry["batch"] == "dynamic":
         batch = np.load(os.path.join(data, "inputs", entry["inputs"][0] + ".npy"), mmap_mode="r").shape[0]
         dims = ["--dim", f"batch={batch}"]
-    code, out = run([stitch, "check", model, *dims])
-    if code == 2:
-        return "refused", out.splitlines()[-1] if out else "exit 2"
-    if code != 0:
-        return "failed", "stitch check: " + "\n".join(out.splitlines()[-8:])
-    with tempfile.TemporaryDirectory() as got_dir:
-        args = [a for i in inputs for a in ("--input", i)]
-        code, out = run([stitch, "run", model, *args, "--output-dir", got_dir])
+    if every_planner:
+        code, out = run([stitch, "check", model, *dims, *(["--planners", planners] if planners else [])])
+        if code == 2:
+            return "refused", out.splitlines()[-1] if out else "exit 2"
         if code != 0:
-            return "failed", "stitch run: " + "\n".join(out.splitlines()[-8:])
-        worst = 0.0
-        for name in entry["outputs"]:
-            want = np.load(os.path.join(data, "expected", name + ".npy")).astype(np.float64)
-            got = np.load(os.path.join(got_dir, name + ".npy")).astype(np.float64)
-            if got.shape != want.shape:
-                return "failed", f"output {name}: shape {got.shape}, PyTorch's {want.shape}"
-            excess = np.abs(got - want) - (RTOL * np.abs(want) + ATOL)
-            if not np.all(excess <= 0) or not np.all(np.isfinite(got) == np.isfinite(want)):
-                at = np.unravel_index(np.argmax(excess), want.shape)
-                return "failed", f"output {name}: {got[at]} against PyTorch's {want[at]} at {at}"
-            worst = max(worst, float(np.max(np.abs(got - want))) if want.size else 0.0)
-    return "ok", f"every planner against the interpreter; PyTorch's outputs within {worst:.2e}"
+            return "failed", "stitch check: " + "\n".join(out.splitlines()[-8:])
+    worst = 0.0
+    for backend in ([] if every_planner else ["interp"]) + ["cpu"]:
+        with tempfile.TemporaryDirectory() as got_dir:
+            args = [a for i in inputs for a in ("--input", i)]
+            code, out = run([stitch, "run", model, "--backend", backend, *args, "--output-dir", got_dir])
+            if code == 2:
+                return "refused", out.splitlines()[-1] if out else "exit 2"
+            if code != 0:
+                return "failed", f"stitch run --backend {backend}: " + "\n".join(out.splitlines()[-8:])
+            for name in entry["outputs"]:
+                want = np.load(os.path.join(data, "expected", name + ".npy")).astype(np.float64)
+                got = np.load(os.path.join(got_dir, name + ".npy")).astype(np.float64)
+                if got.shape != want.shape:
+                    return "failed", f"{backend} output {name}: shape {got.shape}, PyTorch's {want.shape}"
+                excess = np.abs(got - want) - (RTOL * np.abs(want) + ATOL)
+                if not np.all(excess <= 0) or not np.all(np.isfinite(got) == np.isfinite(want)):
+                    at = np.unravel_index(np.argmax(excess), want.shape)
+                    return "failed", f"{backend} output {name}: {got[at]} against PyTorch's {want[at]} at {at}"
+                worst = max(worst, float(np.max(np.abs(got - want))) if want.size else 0.0)
+    what = (f"planners {planners or 'all'} against the interpreter" if every_planner
+            else "the interpreter and the CPU (xla)")
+    return "ok", f"{what}; PyTorch's outputs within {worst:.2e}"
 
 
 def main():
@@ -87,6 +98,10 @@ def main():
     parser.add_argument("--stitch", required=True)
     parser.add_argument("--refused")
     parser.add_argument("--json")
+    parser.add_argument("--planners", help="the planners stitch check runs (default: all)")
+    parser.add_argument("--every-planner-once", action="store_true",
+                        help="every planner (stitch check) only on each model's first export; the others against "
+                             "PyTorch on the interpreter and the CPU's default planner (a quicker check)")
     args = parser.parse_args()
     with open(os.path.join(args.folder, "manifest.json")) as f:
         manifest = json.load(f)
@@ -94,12 +109,15 @@ def main():
     known = {e["name"] for e in manifest["exports"]}
     stale = sorted(set(refused) - known)
     results, bad = [], []
+    checked_models = set()
     for entry in manifest["exports"]:
         name = entry["name"]
         if "error" in entry:
             results.append({"name": name, "status": "not exported", "detail": entry["error"]})
         else:
-            status, detail = check_one(entry, args.folder, args.stitch)
+            every = not args.every_planner_once or entry["model"] not in checked_models
+            checked_models.add(entry["model"])
+            status, detail = check_one(entry, args.folder, args.stitch, every, args.planners)
             results.append({"name": name, "status": status, "detail": detail})
             expected = refused.get(name)
             if status == "failed":

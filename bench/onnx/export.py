@@ -1,5 +1,5 @@
-"""Exports the model set (tests/python/torch_models.py, the models bench/torch/run.py
-compiles) to ONNX as PyTorch's two exporters write it, with each model's inputs and
+"""Exports the model set (tests/python/torch_models.py: the models bench/torch/run.py
+compiles, and ResNet-18 and MobileNetV2) to ONNX as PyTorch's two exporters write it, with each model's inputs and
 PyTorch's outputs as .npy files, for bench/onnx/check.py and the benchmark.
 
     python bench/onnx/export.py OUT_DIR [--small] [--models a,b] [--exporters torchscript,dynamo]
@@ -32,7 +32,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
-from torch_models import models, randomise  # noqa: E402
+from torch_models import cnn_models, models, randomise  # noqa: E402
 
 EXPORTERS = ("torchscript", "dynamo")
 BATCHES = ("static", "dynamic")
@@ -68,7 +68,7 @@ def main():
     parser.add_argument("--exporters", default=",".join(EXPORTERS))
     parser.add_argument("--batches", default=",".join(BATCHES))
     args = parser.parse_args()
-    table = models(args.small)
+    table = {**models(args.small), **cnn_models(args.small)}
     chosen = args.models.split(",") if args.models else list(table)
     exporters = args.exporters.split(",")
     batches = args.batches.split(",")

@@ -5,7 +5,8 @@ one process, alternating, like for like; writes PREFIX.json and PREFIX.md.
                              [--only NAME,...] [--repeat N] [--warmup N] [--threads T]
 
 Per export (static batch only): onnxruntime's CPU provider with every graph
-optimisation (ORT_ENABLE_ALL, which fuses attention, LayerNorm and GELU itself),
+optimisation (ORT_ENABLE_ALL, which fuses attention, LayerNorm and GELU itself; the
+next level down where its optimisers refuse the model, recorded as ort_level),
 T intra-op threads and one inter-op thread; Stitch's CPU back end under each planner
 (stitch.load_onnx, stitch.compile), its OpenMP threads T. Both allocate their outputs
 on every call (onnxruntime's InferenceSession.run, Stitch's compiled call without
@@ -18,6 +19,7 @@ median of each variant's N times is reported.
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import statistics
@@ -26,30 +28,35 @@ import time
 
 import numpy as np
 
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cpu_name import cpu_name  # noqa: E402
+
 PLANNERS = ("none", "xla", "stitch", "greedy", "ilp")
 
 
 def machine():
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cpus": os.cpu_count(), "python": platform.python_version()}
+    return {"cpu": cpu_name(), "cpus": os.cpu_count(), "python": platform.python_version()}
+
+
+LEVELS = ("ORT_ENABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_BASIC", "ORT_DISABLE_ALL")
 
 
 def ort_session(path, threads):
+    """onnxruntime's session at the highest optimisation level that loads the model
+    (onnxruntime 1.32's optimisers reject the TorchScript T5 export as an invalid
+    model; unoptimised, it loads), and that level's name."""
     import onnxruntime as ort
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    for k, level in enumerate(LEVELS):
+        options = ort.SessionOptions()
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        try:
+            return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]), level
+        except Exception:
+            if k == len(LEVELS) - 1:
+                raise
 
 
 def close(got, want, rtol=1e-3, atol=1e-3):
@@ -69,7 +76,11 @@ def run_export(entry, folder, planners, args):
     result = {"name": entry["name"], "model": entry["model"], "size": entry["size"], "exporter": entry["exporter"]}
     calls = {}
     start = time.perf_counter()
-    session = ort_session(path, args.threads)
+    try:
+        session, result["ort_level"] = ort_session(path, args.threads)
+    except Exception as e:  # onnxruntime's refusal of the export, recorded
+        result["ort_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+        return result, {}
     result["ort_build_s"] = time.perf_counter() - start
     calls["onnxruntime"] = lambda: session.run(None, feeds)[0]
     want = calls["onnxruntime"]()
@@ -123,26 +134,37 @@ def markdown(report, planners):
     m = report["machine"]
     lines = [f"# Stitch against onnxruntime on the model set's ONNX exports ({report['date']})", "",
              f"Machine: {m['cpu']}, {m['cpus']} CPUs, Python {m['python']}, onnxruntime {report['onnxruntime']}, "
-             f"{report['threads']} threads each. Command: `{report['command']}`. Method: the docstring of "
-             f"bench/onnx/run.py (medians of {report['repeat']} alternating rounds after {report['warmup']} "
-             "warm-up rounds; both allocate their outputs every call). Times in ms; the ratio is onnxruntime's "
-             "time over Stitch's (above 1: Stitch faster).", "",
+             f"torch {report.get('torch')} (the exporters), {report['threads']} threads each. Command: "
+             f"`{report['command']}`. Method: the docstring of bench/onnx/run.py (medians of {report['repeat']} "
+             f"alternating rounds after {report['warmup']} warm-up rounds; both allocate their outputs every call). "
+             "Times in ms, and in brackets onnxruntime's time over Stitch's (above 1: Stitch faster).", "",
              "| export | size | onnxruntime | " + " | ".join(f"stitch {p}" for p in planners) +
-             " | best vs onnxruntime | kernels (" + ", ".join(planners) + ") |",
-             "| --- | --- | ---: | " + " | ".join("---:" for _ in planners) + " | ---: | --- |"]
+             " | kernels (" + ", ".join(planners) + ") |",
+             "| --- | --- | ---: | " + " | ".join("---:" for _ in planners) + " | --- |"]
     for r in report["results"]:
+        if "ort_error" in r:
+            lines.append(f"| {r['name']} | {r['size']} | refused: {r['ort_error'][:100]} |")
+            continue
         if "stitch_error" in r:
             lines.append(f"| {r['name']} | {r['size']} | {r.get('onnxruntime_s', 0) * 1e3:.2f} | "
                          f"refused: {r['stitch_error'][:100]} |")
             continue
         cells = []
         for p in planners:
-            cells.append(f"{r[f'{p}_s'] * 1e3:.2f}" if f"{p}_s" in r else r.get(f"{p}_error", "-")[:60])
-        ratios = [r[f"{p}_vs_onnxruntime"] for p in planners if f"{p}_vs_onnxruntime" in r]
-        best = f"{max(ratios):.2f}x" if ratios else "-"
+            if f"{p}_s" in r:
+                cells.append(f"{r[f'{p}_s'] * 1e3:.2f} ({r[f'{p}_vs_onnxruntime']:.2f}x)")
+            else:
+                cells.append(r.get(f"{p}_error", "-")[:60])
         kernels = ", ".join(str(r.get(f"{p}_kernels", "-")) for p in planners)
-        lines.append(f"| {r['name']} | {r['size']} | {r['onnxruntime_s'] * 1e3:.2f} | " + " | ".join(cells) +
-                     f" | {best} | {kernels} |")
+        level = "" if r.get("ort_level", LEVELS[0]) == LEVELS[0] else f" ({r['ort_level']})"
+        lines.append(f"| {r['name']} | {r['size']} | {r['onnxruntime_s'] * 1e3:.2f}{level} | " + " | ".join(cells) +
+                     f" | {kernels} |")
+    for p in planners:
+        ratios = [r[f"{p}_vs_onnxruntime"] for r in report["results"] if f"{p}_vs_onnxruntime" in r]
+        if ratios:
+            mean = math.exp(sum(math.log(v) for v in ratios) / len(ratios))
+            lines.append(f"\nstitch {p}: geometric mean {mean:.3f}x over {len(ratios)} exports, "
+                         f"lowest {min(ratios):.2f}x, highest {max(ratios):.2f}x.")
     return "\n".join(lines) + "\n"
 
 
@@ -155,8 +177,15 @@ def main():
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--redraw", action="store_true", help="write PREFIX.md again from PREFIX.json")
     args = parser.parse_args()
     planners = args.planners.split(",")
+    if args.redraw:
+        with open(args.prefix + ".json") as f:
+            report = json.load(f)
+        with open(args.prefix + ".md", "w") as f:
+            f.write(markdown(report, planners))
+        return
     unknown = [p for p in planners if p not in PLANNERS]
     if unknown:
         parser.error(f"unknown planner(s) {', '.join(unknown)}")

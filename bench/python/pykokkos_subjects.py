@@ -23,13 +23,15 @@ import datetime
 import json
 import math
 import os
-import platform
 import runpy
+import sys
 import time
 
 import numpy as np
 
 import stitch.pykokkos as pk
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cpu_name import cpu_name as cpu_model  # noqa: E402
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
@@ -118,17 +120,6 @@ def bench(name, example, sizes, repeat, rounds):
         "tracing_analysis_share": median(shares),
         "max_difference_vs_numpy": diff,
     }
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 HEADER = ("| subject | size | calls | kernels unfused | kernels fused | numpy ms | unfused ms | fused ms | "

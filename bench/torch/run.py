@@ -39,6 +39,8 @@ import stitch.torch_backend as backend
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
 sys.path.insert(0, HERE)
+sys.path.append(os.path.join(HERE, ".."))
+from cpu_name import cpu_name  # noqa: E402
 from report import markdown, row, svg  # noqa: E402
 from torch_models import models, randomise  # noqa: E402
 
@@ -191,16 +193,7 @@ def library_seconds(call, calls):
 
 
 def machine():
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cpus": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+    return {"cpu": cpu_name(), "cpus": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
             "python": platform.python_version()}
 
 

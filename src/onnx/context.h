@@ -161,6 +161,7 @@ void register_shape_ops(ConverterTable& table);
 void register_nn_ops(ConverterTable& table);
 void register_index_ops(ConverterTable& table);
 void register_einsum_op(ConverterTable& table);
+void register_cnn_ops(ConverterTable& table);
 
 // The converters of every supported op type, by ONNX op_type.
 const ConverterTable& converters();

@@ -133,6 +133,7 @@ const ConverterTable& converters() {
     register_nn_ops(t);
     register_index_ops(t);
     register_einsum_op(t);
+    register_cnn_ops(t);
     return t;
   }();
   return kTable;

@@ -223,6 +223,95 @@ class LlamaDecoder(nn.Module):
         return self.norm(x)
 
 
+class BasicBlock(nn.Module):
+    """ResNet's two 3 x 3 convolutions with batch norm and the shortcut (a 1 x 1
+    convolution where the stride or the width changes)."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = None
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (x if self.shortcut is None else self.shortcut(x)))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18 (He et al. 2016): a 7 x 7 stem with max pooling, four stages of two
+    basic blocks, global average pooling and a classifier; `width` the first stage's."""
+
+    def __init__(self, width=64, classes=1000):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
+                                  nn.MaxPool2d(3, 2, 1))
+        blocks, cin = [], width
+        for stage, cout in enumerate((width, 2 * width, 4 * width, 8 * width)):
+            for i in range(2):
+                blocks.append(BasicBlock(cin, cout, 2 if stage > 0 and i == 0 else 1))
+                cin = cout
+        self.blocks = nn.Sequential(*blocks)
+        self.head = nn.Linear(cin, classes)
+
+    def forward(self, x):
+        y = self.blocks(self.stem(x))
+        return self.head(torch.flatten(F.adaptive_avg_pool2d(y, 1), 1))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: a 1 x 1 expansion, a 3 x 3 depthwise convolution and a
+    1 x 1 projection, ReLU6 between, the input added back where the shape allows."""
+
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hidden = cin * expand
+        layers = []
+        if expand != 1:
+            layers += [nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6()]
+        layers += [nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden),
+                   nn.ReLU6(), nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+        self.body = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        y = self.body(x)
+        return x + y if self.residual else y
+
+
+class MobileNetV2(nn.Module):
+    """MobileNetV2 (Sandler et al. 2018), its 17 inverted residual blocks at width
+    multiplier `alpha` (channels rounded to multiples of 8)."""
+
+    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                (6, 320, 1, 1))
+
+    def __init__(self, alpha=1.0, classes=1000):
+        super().__init__()
+
+        def width(c):
+            return max(8, int(c * alpha + 4) // 8 * 8)
+
+        cin = width(32)
+        layers = [nn.Conv2d(3, cin, 3, 2, 1, bias=False), nn.BatchNorm2d(cin), nn.ReLU6()]
+        for expand, c, repeat, stride in self.SETTINGS:
+            for i in range(repeat):
+                layers.append(InvertedResidual(cin, width(c), stride if i == 0 else 1, expand))
+                cin = width(c)
+        last = max(1280, width(1280))
+        layers += [nn.Conv2d(cin, last, 1, bias=False), nn.BatchNorm2d(last), nn.ReLU6()]
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Linear(last, classes)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
 # The model set at the benchmarks' sizes or small, with its inputs: bench/torch/run.py
 # (torch.compile) and bench/onnx/export.py (ONNX exports) run the same models.
 
@@ -284,4 +373,19 @@ def models(small):
                        lambda: BertModel(bert_layers, d, heads, ffn), masked(b, t, d)),
         "llama_decoder": (f"2 Llama-style blocks and RMSNorm, {llama_size}", lambda: LlamaDecoder(2, **llama),
                           hidden(llama_b, t, ld)),
+    }
+
+
+def cnn_models(small):
+    """The two convolutional networks of the ONNX model set (bench/onnx/), as models()."""
+    if small:
+        b, side, resnet_width, alpha, classes = 2, 32, 16, 0.25, 10
+    else:
+        b, side, resnet_width, alpha, classes = 8, 224, 64, 1.0, 1000
+    images = (lambda: (torch.randn(b, 3, side, side),))
+    return {
+        "resnet18": (f"[{b}, 3, {side}, {side}], width {resnet_width}, {classes} classes",
+                     lambda: ResNet18(resnet_width, classes), images),
+        "mobilenet_v2": (f"[{b}, 3, {side}, {side}], width multiplier {alpha}, {classes} classes",
+                         lambda: MobileNetV2(alpha, classes), images),
     }

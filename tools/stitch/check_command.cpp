@@ -103,8 +103,12 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
     report("-", "error: " + e.formatted(), tally.errors);
     return;
   }
-  for (PlannerKind planner :
-       {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch, PlannerKind::Greedy, PlannerKind::Ilp}) {
+  std::vector<PlannerKind> planners;
+  for (const std::string& p : options.planners) planners.push_back(implemented_planner(p));
+  if (planners.empty()) {
+    planners = {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch, PlannerKind::Greedy, PlannerKind::Ilp};
+  }
+  for (PlannerKind planner : planners) {
     const std::string planner_text(planner_name(planner));
     std::vector<Tensor> got;
     try {

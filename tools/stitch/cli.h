@@ -181,6 +181,8 @@ struct CheckOptions {
   uint64_t seed = 1;
   bool allow_unsupported = false;  // unsupported paths do not fail the check
   std::string backend = "cpu";     // cpu or cuda
+  // The planners to check, in this order; empty: every one.
+  std::vector<std::string> planners;
 };
 inline constexpr int64_t kDefaultCheckDim = 3;
 // stitch check (check_command.cpp).

@@ -98,6 +98,9 @@ int dispatch(int argc, char** argv) {
   check->add_option("--dim", check_options.dims,
                     fmt::format("bind a symbolic dim: SYMBOL=N (repeatable; default {})", kDefaultCheckDim));
   check->add_option("--seed", check_options.seed, "seed of the random inputs (default 1)");
+  check->add_option("--planners", check_options.planners,
+                    "comma-separated planners to check (default none,xla,stitch,greedy,ilp)")
+      ->delimiter(',');
   check->add_option("--backend", check_options.backend, "cpu (default), cuda or cuda-sim")
       ->check(CLI::IsMember({"cpu", "cuda", "cuda-sim"}));
   check->add_flag("--allow-unsupported", check_options.allow_unsupported,

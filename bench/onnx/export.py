@@ -20,6 +20,7 @@ rms_norm at opset 17, so the Llama models come only through the dynamo exporter)
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -44,8 +45,24 @@ def input_names(model_name, count):
     return ["x", "targets"] if model_name == "lm_head" else ["x", "mask"]
 
 
+@contextlib.contextmanager
+def quiet_stdout():
+    """File descriptor 1 to /dev/null: the TorchScript exporter's C++ prints the whole
+    graph there when an op has no symbolic (the error names the op anyway)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(devnull)
+        os.close(saved)
+
+
 def export(model, args, names, path, exporter, dynamic):
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), quiet_stdout():
         warnings.simplefilter("ignore")
         if exporter == "torchscript":
             axes = {n: {0: "batch"} for n in names} if dynamic else None

@@ -12,8 +12,9 @@ T intra-op threads and one inter-op thread; Stitch's CPU back end under each pla
 on every call (onnxruntime's InferenceSession.run, Stitch's compiled call without
 out=). Each variant is built and run once untimed, its outputs checked against
 onnxruntime's (|a - b| <= 1e-3 |b| + 1e-3) and PyTorch's; then W untimed and N timed
-rounds call every variant once, each round starting with the next variant, and the
-median of each variant's N times is reported.
+rounds call every variant 1 + B times in a row, each round starting with the next
+variant, the first call of each block untimed (time_calls says why), and the median of
+each variant's N x B times is reported.
 """
 
 import argparse
@@ -114,14 +115,21 @@ def run_export(entry, folder, planners, args):
 
 
 def time_calls(result, calls, args):
+    """Rounds of blocks: each round calls every variant B times in a row, the order
+    rotating by one variant a round; the first call of each block is not kept. Both
+    runtimes' threads spin for a while after a call (onnxruntime's intra-op pool,
+    OpenMP's), which on a machine with few cores slows whatever runs next: a
+    variant's first call after the other's pays for it, the rest run as a user's
+    repeated calls do."""
     times = {v: [] for v in calls}
     order = list(calls)
     for r in range(-args.warmup, args.repeat):
         for v in order[r % len(order):] + order[:r % len(order)]:
-            start = time.perf_counter()
-            calls[v]()
-            if r >= 0:
-                times[v].append(time.perf_counter() - start)
+            for k in range(args.block + 1):
+                start = time.perf_counter()
+                calls[v]()
+                if r >= 0 and k > 0:
+                    times[v].append(time.perf_counter() - start)
     for v, t in times.items():
         result[f"{v}_s"] = statistics.median(t)
     ort = result.get("onnxruntime_s")
@@ -135,8 +143,11 @@ def markdown(report, planners):
     lines = [f"# Stitch against onnxruntime on the model set's ONNX exports ({report['date']})", "",
              f"Machine: {m['cpu']}, {m['cpus']} CPUs, Python {m['python']}, onnxruntime {report['onnxruntime']}, "
              f"torch {report.get('torch')} (the exporters), {report['threads']} threads each. Command: "
-             f"`{report['command']}`. Method: the docstring of bench/onnx/run.py (medians of {report['repeat']} "
-             f"alternating rounds after {report['warmup']} warm-up rounds; both allocate their outputs every call). "
+             f"`{report['command']}`. Method: the docstring of bench/onnx/run.py (" +
+             (f"rounds of {report['block']} timed calls in a row per variant after an untimed one, medians over "
+              f"{report['repeat']} rounds" if report.get("block") else
+              f"medians of {report['repeat']} alternating rounds of one call per variant") +
+             f" after {report['warmup']} warm-up rounds; both allocate their outputs every call). "
              "Times in ms, and in brackets onnxruntime's time over Stitch's (above 1: Stitch faster).", "",
              "| export | size | onnxruntime | " + " | ".join(f"stitch {p}" for p in planners) +
              " | kernels (" + ", ".join(planners) + ") |",
@@ -174,8 +185,9 @@ def main():
     parser.add_argument("prefix")
     parser.add_argument("--planners", default=",".join(PLANNERS))
     parser.add_argument("--only", help="comma-separated export names")
-    parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=7, help="timed rounds (default 7)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
+    parser.add_argument("--block", type=int, default=3, help="timed calls of a variant in a row (default 3)")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--redraw", action="store_true", help="write PREFIX.md again from PREFIX.json")
     args = parser.parse_args()
@@ -198,6 +210,7 @@ def main():
         exports = [e for e in exports if e["name"] in args.only.split(",")]
     report = {"date": datetime.date.today().isoformat(), "machine": machine(), "onnxruntime": onnxruntime.__version__,
               "torch": manifest.get("torch"), "threads": args.threads, "repeat": args.repeat, "warmup": args.warmup,
+              "block": args.block,
               "command": " ".join(["python", "bench/onnx/run.py"] + sys.argv[1:]), "results": []}
     for entry in exports:
         result, calls = run_export(entry, args.folder, planners, args)

@@ -231,5 +231,28 @@ graph rows_200(x: f32[1, 12, 100, 200]) -> (f32[1, 12, 100, 200]) {
   }
 }
 
+// A partial last step whose store index the emitter would resolve through the
+// lets to the thread (a column of a [384, 9] weight, one op per kernel: the
+// store's offset cancelled to `offset + thr`): moved back, every index must be
+// the shifted one. Unshifted, elements 256..383 stayed zero and the step wrote
+// past the end (found on MobileNetV2's depthwise weights under planner none).
+TEST_F(LayoutLoops, AMovedBackStepShiftsEveryIndex) {
+  const Module m = parse_module(R"(
+graph column(w: f32[384, 9]) -> (f32[1, 384, 1, 1]) {
+  c = slice(w, start=[0, 4], stop=[384, 5])
+  y = reshape(c, shape=[1, 384, 1, 1])
+  return y
+}
+)");
+  KernelCache cache(dir_ / "cache");
+  const Graph canonical = canonicalize(m.graphs.at(0));
+  for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
+    CpuExecutable exe = CpuExecutable::compile(canonical, planner, cache);
+    const std::vector<Tensor> inputs = testing::random_inputs(canonical, 11, {});
+    EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(canonical, inputs), true, 0))
+        << exe.source();
+  }
+}
+
 }  // namespace
 }  // namespace stitch

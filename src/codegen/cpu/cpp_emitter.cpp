@@ -566,6 +566,9 @@ class KernelEmitter : private common::SourceWriter {
   void emit_shifted_tail(const TailGuard& tail) {
     line(fmt::format("const bool stitch_live = {} >= stitch_shift;", thread_axis_var()));
     per_thread_[tail.index] = fmt::format("({} - stitch_shift)", tail.index);
+    // Every index prints through r here: an offset or division resolved
+    // through the lets would hold the thread unshifted (a store past the end).
+    shifted_tail_ = true;
     for (const Stmt& s : tail.guard->then_body) {
       if (const auto* assign = std::get_if<kir::AssignStmt>(&s.node)) {
         line(fmt::format("{0} = stitch_live ? {1} : {0};", var_text(assign->name), expr(assign->value)));
@@ -580,6 +583,7 @@ class KernelEmitter : private common::SourceWriter {
       }
     }
     per_thread_.erase(tail.index);
+    shifted_tail_ = false;
   }
 
   // ---- streaming stores (streaming_store.h) ----
@@ -790,7 +794,9 @@ class KernelEmitter : private common::SourceWriter {
       }
       return offset;
     }
-    if (std::optional<Expr> linear = facts_.cancelled_offset(b, index)) return expr(*linear);
+    if (!shifted_tail_) {
+      if (std::optional<Expr> linear = facts_.cancelled_offset(b, index)) return expr(*linear);
+    }
     offset = expr(index.at(0));
     for (size_t d = 1; d < index.size(); ++d) {
       offset = fmt::format("({}) * ({}) + ({})", offset, expr(b.shape[d]), expr(index[d]));
@@ -805,7 +811,7 @@ class KernelEmitter : private common::SourceWriter {
   // gamma[lin % 1024]) into a broadcast and a contiguous load.
   std::optional<std::string> split_thread_division(const Expr& e) {
     int64_t c = 0;
-    if (!in_region_ || e->dtype != DType::i64 || (e->op != OpKind::Div && e->op != OpKind::Rem) ||
+    if (!in_region_ || shifted_tail_ || e->dtype != DType::i64 || (e->op != OpKind::Div && e->op != OpKind::Rem) ||
         !kir::is_int_constant(e->operands[1], &c) || c <= 0) {
       return std::nullopt;
     }
@@ -967,6 +973,8 @@ class KernelEmitter : private common::SourceWriter {
   IndexFacts facts_{analysis_.remat()};
   // Streamed stores of the chunked thread loop being emitted -> their chunk array.
   std::map<const kir::StoreStmt*, std::string> stream_slots_;
+  // Inside a partial step moved back (emit_shifted_tail).
+  bool shifted_tail_ = false;
   ThreadAxis stream_axis_;
 };
 

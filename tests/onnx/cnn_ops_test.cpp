@@ -28,10 +28,6 @@ using Ints = std::vector<int64_t>;
 
 class OnnxCnnOpsTest : public testing::OnnxModelTest {
  protected:
-  std::vector<std::vector<Tensor>> both(const ImportedModel& m, const std::map<std::string, Tensor>& real) {
-    std::vector<Tensor> args = bind(m, real);
-    return {interpret(m.graph, args), run_cpu(m, args)};
-  }
   void dims_input(const std::string& name, const Ints& shape) {
     std::vector<std::string> dims;
     for (int64_t d : shape) dims.push_back(std::to_string(d));

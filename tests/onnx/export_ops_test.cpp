@@ -29,12 +29,6 @@ using Ints = std::vector<int64_t>;
 class OnnxExportOpsTest : public testing::OnnxModelTest {
  protected:
   void set_opset(int64_t v) { model().mutable_opset_import(0)->set_version(v); }
-
-  // Every output on the interpreter and on the CPU back end.
-  std::vector<std::vector<Tensor>> both(const ImportedModel& m, const std::map<std::string, Tensor>& real) {
-    std::vector<Tensor> args = bind(m, real);
-    return {interpret(m.graph, args), run_cpu(m, args)};
-  }
 };
 
 Tensor counting(const Ints& shape, DType dtype = DType::f32, double from = 0) {

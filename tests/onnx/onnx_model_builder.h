@@ -18,6 +18,7 @@
 #include "ir/canonicalize.h"
 #include "onnx/importer.h"
 #include "runtime/cpu/executable.h"
+#include "stitch/interpreter.h"
 #include "stitch/tensor.h"
 
 namespace stitch::onnx_import::testing {
@@ -179,6 +180,12 @@ class OnnxModelTest : public ::testing::Test {
     }
     ADD_FAILURE() << "expected a UserError";
     return "";
+  }
+
+  // Every output on the interpreter and on the CPU back end, the parameters bound as `bind` does.
+  std::vector<std::vector<Tensor>> both(const ImportedModel& m, const std::map<std::string, Tensor>& real) {
+    std::vector<Tensor> args = bind(m, real);
+    return {interpret(m.graph, args), run_cpu(m, args)};
   }
 
   std::vector<Tensor> run_cpu(const ImportedModel& m, const std::vector<Tensor>& args) {

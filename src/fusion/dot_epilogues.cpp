@@ -29,7 +29,7 @@ int64_t leading(const Shape& s) {
 // Why the dot itself cannot take an epilogue: the executable computes it by
 // row panels through BLAS (f32, f64), of static, non-empty matrices.
 std::string dot_refusal(const Graph& g, const Node& dot) {
-  if (dot.op != OpKind::Dot) return "an attention call runs whole, with no epilogue";
+  if (dot.op != OpKind::Dot) return fmt::format("{} is one library call, with no epilogue", op_name(dot.op));
   const TensorType& out = g.type(dot.output);
   if (out.dtype != DType::f32 && out.dtype != DType::f64) {
     return fmt::format("a {} dot is not computed by row panels", dtype_name(out.dtype));

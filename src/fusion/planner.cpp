@@ -50,6 +50,16 @@ bool resolve_attention(const PlanOptions& options) {
   return options.attention && env;
 }
 
+bool resolve_channels_last(const PlanOptions& options) {
+  const bool env = env_switch("STITCH_CHANNELS_LAST", true);
+  return options.channels_last && env;
+}
+
+bool resolve_conv_calls(const PlanOptions& options) {
+  const bool env = env_switch("STITCH_CONV_CALLS", true);
+  return options.conv_calls && env;
+}
+
 FusionPlan plan(const Graph& g, PlannerKind kind, const PlanOptions& options, PlanSearchReport* report) {
   const int max_fusions = resolve_max_fusions(options);
   const bool epilogues = resolve_dot_epilogues(options) && max_fusions < 0;

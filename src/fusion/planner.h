@@ -45,6 +45,13 @@ struct PlanOptions {
   // scaled-dot-product attention as one op on the CPU; off: the graph keeps
   // its dots and softmax (an attention op written in the graph still runs as one call).
   bool attention = true;
+  // The pipeline's `conv` stage (ir/conv_expand.h) keeps f32 convolutions
+  // that are not depthwise as one library call each on the CPU (oneDNN);
+  // off: every conv becomes its composite (im2col into a dot).
+  bool conv_calls = true;
+  // With conv_calls: the convolutions channels-last, their layout transposes
+  // moved until they cancel (ir/channels_last.h); off: [N, C, spatial...].
+  bool channels_last = true;
   // The ilp planner's limit on each CBC solve; where CBC has not proven its
   // packing optimal by then (or the cycle cuts need more than 100 rounds),
   // the plan takes the DP + beam search's patterns over the same space if
@@ -73,6 +80,12 @@ bool resolve_dot_epilogues(const PlanOptions& options);
 // Whether `options` asks for the attention pattern: attention, unless
 // $STITCH_ATTENTION is 0 (the same rules).
 bool resolve_attention(const PlanOptions& options);
+// Whether `options` asks for convolution calls: conv_calls, unless
+// $STITCH_CONV_CALLS is 0 (the same rules).
+bool resolve_conv_calls(const PlanOptions& options);
+// Whether `options` asks for channels-last convolutions: channels_last,
+// unless $STITCH_CHANNELS_LAST is 0 (the same rules).
+bool resolve_channels_last(const PlanOptions& options);
 
 // What a searching planner (stitch, ilp) found. The objective is the seconds
 // its stitching saves by the delta evaluator's estimate: xla's kernels (with

@@ -242,6 +242,7 @@ class BoundPropagator {
       case OpKind::ReduceMin: return reduction_bound(call, result);
       case OpKind::Dot: return dot_bound(call, result);
       case OpKind::Attention: return attention_bound(call, result);
+      case OpKind::Conv: return conv_bound(call, result);
       default: return std::nullopt;  // integer or bool results
     }
   }
@@ -361,23 +362,61 @@ class BoundPropagator {
 
   std::optional<WideBuffer> dot_bound(const OpCall& call, const WideBuffer& result) {
     const std::vector<int64_t>& lhs = call.in(0).shape();
-    const int64_t n = lhs.empty() ? 1 : lhs.back();
+    return product_bound(call, call.node, result, lhs.empty() ? 1 : lhs.back(), interp::evaluate_dot);
+  }
+
+  // conv: each result sums C / groups * taps products, then the bias and the
+  // side input; the clamp after them moves no value further from another
+  // (the bound is the linear part's, evaluated with the clamp off).
+  std::optional<WideBuffer> conv_bound(const OpCall& call, const WideBuffer& result) {
+    const std::vector<int64_t>& w = call.in(1).shape();
+    int64_t products = 1;
+    for (size_t i = 1; i < w.size(); ++i) products *= w[i];
+    Node linear = call.node;
+    linear.attrs.set("activation_min", AttrValue(-kInf));
+    linear.attrs.set("activation_max", AttrValue(kInf));
+    return product_bound(call, linear, result, products + static_cast<int64_t>(call.inputs.size()) - 2,
+                         interp::evaluate_conv);
+  }
+
+  // A sum of n products of operands 0 and 1 (plus operands 2 and 3, the
+  // conv's bias and side input, added once each): the accumulation's rounding
+  // over the magnitudes, then what the operands' own bounds carry. `node` is
+  // the call's node or a copy with changed attributes.
+  std::optional<WideBuffer> product_bound(const OpCall& call, const Node& node, const WideBuffer& result, int64_t n,
+                                          WideBuffer (*evaluator)(const OpCall&)) {
     const double accumulation = accumulation_factor(n) * compute_epsilon(result.dtype());
-    WideBuffer ma = magnitude(call.in(0)), mb = magnitude(call.in(1));
-    WideBuffer out = evaluate_on(call, call.node, {&ma, &mb}, interp::evaluate_dot);
+    std::vector<WideBuffer> m;
+    for (size_t i = 0; i < call.inputs.size(); ++i) m.push_back(magnitude(call.in(i)));
+    std::vector<const WideBuffer*> magnitudes;
+    for (const WideBuffer& x : m) magnitudes.push_back(&x);
+    WideBuffer out = evaluate_on(call, node, magnitudes, evaluator);
     for (int64_t i = 0; i < out.numel(); ++i) {
       out.floats()[i] = accumulation * out.floats()[i] + narrowing_error(result.dtype(), result.floats()[i]);
     }
     const WideBuffer* ba = bound_of(call.node.inputs[0]);
     const WideBuffer* bb = bound_of(call.node.inputs[1]);
-    auto add = [&](const WideBuffer& x, const WideBuffer& y) {
-      WideBuffer term = evaluate_on(call, call.node, {&x, &y}, interp::evaluate_dot);
+    auto add = [&](std::vector<const WideBuffer*> operands) {
+      WideBuffer term = evaluate_on(call, node, std::move(operands), evaluator);
       for (int64_t i = 0; i < out.numel(); ++i) out.floats()[i] += term.floats()[i];
     };
     // |(a + da)(b + db) - ab| <= |a| |db| + |da| |b| + |da| |db|, per term.
-    if (bb) add(ma, *bb);
-    if (ba) add(*ba, mb);
-    if (ba && bb) add(*ba, *bb);
+    if (bb) add({&m[0], bb});
+    if (ba) add({ba, &m[1]});
+    if (ba && bb) add({ba, bb});
+    // The bias's and the side input's own bounds, added as they are: the same
+    // op on zero x and w and the one operand (the other passed as absent).
+    for (size_t i = 2; i < call.inputs.size(); ++i) {
+      const WideBuffer* own = bound_of(call.node.inputs[i]);
+      if (!own) continue;
+      WideBuffer zx = f64_buffer(call.in(0).shape()), zw = f64_buffer(call.in(1).shape());
+      std::fill_n(zx.floats(), zx.numel(), 0.0);
+      std::fill_n(zw.floats(), zw.numel(), 0.0);
+      std::vector<const WideBuffer*> operands{&zx, &zw, nullptr, nullptr};
+      operands.resize(call.inputs.size());
+      operands[i] = own;
+      add(operands);
+    }
     return out;
   }
 

@@ -85,6 +85,7 @@ WideBuffer evaluate(const OpCall& call) {
     case OpKind::ArgMin: return interp::evaluate_reduction(call);
     case OpKind::Dot: return interp::evaluate_dot(call);
     case OpKind::Attention: return interp::evaluate_attention(call);
+    case OpKind::Conv: return interp::evaluate_conv(call);
   }
   STITCH_ASSERT(false, fmt::format("interpreter: no evaluator for op {}", op_name(call.op())));
 }

@@ -36,6 +36,7 @@ WideBuffer evaluate_gather(const OpCall& call);       // data_movement.cpp
 WideBuffer evaluate_source(const OpCall& call);       // sources.cpp: iota, constant
 WideBuffer evaluate_dot(const OpCall& call);          // dot.cpp
 WideBuffer evaluate_attention(const OpCall& call);    // attention.cpp
+WideBuffer evaluate_conv(const OpCall& call);         // conv.cpp: a bias when call.inputs has 3
 
 // Called once per evaluated node with its call (operands still alive) and result.
 using NodeObserver = std::function<void(const OpCall& call, const WideBuffer& result)>;

@@ -28,7 +28,6 @@ const std::vector<CompositeSpec>& specs() {
       {"rms_norm", 1, 2, {"axes", "eps"}},
       {"gelu", 1, 1, {"approximate"}},
       {"silu", 1, 1, {}},
-      {"conv", 2, 3, {"strides", "pads", "dilations", "groups"}},
       {"max_pool", 1, 1, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode"}},
       {"avg_pool", 1, 1, {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"}},
   };
@@ -199,7 +198,7 @@ ValueId expand_composite(GraphBuilder& b, std::string_view name, const std::vect
     ValueId half_x = b.mul(x, 0.5, tmp("half"));
     return b.mul(half_x, b.add(inner, 1.0, tmp("one_plus")), r);
   }
-  if (name == "conv" || name == "max_pool" || name == "avg_pool") return expand_nn_composite(b, name, args, attrs, r);
+  if (name == "max_pool" || name == "avg_pool") return expand_pool(b, name, args[0], attrs, r);
   if (name == "silu") {
     return b.mul(x, b.unary(OpKind::Sigmoid, x, tmp("sigmoid")), r);
   }

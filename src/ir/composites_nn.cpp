@@ -19,10 +19,6 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-struct Window {
-  int64_t kernel = 1, stride = 1, dilation = 1, pad_begin = 0, pad_end = 0, in = 0, out = 0;
-};
-
 Ints ints_or(const Attrs& attrs, const char* name, size_t count, int64_t fallback) {
   const AttrValue* v = attrs.find(name);
   if (!v) return Ints(count, fallback);
@@ -30,8 +26,8 @@ Ints ints_or(const Attrs& attrs, const char* name, size_t count, int64_t fallbac
   return v->as_ints();
 }
 
-// The windows of the spatial axes: kernel extents from `kernel`, the rest from
-// the attributes (pads: every axis' begin, then every axis' end, as ONNX).
+}  // namespace
+
 std::vector<Window> windows(std::string_view op, const Shape& x, const Ints& kernel, const Attrs& attrs,
                             bool ceil_mode) {
   const size_t spatial = x.size() - 2;
@@ -64,6 +60,8 @@ std::vector<Window> windows(std::string_view op, const Shape& x, const Ints& ker
   }
   return w;
 }
+
+namespace {
 
 // x padded for the windows: the attributes' pads with `value`, then what ceil
 // mode reaches past them with `beyond`.
@@ -111,12 +109,6 @@ std::vector<ValueId> window_slices(GraphBuilder& b, ValueId xp, const std::vecto
   }
 }
 
-Shape out_shape(const Shape& x, Dim channels, const std::vector<Window>& w) {
-  Shape s{x[0], channels};
-  for (const Window& wi : w) s.emplace_back(wi.out);
-  return s;
-}
-
 // [1, C, 1, ...]: a per-channel vector broadcast over the batch and space.
 ValueId per_channel(GraphBuilder& b, ValueId v, size_t rank) {
   Shape s(rank, Dim(1));
@@ -124,59 +116,52 @@ ValueId per_channel(GraphBuilder& b, ValueId v, size_t rank) {
   return b.reshape(v, s);
 }
 
-ValueId conv(GraphBuilder& b, const std::vector<ValueId>& args, const Attrs& attrs, const std::string& r) {
+}  // namespace
+
+ValueId expand_conv(GraphBuilder& b, const std::vector<ValueId>& args, const Attrs& attrs) {
   const Shape x = b.graph().type(args[0]).shape;
   const Shape wshape = b.graph().type(args[1]).shape;
-  if (x.size() < 3 || wshape.size() != x.size()) {
-    throw UserError(fmt::format("conv takes x [N, C, spatial...] and w [O, C / groups, kernel...] of one rank >= 3, "
-                                "got {} and {}",
-                                shape_str(x), shape_str(wshape)));
-  }
-  for (const Dim& d : wshape) {
-    if (d.is_symbolic()) throw UserError("conv: the weights' extents must be static");
-  }
-  const AttrValue* g = attrs.find("groups");
-  const int64_t groups = g ? g->as_int() : 1;
+  const std::vector<Window> w = conv_windows(x, wshape, attrs);
+  const int64_t groups = attrs.get("groups").as_int();
   const int64_t out_channels = wshape[0].extent(), per_group = wshape[1].extent();
-  if (x[1].is_symbolic() || groups < 1 || x[1].extent() != groups * per_group || out_channels % groups != 0) {
-    throw UserError(fmt::format("conv: {} input channels, {} per group in the weights and {} groups do not agree",
-                                x[1].str(), per_group, groups));
-  }
-  Ints kernel;
-  for (size_t i = 2; i < wshape.size(); ++i) kernel.push_back(wshape[i].extent());
-  std::vector<Window> w = windows("conv", x, kernel, attrs, false);
-  const bool has_bias = args.size() == 3;
+  const ConvOperands operands = conv_operands(args.size(), attrs);
   std::vector<ValueId> slices = window_slices(b, padded(b, args[0], w, 0.0, 0.0), w);
   const auto taps = static_cast<int64_t>(slices.size());
-  Shape y_shape = out_shape(x, Dim(out_channels), w);
+  std::optional<ValueId> y;
   if (per_group == 1 && out_channels == groups) {
     // Depthwise: y = sum over taps of slice * w[:, 0, tap], per channel.
     ValueId wt = b.reshape(args[1], Shape{Dim(out_channels), Dim(taps)});
-    std::optional<ValueId> acc;
     for (int64_t t = 0; t < taps; ++t) {
       ValueId column = b.op(OpKind::Slice, {wt}, {{"start", AttrValue(Ints{0, t})},
                                                   {"stop", AttrValue(Shape{Dim(out_channels), Dim(t + 1)})}});
       ValueId term = b.mul(slices[t], per_channel(b, b.reshape(column, Shape{Dim(out_channels)}), x.size()));
-      acc = acc ? b.add(*acc, term, t + 1 == taps && !has_bias ? r : "") : term;
+      y = y ? b.add(*y, term) : term;
     }
-    if (taps == 1 && !has_bias) acc = b.mul(*acc, 1.0, r);
-    return has_bias ? b.add(*acc, per_channel(b, args[2], x.size()), r) : *acc;
+  } else {
+    // im2col: [N, C, taps, P] -> [N, groups, C / groups * taps, P], times the
+    // weights as [groups, O / groups, C / groups * taps].
+    int64_t positions = 1;
+    for (const Window& wi : w) positions *= wi.out;
+    std::vector<Operand> columns;
+    for (ValueId s : slices) columns.emplace_back(b.reshape(s, Shape{x[0], x[1], Dim(1), Dim(positions)}));
+    ValueId patches = taps == 1 ? columns[0].value : b.op(OpKind::Concat, columns, {{"axis", int64_t{2}}});
+    patches = b.reshape(patches, Shape{x[0], Dim(groups), Dim(per_group * taps), Dim(positions)});
+    ValueId weights = b.reshape(args[1], Shape{Dim(groups), Dim(out_channels / groups), Dim(per_group * taps)});
+    y = b.reshape(b.op(OpKind::Dot, {weights, patches}), window_result_shape(x, Dim(out_channels), w));
   }
-  // im2col: [N, C, taps, P] -> [N, groups, C / groups * taps, P], times the
-  // weights as [groups, O / groups, C / groups * taps].
-  int64_t positions = 1;
-  for (const Window& wi : w) positions *= wi.out;
-  std::vector<Operand> columns;
-  for (ValueId s : slices) columns.emplace_back(b.reshape(s, Shape{x[0], x[1], Dim(1), Dim(positions)}));
-  ValueId patches = taps == 1 ? columns[0].value : b.op(OpKind::Concat, columns, {{"axis", int64_t{2}}});
-  patches = b.reshape(patches, Shape{x[0], Dim(groups), Dim(per_group * taps), Dim(positions)});
-  ValueId weights = b.reshape(args[1], Shape{Dim(groups), Dim(out_channels / groups), Dim(per_group * taps)});
-  ValueId y = b.op(OpKind::Dot, {weights, patches});
-  y = b.reshape(y, y_shape, has_bias ? "" : r);
-  return has_bias ? b.add(y, per_channel(b, args[2], x.size()), r) : y;
+  // The epilogue: bias, side input, clamp.
+  if (operands.bias) y = b.add(*y, per_channel(b, args[operands.bias_index()], x.size()));
+  if (operands.side) y = b.add(*y, args[operands.side_index()]);
+  const AttrValue* lo = attrs.find("activation_min");
+  const AttrValue* hi = attrs.find("activation_max");
+  const double inf = std::numeric_limits<double>::infinity();
+  if ((lo && lo->as_number() != -inf) || (hi && hi->as_number() != inf)) {
+    y = b.op(OpKind::Clamp, {*y, Operand(lo ? lo->as_number() : -inf), Operand(hi ? hi->as_number() : inf)});
+  }
+  return *y;
 }
 
-ValueId pool(GraphBuilder& b, std::string_view name, ValueId x, const Attrs& attrs, const std::string& r) {
+ValueId expand_pool(GraphBuilder& b, std::string_view name, ValueId x, const Attrs& attrs, const std::string& r) {
   const Shape shape = b.graph().type(x).shape;
   if (shape.size() < 3) throw UserError(fmt::format("{} takes [N, C, spatial...], got {}", name, shape_str(shape)));
   const AttrValue* k = attrs.find("kernel_shape");
@@ -206,12 +191,43 @@ ValueId pool(GraphBuilder& b, std::string_view name, ValueId x, const Attrs& att
   return b.div(acc, count, r);
 }
 
-}  // namespace
+std::vector<Window> conv_windows(const Shape& x, const Shape& wshape, const Attrs& attrs) {
+  if (x.size() < 3 || wshape.size() != x.size()) {
+    throw UserError(fmt::format("conv takes x [N, C, spatial...] and w [O, C / groups, kernel...] of one rank >= 3, "
+                                "got {} and {}",
+                                shape_str(x), shape_str(wshape)));
+  }
+  for (const Dim& d : wshape) {
+    if (d.is_symbolic()) throw UserError("conv: the weights' extents must be static");
+  }
+  const AttrValue* g = attrs.find("groups");
+  const int64_t groups = g ? g->as_int() : 1;
+  const int64_t out_channels = wshape[0].extent(), per_group = wshape[1].extent();
+  if (x[1].is_symbolic() || groups < 1 || x[1].extent() != groups * per_group || out_channels % groups != 0) {
+    throw UserError(fmt::format("conv: {} input channels, {} per group in the weights and {} groups do not agree",
+                                x[1].str(), per_group, groups));
+  }
+  Ints kernel;
+  for (size_t i = 2; i < wshape.size(); ++i) kernel.push_back(wshape[i].extent());
+  return windows("conv", x, kernel, attrs, false);
+}
 
-ValueId expand_nn_composite(GraphBuilder& b, std::string_view name, const std::vector<ValueId>& args,
-                            const Attrs& attrs, const std::string& result_name) {
-  if (name == "conv") return conv(b, args, attrs, result_name);
-  return pool(b, name, args[0], attrs, result_name);
+ConvOperands conv_operands(size_t operand_count, const Attrs& attrs) {
+  const AttrValue* side = attrs.find("side_input");
+  ConvOperands o;
+  o.side = side && side->as_bool();
+  o.bias = operand_count == (o.side ? 4u : 3u);
+  return o;
+}
+
+bool is_depthwise_conv(const Dim& channels, const Shape& wshape, int64_t groups) {
+  return wshape.at(1) == Dim(1) && wshape.at(0) == Dim(groups) && channels == Dim(groups);
+}
+
+Shape window_result_shape(const Shape& x, Dim channels, const std::vector<Window>& w) {
+  Shape s{x[0], channels};
+  for (const Window& wi : w) s.emplace_back(wi.out);
+  return s;
 }
 
 }  // namespace stitch

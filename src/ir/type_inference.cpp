@@ -9,6 +9,8 @@
 #include <map>
 #include <numeric>
 
+#include "ir/composites_nn.h"
+
 namespace stitch {
 
 namespace {
@@ -39,6 +41,10 @@ std::vector<AttrSpec> attr_schema(OpKind k) {
     case OpKind::ArgMax:
     case OpKind::ArgMin: return {{"axes", K::Ints, true}, {"keepdims", K::Bool, false}};
     case OpKind::Attention: return {{"scale", K::Number, false}, {"causal", K::Bool, false}};
+    case OpKind::Conv:
+      return {{"strides", K::Ints, false}, {"pads", K::Ints, false}, {"dilations", K::Ints, false},
+              {"groups", K::Int, false}, {"channels_last", K::Bool, false}, {"side_input", K::Bool, false},
+              {"activation_min", K::Number, false}, {"activation_max", K::Number, false}};
     default:
       if (is_reduction(k)) return {{"axes", K::Ints, false}, {"keepdims", K::Bool, false}};
       return {};
@@ -309,6 +315,69 @@ TensorType infer_dot(const TensorType& a, const TensorType& b) {
   if (!a_vec) out.push_back(sa[sa.size() - 2]);
   if (!b_vec) out.push_back(sb.back());
   return {a.dtype, out};
+}
+
+// conv(x, w[, bias][, side]) (docs/graph-ir.md, Convolution): x [N, C,
+// spatial...] ([N, spatial..., C] with channels_last, and so the result), w
+// [O, C / groups, kernel...] static, bias [O], the side input (side_input)
+// of the result's shape; one float dtype. The attributes are normalised to
+// their full lists (strides and dilations one per spatial axis, pads two,
+// groups, channels_last, side_input, activation_min and _max, +-inf for none).
+TensorType infer_conv(const std::vector<TensorType>& in, Attrs& attrs) {
+  require_same_dtype(OpKind::Conv, in, 0);
+  require(is_float(in[0].dtype), OpKind::Conv, in[0].dtype, "floating-point");
+  const AttrValue* last = attrs.find("channels_last");
+  const bool channels_last = last && last->as_bool();
+  Shape x = in[0].shape;
+  if (channels_last && x.size() >= 3) {
+    // As [N, C, spatial...] for the windows.
+    x.insert(x.begin() + 1, x.back());
+    x.pop_back();
+  }
+  const std::vector<Window> w = conv_windows(x, in[1].shape, attrs);
+  const Dim out_channels = in[1].shape[0];
+  const ConvOperands operands = conv_operands(in.size(), attrs);
+  if (in.size() == 4 && !operands.side) throw UserError("conv: a fourth operand is the side input; set side_input=true");
+  if (operands.side && in.size() < 3) throw UserError("conv: side_input=true needs a side input operand");
+  if (operands.bias && in[operands.bias_index()].shape != Shape{out_channels}) {
+    throw UserError(fmt::format("conv: the bias {} is not [{}]", shape_str(in[operands.bias_index()].shape),
+                                out_channels.str()));
+  }
+  std::vector<int64_t> strides, dilations, pads(2 * w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    strides.push_back(w[i].stride);
+    dilations.push_back(w[i].dilation);
+    pads[i] = w[i].pad_begin;
+    pads[w.size() + i] = w[i].pad_end;
+  }
+  const AttrValue* g = attrs.find("groups");
+  const int64_t groups = g ? g->as_int() : 1;
+  attrs.set("strides", AttrValue(strides));
+  attrs.set("dilations", AttrValue(dilations));
+  attrs.set("pads", AttrValue(pads));
+  attrs.set("groups", AttrValue(groups));
+  attrs.set("channels_last", AttrValue(channels_last));
+  attrs.set("side_input", AttrValue(operands.side));
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const char* bound : {"activation_min", "activation_max"}) {
+    const AttrValue* v = attrs.find(bound);
+    const double value = v ? v->as_number() : std::string_view(bound) == "activation_min" ? -inf : inf;
+    if (std::isnan(value)) throw UserError(fmt::format("conv: {} is NaN", bound));
+    attrs.set(bound, AttrValue(value));
+  }
+  if (attrs.get("activation_min").as_number() > attrs.get("activation_max").as_number()) {
+    throw UserError("conv: activation_min is above activation_max");
+  }
+  Shape out = window_result_shape(x, out_channels, w);
+  if (channels_last) {
+    out.push_back(out[1]);
+    out.erase(out.begin() + 1);
+  }
+  if (operands.side && in[operands.side_index()].shape != out) {
+    throw UserError(fmt::format("conv: the side input {} is not the result's shape {}",
+                                shape_str(in[operands.side_index()].shape), shape_str(out)));
+  }
+  return {in[0].dtype, out};
 }
 
 // attention(q, k, v[, bias]) (docs/graph-ir.md, Attention): q [..., Tq, D],
@@ -634,6 +703,7 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, Attrs& attrs)
     }
     case OpKind::Dot: return infer_dot(in[0], in[1]);
     case OpKind::Attention: return infer_attention(in, attrs);
+    case OpKind::Conv: return infer_conv(in, attrs);
     default: break;
   }
   STITCH_ASSERT(false, fmt::format("infer_type: unhandled op {}", info.name));

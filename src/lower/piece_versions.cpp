@@ -2,6 +2,8 @@
 // concat's coordinate and the block-uniform test of a version's guards.
 #include "lower/piece_versions.h"
 
+
+#include <algorithm>
 #include <cstdint>
 
 #include "lower/group_expr.h"
@@ -85,9 +87,27 @@ void PieceAssumption::add_index(const std::vector<Expr>& idx, const Shape& shape
   }
 }
 
+namespace {
+
+// Whether `g` holds for every value of its coordinate's axis (a pad of 0 on
+// that axis guards its whole static extent): such a guard asks nothing of a
+// block, and its period condition would refuse every block that spans two
+// values of the axis.
+bool holds_everywhere(const PieceAssumption& a, const PieceGuard& g) {
+  if (g.coord.var.empty()) return g.coord.offset >= g.lo && g.coord.offset < g.hi;
+  const Shape& shape = a.shapes.at(g.coord.var);
+  const Dim& extent = shape[static_cast<size_t>(a.axes.at(g.coord.var))];
+  if (!extent.is_static() || extent.extent() < 1) return false;
+  const int64_t first = g.coord.offset, last = g.coord.scale * (extent.extent() - 1) + g.coord.offset;
+  return std::min(first, last) >= g.lo && std::max(first, last) < g.hi;
+}
+
+}  // namespace
+
 Expr block_satisfies(const PieceAssumption& a, const Expr& lin_lo, const Expr& lin_hi) {
   Expr cond;
   for (const PieceGuard& g : a.guards) {
+    if (holds_everywhere(a, g)) continue;
     Expr at_lo = kir::int_const(g.coord.offset);
     Expr at_hi = at_lo;
     if (!g.coord.var.empty()) {
@@ -125,6 +145,7 @@ Expr strip_satisfies(const PieceAssumption& a, const Expr& row_lo, const Expr& r
   rows.guards.clear();
   Expr cond;
   for (const PieceGuard& g : a.guards) {
+    if (holds_everywhere(a, g)) continue;
     const bool column = !g.coord.var.empty() &&
                         a.axes.at(g.coord.var) + 1 == static_cast<int>(a.shapes.at(g.coord.var).size());
     if (!column) {

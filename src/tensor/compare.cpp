@@ -213,6 +213,13 @@ ErrorAllowance output_allowance(const Graph& g, ValueId output, const SymbolBind
     } else if (node.op == OpKind::Dot) {
       std::vector<int64_t> lhs = concrete_shape(g.type(node.inputs[0]).shape, symbols);
       a.reduction_length += lhs.empty() ? 1 : lhs.back();
+    } else if (node.op == OpKind::Conv) {
+      // C / groups * taps products, the bias and the side input.
+      const std::vector<int64_t> w = concrete_shape(g.type(node.inputs[1]).shape, symbols);
+      int64_t terms = static_cast<int64_t>(node.inputs.size()) - 2;
+      int64_t taps = 1;
+      for (size_t i = 1; i < w.size(); ++i) taps *= w[i];
+      a.reduction_length += terms + taps;
     } else if (node.op == OpKind::Attention) {
       // Two products (over D, then over Tk), the softmax's sum over Tk and its exp.
       const std::vector<int64_t> k = concrete_shape(g.type(node.inputs[1]).shape, symbols);
@@ -228,7 +235,7 @@ bool exact_in_every_back_end(const Graph& g, ValueId v) {
   for_each_node_in_cone(g, v, [&](const Node& node) {
     if (is_transcendental(node.op) ||
         (float_operands(g, node) &&
-         (is_accumulating(node.op) || node.op == OpKind::Dot || node.op == OpKind::Attention))) {
+         (is_accumulating(node.op) || op_info(node.op).category == OpCategory::Dot))) {
       exact = false;
     }
   });

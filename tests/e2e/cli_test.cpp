@@ -330,13 +330,13 @@ TEST_F(Cli, CpuBackendDumpsPlanKernelsAndSource) {
 // docs/pipeline.md, Dumps: every stage by its name, the schedule stage's
 // values among them.
 TEST_F(Cli, DumpsEveryPipelineStageByName) {
-  std::string env = "STITCH_DUMP=split-reductions,attention,plan,schedule,lower,emit,compile STITCH_CACHE_DIR=" +
+  std::string env = "STITCH_DUMP=split-reductions,attention,conv,plan,schedule,lower,emit,compile STITCH_CACHE_DIR=" +
                     (dir_ / "cache").string();
   Result r = run_cli("run " + src("bench/workloads/softmax.stitch") +
                          " --graph softmax_small --backend cpu --planner stitch --random-inputs 1",
                      env);
   ASSERT_EQ(r.status, 0) << r.output;
-  for (const char* stage : {"split-reductions", "attention", "plan", "schedule", "lower", "emit", "compile"}) {
+  for (const char* stage : {"split-reductions", "attention", "conv", "plan", "schedule", "lower", "emit", "compile"}) {
     EXPECT_NE(r.output.find(std::string("// STITCH_DUMP ") + stage + "\n"), std::string::npos) << stage;
   }
   EXPECT_NE(r.output.find("schedules of softmax_small (planner stitch): 1 groups"), std::string::npos) << r.output;

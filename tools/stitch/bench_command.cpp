@@ -110,6 +110,44 @@ json machine_description() {
               {"date", utc_timestamp()}};
 }
 
+// --steps: each step's mean over `repeat` more runs, longest first, and the
+// time in library calls (dots, convolutions, attention) against the rest.
+json time_steps(runtime::cpu::CpuExecutable& exe, const Workload& w, int repeat, std::vector<Tensor>& outputs) {
+  exe.set_step_profiling(true);
+  for (int i = 0; i < repeat; ++i) exe.run(w.inputs, outputs);
+  std::vector<runtime::cpu::CpuExecutable::StepTime> steps = exe.step_times();
+  const int64_t profiled = exe.profiled_runs();
+  const double runs = static_cast<double>(std::max<int64_t>(profiled, 1));
+  exe.set_step_profiling(false);
+  double library = 0, kernels = 0;
+  json rows = json::array();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const double s = steps[i].seconds / runs;
+    (steps[i].kind == "kernel" ? kernels : library) += s;
+    rows.push_back({{"step", i},
+                    {"kind", steps[i].kind},
+                    {"label", steps[i].label},
+                    {"seconds", s},
+                    {"epilogue_seconds", steps[i].epilogue_seconds / runs}});
+  }
+  return {{"runs", profiled}, {"library_s", library}, {"kernels_s", kernels}, {"steps", rows}};
+}
+
+void print_steps(const json& t) {
+  std::vector<json> rows(t["steps"].begin(), t["steps"].end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const json& a, const json& b) { return a["seconds"].get<double>() > b["seconds"].get<double>(); });
+  const double library = t["library_s"], kernels = t["kernels_s"];
+  std::cout << fmt::format("  steps (mean of {} runs): library calls {:.6f} s, kernels {:.6f} s\n", t["runs"].get<int64_t>(),
+                           library, kernels);
+  for (const json& r : rows) {
+    const double s = r["seconds"];
+    std::cout << fmt::format("  {:>5} {:<10} {:>11.6f} {:>6.1f}%  {}\n", r["step"].get<size_t>(),
+                             r["kind"].get<std::string>(), s, 100 * s / std::max(library + kernels, 1e-12),
+                             r["label"].get<std::string>());
+  }
+}
+
 void print_header() {
   std::cout << fmt::format("{:<28} {:<7} {:>7} {:>12} {:>11} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}\n", "workload",
                            "planner", "kernels", "bytes_min", "median_s", "gbps", "copy_gbps", "of_copy", "plan_of",
@@ -205,6 +243,11 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
       } else {
         median_s = median_seconds(options.warmup, options.repeat, [&] { exe->run(w.inputs, outputs); });
       }
+      json steps;
+      if (options.steps) {
+        std::vector<Tensor> kept = exe->run(w.inputs);
+        steps = time_steps(*exe, w, options.repeat, kept);
+      }
       outputs.clear();
       double gbps = static_cast<double>(bytes_min) / median_s / 1e9;
       // The traffic the plan really moves (each kernel reads its inputs and
@@ -224,6 +267,10 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
                   {"fallback", exe->fallback()},
                   {"outputs", outputs_policy},
                   {"tuned", tuned}});
+      if (options.steps) {
+        print_steps(steps);
+        row["steps"] = std::move(steps);
+      }
       results.push_back(std::move(row));
     }
     w.inputs.clear();

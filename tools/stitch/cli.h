@@ -201,6 +201,7 @@ struct BenchOptions {
   // call does, instead of writing into the same tensors (CPU only).
   bool fresh_outputs = false;
   bool tune = false;  // --tune: schedules measured (docs/tuning.md)
+  bool steps = false;  // --steps: each step's time too (CPU only)
   std::string profile;  // --profile h100|h200: the GPU model's predictions (cuda-sim only)
   uint64_t cta_budget = 192;  // --cta-budget: CTAs interpreted per launch at most
 };

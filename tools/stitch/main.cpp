@@ -130,6 +130,8 @@ int dispatch(int argc, char** argv) {
       ->check(CLI::IsMember(row_schedule_option_values()));
   bench->add_flag("--fresh-outputs", bench_options.fresh_outputs,
                   "allocate the outputs in every timed run, as a framework does (default: reuse them)");
+  bench->add_flag("--steps", bench_options.steps,
+                  "cpu: also time each step of the launch list (kernels and library calls) over --repeat runs");
   bench->add_flag("--tune", bench_options.tune,
                   "also time each planner tuned: candidate schedules measured on the back end's device (cpu: and contested fusions)");
 

@@ -240,16 +240,18 @@ static inline T stitch_ipow(T base, T exponent) {
 }
 
 // ---- max / min / clamp: NaN in either operand gives NaN; ties return the first ----
-// Written as one select whose condition is two compares (b is taken when it is
-// not <= a, i.e. larger or NaN, and a is not NaN), not as early returns: GCC
-// then vectorises a reduction over them into a compare pair and a masked move,
-// the softmax kernel ran 10.7 -> 8.5 ms (4096 x 4096 f32, 2 cores) than the three-compare, two-blend
-// code the early returns gave (docs/cpu-backend.md, Vector math).
+// Written as two selects (b where it is not <= a, i.e. larger or NaN; then a
+// again where a is NaN), not as early returns: GCC vectorises a reduction over
+// them into compares and masked moves (the softmax kernel ran 10.7 -> 8.5 ms,
+// 4096 x 4096 f32, 2 cores, against the early returns' code; docs/cpu-backend.md,
+// Vector math). Not as one select of `!(b <= a) & (a == a)` either: GCC 12
+// then fails to vectorise a loop that chains three of them over loaded values
+// ("no vectype"), and a 3x3 max pool ran scalar, 76 ms where it now takes 6.
 template <class T>
 static inline T stitch_max(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
-    const bool take_b = !(b <= a) & (a == a);
-    return take_b ? b : a;
+    const T larger = !(b <= a) ? b : a;
+    return a == a ? larger : a;
   } else {
     return b > a ? b : a;
   }
@@ -257,8 +259,8 @@ static inline T stitch_max(T a, T b) {
 template <class T>
 static inline T stitch_min(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
-    const bool take_b = !(b >= a) & (a == a);
-    return take_b ? b : a;
+    const T smaller = !(b >= a) ? b : a;
+    return a == a ? smaller : a;
   } else {
     return b < a ? b : a;
   }

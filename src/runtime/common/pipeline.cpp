@@ -4,6 +4,10 @@
 
 #include "ir/attention_pattern.h"
 #include "ir/canonicalize.h"
+#include "ir/channels_last.h"
+#include "ir/conv_epilogue.h"
+#include "ir/composites_nn.h"
+#include "ir/conv_expand.h"
 #include "ir/split_reductions.h"
 #include "stitch/error.h"
 #include "stitch/text.h"
@@ -26,6 +30,26 @@ void attention_stage(Compilation& c, const Backend&) {
   } else if (resolve_attention(c.plan_options)) {
     c.graph = fuse_attention(c.graph);
   }
+}
+
+// On the CPU, an f32 convolution runs as one oneDNN call
+// (runtime/cpu/conv_call.h), channels-last with its layout transposes moved
+// until they cancel (ir/channels_last.h). Channels-first, a depthwise conv
+// becomes its composite instead (a sum of taps that fuses with its
+// neighbours: oneDNN's im2col + gemm is slow for one channel a group), as
+// does every conv on other back ends. A residual add and a ReLU or clamp
+// after a call join it as oneDNN post-ops (ir/conv_epilogue.h).
+void conv_stage(Compilation& c, const Backend&) {
+  const bool calls = c.target.machine == schedule::RowScheduleTarget::Machine::Cpu && resolve_conv_calls(c.plan_options);
+  const bool channels_last = calls && resolve_channels_last(c.plan_options);
+  c.graph = expand_convs(c.graph, [calls, channels_last](const Graph& g, const Node& n) {
+    const TensorType& x = g.type(n.inputs[0]);
+    const Dim& channels = n.attrs.get("channels_last").as_bool() ? x.shape.back() : x.shape[1];
+    const bool depthwise = is_depthwise_conv(channels, g.type(n.inputs[1]).shape, n.attrs.get("groups").as_int());
+    return calls && x.dtype == DType::f32 && x.shape.size() <= 5 && (channels_last || !depthwise);
+  });
+  if (channels_last) c.graph = channels_last_convs(c.graph);
+  if (calls) c.graph = fuse_conv_epilogues(c.graph);
 }
 
 void plan_stage(Compilation& c, const Backend&) {
@@ -117,6 +141,8 @@ const std::vector<Stage>& pipeline_stages() {
        print_split},
       {"attention", "scaled-dot-product attention as one op on the CPU, its composite elsewhere (ir/attention_pattern.h)",
        attention_stage, print_split},
+      {"conv", "convolutions as one op each on the CPU, their composite elsewhere (ir/conv_expand.h)", conv_stage,
+       print_split},
       {"plan", "which ops share a kernel (fusion/planner.h)", plan_stage, print_plan_stage},
       {"schedule", "one schedule per group (lower/schedule_groups.h)", schedule_stage, print_schedule_stage},
       {"lower", "every group's kernel in Kernel IR (lower/lower_plan.h)", lower_stage, print_lower_stage},
@@ -179,7 +205,8 @@ LoweredBatch lower_batch(const std::vector<Graph>& canonical_graphs, const Compi
 
 bool dump_stage_matches(std::string_view requested, std::string_view stage) {
   if (requested == "all" || requested == stage) return true;
-  if (requested == "graph") return stage == "canonicalize" || stage == "split-reductions" || stage == "attention";
+  if (requested == "graph") return stage == "canonicalize" || stage == "split-reductions" || stage == "attention" ||
+                                stage == "conv";
   if (requested == "kir") return stage == "lower";
   if (requested == "source") return stage == "emit";
   if (requested == "lazy") return stage == "trace" || stage == "partitions" || stage == "fused";

@@ -1,7 +1,7 @@
 // The compile pipeline (docs/pipeline.md): one ordered table of named stages
 // over one compilation state, from a graph to loaded kernels:
 //
-//   canonicalize -> split-reductions -> attention -> plan -> schedule -> lower -> emit -> compile
+//   canonicalize -> split-reductions -> attention -> conv -> plan -> schedule -> lower -> emit -> compile
 //
 // Every caller that turns a graph into kernels runs it: both executables,
 // `stitch plan` (through schedule), `stitch emit` (through emit), `check` and
@@ -62,7 +62,7 @@ struct Compilation {
   // Where the compile stage's fallback report goes (report_warning).
   std::function<void(const std::string&)> warn;
 
-  // canonicalize, split-reductions, attention
+  // canonicalize, split-reductions, attention, conv
   Graph canonical;
   Graph graph;  // the graph that runs; plan and every later stage index its nodes
   // plan

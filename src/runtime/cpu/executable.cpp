@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cstring>
 #include <cstdint>
@@ -23,6 +24,8 @@
 #include "stitch/text.h"
 #include "kir/printer.h"
 #include "runtime/cpu/attention_call.h"
+#include "runtime/cpu/conv_call.h"
+#include "ir/composites_nn.h"
 #include "runtime/cpu/dot_call.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
@@ -46,6 +49,8 @@ struct Step {
   // Dot: B read as the transpose of this value (its last two axes swapped) by
   // the gemm's flag, instead of the node's own operand (fold_operand_transposes).
   ValueId b_transposed;
+  // What StepTime calls it: "kernel" or the library op, and a label.
+  std::string kind_name, label;
 };
 
 struct CompiledGraph {
@@ -138,6 +143,13 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
     step.kind = l.dot ? Step::Kind::Dot : Step::Kind::Kernel;
     step.node = l.node;
     if (l.kernel) step.function = module.function(l.kernel->name);
+    if (l.dot) {
+      step.kind_name = op_name(g.nodes()[l.node].op);
+      step.label = fmt::format("{} {}", step.kind_name, g.value_name(g.nodes()[l.node].output));
+    } else {
+      step.kind_name = "kernel";
+      step.label = l.kernel ? l.kernel->name : "";
+    }
     step.signature = std::move(l.signature);
     step.arg_reductions = std::move(l.arg_reductions);
     if (l.epilogue) {
@@ -145,6 +157,7 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
       const TensorType& t = g.type(g.nodes()[l.node].output);
       const std::vector<int64_t> shape = concrete_shape(t.shape, {});
       step.epilogue = module.function(l.epilogue->name);
+      step.label += " + " + l.epilogue->name;
       step.epilogue_signature = std::move(l.epilogue_signature);
       // f32: one panel, the whole dot in one oneDNN call on OpenMP's threads
       // and then the whole epilogue. Row panels call the gemm once a panel,
@@ -192,12 +205,48 @@ void run_attention_step(const Graph& g, const Step& step, const SymbolBindings& 
                 has_bias ? address_of(n.inputs[3]) : nullptr, address_of(n.output));
 }
 
+// A conv step (conv_call.h): one oneDNN call on OpenMP's threads.
+void run_conv_step(const Graph& g, const Step& step, const SymbolBindings& bindings, const AddressOf& address_of) {
+  const Node& n = g.nodes()[step.node];
+  ConvProblem p;
+  p.channels_last = n.attrs.get("channels_last").as_bool();
+  // oneDNN's dims are [N, C, spatial...] whatever the layout.
+  auto logical = [&](ValueId v) {
+    std::vector<int64_t> s = concrete_shape(g.type(v).shape, bindings);
+    if (p.channels_last) {
+      s.insert(s.begin() + 1, s.back());
+      s.pop_back();
+    }
+    return s;
+  };
+  p.x_shape = logical(n.inputs[0]);
+  p.w_shape = concrete_shape(g.type(n.inputs[1]).shape, bindings);
+  p.out_shape = logical(n.output);
+  p.strides = n.attrs.get("strides").as_ints();
+  p.dilations = n.attrs.get("dilations").as_ints();
+  p.pads = n.attrs.get("pads").as_ints();
+  p.groups = n.attrs.get("groups").as_int();
+  const ConvOperands operands = conv_operands(n);
+  p.has_bias = operands.bias;
+  p.has_side = operands.side;
+  p.activation_min = n.attrs.get("activation_min").as_number();
+  p.activation_max = n.attrs.get("activation_max").as_number();
+  auto operand = [&](bool present, size_t i) {
+    return present ? static_cast<const float*>(address_of(n.inputs[i])) : nullptr;
+  };
+  run_conv(p, operand(true, 0), operand(true, 1), operand(operands.bias, operands.bias_index()),
+           operand(operands.side, operands.side_index()), static_cast<float*>(address_of(n.output)));
+}
+
 // A dot step (dot_call.h): with an epilogue, by row panels on OpenMP's
 // threads, the epilogue's blocks after each panel while its rows are in the
 // cache; without, f32 in one oneDNN call (on OpenMP's threads itself) and f64
 // matrices one panel a thread, so that BLAS's threads and OpenMP's never spin
 // against each other. Returns the epilogue's status (0: accepted).
-int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bindings, const AddressOf& address_of) {
+// `epilogue_seconds` (profiling; may be null): adds the epilogue's time when
+// it runs in one panel, after the whole gemm.
+int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bindings, const AddressOf& address_of,
+                     double* epilogue_seconds) {
   const Node& n = g.nodes()[step.node];
   const DType dtype = g.type(n.output).dtype;
   const bool transposed = step.b_transposed.valid();
@@ -235,8 +284,15 @@ int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bin
     scalars[p].push_back(step.panels[p].first_block);
     scalars[p].push_back(step.panels[p].end_block);
   }
-  run_dot_panels(dtype, a, b, out, a_data, b_data, out_data, step.panels,
-                 [&](size_t p) { step.epilogue(buffers[p].data(), scalars[p].data()); }, transposed);
+  const bool timed = epilogue_seconds && count == 1;
+  run_dot_panels(
+      dtype, a, b, out, a_data, b_data, out_data, step.panels,
+      [&](size_t p) {
+        const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+        step.epilogue(buffers[p].data(), scalars[p].data());
+        if (timed) *epilogue_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      },
+      transposed);
   for (int32_t s : statuses) {
     if (s != 0) return s;
   }
@@ -250,9 +306,9 @@ std::string memory_key(const Graph& g, PlannerKind planner, const PlanOptions& p
   // streaming stores, transpose tiles, the L1 and L2 sizes that set the warps
   // a block) are part of the key too: one process may compile a graph under both settings.
   text += fmt::format(
-      "planner {}\nmax_fusions {}\ndot_epilogues {}\nattention {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
+      "planner {}\nmax_fusions {}\ndot_epilogues {}\nattention {}\nconv_calls {}\nchannels_last {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
       "cpu_l2_bytes {}\ncpu_l1_bytes {}\n",
-      planner_name(planner), plan.max_fusions, plan.dot_epilogues, plan.attention, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
+      planner_name(planner), plan.max_fusions, plan.dot_epilogues, plan.attention, plan.conv_calls, plan.channels_last, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
       rows.transpose_tiles, rows.cpu_l2_bytes, rows.cpu_l1_bytes);
   for (const std::string& f : compiler.flags) text += f + "\n";
   // Tuned schedules (CompileOptions::schedule_override) change the kernels.
@@ -296,6 +352,23 @@ CpuExecutable::CpuExecutable(Graph graph, std::shared_ptr<const CompiledGraph> c
     : graph_(std::move(graph)), compiled_(std::move(compiled)) {}
 
 int CpuExecutable::kernel_count() const { return static_cast<int>(compiled_->steps.size()); }
+
+void CpuExecutable::set_step_profiling(bool on) {
+  profiling_ = on;
+  step_seconds_.assign(on ? compiled_->steps.size() : 0, 0.0);
+  epilogue_seconds_.assign(on ? compiled_->steps.size() : 0, 0.0);
+  profiled_runs_ = 0;
+}
+
+std::vector<CpuExecutable::StepTime> CpuExecutable::step_times() const {
+  std::vector<StepTime> times;
+  for (size_t i = 0; i < compiled_->steps.size(); ++i) {
+    const Step& s = compiled_->steps[i];
+    times.push_back({s.kind_name, s.label, i < step_seconds_.size() ? step_seconds_[i] : 0.0,
+                     i < epilogue_seconds_.size() ? epilogue_seconds_[i] : 0.0});
+  }
+  return times;
+}
 const FusionPlan& CpuExecutable::plan() const { return compiled_->plan; }
 const std::string& CpuExecutable::source() const { return compiled_->source; }
 const std::string& CpuExecutable::fallback() const { return compiled_->fallback; }
@@ -315,6 +388,8 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   plan_options.max_fusions = resolve_max_fusions(options.plan);
   plan_options.dot_epilogues = resolve_dot_epilogues(options.plan);
   plan_options.attention = resolve_attention(options.plan);
+  plan_options.conv_calls = resolve_conv_calls(options.plan);
+  plan_options.channels_last = resolve_channels_last(options.plan);
   const std::string key = memory_key(canonical_graph, planner, plan_options, options.compiler, options.rows, options.tuner_key);
   Compilation c = compilation_of(canonical_graph, planner, plan_options, options.rows);
   c.schedule_override = options.schedule_override;
@@ -325,7 +400,7 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   const Backend backend = cpu_backend(cache, options, module);
   // The graph the CPU runs (split-reductions) is deterministic, so a memory
   // hit rebuilds the same value numbering the cached steps refer to.
-  run_pipeline(c, backend, "split-reductions", "attention", options.dump);
+  run_pipeline(c, backend, "split-reductions", "conv", options.dump);
   if (std::shared_ptr<const CompiledGraph> hit = cache.find_compiled_graph(key)) {
     CpuExecutable exe(std::move(c.graph), std::move(hit));
     exe.cache_stats_ = stats_delta(before, cache.stats());
@@ -350,6 +425,8 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
   resolved.max_fusions = resolve_max_fusions(plan_options);
   resolved.dot_epilogues = resolve_dot_epilogues(plan_options);
   resolved.attention = resolve_attention(plan_options);
+  resolved.conv_calls = resolve_conv_calls(plan_options);
+  resolved.channels_last = resolve_channels_last(plan_options);
   CompileOptions options;
   CpuModule module;
   const Backend backend = cpu_backend(cache, options, module);
@@ -483,20 +560,29 @@ void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputM
     throw InternalError(fmt::format("cpu executable: value {} has no buffer", g.value_name(v)), __FILE__, __LINE__);
   };
 
+  if (profiling_) {
+    step_seconds_.resize(steps.size(), 0.0);
+    epilogue_seconds_.resize(steps.size(), 0.0);
+    ++profiled_runs_;
+  }
   for (int i = 0; i < step_count; ++i) {
     const Step& step = steps[i];
+    const auto started = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     for (int node : step.arg_reductions) check_arg_reduction_extent(g, node, bindings);
     int32_t status = 0;
     if (step.kind == Step::Kind::Dot && g.nodes()[step.node].op == OpKind::Attention) {
       run_attention_step(g, step, bindings, address_of);
+    } else if (step.kind == Step::Kind::Dot && g.nodes()[step.node].op == OpKind::Conv) {
+      run_conv_step(g, step, bindings, address_of);
     } else if (step.kind == Step::Kind::Dot) {
-      status = run_dot_step(g, step, bindings, address_of);
+      status = run_dot_step(g, step, bindings, address_of, profiling_ ? &epilogue_seconds_[i] : nullptr);
     } else {
       std::vector<void*> buffers = kernel_buffers(step.signature, address_of, status);
       const std::vector<int64_t> scalars = kernel_scalars(step.signature, bindings);
       step.function(buffers.data(), scalars.data());
     }
     if (status != 0) throw_rejected_input(g, status - 1, bindings);
+    if (profiling_) step_seconds_[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
 
   // The peak of this run: the workspace buffers it used (a buffer left from

@@ -97,6 +97,23 @@ class CpuExecutable {
 
   // Kernels launched plus library calls made per run.
   int kernel_count() const;
+
+  // One entry of the launch list and the time it took over the runs since
+  // profiling was turned on (stitch bench --steps; docs/benchmarks.md).
+  struct StepTime {
+    std::string kind;   // "kernel", or the library call's op: "dot", "conv", "attention"
+    std::string label;  // the kernel's name, or the op and its result's name
+    double seconds = 0;
+    // A dot step's epilogue kernel, part of `seconds`: timed when it runs in
+    // one panel after the gemm (f32), else 0.
+    double epilogue_seconds = 0;
+  };
+  // On: every run from now times each step (a clock read around each); the
+  // times add up until it is turned on again. Off: runs time nothing.
+  void set_step_profiling(bool on);
+  // Each step's summed time and the runs profiled.
+  std::vector<StepTime> step_times() const;
+  int64_t profiled_runs() const { return profiled_runs_; }
   // Bytes of intermediate buffers the last run() allocated: the peak, since
   // the pool only grows within a run. 0 before the first run.
   int64_t peak_intermediate_bytes() const { return peak_intermediate_bytes_; }
@@ -136,6 +153,9 @@ class CpuExecutable {
   int64_t peak_intermediate_bytes_ = 0;
   int intermediate_buffer_count_ = 0;
   int intermediate_value_count_ = 0;
+  bool profiling_ = false;
+  std::vector<double> step_seconds_, epilogue_seconds_;
+  int64_t profiled_runs_ = 0;
 };
 
 }  // namespace stitch::runtime::cpu

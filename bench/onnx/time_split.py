@@ -2,7 +2,7 @@
 exports, the time in matrix products, convolutions and attention ("library") apart from
 the rest; writes PREFIX.json and PREFIX.md.
 
-    python bench/onnx/profile.py EXPORT_DIR PREFIX --stitch build/stitch [--only NAME,...]
+    python bench/onnx/time_split.py EXPORT_DIR PREFIX --stitch build/stitch [--only NAME,...]
                                  [--planner stitch] [--repeat N] [--threads T]
 
 Per static export, one after the other (never both at once):
@@ -89,7 +89,7 @@ def markdown(report):
     m = report["machine"]
     lines = [f"# Where the time goes: Stitch and onnxruntime on the model set's exports ({report['date']})", "",
              f"Machine: {m['cpu']}, {m['cpus']} CPUs, onnxruntime {report['onnxruntime']}, {report['threads']} "
-             f"threads each. Command: `{report['command']}`. Method: the docstring of bench/onnx/profile.py "
+             f"threads each. Command: `{report['command']}`. Method: the docstring of bench/onnx/time_split.py "
              f"(sums of per-node and per-step times, means over {report['repeat']} runs; library = matrix products, "
              "convolutions and attention). Times in ms.", "",
              f"| export | onnxruntime library | onnxruntime rest | stitch ({report['planner']}) library | "

@@ -30,13 +30,6 @@ Ints inverse(const Ints& perm) {
   return inv;
 }
 
-// [N, spatial..., C] -> [N, C, spatial...] for rank r.
-Ints to_channels_first(size_t r) {
-  Ints p{0, static_cast<int64_t>(r) - 1};
-  for (size_t i = 1; i + 1 < r; ++i) p.push_back(static_cast<int64_t>(i));
-  return p;
-}
-
 class ChannelsLast {
  public:
   explicit ChannelsLast(const Graph& g) : g_(g), rw_(g) {}
@@ -94,7 +87,7 @@ class ChannelsLast {
 
   ValueId conv(const Node& n, const std::vector<ValueId>& in) {
     const size_t rank = d().type(in[0]).rank();
-    const Ints first = to_channels_first(rank);
+    const Ints first = channels_first_perm(rank);
     // x, and a side input, in the channels-last layout.
     auto channels_last = [&](ValueId v) {
       std::optional<Pending> p = pending(v);

@@ -220,6 +220,19 @@ ConvOperands conv_operands(size_t operand_count, const Attrs& attrs) {
   return o;
 }
 
+std::vector<int64_t> channels_first_perm(size_t rank) {
+  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
+  for (size_t i = 1; i + 1 < rank; ++i) p.push_back(static_cast<int64_t>(i));
+  return p;
+}
+
+std::vector<int64_t> channels_last_perm(size_t rank) {
+  std::vector<int64_t> p{0};
+  for (size_t i = 2; i < rank; ++i) p.push_back(static_cast<int64_t>(i));
+  p.push_back(1);
+  return p;
+}
+
 bool is_depthwise_conv(const Dim& channels, const Shape& wshape, int64_t groups) {
   return wshape.at(1) == Dim(1) && wshape.at(0) == Dim(groups) && channels == Dim(groups);
 }

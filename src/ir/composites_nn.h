@@ -43,6 +43,11 @@ struct ConvOperands {
 ConvOperands conv_operands(size_t operand_count, const Attrs& attrs);
 inline ConvOperands conv_operands(const Node& n) { return conv_operands(n.inputs.size(), n.attrs); }
 
+// The transpose perms between the layouts of rank r: [N, spatial..., C] ->
+// [N, C, spatial...] (channels_first_perm), and back (channels_last_perm).
+std::vector<int64_t> channels_first_perm(size_t rank);
+std::vector<int64_t> channels_last_perm(size_t rank);
+
 // Depthwise: one input channel per group and one output channel per group
 // (`channels`: the input's).
 bool is_depthwise_conv(const Dim& channels, const Shape& weights, int64_t groups);

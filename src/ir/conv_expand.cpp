@@ -12,15 +12,6 @@ namespace stitch {
 
 namespace {
 
-// [N, spatial..., C] -> [N, C, spatial...] for rank r, and back.
-std::vector<int64_t> to_channels_first(size_t r, bool back) {
-  std::vector<int64_t> p{0};
-  if (!back) p.push_back(static_cast<int64_t>(r) - 1);
-  for (size_t i = back ? 2 : 1; i + (back ? 0 : 1) < r; ++i) p.push_back(static_cast<int64_t>(i));
-  if (back) p.push_back(1);
-  return p;
-}
-
 // The composite of conv node `n` built on its own, its operands as the
 // parameters, then copied into `rw`'s graph in place of the node; a
 // channels-last conv between transposes to and from [N, C, spatial...].
@@ -34,7 +25,7 @@ ValueId inline_conv(Rewriter& rw, const Graph& g, const Node& n) {
     const ConvOperands operands = conv_operands(n);
     for (size_t i : {size_t{0}, operands.side_index()}) {
       if (i == 0 || operands.side) {
-        in[i] = rw.emit(OpKind::Transpose, {in[i]}, {{"perm", AttrValue(to_channels_first(rank, false))}}, base + "_nchw", n.loc);
+        in[i] = rw.emit(OpKind::Transpose, {in[i]}, {{"perm", AttrValue(channels_first_perm(rank))}}, base + "_nchw", n.loc);
       }
     }
   }
@@ -55,7 +46,7 @@ ValueId inline_conv(Rewriter& rw, const Graph& g, const Node& n) {
   }
   const ValueId y = map[body.outputs().at(0).value.index];
   if (!channels_last) return y;
-  return rw.emit(OpKind::Transpose, {y}, {{"perm", AttrValue(to_channels_first(rank, true))}}, base + "_nhwc", n.loc);
+  return rw.emit(OpKind::Transpose, {y}, {{"perm", AttrValue(channels_last_perm(rank))}}, base + "_nhwc", n.loc);
 }
 
 }  // namespace

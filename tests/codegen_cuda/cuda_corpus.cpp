@@ -6,23 +6,25 @@
 #include <variant>
 
 #include "ir/canonicalize.h"
-#include "ir/split_reductions.h"
 #include "lower/lower_plan.h"
+#include "runtime/common/pipeline.h"
 
 namespace stitch::testing {
 
 LoweredKernels lower_for_cuda(const Graph& graph, PlannerKind planner, const std::string& prefix,
                               const schedule::RowScheduleTarget& rows) {
-  const Graph g = split_full_reductions(canonicalize(graph));
-  // The CPU's planning options, less dot epilogues, which CUDA does not run.
-  PlanOptions options;
-  options.dot_epilogues = false;
-  const FusionPlan fusion_plan = plan(g, planner, options);
+  // The pipeline's graph stages and plan for the CUDA back end (convolutions
+  // and attention as their composites, no dot epilogues); the lowering is
+  // asked per group so that groups it refuses are reported, not thrown.
+  runtime::Compilation c = runtime::compilation_of(canonicalize(graph), planner, PlanOptions{}, rows);
+  runtime::Backend cuda;
+  cuda.name = "cuda";
+  runtime::run_pipeline(c, cuda, "split-reductions", "plan");
   LoweredKernels out;
-  for (lower::LoweredGroup& l : lower::lower_plan(g, fusion_plan, prefix, rows)) {
+  for (lower::LoweredGroup& l : lower::lower_plan(c.graph, c.plan, prefix, rows)) {
     if (l.kernel) {
       out.kernels.push_back(std::move(*l.kernel));
-    } else if (fusion_plan.groups[l.group].kind != GroupKind::Library) {
+    } else if (c.plan.groups[l.group].kind != GroupKind::Library) {
       out.not_lowered.push_back(l.not_lowered_reason);
     }
   }

@@ -1,6 +1,6 @@
-// Shared by the CUDA emitter tests: graphs lowered through the same pipeline
-// as the CPU executable (canonicalize, split full reductions, plan, lower),
-// and what a kernel's Kernel IR and PTX contain.
+// Shared by the CUDA emitter tests: graphs lowered through the compile
+// pipeline's stages for the CUDA back end (canonicalize through plan, then
+// the lowering per group), and what a kernel's Kernel IR and PTX contain.
 #pragma once
 
 #include <string>

@@ -1,5 +1,8 @@
 #include "ir/composites.h"
+#include "ir/composite_attrs.h"
 #include "ir/composites_nn.h"
+#include "ir/composites_resize.h"
+#include "ir/composites_top_k.h"
 
 #include <fmt/format.h>
 
@@ -30,6 +33,13 @@ const std::vector<CompositeSpec>& specs() {
       {"silu", 1, 1, {}},
       {"max_pool", 1, 1, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode"}},
       {"avg_pool", 1, 1, {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad"}},
+      {"resize",
+       1,
+       1,
+       {"axes", "sizes", "scales", "mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
+        "exclude_outside", "roi", "extrapolation_value"}},
+      {"top_k", 1, 1, {"k", "axis", "largest"}},
+      {"top_k_indices", 1, 1, {"k", "axis", "largest"}},
   };
   return kSpecs;
 }
@@ -40,50 +50,6 @@ const CompositeSpec* find_spec(std::string_view name) {
   }
   return nullptr;
 }
-
-// Reads a composite's attributes with their kinds checked.
-class CompositeAttrs {
- public:
-  CompositeAttrs(std::string_view op, const Attrs& attrs) : op_(op), attrs_(attrs) {}
-
-  int64_t integer(const char* name, int64_t fallback) const {
-    const AttrValue* v = attrs_.find(name);
-    if (!v) return fallback;
-    if (!v->is_int()) throw kind_error(name, "an integer", *v);
-    return v->as_int();
-  }
-  double number(const char* name, double fallback) const {
-    const AttrValue* v = attrs_.find(name);
-    if (!v) return fallback;
-    if (!v->is_number()) throw kind_error(name, "a number", *v);
-    return v->as_number();
-  }
-  bool boolean(const char* name, bool fallback) const {
-    const AttrValue* v = attrs_.find(name);
-    if (!v) return fallback;
-    if (!v->is_bool()) throw kind_error(name, "true or false", *v);
-    return v->as_bool();
-  }
-  std::string string(const char* name, const char* fallback) const {
-    const AttrValue* v = attrs_.find(name);
-    if (!v) return fallback;
-    if (!v->is_string()) throw kind_error(name, "a string", *v);
-    return v->as_string();
-  }
-  std::optional<std::vector<int64_t>> ints(const char* name) const {
-    const AttrValue* v = attrs_.find(name);
-    if (!v) return std::nullopt;
-    if (!v->is_ints()) throw kind_error(name, "a list of integers", *v);
-    return v->as_ints();
-  }
-
- private:
-  UserError kind_error(const char* name, const char* kind, const AttrValue& v) const {
-    return UserError(fmt::format("attribute '{}' of {} must be {}, got {}", name, op_, kind, v.str()));
-  }
-  std::string_view op_;
-  const Attrs& attrs_;
-};
 
 std::vector<int64_t> all_axes(int rank) {
   std::vector<int64_t> axes(rank);
@@ -122,6 +88,9 @@ ValueId expand_composite(GraphBuilder& b, std::string_view name, const std::vect
     }
   }
   ValueId x = args[0];
+  // These take integer operands too.
+  if (name == "resize") return expand_resize(b, x, attrs, result_name);
+  if (name == "top_k" || name == "top_k_indices") return expand_top_k(b, name, x, attrs, result_name);
   const TensorType& xt = b.graph().type(x);
   if (!is_float(xt.dtype)) {
     throw UserError(fmt::format("{} expects a floating operand, got {}", name, dtype_name(xt.dtype)));

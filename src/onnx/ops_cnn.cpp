@@ -2,9 +2,11 @@
 // AveragePool as the IR's conv, max_pool and avg_pool composites (auto_pad
 // turned into pads), GlobalAveragePool and GlobalMaxPool as reductions over
 // the spatial axes, BatchNormalization (inference) as a per-channel scale and
-// shift.
+// shift, Resize as the resize composite.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -128,6 +130,106 @@ void add_batch_norm(ImportContext& ctx, const NodeProto& n) {
   ctx.define(n, b.add(b.mul(x, factor), offset, ctx.out_name(n)));
 }
 
+// Resize (opset 13 on): the resize composite. roi, scales and sizes must be
+// known; a symbolic axis may only keep its extent (scale 1, or its own size).
+// antialias and a keep_aspect_ratio_policy other than stretch with sizes are
+// handled as the reference does for the policy and refused for antialias.
+void add_resize(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 1, 4);
+  if (ImportContext::int_attr(n, "antialias", 0) != 0) throw UserError("Resize with antialias is not supported");
+  ValueId x = ctx.input(n, 0);
+  const Shape shape = ctx.type(x).shape;
+  const int64_t rank = ctx.rank(x);
+  Ints axes;
+  if (auto given = ImportContext::ints_attr(n, "axes")) {
+    for (int64_t a : *given) axes.push_back(ImportContext::normalize_axis(a, rank));
+  } else {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  auto known_floats = [&](int i, const char* what) {
+    std::vector<double> v;
+    if (!ImportContext::has_input(n, i)) return v;
+    const Tensor& t = ctx.known_input(n, i, what);
+    for (int64_t k = 0; k < t.numel(); ++k) v.push_back(t.get_f64(k));
+    return v;
+  };
+  const std::vector<double> roi = known_floats(1, "the roi input");
+  std::vector<double> scales = known_floats(2, "the scales input");
+  std::vector<SymInt> sizes;
+  if (ImportContext::has_input(n, 3)) sizes = ctx.known_sym_ints(n, 3, "the sizes input");
+  if (scales.empty() == sizes.empty()) throw UserError("Resize needs exactly one of scales and sizes");
+  const size_t count = axes.size();
+  if ((!scales.empty() && scales.size() != count) || (!sizes.empty() && sizes.size() != count)) {
+    throw UserError(fmt::format("scales or sizes has {} entries for {} axes", std::max(scales.size(), sizes.size()),
+                                count));
+  }
+  Ints out(count, -1);
+  if (!sizes.empty()) {
+    // The reference's scales: out / in per axis, or one scale for every axis
+    // under keep_aspect_ratio_policy, the sizes then rounded from it.
+    const std::string policy = ImportContext::string_attr(n, "keep_aspect_ratio_policy", "stretch");
+    std::vector<double> ratio(count, 1.0);
+    for (size_t i = 0; i < count; ++i) {
+      const Dim& d = shape[static_cast<size_t>(axes[i])];
+      const SymInt& s = sizes[i];
+      if (d.is_symbolic() || !s.is_static()) {
+        if (s.symbol != (d.is_symbolic() ? d.name() : "")) {
+          throw UserError(fmt::format("axis {} ({}) resized to {}: resized axes must be static", axes[i], d.str(),
+                                      s.str()));
+        }
+        continue;
+      }
+      out[i] = s.value;
+      ratio[i] = static_cast<double>(s.value) / static_cast<double>(d.extent());
+    }
+    if (policy == "not_larger" || policy == "not_smaller") {
+      double one = policy == "not_larger" ? *std::min_element(ratio.begin(), ratio.end())
+                                          : *std::max_element(ratio.begin(), ratio.end());
+      for (size_t i = 0; i < count; ++i) {
+        const Dim& d = shape[static_cast<size_t>(axes[i])];
+        ratio[i] = one;
+        if (d.is_static()) out[i] = static_cast<int64_t>(one * static_cast<double>(d.extent()) + 0.5);
+      }
+    } else if (policy != "stretch") {
+      throw UserError(fmt::format("unknown keep_aspect_ratio_policy \"{}\"", policy));
+    }
+    scales = ratio;
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      const Dim& d = shape[static_cast<size_t>(axes[i])];
+      if (d.is_symbolic()) {
+        if (scales[i] != 1.0) throw UserError(fmt::format("axis {} ({}) scaled by {}: resized axes must be static", axes[i], d.str(), scales[i]));
+        continue;
+      }
+      // The reference's floor(in * scale), in double from the f32 scale.
+      out[i] = static_cast<int64_t>(std::floor(static_cast<double>(d.extent()) * scales[i]));
+    }
+  }
+  Attrs a{{"axes", AttrValue(axes)}, {"sizes", AttrValue(out)}, {"scales", AttrValue(scales)}};
+  a.set("mode", AttrValue(ImportContext::string_attr(n, "mode", "nearest")));
+  const std::string transform = ImportContext::string_attr(n, "coordinate_transformation_mode", "half_pixel");
+  a.set("coordinate_transformation_mode", AttrValue(transform));
+  a.set("nearest_mode", AttrValue(ImportContext::string_attr(n, "nearest_mode", "round_prefer_floor")));
+  a.set("cubic_coeff_a", AttrValue(ImportContext::float_attr(n, "cubic_coeff_a", -0.75)));
+  a.set("exclude_outside", AttrValue(ImportContext::int_attr(n, "exclude_outside", 0) != 0));
+  a.set("extrapolation_value", AttrValue(ImportContext::float_attr(n, "extrapolation_value", 0.0)));
+  if (transform == "tf_crop_and_resize") {
+    // roi lists starts then ends, for the axes given (opset 18) or every axis.
+    if (roi.size() != 2 * count && roi.size() != 2 * static_cast<size_t>(rank)) {
+      throw UserError(fmt::format("tf_crop_and_resize needs roi of {} entries, got {}", 2 * count, roi.size()));
+    }
+    const bool per_axis = roi.size() == 2 * count;
+    std::vector<double> r(2 * count);
+    for (size_t i = 0; i < count; ++i) {
+      const size_t at = per_axis ? i : static_cast<size_t>(axes[i]);
+      r[i] = roi[at];
+      r[count + i] = roi[at + roi.size() / 2];
+    }
+    a.set("roi", AttrValue(r));
+  }
+  ctx.define(n, ctx.builder().op("resize", {x}, a, ctx.out_name(n)));
+}
+
 }  // namespace
 
 void register_cnn_ops(ConverterTable& table) {
@@ -139,6 +241,7 @@ void register_cnn_ops(ConverterTable& table) {
   };
   table["GlobalMaxPool"] = [](ImportContext& ctx, const NodeProto& n) { add_global_pool(ctx, n, OpKind::ReduceMax); };
   table["BatchNormalization"] = add_batch_norm;
+  table["Resize"] = add_resize;
 }
 
 }  // namespace stitch::onnx_import

@@ -1,6 +1,7 @@
 // ONNX ops that pick or combine elements by position (docs/onnx.md, Ops):
 // GatherElements (a gather from the flattened data), Trilu (a select on
-// row and column iotas) and CumSum (a product with a triangular matrix).
+// row and column iotas), CumSum (a product with a triangular matrix) and TopK
+// (the top_k composites).
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -128,12 +129,27 @@ void add_cumsum(ImportContext& ctx, const NodeProto& n) {
   ctx.define(n, y);
 }
 
+// TopK with a known K: the top_k and top_k_indices composites (sorted always,
+// which sorted=0 allows).
+void add_top_k(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 2, 2);
+  ValueId x = ctx.input(n, 0);
+  const int64_t k = known_scalar(ctx, n, 1, "K");
+  Attrs a{{"k", AttrValue(k)},
+          {"axis", AttrValue(ImportContext::normalize_axis(ImportContext::int_attr(n, "axis", -1), ctx.rank(x)))},
+          {"largest", AttrValue(ImportContext::int_attr(n, "largest", 1) != 0)}};
+  GraphBuilder& b = ctx.builder();
+  if (ImportContext::wants_output(n, 0)) ctx.define(n, 0, b.op("top_k", {x}, a, ctx.out_name(n, 0)));
+  if (ImportContext::wants_output(n, 1)) ctx.define(n, 1, b.op("top_k_indices", {x}, a, ctx.out_name(n, 1)));
+}
+
 }  // namespace
 
 void register_index_ops(ConverterTable& table) {
   table["GatherElements"] = add_gather_elements;
   table["Trilu"] = add_trilu;
   table["CumSum"] = add_cumsum;
+  table["TopK"] = add_top_k;
 }
 
 }  // namespace stitch::onnx_import

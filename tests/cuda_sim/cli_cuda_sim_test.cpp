@@ -44,14 +44,20 @@ TEST(CliCudaSim, CheckWithWeavingPassesEveryPlanner) {
   EXPECT_NE(r.output.find(" 0 failed"), std::string::npos) << r.output;
 }
 
-// Attention (expanded into its composite for CUDA) and a static axis cut to a
-// symbol's length: every planner against the interpreter, and a length past
-// the axis refused with status 2.
-TEST(CliCudaSim, AttentionAndSymbolicPrefixesPassEveryPlanner) {
+// Corpus graphs whose ops the CUDA back end runs as composites the CPU runs
+// otherwise or not at all in the workloads: attention, conv (both expanded
+// for CUDA, library calls on the CPU), resize and top_k, and a static axis
+// cut to a symbol's length: every planner against the interpreter, and a
+// length past the axis refused with status 2.
+TEST(CliCudaSim, CorpusGraphsPassEveryPlannerOnBothBackEnds) {
   const std::string cli = "STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI;
   const std::string corpus = STITCH_SOURCE_DIR "/tests/ir/corpus/";
   for (const std::string& args : {"check " + corpus + "attention.stitch --backend cuda-sim",
-                                 "check " + corpus + "symbolic_prefix.stitch --dim T=7 --backend cuda-sim"}) {
+                                 "check " + corpus + "symbolic_prefix.stitch --dim T=7 --backend cuda-sim",
+                                 "check " + corpus + "resize_top_k.stitch --dim B=2 --backend cuda-sim",
+                                 "check " + corpus + "resize_top_k.stitch --dim B=3 --backend cpu",
+                                 "check " + corpus + "conv.stitch --backend cuda-sim",
+                                 "check " + corpus + "conv.stitch --backend cpu"}) {
     const ToolRun r = run(cli + " " + args);
     EXPECT_EQ(r.status, 0) << args << ": " << r.output;
     EXPECT_NE(r.output.find(" 0 failed"), std::string::npos) << r.output;

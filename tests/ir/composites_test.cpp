@@ -41,6 +41,10 @@ TEST(Composites, EveryCompositeBuildsAndVerifies) {
       if (name == "layer_norm" || name == "rms_norm") args.push_back(b.param("gamma", t, {16}));
       if (name == "layer_norm") args.push_back(b.param("beta", t, {16}));
       if (name == "max_pool" || name == "avg_pool") attrs.set("kernel_shape", AttrValue(AttrValue::Ints{3, 3}));
+      // resize keeps the symbolic batch (-1) and doubles the rest; top_k picks 4.
+      if (name == "resize") attrs.set("sizes", AttrValue(AttrValue::Ints{-1, 32}));
+      const bool top_k = name == "top_k" || name == "top_k_indices";
+      if (top_k) attrs.set("k", AttrValue(4));
       ValueId y = b.op(name, args, attrs);
       b.output(y);
       Graph g = b.finish();
@@ -48,9 +52,11 @@ TEST(Composites, EveryCompositeBuildsAndVerifies) {
       for (const Node& n : g.nodes()) EXPECT_FALSE(is_composite_op(op_name(n.op))) << name;
       const Shape want = name == "logsumexp" ? Shape{}
                          : windowed          ? Shape{Dim::symbol("B"), 4, 6, 6}
+                         : name == "resize"  ? Shape{Dim::symbol("B"), 32}
+                         : top_k             ? Shape{Dim::symbol("B"), 4}
                                              : Shape{Dim::symbol("B"), 16};
       EXPECT_EQ(g.type(y).shape, want) << name;
-      EXPECT_EQ(g.type(y).dtype, t) << name;
+      EXPECT_EQ(g.type(y).dtype, name == "top_k_indices" ? DType::i64 : t) << name;
     }
   }
 }
@@ -78,6 +84,26 @@ TEST(Composites, Errors) {
   EXPECT_THROW(b.op("softmax", {x}, {{"axes", AttrValue(AttrValue::Ints{1})}}), UserError);
   EXPECT_THROW(b.op("gelu", {x}, {{"approximate", "fast"}}), UserError);
   EXPECT_THROW(b.op("frobnicate", {x}), UserError);
+  // resize: sizes required, one per axis, static resized axes, known modes,
+  // nearest only for integers.
+  EXPECT_THROW(b.op("resize", {x}), UserError);
+  EXPECT_THROW(b.op("resize", {x}, {{"sizes", AttrValue(AttrValue::Ints{4})}}), UserError);
+  EXPECT_THROW(b.op("resize", {x}, {{"sizes", AttrValue(AttrValue::Ints{2, 0})}}), UserError);
+  EXPECT_THROW(b.op("resize", {x}, {{"sizes", AttrValue(AttrValue::Ints{2, 4})}, {"mode", "area"}}), UserError);
+  EXPECT_THROW(b.op("resize", {i}, {{"sizes", AttrValue(AttrValue::Ints{2, 4})}, {"mode", "linear"}}), UserError);
+  EXPECT_NO_THROW(b.op("resize", {i}, {{"sizes", AttrValue(AttrValue::Ints{2, 4})}}));
+  EXPECT_THROW(b.op("resize", {x},
+                    {{"sizes", AttrValue(AttrValue::Ints{2, 4})}, {"coordinate_transformation_mode", "centre"}}),
+               UserError);
+  // top_k: k in [1, extent] and at most kMaxTopK, a static axis in range.
+  EXPECT_THROW(b.op("top_k", {x}), UserError);
+  EXPECT_THROW(b.op("top_k", {x}, {{"k", 9}}), UserError);
+  EXPECT_THROW(b.op("top_k", {x}, {{"k", 1}, {"axis", 2}}), UserError);
+  EXPECT_EQ(b.graph().type(b.op("top_k_indices", {i}, {{"k", 2}, {"axis", 0}})), (TensorType{DType::i64, {2, 8}}));
+  GraphBuilder wide("w");
+  EXPECT_THROW(wide.op("top_k", {wide.param("x", DType::f32, {1000})}, {{"k", 200}}), UserError);
+  GraphBuilder symbolic("s");
+  EXPECT_THROW(symbolic.op("top_k", {symbolic.param("x", DType::f32, {Dim::symbol("N")})}, {{"k", 1}}), UserError);
 }
 
 TEST(Composites, LogsumexpKeepdims) {

@@ -20,6 +20,7 @@ namespace {
 
 using ::onnx::TensorProto;
 using testing::bind;
+using testing::expect_close;
 using testing::expect_contains;
 using testing::int_attr;
 using testing::ints_attr;
@@ -77,11 +78,6 @@ Tensor naive_conv(const Tensor& x, const Tensor& w, const Tensor* bias, const Ge
     }
   }
   return y;
-}
-
-void expect_close(const Tensor& got, const Tensor& want, double tol = 1e-4) {
-  ASSERT_EQ(got.shape(), want.shape());
-  for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.get_f64(i), want.get_f64(i), tol) << i;
 }
 
 TEST_F(OnnxCnnOpsTest, ConvWithStridesPadsDilationsGroupsAndBias) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +74,18 @@ inline std::vector<Tensor> bind(const ImportedModel& m, const std::map<std::stri
 inline void expect_near(const Tensor& t, const std::vector<double>& want, double tol = 1e-5) {
   ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.get_f64(static_cast<int64_t>(i)), want[i], tol) << i;
+}
+
+// Element by element within `tol`, shapes equal (infinities must match exactly).
+inline void expect_close(const Tensor& got, const Tensor& want, double tol = 1e-4) {
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    if (std::isinf(want.get_f64(i))) {
+      EXPECT_EQ(got.get_f64(i), want.get_f64(i)) << i;
+    } else {
+      EXPECT_NEAR(got.get_f64(i), want.get_f64(i), tol) << i;
+    }
+  }
 }
 
 inline void expect_ints(const Tensor& t, const std::vector<int64_t>& want) {

@@ -312,6 +312,26 @@ class MobileNetV2(nn.Module):
         return self.classifier(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
 
 
+class SegmentationHead(nn.Module):
+    """A feature-pyramid decoder of the kind segmentation networks (FPN, DeepLabv3+,
+    U-Net) put on a backbone: two strided stages, the deeper one upsampled by nearest
+    neighbour and added to a 1 x 1 lateral of the shallower, then per-pixel class logits
+    resized bilinearly to the input's size (F.interpolate, ONNX's Resize)."""
+
+    def __init__(self, width=64, classes=21):
+        super().__init__()
+        self.stage1 = nn.Sequential(nn.Conv2d(3, width, 3, 2, 1), nn.BatchNorm2d(width), nn.ReLU())
+        self.stage2 = nn.Sequential(nn.Conv2d(width, 2 * width, 3, 2, 1), nn.BatchNorm2d(2 * width), nn.ReLU())
+        self.lateral = nn.Conv2d(width, 2 * width, 1)
+        self.head = nn.Sequential(nn.Conv2d(2 * width, width, 3, 1, 1), nn.ReLU(), nn.Conv2d(width, classes, 1))
+
+    def forward(self, x):
+        c1 = self.stage1(x)
+        c2 = self.stage2(c1)
+        p = F.interpolate(c2, scale_factor=2, mode="nearest") + self.lateral(c1)
+        return F.interpolate(self.head(p), size=x.shape[-2:], mode="bilinear", align_corners=False)
+
+
 # The model set at the benchmarks' sizes or small, with its inputs: bench/torch/run.py
 # (torch.compile) and bench/onnx/export.py (ONNX exports) run the same models.
 
@@ -377,15 +397,17 @@ def models(small):
 
 
 def cnn_models(small):
-    """The two convolutional networks of the ONNX model set (bench/onnx/), as models()."""
+    """The convolutional networks of the ONNX model set (bench/onnx/), as models()."""
     if small:
-        b, side, resnet_width, alpha, classes = 2, 32, 16, 0.25, 10
+        b, side, resnet_width, alpha, classes, seg_width, seg_classes = 2, 32, 16, 0.25, 10, 16, 5
     else:
-        b, side, resnet_width, alpha, classes = 8, 224, 64, 1.0, 1000
+        b, side, resnet_width, alpha, classes, seg_width, seg_classes = 8, 224, 64, 1.0, 1000, 64, 21
     images = (lambda: (torch.randn(b, 3, side, side),))
     return {
         "resnet18": (f"[{b}, 3, {side}, {side}], width {resnet_width}, {classes} classes",
                      lambda: ResNet18(resnet_width, classes), images),
         "mobilenet_v2": (f"[{b}, 3, {side}, {side}], width multiplier {alpha}, {classes} classes",
                          lambda: MobileNetV2(alpha, classes), images),
+        "segmentation": (f"[{b}, 3, {side}, {side}], width {seg_width}, {seg_classes} classes",
+                         lambda: SegmentationHead(seg_width, seg_classes), images),
     }

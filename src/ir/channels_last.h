@@ -7,8 +7,8 @@
 // and the transposes move past what follows them, so that between two convs
 // they meet and cancel: through elementwise ops (their other operands
 // permuted: splat constants reshaped, broadcasts of small values broadcast
-// from the permuted value), pads, slices and reductions (their attributes
-// permuted). A transpose stops at anything else (a reshape, a dot, an
+// from the permuted value), pads, slices, reductions and gathers by a 1-D
+// index (resize's; their attributes permuted). A transpose stops at anything else (a reshape, a dot, an
 // output) and runs there as a kernel. XLA's layout assignment and
 // onnxruntime's NCHWc transformer do the same job by other means.
 #pragma once

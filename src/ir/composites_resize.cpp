@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,17 @@ ValueId f64_iota(GraphBuilder& b, int64_t n) {
   return b.op(OpKind::Iota, {}, {{"shape", AttrValue(Shape{Dim(n)})}, {"axis", 0}, {"dtype", DType::f64}});
 }
 
+// v / d, where v takes the values value_at(0 .. n-1): a multiply by 1 / d
+// when that gives the same double at every position (always for a power of
+// two), which kernels compute many times faster than a division.
+ValueId divide(GraphBuilder& b, ValueId v, const std::function<double(int64_t)>& value_at, int64_t n, double d) {
+  const double inverse = 1.0 / d;
+  for (int64_t i = 0; i < n; ++i) {
+    if (value_at(i) / d != value_at(i) * inverse) return b.div(v, d);
+  }
+  return b.mul(v, inverse);
+}
+
 // The source coordinate of each output position (f64 [out]), ONNX's formula
 // for the mode evaluated in the reference's order, with the reference's
 // "output width" scale * in (which need not equal `out`).
@@ -45,16 +57,21 @@ ValueId source_coordinate(GraphBuilder& b, const AxisResize& a, const std::strin
   const double in = static_cast<double>(a.in);
   const double width = a.scale * in;
   const ValueId y = f64_iota(b, a.out);
-  auto half_pixel = [&] { return b.sub(b.div(b.add(y, 0.5), a.scale), 0.5); };
+  auto at = [](int64_t i) { return static_cast<double>(i); };
+  auto centre = [](int64_t i) { return static_cast<double>(i) + 0.5; };
+  auto half_pixel = [&] { return b.sub(divide(b, b.add(y, 0.5), centre, a.out, a.scale), 0.5); };
   auto splat = [&](double v) { return b.constant(v, DType::f64, {Dim(a.out)}); };
   if (transform == "half_pixel") return half_pixel();
   if (transform == "half_pixel_symmetric") {
     const double offset = in / 2 * (1 - static_cast<double>(a.out) / width);
-    return b.sub(b.add(b.div(b.add(y, 0.5), a.scale), offset), 0.5);
+    return b.sub(b.add(divide(b, b.add(y, 0.5), centre, a.out, a.scale), offset), 0.5);
   }
   if (transform == "pytorch_half_pixel") return width == 1.0 ? splat(-0.5) : half_pixel();
-  if (transform == "align_corners") return width == 1.0 ? splat(0.0) : b.div(b.mul(y, in - 1), width - 1);
-  if (transform == "asymmetric") return b.div(y, a.scale);
+  if (transform == "align_corners") {
+    if (width == 1.0) return splat(0.0);
+    return divide(b, b.mul(y, in - 1), [&](int64_t i) { return at(i) * (in - 1); }, a.out, width - 1);
+  }
+  if (transform == "asymmetric") return divide(b, y, at, a.out, a.scale);
   if (transform == "tf_crop_and_resize") {
     const double extent = a.roi_end - a.roi_start;
     const ValueId x = width == 1.0 ? splat(extent * (in - 1) / 2) : b.div(b.mul(b.mul(y, extent), in - 1), width - 1);

@@ -342,6 +342,14 @@ Expr GroupExpr::eval_gather(const Node& node, const Index& idx) {
   Expr loaded = eval(node.inputs[1], at);
   Expr raw = kb_.let(fresh("k"), loaded.dtype() == DType::i64 ? loaded : kir::cast(loaded, DType::i64));
   Expr n = dim_expr(x_shape[axis]);
+  Index j(idx.begin(), idx.begin() + axis);
+  j.insert(j.end(), idx.begin() + axis + static_cast<int64_t>(index_rank), idx.end());
+  const auto j_at = j.begin() + axis;
+  if (x_shape[axis].is_static() && known_in_range(node.inputs[1], x_shape[axis].extent())) {
+    // Nothing to check, wrap or clamp.
+    j.insert(j_at, raw);
+    return eval(node.inputs[0], j);
+  }
   // The interpreter rejects an index outside [-n, n) (docs/semantics.md,
   // gather); the kernel reports it through the status buffer, and the
   // executable turns that into the same UserError after the launch.
@@ -356,9 +364,7 @@ Expr GroupExpr::eval_gather(const Node& node, const Index& idx) {
   Expr clamped = kir::op(OpKind::Max, {kir::op(OpKind::Min, {wrapped, sub_i(n, kir::int_const(1))}),
                                        kir::int_const(0)});
   Expr position = kb_.let(fresh("g"), clamped);
-  Index j(idx.begin(), idx.begin() + axis);
-  j.push_back(position);
-  j.insert(j.end(), idx.begin() + axis + static_cast<int64_t>(index_rank), idx.end());
+  j.insert(j_at, position);
   DType dtype = g_.type(node.output).dtype;
   int64_t extent = 0;
   if (kir::is_int_constant(n, &extent)) {
@@ -369,6 +375,27 @@ Expr GroupExpr::eval_gather(const Node& node, const Index& idx) {
   kb_.if_then(kir::op(OpKind::Gt, {n, kir::int_const(0)}),
               [&] { scoped([&] { kb_.assign(result, eval(node.inputs[0], j)); }); });
   return result;
+}
+
+bool GroupExpr::known_in_range(ValueId v, int64_t extent) const {
+  auto node_of = [&](ValueId x) -> const Node* {
+    const int p = g_.value(x).producer;
+    return p < 0 ? nullptr : &g_.nodes()[static_cast<size_t>(p)];
+  };
+  // A value broadcast to a shape has the same elements.
+  auto producer = [&](ValueId x) -> const Node* {
+    const Node* n = node_of(x);
+    return n && n->op == OpKind::Broadcast ? node_of(n->inputs[0]) : n;
+  };
+  const Node* clamp = producer(v);
+  if (!clamp || clamp->op != OpKind::Clamp) return false;
+  auto bound = [&](ValueId b) -> std::optional<double> {
+    const Node* c = producer(b);
+    if (!c || c->op != OpKind::Constant || !c->attrs.get("value").is_number()) return std::nullopt;
+    return c->attrs.get("value").as_number();
+  };
+  const std::optional<double> lo = bound(clamp->inputs[1]), hi = bound(clamp->inputs[2]);
+  return lo && hi && *lo >= 0 && *hi <= static_cast<double>(extent - 1) && *lo <= *hi;
 }
 
 // One element of numpy matmul (docs/semantics.md, dot), as the interpreter

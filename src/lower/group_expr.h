@@ -100,6 +100,9 @@ class GroupExpr {
   std::optional<kir::Expr> eval_assumed_concat(const Node& node, const Index& idx);
   std::optional<kir::Expr> eval_assumed_pad(const Node& node, const Index& idx);
   kir::Expr eval_gather(const Node& node, const Index& idx);
+  // Whether every element of `v` is known to lie in [0, extent): a clamp by
+  // constants inside that range (the resize composite's indices).
+  bool known_in_range(ValueId v, int64_t extent) const;
   kir::Expr eval_dot(const Node& node, const Index& idx);
 
   const Graph& g_;

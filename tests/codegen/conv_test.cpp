@@ -170,6 +170,33 @@ TEST(ConvCall, ChannelsLastTransposesCancelBetweenConvs) {
   EXPECT_TRUE(testing::outputs_match_interpreter(first.run(inputs), want, true, 8 * 9 * 3 + 64));
 }
 
+// A feature-pyramid step: a nearest 2x upsample added to a lateral conv,
+// a conv, logits resized bilinearly. The resizes' gathers run channels-last
+// too, so the transposes left are the input's and the output's.
+TEST(ConvCall, ChannelsLastTransposesSinkThroughResizes) {
+  testing::ScratchDirectory dir("stitch-conv-resize-test");
+  KernelCache cache(dir.path());
+  const Graph g = canonicalize(parse_module(R"(graph fpn(x: f32[2, 3, 12, 12], w0: f32[8, 3, 3, 3], w1: f32[8, 8, 3, 3], wl: f32[8, 8, 1, 1], wh: f32[5, 8, 1, 1]) {
+  c0 = relu(conv(x, w0, strides=[2, 2], pads=[1, 1, 1, 1]))
+  c1 = relu(conv(c0, w1, strides=[2, 2], pads=[1, 1, 1, 1]))
+  up = resize(c1, axes=[2, 3], sizes=[6, 6], coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+  p = add(up, conv(c0, wl))
+  logits = conv(p, wh)
+  y = resize(logits, axes=[2, 3], sizes=[12, 12], mode="linear")
+  return y
+})",
+                                                           "fpn.stitch")
+                                                .graphs.front());
+  const std::vector<Tensor> inputs = testing::random_inputs(g, 5, {});
+  const std::vector<Tensor> want = interpret(g, inputs);
+  for (PlannerKind planner : {PlannerKind::Xla, PlannerKind::Stitch}) {
+    SCOPED_TRACE(planner_name(planner));
+    CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
+    EXPECT_EQ(count_ops(exe.graph(), OpKind::Transpose), 2) << print_graph(exe.graph());
+    EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), want, true, 8 * 9 * 3 + 64));
+  }
+}
+
 TEST(ConvCall, ChannelsFirstDepthwiseIsItsComposite) {
   testing::ScratchDirectory dir("stitch-conv-dw-test");
   KernelCache cache(dir.path());

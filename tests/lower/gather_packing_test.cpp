@@ -3,6 +3,7 @@
 // with the interpreter exactly (gather and the packed ops are data movement or
 // exact arithmetic). Gather indices are chosen by hand, negatives included,
 // since random data would be out of range.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -386,6 +387,25 @@ TEST(LowerPlanGather, LoopGroupWithGatherIsLowered) {
 })");
   FusionPlan p = plan(g, PlannerKind::Xla);
   for (const LoweredGroup& l : lower_plan(g, p, "take")) EXPECT_TRUE(l.kernel) << l.not_lowered_reason;
+}
+
+// An index clamped by constants into the axis (the resize composite's) needs
+// no check, wrap or clamp of its own: the kernel stores no status for it. A
+// clamp that reaches past the axis keeps the check.
+TEST(LowerPlanGather, IndexClampedIntoTheAxisIsNotChecked) {
+  for (const auto& [hi, checked] : {std::pair{9, false}, std::pair{10, true}}) {
+    Graph g = canonicalize(from_text(fmt::format(R"(graph take(x: f32[10, 4], i: i64[3]) {{
+  y = exp(gather(x, clamp(i, 0, {}), axis=0))
+  return y
+}})",
+                                                 hi)));
+    FusionPlan p = plan(g, PlannerKind::Xla);
+    for (const LoweredGroup& l : lower_plan(g, p, "take")) {
+      ASSERT_TRUE(l.kernel) << l.not_lowered_reason;
+      EXPECT_EQ(kir::print_kernel(*l.kernel).find("status[") != std::string::npos, checked)
+          << kir::print_kernel(*l.kernel);
+    }
+  }
 }
 
 }  // namespace

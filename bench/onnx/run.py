@@ -1,5 +1,6 @@
 """Stitch against onnxruntime on the model set's ONNX exports (bench/onnx/export.py), in
-one process, alternating, like for like; writes PREFIX.json and PREFIX.md.
+one process, alternating, like for like; writes PREFIX.json, PREFIX.md and PREFIX.svg (a plot
+of one planner's ratios: stitch's where it ran, else the first planner's).
 
     python bench/onnx/run.py EXPORT_DIR PREFIX [--planners none,xla,stitch,greedy,ilp]
                              [--only NAME,...] [--repeat N] [--warmup N] [--threads T]
@@ -31,6 +32,7 @@ import numpy as np
 
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from cpu_name import cpu_name  # noqa: E402
+from ratio_svg import ratio_bars  # noqa: E402
 
 PLANNERS = ("none", "xla", "stitch", "greedy", "ilp")
 
@@ -179,6 +181,24 @@ def markdown(report, planners):
     return "\n".join(lines) + "\n"
 
 
+def svg(report, planners):
+    """onnxruntime's time over Stitch's, one bar per export (bench/ratio_svg.py)."""
+    planner = "stitch" if "stitch" in planners else planners[0]
+    rows = [(r["name"], r.get(f"{planner}_vs_onnxruntime"), r.get("ort_error") or r.get("stitch_error") or r.get(f"{planner}_error"))
+            for r in report["results"]]
+    m = report["machine"]
+    return ratio_bars(f"Stitch ({planner} planner) vs onnxruntime (onnxruntime time / Stitch time), {report['date']}",
+                      f"{m['cpu']}, {m['cpus']} CPUs, onnxruntime {report['onnxruntime']}, {report['threads']} threads",
+                      rows, "logarithmic; right of 1: Stitch faster than onnxruntime")
+
+
+def write_reports(report, prefix, planners):
+    with open(prefix + ".md", "w") as f:
+        f.write(markdown(report, planners))
+    with open(prefix + ".svg", "w") as f:
+        f.write(svg(report, planners))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder")
@@ -189,14 +209,13 @@ def main():
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
     parser.add_argument("--block", type=int, default=3, help="timed calls of a variant in a row (default 3)")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--redraw", action="store_true", help="write PREFIX.md again from PREFIX.json")
+    parser.add_argument("--redraw", action="store_true", help="write PREFIX.md and PREFIX.svg again from PREFIX.json")
     args = parser.parse_args()
     planners = args.planners.split(",")
     if args.redraw:
         with open(args.prefix + ".json") as f:
             report = json.load(f)
-        with open(args.prefix + ".md", "w") as f:
-            f.write(markdown(report, planners))
+        write_reports(report, args.prefix, planners)
         return
     unknown = [p for p in planners if p not in PLANNERS]
     if unknown:
@@ -220,8 +239,7 @@ def main():
         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in result.items()}), flush=True)
         with open(args.prefix + ".json", "w") as f:
             json.dump(report, f, indent=1)
-    with open(args.prefix + ".md", "w") as f:
-        f.write(markdown(report, planners))
+    write_reports(report, args.prefix, planners)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,13 @@
 Inductor, both from the JSON report the run writes (so either can be redrawn from it:
 `python3 bench/torch/report.py PREFIX`)."""
 
-import html
 import json
 import math
+import os
 import sys
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ratio_svg import ratio_bars  # noqa: E402
 
 MODE_NAMES = {"inference": "inference", "training": "training step"}
 
@@ -90,68 +93,17 @@ def markdown(report):
     return "\n".join(lines) + "\n"
 
 
-def _ticks(lo, hi):
-    """Tick values within [lo, hi], at most eleven: quarters near 1 where the range is
-    narrow, else powers of two, else of ten."""
-    fine = [0.5, 0.75, 1, 1.25, 1.5, 2]
-    ladders = ([2.0 ** k for k in range(-10, -1)] + fine + [3.0, 4.0, 6.0, 8.0],
-               [2.0 ** k for k in range(-10, 11)], [10.0 ** k for k in range(-4, 5)])
-    for ladder in ladders:
-        ticks = [t for t in ladder if lo <= t <= hi]
-        if len(ticks) <= 11 and ladder[0] <= lo and ladder[-1] >= hi:
-            return ticks
-    return ticks
-
-
 def svg(report):
     """Horizontal bars, one per model, dtype and mode: Inductor's time over Stitch's on a
-    logarithmic axis, each bar drawn from the line at 1 (as fast as Inductor), right when
-    Stitch is faster; a row without both times says why."""
-    rows = report["results"]
-    label_w, plot_w, row_h, top, bottom = 300, 520, 22, 60, 50
-    ratios = [r["stitch_vs_inductor"] for r in rows if "stitch_vs_inductor" in r]
-    lo, hi = min([0.5] + ratios) / 1.15, max([2.0] + ratios) * 1.15
-    height = top + row_h * len(rows) + bottom
-
-    def x(v):
-        return label_w + plot_w * math.log(v / lo) / math.log(hi / lo)
-
+    logarithmic axis (bench/ratio_svg.py); a row without both times says why."""
+    rows = []
+    for r in report["results"]:
+        why = next((r[k] for k in ("stitch_error", "inductor_error", "eager_error") if k in r), "no time")
+        rows.append((f"{r['model']} {r['dtype']} {MODE_NAMES[r['mode']]}", r.get("stitch_vs_inductor"), why))
     m = report["machine"]
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + plot_w + 40}" height="{height}" '
-           'font-family="sans-serif" font-size="12">',
-           '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="10" y="20" font-size="14">Stitch vs Inductor (Inductor time / Stitch time), '
-           f'{html.escape(report["date"])}</text>',
-           f'<text x="10" y="38" fill="#555">{html.escape(m["cpu"])}, torch {html.escape(m["torch"])}, '
-           f'{m["threads"]} threads</text>']
-    axis_y = top + row_h * len(rows)
-    for t in _ticks(lo, hi):
-        out.append(f'<line x1="{x(t):.1f}" y1="{top}" x2="{x(t):.1f}" y2="{axis_y}" stroke="#ddd"/>')
-        out.append(f'<text x="{x(t):.1f}" y="{axis_y + 16}" text-anchor="middle">{t:.3g}</text>')
-    one = x(1.0)
-    for i, r in enumerate(rows):
-        y = top + i * row_h
-        text_y = f"{y + row_h * 0.7:.1f}"
-        label = f"{r['model']} {r['dtype']} {MODE_NAMES[r['mode']]}"
-        out.append(f'<text x="{label_w - 8}" y="{text_y}" text-anchor="end">{html.escape(label)}</text>')
-        if "stitch_vs_inductor" in r:
-            v = r["stitch_vs_inductor"]
-            left, right = sorted((one, x(v)))
-            colour = "#3a7d44" if v >= 1 else "#c8553d"
-            out.append(f'<rect x="{left:.1f}" y="{y + 4}" width="{right - left:.1f}" height="{row_h - 8}" '
-                       f'fill="{colour}"/>')
-            anchor, at = ("start", right + 4) if v >= 1 else ("end", left - 4)
-            out.append(f'<text x="{at:.1f}" y="{text_y}" text-anchor="{anchor}">{v:.2f}</text>')
-        else:
-            why = next((r[k] for k in ("stitch_error", "inductor_error", "eager_error") if k in r), "no time")
-            out.append(f'<text x="{label_w + 4}" y="{text_y}" fill="#c8553d">{html.escape(why[:80])}</text>')
-    out.append(f'<line x1="{one:.1f}" y1="{top - 4}" x2="{one:.1f}" y2="{axis_y}" stroke="black" '
-               'stroke-dasharray="4 3"/>')
-    out.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{label_w + plot_w}" y2="{axis_y}" stroke="black"/>')
-    out.append(f'<text x="{label_w + plot_w / 2:.0f}" y="{axis_y + 36}" text-anchor="middle">'
-               'logarithmic; right of 1: Stitch faster than Inductor</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+    return ratio_bars(f"Stitch vs Inductor (Inductor time / Stitch time), {report['date']}",
+                      f"{m['cpu']}, torch {m['torch']}, {m['threads']} threads", rows,
+                      "logarithmic; right of 1: Stitch faster than Inductor")
 
 
 def main():

@@ -271,6 +271,11 @@ class Importer {
     // Shape arithmetic on symbolic dims (docs/onnx.md, Symbolic shape arithmetic).
     if (!all_known && all_shape_like && has_shape_value_input(ctx_, n)) {
       if (fold_shape_values(ctx_, n)) return;
+      // Range makes data of a symbolic extent: an iota (ops_shape.cpp).
+      if (n.op_type() == "Range") {
+        convert(ctx_, n);
+        return;
+      }
       throw UserError(fmt::format("{} of values computed from symbolic dims is not folded (the IR needs every "
                                   "shape at import time)",
                                   n.op_type()));

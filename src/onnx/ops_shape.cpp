@@ -216,11 +216,16 @@ void add_slice(ImportContext& ctx, const NodeProto& n) {
   ctx.define(n, x);
 }
 
-// Pad's edge and reflect modes: a gather along `axis` of an index computed
-// from an iota over the padded extent (i = position - low).
-ValueId pad_by_gather(GraphBuilder& b, ValueId x, int64_t axis, int64_t dim, int64_t low, int64_t high, bool reflect) {
+// Pad's edge, reflect and wrap modes: a gather along `axis` of an index
+// computed from an iota over the padded extent (i = position - low).
+ValueId pad_by_gather(GraphBuilder& b, ValueId x, int64_t axis, int64_t dim, int64_t low, int64_t high,
+                      const std::string& mode) {
   ValueId i = index_ramp(b, dim + low + high, -low, 1);
-  if (!reflect || dim == 1) {
+  if (mode == "wrap") {
+    // Periodic: (i mod dim) with i moved up by whole periods so it is never negative.
+    const int64_t periods = (low + dim - 1) / dim;
+    i = b.binary(OpKind::Rem, b.add(i, periods * dim), dim);
+  } else if (mode == "edge" || dim == 1) {
     i = b.op(OpKind::Clamp, {i, int64_t{0}, dim - 1});
   } else {
     // Reflection about 0 and dim - 1 has period p = 2 (dim - 1): m = |i| mod p, then min(m, p - m).
@@ -287,8 +292,8 @@ void add_pad(ImportContext& ctx, const NodeProto& n) {
   Shape shape = ctx.type(x).shape;
   const auto rank = static_cast<int64_t>(shape.size());
   std::string mode = ImportContext::string_attr(n, "mode", "constant");
-  if (mode != "constant" && mode != "edge" && mode != "reflect") {
-    throw UserError(fmt::format("mode '{}' is not supported (constant, edge, reflect are)", mode));
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap") {
+    throw UserError(fmt::format("mode '{}' is not supported (constant, edge, reflect, wrap are)", mode));
   }
   Ints pads = known_ints(ctx, n, 1, "the pads input");
   Ints axes;
@@ -334,7 +339,7 @@ void add_pad(ImportContext& ctx, const NodeProto& n) {
       if (low[a] == 0 && high[a] == 0) continue;
       if (shape[a].is_symbolic()) throw UserError(fmt::format("{} padding of axis {} of symbolic extent", mode, a));
       if (shape[a].extent() == 0) throw UserError(fmt::format("{} padding of the empty axis {}", mode, a));
-      x = pad_by_gather(b, x, a, shape[a].extent(), low[a], high[a], mode == "reflect");
+      x = pad_by_gather(b, x, a, shape[a].extent(), low[a], high[a], mode);
     }
     ctx.define(n, x);
     return;
@@ -367,6 +372,23 @@ void add_pad(ImportContext& ctx, const NodeProto& n) {
 
 void add_range(ImportContext& ctx, const NodeProto& n) {
   ImportContext::require_inputs(n, 3, 3);
+  // arange(T) of a symbolic extent (positions over a dynamic sequence): an
+  // iota of that extent, when it starts at 0 and steps by 1.
+  if (const ShapeValue* limit = ctx.shape_value(n.input(1))) {
+    const Tensor* start = ctx.known(n.input(0));
+    const Tensor* delta = ctx.known(n.input(2));
+    if (limit->entries.size() != 1 || limit->entries[0].opaque || !start || !delta || start->numel() != 1 ||
+        delta->numel() != 1 || start->get_f64(0) != 0 || delta->get_f64(0) != 1) {
+      throw UserError(fmt::format("the limit input ('{}') is symbolic ({}); Range of a symbolic limit needs start 0 "
+                                  "and delta 1",
+                                  n.input(1), limit->entries.empty() ? "" : limit->entries[0].str()));
+    }
+    const Dim extent = Dim::symbol(limit->entries[0].symbol);
+    ctx.define(n, ctx.builder().op(OpKind::Iota, {}, {{"shape", AttrValue(Shape{extent})}, {"axis", 0},
+                                                      {"dtype", start->dtype()}},
+                                   ctx.out_name(n)));
+    return;
+  }
   const Tensor& start = ctx.known_input(n, 0, "the start input");
   const Tensor& limit = ctx.known_input(n, 1, "the limit input");
   const Tensor& delta = ctx.known_input(n, 2, "the delta input");

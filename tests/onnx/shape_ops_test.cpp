@@ -249,7 +249,7 @@ TEST_F(OnnxShapeOpsTest, ConcatOnANegativeAxis) {
 }
 
 // x = [0, 1, 2, 3] padded by (2, 3) with each mode, and cropped by (-1, 1).
-TEST_F(OnnxShapeOpsTest, PadConstantEdgeReflectAndCropping) {
+TEST_F(OnnxShapeOpsTest, PadConstantEdgeReflectWrapAndCropping) {
   input("x", {"1", "4"});
   int64_init("pads", {0, 2, 0, 3});
   int64_init("crop", {0, -1, 0, 1});
@@ -258,10 +258,13 @@ TEST_F(OnnxShapeOpsTest, PadConstantEdgeReflectAndCropping) {
   string_attr(node("Pad", {"x", "pads"}, "edge"), "mode", "edge");
   string_attr(node("Pad", {"x", "pads"}, "reflect"), "mode", "reflect");
   node("Pad", {"x", "crop"}, "cropped");
+  int64_init("far", {0, 6, 0, 5});
+  string_attr(node("Pad", {"x", "far"}, "wrap"), "mode", "wrap");
   output("constant");
   output("edge");
   output("reflect");
   output("cropped");
+  output("wrap");
   ImportedModel m = import();
   std::vector<Tensor> args = bind(m, {{"x", iota({1, 4})}});
   for (const std::vector<Tensor>& out : {interpret(m.graph, args), run_cpu(m, args)}) {
@@ -269,6 +272,8 @@ TEST_F(OnnxShapeOpsTest, PadConstantEdgeReflectAndCropping) {
     expect_values(out[1], {1, 9}, {0, 0, 0, 1, 2, 3, 3, 3, 3});
     expect_values(out[2], {1, 9}, {2, 1, 0, 1, 2, 3, 2, 1, 0});
     expect_values(out[3], {1, 4}, {1, 2, 3, 0});
+    // Wrapped more than once each side: numpy.pad(mode="wrap").
+    expect_values(out[4], {1, 15}, {2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0});
   }
 }
 
@@ -439,6 +444,26 @@ TEST_F(OnnxShapeOpsTest, RangeFoldsForIntegersAndFloats) {
       interpret(m.graph, bind(m, {{"x", Tensor(DType::i64, {3})}, {"y", Tensor(DType::f32, {3})}}));
   expect_values(out[0], {3}, {10, 6, 2});
   expect_values(out[1], {3}, {0.5, 1, 1.5});
+}
+
+// Positions over a dynamic sequence, as exporters write arange(x.size(1)): an
+// iota of the symbolic extent; another start is refused by name.
+TEST_F(OnnxShapeOpsTest, RangeOfASymbolicLimit) {
+  input("x", {"B", "T"}, TensorProto::INT64);
+  node("Shape", {"x"}, "shape");
+  int64_init("one", {1}, true);
+  node("Gather", {"shape", "one"}, "t");
+  int64_init("zero", {0}, true);
+  node("Range", {"zero", "t", "one"}, "positions");
+  node("Add", {"x", "positions"}, "y");
+  output("y");
+  ImportedModel m = import();
+  EXPECT_EQ(m.graph.type(m.graph.outputs()[0].value).shape, (Shape{Dim::symbol("B"), Dim::symbol("T")}));
+  for (const std::vector<Tensor>& out : both(m, {{"x", iota({2, 5}, DType::i64)}})) {
+    expect_values(out[0], {2, 5}, {0, 2, 4, 6, 8, 5, 7, 9, 11, 13});
+  }
+  graph().mutable_node(2)->set_input(0, "one");
+  expect_contains(import_error(), "Range of a symbolic limit needs start 0");
 }
 
 // The exporters' pattern: Shape -> Gather -> Unsqueeze -> Concat -> Reshape,

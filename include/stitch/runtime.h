@@ -32,6 +32,13 @@ struct CompileOptions {
   // them ("plan,kir", "all"; docs/pipeline.md); empty: whatever $STITCH_DUMP
   // names, "none": nothing.
   std::string dump;
+  // Parameters (by name) that the caller passes as the same, unchanged array
+  // on every run, such as an ONNX model's initializers: on the CPU, a
+  // convolution whose weights are one packs them into oneDNN's layout once,
+  // keyed by the array's address, instead of on every call. Writing into such
+  // an array between runs, or passing another array at the same address,
+  // leaves the old weights in use. The CUDA back end ignores it.
+  std::vector<std::string> constant_params;
 };
 
 // What one compile found in the kernel cache.

@@ -74,6 +74,7 @@ struct BackendRequest {
   bool tune = false;
   std::filesystem::path cache_directory;
   runtime::StageDump dump;
+  std::vector<std::string> constant_params;  // CompileOptions::constant_params
 };
 
 // `canonical` is in canonical form. Each throws UserError as the back end's

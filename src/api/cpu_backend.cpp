@@ -33,6 +33,7 @@ std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const
     options.tuner_key = s->key();
   }
   runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, request.planner, cache, options);
+  if (!request.constant_params.empty()) exe.set_constant_params(request.constant_params);
   const runtime::cpu::CacheStats& s = exe.cache_stats();
   const CacheStats stats{s.memory_hits, s.hits, s.misses + s.recompiled_corrupt};
   return std::make_unique<BackendExecutableOf<runtime::cpu::CpuExecutable>>(std::move(exe), stats);

@@ -716,17 +716,21 @@ PYBIND11_MODULE(_stitch, m) {
   m.def(
       "compile",
       [](const stitch::Graph& g, const std::string& backend, const std::string& planner, bool tune,
-         const std::string& cache_dir) {
+         const std::string& cache_dir, const std::vector<std::string>& constants) {
         stitch::CompileOptions o;
         o.backend = parse_backend(backend);
         o.planner = planner;
         o.tune = tune;
         o.cache_dir = cache_dir;
+        o.constant_params = constants;
         o.dump = "none";
         return PyExecutable{std::make_shared<stitch::Executable>(stitch::Executable::compile(g, o)), std::nullopt};
       },
       py::arg("graph"), py::arg("backend") = "cpu", py::arg("planner") = "stitch", py::arg("tune") = false,
-      py::arg("cache_dir") = "", "Compiles a graph for a back end (cpu, cuda) and planner (none, xla, stitch, ilp, greedy)");
+      py::arg("cache_dir") = "", py::arg("constants") = std::vector<std::string>{},
+      "Compiles a graph for a back end (cpu, cuda) and planner (none, xla, stitch, ilp, greedy); `constants` names "
+      "parameters passed as the same, unchanged array on every call (an ONNX model's bound tensors), whose "
+      "convolution weights the CPU then packs once");
 
   py::class_<stitch::Array>(m, "Array", "A lazy array: its value is computed when read")
       .def_property_readonly("shape", [](const stitch::Array& a) { return py::tuple(py::cast(a.shape())); })

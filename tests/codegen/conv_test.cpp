@@ -197,6 +197,32 @@ TEST(ConvCall, ChannelsLastTransposesSinkThroughResizes) {
   }
 }
 
+// Weights named constant are packed into oneDNN's layout on the first run
+// and reused: later runs with new data and the same weights array match the
+// interpreter, and another weights array (at another address) is packed anew.
+TEST(ConvCall, ConstantWeightsArePackedOnce) {
+  testing::ScratchDirectory dir("stitch-conv-constant-test");
+  KernelCache cache(dir.path());
+  const Graph g = canonicalize(parse_module(R"(graph c(x: f32[2, 8, 9, 9], w: f32[16, 8, 3, 3], b: f32[16]) {
+  y = relu(conv(x, w, b, pads=[1, 1, 1, 1]))
+  return y
+})",
+                                                           "constant.stitch")
+                                                .graphs.front());
+  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, cache);
+  EXPECT_THROW(exe.set_constant_params({"x", "weights"}), UserError);
+  exe.set_constant_params({"w", "b"});
+  std::vector<Tensor> inputs = testing::random_inputs(g, 6, {});
+  const std::vector<Tensor> other = testing::random_inputs(g, 7, {});
+  for (int run = 0; run < 3; ++run) {
+    if (run > 0) inputs[0] = other[0];  // new data, the same weights tensor
+    EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(g, inputs), true, 8 * 9 + 1));
+    EXPECT_EQ(exe.packed_weights_count(), 1u);
+  }
+  EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(other), interpret(g, other), true, 8 * 9 + 1));
+  EXPECT_EQ(exe.packed_weights_count(), 2u);
+}
+
 TEST(ConvCall, ChannelsFirstDepthwiseIsItsComposite) {
   testing::ScratchDirectory dir("stitch-conv-dw-test");
   KernelCache cache(dir.path());

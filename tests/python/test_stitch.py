@@ -429,6 +429,11 @@ class Package(unittest.TestCase):
         run = stitch.compile(model.graph, cache_dir=self.cache)
         y = run(*model.arguments(x))
         np.testing.assert_array_equal(y, np.maximum(x + np.arange(4, dtype=np.float32), 0))
+        # The bound tensors named constant (packed once where a conv reads them).
+        constant = stitch.compile(model.graph, cache_dir=self.cache, constants=list(model.bound))
+        np.testing.assert_array_equal(constant(*model.arguments(x)), y)
+        with self.assertRaises(stitch.Error):
+            stitch.compile(model.graph, cache_dir=self.cache, constants=["no_such_parameter"])
         with self.assertRaises(stitch.Error):
             model.arguments()  # the input is missing
         with self.assertRaises(stitch.Error):

@@ -47,7 +47,8 @@ struct Prepared {
   dnnl::convolution_forward primitive;
   memory::desc x, w, bias, out, scratchpad;
   // The weights as the implementation wants them, when that is not their own
-  // order: reordered into a scratch buffer on every call.
+  // order: reordered into a scratch buffer on every call, or once for
+  // constant weights (PackedWeights).
   memory::desc packed_w;
   std::optional<dnnl::reorder> pack;
 };
@@ -116,7 +117,8 @@ std::shared_ptr<const Prepared> prepared_for(const ConvProblem& p) {
 
 }  // namespace
 
-void run_conv(const ConvProblem& p, const float* x, const float* w, const float* bias, const float* side, float* out) {
+void run_conv(const ConvProblem& p, const float* x, const float* w, const float* bias, const float* side, float* out,
+              PackedWeights* constant) {
   int64_t positions = 1;
   for (size_t i = 2; i < p.out_shape.size(); ++i) positions *= p.out_shape[i];
   if (positions * p.out_shape[0] * p.out_shape[1] == 0) return;
@@ -141,7 +143,15 @@ void run_conv(const ConvProblem& p, const float* x, const float* w, const float*
     if (scratch.size() < c->scratchpad.get_size()) scratch.resize(c->scratchpad.get_size());
     dnnl::stream s(e);
     memory weights(c->w, e, const_cast<float*>(w));
-    if (c->pack) {
+    if (c->pack && constant) {
+      const std::vector<uint8_t>& kept =
+          constant->get({w, c.get()}, c->packed_w.get_size(), [&](uint8_t* into) {
+            memory to(c->packed_w, e, into);
+            c->pack->execute(s, weights, to);
+            s.wait();
+          });
+      weights = memory(c->packed_w, e, const_cast<uint8_t*>(kept.data()));
+    } else if (c->pack) {
       if (packed.size() < c->packed_w.get_size()) packed.resize(c->packed_w.get_size());
       memory to(c->packed_w, e, packed.data());
       c->pack->execute(s, weights, to);

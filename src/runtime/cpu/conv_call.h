@@ -8,6 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 namespace stitch::runtime::cpu {
@@ -28,8 +32,37 @@ struct ConvProblem {
   bool operator<(const ConvProblem& o) const;
 };
 
+// Weights in the layout oneDNN's implementation wants, packed once per
+// weights address and problem, for weights the caller keeps unchanged
+// between calls (an executable's constant parameters, CompileOptions).
+class PackedWeights {
+ public:
+  // The packed copy for `key`, made by `pack` into a buffer of `bytes` the
+  // first time.
+  template <class Pack>
+  const std::vector<uint8_t>& get(const std::pair<const void*, const void*>& key, size_t bytes, Pack&& pack) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = packed_.find(key);
+    if (it == packed_.end()) {
+      it = packed_.emplace(key, std::vector<uint8_t>(bytes)).first;
+      pack(it->second.data());
+    }
+    return it->second;
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return packed_.size();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<const void*, const void*>, std::vector<uint8_t>> packed_;
+};
+
 // Computes `out` from contiguous f32 buffers; `bias` and `side` are null
-// without them.
-void run_conv(const ConvProblem& p, const float* x, const float* w, const float* bias, const float* side, float* out);
+// without them. With `constant`, weights needing a reorder are packed once
+// per address there instead of on every call.
+void run_conv(const ConvProblem& p, const float* x, const float* w, const float* bias, const float* side, float* out,
+              PackedWeights* constant = nullptr);
 
 }  // namespace stitch::runtime::cpu

@@ -206,7 +206,8 @@ void run_attention_step(const Graph& g, const Step& step, const SymbolBindings& 
 }
 
 // A conv step (conv_call.h): one oneDNN call on OpenMP's threads.
-void run_conv_step(const Graph& g, const Step& step, const SymbolBindings& bindings, const AddressOf& address_of) {
+void run_conv_step(const Graph& g, const Step& step, const SymbolBindings& bindings, const AddressOf& address_of,
+                   PackedWeights* constant_weights) {
   const Node& n = g.nodes()[step.node];
   ConvProblem p;
   p.channels_last = n.attrs.get("channels_last").as_bool();
@@ -235,7 +236,7 @@ void run_conv_step(const Graph& g, const Step& step, const SymbolBindings& bindi
     return present ? static_cast<const float*>(address_of(n.inputs[i])) : nullptr;
   };
   run_conv(p, operand(true, 0), operand(true, 1), operand(operands.bias, operands.bias_index()),
-           operand(operands.side, operands.side_index()), static_cast<float*>(address_of(n.output)));
+           operand(operands.side, operands.side_index()), static_cast<float*>(address_of(n.output)), constant_weights);
 }
 
 // A dot step (dot_call.h): with an epilogue, by row panels on OpenMP's
@@ -352,6 +353,28 @@ CpuExecutable::CpuExecutable(Graph graph, std::shared_ptr<const CompiledGraph> c
     : graph_(std::move(graph)), compiled_(std::move(compiled)) {}
 
 int CpuExecutable::kernel_count() const { return static_cast<int>(compiled_->steps.size()); }
+
+void CpuExecutable::set_constant_params(const std::vector<std::string>& names) {
+  std::vector<bool> constant(graph_.params().size(), false);
+  for (const std::string& name : names) {
+    size_t i = 0;
+    while (i < graph_.params().size() && graph_.value_name(graph_.params()[i]) != name) ++i;
+    if (i == graph_.params().size()) throw UserError(fmt::format("constant parameter '{}': the graph has no such parameter", name));
+    constant[i] = true;
+  }
+  constant_param_ = std::move(constant);
+  packed_weights_ = std::make_unique<PackedWeights>();
+}
+
+PackedWeights* CpuExecutable::constant_weights(const Node& conv) const {
+  if (!packed_weights_) return nullptr;
+  const ValueId w = conv.inputs[1];
+  const auto& params = graph_.params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (params[i] == w) return constant_param_[i] ? packed_weights_.get() : nullptr;
+  }
+  return nullptr;
+}
 
 void CpuExecutable::set_step_profiling(bool on) {
   profiling_ = on;
@@ -573,7 +596,7 @@ void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputM
     if (step.kind == Step::Kind::Dot && g.nodes()[step.node].op == OpKind::Attention) {
       run_attention_step(g, step, bindings, address_of);
     } else if (step.kind == Step::Kind::Dot && g.nodes()[step.node].op == OpKind::Conv) {
-      run_conv_step(g, step, bindings, address_of);
+      run_conv_step(g, step, bindings, address_of, constant_weights(g.nodes()[step.node]));
     } else if (step.kind == Step::Kind::Dot) {
       status = run_dot_step(g, step, bindings, address_of, profiling_ ? &epilogue_seconds_[i] : nullptr);
     } else {

@@ -22,6 +22,7 @@
 #include "stitch/runtime.h"
 #include "schedule/select.h"
 #include "stitch/graph.h"
+#include "runtime/cpu/conv_call.h"
 #include "stitch/tensor.h"
 
 namespace stitch::runtime::cpu {
@@ -98,6 +99,17 @@ class CpuExecutable {
   // Kernels launched plus library calls made per run.
   int kernel_count() const;
 
+  // Parameters (by name) the caller passes as the same, unchanged array on
+  // every run (an ONNX model's initializers): a convolution whose weights
+  // are one packs them into oneDNN's layout on the first run and keeps the
+  // packed copy, keyed by the array's address, instead of packing them on
+  // every call. Writing into such an array between runs, or passing another
+  // array that happens to sit at the same address, leaves the old weights in
+  // use. UserError for a name that is no parameter.
+  void set_constant_params(const std::vector<std::string>& names);
+  // How many weights arrays have been packed for constant parameters.
+  size_t packed_weights_count() const { return packed_weights_ ? packed_weights_->size() : 0; }
+
   // One entry of the launch list and the time it took over the runs since
   // profiling was turned on (stitch bench --steps; docs/benchmarks.md).
   struct StepTime {
@@ -140,6 +152,8 @@ class CpuExecutable {
     std::map<int, size_t> output_slot;  // value index -> first result slot holding it
     BufferPlan buffers;
   };
+  // Where a conv step's weights are packed once: when they are a constant parameter.
+  PackedWeights* constant_weights(const Node& conv) const;
   // `pool_bytes`: the workspace's buffers as they are.
   RunPlan plan_run(const SymbolBindings& bindings, const std::vector<int64_t>& pool_bytes) const;
 
@@ -153,6 +167,8 @@ class CpuExecutable {
   int64_t peak_intermediate_bytes_ = 0;
   int intermediate_buffer_count_ = 0;
   int intermediate_value_count_ = 0;
+  std::vector<bool> constant_param_;  // by parameter index
+  std::unique_ptr<PackedWeights> packed_weights_;
   bool profiling_ = false;
   std::vector<double> step_seconds_, epilogue_seconds_;
   int64_t profiled_runs_ = 0;

@@ -65,6 +65,21 @@ TEST(DotTranspose, ALinearLayersWeightIsReadTransposedInPlace) {
   return y, z
 })",
        2, 16},  // wt written beside z by one kernel, which stays
+      // Batches of A sharing B run as one gemm of their rows stacked; B per
+      // batch, or A shared by the batches, one gemm per batch.
+      {R"(graph stacked(x: f32[3, 5, 48], w: f32[40, 48], b: f32[40]) {
+  wt = transpose(w, perm=[1, 0])
+  d = dot(x, wt)
+  y = gelu(add(d, b))
+  return y
+})",
+       1, 48},
+      {R"(graph per_batch(x: f32[3, 5, 48], w: f32[3, 48, 40], v: f32[5, 48]) {
+  y = dot(x, w)
+  z = dot(v, w)
+  return y, z
+})",
+       2, 48},
   };
   const fs::path dir = fs::temp_directory_path() / ("stitch-dot-transpose-" + std::to_string(getpid()));
   KernelCache cache(dir);

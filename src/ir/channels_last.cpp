@@ -117,9 +117,11 @@ class ChannelsLast {
       bool ok = !is_output[i] && !readers[i].empty();
       for (int c : readers[i]) {
         const Node& r = g.nodes()[static_cast<size_t>(c)];
+        const ValueId v = g.nodes()[i].output;
         const bool moves = is_elementwise(r.op) || r.op == OpKind::Pad || r.op == OpKind::Slice ||
-                           (is_reduction(r.op) && r.attrs.find("keepdims")) || r.op == OpKind::Gather;
-        ok = ok && ((r.op == OpKind::Conv && r.inputs[1] != g.nodes()[i].output) || (moves && out[static_cast<size_t>(c)]));
+                           (is_reduction(r.op) && r.attrs.find("keepdims")) ||
+                           (r.op == OpKind::Gather && r.inputs[0] == v);
+        ok = ok && ((r.op == OpKind::Conv && r.inputs[1] != v) || (moves && out[static_cast<size_t>(c)]));
       }
       out[i] = ok;
     }

@@ -31,6 +31,9 @@ struct ConvCase {
   SymbolBindings symbols;
 };
 
+// The first graph of `text`, canonical.
+Graph canonical(const std::string& text) { return canonicalize(parse_module(text, "conv.stitch").graphs.front()); }
+
 bool has_conv(const Graph& g) {
   return std::any_of(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.op == OpKind::Conv; });
 }
@@ -98,7 +101,7 @@ TEST(ConvCall, MatchesTheInterpreterUnderEveryPlanner) {
   testing::ScratchDirectory dir("stitch-conv-test");
   KernelCache cache(dir.path());
   for (const ConvCase& c : conv_cases()) {
-    const Graph g = canonicalize(parse_module(c.text, "conv.stitch").graphs.front());
+    const Graph g = canonical(c.text);
     const std::vector<Tensor> inputs = testing::random_inputs(g, 5, c.symbols);
     const std::vector<Tensor> want = interpret(g, inputs);
     for (PlannerKind planner : kEveryPlanner) {
@@ -114,7 +117,7 @@ TEST(ConvCall, MatchesTheInterpreterUnderEveryPlanner) {
 TEST(ConvCall, TheInterpreterAgreesWithTheComposite) {
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(c.text.substr(0, c.text.find('(')));
-    const Graph g = canonicalize(parse_module(c.text, "conv.stitch").graphs.front());
+    const Graph g = canonical(c.text);
     const Graph expanded = expand_convs(g, [](const Graph&, const Node&) { return false; });
     EXPECT_FALSE(has_conv(expanded));
     const std::vector<Tensor> inputs = testing::random_inputs(g, 9, c.symbols);
@@ -133,7 +136,7 @@ int count_ops(const Graph& g, OpKind op) {
 TEST(ConvCall, ChannelsLastTransposesCancelBetweenConvs) {
   testing::ScratchDirectory dir("stitch-conv-nhwc-test");
   KernelCache cache(dir.path());
-  const Graph g = canonicalize(parse_module(R"(graph block(x: f32[2, 3, 16, 16], w0: f32[8, 3, 3, 3], s: f32[8], t: f32[8], w1: f32[8, 8, 3, 3], w2: f32[8, 8, 3, 3]) {
+  const Graph g = canonical(R"(graph block(x: f32[2, 3, 16, 16], w0: f32[8, 3, 3, 3], s: f32[8], t: f32[8], w1: f32[8, 8, 3, 3], w2: f32[8, 8, 3, 3]) {
   c0 = conv(x, w0, strides=[2, 2], pads=[1, 1, 1, 1])
   bn = add(mul(c0, reshape(s, shape=[1, 8, 1, 1])), reshape(t, shape=[1, 8, 1, 1]))
   h = max_pool(relu(bn), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
@@ -142,9 +145,7 @@ TEST(ConvCall, ChannelsLastTransposesCancelBetweenConvs) {
   out = relu(add(c2, h))
   pooled = reduce_mean(out, axes=[2, 3])
   return pooled
-})",
-                                                           "conv.stitch")
-                                                .graphs.front());
+})");
   const std::vector<Tensor> inputs = testing::random_inputs(g, 4, {});
   const std::vector<Tensor> want = interpret(g, inputs);
   for (PlannerKind planner : kEveryPlanner) {
@@ -176,7 +177,7 @@ TEST(ConvCall, ChannelsLastTransposesCancelBetweenConvs) {
 TEST(ConvCall, ChannelsLastTransposesSinkThroughResizes) {
   testing::ScratchDirectory dir("stitch-conv-resize-test");
   KernelCache cache(dir.path());
-  const Graph g = canonicalize(parse_module(R"(graph fpn(x: f32[2, 3, 12, 12], w0: f32[8, 3, 3, 3], w1: f32[8, 8, 3, 3], wl: f32[8, 8, 1, 1], wh: f32[5, 8, 1, 1]) {
+  const Graph g = canonical(R"(graph fpn(x: f32[2, 3, 12, 12], w0: f32[8, 3, 3, 3], w1: f32[8, 8, 3, 3], wl: f32[8, 8, 1, 1], wh: f32[5, 8, 1, 1]) {
   c0 = relu(conv(x, w0, strides=[2, 2], pads=[1, 1, 1, 1]))
   c1 = relu(conv(c0, w1, strides=[2, 2], pads=[1, 1, 1, 1]))
   up = resize(c1, axes=[2, 3], sizes=[6, 6], coordinate_transformation_mode="asymmetric", nearest_mode="floor")
@@ -184,9 +185,7 @@ TEST(ConvCall, ChannelsLastTransposesSinkThroughResizes) {
   logits = conv(p, wh)
   y = resize(logits, axes=[2, 3], sizes=[12, 12], mode="linear")
   return y
-})",
-                                                           "fpn.stitch")
-                                                .graphs.front());
+})");
   const std::vector<Tensor> inputs = testing::random_inputs(g, 5, {});
   const std::vector<Tensor> want = interpret(g, inputs);
   for (PlannerKind planner : {PlannerKind::Xla, PlannerKind::Stitch}) {
@@ -203,12 +202,10 @@ TEST(ConvCall, ChannelsLastTransposesSinkThroughResizes) {
 TEST(ConvCall, ConstantWeightsArePackedOnce) {
   testing::ScratchDirectory dir("stitch-conv-constant-test");
   KernelCache cache(dir.path());
-  const Graph g = canonicalize(parse_module(R"(graph c(x: f32[2, 8, 9, 9], w: f32[16, 8, 3, 3], b: f32[16]) {
+  const Graph g = canonical(R"(graph c(x: f32[2, 8, 9, 9], w: f32[16, 8, 3, 3], b: f32[16]) {
   y = relu(conv(x, w, b, pads=[1, 1, 1, 1]))
   return y
-})",
-                                                           "constant.stitch")
-                                                .graphs.front());
+})");
   CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, cache);
   EXPECT_THROW(exe.set_constant_params({"x", "weights"}), UserError);
   exe.set_constant_params({"w", "b"});
@@ -233,7 +230,7 @@ TEST(ConvCall, ChannelsFirstDepthwiseIsItsComposite) {
   KernelCache cache(dir.path());
   const ConvCase c = conv_cases()[7];
   ASSERT_EQ(c.text.substr(0, 15), "graph depthwise");
-  const Graph g = canonicalize(parse_module(c.text, "conv.stitch").graphs.front());
+  const Graph g = canonical(c.text);
   const std::vector<Tensor> inputs = testing::random_inputs(g, 2, {});
   CompileOptions first;
   first.plan.channels_last = false;
@@ -247,13 +244,11 @@ TEST(ConvCall, ChannelsFirstDepthwiseIsItsComposite) {
 TEST(ConvCall, EpiloguesFuseOnceEach) {
   testing::ScratchDirectory dir("stitch-conv-epilogue-test");
   KernelCache cache(dir.path());
-  const Graph g = canonicalize(parse_module(R"(graph blocks(x: f32[2, 6, 9, 9], a: f32[6, 6, 3, 3], b: f32[6, 6, 1, 1]) {
+  const Graph g = canonical(R"(graph blocks(x: f32[2, 6, 9, 9], a: f32[6, 6, 3, 3], b: f32[6, 6, 1, 1]) {
   r6 = clamp(conv(x, a, pads=[1, 1, 1, 1]), 0.0, 6.0)
   sum = relu(add(conv(r6, a, pads=[1, 1, 1, 1]), conv(x, b)))
   return sum
-})",
-                                                           "conv.stitch")
-                                                .graphs.front());
+})");
   const std::vector<Tensor> inputs = testing::random_inputs(g, 6, {});
   const std::vector<Tensor> want = interpret(g, inputs);
   for (PlannerKind planner : kEveryPlanner) {
@@ -272,7 +267,7 @@ TEST(ConvCall, SwitchedOffEveryConvIsItsComposite) {
   testing::ScratchDirectory dir("stitch-conv-off-test");
   KernelCache cache(dir.path());
   const ConvCase c = conv_cases()[0];
-  const Graph g = canonicalize(parse_module(c.text, "conv.stitch").graphs.front());
+  const Graph g = canonical(c.text);
   const std::vector<Tensor> inputs = testing::random_inputs(g, 3, {});
   CompileOptions off;
   off.plan.conv_calls = false;

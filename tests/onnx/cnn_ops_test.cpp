@@ -27,14 +27,7 @@ using testing::ints_attr;
 using testing::string_attr;
 using Ints = std::vector<int64_t>;
 
-class OnnxCnnOpsTest : public testing::OnnxModelTest {
- protected:
-  void dims_input(const std::string& name, const Ints& shape) {
-    std::vector<std::string> dims;
-    for (int64_t d : shape) dims.push_back(std::to_string(d));
-    input(name, dims);
-  }
-};
+class OnnxCnnOpsTest : public testing::OnnxModelTest {};
 
 // Deterministic values of both signs.
 Tensor wavy(const Ints& shape, double phase) {

@@ -134,6 +134,12 @@ class OnnxModelTest : public ::testing::Test {
       }
     }
   }
+  // An input of static extents.
+  void dims_input(const std::string& name, const std::vector<int64_t>& shape, int elem = ::onnx::TensorProto::FLOAT) {
+    std::vector<std::string> dims;
+    for (int64_t d : shape) dims.push_back(std::to_string(d));
+    input(name, dims, elem);
+  }
   void output(const std::string& name) { graph().add_output()->set_name(name); }
 
   // A node with one output, named `name` or else after its output.

@@ -29,14 +29,7 @@ using testing::int_attr;
 using testing::string_attr;
 using Ints = std::vector<int64_t>;
 
-class OnnxResizeTopKTest : public testing::OnnxModelTest {
- protected:
-  void dims_input(const std::string& name, const Ints& shape, int elem = TensorProto::FLOAT) {
-    std::vector<std::string> dims;
-    for (int64_t d : shape) dims.push_back(std::to_string(d));
-    input(name, dims, elem);
-  }
-};
+class OnnxResizeTopKTest : public testing::OnnxModelTest {};
 
 Tensor eighths(DType t, const Ints& shape, double phase) {
   Tensor x(t, shape);

@@ -28,7 +28,7 @@ bool operator==(const Expr& a, const Expr& b) {
       return x.int_value == y.int_value &&
              std::bit_cast<uint64_t>(x.float_value) == std::bit_cast<uint64_t>(y.float_value);
     case ExprKind::Var: return x.name == y.name;
-    case ExprKind::Op: return x.op == y.op && x.operands == y.operands;
+    case ExprKind::Op: return x.op == y.op && x.in_range == y.in_range && x.operands == y.operands;
     case ExprKind::Load: return x.name == y.name && x.operands == y.operands;
   }
   STITCH_ASSERT(false, "unknown expression kind");
@@ -137,6 +137,22 @@ Expr op(OpKind kind, std::vector<Expr> operands) {
 }
 
 Expr cast(Expr value, DType to) { return make_op_unchecked(OpKind::Cast, to, {std::move(value)}); }
+
+Expr with_operands(const Expr& e, std::vector<Expr> operands) {
+  auto n = std::make_shared<ExprNode>(e.node());
+  n->operands = std::move(operands);
+  return Expr(std::move(n));
+}
+
+Expr cast_in_range(Expr value, DType to) {
+  STITCH_ASSERT(is_float(value.dtype()) && !is_float(to) && to != DType::boolean,
+                "cast_in_range converts a float to an integer");
+  auto n = new_node(ExprKind::Op, to);
+  n->op = OpKind::Cast;
+  n->operands = {std::move(value)};
+  n->in_range = true;
+  return Expr(std::move(n));
+}
 
 Expr operator+(Expr a, Expr b) { return op(OpKind::Add, {std::move(a), std::move(b)}); }
 Expr operator-(Expr a, Expr b) { return op(OpKind::Sub, {std::move(a), std::move(b)}); }

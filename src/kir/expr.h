@@ -46,6 +46,9 @@ struct ExprNode {
   std::string name;           // Var: the name; Load: the buffer
   OpKind op = OpKind::Add;    // Op only
   std::vector<Expr> operands; // Op: its operands; Load: the indices
+  // A cast from a float to an integer whose operand is known finite and inside
+  // the target's range (cast_in_range): a plain truncation, no saturation.
+  bool in_range = false;
 };
 
 // Structural equality (same tree, same dtypes, same constants); the verifier
@@ -71,6 +74,13 @@ Expr load(std::string buffer, DType dtype, std::vector<Expr> indices);
 // caller and raises InternalError.
 Expr op(OpKind kind, std::vector<Expr> operands);
 Expr cast(Expr value, DType to);
+// A float -> integer cast whose operand the caller has proved finite and
+// strictly inside the target's range (lower/value_range.h): the same value as
+// cast(), emitted as a plain conversion that vectorises where the saturating
+// one's branches keep GCC's loop scalar.
+Expr cast_in_range(Expr value, DType to);
+// `e` (an Op or a Load) with other operands, everything else kept.
+Expr with_operands(const Expr& e, std::vector<Expr> operands);
 // No typing check: for the verifier's tests, which must build ill-typed trees.
 Expr make_op_unchecked(OpKind kind, DType result, std::vector<Expr> operands);
 

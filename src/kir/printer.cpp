@@ -116,7 +116,9 @@ std::string print_expr(const Expr& e) {
     case ExprKind::Var: return n.name;
     case ExprKind::Load: return fmt::format("{}[{}]", n.name, join(n.operands));
     case ExprKind::Op:
-      if (n.op == OpKind::Cast) return fmt::format("cast({}, to={})", join(n.operands), dtype_name(n.dtype));
+      if (n.op == OpKind::Cast) {
+        return fmt::format("cast({}, to={}{})", join(n.operands), dtype_name(n.dtype), n.in_range ? ", in_range" : "");
+      }
       return fmt::format("{}({})", op_name(n.op), join(n.operands));
   }
   STITCH_ASSERT(false, "unknown expression kind");

@@ -75,7 +75,7 @@ Expr literal(const AttrValue& value, DType dtype) {
 }
 
 GroupExpr::GroupExpr(const Graph& g, const FusionGroup& group, kir::KernelBuilder& kb)
-    : g_(g), kb_(kb), in_group_(group.nodes.begin(), group.nodes.end()) {}
+    : g_(g), kb_(kb), in_group_(group.nodes.begin(), group.nodes.end()), ranges_(g) {}
 
 void GroupExpr::declare_params(const GroupSignature& sig) {
   for (const std::string& s : sig.symbols) kb_.scalar_param(symbol_param(s));
@@ -220,8 +220,16 @@ Expr GroupExpr::eval_node(const Node& node, const Index& idx) {
   }
   Index operands;
   for (ValueId in : node.inputs) operands.push_back(eval(in, idx));
-  Expr e = node.op == OpKind::Cast ? kir::cast(operands[0], attrs.get("to").as_dtype())
-                                   : kir::op(node.op, operands);
+  Expr e;
+  if (node.op == OpKind::Cast) {
+    // A float -> int cast that cannot saturate is a plain conversion, which
+    // GCC vectorises (the resize composite's source indices).
+    const DType to = attrs.get("to").as_dtype();
+    e = ranges_.cast_never_saturates(node.inputs[0], to) ? kir::cast_in_range(operands[0], to)
+                                                         : kir::cast(operands[0], to);
+  } else {
+    e = kir::op(node.op, operands);
+  }
   return kb_.let(fresh("e"), e);
 }
 
@@ -377,25 +385,9 @@ Expr GroupExpr::eval_gather(const Node& node, const Index& idx) {
   return result;
 }
 
-bool GroupExpr::known_in_range(ValueId v, int64_t extent) const {
-  auto node_of = [&](ValueId x) -> const Node* {
-    const int p = g_.value(x).producer;
-    return p < 0 ? nullptr : &g_.nodes()[static_cast<size_t>(p)];
-  };
-  // A value broadcast to a shape has the same elements.
-  auto producer = [&](ValueId x) -> const Node* {
-    const Node* n = node_of(x);
-    return n && n->op == OpKind::Broadcast ? node_of(n->inputs[0]) : n;
-  };
-  const Node* clamp = producer(v);
-  if (!clamp || clamp->op != OpKind::Clamp) return false;
-  auto bound = [&](ValueId b) -> std::optional<double> {
-    const Node* c = producer(b);
-    if (!c || c->op != OpKind::Constant || !c->attrs.get("value").is_number()) return std::nullopt;
-    return c->attrs.get("value").as_number();
-  };
-  const std::optional<double> lo = bound(clamp->inputs[1]), hi = bound(clamp->inputs[2]);
-  return lo && hi && *lo >= 0 && *hi <= static_cast<double>(extent - 1) && *lo <= *hi;
+bool GroupExpr::known_in_range(ValueId v, int64_t extent) {
+  const std::optional<Interval> r = ranges_.of(v);
+  return r && r->lo >= 0 && r->hi <= static_cast<double>(extent - 1);
 }
 
 // One element of numpy matmul (docs/semantics.md, dot), as the interpreter

@@ -19,6 +19,7 @@
 #include "kir/kernel_builder.h"
 #include "lower/lower_loop_group.h"
 #include "lower/piece_versions.h"
+#include "lower/value_range.h"
 #include "stitch/graph.h"
 
 namespace stitch::lower {
@@ -100,9 +101,9 @@ class GroupExpr {
   std::optional<kir::Expr> eval_assumed_concat(const Node& node, const Index& idx);
   std::optional<kir::Expr> eval_assumed_pad(const Node& node, const Index& idx);
   kir::Expr eval_gather(const Node& node, const Index& idx);
-  // Whether every element of `v` is known to lie in [0, extent): a clamp by
-  // constants inside that range (the resize composite's indices).
-  bool known_in_range(ValueId v, int64_t extent) const;
+  // Whether every element of `v` is known to lie in [0, extent) (value_range.h:
+  // the resize composite's indices, clamped by constants).
+  bool known_in_range(ValueId v, int64_t extent);
   kir::Expr eval_dot(const Node& node, const Index& idx);
 
   const Graph& g_;
@@ -117,6 +118,7 @@ class GroupExpr {
   PieceAssumption* assume_ = nullptr;
   std::vector<std::pair<ValueId, Index>> loads_;
   int heavy_evaluated_ = 0;
+  ValueRanges ranges_;
 };
 
 }  // namespace stitch::lower

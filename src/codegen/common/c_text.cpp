@@ -93,7 +93,7 @@ std::optional<std::string> operator_text(OpKind k, DType in, const std::string& 
   }
 }
 
-std::string cast_text(const std::string& value, DType from, DType to) {
+std::string cast_text(const std::string& value, DType from, DType to, bool in_range) {
   if (from == to) return value;
   const std::string target = compute_type(to);
   if (to == DType::boolean) return fmt::format("({} != 0)", value);
@@ -105,7 +105,12 @@ std::string cast_text(const std::string& value, DType from, DType to) {
     if (is_narrow_float(to)) return round_to_narrow(to, value);
     return fmt::format("static_cast<{}>({})", target, value);
   }
-  if (is_float(from)) return fmt::format("stitch_float_to_int<{}>({})", target, value);
+  if (is_float(from)) {
+    // Known finite and inside the target's range: C++'s truncation is the
+    // saturating one's value there.
+    if (in_range) return fmt::format("static_cast<{}>({})", target, value);
+    return fmt::format("stitch_float_to_int<{}>({})", target, value);
+  }
   if (is_float(to)) {
     // i64 -> f32/f64 is one rounding; to a narrow float, round to odd first.
     if (is_narrow_float(to)) return round_to_narrow(to, fmt::format("stitch_i64_to_f64_round_to_odd({})", value));

@@ -40,6 +40,6 @@ std::optional<std::string> operator_text(OpKind k, DType in, const std::string& 
                                          const kir::Expr& e);
 // docs/semantics.md, Casts. `value` is in `from`'s compute type; a float
 // rounded to f16/bf16 goes to the rounding helper as it is.
-std::string cast_text(const std::string& value, DType from, DType to);
+std::string cast_text(const std::string& value, DType from, DType to, bool in_range = false);
 
 }  // namespace stitch::codegen::common

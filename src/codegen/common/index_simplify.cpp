@@ -574,8 +574,7 @@ class Simplifier {
     if (e->kind == ExprKind::Const || e->kind == ExprKind::Var) return e;
     std::vector<Expr> operands;
     for (const Expr& o : e->operands) operands.push_back(simplify(o));
-    return e->kind == ExprKind::Load ? kir::load(e->name, e->dtype, operands)
-                                     : kir::make_op_unchecked(e->op, e->dtype, operands);
+    return kir::with_operands(e, std::move(operands));
   }
 
   Sum opaque(const Expr& e) {

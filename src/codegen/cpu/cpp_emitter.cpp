@@ -929,7 +929,7 @@ class KernelEmitter : private common::SourceWriter {
 
   std::string op(const Expr& e) {
     const DType result = e->dtype;
-    if (e->op == OpKind::Cast) return cast_text(expr(e->operands[0]), e->operands[0].dtype(), result);
+    if (e->op == OpKind::Cast) return cast_text(expr(e->operands[0]), e->operands[0].dtype(), result, e->in_range);
     std::vector<std::string> a;
     for (const Expr& operand : e->operands) a.push_back(expr(operand));
     const DType in = e->operands[0].dtype();

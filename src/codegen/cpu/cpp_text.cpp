@@ -129,6 +129,8 @@ std::string op_text(OpKind k, DType in, const std::string& t, const std::vector<
 
 // docs/semantics.md, Casts. The CPU rounding helpers round a float or a double
 // once to f16/bf16 (stitch_cpu_runtime.h; a float by the fast path).
-std::string cast_text(const std::string& value, DType from, DType to) { return common::cast_text(value, from, to); }
+std::string cast_text(const std::string& value, DType from, DType to, bool in_range) {
+  return common::cast_text(value, from, to, in_range);
+}
 
 }  // namespace stitch::codegen::cpu

@@ -34,6 +34,6 @@ std::string int_literal(int64_t v, DType t);
 // `e` is the op node, for literal divisors.
 std::string op_text(OpKind k, DType in, const std::string& t, const std::vector<std::string>& a, const kir::Expr& e);
 // docs/semantics.md, Casts. `value` is in `from`'s compute type.
-std::string cast_text(const std::string& value, DType from, DType to);
+std::string cast_text(const std::string& value, DType from, DType to, bool in_range = false);
 
 }  // namespace stitch::codegen::cpu

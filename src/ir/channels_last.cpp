@@ -32,7 +32,7 @@ Ints inverse(const Ints& perm) {
 
 class ChannelsLast {
  public:
-  explicit ChannelsLast(const Graph& g) : g_(g), rw_(g), feeds_conv_(feeds_conv(g)) {}
+  explicit ChannelsLast(const Graph& g) : g_(g), rw_(g) {}
 
   Graph run() {
     for (const Node& n : g_.nodes()) rw_.bind(n, rewrite(n));
@@ -81,51 +81,14 @@ class ChannelsLast {
       return layout(n, *lead);
     } else if (is_reduction(n.op) && n.attrs.find("axes") && n.attrs.find("keepdims")) {
       return reduction(n, *lead);
-    } else if (n.op == OpKind::Gather && pending(in[0]) && d().type(in[1]).rank() == 1 &&
-               (!enlarges(n) || feeds_conv_[static_cast<size_t>(&n - g_.nodes().data())])) {
-      // An upsampling gather takes the transpose along only when it will
-      // cancel at a conv; otherwise the transpose runs on the smaller input.
+    } else if (n.op == OpKind::Gather && pending(in[0]) && d().type(in[1]).rank() == 1) {
+      // An upsampling gather too: its rows are then read along the channels,
+      // and a transpose left at the end runs in tiles (docs/lowering.md,
+      // Transpose tiles) where a transpose first would make every read a
+      // strided gather.
       return gather(n, *pending(in[0]), in[1]);
     }
     return rw_.copy(n, in);
-  }
-
-  bool enlarges(const Node& n) const {
-    const Dim& from = g_.type(n.inputs[0]).shape[static_cast<size_t>(n.attrs.get("axis").as_int())];
-    const Dim& to = g_.type(n.inputs[1]).shape[0];
-    return !(from.is_static() && to.is_static() && to.extent() <= from.extent());
-  }
-
-  // Per node of `g`: whether a transpose of its result could move through
-  // its readers until a conv takes it: it is no graph output, and every
-  // reader is a conv reading it as data or side input, or an op a transpose
-  // moves through whose own result does the same.
-  static std::vector<bool> feeds_conv(const Graph& g) {
-    const size_t count = g.nodes().size();
-    std::vector<std::vector<int>> readers(count);
-    for (size_t c = 0; c < count; ++c) {
-      for (ValueId v : g.nodes()[c].inputs) {
-        if (g.value(v).producer >= 0) readers[static_cast<size_t>(g.value(v).producer)].push_back(static_cast<int>(c));
-      }
-    }
-    std::vector<bool> out(count, false);
-    std::vector<bool> is_output(count, false);
-    for (const GraphOutput& o : g.outputs()) {
-      if (g.value(o.value).producer >= 0) is_output[static_cast<size_t>(g.value(o.value).producer)] = true;
-    }
-    for (size_t i = count; i-- > 0;) {
-      bool ok = !is_output[i] && !readers[i].empty();
-      for (int c : readers[i]) {
-        const Node& r = g.nodes()[static_cast<size_t>(c)];
-        const ValueId v = g.nodes()[i].output;
-        const bool moves = is_elementwise(r.op) || r.op == OpKind::Pad || r.op == OpKind::Slice ||
-                           (is_reduction(r.op) && r.attrs.find("keepdims")) ||
-                           (r.op == OpKind::Gather && r.inputs[0] == v);
-        ok = ok && ((r.op == OpKind::Conv && r.inputs[1] != v) || (moves && out[static_cast<size_t>(c)]));
-      }
-      out[i] = ok;
-    }
-    return out;
   }
 
   // A gather by a 1-D index (resize's) keeps the rank and replaces one axis'
@@ -264,7 +227,6 @@ class ChannelsLast {
 
   const Graph& g_;
   Rewriter rw_;
-  std::vector<bool> feeds_conv_;
   std::map<int, Pending> pending_;
 };
 

@@ -41,7 +41,8 @@ int64_t element_count(const Shape& s) {
 // is stored at) or a reshape that is a root; no transpose may feed another's
 // operand. Roots of another shape (of as many elements) are computed in their
 // own order: block b computes their elements b * side^2 to (b + 1) * side^2 - 1.
-std::string find_tiled(const Graph& g, const FusionGroup& group, int64_t side, Tiling* tiling) {
+std::string find_tiled(const Graph& g, const FusionGroup& group, bool gpu, Tiling* tiling) {
+  const int64_t side = gpu ? kGpuTransposeTile : kTransposeTile;
   if (group.kind != GroupKind::Loop || group.roots.empty()) return "not a loop group";
   std::vector<int>& tiled = tiling->tiled;
   for (int n : group.nodes) {
@@ -68,9 +69,11 @@ std::string find_tiled(const Graph& g, const FusionGroup& group, int64_t side, T
   for (const Dim& d : shape) {
     if (!d.is_static()) return "a symbolic dimension";
   }
-  if (shape.back().extent() % side != 0 || shape[tiling->row_axis].extent() % side != 0) {
-    return fmt::format("the transposed axes are not multiples of {}", side);
-  }
+  // On the CPU the squares at the ends of axes that are not multiples of the
+  // side are partial (their reads clamped, their stores guarded); the GPU's
+  // lowering takes whole squares only.
+  const bool partial = shape.back().extent() % side != 0 || shape[tiling->row_axis].extent() % side != 0;
+  if (partial && gpu) return fmt::format("the transposed axes are not multiples of {}", side);
   for (int r : group.roots) {
     const Shape& rs = g.type(g.nodes()[r].output).shape;
     for (const Dim& d : rs) {
@@ -97,6 +100,13 @@ std::string find_tiled(const Graph& g, const FusionGroup& group, int64_t side, T
     }
     downstream.insert(n);
   }
+  // A root of another shape that reads no transpose is computed side^2
+  // elements a block, which partial squares would not cover exactly.
+  for (int r : group.roots) {
+    if (partial && !downstream.count(r) && g.type(g.nodes()[r].output).shape != shape) {
+      return fmt::format("partial squares and a root of another shape ({})", g.value_name(g.nodes()[r].output));
+    }
+  }
   // Upstream of a tiled transpose's operand: no other tiled transpose.
   for (int t : tiled) {
     std::vector<int> stack{t};
@@ -122,7 +132,7 @@ class TransposeTileLowerer {
         pitch_(gpu ? side_ + 1 : side_), kb_(name) {}
 
   kir::Kernel run() {
-    const std::string problem = find_tiled(g_, group_, side_, &tiling_);
+    const std::string problem = find_tiled(g_, group_, gpu_, &tiling_);
     STITCH_ASSERT(problem.empty(), "lower_transpose_tiles: " + problem);
     const std::vector<int>& tiled = tiling_.tiled;
     ex_.declare_params(loop_group_signature(g_, group_));
@@ -134,8 +144,10 @@ class TransposeTileLowerer {
     for (size_t d = 0; d + 1 < rank; ++d) {
       if (d != row_axis) leading.push_back(shape[d]);
     }
-    const int64_t row_tiles = shape[row_axis].extent() / side_;
-    const int64_t column_tiles = shape[rank - 1].extent() / side_;
+    const int64_t rows = shape[row_axis].extent(), columns = shape[rank - 1].extent();
+    const int64_t row_tiles = (rows + side_ - 1) / side_;
+    const int64_t column_tiles = (columns + side_ - 1) / side_;
+    const bool partial = rows % side_ != 0 || columns % side_ != 0;
     int64_t squares = 1;
     for (const Dim& d : leading) squares *= d.extent();
     const int64_t per_square = row_tiles * column_tiles;
@@ -146,72 +158,119 @@ class TransposeTileLowerer {
     // Blocks walk along the rows of tiles, so consecutive blocks continue
     // the same output rows and the threads' static shares are row ranges.
     kb_.grid("blk", kir::int_const(squares * per_square), [&](const Expr& b) {
-      const Index outer = ex_.delinearize(kir::op(OpKind::Div, {b, kir::int_const(per_square)}), leading, "o");
+      Square sq;
+      sq.block = b;
+      sq.outer = ex_.delinearize(kir::op(OpKind::Div, {b, kir::int_const(per_square)}), leading, "o");
       const Expr in_square = kir::op(OpKind::Rem, {b, kir::int_const(per_square)});
       // Expressions, not lets: the C++ emitter bounds them through the grid
       // index, so the index arithmetic of the thread loops is plain and the
       // loops' accesses contiguous vectors (docs/cpu-backend.md, Thread loops).
-      const Expr row0 = mul_i(kir::op(OpKind::Div, {in_square, kir::int_const(column_tiles)}), kir::int_const(side_));
-      const Expr col0 = mul_i(kir::op(OpKind::Rem, {in_square, kir::int_const(column_tiles)}), kir::int_const(side_));
-      // The index of the tile shape at (row, column) of this block's square.
-      auto at_square = [&](const Expr& row, const Expr& column) {
-        Index idx;
-        size_t o = 0;
-        for (size_t d = 0; d + 1 < rank; ++d) idx.push_back(d == row_axis ? row : outer[o++]);
-        idx.push_back(column);
-        return idx;
-      };
-      kb_.block("thr", side_, [&](const Expr& t) {
-        // Stage: tile[k][t] = the transpose at (row0 + t, col0 + k), which is
-        // its operand's innermost axis at row0 + t: one row of the operand.
-        for (size_t k = 0; k < tiled.size(); ++k) {
-          const Node& node = g_.nodes()[tiled[k]];
-          const std::vector<int64_t> perm = transpose_permutation(node, rank);
-          kb_.loop(fmt::format("s{}", k), kir::int_const(side_), kir::LoopLevel::Unroll, [&](const Expr& s) {
-            ex_.scoped([&] {
-              const Index out = at_square(kb_.let(ex_.fresh("r"), add_i(row0, t)), kb_.let(ex_.fresh("c"), add_i(col0, s)));
-              Index in(rank);
-              for (size_t d = 0; d < rank; ++d) in[static_cast<size_t>(perm[d])] = out[d];
-              kb_.store(tile_name(k), {add_i(mul_i(s, kir::int_const(pitch_)), t)}, ex_.eval(node.inputs[0], in));
-            });
-          });
-          if (!gpu_) kb_.transpose_tile(tile_name(k), side_);
-        }
-        // The GPU reads the staged columns back as rows below: every lane's
-        // stores must be seen first.
-        if (gpu_) kb_.barrier();
-        // Compute: row j of every (transposed) tile is the transpose at (row0 + j, col0 + t);
-        // on the GPU that is column j of the staged tile.
-        kb_.loop("j", kir::int_const(side_), kir::LoopLevel::Serial, [&](const Expr& j) {
-          ex_.scoped([&] {
-            const Index idx = at_square(kb_.let(ex_.fresh("r"), add_i(row0, j)), kb_.let(ex_.fresh("c"), add_i(col0, t)));
-            const Expr at = gpu_ ? add_i(mul_i(t, kir::int_const(pitch_)), j) : add_i(mul_i(j, kir::int_const(pitch_)), t);
-            for (size_t k = 0; k < tiled.size(); ++k) {
-              ex_.bind(g_.nodes()[tiled[k]].output, kb_.load(tile_name(k), {at}));
-            }
-            for (int r : group_.roots) {
-              const ValueId out = g_.nodes()[r].output;
-              const Shape& root_shape = g_.type(out).shape;
-              Index at_root = idx;
-              if (root_shape != shape) {
-                // A reshape of the square's values: at the same linear index. Any
-                // other root: in its own order, this block's side^2 elements along rows.
-                const Expr linear =
-                    tiling_.downstream.count(r)
-                        ? ex_.linearize(idx, shape)
-                        : add_i(add_i(mul_i(b, kir::int_const(side_ * side_)), mul_i(j, kir::int_const(side_))), t);
-                at_root = ex_.delinearize(linear, root_shape, ex_.fresh("q"));
-              }
-              kb_.store(ex_.buffer(out), at_root, ex_.eval(out, at_root));
-            }
-          });
-        });
-      });
+      sq.row0 = mul_i(kir::op(OpKind::Div, {in_square, kir::int_const(column_tiles)}), kir::int_const(side_));
+      sq.col0 = mul_i(kir::op(OpKind::Rem, {in_square, kir::int_const(column_tiles)}), kir::int_const(side_));
+      if (!partial) {
+        square(sq, false);
+        return;
+      }
+      // Whole squares as above; a square at the end of the rows or columns
+      // clamps its reads into the shape and stores only inside it.
+      const Expr whole = kir::op(OpKind::And, {kir::op(OpKind::Le, {add_i(sq.row0, kir::int_const(side_)), kir::int_const(rows)}),
+                                               kir::op(OpKind::Le, {add_i(sq.col0, kir::int_const(side_)), kir::int_const(columns)})});
+      kb_.if_then(
+          whole, [&] { ex_.scoped([&] { square(sq, false); }); }, [&] { ex_.scoped([&] { square(sq, true); }); });
     });
     return kb_.finish();
   }
 
  private:
+  // One block's square: the leading axes' index, the first row and column.
+  struct Square {
+    Expr block;
+    Index outer;
+    Expr row0, col0;
+  };
+
+  // The block's threads over one square; `partial`: the square may reach past
+  // the shape's rows or columns, so reads are clamped into it and stores
+  // guarded (the clamped reads fill tile entries nothing stores).
+  void square(const Square& sq, bool partial) {
+    const std::vector<int>& tiled = tiling_.tiled;
+    const Shape& shape = tiling_.shape;
+    const size_t rank = shape.size();
+    const size_t row_axis = tiling_.row_axis;
+    const Expr last_row = kir::int_const(shape[row_axis].extent() - 1);
+    const Expr last_column = kir::int_const(shape[rank - 1].extent() - 1);
+    // The index of the tile shape at (row, column) of this block's square.
+    auto at_square = [&](const Expr& row, const Expr& column) {
+      Index idx;
+      size_t o = 0;
+      for (size_t d = 0; d + 1 < rank; ++d) idx.push_back(d == row_axis ? row : sq.outer[o++]);
+      idx.push_back(column);
+      return idx;
+    };
+    auto clamped = [&](const Expr& i, const Expr& last) { return partial ? kir::op(OpKind::Min, {i, last}) : i; };
+    // Loop variables are unique in a kernel: the partial square's are suffixed.
+    const std::string suffix = partial ? "_p" : "";
+    kb_.block("thr" + suffix, side_, [&](const Expr& t) {
+      // Stage: tile[k][t] = the transpose at (row0 + t, col0 + k), which is
+      // its operand's innermost axis at row0 + t: one row of the operand.
+      for (size_t k = 0; k < tiled.size(); ++k) {
+        const Node& node = g_.nodes()[tiled[k]];
+        const std::vector<int64_t> perm = transpose_permutation(node, rank);
+        kb_.loop(fmt::format("s{}{}", k, suffix), kir::int_const(side_), kir::LoopLevel::Unroll, [&](const Expr& s) {
+          ex_.scoped([&] {
+            const Index out = at_square(kb_.let(ex_.fresh("r"), clamped(add_i(sq.row0, t), last_row)),
+                                        kb_.let(ex_.fresh("c"), clamped(add_i(sq.col0, s), last_column)));
+            Index in(rank);
+            for (size_t d = 0; d < rank; ++d) in[static_cast<size_t>(perm[d])] = out[d];
+            kb_.store(tile_name(k), {add_i(mul_i(s, kir::int_const(pitch_)), t)}, ex_.eval(node.inputs[0], in));
+          });
+        });
+        if (!gpu_) kb_.transpose_tile(tile_name(k), side_);
+      }
+      // The GPU reads the staged columns back as rows below: every lane's
+      // stores must be seen first.
+      if (gpu_) kb_.barrier();
+      // Compute: row j of every (transposed) tile is the transpose at (row0 + j, col0 + t);
+      // on the GPU that is column j of the staged tile.
+      kb_.loop("j" + suffix, kir::int_const(side_), kir::LoopLevel::Serial, [&](const Expr& j) {
+        const Expr row = kb_.let(ex_.fresh("r"), add_i(sq.row0, j));
+        const Expr column = kb_.let(ex_.fresh("c"), add_i(sq.col0, t));
+        auto compute = [&] {
+          ex_.scoped([&] { store_roots(sq, j, t, at_square(row, column)); });
+        };
+        if (!partial) {
+          compute();
+          return;
+        }
+        kb_.if_then(kir::op(OpKind::And, {kir::op(OpKind::Le, {row, last_row}), kir::op(OpKind::Le, {column, last_column})}),
+                    compute);
+      });
+    });
+  }
+
+  // Every root at `idx` of the tile shape, the tiled transposes read from the tiles.
+  void store_roots(const Square& sq, const Expr& j, const Expr& t, const Index& idx) {
+    const Shape& shape = tiling_.shape;
+    const Expr at = gpu_ ? add_i(mul_i(t, kir::int_const(pitch_)), j) : add_i(mul_i(j, kir::int_const(pitch_)), t);
+    for (size_t k = 0; k < tiling_.tiled.size(); ++k) {
+      ex_.bind(g_.nodes()[tiling_.tiled[k]].output, kb_.load(tile_name(k), {at}));
+    }
+    for (int r : group_.roots) {
+      const ValueId out = g_.nodes()[r].output;
+      const Shape& root_shape = g_.type(out).shape;
+      Index at_root = idx;
+      if (root_shape != shape) {
+        // A reshape of the square's values: at the same linear index. Any
+        // other root: in its own order, this block's side^2 elements along rows.
+        const Expr linear = tiling_.downstream.count(r)
+                                ? ex_.linearize(idx, shape)
+                                : add_i(add_i(mul_i(sq.block, kir::int_const(side_ * side_)), mul_i(j, kir::int_const(side_))), t);
+        at_root = ex_.delinearize(linear, root_shape, ex_.fresh("q"));
+      }
+      kb_.store(ex_.buffer(out), at_root, ex_.eval(out, at_root));
+    }
+  }
+
   static std::string tile_name(size_t k) { return fmt::format("tile{}", k); }
 
   const Graph& g_;
@@ -228,7 +287,7 @@ class TransposeTileLowerer {
 
 std::string transpose_tiles_problem(const Graph& g, const FusionGroup& group, bool gpu) {
   Tiling tiling;
-  return find_tiled(g, group, gpu ? kGpuTransposeTile : kTransposeTile, &tiling);
+  return find_tiled(g, group, gpu, &tiling);
 }
 
 kir::Kernel lower_transpose_tiles(const Graph& g, const FusionGroup& group, const std::string& kernel_name, bool gpu) {

@@ -2,6 +2,7 @@
 // and one lowered kernel run on the CPU against the graph's parameters.
 #pragma once
 
+#include <stdexcept>
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -43,9 +44,18 @@ inline std::vector<Tensor> run_group_kernel(const runtime::cpu::CpuModule& modul
   for (ValueId v : sig.inputs) buffers.push_back(&values.at(v.index));
   for (ValueId v : sig.outputs) values[v.index] = Tensor(g.type(v).dtype, concrete_shape(g.type(v).shape, bindings));
   for (ValueId v : sig.outputs) buffers.push_back(&values.at(v.index));
+  // A gather's status word (docs/lowering.md, Gather), zero before the run.
+  Tensor status(DType::i32, {1});
+  if (sig.status) {
+    status.data<int32_t>()[0] = 0;
+    buffers.push_back(&status);
+  }
   std::vector<int64_t> scalars;
   for (const std::string& s : sig.symbols) scalars.push_back(runtime::cpu::scalar_slot(bindings.at(s)));
   runtime::cpu::run_kernel(module, kernel, buffers, scalars);
+  if (sig.status && status.data<int32_t>()[0] != 0) {
+    throw std::runtime_error("kernel " + kernel.name + " reported a gather index out of range");
+  }
   std::vector<Tensor> out;
   for (const GraphOutput& o : g.outputs()) out.push_back(values.at(o.value.index));
   return out;

@@ -96,6 +96,23 @@ std::vector<Case> make_cases() {
   z = transpose(b, perm=[0, 2, 1, 3])
   return y, z
 })"},
+      // Partial squares (the CPU's only): columns past a multiple of 16, the
+      // channels-last copy of an image's 3 channels, and an upsampling gather
+      // of 21 channels back to channels-first (the resize of a segmentation
+      // head's logits, its index inside the axis by its value range).
+      {"partial_columns", R"(graph partial_columns(a: f32[20, 16], b: f32[16, 20]) -> (f32[16, 20]) {
+  y = add(transpose(a), b)
+  return y
+})"},
+      {"to_channels_last", R"(graph to_channels_last(x: f32[2, 3, 5, 24]) -> (f32[2, 5, 24, 3]) {
+  y = transpose(x, perm=[0, 2, 3, 1])
+  return y
+})"},
+      {"upsampled_channels", R"(graph upsampled_channels(a: f32[2, 6, 7, 21]) -> (f32[2, 21, 6, 18]) {
+  i = clamp(cast(floor(mul(iota(shape=[18], axis=0, dtype=f64), 0.4)), to=i64), 0, 6)
+  y = transpose(gather(a, i, axis=2), perm=[0, 3, 1, 2])
+  return y
+})"},
       {"wide_two", R"(graph wide_two(a: f64[2, 32, 64], b: f16[2, 32, 64]) -> (f64[2, 64, 32], f16[2, 64, 32]) {
   y = mul(transpose(a, perm=[0, 2, 1]), 2.0)
   z = neg(transpose(b, perm=[0, 2, 1]))
@@ -191,9 +208,10 @@ TEST_F(TransposeTiles, GpuKernelShape) {
 
 TEST(TransposeTilesProblem, GroupsNotTaken) {
   const std::vector<std::pair<std::string, std::string>> refused = {
-      {"the transposed axes are not multiples of 16", R"(graph g(a: f32[20, 16]) -> (f32[16, 20]) {
+      {"partial squares and a root of another shape (z)", R"(graph g(a: f32[20, 16], b: f32[320]) -> (f32[16, 20], f32[320]) {
   y = transpose(a)
-  return y
+  z = neg(b)
+  return y, z
 })"},
       {"a symbolic dimension", R"(graph g(a: f32[N, 16]) -> (f32[16, N]) {
   y = transpose(a)
@@ -230,6 +248,13 @@ TEST(TransposeTilesProblem, GroupsNotTaken) {
     Graph g = parse(text);
     EXPECT_EQ(transpose_tiles_problem(g, whole_graph_loop_group(g)), why);
   }
+  // The GPU's lowering takes whole squares only.
+  Graph g = parse(R"(graph g(a: f32[40, 32]) -> (f32[32, 40]) {
+  y = transpose(a)
+  return y
+})");
+  EXPECT_EQ(transpose_tiles_problem(g, whole_graph_loop_group(g), true), "the transposed axes are not multiples of 32");
+  EXPECT_EQ(transpose_tiles_problem(g, whole_graph_loop_group(g)), "");
 }
 
 }  // namespace

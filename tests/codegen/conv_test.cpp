@@ -263,6 +263,47 @@ TEST(ConvCall, EpiloguesFuseOnceEach) {
   }
 }
 
+// A side input last read by its conv is the result's buffer too: the call
+// adds it in place (a sum post-op), so the run needs one buffer fewer. Read
+// again later (or as the conv's data), it is kept and added from its own
+// buffer. Both match the interpreter.
+TEST(ConvCall, ASideInputLastReadByItsConvIsAddedInPlace) {
+  testing::ScratchDirectory dir("stitch-conv-in-place-test");
+  KernelCache cache(dir.path());
+  const char* const last = R"(graph last(x: f32[2, 8, 9, 9], w: f32[8, 8, 3, 3], b: f32[8]) {
+  a = conv(x, w, pads=[1, 1, 1, 1])
+  s = sqrt(abs(a))
+  y = relu(add(conv(x, w, b, pads=[1, 1, 1, 1]), s))
+  z = mul(y, a)
+  return z
+})";
+  const char* const again = R"(graph again(x: f32[2, 8, 9, 9], w: f32[8, 8, 3, 3], b: f32[8]) {
+  a = conv(x, w, pads=[1, 1, 1, 1])
+  s = sqrt(abs(a))
+  y = relu(add(conv(x, w, b, pads=[1, 1, 1, 1]), s))
+  z = mul(mul(y, a), s)
+  return z
+})";
+  const char* const data = R"(graph data(x: f32[2, 8, 9, 9], w: f32[8, 8, 3, 3], v: f32[8, 8, 1, 1]) {
+  s = neg(conv(x, w, pads=[1, 1, 1, 1]))
+  y = add(conv(s, v), s)
+  return y
+})";
+  std::vector<int> buffers;
+  for (const char* text : {last, again, data}) {
+    const Graph g = canonical(text);
+    SCOPED_TRACE(g.name());
+    const std::vector<Tensor> inputs = testing::random_inputs(g, 8, {});
+    CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, cache);
+    ASSERT_EQ(count_ops(exe.graph(), OpKind::Add), 0) << print_graph(exe.graph());
+    EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(g, inputs), true, 2 * (8 * 9 + 8)));
+    buffers.push_back(exe.intermediate_buffer_count());
+  }
+  // last: the second conv's result takes s's buffer (a, still live, keeps
+  // the first conv's); again: s is kept beside it in a buffer of its own.
+  EXPECT_LT(buffers[0], buffers[1]);
+}
+
 TEST(ConvCall, SwitchedOffEveryConvIsItsComposite) {
   testing::ScratchDirectory dir("stitch-conv-off-test");
   KernelCache cache(dir.path());

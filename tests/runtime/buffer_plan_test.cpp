@@ -231,5 +231,40 @@ TEST(BufferPlan, ABrokenLaunchListIsAnInternalError) {
   EXPECT_THROW(plan_buffers(plan_lifetimes({{{0}, {1}}}, {0}), {}, {}), InternalError);  // no size
 }
 
+// A result written in place of a value its step reads last (a conv call's
+// side input) takes that value's buffer, which stays taken; a value read again
+// later, one too small, and a parameter are not written over.
+TEST(BufferPlan, AResultTakesTheBufferOfAValueItsStepReadsLast) {
+  // v1 and v2 from p0; step 2 reads both and writes v3 in v2's place; step 3
+  // reads v3 (and v1 again) into v4; v5 in place of v1 at step 4, but v1 is
+  // read at step 5 too; v6 in place of p0, a parameter.
+  const std::vector<StepValues> steps = {{{0}, {1}},    {{0}, {2}},    {{1, 2}, {3}}, {{1, 3}, {4}},
+                                         {{1, 4}, {5}}, {{1, 5}, {6}}, {{0, 6}, {7}}};
+  const std::map<int, int64_t> bytes = {{1, 64}, {2, 64}, {3, 64}, {4, 64}, {5, 64}, {6, 64}};
+  const Lifetimes lifetimes = plan_lifetimes(steps, {0, 7});
+  const BufferPlan p = plan_buffers(lifetimes, bytes, {}, {{3, 2}, {5, 1}, {6, 0}});
+  EXPECT_EQ(buffer_of(p, 3), buffer_of(p, 2));
+  EXPECT_NE(buffer_of(p, 5), buffer_of(p, 1));
+  EXPECT_NE(buffer_of(p, 4), buffer_of(p, 3));
+  expect_buffers_fit(p);
+  // Apart from the in-place pair, live values never share a buffer.
+  for (const PlannedValue& a : p.values) {
+    for (const PlannedValue& b : p.values) {
+      if (a.lifetime.value >= b.lifetime.value || (a.lifetime.value == 2 && b.lifetime.value == 3)) continue;
+      if (a.lifetime.first_step <= b.lifetime.last_step && b.lifetime.first_step <= a.lifetime.last_step) {
+        EXPECT_NE(a.buffer, b.buffer) << "v" << a.lifetime.value << " and v" << b.lifetime.value << "\n"
+                                      << print_buffer_plan(p);
+      }
+    }
+  }
+  // A read value whose buffer is smaller than the result's is left alone.
+  std::map<int, int64_t> larger = bytes;
+  larger[3] = 128;
+  const BufferPlan q = plan_buffers(lifetimes, larger, {}, {{3, 2}});
+  EXPECT_NE(buffer_of(q, 3), buffer_of(q, 2));
+  expect_buffers_fit(q);
+  expect_live_values_apart(q);
+}
+
 }  // namespace
 }  // namespace stitch::runtime

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <set>
 
 #include "stitch/error.h"
 
@@ -66,7 +67,7 @@ Lifetimes plan_lifetimes(const std::vector<StepValues>& steps, const std::set<in
 }
 
 BufferPlan plan_buffers(const Lifetimes& lifetimes, const std::map<int, int64_t>& bytes,
-                        const std::vector<int64_t>& pool_bytes) {
+                        const std::vector<int64_t>& pool_bytes, const std::map<int, int>& in_place) {
   BufferPlan plan;
   plan.pool_bytes = pool_bytes;
   for (const Lifetime& l : lifetimes.values) {
@@ -86,9 +87,19 @@ BufferPlan plan_buffers(const Lifetimes& lifetimes, const std::map<int, int64_t>
   std::vector<int> free_buffers(pool_bytes.size());
   std::iota(free_buffers.begin(), free_buffers.end(), 0);
   std::vector<bool> used(pool_bytes.size(), false);
+  // The read values whose buffer a value written at their last step took.
+  std::set<int> handed_over;
   for (size_t step = 0; step < lifetimes.written_at.size(); ++step) {
     for (int v : lifetimes.written_at[step]) {
       PlannedValue& p = planned(v);
+      if (auto it = in_place.find(v); it != in_place.end()) {
+        PlannedValue* read = find_sorted(plan.values, it->second, planned_value_of);
+        if (read && read->lifetime.last_step == static_cast<int>(step) && read->lifetime.first_step < static_cast<int>(step) &&
+            plan.pool_bytes[read->buffer] >= p.bytes && handed_over.insert(it->second).second) {
+          p.buffer = read->buffer;
+          continue;
+        }
+      }
       auto best = free_buffers.end();
       for (auto it = free_buffers.begin(); it != free_buffers.end(); ++it) {
         const int64_t size = plan.pool_bytes[*it];
@@ -108,7 +119,9 @@ BufferPlan plan_buffers(const Lifetimes& lifetimes, const std::map<int, int64_t>
         plan.bytes_used += plan.pool_bytes[p.buffer];
       }
     }
-    for (int v : lifetimes.released_after[step]) free_buffers.push_back(planned(v).buffer);
+    for (int v : lifetimes.released_after[step]) {
+      if (!handed_over.count(v)) free_buffers.push_back(planned(v).buffer);
+    }
   }
   return plan;
 }

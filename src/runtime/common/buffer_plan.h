@@ -66,9 +66,13 @@ struct BufferPlan {
 // order they were freed), or a new buffer of exactly its size when none does.
 // Every buffer of `pool_bytes` is free at the start, so a workspace kept from
 // an earlier run is reused. A step's inputs are released only after it, so no
-// step reads and writes one buffer.
+// step reads and writes one buffer, except where `in_place` lets a written
+// value take the buffer of a value its step reads last (written -> read): a
+// conv's result in its side input's place, where the call adds the side input
+// in place. Taken when both are intermediates, the read one's last reader is
+// that step and its buffer holds the written one.
 BufferPlan plan_buffers(const Lifetimes& lifetimes, const std::map<int, int64_t>& bytes,
-                        const std::vector<int64_t>& pool_bytes);
+                        const std::vector<int64_t>& pool_bytes, const std::map<int, int>& in_place = {});
 
 // One line per intermediate, "vVALUE: BYTES bytes in buffer B, steps [FIRST, LAST]",
 // then "N intermediates in B of P buffers, BYTES bytes used": a deterministic

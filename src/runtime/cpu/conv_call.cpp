@@ -19,9 +19,9 @@ namespace stitch::runtime::cpu {
 
 bool ConvProblem::operator<(const ConvProblem& o) const {
   return std::tie(x_shape, w_shape, out_shape, strides, dilations, pads, groups, has_bias, channels_last, has_side,
-                  activation_min, activation_max) <
+                  side_in_place, activation_min, activation_max) <
          std::tie(o.x_shape, o.w_shape, o.out_shape, o.strides, o.dilations, o.pads, o.groups, o.has_bias, o.channels_last,
-                  o.has_side, o.activation_min, o.activation_max);
+                  o.has_side, o.side_in_place, o.activation_min, o.activation_max);
 }
 
 namespace {
@@ -85,7 +85,15 @@ std::shared_ptr<const Prepared> prepare(const ConvProblem& p) {
   // The scratchpad is this call's, so two threads may run one primitive at once.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::post_ops post;
-  if (p.has_side) post.append_binary(dnnl::algorithm::binary_add, out);
+  // In place, the destination holds the side input: a sum post-op adds it
+  // as the result is written, which oneDNN's brgemm kernels take (its binary
+  // add sends a 1x1 conv to an older kernel: 64 -> 128 channels at 112 x 112,
+  // batch 8, 14.4 ms with the binary add, 10.0 ms with the sum, 2-core EPYC).
+  if (p.has_side && p.side_in_place) {
+    post.append_sum(1.0f);
+  } else if (p.has_side) {
+    post.append_binary(dnnl::algorithm::binary_add, out);
+  }
   if (std::isfinite(p.activation_min) || std::isfinite(p.activation_max)) {
     // clip_v2: x > hi ? hi : (x < lo ? lo : x), so NaN passes as NaN; float
     // bounds, and at float's extremes where the clamp is one-sided.
@@ -129,7 +137,7 @@ void run_conv(const ConvProblem& p, const float* x, const float* w, const float*
     for (int64_t i = 0; i < p.out_shape[0] * channels * positions; ++i) {
       const int64_t o = p.channels_last ? i % channels : i / positions % channels;
       float v = bias ? bias[o] : 0.0f;
-      if (side) v += side[i];
+      if (side) v += side[i];  // in place too: element i is read before it is written
       out[i] = v > hi ? hi : v < lo ? lo : v;
     }
     return;
@@ -164,7 +172,9 @@ void run_conv(const ConvProblem& p, const float* x, const float* w, const float*
         {DNNL_ARG_SCRATCHPAD, memory(c->scratchpad, e, scratch.data())},
     };
     if (p.has_bias) args.emplace(DNNL_ARG_BIAS, memory(c->bias, e, const_cast<float*>(bias)));
-    if (p.has_side) args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, memory(c->out, e, const_cast<float*>(side)));
+    if (p.has_side && !p.side_in_place) {
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, memory(c->out, e, const_cast<float*>(side)));
+    }
     c->primitive.execute(s, args);
     s.wait();
   } catch (const dnnl::error& err) {

@@ -27,6 +27,10 @@ struct ConvProblem {
   // The epilogue, as oneDNN post-ops: a side input of the result's layout
   // added, then a clamp to [activation_min, activation_max] (+-inf: none).
   bool has_side = false;
+  // The side input is the result's own buffer (the executable planned the
+  // result in the side input's place, docs/executable.md): added by a sum
+  // post-op that reads the destination, instead of a binary add.
+  bool side_in_place = false;
   double activation_min = -1.0 / 0.0, activation_max = 1.0 / 0.0;
 
   bool operator<(const ConvProblem& o) const;

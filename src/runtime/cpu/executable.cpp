@@ -235,8 +235,11 @@ void run_conv_step(const Graph& g, const Step& step, const SymbolBindings& bindi
   auto operand = [&](bool present, size_t i) {
     return present ? static_cast<const float*>(address_of(n.inputs[i])) : nullptr;
   };
-  run_conv(p, operand(true, 0), operand(true, 1), operand(operands.bias, operands.bias_index()),
-           operand(operands.side, operands.side_index()), static_cast<float*>(address_of(n.output)), constant_weights);
+  float* const out = static_cast<float*>(address_of(n.output));
+  const float* const side = operand(operands.side, operands.side_index());
+  p.side_in_place = side && side == out;
+  run_conv(p, operand(true, 0), operand(true, 1), operand(operands.bias, operands.bias_index()), side, out,
+           constant_weights);
 }
 
 // A dot step (dot_call.h): with an epilogue, by row panels on OpenMP's
@@ -513,6 +516,28 @@ void CpuExecutable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
   });
 }
 
+// A conv call's result may take its side input's buffer (written -> read,
+// plan_buffers): the call then adds the side input in place (conv_call.h),
+// unless the conv reads that value as another operand too.
+namespace {
+
+std::map<int, int> conv_results_in_place(const Graph& g, const std::vector<Step>& steps) {
+  std::map<int, int> out;
+  for (const Step& step : steps) {
+    if (step.kind != Step::Kind::Dot || g.nodes()[step.node].op != OpKind::Conv) continue;
+    const Node& n = g.nodes()[step.node];
+    const ConvOperands operands = conv_operands(n);
+    if (!operands.side) continue;
+    const ValueId side = n.inputs[operands.side_index()];
+    bool read_otherwise = false;
+    for (size_t i = 0; i < n.inputs.size(); ++i) read_otherwise = read_otherwise || (i != operands.side_index() && n.inputs[i] == side);
+    if (!read_otherwise) out[n.output.index] = side.index;
+  }
+  return out;
+}
+
+}  // namespace
+
 // Graph outputs are written straight into the caller's memory (the first
 // output slot returning a value); every other value a step writes is an
 // intermediate that lives in the workspace from its producing step to its
@@ -531,7 +556,7 @@ CpuExecutable::RunPlan CpuExecutable::plan_run(const SymbolBindings& bindings,
   const Lifetimes lifetimes = launch_lifetimes(g, compiled_->steps, out.output_slot);
   std::map<int, int64_t> bytes;
   for (const Lifetime& l : lifetimes.values) bytes[l.value] = value_bytes(g, ValueId{l.value}, bindings);
-  out.buffers = plan_buffers(lifetimes, bytes, pool_bytes);
+  out.buffers = plan_buffers(lifetimes, bytes, pool_bytes, conv_results_in_place(g, compiled_->steps));
   return out;
 }
 

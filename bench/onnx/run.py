@@ -14,7 +14,7 @@ on every call (onnxruntime's InferenceSession.run, Stitch's compiled call withou
 out=). The model's initializers are constants to both: onnxruntime prepacks them when the
 session is made, Stitch is told they are (stitch.compile's constants) and packs a
 convolution's weights on its first call. Each variant is built and run once untimed, its outputs checked against
-onnxruntime's (|a - b| <= 1e-3 |b| + 1e-3) and PyTorch's; then W untimed and N timed
+onnxruntime's (|a - b| <= 1e-3 |b| + 1e-3 + 1e-6 max|b|) and PyTorch's; then W untimed and N timed
 rounds call every variant 1 + B times in a row, each round starting with the next
 variant, the first call of each block untimed (time_calls says why), and the median of
 each variant's N x B times is reported.
@@ -64,12 +64,16 @@ def ort_session(path, threads):
                 raise
 
 
-def close(got, want, rtol=1e-3, atol=1e-3):
+def close(got, want, rtol=1e-3, atol=1e-3, scale=1e-6):
+    """|a - b| <= rtol |b| + atol + scale max|b|: the last term is the cancellation error
+    of an element near 0 in an output of large values (ResNet-18's random-weight logits
+    reach 8,000, where onnxruntime and PyTorch differ by 0.004)."""
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     if got.shape != want.shape:
         return False, float("inf")
     diff = float(np.max(np.abs(got - want))) if want.size else 0.0
-    return bool(np.all(np.abs(got - want) <= rtol * np.abs(want) + atol)), diff
+    largest = float(np.max(np.abs(want))) if want.size else 0.0
+    return bool(np.all(np.abs(got - want) <= rtol * np.abs(want) + atol + scale * largest)), diff
 
 
 def run_export(entry, folder, planners, args):

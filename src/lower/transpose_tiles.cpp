@@ -168,15 +168,31 @@ class TransposeTileLowerer {
       sq.row0 = mul_i(kir::op(OpKind::Div, {in_square, kir::int_const(column_tiles)}), kir::int_const(side_));
       sq.col0 = mul_i(kir::op(OpKind::Rem, {in_square, kir::int_const(column_tiles)}), kir::int_const(side_));
       if (!partial) {
-        square(sq, false);
+        square(sq, nullptr);
         return;
       }
       // Whole squares as above; a square at the end of the rows or columns
-      // clamps its reads into the shape and stores only inside it.
+      // moves back or clamps, per axis (Partial).
       const Expr whole = kir::op(OpKind::And, {kir::op(OpKind::Le, {add_i(sq.row0, kir::int_const(side_)), kir::int_const(rows)}),
                                                kir::op(OpKind::Le, {add_i(sq.col0, kir::int_const(side_)), kir::int_const(columns)})});
+      Partial how;
+      Square moved = sq;
+      if (rows % side_ != 0) {
+        how.clamp_rows = rows < side_;
+        if (!how.clamp_rows) {
+          how.keep_row = sq.row0;
+          moved.row0 = kir::op(OpKind::Min, {sq.row0, kir::int_const(rows - side_)});
+        }
+      }
+      if (columns % side_ != 0) {
+        how.clamp_columns = columns < side_;
+        if (!how.clamp_columns) {
+          how.keep_column = sq.col0;
+          moved.col0 = kir::op(OpKind::Min, {sq.col0, kir::int_const(columns - side_)});
+        }
+      }
       kb_.if_then(
-          whole, [&] { ex_.scoped([&] { square(sq, false); }); }, [&] { ex_.scoped([&] { square(sq, true); }); });
+          whole, [&] { ex_.scoped([&] { square(sq, nullptr); }); }, [&] { ex_.scoped([&] { square(moved, &how); }); });
     });
     return kb_.finish();
   }
@@ -189,10 +205,19 @@ class TransposeTileLowerer {
     Expr row0, col0;
   };
 
-  // The block's threads over one square; `partial`: the square may reach past
-  // the shape's rows or columns, so reads are clamped into it and stores
-  // guarded (the clamped reads fill tile entries nothing stores).
-  void square(const Square& sq, bool partial) {
+  // How a square that reaches past the end of the rows or the columns is
+  // handled, per axis. An axis at least a side long moves the square back to
+  // end at the axis' end (`shift`) and stores only from the square's own first
+  // row or column (`keep_*`: the rows before it are the previous square's); a
+  // shorter axis clamps its reads into the axis (filling entries nothing
+  // stores) and stores only inside it (`clamp_*`).
+  struct Partial {
+    bool clamp_rows = false, clamp_columns = false;
+    Expr keep_row, keep_column;  // undefined: no such guard
+  };
+
+  // The block's threads over one square; `partial` null: a whole square.
+  void square(const Square& sq, const Partial* partial) {
     const std::vector<int>& tiled = tiling_.tiled;
     const Shape& shape = tiling_.shape;
     const size_t rank = shape.size();
@@ -207,7 +232,8 @@ class TransposeTileLowerer {
       idx.push_back(column);
       return idx;
     };
-    auto clamped = [&](const Expr& i, const Expr& last) { return partial ? kir::op(OpKind::Min, {i, last}) : i; };
+    auto clamped = [&](const Expr& i, bool clamp, const Expr& last) { return clamp ? kir::op(OpKind::Min, {i, last}) : i; };
+    const bool clamp_rows = partial && partial->clamp_rows, clamp_columns = partial && partial->clamp_columns;
     // Loop variables are unique in a kernel: the partial square's are suffixed.
     const std::string suffix = partial ? "_p" : "";
     kb_.block("thr" + suffix, side_, [&](const Expr& t) {
@@ -218,8 +244,8 @@ class TransposeTileLowerer {
         const std::vector<int64_t> perm = transpose_permutation(node, rank);
         kb_.loop(fmt::format("s{}{}", k, suffix), kir::int_const(side_), kir::LoopLevel::Unroll, [&](const Expr& s) {
           ex_.scoped([&] {
-            const Index out = at_square(kb_.let(ex_.fresh("r"), clamped(add_i(sq.row0, t), last_row)),
-                                        kb_.let(ex_.fresh("c"), clamped(add_i(sq.col0, s), last_column)));
+            const Index out = at_square(kb_.let(ex_.fresh("r"), clamped(add_i(sq.row0, t), clamp_rows, last_row)),
+                                        kb_.let(ex_.fresh("c"), clamped(add_i(sq.col0, s), clamp_columns, last_column)));
             Index in(rank);
             for (size_t d = 0; d < rank; ++d) in[static_cast<size_t>(perm[d])] = out[d];
             kb_.store(tile_name(k), {add_i(mul_i(s, kir::int_const(pitch_)), t)}, ex_.eval(node.inputs[0], in));
@@ -238,12 +264,18 @@ class TransposeTileLowerer {
         auto compute = [&] {
           ex_.scoped([&] { store_roots(sq, j, t, at_square(row, column)); });
         };
-        if (!partial) {
+        std::vector<Expr> guards;
+        if (clamp_rows) guards.push_back(kir::op(OpKind::Le, {row, last_row}));
+        if (partial && partial->keep_row.defined()) guards.push_back(kir::op(OpKind::Ge, {row, partial->keep_row}));
+        if (clamp_columns) guards.push_back(kir::op(OpKind::Le, {column, last_column}));
+        if (partial && partial->keep_column.defined()) guards.push_back(kir::op(OpKind::Ge, {column, partial->keep_column}));
+        if (guards.empty()) {
           compute();
           return;
         }
-        kb_.if_then(kir::op(OpKind::And, {kir::op(OpKind::Le, {row, last_row}), kir::op(OpKind::Le, {column, last_column})}),
-                    compute);
+        Expr all = guards[0];
+        for (size_t g = 1; g < guards.size(); ++g) all = kir::op(OpKind::And, {all, guards[g]});
+        kb_.if_then(all, compute);
       });
     });
   }

@@ -96,12 +96,17 @@ std::vector<Case> make_cases() {
   z = transpose(b, perm=[0, 2, 1, 3])
   return y, z
 })"},
-      // Partial squares (the CPU's only): columns past a multiple of 16, the
+      // Partial squares (the CPU's only): columns past a multiple of 16 (the
+      // last square moved back), rows fewer than 16 (reads clamped), the
       // channels-last copy of an image's 3 channels, and an upsampling gather
       // of 21 channels back to channels-first (the resize of a segmentation
       // head's logits, its index inside the axis by its value range).
       {"partial_columns", R"(graph partial_columns(a: f32[20, 16], b: f32[16, 20]) -> (f32[16, 20]) {
   y = add(transpose(a), b)
+  return y
+})"},
+      {"short_rows", R"(graph short_rows(a: f32[40, 5], b: f32[5, 40]) -> (f32[5, 40]) {
+  y = mul(transpose(a), b)
   return y
 })"},
       {"to_channels_last", R"(graph to_channels_last(x: f32[2, 3, 5, 24]) -> (f32[2, 5, 24, 3]) {

@@ -74,6 +74,10 @@ std::string find_tiled(const Graph& g, const FusionGroup& group, bool gpu, Tilin
   // lowering takes whole squares only.
   const bool partial = shape.back().extent() % side != 0 || shape[tiling->row_axis].extent() % side != 0;
   if (partial && gpu) return fmt::format("the transposed axes are not multiples of {}", side);
+  // A transposed operand whose rows are shorter than a side is read almost
+  // contiguously by strips already (3 elements a row: a gather within one
+  // cache line), where a square would stage mostly copies.
+  if (shape[tiling->row_axis].extent() < side) return fmt::format("the transposed rows are shorter than {}", side);
   for (int r : group.roots) {
     const Shape& rs = g.type(g.nodes()[r].output).shape;
     for (const Dim& d : rs) {
@@ -177,12 +181,9 @@ class TransposeTileLowerer {
                                                kir::op(OpKind::Le, {add_i(sq.col0, kir::int_const(side_)), kir::int_const(columns)})});
       Partial how;
       Square moved = sq;
-      if (rows % side_ != 0) {
-        how.clamp_rows = rows < side_;
-        if (!how.clamp_rows) {
-          how.keep_row = sq.row0;
-          moved.row0 = kir::op(OpKind::Min, {sq.row0, kir::int_const(rows - side_)});
-        }
+      if (rows % side_ != 0) {  // rows are at least a side long (find_tiled)
+        how.keep_row = sq.row0;
+        moved.row0 = kir::op(OpKind::Min, {sq.row0, kir::int_const(rows - side_)});
       }
       if (columns % side_ != 0) {
         how.clamp_columns = columns < side_;
@@ -190,6 +191,10 @@ class TransposeTileLowerer {
           how.keep_column = sq.col0;
           moved.col0 = kir::op(OpKind::Min, {sq.col0, kir::int_const(columns - side_)});
         }
+      }
+      if (how.clamp_columns) {  // no square is whole
+        square(moved, &how);
+        return;
       }
       kb_.if_then(
           whole, [&] { ex_.scoped([&] { square(sq, nullptr); }); }, [&] { ex_.scoped([&] { square(moved, &how); }); });
@@ -207,12 +212,13 @@ class TransposeTileLowerer {
 
   // How a square that reaches past the end of the rows or the columns is
   // handled, per axis. An axis at least a side long moves the square back to
-  // end at the axis' end (`shift`) and stores only from the square's own first
-  // row or column (`keep_*`: the rows before it are the previous square's); a
-  // shorter axis clamps its reads into the axis (filling entries nothing
-  // stores) and stores only inside it (`clamp_*`).
+  // end at the axis' end and stores only from the square's own first row or
+  // column (`keep_*`: the ones before it are the previous square's); columns
+  // fewer than a side clamp their reads into the axis (filling entries nothing
+  // stores) and store only inside it (`clamp_columns`). Rows are never fewer
+  // than a side (find_tiled).
   struct Partial {
-    bool clamp_rows = false, clamp_columns = false;
+    bool clamp_columns = false;
     Expr keep_row, keep_column;  // undefined: no such guard
   };
 
@@ -222,7 +228,6 @@ class TransposeTileLowerer {
     const Shape& shape = tiling_.shape;
     const size_t rank = shape.size();
     const size_t row_axis = tiling_.row_axis;
-    const Expr last_row = kir::int_const(shape[row_axis].extent() - 1);
     const Expr last_column = kir::int_const(shape[rank - 1].extent() - 1);
     // The index of the tile shape at (row, column) of this block's square.
     auto at_square = [&](const Expr& row, const Expr& column) {
@@ -233,7 +238,7 @@ class TransposeTileLowerer {
       return idx;
     };
     auto clamped = [&](const Expr& i, bool clamp, const Expr& last) { return clamp ? kir::op(OpKind::Min, {i, last}) : i; };
-    const bool clamp_rows = partial && partial->clamp_rows, clamp_columns = partial && partial->clamp_columns;
+    const bool clamp_columns = partial && partial->clamp_columns;
     // Loop variables are unique in a kernel: the partial square's are suffixed.
     const std::string suffix = partial ? "_p" : "";
     kb_.block("thr" + suffix, side_, [&](const Expr& t) {
@@ -244,7 +249,7 @@ class TransposeTileLowerer {
         const std::vector<int64_t> perm = transpose_permutation(node, rank);
         kb_.loop(fmt::format("s{}{}", k, suffix), kir::int_const(side_), kir::LoopLevel::Unroll, [&](const Expr& s) {
           ex_.scoped([&] {
-            const Index out = at_square(kb_.let(ex_.fresh("r"), clamped(add_i(sq.row0, t), clamp_rows, last_row)),
+            const Index out = at_square(kb_.let(ex_.fresh("r"), add_i(sq.row0, t)),
                                         kb_.let(ex_.fresh("c"), clamped(add_i(sq.col0, s), clamp_columns, last_column)));
             Index in(rank);
             for (size_t d = 0; d < rank; ++d) in[static_cast<size_t>(perm[d])] = out[d];
@@ -265,7 +270,6 @@ class TransposeTileLowerer {
           ex_.scoped([&] { store_roots(sq, j, t, at_square(row, column)); });
         };
         std::vector<Expr> guards;
-        if (clamp_rows) guards.push_back(kir::op(OpKind::Le, {row, last_row}));
         if (partial && partial->keep_row.defined()) guards.push_back(kir::op(OpKind::Ge, {row, partial->keep_row}));
         if (clamp_columns) guards.push_back(kir::op(OpKind::Le, {column, last_column}));
         if (partial && partial->keep_column.defined()) guards.push_back(kir::op(OpKind::Ge, {column, partial->keep_column}));

@@ -129,9 +129,9 @@ class LoopSplit {
       return Expr(std::make_shared<const kir::ExprNode>(std::move(copy)));
     }
     if (e->operands.empty()) return e;
-    kir::ExprNode copy = e.node();
-    for (Expr& o : copy.operands) o = renamed(o);
-    return Expr(std::make_shared<const kir::ExprNode>(std::move(copy)));
+    std::vector<Expr> operands;
+    for (const Expr& o : e->operands) operands.push_back(renamed(o));
+    return kir::with_operands(e, std::move(operands));
   }
 
   // The loop that computes: the body with each candidate read from its array.
@@ -239,9 +239,9 @@ class LoopSplit {
       return e;
     }
     if (e->operands.empty()) return e;
-    kir::ExprNode copy = e.node();
-    for (Expr& o : copy.operands) o = from_arrays(o, block);
-    return Expr(std::make_shared<const kir::ExprNode>(std::move(copy)));
+    std::vector<Expr> operands;
+    for (const Expr& o : e->operands) operands.push_back(from_arrays(o, block));
+    return kir::with_operands(e, std::move(operands));
   }
 
   const kir::Kernel& k_;

@@ -93,8 +93,9 @@ BufferPlan plan_buffers(const Lifetimes& lifetimes, const std::map<int, int64_t>
     for (int v : lifetimes.written_at[step]) {
       PlannedValue& p = planned(v);
       if (auto it = in_place.find(v); it != in_place.end()) {
-        PlannedValue* read = find_sorted(plan.values, it->second, planned_value_of);
-        if (read && read->lifetime.last_step == static_cast<int>(step) && read->lifetime.first_step < static_cast<int>(step) &&
+        const PlannedValue* read = find_sorted(plan.values, it->second, planned_value_of);
+        const int at = static_cast<int>(step);
+        if (read && read->lifetime.first_step < at && read->lifetime.last_step == at &&
             plan.pool_bytes[read->buffer] >= p.bytes && handed_over.insert(it->second).second) {
           p.buffer = read->buffer;
           continue;

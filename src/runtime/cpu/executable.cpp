@@ -529,9 +529,7 @@ std::map<int, int> conv_results_in_place(const Graph& g, const std::vector<Step>
     const ConvOperands operands = conv_operands(n);
     if (!operands.side) continue;
     const ValueId side = n.inputs[operands.side_index()];
-    bool read_otherwise = false;
-    for (size_t i = 0; i < n.inputs.size(); ++i) read_otherwise = read_otherwise || (i != operands.side_index() && n.inputs[i] == side);
-    if (!read_otherwise) out[n.output.index] = side.index;
+    if (std::count(n.inputs.begin(), n.inputs.end(), side) == 1) out[n.output.index] = side.index;
   }
   return out;
 }

@@ -29,5 +29,8 @@ names = [e.name for e in md.entry_points(group="torch_dynamo_backends")]
 assert "stitch" in names, names
 print(f"wheel-test: stitch {stitch.__version__} from {os.path.dirname(stitch.__file__)}, numpy {numpy.__version__}")
 PY
-STITCH_SOURCE_DIR="$repo" bin/python -m unittest discover -s "$repo/tests/python" -p "test_*.py"
+# The simulated CUDA driver of this build (docs/cuda-sim.md): the by-address CUDA
+# route's test runs on it.
+STITCH_SOURCE_DIR="$repo" STITCH_CUDA_SIM_DRIVER="$(cd "$repo" && realpath "$build_dir")/libstitch_cuda_sim.so" \
+  bin/python -m unittest discover -s "$repo/tests/python" -p "test_*.py"
 echo "wheel-test: wheel $((built - start)) s, venv $((installed - built)) s, tests $((SECONDS - installed)) s"

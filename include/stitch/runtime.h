@@ -3,6 +3,7 @@
 // through the kernel cache), behind one class.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -82,6 +83,16 @@ class Executable {
   // returned twice, is copied into its place); Backend::Cuda copies to and
   // from the device as run() does. Outputs must not overlap the inputs.
   void run_into(const std::vector<ArrayView>& inputs, const OutputMemory& output);
+  // Backend::Cuda on device memory the caller owns (docs/library.md, Running
+  // on device memory): each input's `data` and each address `output` returns
+  // is a device address of device 0 (its primary context, the one the CUDA
+  // runtime and so PyTorch use); nothing is copied through the host. The work
+  // runs after what `stream` (a CUstream; 0, the legacy default stream) has
+  // queued, and what the caller queues on `stream` afterwards runs after it.
+  // Returns without waiting for the device, unless a kernel can reject its
+  // input (a gather index out of range). UserError on the CPU back end, or
+  // when an output overlaps an input.
+  void run_on_device(const std::vector<ArrayView>& inputs, const OutputMemory& output, std::uintptr_t stream = 0);
 
   Backend backend() const;
   const std::string& planner() const;

@@ -180,8 +180,8 @@ class _Support(OperatorSupportBase):
                 reason = "a matrix product PyTorch computes faster here (measured)"
         if reason is None and not self.attention and node.target in ATTENTION_OPS:
             reason = "fused attention (the stitch_attention option is off)"
-        if reason is None and _on_cuda(node) and not cuda_available():
-            reason = "a CUDA tensor, and this Stitch has no CUDA back end"
+        if reason is None and _on_cuda(node):
+            reason = _cuda_refusal(node)
         if reason is not None and node.op == "call_function":
             self.stats.refusals[reason] += 1
         return reason is None
@@ -212,10 +212,25 @@ def _warn_refusals(gm):
                           "partitioned around it", stacklevel=2)
 
 
-def _on_cuda(node):
+def _devices(node):
     metas = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
     flat = [t for m in metas for t in (m if isinstance(m, (tuple, list)) else [m])]
-    return any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in flat)
+    return {t.device for t in flat if isinstance(t, torch.Tensor)}
+
+
+def _on_cuda(node):
+    return any(d.type == "cuda" for d in _devices(node))
+
+
+def _cuda_refusal(node):
+    """Why Stitch cannot run a node that touches a CUDA tensor, or None: its CUDA back
+    end runs on device 0, by address, so every tensor must be there."""
+    if not cuda_available():
+        return "a CUDA tensor, and this Stitch has no CUDA back end"
+    devices = _devices(node)
+    if any(d.type != "cuda" or (d.index or 0) != 0 for d in devices):
+        return "a tensor on another device than cuda:0 beside a CUDA tensor (Stitch runs on device 0)"
+    return None
 
 
 _NOT_COMPUTE_NAMES = {str(op) for op in _NOT_COMPUTE}
@@ -414,7 +429,7 @@ def _dump(name, text):
 
 
 class _Specialisation:
-    __slots__ = ("exe", "params", "declared", "single", "devices", "kept", "kept_at", "outputs", "symbolic")
+    __slots__ = ("exe", "params", "declared", "single", "devices", "device", "kept", "kept_at", "outputs", "symbolic")
 
     def __init__(self, exe, params, declared, single, devices, outputs, symbolic=None):
         self.exe = exe            # None: PyTorch runs the partition
@@ -422,6 +437,9 @@ class _Specialisation:
         self.declared = declared  # each parameter's shape in the graph (a view of the argument)
         self.single = single      # one output: the executable returns an array, not a tuple
         self.devices = devices    # each output's device, where it is not the CPU
+        # The CUDA device every output is on (by address, run_at(device=True)), or None.
+        cuda = {d for d in devices or ()}
+        self.device = cuda.pop() if len(cuda) == 1 and None not in (devices or [None]) else None
         self.outputs = outputs    # each output's (shape, dtype)
         # A graph with size symbols (torch_symbolic.Symbolic): shapes above name them,
         # and each call binds them from its arguments.
@@ -462,16 +480,18 @@ def _output_tensors(spec, shapes):
             return kept
     if shapes is None:  # static shapes
         shapes = [shape for shape, _ in spec.outputs]
-    tensors = [torch.empty(shape, dtype=dtype) for shape, (_, dtype) in zip(shapes, spec.outputs)]
+    tensors = [torch.empty(shape, dtype=dtype, device=spec.device) for shape, (_, dtype) in zip(shapes, spec.outputs)]
     storages = [t.untyped_storage()._cdata for t in tensors]
     return tensors, storages, [_storage_use_count(s) for s in storages]
 
 
 def _run_at(spec, args, stats=None):
-    """A CPU call by address: inputs read where they are (a copy only of one that is
-    not contiguous), outputs written into PyTorch tensors; returns new tensors over
-    them, so that a kept set is known free when those are gone. With `stats`, the
-    call's time goes into its seconds as profiling() splits it."""
+    """A call by address: inputs read where they are (a copy only of one that is not
+    contiguous), outputs written into PyTorch tensors; returns new tensors over them,
+    so that a kept set is known free when those are gone. On CUDA the addresses are
+    device memory and the work is ordered on PyTorch's current stream (nothing goes
+    through the host). With `stats`, the call's time goes into its seconds as
+    profiling() splits it."""
     start = time.perf_counter() if stats else 0.0
     inputs, copies = [], []  # a copy only of an input that is not contiguous, held for the call
     for i, shape in zip(spec.params, spec.declared):
@@ -491,7 +511,13 @@ def _run_at(spec, args, stats=None):
         kept = _output_tensors(spec, [_concrete(shape, extents) for shape, _ in spec.outputs])
     tensors = kept[0]
     converted = time.perf_counter() if stats else 0.0
-    spec.exe.run_at(inputs, [t.data_ptr() for t in tensors], extents)
+    if spec.device is None:
+        spec.exe.run_at(inputs, [t.data_ptr() for t in tensors], extents)
+    else:
+        spec.exe.run_at(inputs, [t.data_ptr() for t in tensors], extents, device=True,
+                        stream=torch.cuda.current_stream(spec.device).cuda_stream)
+        if stats:  # profiling() times the device's work, not only its queueing
+            torch.cuda.synchronize(spec.device)
     ran = time.perf_counter() if stats else 0.0
     kept_at = spec.kept_at
     kept_at.append(kept)
@@ -595,7 +621,7 @@ class _StitchPartition(torch.nn.Module):
             return self.module(*args)
         if _profiling:
             return self._timed(spec, args)
-        if spec.devices is None and by_address:
+        if by_address and (spec.devices is None or spec.device is not None):
             return _run_at(spec, args)
         return _results(spec, _run(spec, _host_arrays(spec, args)))
 
@@ -603,7 +629,7 @@ class _StitchPartition(torch.nn.Module):
     __call__ = forward
 
     def _timed(self, spec, args):
-        if spec.devices is None and by_address:
+        if by_address and (spec.devices is None or spec.device is not None):
             return _run_at(spec, args, self.stats)
         start = time.perf_counter()
         arrays = _host_arrays(spec, args)

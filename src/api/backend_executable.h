@@ -3,6 +3,7 @@
 // back end's types and the CUDA one exists only in builds that have it.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 #include "fusion/planner.h"
 #include "runtime/common/caller_memory.h"
 #include "runtime/common/pipeline.h"
+#include "stitch/error.h"
 #include "stitch/graph.h"
 #include "stitch/runtime.h"
 #include "stitch/tensor.h"
@@ -24,6 +26,7 @@ class BackendExecutable {
   virtual std::vector<Tensor> run(const std::vector<Tensor>& inputs) = 0;
   virtual void run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) = 0;
   virtual void run_into(const std::vector<ArrayView>& inputs, const OutputMemory& output) = 0;
+  virtual void run_on_device(const std::vector<ArrayView>& inputs, const OutputMemory& output, std::uintptr_t stream) = 0;
   virtual int kernel_count() const = 0;
   virtual const Graph& graph() const = 0;
   virtual const FusionPlan& plan() const = 0;
@@ -55,6 +58,14 @@ class BackendExecutableOf final : public BackendExecutable {
       exe_.run_into(inputs, output);
     } else {
       runtime::copy_outputs(exe_.run(runtime::tensors_of(inputs)), output);
+    }
+  }
+  // Device memory: the CUDA executable's entry point; the CPU's has none.
+  void run_on_device(const std::vector<ArrayView>& inputs, const OutputMemory& output, std::uintptr_t stream) override {
+    if constexpr (requires { exe_.run_at(inputs, output, stream); }) {
+      exe_.run_at(inputs, output, stream);
+    } else {
+      throw UserError("run_on_device: this executable is compiled for the CPU, which runs on host memory (run_into)");
     }
   }
   int kernel_count() const override { return exe_.kernel_count(); }

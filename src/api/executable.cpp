@@ -101,6 +101,9 @@ void Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
 void Executable::run_into(const std::vector<ArrayView>& inputs, const OutputMemory& output) {
   impl_->exe->run_into(inputs, output);
 }
+void Executable::run_on_device(const std::vector<ArrayView>& inputs, const OutputMemory& output, std::uintptr_t stream) {
+  impl_->exe->run_on_device(inputs, output, stream);
+}
 
 Backend Executable::backend() const { return impl_->backend; }
 const std::string& Executable::planner() const { return impl_->planner; }

@@ -418,7 +418,7 @@ std::pair<std::vector<PyExecutable::StaticType>, std::vector<PyExecutable::Stati
 // and that no output overlaps an input. A graph with symbolic dims takes their
 // extents in `symbols` (the types of a static graph are made once and kept).
 void run_at(PyExecutable& self, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
-            const std::optional<stitch::SymbolBindings>& symbols) {
+            const std::optional<stitch::SymbolBindings>& symbols, bool device, uintptr_t stream) {
   const stitch::Graph& g = self.exe->graph();
   std::optional<std::pair<std::vector<PyExecutable::StaticType>, std::vector<PyExecutable::StaticType>>> bound;
   if (symbols && !symbols->empty()) {
@@ -437,6 +437,12 @@ void run_at(PyExecutable& self, const std::vector<uintptr_t>& inputs, const std:
     views.push_back({reinterpret_cast<std::byte*>(inputs[i]), params[i].dtype, params[i].shape.data(),
                      static_cast<int>(params[i].shape.size())});
   }
+  auto at = [&](size_t i, DType, const std::vector<int64_t>&) { return reinterpret_cast<std::byte*>(outputs.at(i)); };
+  if (device) {  // the CUDA executable checks the outputs against the inputs itself
+    py::gil_scoped_release released;
+    self.exe->run_on_device(views, at, stream);
+    return;
+  }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const auto* begin = reinterpret_cast<const std::byte*>(outputs[i]);
     const auto* end = begin + results[i].nbytes();
@@ -447,9 +453,7 @@ void run_at(PyExecutable& self, const std::vector<uintptr_t>& inputs, const std:
     }
   }
   py::gil_scoped_release released;
-  self.exe->run_into(views, [&](size_t i, DType, const std::vector<int64_t>&) {
-    return reinterpret_cast<std::byte*>(outputs.at(i));
-  });
+  self.exe->run_into(views, at);
 }
 
 }  // namespace
@@ -702,10 +706,13 @@ PYBIND11_MODULE(_stitch, m) {
           "place when C-contiguous), one numpy array per output out (a tuple when several), or written into the "
           "arrays of out=")
       .def("run_at", &run_at, py::arg("inputs"), py::arg("outputs"), py::arg("symbols") = py::none(),
+           py::kw_only(), py::arg("device") = false, py::arg("stream") = 0,
            "Runs the graph on memory given by address: each input a dense row-major array of its parameter's dtype "
            "and shape at that address, each output written at its address; a graph with symbolic dims takes their "
            "extents in `symbols` (a dict). Nothing is checked but the counts, the symbols and that outputs do not "
-           "overlap inputs: for callers that own the memory")
+           "overlap inputs: for callers that own the memory. device=True (a cuda executable): the addresses are "
+           "device memory of device 0, and the work runs after what `stream` (a CUstream as an int, 0 the legacy "
+           "default stream) has queued and before what is queued on it next, without waiting for the device")
       .def_property_readonly("backend", [](const PyExecutable& self) { return stitch::backend_name(self.exe->backend()); })
       .def_property_readonly("planner", [](const PyExecutable& self) { return self.exe->planner(); })
       .def_property_readonly("kernel_count", [](const PyExecutable& self) { return self.exe->kernel_count(); },

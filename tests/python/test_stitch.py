@@ -267,6 +267,77 @@ class Package(unittest.TestCase):
             symbolic.run_at([address(a)], [address(b)], {"N": n})
             np.testing.assert_array_equal(b, symbolic(a))
 
+    def test_run_at_on_device_memory_through_the_simulated_driver(self):
+        """run_at(..., device=True) on a CUDA executable: device addresses in and out,
+        ordered on the caller's stream, nothing through the host. No GPU here: the
+        CUDA back end runs on the simulated driver (docs/cuda-sim.md), in a child
+        process, since a process opens its CUDA driver once; the device memory is the
+        driver's own, allocated through ctypes as a framework's allocator would."""
+        source = os.environ.get("STITCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+        driver = os.environ.get("STITCH_CUDA_SIM_DRIVER") or os.path.join(source, "build", "libstitch_cuda_sim.so")
+        if not os.path.exists(driver):
+            self.skipTest(f"no simulated CUDA driver at {driver} (a build with the CUDA toolkit makes it)")
+        script = r"""
+import ctypes, sys
+import numpy as np, ml_dtypes, stitch
+sim = ctypes.CDLL(sys.argv[1])
+def fn(*names):
+    for n in names:
+        if hasattr(sim, n):
+            return getattr(sim, n)
+    raise AssertionError(names)
+alloc, free = fn("cuMemAlloc_v2", "cuMemAlloc"), fn("cuMemFree_v2", "cuMemFree")
+to_device, to_host = fn("cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync"), fn("cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync")
+for f in (alloc, free, to_device, to_host):
+    f.restype = ctypes.c_int
+assert stitch.cuda_available()
+def device(a):
+    p = ctypes.c_uint64()
+    assert alloc(ctypes.byref(p), ctypes.c_size_t(max(a.nbytes, 1))) == 0
+    assert to_device(p, ctypes.c_void_p(a.ctypes.data), ctypes.c_size_t(a.nbytes), None) == 0
+    return p.value
+def host(p, like):
+    a = np.empty_like(like)
+    assert to_host(ctypes.c_void_p(a.ctypes.data), ctypes.c_uint64(p), ctypes.c_size_t(a.nbytes), None) == 0
+    return a
+bf16 = np.dtype(ml_dtypes.bfloat16)
+g = stitch.parse("graph g(x: bf16[N, 8], y: f32[8]) {\n  z = mul(cast(x, to=f32), y)\n"
+                 "  s = reduce_sum(z, axes=[1])\n  w = cast(z, to=bf16)\n  return s, w, y\n}\n").graphs["g"]
+run = stitch.compile(g, backend="cuda")
+assert run.backend == "cuda"
+rng = np.random.default_rng(3)
+for n in (3, 17):
+    x = rng.standard_normal((n, 8)).astype(bf16)
+    y = rng.standard_normal(8).astype(np.float32)
+    want = [np.asarray(v) for v in stitch.interpret(g, x, y)]
+    ins = [device(x), device(y)]
+    outs = [device(np.zeros_like(w)) for w in want]
+    assert run.run_at(ins, outs, {"N": n}, device=True, stream=0) is None
+    got = [host(p, w) for p, w in zip(outs, want)]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[1].astype(np.float32), want[1].astype(np.float32))
+    np.testing.assert_array_equal(got[2], y)
+    try:
+        run.run_at(ins, [outs[0], ins[0], outs[2]], {"N": n}, device=True)
+        raise AssertionError("an output over an input was accepted")
+    except stitch.Error as e:
+        assert "output 1 overlaps an input" in str(e), e
+    for p in ins + outs:
+        assert free(ctypes.c_uint64(p)) == 0
+cpu = stitch.compile(g, backend="cpu")
+try:
+    cpu.run_at([0, 0], [0, 0, 0], {"N": 1}, device=True)
+    raise AssertionError("the cpu executable took device memory")
+except stitch.Error as e:
+    assert "compiled for the CPU" in str(e), e
+print("ok")
+"""
+        env = dict(os.environ, STITCH_CUDA_DRIVER=driver, STITCH_CACHE_DIR=self.cache)
+        done = subprocess.run([sys.executable, "-c", script, driver], env=env, capture_output=True, text=True,
+                              timeout=600)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("ok", done.stdout)
+
     def test_bf16_crosses_as_ml_dtypes_arrays_and_torch_tensors_in_place(self):
         import ml_dtypes
 

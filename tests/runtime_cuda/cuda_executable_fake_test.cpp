@@ -238,5 +238,82 @@ TEST(FakeGpuLifetime, EveryAllocationIsReturned) {
   }
 }
 
+// run_at on the caller's memory and stream: the context's stream waits for
+// an event recorded on the caller's before the first launch, and the caller's
+// waits for one recorded after the last; no events when the caller passes
+// the context's own stream. The outputs are written where the caller says.
+TEST_F(FakeGpu, RunAtOrdersItsWorkBetweenTheCallersStreamAndItsOwn) {
+  CudaExecutable exe = compile(kSoftmaxDyn, PlannerKind::Stitch);
+  ASSERT_EQ(exe.kernel_count(), 1);
+  const DriverApi& api = context_->api();
+  CUstream caller = nullptr;
+  ASSERT_EQ(api.cuStreamCreate(&caller, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  DeviceBuffer x(context_, 7 * 256 * sizeof(float)), y(context_, 7 * 256 * sizeof(float));
+  auto stream_ops = [&](int from) {
+    std::vector<StitchFakeCudaStreamOp> out;
+    for (int i = from; i < fake_.stitch_fake_cuda_stream_op_count(); ++i) {
+      StitchFakeCudaStreamOp op{};
+      EXPECT_EQ(fake_.stitch_fake_cuda_get_stream_op(i, &op), 1);
+      out.push_back(op);
+    }
+    return out;
+  };
+  auto run = [&](CUstream stream) {
+    const int before = fake_.stitch_fake_cuda_stream_op_count();
+    std::vector<int64_t> asked;
+    exe.run_at({{x.get(), DType::f32, {7, 256}}},
+               [&](size_t i, DType dtype, const std::vector<int64_t>& shape) {
+                 EXPECT_EQ(i, 0u);
+                 EXPECT_EQ(dtype, DType::f32);
+                 asked = shape;
+                 return y.get();
+               },
+               stream);
+    EXPECT_EQ(asked, (std::vector<int64_t>{7, 256}));
+    return stream_ops(before);
+  };
+  const size_t sizes[3] = {sizeof(CUdeviceptr), sizeof(CUdeviceptr), sizeof(int64_t)};
+  fake_.stitch_fake_cuda_record_param_sizes(sizes, 3);
+  const std::vector<StitchFakeCudaStreamOp> ops = run(caller);
+  ASSERT_EQ(ops.size(), 5u);
+  EXPECT_EQ(ops[0].kind, 'R');
+  EXPECT_EQ(ops[0].stream, caller);
+  EXPECT_EQ(ops[1].kind, 'W');
+  EXPECT_EQ(ops[1].stream, context_->stream());
+  EXPECT_EQ(ops[1].event, ops[0].event);
+  EXPECT_EQ(ops[2].kind, 'L');
+  EXPECT_EQ(ops[2].stream, context_->stream());
+  EXPECT_EQ(ops[3].kind, 'R');
+  EXPECT_EQ(ops[3].stream, context_->stream());
+  EXPECT_EQ(ops[4].kind, 'W');
+  EXPECT_EQ(ops[4].stream, caller);
+  EXPECT_EQ(ops[4].event, ops[3].event);
+  // The launch reads x and writes y, the caller's memory.
+  const int last = fake_.stitch_fake_cuda_launch_count() - 1;
+  CUdeviceptr read = 0, written = 0;
+  ASSERT_EQ(fake_.stitch_fake_cuda_get_launch_param(last, 0, &read, sizeof read), 1);
+  ASSERT_EQ(fake_.stitch_fake_cuda_get_launch_param(last, 1, &written, sizeof written), 1);
+  EXPECT_EQ(read, x.get());
+  EXPECT_EQ(written, y.get());
+
+  const std::vector<StitchFakeCudaStreamOp> same = run(context_->stream());
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_EQ(same[0].kind, 'L');
+  StitchFakeCudaHandles handles{};
+  fake_.stitch_fake_cuda_live_handles(&handles);
+  context_->synchronize();
+  ASSERT_EQ(api.cuStreamDestroy(caller), CUDA_SUCCESS);
+  StitchFakeCudaHandles after{};
+  fake_.stitch_fake_cuda_live_handles(&after);
+  EXPECT_EQ(after.events, handles.events) << "run_at left an event behind";
+
+  // An output over an input is refused before anything is queued.
+  const int before = fake_.stitch_fake_cuda_stream_op_count();
+  EXPECT_THROW(exe.run_at({{x.get(), DType::f32, {7, 256}}},
+                          [&](size_t, DType, const std::vector<int64_t>&) { return x.get() + 64; }, context_->stream()),
+               UserError);
+  EXPECT_EQ(fake_.stitch_fake_cuda_stream_op_count(), before);
+}
+
 }  // namespace
 }  // namespace stitch::runtime::cuda

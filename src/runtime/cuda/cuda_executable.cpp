@@ -309,15 +309,62 @@ std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {
   return outputs;
 }
 
+// What one run binds: each parameter's memory, each output slot's, and the
+// first slot that returns each produced value (later slots returning it, and
+// slots returning a parameter, are filled by copies after the launches).
+struct CudaExecutable::BoundRun {
+  SymbolBindings bindings;
+  std::vector<InputType> types;
+  std::vector<CUdeviceptr> inputs;
+  std::vector<size_t> input_bytes;
+  std::map<int, size_t> output_slot;
+  std::vector<CUdeviceptr> outputs;
+  std::vector<int> status_steps;  // the kernels that can reject their input, in order
+  DeviceBuffer statuses;          // one status word each (launch_steps)
+};
+
+CudaExecutable::BoundRun CudaExecutable::bind_run(std::vector<InputType> types, std::vector<CUdeviceptr> inputs) const {
+  const Graph& g = graph_;
+  BoundRun run;
+  run.bindings = bind_input_types(g, types);
+  for (const InputType& t : types) {
+    run.input_bytes.push_back(static_cast<size_t>(numel(t.shape)) * dtype_size(t.dtype));
+  }
+  run.types = std::move(types);
+  run.inputs = std::move(inputs);
+  if (!compiled_->interpret) {
+    for (const CudaStep& step : compiled_->steps) {
+      for (int node : step.arg_reductions) check_arg_reduction_extent(g, node, run.bindings);
+    }
+  }
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ValueId v = g.outputs()[i].value;
+    if (g.value(v).producer >= 0) run.output_slot.emplace(v.index, i);
+  }
+  run.outputs.assign(g.outputs().size(), 0);
+  return run;
+}
+
+bool CudaExecutable::overlaps_an_input(const BoundRun& run, CUdeviceptr begin, size_t bytes) {
+  if (!begin || bytes == 0) return false;
+  for (size_t i = 0; i < run.inputs.size(); ++i) {
+    const CUdeviceptr b = run.inputs[i], e = b + run.input_bytes[i];
+    if (b && b < begin + bytes && begin < e) return true;
+  }
+  return false;
+}
+
 void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& inputs,
                                    std::vector<DeviceTensor>& outputs) {
   const Graph& g = graph_;
   context_->make_current();
-  const DriverApi& api = context_->api();
-  const CUstream stream = context_->stream();
   std::vector<InputType> types;
-  for (const DeviceTensor* t : inputs) types.push_back({t->dtype, t->shape});
-  const SymbolBindings bindings = bind_input_types(g, types);
+  std::vector<CUdeviceptr> addresses;
+  for (const DeviceTensor* t : inputs) {
+    types.push_back({t->dtype, t->shape});
+    addresses.push_back(t->buffer.get());
+  }
+  BoundRun run = bind_run(std::move(types), std::move(addresses));
 
   if (compiled_->interpret) {
     std::vector<Tensor> host_inputs;
@@ -328,76 +375,200 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
     context_->synchronize();  // the host tensors die here
     return;
   }
-  const std::vector<CudaStep>& steps = compiled_->steps;
-  for (const CudaStep& step : steps) {
-    for (int node : step.arg_reductions) check_arg_reduction_extent(g, node, bindings);
-  }
-
   // Graph outputs are written straight into `outputs` (the first slot
-  // returning a value); every other value a step writes lives in a buffer of
-  // the caching allocator from its producing step to its last consumer.
-  // The inputs' memory, taken before any output is replaced: an input may be
-  // one of `outputs` itself.
-  std::map<int, CUdeviceptr> params;
-  std::vector<std::pair<CUdeviceptr, CUdeviceptr>> input_ranges;
-  for (size_t i = 0; i < g.params().size(); ++i) {
-    params[g.params()[i].index] = inputs[i]->buffer.get();
-    input_ranges.emplace_back(inputs[i]->buffer.get(), inputs[i]->buffer.get() + inputs[i]->buffer.bytes());
-  }
+  // returning a value). The kernels' buffer parameters are __restrict__
+  // (docs/cuda-backend.md): an output that overlaps an input is replaced,
+  // never written in place, and its old memory (which the kernels read) is
+  // kept until the run is queued.
   outputs.resize(g.outputs().size());
-  // The kernels' buffer parameters are __restrict__ (docs/cuda-backend.md):
-  // an output that overlaps an input is replaced, never written in place, and
-  // its old memory (which the kernels read) is kept until the run is queued.
-  auto overlaps_an_input = [&](const DeviceTensor& out) {
-    const CUdeviceptr begin = out.buffer.get(), end = begin + out.buffer.bytes();
-    if (!begin || begin == end) return false;
-    for (const auto& [b, e] : input_ranges) {
-      if (b && b < end && begin < e) return true;
-    }
-    return false;
-  };
   std::vector<DeviceBuffer> retired;
-  std::map<int, size_t> output_slot;
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    const ValueId v = g.outputs()[i].value;
-    if (g.value(v).producer < 0 || output_slot.count(v.index)) continue;
-    output_slot.emplace(v.index, i);
+  for (const auto& [value, i] : run.output_slot) {
+    const ValueId v{value};
     const DType dtype = g.type(v).dtype;
-    std::vector<int64_t> shape = concrete_shape(g.type(v).shape, bindings);
+    std::vector<int64_t> shape = concrete_shape(g.type(v).shape, run.bindings);
     DeviceTensor& out = outputs[i];
     const size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(dtype);
     if (out.dtype != dtype || out.shape != shape || out.buffer.bytes() != bytes || (bytes > 0 && !out.buffer.get()) ||
-        overlaps_an_input(out)) {
+        overlaps_an_input(run, out.buffer.get(), out.buffer.bytes())) {
       out.dtype = dtype;
       out.shape = std::move(shape);
       retired.push_back(std::move(out.buffer));
       out.buffer = DeviceBuffer(context_, bytes, fmt::format("output '{}' of graph '{}'", g.value_name(v), g.name()));
     }
+    run.outputs[i] = out.buffer.get();
   }
+  launch_steps(run);
+  // A value returned twice is copied into its later slots; a parameter
+  // returned as is, copied from the input (its memory and type taken before
+  // the outputs were replaced: the input may be one of `outputs`).
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const auto [from, type] = copy_source(run, i);
+    if (!from) continue;
+    DeviceTensor copy{type.dtype, type.shape, {}};
+    copy.buffer = DeviceBuffer(context_, copy.nbytes());
+    copy_on_stream(copy.buffer.get(), from, copy.nbytes());
+    outputs[i] = std::move(copy);
+  }
+  read_statuses(run);
+}
+
+std::pair<CUdeviceptr, InputType> CudaExecutable::copy_source(const BoundRun& run, size_t slot) const {
+  const Graph& g = graph_;
+  const ValueId v = g.outputs()[slot].value;
+  if (g.value(v).producer < 0) {
+    for (size_t p = 0; p < g.params().size(); ++p) {
+      if (g.params()[p] == v) return {run.inputs[p], run.types[p]};
+    }
+    throw InternalError(fmt::format("cuda executable: output {} is no parameter", slot), __FILE__, __LINE__);
+  }
+  const size_t first = run.output_slot.at(v.index);
+  if (first == slot) return {0, {}};
+  return {run.outputs[first], {g.type(v).dtype, concrete_shape(g.type(v).shape, run.bindings)}};
+}
+
+void CudaExecutable::copy_on_stream(CUdeviceptr to, CUdeviceptr from, size_t bytes) const {
+  if (bytes == 0) return;
+  const DriverApi& api = context_->api();
+  check(api, api.cuMemcpyDtoDAsync(to, from, bytes, context_->stream()), "cuMemcpyDtoDAsync");
+}
+
+namespace {
+
+// Orders the context's stream after what `caller` has queued, and `caller`
+// after what the context's stream queues until the guard ends (an event each
+// way); nothing to do when they are one stream.
+class StreamOrder {
+ public:
+  StreamOrder(const CudaContext& context, CUstream caller) : api_(context.api()), ours_(context.stream()), caller_(caller) {
+    if (caller_ == ours_) return;
+    check(api_, api_.cuEventCreate(&event_, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    wait(ours_, caller_);
+  }
+  // Called once the run is queued; a run that threw leaves `caller` unordered
+  // after it (its results are not to be read).
+  void done() {
+    if (caller_ != ours_) wait(caller_, ours_);
+  }
+  ~StreamOrder() {
+    if (event_) api_.cuEventDestroy(event_);
+  }
+  StreamOrder(const StreamOrder&) = delete;
+  StreamOrder& operator=(const StreamOrder&) = delete;
+
+ private:
+  void wait(CUstream waiting, CUstream on) {
+    check(api_, api_.cuEventRecord(event_, on), "cuEventRecord");
+    check(api_, api_.cuStreamWaitEvent(waiting, event_, 0), "cuStreamWaitEvent");
+  }
+  const DriverApi& api_;
+  CUstream ours_;
+  CUstream caller_;
+  CUevent event_ = nullptr;
+};
+
+}  // namespace
+
+void CudaExecutable::run_at(const std::vector<DeviceArrayView>& inputs, const DeviceOutputMemory& output,
+                            CUstream caller) {
+  const Graph& g = graph_;
+  context_->make_current();
+  std::vector<InputType> types;
+  std::vector<CUdeviceptr> addresses;
+  for (const DeviceArrayView& a : inputs) {
+    types.push_back({a.dtype, a.shape});
+    addresses.push_back(a.data);
+  }
+  BoundRun run = bind_run(std::move(types), std::move(addresses));
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ValueId v = g.outputs()[i].value;
+    const DType dtype = g.type(v).dtype;
+    const std::vector<int64_t> shape = concrete_shape(g.type(v).shape, run.bindings);
+    const CUdeviceptr at = output(i, dtype, shape);
+    const size_t bytes = static_cast<size_t>(numel(shape)) * dtype_size(dtype);
+    if (bytes > 0 && !at) throw UserError(fmt::format("run_at: output {} has no device memory", i));
+    if (overlaps_an_input(run, at, bytes)) throw UserError(fmt::format("run_at: output {} overlaps an input", i));
+    run.outputs[i] = at;
+  }
+  StreamOrder order(*context_, caller);
+  if (compiled_->interpret) {
+    run_interpreted_at(run);
+  } else {
+    launch_steps(run);
+    for (size_t i = 0; i < g.outputs().size(); ++i) {
+      const auto [from, type] = copy_source(run, i);
+      if (from) copy_on_stream(run.outputs[i], from, static_cast<size_t>(numel(type.shape)) * dtype_size(type.dtype));
+    }
+  }
+  order.done();
+  read_statuses(run);
+}
+
+void CudaExecutable::run_at(const std::vector<ArrayView>& inputs, const OutputMemory& output, std::uintptr_t caller) {
+  std::vector<DeviceArrayView> views;
+  for (const ArrayView& a : inputs) {
+    views.push_back({reinterpret_cast<CUdeviceptr>(a.data), a.dtype, std::vector<int64_t>(a.shape, a.shape + a.rank)});
+  }
+  run_at(
+      views,
+      [&](size_t i, DType dtype, const std::vector<int64_t>& shape) {
+        return reinterpret_cast<CUdeviceptr>(output(i, dtype, shape));
+      },
+      reinterpret_cast<CUstream>(caller));
+}
+
+// The interpreter on the device's memory: inputs copied to the host, results
+// back to their places, waiting for both.
+void CudaExecutable::run_interpreted_at(const BoundRun& run) {
+  const DriverApi& api = context_->api();
+  std::vector<Tensor> host_inputs;
+  for (size_t i = 0; i < run.inputs.size(); ++i) {
+    Tensor& t = host_inputs.emplace_back(run.types[i].dtype, run.types[i].shape);
+    if (t.nbytes() > 0) {
+      check(api, api.cuMemcpyDtoHAsync(t.raw(), run.inputs[i], t.nbytes(), context_->stream()), "cuMemcpyDtoHAsync");
+    }
+  }
+  context_->synchronize();
+  const std::vector<Tensor> host_outputs = interpret(graph_, host_inputs);
+  for (size_t i = 0; i < host_outputs.size(); ++i) {
+    const Tensor& t = host_outputs[i];
+    if (t.nbytes() > 0) {
+      check(api, api.cuMemcpyHtoDAsync(run.outputs[i], t.raw(), t.nbytes(), context_->stream()), "cuMemcpyHtoDAsync");
+    }
+  }
+  context_->synchronize();  // the host tensors die here
+}
+
+void CudaExecutable::launch_steps(BoundRun& run) {
+  const Graph& g = graph_;
+  const DriverApi& api = context_->api();
+  const CUstream stream = context_->stream();
+  const SymbolBindings& bindings = run.bindings;
+  const std::vector<CudaStep>& steps = compiled_->steps;
   const int step_count = static_cast<int>(steps.size());
   // The intermediates and the step after which each is released
   // (runtime/common/buffer_plan.h); the caching allocator, not a planned
   // pool, hands their memory on.
-  const Lifetimes lifetimes = launch_lifetimes(g, steps, output_slot);
+  const Lifetimes lifetimes = launch_lifetimes(g, steps, run.output_slot);
   std::map<int, DeviceBuffer> intermediates;
   auto address_of = [&](ValueId v) -> CUdeviceptr {
-    if (auto it = params.find(v.index); it != params.end()) return it->second;
-    if (auto it = output_slot.find(v.index); it != output_slot.end()) return outputs[it->second].buffer.get();
+    for (size_t p = 0; p < g.params().size(); ++p) {
+      if (g.params()[p] == v) return run.inputs[p];
+    }
+    if (auto it = run.output_slot.find(v.index); it != run.output_slot.end()) return run.outputs[it->second];
     if (auto it = intermediates.find(v.index); it != intermediates.end()) return it->second.get();
     throw InternalError(fmt::format("cuda executable: value {} has no buffer", g.value_name(v)), __FILE__, __LINE__);
   };
 
   // One status word per kernel that can reject its input, zeroed together.
-  std::vector<int> status_steps;
+  run.status_steps.clear();
   for (int i = 0; i < step_count; ++i) {
-    if (steps[i].kind == CudaStep::Kind::Kernel && steps[i].signature.status) status_steps.push_back(i);
+    if (steps[i].kind == CudaStep::Kind::Kernel && steps[i].signature.status) run.status_steps.push_back(i);
   }
-  DeviceBuffer statuses;
-  if (!status_steps.empty()) {
-    statuses = DeviceBuffer(context_, status_steps.size() * sizeof(int32_t));
-    check(api, api.cuMemsetD8Async(statuses.get(), 0, statuses.bytes(), stream), "cuMemsetD8Async");
+  run.statuses = DeviceBuffer();
+  if (!run.status_steps.empty()) {
+    run.statuses = DeviceBuffer(context_, run.status_steps.size() * sizeof(int32_t));
+    check(api, api.cuMemsetD8Async(run.statuses.get(), 0, run.statuses.bytes(), stream), "cuMemsetD8Async");
   }
-
   // A kernel step's arguments: the buffers (inputs, outputs, status) as
   // device pointers, then the symbols' extents as int64_t
   // (docs/cuda-backend.md, ABI), and its grid.
@@ -411,7 +582,7 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
     BoundKernel b;
     for (ValueId v : step.signature.inputs) b.buffers.push_back(address_of(v));
     for (ValueId v : step.signature.outputs) b.buffers.push_back(address_of(v));
-    if (step.signature.status) b.buffers.push_back(statuses.get() + sizeof(int32_t) * status_index++);
+    if (step.signature.status) b.buffers.push_back(run.statuses.get() + sizeof(int32_t) * status_index++);
     STITCH_ASSERT(b.buffers.size() == step.kernel.buffers.size(),
                   fmt::format("kernel {}: {} buffers bound for {} parameters", step.kernel.name, b.buffers.size(),
                               step.kernel.buffers.size()));
@@ -481,45 +652,17 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
     }
     i += span;
   }
+}
 
-  // A value returned twice is copied into its later slots; a parameter
-  // returned as is, copied from the input.
-  // A parameter's memory and type are the ones taken before the outputs were
-  // replaced (the input may be one of `outputs`).
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    const ValueId v = g.outputs()[i].value;
-    DeviceTensor copy;
-    CUdeviceptr from = 0;
-    if (g.value(v).producer < 0) {
-      for (size_t p = 0; p < g.params().size(); ++p) {
-        if (g.params()[p] != v) continue;
-        copy.dtype = types[p].dtype;
-        copy.shape = types[p].shape;
-        from = input_ranges[p].first;
-      }
-    } else if (output_slot.at(v.index) != i) {
-      const DeviceTensor& source = outputs[output_slot.at(v.index)];
-      copy.dtype = source.dtype;
-      copy.shape = source.shape;
-      from = source.buffer.get();
-    } else {
-      continue;
-    }
-    const size_t bytes = static_cast<size_t>(numel(copy.shape)) * dtype_size(copy.dtype);
-    copy.buffer = DeviceBuffer(context_, bytes);
-    if (bytes > 0) {
-      check(api, api.cuMemcpyDtoDAsync(copy.buffer.get(), from, bytes, stream), "cuMemcpyDtoDAsync");
-    }
-    outputs[i] = std::move(copy);
-  }
-
-  if (!status_steps.empty()) {
-    std::vector<int32_t> host(status_steps.size(), 0);
-    check(api, api.cuMemcpyDtoHAsync(host.data(), statuses.get(), statuses.bytes(), stream), "cuMemcpyDtoHAsync");
-    context_->synchronize();
-    for (int32_t s : host) {
-      if (s != 0) throw_rejected_input(g, s - 1, bindings);
-    }
+void CudaExecutable::read_statuses(BoundRun& run) {
+  if (run.status_steps.empty()) return;
+  const DriverApi& api = context_->api();
+  std::vector<int32_t> host(run.status_steps.size(), 0);
+  check(api, api.cuMemcpyDtoHAsync(host.data(), run.statuses.get(), run.statuses.bytes(), context_->stream()),
+        "cuMemcpyDtoHAsync");
+  context_->synchronize();
+  for (int32_t s : host) {
+    if (s != 0) throw_rejected_input(graph_, s - 1, run.bindings);
   }
 }
 

@@ -16,11 +16,13 @@
 #include <vector>
 
 #include "fusion/planner.h"
+#include "runtime/common/caller_memory.h"
 #include "runtime/common/pipeline.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
 #include "schedule/select.h"
 #include "stitch/graph.h"
+#include "stitch/interpreter.h"
 #include "stitch/tensor.h"
 
 namespace stitch::runtime::cuda {
@@ -52,6 +54,16 @@ struct CudaCompileOptions {
 };
 
 struct CompiledCudaGraph;  // plan, launch list, loaded module
+
+// A dense row-major array at a device address the caller owns.
+struct DeviceArrayView {
+  CUdeviceptr data = 0;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+};
+// Where run_at writes output `index` (a dense row-major array of `dtype` and
+// `shape`): a device address the caller owns.
+using DeviceOutputMemory = std::function<CUdeviceptr(size_t index, DType dtype, const std::vector<int64_t>& shape)>;
 
 class CudaExecutable {
  public:
@@ -89,6 +101,17 @@ class CudaExecutable {
   // __restrict__).
   void run_on_device(const std::vector<const DeviceTensor*>& inputs, std::vector<DeviceTensor>& outputs);
 
+  // The same on device memory the caller owns (a framework's tensors): inputs
+  // read where they lie, each output written where `output` says (no output
+  // may overlap an input: UserError). The work is queued on the context's
+  // stream after what `caller` has queued, and `caller` is made to wait for
+  // it (an event each way, none when `caller` is the context's stream);
+  // returns without waiting unless a kernel can reject its input.
+  void run_at(const std::vector<DeviceArrayView>& inputs, const DeviceOutputMemory& output, CUstream caller);
+  // The public API's form (Executable::run_on_device): each view's data and
+  // each address `output` returns are device addresses; `caller` a CUstream.
+  void run_at(const std::vector<ArrayView>& inputs, const OutputMemory& output, std::uintptr_t caller);
+
   int kernel_count() const;  // kernels plus library calls per run (a woven pair counts as two)
   int woven_launches() const;  // launches that run a woven pair of kernels (CudaCompileOptions::weave)
   // One line per adjacent independent pair the weaver refused, with its reason.
@@ -100,6 +123,22 @@ class CudaExecutable {
   CudaContext& context() const { return *context_; }
 
  private:
+  struct BoundRun;
+  BoundRun bind_run(std::vector<InputType> types, std::vector<CUdeviceptr> inputs) const;
+  static bool overlaps_an_input(const BoundRun& run, CUdeviceptr begin, size_t bytes);
+  // Queues every step on the context's stream, intermediates from the
+  // caching allocator, each kernel's status word zeroed first.
+  void launch_steps(BoundRun& run);
+  // Where output `slot` is copied from after the launches (a parameter, or
+  // the value's first slot) and its type; a null address when it is written
+  // by a kernel.
+  std::pair<CUdeviceptr, InputType> copy_source(const BoundRun& run, size_t slot) const;
+  void copy_on_stream(CUdeviceptr to, CUdeviceptr from, size_t bytes) const;
+  void run_interpreted_at(const BoundRun& run);
+  // Waits for the statuses and throws the interpreter's UserError for a
+  // rejected input.
+  void read_statuses(BoundRun& run);
+
   CudaExecutable(Graph graph, std::shared_ptr<CudaContext> context, std::shared_ptr<const CompiledCudaGraph> compiled);
 
   Graph graph_;

@@ -44,6 +44,7 @@ namespace stitch::runtime::cuda {
   X(cuStreamCreate)                     \
   X(cuStreamDestroy)                    \
   X(cuStreamSynchronize)                \
+  X(cuStreamWaitEvent)                  \
   X(cuEventCreate)                      \
   X(cuEventDestroy)                     \
   X(cuEventRecord)                      \

@@ -74,6 +74,7 @@ struct FakeState {
   CUcontext current = nullptr;
   std::vector<RecordedLaunch> launches;
   std::vector<size_t> param_sizes;
+  std::vector<StitchFakeCudaStreamOp> stream_ops;
 };
 
 FakeState& state() {
@@ -329,6 +330,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int grid_x, unsign
   for (size_t i = 0; i < s.param_sizes.size(); ++i) {
     r.param_bytes.emplace_back(static_cast<const char*>(kernel_params[i]), s.param_sizes[i]);
   }
+  s.stream_ops.push_back({'L', r.launch.stream, nullptr});
   s.launches.push_back(std::move(r));
   return CUDA_SUCCESS;
 }
@@ -456,6 +458,15 @@ CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
   if (state().events.count(event) == 0 || !valid_stream(state(), stream)) return CUDA_ERROR_INVALID_HANDLE;
   event->recorded = true;
   event->when = std::chrono::steady_clock::now();
+  state().stream_ops.push_back({'R', stream, event});
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().events.count(event) == 0 || !valid_stream(state(), stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  state().stream_ops.push_back({'W', stream, event});
   return CUDA_SUCCESS;
 }
 
@@ -497,6 +508,7 @@ void stitch_fake_cuda_reset(void) {
   s.current = nullptr;
   s.launches.clear();
   s.param_sizes.clear();
+  s.stream_ops.clear();
 }
 
 int64_t stitch_fake_cuda_live_allocations(void) {
@@ -563,6 +575,18 @@ int stitch_fake_cuda_get_launch_param(int launch, int param, void* out, size_t s
   const auto& params = launches[launch].param_bytes;
   if (param < 0 || static_cast<size_t>(param) >= params.size() || params[param].size() != size) return 0;
   std::memcpy(out, params[param].data(), size);
+  return 1;
+}
+
+int stitch_fake_cuda_stream_op_count(void) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return static_cast<int>(state().stream_ops.size());
+}
+
+int stitch_fake_cuda_get_stream_op(int index, StitchFakeCudaStreamOp* out) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (index < 0 || static_cast<size_t>(index) >= state().stream_ops.size() || !out) return 0;
+  *out = state().stream_ops[index];
   return 1;
 }
 

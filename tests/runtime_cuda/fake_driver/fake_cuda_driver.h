@@ -28,6 +28,15 @@ typedef struct StitchFakeCudaLaunch {
   void** kernel_params;
 } StitchFakeCudaLaunch;
 
+// What orders work between streams, in call order: 'R' an event recorded on
+// `stream`, 'W' `stream` made to wait for `event`, 'L' a kernel launched on
+// `stream` (event null).
+typedef struct StitchFakeCudaStreamOp {
+  char kind;
+  CUstream stream;
+  CUevent event;
+} StitchFakeCudaStreamOp;
+
 typedef struct StitchFakeCudaHandles {
   int streams;
   int events;
@@ -60,6 +69,9 @@ void stitch_fake_cuda_record_param_sizes(const size_t* sizes, int count);
 // argument was recorded with exactly that size; else 0.
 int stitch_fake_cuda_get_launch_param(int launch, int param, void* out, size_t size);
 void stitch_fake_cuda_live_handles(StitchFakeCudaHandles* out);
+int stitch_fake_cuda_stream_op_count(void);
+// 1 and *out filled for 0 <= index < stream_op_count, else 0.
+int stitch_fake_cuda_get_stream_op(int index, StitchFakeCudaStreamOp* out);
 
 #ifdef __cplusplus
 }  // extern "C"
@@ -79,7 +91,9 @@ void stitch_fake_cuda_live_handles(StitchFakeCudaHandles* out);
   X(stitch_fake_cuda_get_launch)                 \
   X(stitch_fake_cuda_record_param_sizes)         \
   X(stitch_fake_cuda_get_launch_param)           \
-  X(stitch_fake_cuda_live_handles)
+  X(stitch_fake_cuda_live_handles)               \
+  X(stitch_fake_cuda_stream_op_count)            \
+  X(stitch_fake_cuda_get_stream_op)
 
 #ifdef __cplusplus
 #include <dlfcn.h>

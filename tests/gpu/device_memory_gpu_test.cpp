@@ -4,7 +4,7 @@
 // written at the caller's address and compared with the interpreter, on a
 // stream of the caller's own; outputs that are parameters or repeated
 // values; an output over an input refused; a rejected gather index
-// reported; the interpreter's fallback.
+// reported; an empty parameter returned; the interpreter's fallback.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -139,6 +139,20 @@ TEST_F(DeviceMemoryGpu, ARejectedGatherIndexIsTheInterpretersUserError) {
     for (int64_t e = 0; e < 4; ++e) good.set_i64(e, 4 - e);
     EXPECT_EQ(compare_outputs(g, {}, run_at(exe, g, {x, good}), interpret(g, {x, good})), "");
   });
+}
+
+// An empty parameter returned as is (its device address may be null) is an
+// empty output on both entry points, not a missing one.
+TEST_F(DeviceMemoryGpu, AnEmptyParameterReturnedIsAnEmptyOutput) {
+  for_each_planner(R"(graph e(x: f32[0, 3], y: f32[4, 3]) -> (f32[0, 3], f32[3], f32[4, 3]) {
+  s = reduce_sum(x, axes=[0])
+  return x, s, y
+})",
+                   [&](CudaExecutable& exe, const Graph& g) {
+                     const std::vector<Tensor> inputs = seeded_inputs(g, 4, {});
+                     EXPECT_EQ(compare_outputs(g, {}, run_at(exe, g, inputs), interpret(g, inputs)), "");
+                     EXPECT_EQ(compare_outputs(g, {}, exe.run(inputs), interpret(g, inputs)), "");
+                   });
 }
 
 // Where neither plan compiled, the interpreter runs on copies of the

@@ -1,7 +1,8 @@
-// The CPU's target rewrite of full reductions into rows plus partials
-// (src/ir/split_reductions.h): which reductions qualify, the structure of the
-// rewrite, and that the interpreter gives the same values within the
-// tolerance of a reduction of the whole length.
+// The target rewrite of full reductions into rows plus partials, and on a
+// GPU of narrow column reductions (src/ir/split_reductions.h): which
+// reductions qualify, the structure of the rewrite, and that the interpreter
+// gives the same values within the tolerance of a reduction of the whole
+// length.
 #include <cstdint>
 
 #include <gtest/gtest.h>
@@ -22,6 +23,19 @@ std::string ops(const Graph& g) {
   std::string out;
   for (const Node& n : g.nodes()) out += std::string(op_name(n.op)) + " ";
   return out;
+}
+
+// `g` and its rewrite `split` interpreted on the same seeded inputs.
+void interpret_both(const Graph& g, const Graph& split, uint64_t seed, std::vector<Tensor>& want,
+                    std::vector<Tensor>& got) {
+  std::vector<Tensor> inputs;
+  for (ValueId p : g.params()) {
+    Tensor t(g.type(p).dtype, concrete_shape(g.type(p).shape, {}));
+    fill_random(t, seed++);
+    inputs.push_back(std::move(t));
+  }
+  want = interpret(g, inputs);
+  got = interpret(split, inputs);
 }
 
 TEST(SplitFullReductions, ASumOfEveryElementBecomesRowsThenPartials) {
@@ -101,15 +115,8 @@ TEST(SplitFullReductions, TheInterpreterAgreesWithinTheReductionTolerance) {
 })");
   Graph split = split_full_reductions(g);
   EXPECT_NE(split, g);
-  std::vector<Tensor> inputs;
-  uint64_t seed = 3;
-  for (ValueId p : g.params()) {
-    Tensor t(g.type(p).dtype, concrete_shape(g.type(p).shape, {}));
-    fill_random(t, seed++);
-    inputs.push_back(std::move(t));
-  }
-  std::vector<Tensor> want = interpret(g, inputs);
-  std::vector<Tensor> got = interpret(split, inputs);
+  std::vector<Tensor> want, got;
+  interpret_both(g, split, 3, want, got);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_TRUE(testing::matches_interpreter(got[i], want[i], false, 131072)) << "output " << i;
@@ -118,6 +125,75 @@ TEST(SplitFullReductions, TheInterpreterAgreesWithinTheReductionTolerance) {
   EXPECT_TRUE(testing::tensors_bitwise_equal(got[2], want[2]));
   EXPECT_TRUE(testing::tensors_bitwise_equal(got[3], want[3]));
   EXPECT_TRUE(testing::tensors_bitwise_equal(got[4], want[4]));
+}
+
+// Column reductions, split only with a column target (the GPU's options).
+TEST(SplitColumnReductions, FewColumnsOverManyRowsBecomeAThreeAxisReductionThenPartials) {
+  Graph g = canonical(R"(graph dw(dy: f32[262144, 1024], x: f32[262144, 1024]) -> (f32[1024], f32[1, 1024]) {
+  w = reduce_sum(mul(dy, x), axes=[0])
+  b = reduce_mean(dy, axes=[0], keepdims=true)
+  return w, b
+})");
+  EXPECT_EQ(split_full_reductions(g), g) << "the CPU's options split no column reduction";
+  Graph split = split_full_reductions(g, gpu_split_options());
+  EXPECT_TRUE(verify(split, {.canonical = true}).empty());
+  EXPECT_EQ(ops(split), "mul reshape reduce_sum reduce_sum reshape reduce_mean reduce_mean reshape ");
+  // 1024 columns: P = 128 gives 131072 first-stage columns.
+  EXPECT_EQ(shape_str(split.type(split.nodes()[1].output).shape), "[128, 2048, 1024]");
+  EXPECT_EQ(shape_str(split.type(split.nodes()[2].output).shape), "[128, 1024]");
+  EXPECT_EQ(split.type(split.outputs()[0].value), g.type(g.outputs()[0].value));
+  EXPECT_EQ(split.type(split.outputs()[1].value), g.type(g.outputs()[1].value));
+  EXPECT_EQ(split.outputs()[1].name, "b");
+  EXPECT_EQ(split.value_name(split.outputs()[0].value), "w");
+}
+
+TEST(SplitColumnReductions, WhatStaysWhole) {
+  const char* const kept[] = {
+      // enough columns already
+      R"(graph g(x: f32[64, 262144]) -> (f32[262144]) {
+  s = reduce_sum(x, axes=[0])
+  return s
+})",
+      // too few rows for parts of 64
+      R"(graph g(x: f32[96, 1024]) -> (f32[1024]) {
+  s = reduce_sum(x, axes=[0])
+  return s
+})",
+      // the reduced axis is not a leading one
+      R"(graph g(x: f32[1024, 4096, 8]) -> (f32[1024, 8]) {
+  s = reduce_sum(x, axes=[1])
+  return s
+})",
+      // bf16 partials would round once more
+      R"(graph g(x: bf16[65536, 512]) -> (bf16[512]) {
+  s = reduce_sum(x, axes=[0])
+  return s
+})"};
+  for (const char* text : kept) {
+    Graph g = canonical(text);
+    EXPECT_EQ(split_full_reductions(g, gpu_split_options()), g) << text;
+  }
+}
+
+TEST(SplitColumnReductions, TheInterpreterAgrees) {
+  Graph g = canonical(R"(graph c(x: f32[4096, 3, 5], i: i32[2048, 7]) -> (f32[3, 5], f32[3, 5], i32[7]) {
+  s = reduce_sum(x, axes=[0])
+  m = reduce_max(x, axes=[0])
+  k = reduce_sum(i, axes=[0])
+  return s, m, k
+})");
+  SplitReductionOptions o;
+  o.column_target = 64;
+  o.min_column_part_length = 16;
+  Graph split = split_full_reductions(g, o);
+  EXPECT_EQ(ops(split), "reshape reduce_sum reduce_sum reshape reduce_max reduce_max reshape reduce_sum reduce_sum ");
+  EXPECT_EQ(shape_str(split.type(split.nodes()[0].output).shape), "[8, 512, 3, 5]");  // 8 * 15 >= 64
+  std::vector<Tensor> want, got;
+  interpret_both(g, split, 5, want, got);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(testing::matches_interpreter(got[0], want[0], false, 4096));
+  EXPECT_TRUE(testing::tensors_bitwise_equal(got[1], want[1]));
+  EXPECT_TRUE(testing::tensors_bitwise_equal(got[2], want[2]));
 }
 
 }  // namespace

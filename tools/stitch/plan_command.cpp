@@ -232,15 +232,13 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   PlannerKind kind = implemented_planner(planner);
   SymbolBindings bindings = parse_dims(dims);
   Module m = load_module(file, nullptr);
-  // The plan of the graph the CPU back end runs: after its target rewrite
-  // (full reductions split, src/ir/split_reductions.h), so this is the plan
-  // `stitch run` executes; explained for a GPU --target, the plan the CUDA
-  // back end makes (a block holds less of a row between phases, PlanOptions).
   // The plan of the graph the CPU back end runs: the pipeline through its
   // schedule stage (full reductions split, src/ir/split_reductions.h), so this
   // is the plan `stitch run` executes; explained for a GPU --target, the plan
   // the CUDA back end makes (a block holds less of a row between phases,
-  // PlanOptions).
+  // PlanOptions), though with the CPU's target rewrite (a GPU's also splits
+  // narrow column reductions: STITCH_DUMP=split-reductions on `stitch run
+  // --backend cuda-sim` shows them).
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
   rows.forced = forced;
   const Graph& selected = select_graph(m, graph_name, file);

@@ -18,8 +18,12 @@ namespace {
 
 void canonicalize_stage(Compilation& c, const Backend&) { c.canonical = canonicalize(c.input); }
 
-// Full reductions split so that they use every core or SM (src/ir/split_reductions.h).
-void split_stage(Compilation& c, const Backend&) { c.graph = split_full_reductions(c.canonical); }
+// Full reductions split so that they use every core or SM, and on a GPU
+// column reductions with too few columns to fill it (src/ir/split_reductions.h).
+void split_stage(Compilation& c, const Backend&) {
+  const bool cpu = c.target.machine == schedule::RowScheduleTarget::Machine::Cpu;
+  c.graph = split_full_reductions(c.canonical, cpu ? SplitReductionOptions{} : gpu_split_options());
+}
 
 // Scaled-dot-product attention as one library call on the CPU; elsewhere an
 // attention op (written, or from an earlier stage) becomes its composite,
@@ -137,7 +141,7 @@ std::string print_compile_stage(const Compilation& c) {
 const std::vector<Stage>& pipeline_stages() {
   static const std::vector<Stage> stages = {
       {"canonicalize", "the graph in canonical form (ir/canonicalize.h)", canonicalize_stage, print_canonical},
-      {"split-reductions", "full reductions split into two row reductions (ir/split_reductions.h)", split_stage,
+      {"split-reductions", "full reductions (and on a GPU, narrow column reductions) split in two stages (ir/split_reductions.h)", split_stage,
        print_split},
       {"attention", "scaled-dot-product attention as one op on the CPU, its composite elsewhere (ir/attention_pattern.h)",
        attention_stage, print_split},

@@ -402,8 +402,9 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
   // returned as is, copied from the input (its memory and type taken before
   // the outputs were replaced: the input may be one of `outputs`).
   for (size_t i = 0; i < g.outputs().size(); ++i) {
-    const auto [from, type] = copy_source(run, i);
-    if (!from) continue;
+    const auto source = copy_source(run, i);
+    if (!source) continue;
+    const auto& [from, type] = *source;
     DeviceTensor copy{type.dtype, type.shape, {}};
     copy.buffer = DeviceBuffer(context_, copy.nbytes());
     copy_on_stream(copy.buffer.get(), from, copy.nbytes());
@@ -412,18 +413,18 @@ void CudaExecutable::run_on_device(const std::vector<const DeviceTensor*>& input
   read_statuses(run);
 }
 
-std::pair<CUdeviceptr, InputType> CudaExecutable::copy_source(const BoundRun& run, size_t slot) const {
+std::optional<std::pair<CUdeviceptr, InputType>> CudaExecutable::copy_source(const BoundRun& run, size_t slot) const {
   const Graph& g = graph_;
   const ValueId v = g.outputs()[slot].value;
   if (g.value(v).producer < 0) {
     for (size_t p = 0; p < g.params().size(); ++p) {
-      if (g.params()[p] == v) return {run.inputs[p], run.types[p]};
+      if (g.params()[p] == v) return std::pair{run.inputs[p], run.types[p]};
     }
     throw InternalError(fmt::format("cuda executable: output {} is no parameter", slot), __FILE__, __LINE__);
   }
   const size_t first = run.output_slot.at(v.index);
-  if (first == slot) return {0, {}};
-  return {run.outputs[first], {g.type(v).dtype, concrete_shape(g.type(v).shape, run.bindings)}};
+  if (first == slot) return std::nullopt;
+  return std::pair{run.outputs[first], InputType{g.type(v).dtype, concrete_shape(g.type(v).shape, run.bindings)}};
 }
 
 void CudaExecutable::copy_on_stream(CUdeviceptr to, CUdeviceptr from, size_t bytes) const {
@@ -495,8 +496,10 @@ void CudaExecutable::run_at(const std::vector<DeviceArrayView>& inputs, const De
   } else {
     launch_steps(run);
     for (size_t i = 0; i < g.outputs().size(); ++i) {
-      const auto [from, type] = copy_source(run, i);
-      if (from) copy_on_stream(run.outputs[i], from, static_cast<size_t>(numel(type.shape)) * dtype_size(type.dtype));
+      if (const auto source = copy_source(run, i)) {
+        const auto& [from, type] = *source;
+        copy_on_stream(run.outputs[i], from, static_cast<size_t>(numel(type.shape)) * dtype_size(type.dtype));
+      }
     }
   }
   order.done();

@@ -130,9 +130,8 @@ class CudaExecutable {
   // caching allocator, each kernel's status word zeroed first.
   void launch_steps(BoundRun& run);
   // Where output `slot` is copied from after the launches (a parameter, or
-  // the value's first slot) and its type; a null address when it is written
-  // by a kernel.
-  std::pair<CUdeviceptr, InputType> copy_source(const BoundRun& run, size_t slot) const;
+  // the value's first slot) and its type; nullopt when a kernel writes it.
+  std::optional<std::pair<CUdeviceptr, InputType>> copy_source(const BoundRun& run, size_t slot) const;
   void copy_on_stream(CUdeviceptr to, CUdeviceptr from, size_t bytes) const;
   void run_interpreted_at(const BoundRun& run);
   // Waits for the statuses and throws the interpreter's UserError for a

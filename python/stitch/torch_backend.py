@@ -438,8 +438,7 @@ class _Specialisation:
         self.single = single      # one output: the executable returns an array, not a tuple
         self.devices = devices    # each output's device, where it is not the CPU
         # The CUDA device every output is on (by address, run_at(device=True)), or None.
-        cuda = {d for d in devices or ()}
-        self.device = cuda.pop() if len(cuda) == 1 and None not in (devices or [None]) else None
+        self.device = devices[0] if devices and None not in devices and len(set(devices)) == 1 else None
         self.outputs = outputs    # each output's (shape, dtype)
         # A graph with size symbols (torch_symbolic.Symbolic): shapes above name them,
         # and each call binds them from its arguments.
@@ -532,6 +531,12 @@ def _run_at(spec, args, stats=None):
     return out
 
 
+def _calls_by_address(spec):
+    """Whether a call goes through _run_at: by_address is on and the outputs are all on
+    the CPU or all on one CUDA device."""
+    return by_address and (spec.devices is None or spec.device is not None)
+
+
 def _host_array(t, shape):
     """The argument on the host in its parameter's shape (a view of a contiguous one)."""
     if t.device.type != "cpu":
@@ -621,7 +626,7 @@ class _StitchPartition(torch.nn.Module):
             return self.module(*args)
         if _profiling:
             return self._timed(spec, args)
-        if by_address and (spec.devices is None or spec.device is not None):
+        if _calls_by_address(spec):
             return _run_at(spec, args)
         return _results(spec, _run(spec, _host_arrays(spec, args)))
 
@@ -629,7 +634,7 @@ class _StitchPartition(torch.nn.Module):
     __call__ = forward
 
     def _timed(self, spec, args):
-        if by_address and (spec.devices is None or spec.device is not None):
+        if _calls_by_address(spec):
             return _run_at(spec, args, self.stats)
         start = time.perf_counter()
         arrays = _host_arrays(spec, args)

@@ -36,9 +36,10 @@ packages=(
   libonnx-dev libprotobuf-dev
   coinor-libcbc-dev
   libjemalloc-dev
+  graphviz
 )
 if ((with_tests)); then
-  packages+=(python3-numpy python3-onnx python3-torch)
+  packages+=(python3-numpy python3-onnx python3-torch chromium)
 fi
 
 if ((with_python)); then

@@ -16,6 +16,7 @@
 #include "stitch/npy.h"
 #include "stitch/onnx.h"
 #include "stitch/ops.h"
+#include "stitch/report.h"
 #include "stitch/runtime.h"
 #include "stitch/shape.h"
 #include "stitch/tensor.h"

@@ -30,6 +30,8 @@ from ._stitch import (  # noqa: F401  (the package's API)
     load,
     load_onnx,
     parse,
+    report_page,
+    report_sections,
     version,
 )
 from ._stitch import __version__  # noqa: F401
@@ -52,6 +54,8 @@ __all__ = [
     "load",
     "load_onnx",
     "parse",
+    "report_page",
+    "report_sections",
     "version",
 ]
 

@@ -35,7 +35,7 @@ import stitch
 from .torch_lowering import LOWERINGS, lower_partition, lowering_refusal
 from .torch_lowering_attention import ATTENTION_OPS
 from .torch_lowering_layout import MATRIX_PRODUCTS
-from . import torch_products
+from . import torch_products, torch_report
 from .torch_attention import fuse_attention
 from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
 
@@ -94,6 +94,7 @@ class PartitionStats:
         # A partition of views and layout copies: seconds of Stitch's call and
         # PyTorch's, timed once (PyTorch runs it where faster).
         self.copies_timed = None
+        self.report = None              # its graph's page under STITCH_TORCH_REPORT (torch_report.py)
 
     def __repr__(self):
         state = f"fallback: {self.fallback}" if self.fallback else f"kernels={self.kernel_count}"
@@ -172,6 +173,13 @@ class _Support(OperatorSupportBase):
         self.attention = attention  # whether fused attention does (`stitch_attention`)
 
     def is_node_supported(self, submodules, node):
+        reason = self.refusal(node)
+        if reason is not None and node.op == "call_function":
+            self.stats.refusals[reason] += 1
+        return reason is None
+
+    def refusal(self, node):
+        """Why PyTorch runs `node`, or None when Stitch can take it."""
         reason = lowering_refusal(node)
         if reason is None and node.target in MATRIX_PRODUCTS:
             if not self.dots:
@@ -182,9 +190,7 @@ class _Support(OperatorSupportBase):
             reason = "fused attention (the stitch_attention option is off)"
         if reason is None and _on_cuda(node):
             reason = _cuda_refusal(node)
-        if reason is not None and node.op == "call_function":
-            self.stats.refusals[reason] += 1
-        return reason is None
+        return reason
 
 
 # What PyTorch runs on purpose (docs/torch.md, What runs in PyTorch): no warning.
@@ -327,9 +333,11 @@ def _compile_graph(gm, kind, options):
     if keep_products not in (True, False):
         raise ValueError(f'stitch: options["keep_products"] is {keep_products!r}; it takes True or False')
     attention = bool(options.get("stitch_attention", STITCH_ATTENTION_BY_DEFAULT))
-    partitioner = CapabilityBasedPartitioner(gm, _Support(stats, dots, attention), allows_single_node_partition=True)
+    support = _Support(stats, dots, attention)
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     _warn_refusals(gm)
     partitions = [p for p in partitioner.propose_partitions() if _trim(p)]
+    report = torch_report.graph_report(gm, graph_id, kind, partitions, support.refusal)
     if partitions:
         fuse_by_partitions(gm, [p.nodes for p in partitions], prefix="stitch_", always_return_tuple=True)
     for node in gm.graph.nodes:
@@ -339,6 +347,7 @@ def _compile_graph(gm, kind, options):
             outputs = [n.meta.get("val") for n in _flat_output(sub)]
             device = "cuda" if any(isinstance(v, torch.Tensor) and v.device.type == "cuda" for v in outputs) else "cpu"
             pstats = PartitionStats(f"torch_g{graph_id}_{node.target}", ops, device)
+            pstats.report = report
             stats.partitions.append(pstats)
             setattr(gm, node.target, _StitchPartition(sub, pstats, options))
         elif node.op == "call_function" and node.target is not operator.getitem:
@@ -664,6 +673,8 @@ class _StitchPartition(torch.nn.Module):
             # Stitch refused the graph (a back end's limit): PyTorch runs this partition,
             # loudly. Any other exception is a bug in the lowering and propagates.
             self.stats.fallback = f"{type(e).__name__}: {e}"
+            if self.stats.report is not None:
+                self.stats.report.add_fallback(self.stats.name, self.stats.fallback)
             warnings.warn(f"stitch: {name} runs in PyTorch: {self.stats.fallback}", stacklevel=3)
             spec = _Specialisation(None, [], [], False, None, [])
         else:
@@ -722,6 +733,9 @@ class _StitchPartition(torch.nn.Module):
     def _compiled(self, name, text):
         self.stats.text = text
         _dump(name, text)
+        if self.stats.report is not None:
+            self.stats.report.add_partition(self.stats.name, name, text, self.stats.backend,
+                                            self.options.get("planner", "stitch"))
         return _compile_text(text, name, self.stats.backend, self.options)
 
     def _made(self, exe, declared, outputs, symbolic):

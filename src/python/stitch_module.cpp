@@ -588,6 +588,11 @@ PYBIND11_MODULE(_stitch, m) {
   m.def("load", &stitch::parse_file, py::arg("path"), "Parses a .stitch file");
   m.def("cuda_available", &stitch::cuda_available,
         "Whether the cuda back end can compile here: a build with CUDA support, a driver and a device");
+  m.def("report_sections", &stitch::fusion_report_sections, py::arg("graph"), py::arg("planner") = "xla",
+        py::arg("backend") = "cpu", py::arg("anchor") = "",
+        "The HTML sections of a graph's fusion report (docs/report.md); nothing is compiled");
+  m.def("report_page", &stitch::fusion_report_page, py::arg("title"), py::arg("body"),
+        "A self-contained HTML page around report sections");
   m.def("version", &stitch::version);
   m.attr("__version__") = stitch::version();
 

@@ -202,7 +202,7 @@ TEST_F(Subcommands, BadInputsExitTwoWithAClearMessage) {
     std::string expected;
   };
   std::vector<Case> cases = {
-      {"plan " + add + " --format html", "--format html is not supported yet; use --format text, dot or json"},
+      {"plan " + add + " --format svg", "--format svg: use --format text, dot, json or html"},
       {"plan " + add + " --planner fastest", "unknown planner 'fastest'"},
       {"plan " + add + " --graph nope", "no graph named 'nope'"},
       {"emit " + add + " --backend rocm", "--backend rocm: that back end is not built yet"},

@@ -30,61 +30,7 @@ namespace stitch::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// `warmup` untimed calls, then the median of `repeat` timed ones.
-template <class F>
-double median_seconds(int warmup, int repeat, F&& call) {
-  for (int i = 0; i < warmup; ++i) call();
-  std::vector<double> times;
-  for (int i = 0; i < repeat; ++i) {
-    Clock::time_point start = Clock::now();
-    call();
-    times.push_back(seconds_since(start));
-  }
-  return median(std::move(times));
-}
-
-// The copy the workloads are compared with: the same shape of code the C++
-// emitter produces for an elementwise kernel (an OpenMP static loop over
-// floats), compiled through the kernel cache with the JIT's own command line.
-constexpr const char* kCopySource = R"(#include <cstdint>
-extern "C" void stitch_bench_copy(void* const* buffers, const int64_t* scalars) {
-  const float* __restrict src = static_cast<const float*>(buffers[0]);
-  float* __restrict dst = static_cast<float*>(buffers[1]);
-  const int64_t n = scalars[0];
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
-}
-)";
-
-class CopyBenchmark {
- public:
-  explicit CopyBenchmark(runtime::cpu::KernelCache& cache)
-      : module_(cache.load_or_compile(kCopySource)), copy_(module_.function("stitch_bench_copy")) {}
-
-  // GB/s (1e9 B/s) of copying bytes/2 bytes: bytes/2 read plus bytes/2 written.
-  double gbps(int64_t bytes, int warmup, int repeat) {
-    const int64_t n = std::max<int64_t>(bytes / 2 / static_cast<int64_t>(sizeof(float)), 1);
-    // Tensor storage, as the workloads' inputs and outputs have (same
-    // alignment, same pages: docs/executable.md, Buffer planning).
-    Tensor src(DType::f32, {n}), dst(DType::f32, {n});
-    std::fill(src.data<float>(), src.data<float>() + n, 1.0f);
-    void* buffers[2] = {src.data<float>(), dst.data<float>()};
-    int64_t scalars[1] = {n};
-    double s = median_seconds(warmup, repeat, [&] { copy_(buffers, scalars); });
-    return static_cast<double>(2 * n * static_cast<int64_t>(sizeof(float))) / s / 1e9;
-  }
-
- private:
-  runtime::cpu::CpuModule module_;
-  runtime::cpu::KernelFunction copy_;
-};
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 

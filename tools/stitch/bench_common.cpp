@@ -118,4 +118,33 @@ std::string utc_timestamp() {
   return date;
 }
 
+namespace {
+
+constexpr const char* kCopySource = R"(#include <cstdint>
+extern "C" void stitch_bench_copy(void* const* buffers, const int64_t* scalars) {
+  const float* __restrict src = static_cast<const float*>(buffers[0]);
+  float* __restrict dst = static_cast<float*>(buffers[1]);
+  const int64_t n = scalars[0];
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+)";
+
+}  // namespace
+
+CopyBenchmark::CopyBenchmark(runtime::cpu::KernelCache& cache)
+    : module_(cache.load_or_compile(kCopySource)), copy_(module_.function("stitch_bench_copy")) {}
+
+double CopyBenchmark::gbps(int64_t bytes, int warmup, int repeat) {
+  const int64_t n = std::max<int64_t>(bytes / 2 / static_cast<int64_t>(sizeof(float)), 1);
+  // Tensor storage, as the workloads' inputs and outputs have (same
+  // alignment, same pages: docs/executable.md, Buffer planning).
+  Tensor src(DType::f32, {n}), dst(DType::f32, {n});
+  std::fill(src.data<float>(), src.data<float>() + n, 1.0f);
+  void* buffers[2] = {src.data<float>(), dst.data<float>()};
+  int64_t scalars[1] = {n};
+  double s = median_seconds(warmup, repeat, [&] { copy_(buffers, scalars); });
+  return static_cast<double>(2 * n * static_cast<int64_t>(sizeof(float))) / s / 1e9;
+}
+
 }  // namespace stitch::cli

@@ -3,6 +3,7 @@
 // bandwidth figure divides by.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "runtime/cpu/kernel_cache.h"
 #include "stitch/graph.h"
 #include "stitch/tensor.h"
 
@@ -37,6 +39,38 @@ std::vector<PlannerKind> bench_planners(const BenchOptions& options);
 std::vector<Tensor> bench_inputs(const Workload& w, const BenchOptions& options);
 
 double median(std::vector<double> v);
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// `warmup` untimed calls, then the median of `repeat` timed ones.
+template <class F>
+double median_seconds(int warmup, int repeat, F&& call) {
+  for (int i = 0; i < warmup; ++i) call();
+  std::vector<double> times;
+  for (int i = 0; i < repeat; ++i) {
+    Clock::time_point start = Clock::now();
+    call();
+    times.push_back(seconds_since(start));
+  }
+  return median(std::move(times));
+}
+
+// The copy the workloads are compared with: the same shape of code the C++
+// emitter produces for an elementwise kernel (an OpenMP static loop over
+// floats), compiled through the kernel cache with the JIT's own command line.
+class CopyBenchmark {
+ public:
+  explicit CopyBenchmark(runtime::cpu::KernelCache& cache);
+  // GB/s (1e9 B/s) of copying bytes/2 bytes: bytes/2 read plus bytes/2 written.
+  double gbps(int64_t bytes, int warmup, int repeat);
+
+ private:
+  runtime::cpu::CpuModule module_;
+  runtime::cpu::KernelFunction copy_;
+};
 
 // A fresh directory for a cold-compile measurement, removed with everything
 // in it when the object goes.

@@ -38,10 +38,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using runtime::cuda::CudaContext;
 using runtime::cuda::DeviceTensor;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
 // GB/s of a device-to-device copy moving `bytes` in all: bytes/2 read plus
 // bytes/2 written.
 double copy_gbps(const std::shared_ptr<CudaContext>& context, int64_t bytes, int warmup, int repeat) {

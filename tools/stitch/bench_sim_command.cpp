@@ -6,7 +6,6 @@
 // footprint, and a per-launch breakdown. The profiled run interprets a
 // sample of each launch's CTAs, so its outputs are not checked here; the
 // cuda-sim test suites check the same kernels whole at small sizes.
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -19,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_common.h"
+#include "sim_profiler.h"
 #include "cli.h"
 #include "fusion/cost_model.h"
 #include "gpu_model/time_model.h"
@@ -37,30 +37,6 @@ namespace {
 
 using nlohmann::json;
 using runtime::cuda::DeviceTensor;
-
-// The simulated driver's profiling entry points (src/runtime/cuda_sim/sim_driver.cpp).
-struct SimProfiler {
-  int (*start)(const char* target, unsigned long long cta_budget) = nullptr;
-  char* (*take)() = nullptr;
-
-  static SimProfiler find() {
-    void* handle = dlopen(simulated_driver_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
-    SimProfiler p;
-    if (handle != nullptr) {
-      p.start = reinterpret_cast<int (*)(const char*, unsigned long long)>(dlsym(handle, "stitch_cuda_sim_profile"));
-      p.take = reinterpret_cast<char* (*)()>(dlsym(handle, "stitch_cuda_sim_take_profiles"));
-    }
-    if (p.start == nullptr || p.take == nullptr) {
-      throw UserError("--profile: the simulated CUDA driver " + simulated_driver_path() +
-                      " has no profiling entry points (an older build?)");
-    }
-    return p;
-  }
-  json taken() const {
-    std::unique_ptr<char, decltype(&std::free)> text(take(), &std::free);
-    return json::parse(text.get());
-  }
-};
 
 // What a row keeps of each launch's profile.
 json launch_summary(const json& p) {

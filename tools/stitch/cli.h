@@ -171,9 +171,29 @@ std::vector<std::string> row_schedule_option_values();
 int plan_command(const std::string& file, const std::string& graph_name, const std::string& planner,
                  const std::string& format, const std::vector<std::string>& dims, const std::string& output,
                  bool explain = false, const std::string& target = "sm_90", const std::string& row_schedule = "");
+// `text` to the file `output`, or to stdout when it is empty; UserError when
+// the file cannot be written.
+int write_output(const std::string& text, const std::string& output);
 // stitch emit (plan_command.cpp): the generated translation unit.
 int emit_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                  const std::string& planner, const std::string& row_schedule = "");
+
+// stitch report (report_command.cpp, docs/report.md).
+struct ReportOptions {
+  std::string graph_name;   // empty: the first graph
+  std::string backend = "cpu";  // cpu, cuda or cuda-sim
+  std::string planner = "xla";
+  bool run = false;         // --run: run the graph and put every launch's time in the page
+  InputSpec inputs;         // --input, --random-inputs, --dim
+  int repeat = 10;          // --repeat: runs timed with --run
+  std::string profile = "h200";  // --profile: the GPU model's target on cuda-sim
+  std::string row_schedule;      // --row-schedule; "": chosen
+};
+// The page; UserError (status 2) for bad input. A missing Graphviz leaves the
+// drawing out with a warning on stderr.
+std::string report_page(const std::string& file, const ReportOptions& options);
+// Writes report_page to `output`, or stdout when it is empty.
+int report_command(const std::string& file, const ReportOptions& options, const std::string& output);
 
 struct CheckOptions {
   std::string graph_name;          // empty: every graph of every file

@@ -67,7 +67,7 @@ int dispatch(int argc, char** argv) {
   plan->add_option("FILE", file, "a .stitch file or an .onnx model")->required();
   plan->add_option("--graph", graph_name, "graph to plan (default: the first in the file)");
   plan->add_option("--planner", plan_planner, "fusion planner (default xla)");
-  plan->add_option("--format", format, "text, dot or json (html is not supported yet)");
+  plan->add_option("--format", format, "text, dot, json or html (the fusion report: stitch report)");
   plan->add_option("--dim", plan_dims, "bind a symbolic dim for the byte counts: SYMBOL=N (repeatable)");
   plan->add_option("-o,--output", output, "write to this file instead of stdout");
   bool plan_explain = false;
@@ -80,6 +80,28 @@ int dispatch(int argc, char** argv) {
   std::string plan_rows, emit_rows;
   plan->add_option("--row-schedule", plan_rows, "force the row schedule --explain reports (default auto)")
       ->check(CLI::IsMember(row_schedule_option_values()));
+
+  ReportOptions report_options;
+  std::string report_output;
+  CLI::App* report = app.add_subcommand("report", "Write the fusion report of a graph as one HTML page (docs/report.md)");
+  report->add_option("FILE", file, "a .stitch file or an .onnx model")->required();
+  report->add_option("--graph", report_options.graph_name, "graph to report (default: the first in the file)");
+  report->add_option("--backend", report_options.backend, "cpu (default), cuda or cuda-sim")
+      ->check(CLI::IsMember({"cpu", "cuda", "cuda-sim"}));
+  report->add_option("--planner", report_options.planner, "fusion planner (default xla)")
+      ->check(CLI::IsMember({"none", "xla", "stitch", "ilp", "greedy"}));
+  report->add_flag("--run", report_options.run,
+                   "run the graph and put each launch's time in the report (cuda-sim: the GPU model's predictions)");
+  report->add_option("--input", report_options.inputs.bindings, "--run: bind a parameter: NAME=FILE.npy (repeatable)");
+  report->add_option("--random-inputs", report_options.inputs.seed, "--run: fill unbound parameters with seeded random values")
+      ->each([&](const std::string&) { report_options.inputs.random = true; });
+  report->add_option("--dim", report_options.inputs.dims, "bind a symbolic dim: SYMBOL=N (repeatable)");
+  report->add_option("--repeat", report_options.repeat, "--run: timed runs (default 10)");
+  report->add_option("--profile", report_options.profile, "--run --backend cuda-sim: the GPU model's target (default h200)")
+      ->check(CLI::IsMember({"h100", "h200"}));
+  report->add_option("--row-schedule", report_options.row_schedule, "force the row schedule (default auto)")
+      ->check(CLI::IsMember(row_schedule_option_values()));
+  report->add_option("-o,--output", report_output, "write the page to this file instead of stdout");
 
   std::string emit_backend = "cpu", emit_planner = "xla";
   CLI::App* emit = app.add_subcommand("emit", "Print the generated source of a graph's kernels");
@@ -181,7 +203,23 @@ int dispatch(int argc, char** argv) {
       }
       if (plan_backend == "cpu") plan_target = "cpu";
     }
+    if (format == "html") {
+      if (plan_explain) throw UserError("--explain prints text; use it with --format text");
+      ReportOptions o;
+      o.graph_name = graph_name;
+      o.planner = plan_planner;
+      o.backend = plan_backend.empty() ? "cpu" : plan_backend;
+      o.inputs.dims = plan_dims;
+      o.row_schedule = plan_rows;
+      return report_command(file, o, output);
+    }
     return plan_command(file, graph_name, plan_planner, format, plan_dims, output, plan_explain, plan_target, plan_rows);
+  }
+  if (*report) {
+    if (!report_options.run && (!report_options.inputs.bindings.empty() || report_options.inputs.random)) {
+      throw UserError("report: --input and --random-inputs give the inputs of --run; add --run");
+    }
+    return report_command(file, report_options, report_output);
   }
   if (*emit) return emit_command(file, graph_name, emit_backend, emit_planner, emit_rows);
   if (*check) return check_command(files, check_options);

@@ -9,17 +9,14 @@
 #include <iostream>
 
 #include "cli.h"
-#include "codegen/cpu/cpp_emitter.h"
 #include "fusion/cost_model.h"
 #include "fusion/delta_evaluator.h"
 #include "fusion/planner.h"
 #include "gpu_model/analytic.h"
 #include "runtime/common/pipeline.h"
+#include "report/report.h"
 #include "schedule/plan_explain.h"
 #include "stitch/text.h"
-#ifdef STITCH_HAVE_CUDA
-#include "codegen/cuda/cuda_emitter.h"
-#endif
 
 namespace stitch::cli {
 
@@ -173,33 +170,6 @@ std::string search_text(const PlanSearchReport& r, PlannerKind kind, bool patter
   return out;
 }
 
-// The translation unit of the plan `stitch run` would execute on `backend`
-// (docs/cli.md, stitch emit): the pipeline through its emit stage, on the
-// CPU's target or a GPU's table entry (sm_90); dots are library calls, so
-// they have no kernel here.
-std::string emitted_source(const Graph& canonical, PlannerKind kind, const std::string& backend_name,
-                           std::optional<schedule::RowScheduleKind> forced) {
-  runtime::Backend backend;
-  backend.name = backend_name;
-  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
-  PlanOptions options;
-  if (backend_name == "cuda") {
-#ifdef STITCH_HAVE_CUDA
-    backend.emit = [](const std::vector<kir::Kernel>& kernels) { return codegen::cuda::emit_cuda_translation_unit(kernels); };
-    rows = gpu_model::with_row_model(schedule::RowScheduleTarget::gpu());
-    options = PlanOptions::for_gpu();
-#else
-    throw UserError("--backend cuda: this stitch was built without the CUDA toolkit");
-#endif
-  } else {
-    backend.emit = [](const std::vector<kir::Kernel>& kernels) { return codegen::cpu::emit_cpp_translation_unit(kernels); };
-  }
-  rows.forced = forced;
-  runtime::Compilation c = runtime::compilation_of(canonical, kind, options, rows);
-  run_pipeline(c, backend, "split-reductions", "emit", stage_dumps());
-  return c.source;
-}
-
 }  // namespace
 
 std::vector<std::string> row_schedule_option_values() {
@@ -221,7 +191,7 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
                  const std::string& format, const std::vector<std::string>& dims, const std::string& output,
                  bool explain, const std::string& target, const std::string& row_schedule) {
   if (format != "text" && format != "dot" && format != "json") {
-    throw UserError(fmt::format("--format {} is not supported yet; use --format text, dot or json", format));
+    throw UserError(fmt::format("--format {}: use --format text, dot, json or html", format));
   }
   std::optional<schedule::GpuTarget> gpu = schedule::gpu_target(target);
   if (explain && format != "text") throw UserError("--explain prints text; use it with --format text");
@@ -268,6 +238,10 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   if (explain && !gpu) {
     text += schedule::explain_row_schedules(canonical, fusion_plan, rows, bindings);
   }
+  return write_output(text, output);
+}
+
+int write_output(const std::string& text, const std::string& output) {
   if (output.empty()) {
     std::cout << text;
     return kExitOk;
@@ -288,7 +262,13 @@ int emit_command(const std::string& file, const std::string& graph_name, const s
   PlannerKind kind = implemented_planner(planner);
   Module m = load_module(file, nullptr);
   // The same pipeline `stitch run` compiles through, stopped after its emit stage.
-  std::cout << emitted_source(canonicalize_with_dumps(select_graph(m, graph_name, file)), kind, backend, forced);
+  // The translation unit of the plan `stitch run` would execute on `backend`
+  // (docs/cli.md, stitch emit): the pipeline through its emit stage, on the
+  // CPU's target or a GPU's table entry (sm_90); dots are library calls, so
+  // they have no kernel here.
+  std::cout << report::emitted_compilation(canonicalize_with_dumps(select_graph(m, graph_name, file)), kind, backend,
+                                           forced, "", stage_dumps())
+                   .source;
   return kExitOk;
 }
 

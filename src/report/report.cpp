@@ -1,0 +1,181 @@
+#include "report/report.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "codegen/cpu/cpp_emitter.h"
+#include "fusion/cost_model.h"
+#include "fusion/delta_evaluator.h"
+#include "report/graph_drawing.h"
+#include "schedule/group_shared_memory.h"
+#include "stitch/error.h"
+#include "stitch/text.h"
+#ifdef STITCH_HAVE_CUDA
+#include "codegen/cuda/cuda_emitter.h"
+#include "gpu_model/analytic.h"
+#endif
+
+namespace stitch::report {
+
+runtime::Compilation emitted_compilation(const Graph& canonical, PlannerKind planner, const std::string& backend,
+                                         std::optional<schedule::RowScheduleKind> forced,
+                                         const std::string& model_target, const runtime::StageDump& dump) {
+  runtime::Backend emitter;
+  emitter.name = backend;
+  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
+  PlanOptions options;
+  if (backend == "cuda") {
+#ifdef STITCH_HAVE_CUDA
+    emitter.emit = [](const std::vector<kir::Kernel>& kernels) {
+      return codegen::cuda::emit_cuda_translation_unit(kernels);
+    };
+    rows = gpu_model::with_row_model(schedule::RowScheduleTarget::gpu(), model_target);
+    options = PlanOptions::for_gpu();
+#else
+    (void)model_target;
+    throw UserError("--backend cuda: this stitch was built without the CUDA toolkit");
+#endif
+  } else if (backend == "cpu") {
+    emitter.emit = [](const std::vector<kir::Kernel>& kernels) {
+      return codegen::cpu::emit_cpp_translation_unit(kernels);
+    };
+  } else {
+    throw UserError(fmt::format("--backend {}: use cpu or cuda", backend));
+  }
+  rows.forced = forced;
+  runtime::Compilation c = runtime::compilation_of(canonical, planner, options, rows);
+  runtime::run_pipeline(c, emitter, "split-reductions", "emit", dump);
+  return c;
+}
+
+namespace {
+
+std::string value_of(const Graph& g, int node) { return g.value_name(g.nodes()[node].output); }
+
+std::string kernel_source(const kir::Kernel& kernel, const std::string& backend) {
+#ifdef STITCH_HAVE_CUDA
+  if (backend == "cuda") return codegen::cuda::emit_cuda(kernel);
+#endif
+  (void)backend;
+  return codegen::cpu::emit_cpp_kernel(kernel);
+}
+
+std::string shared_memory_text(const Graph& g, const schedule::GroupSchedule& s) {
+  if (s.shared_memory) return schedule::print_group_shared_memory(*s.shared_memory);
+  if (s.shared_bytes == 0) return "";
+  std::string cached;
+  for (int n : s.cached) cached += (cached.empty() ? "" : ", ") + value_of(g, n);
+  return fmt::format("{} bytes; rows cached: {}", s.shared_bytes, cached.empty() ? "none" : cached);
+}
+
+// The launch-list label of a library group: "<op> <result>", as the CPU
+// executable's step times name it.
+std::string library_label(const Graph& g, const FusionGroup& grp) {
+  const Node& n = g.nodes()[grp.roots.front()];
+  return fmt::format("{} {}", op_name(n.op), g.value_name(n.output));
+}
+
+KernelEntry kernel_entry(const runtime::Compilation& c, size_t gi, const std::string& backend,
+                         const DeltaEvaluator& evaluator, const FusionCostModel& bytes) {
+  const Graph& g = c.graph;
+  const FusionGroup& grp = c.plan.groups[gi];
+  KernelEntry e;
+  e.group = static_cast<int>(gi);
+  e.kind = std::string(group_kind_name(grp.kind));
+  for (int n : grp.nodes) e.ops.push_back(describe_node(g, n));
+  for (int r : grp.roots) e.roots.push_back(value_of(g, r));
+  if (grp.epilogue_of >= 0) e.epilogue_of = value_of(g, grp.epilogue_of);
+  const PlanCost cost = bytes.group_cost(g, grp);
+  e.bytes_read = cost.bytes_read;
+  e.bytes_written = cost.bytes_written;
+  e.predicted_s = evaluator.group_seconds(g, grp);
+  if (grp.kind == GroupKind::Library) {
+    e.name = library_label(g, grp);
+    return e;
+  }
+  if (gi < c.schedules.size()) {
+    const schedule::GroupSchedule& s = c.schedules[gi];
+    e.schedule = s.key();
+    e.schedule_reason = s.reason;
+    e.shared_memory = shared_memory_text(g, s);
+  }
+  for (const lower::LoweredGroup& l : c.lowered.groups) {
+    if (l.group != e.group) continue;
+    if (l.kernel) {
+      e.name = l.kernel->name;
+      e.source = kernel_source(*l.kernel, backend);
+    } else {
+      e.not_lowered = l.not_lowered_reason;
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
+Report collect_report(const Graph& canonical, PlannerKind planner, const std::string& backend,
+                      const SymbolBindings& bindings, std::optional<schedule::RowScheduleKind> forced,
+                      const std::string& anchor, const std::string& model_target) {
+  const std::string plans_as = backend == "cuda-sim" ? "cuda" : backend;
+  runtime::Compilation c = emitted_compilation(canonical, planner, plans_as, forced, model_target);
+  Report r;
+  r.graph_name = canonical.name();
+  r.planner = std::string(planner_name(planner));
+  r.backend = backend;
+  r.anchor = anchor;
+  const FusionCostModel bytes(bindings);
+  const DeltaEvaluator evaluator(plans_as == "cuda" ? gpu_target_model() : cpu_target_model(), bytes);
+  r.predicted_by = fmt::format("the delta evaluator's latency model ({})", evaluator.target().name);
+  r.graph_text = print_graph(c.graph);
+  r.dot = plan_drawing(c.graph, c.plan, anchor);
+  for (size_t gi = 0; gi < c.plan.groups.size(); ++gi) {
+    r.kernels.push_back(kernel_entry(c, gi, plans_as, evaluator, bytes));
+  }
+  for (const FusionRefusal& f : c.plan.refusals) {
+    const bool siblings = f.relation == FusionRefusal::Relation::Siblings;
+    r.refusals.push_back({siblings ? "siblings" : "producer-consumer", value_of(c.graph, f.producer),
+                          value_of(c.graph, f.consumer), c.plan.home_group(f.producer), c.plan.home_group(f.consumer),
+                          std::string(refusal_cause_name(f.cause)), f.reason});
+  }
+  if (!c.lowered.unsupported.empty()) {
+    r.notes.push_back(fmt::format("The {} back end cannot lower every group, so this plan does not run fused: {}",
+                                  plans_as, c.lowered.unsupported));
+  }
+  if (planner == PlannerKind::Stitch || planner == PlannerKind::Ilp) {
+    r.search = fmt::format("{:.4g} us saved by the delta evaluator's estimate; {} patterns merged, {} scored",
+                           c.search.objective * 1e6, c.search.patterns, c.search.evaluations);
+  }
+  return r;
+}
+
+void add_run(Report& report, const std::vector<TimedStep>& steps, const std::string& source, double total_s,
+             double copy_gbps) {
+  std::map<std::string, int> by_name;
+  for (size_t i = 0; i < report.kernels.size(); ++i) by_name[report.kernels[i].name] = static_cast<int>(i);
+  auto credit = [&](int entry, double seconds) {
+    KernelEntry& e = report.kernels[static_cast<size_t>(entry)];
+    e.measured_s = e.measured_s.value_or(0) + seconds;
+    const double rate = static_cast<double>(e.bytes_read + e.bytes_written) / *e.measured_s / 1e9;
+    if (copy_gbps > 0 && *e.measured_s > 0) e.of_copy = rate / copy_gbps;
+  };
+  report.timeline.clear();
+  for (const TimedStep& s : steps) {
+    // A dot with an epilogue is one step, "dot y + k_g_g3": the dot and its kernel.
+    const size_t plus = s.label.find(" + ");
+    const std::string head = plus == std::string::npos ? s.label : s.label.substr(0, plus);
+    auto it = by_name.find(head);
+    const int entry = it == by_name.end() ? -1 : it->second;
+    report.timeline.push_back({s.label, entry, s.seconds});
+    if (entry >= 0) credit(entry, s.seconds - s.epilogue_seconds);
+    if (plus != std::string::npos) {
+      auto epilogue = by_name.find(s.label.substr(plus + 3));
+      if (epilogue != by_name.end()) credit(epilogue->second, s.epilogue_seconds);
+    }
+  }
+  report.timeline_source = source;
+  report.measured_total_s = total_s;
+  if (copy_gbps > 0) report.copy_gbps = copy_gbps;
+}
+
+}  // namespace stitch::report

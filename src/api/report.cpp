@@ -18,7 +18,7 @@ std::string fusion_report_sections(const Graph& g, const std::string& planner, c
     throw UserError(fmt::format("fusion report: unknown planner '{}' (planners: none, xla, stitch, ilp, greedy)", planner));
   }
   const report::Report r = report::collect_report(canonicalize(g), *kind, backend, {}, std::nullopt, anchor);
-  return report::render_body(r, report::draw_svg(r.dot));
+  return report::render_body(r, r.drawing.valid() ? r.drawing.get() : report::draw_svg(r.dot));
 }
 
 std::string fusion_report_page(const std::string& title, const std::string& body) {

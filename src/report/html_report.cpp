@@ -22,6 +22,7 @@ code, pre { font: 12px/1.4 "DejaVu Sans Mono", Menlo, monospace; } pre { backgro
 .library { background: #eeeeee; border-color: #666666; }
 .drawing { overflow: auto; max-height: 80vh; border: 1px solid #ddd; padding: 4px; }
 section.group { border: 1px solid #e2e2e2; border-radius: 6px; padding: 4px 14px 10px; margin: 12px 0; }
+section.group, table.refusals, details { content-visibility: auto; contain-intrinsic-size: auto 400px; }
 section.group:target { border-color: #3b6fd4; box-shadow: 0 0 0 2px #c9dafc; }
 )";
 
@@ -246,7 +247,7 @@ std::string render_page(const std::string& title, const std::string& body) {
 }
 
 std::string html_report(const Report& r, std::string* warning) {
-  const Drawing drawing = draw_svg(r.dot);
+  const Drawing drawing = r.drawing.valid() ? r.drawing.get() : draw_svg(r.dot);
   if (!drawing.error.empty() && warning != nullptr) *warning = drawing.error;
   return render_page(fmt::format("stitch report: {} ({}, {})", r.graph_name, r.planner, r.backend),
                      render_body(r, drawing));

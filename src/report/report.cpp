@@ -7,7 +7,6 @@
 #include "codegen/cpu/cpp_emitter.h"
 #include "fusion/cost_model.h"
 #include "fusion/delta_evaluator.h"
-#include "report/graph_drawing.h"
 #include "schedule/group_shared_memory.h"
 #include "stitch/error.h"
 #include "stitch/text.h"
@@ -20,7 +19,8 @@ namespace stitch::report {
 
 runtime::Compilation emitted_compilation(const Graph& canonical, PlannerKind planner, const std::string& backend,
                                          std::optional<schedule::RowScheduleKind> forced,
-                                         const std::string& model_target, const runtime::StageDump& dump) {
+                                         const std::string& model_target, const runtime::StageDump& dump,
+                                         std::string_view last_stage) {
   runtime::Backend emitter;
   emitter.name = backend;
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
@@ -45,7 +45,7 @@ runtime::Compilation emitted_compilation(const Graph& canonical, PlannerKind pla
   }
   rows.forced = forced;
   runtime::Compilation c = runtime::compilation_of(canonical, planner, options, rows);
-  runtime::run_pipeline(c, emitter, "split-reductions", "emit", dump);
+  runtime::run_pipeline(c, emitter, "split-reductions", last_stage, dump);
   return c;
 }
 
@@ -118,7 +118,7 @@ Report collect_report(const Graph& canonical, PlannerKind planner, const std::st
                       const SymbolBindings& bindings, std::optional<schedule::RowScheduleKind> forced,
                       const std::string& anchor, const std::string& model_target) {
   const std::string plans_as = backend == "cuda-sim" ? "cuda" : backend;
-  runtime::Compilation c = emitted_compilation(canonical, planner, plans_as, forced, model_target);
+  runtime::Compilation c = emitted_compilation(canonical, planner, plans_as, forced, model_target, {}, "lower");
   Report r;
   r.graph_name = canonical.name();
   r.planner = std::string(planner_name(planner));
@@ -129,6 +129,8 @@ Report collect_report(const Graph& canonical, PlannerKind planner, const std::st
   r.predicted_by = fmt::format("the delta evaluator's latency model ({})", evaluator.target().name);
   r.graph_text = print_graph(c.graph);
   r.dot = plan_drawing(c.graph, c.plan, anchor);
+  // `dot` runs in its own process; the kernels' sources are generated meanwhile.
+  r.drawing = std::async(std::launch::async, draw_svg, r.dot).share();
   for (size_t gi = 0; gi < c.plan.groups.size(); ++gi) {
     r.kernels.push_back(kernel_entry(c, gi, plans_as, evaluator, bytes));
   }

@@ -7,11 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fusion/planner.h"
+#include "report/graph_drawing.h"
 #include "runtime/common/pipeline.h"
 #include "schedule/select.h"
 #include "stitch/graph.h"
@@ -61,6 +64,9 @@ struct Report {
   std::string predicted_by;  // whose predictions KernelEntry::predicted_s holds
   std::string graph_text;    // the graph that runs, in the text format
   std::string dot;           // the drawing's Graphviz source (graph_drawing.h)
+  // Graphviz's layout of `dot`, started by collect_report on its own thread
+  // while the kernels' sources are generated; invalid: not started.
+  std::shared_future<Drawing> drawing;
   std::vector<KernelEntry> kernels;  // in plan order
   std::vector<RefusalEntry> refusals;
   std::string search;        // what a searching planner found, "" for others
@@ -78,11 +84,12 @@ struct Report {
 // "cuda": the CUDA back end's plan for an sm_90 device, as `stitch emit`,
 // its rows ranked by the GPU model for `model_target` ("h200"; "": the
 // device's nearest), the row schedules forced to `forced` when given,
-// each stage `dump` wants printed.
+// each stage `dump` wants printed; the pipeline stops after `last_stage`.
 // UserError for another back end, or "cuda" in a build without the CUDA toolkit.
 runtime::Compilation emitted_compilation(const Graph& canonical, PlannerKind planner, const std::string& backend,
                                          std::optional<schedule::RowScheduleKind> forced = std::nullopt,
-                                         const std::string& model_target = "", const runtime::StageDump& dump = {});
+                                         const std::string& model_target = "", const runtime::StageDump& dump = {},
+                                         std::string_view last_stage = "emit");
 
 // The report of `canonical` (a canonical graph) under `planner` on `backend`
 // ("cpu", "cuda" or "cuda-sim", which plans as "cuda" with its rows ranked

@@ -171,6 +171,7 @@ std::string report_page(const std::string& file, const ReportOptions& o) {
   if (o.run && o.backend == "cuda-sim") run_on_simulated_gpu_into(r, canonical, planner, inputs, o);
   if (o.run && o.backend == "cuda") run_on_gpu_into(r, canonical, planner, inputs, o);
 #endif
+  if (dump_enabled("report")) std::cerr << "// STITCH_DUMP report: the drawing's Graphviz source\n" << r.dot;
   std::string warning;
   std::string page = report::html_report(r, &warning);
   if (!warning.empty()) std::cerr << "stitch: warning: the report has no drawing of the plan: " << warning << "\n";

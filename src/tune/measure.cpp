@@ -110,6 +110,7 @@ std::vector<TrialResult> measure_trials(runtime::cpu::KernelCache& kernels, cons
   std::deque<int32_t> statuses;
   std::vector<size_t> timed;  // trials that ran correctly
   for (size_t t = 0; t < trials.size(); ++t) {
+    report_progress(options, "checking", t, trials.size());
     const GroupGraph* group = trials[t].group;
     auto it = references.find(group);
     if (it == references.end()) it = references.emplace(group, reference_of(group->graph)).first;
@@ -144,14 +145,18 @@ std::vector<TrialResult> measure_trials(runtime::cpu::KernelCache& kernels, cons
   }
   // Then the timing, in rounds over all trials, so that a slow spell of the
   // machine falls on every candidate alike; a trial's time is its fastest run.
+  report_progress(options, "checking", trials.size(), trials.size());
   const int rounds = std::max(1, options.rounds);
+  size_t timings = 0;
   for (int round = 0; round < rounds; ++round) {
     for (size_t t : timed) {
+      report_progress(options, "timing", timings++, timed.size() * static_cast<size_t>(rounds));
       const double s = fastest_of(module.function(names[t]), buffers[t], (options.min_runs + rounds - 1) / rounds,
                                   options.min_seconds / rounds);
       out[t].seconds = std::min(out[t].seconds, s);
     }
   }
+  report_progress(options, "timing", timings, timings);
   return out;
 }
 

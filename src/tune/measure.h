@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/cpu/kernel_cache.h"
@@ -27,7 +28,16 @@ struct MeasureOptions {
   int min_runs = 6;
   double min_seconds = 0.03;
   int rounds = 3;
+  // Called as the trials go: phase "checking" (the warm-up run of each
+  // trial) then "timing" (each trial's share of a round), with the units done
+  // and the total; the command line draws its progress line from it.
+  std::function<void(std::string_view phase, size_t done, size_t total)> progress;
 };
+
+// options.progress(phase, done, total) when it is set.
+inline void report_progress(const MeasureOptions& options, std::string_view phase, size_t done, size_t total) {
+  if (options.progress) options.progress(phase, done, total);
+}
 
 struct Trial {
   const GroupGraph* group = nullptr;  // trials of one group share its inputs

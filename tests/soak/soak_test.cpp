@@ -21,6 +21,7 @@
 //                                     one process and run the sample in another
 //   STITCH_SOAK_MODEL_RUN_NODES=N  the size of the graph they run, with small
 //                                  tensors (default 400; the long form 1000)
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "graph_shrink.h"
+#include "progress.h"
 #include "interpreter_differential.h"
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
@@ -220,6 +222,7 @@ void report_failure(const SoakConfig& cfg, const Case& c, const std::string& pla
 // Counts a failure: the first three are shrunk and written; every one is named.
 void note_failure(const SoakConfig& cfg, const Case& c, const std::string& planner, const std::string& backend,
                   const std::string& failure, const Check& check, int* failures) {
+  cli::Progress::clear_for_output();
   if (++*failures <= 3) {
     report_failure(cfg, c, planner, backend, failure, check);
     return;
@@ -256,9 +259,11 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
   // Batches outermost, so that a run stopped early has checked each graph it
   // reached under every planner and back end; one line a batch says how far.
   int runs = 0, failures = 0;
+  cli::Progress progress("soak: graphs", cases.size());
   for (size_t first = 0; first < cases.size(); first += kBatch) {
     std::vector<const Case*> batch;
     for (size_t i = first; i < std::min(cases.size(), first + kBatch); ++i) batch.push_back(&cases[i]);
+    progress.update(first, fmt::format("to seed {}, {} runs, {} mismatches", batch.back()->seed, runs, failures));
     for (PlannerKind planner : cfg.planners) {
       const std::string planner_text(planner_name(planner));
       for (const std::string& backend : cfg.backends) {
@@ -302,10 +307,8 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
         }
       }
     }
-    std::fprintf(stderr, "soak: %zu of %zu graphs done (to seed %llu), %d runs, %d mismatches, %.0f s\n",
-                 first + batch.size(), cases.size(), static_cast<unsigned long long>(batch.back()->seed), runs,
-                 failures, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
+  progress.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("soak: %zu graphs (%zu seeds from %llu to %llu, varied and stitched) x %zu planners x %zu back ends: %d "
               "runs, %d mismatches, %.0f s\n",

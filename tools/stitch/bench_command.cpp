@@ -19,6 +19,7 @@
 
 #include "bench_common.h"
 #include "cli.h"
+#include "progress.h"
 #include "fusion/cost_model.h"
 #include "runtime/cpu/executable.h"
 #include "runtime/cpu/kernel_cache.h"
@@ -129,6 +130,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
   const char* outputs_policy = options.fresh_outputs ? "fresh" : "reused";
   std::cout << fmt::format("outputs {} in every timed run\n", options.fresh_outputs ? "allocated" : "reused");
   print_header();
+  Progress progress("stitch bench", workloads.size() * planners.size() * (options.tune ? 2 : 1));
   for (Workload& w : workloads) {
     // Inputs one workload at a time: the corpus's inputs together would take gigabytes.
     w.inputs = bench_inputs(w, options);
@@ -142,6 +144,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
     }
     for (const auto& [planner, tuned] : variants) {
       const std::string planner_text = std::string(planner_name(planner)) + (tuned ? "+tune" : "");
+      progress.step(w.name + " " + planner_text);
       ScratchDirectory cold_directory;
       double compile_s = 0, load_s = 0, memory_hit_s = 0;
       std::optional<runtime::cpu::CpuExecutable> exe;
@@ -168,11 +171,13 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
         for (const auto& [name, tensor] : w.model.bound) constants.push_back(name);
         if (!constants.empty()) exe->set_constant_params(constants);
       } catch (const UserError& e) {
+        Progress::clear_for_output();
         std::cout << fmt::format("{:<28} {:<7} unsupported: {}\n", w.name, planner_text, e.what());
         unsupported.push_back({{"workload", w.name}, {"planner", planner_text}, {"reason", e.what()}});
         continue;
       }
       if (!exe->fallback().empty()) {
+        Progress::clear_for_output();
         std::cout << fmt::format("{:<28} {:<7} fell back (timed anyway): {}\n", w.name, planner_text, exe->fallback());
       }
       std::vector<Tensor> outputs = exe->run(w.inputs);
@@ -205,6 +210,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
       const int64_t plan_bytes =
           FusionCostModel(bind_inputs(w.canonical, w.inputs)).plan_cost(exe->graph(), exe->plan()).bytes_moved();
       const double plan_gbps = static_cast<double>(plan_bytes) / median_s / 1e9;
+      Progress::clear_for_output();
       std::cout << fmt::format(
                        "{:<28} {:<7} {:>7} {:>12} {:>11.6f} {:>8.2f} {:>9.2f} {:>8.3f} {:>8.3f} {:>9.3f} {:>9.4f}\n",
                        w.name, planner_text, exe->kernel_count(), bytes_min, median_s, gbps, copy_gbps,
@@ -218,6 +224,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
                   {"outputs", outputs_policy},
                   {"tuned", tuned}});
       if (options.steps) {
+        Progress::clear_for_output();
         print_steps(steps);
         row["steps"] = std::move(steps);
       }
@@ -226,6 +233,7 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
     w.inputs.clear();
   }
   // One figure for the whole run: the median of the per-workload copies.
+  progress.finish();
   double copy_gbps = copy_rates.empty() ? 0 : median(copy_rates);
   std::cout << fmt::format("copy_gbps (median over workloads): {:.2f}\n", copy_gbps);
   if (!options.json_path.empty()) {

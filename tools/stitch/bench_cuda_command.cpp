@@ -18,6 +18,7 @@
 
 #include "bench_common.h"
 #include "cli.h"
+#include "progress.h"
 #include "fusion/cost_model.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
@@ -84,6 +85,7 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
   json unsupported = json::array();
   std::vector<double> copy_rates;
   int failures = 0;
+  Progress progress("stitch bench", workloads.size() * planners.size() * (options.tune ? 2 : 1));
   for (Workload& w : workloads) {
     w.inputs = bench_inputs(w, options);
     const std::vector<Tensor> want = interpret(w.canonical, w.inputs);
@@ -103,6 +105,7 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
     }
     for (const auto& [planner, tuned] : variants) {
       const std::string planner_text = std::string(planner_name(planner)) + (tuned ? "+tune" : "");
+      progress.step(w.name + " " + planner_text);
       runtime::cuda::CudaCompileOptions compile_options;
       compile_options.forced_rows = forced;
       std::optional<runtime::cuda::CudaExecutable> exe;
@@ -122,11 +125,13 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
         exe.emplace(runtime::cuda::CudaExecutable::compile(w.canonical, planner, context, warm, compile_options));
         load_s = seconds_since(start);
       } catch (const UserError& e) {
+        Progress::clear_for_output();
         std::cout << fmt::format("{:<28} {:<7} unsupported: {}\n", w.name, planner_text, e.what());
         unsupported.push_back({{"workload", w.name}, {"planner", planner_text}, {"reason", e.what()}});
         continue;
       }
       if (!exe->fallback().empty()) {
+        Progress::clear_for_output();
         std::cout << fmt::format("{:<28} {:<7} fell back (timed anyway): {}\n", w.name, planner_text, exe->fallback());
       }
       std::vector<DeviceTensor> outputs;
@@ -141,6 +146,7 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
         max_rel = std::max(max_rel, c.max_rel_error);
         if (!c.ok) {
           ok = false;
+          Progress::clear_for_output();
           std::cout << fmt::format("{:<28} {:<7} MISMATCH against the interpreter: {}\n", w.name, planner_text,
                                    c.describe());
         }
@@ -152,6 +158,7 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
       const int64_t plan_bytes =
           FusionCostModel(bindings).plan_cost(exe->graph(), exe->plan()).bytes_moved();
       const double plan_gbps = static_cast<double>(plan_bytes) / median_s / 1e9;
+      Progress::clear_for_output();
       std::cout << fmt::format("{:<28} {:<7} {:>7} {:>12} {:>11.7f} {:>8.1f} {:>9.1f} {:>8.3f} {:>8.3f} {:>9.3f} {:>10.3g}\n",
                                w.name, planner_text, exe->kernel_count(), bytes_min, median_s, gbps, copy, gbps / copy,
                                plan_gbps / copy, compile_s, max_rel)
@@ -163,6 +170,7 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
     }
     w.inputs.clear();
   }
+  progress.finish();
   const double copy = copy_rates.empty() ? 0 : median(copy_rates);
   std::cout << fmt::format("copy_gbps (device-to-device, median over workloads): {:.1f}\n", copy);
   if (!options.json_path.empty()) {

@@ -20,6 +20,7 @@
 #include "bench_common.h"
 #include "sim_profiler.h"
 #include "cli.h"
+#include "progress.h"
 #include "fusion/cost_model.h"
 #include "gpu_model/time_model.h"
 #include "stitch/error.h"
@@ -84,6 +85,7 @@ int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOpt
                            "bytes_min", "predicted_s", "of_copy", "profile_s", "bounds");
   json results = json::array();
   json unsupported = json::array();
+  Progress progress("stitch bench", workloads.size() * planners.size());
   for (Workload& w : workloads) {
     w.inputs = bench_inputs(w, options);
     const SymbolBindings bindings = bind_inputs(w.canonical, w.inputs);
@@ -95,6 +97,7 @@ int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOpt
     for (const Tensor& t : w.inputs) input_bytes += tensor_bytes(t);
     for (PlannerKind planner : planners) {
       const std::string planner_text(planner_name(planner));
+      progress.step(w.name + " " + planner_text);
       runtime::cuda::CudaCompileOptions compile_options;
       compile_options.forced_rows = forced;
       compile_options.model_target = target.name;
@@ -102,6 +105,7 @@ int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOpt
       try {
         exe.emplace(runtime::cuda::CudaExecutable::compile(w.canonical, planner, context, cubins, compile_options));
       } catch (const UserError& e) {
+        Progress::clear_for_output();
         std::cout << fmt::format("{:<28} {:<7} unsupported: {}\n", w.name, planner_text, e.what());
         unsupported.push_back({{"workload", w.name}, {"planner", planner_text}, {"reason", e.what()}});
         continue;
@@ -132,6 +136,7 @@ int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOpt
       const double copy_s = gpu_model::copy_seconds(target, constants, static_cast<double>(bytes_min));
       const double of_copy = predicted > 0 ? copy_s / predicted : 0;
       const int64_t plan_bytes = FusionCostModel(bindings).plan_cost(exe->graph(), exe->plan()).bytes_moved();
+      Progress::clear_for_output();
       std::cout << fmt::format("{:<28} {:<7} {:>7} {:>12} {:>12.4g} {:>9.3f} {:>10.2f}  {}\n", w.name, planner_text,
                                exe->kernel_count(), bytes_min, predicted, of_copy, profile_s, bounds)
                 << std::flush;
@@ -153,6 +158,7 @@ int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOpt
     }
     w.inputs.clear();
   }
+  progress.finish();
   if (!options.json_path.empty()) {
     json doc = {{"machine", {{"date", utc_timestamp()}}},
                 {"backend", "cuda-sim"},

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cli.h"
+#include "progress.h"
 #include "ir/canonicalize.h"
 #include "runtime/cpu/executable.h"
 #include "runtime/cpu/toolchain_check.h"
@@ -65,12 +66,22 @@ struct Tally {
 void print_row(const std::string& graph, const std::string& planner, const std::string& backend,
                const std::string& output, const std::string& abs_err, const std::string& rel_err,
                const std::string& tolerance, const std::string& status) {
+  Progress::clear_for_output();
   std::cout << fmt::format("{:<24} {:<7} {:<7} {:<16} {:>12} {:>12} {:>14}  {}\n", graph, planner, backend, output,
                            abs_err, rel_err, tolerance, status);
 }
 
+std::vector<PlannerKind> checked_planners(const CheckOptions& options) {
+  std::vector<PlannerKind> planners;
+  for (const std::string& p : options.planners) planners.push_back(implemented_planner(p));
+  if (planners.empty()) {
+    planners = {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch, PlannerKind::Greedy, PlannerKind::Ilp};
+  }
+  return planners;
+}
+
 void check_graph(const Graph& graph, const ModelInputs& model, const CheckOptions& options,
-                 runtime::cpu::KernelCache& cache, Tally& tally) {
+                 runtime::cpu::KernelCache& cache, Tally& tally, Progress& progress) {
   const std::string& name = graph.name();
   // One row for a whole planner (or, with planner "-", the whole graph).
   auto report = [&](const std::string& planner, const std::string& status, int& counter) {
@@ -103,13 +114,9 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
     report("-", "error: " + e.formatted(), tally.errors);
     return;
   }
-  std::vector<PlannerKind> planners;
-  for (const std::string& p : options.planners) planners.push_back(implemented_planner(p));
-  if (planners.empty()) {
-    planners = {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch, PlannerKind::Greedy, PlannerKind::Ilp};
-  }
-  for (PlannerKind planner : planners) {
+  for (PlannerKind planner : checked_planners(options)) {
     const std::string planner_text(planner_name(planner));
+    progress.step(name + " " + planner_text);
     std::vector<Tensor> got;
     try {
       std::string fallback;
@@ -184,9 +191,13 @@ int check_command(const std::vector<std::string>& files, const CheckOptions& opt
   runtime::cpu::KernelCache cache;
   Tally tally;
   print_row("graph", "planner", "backend", "output", "max_abs_err", "max_rel_err", "tolerance", "status");
+  size_t graphs = 0;
+  for (const std::vector<const Graph*>& s : selected) graphs += s.size();
+  Progress progress("stitch check", graphs * checked_planners(options).size());
   for (size_t f = 0; f < selected.size(); ++f) {
-    for (const Graph* g : selected[f]) check_graph(*g, models[f], options, cache, tally);
+    for (const Graph* g : selected[f]) check_graph(*g, models[f], options, cache, tally, progress);
   }
+  progress.finish();
   int ok = tally.rows - tally.mismatches - tally.unsupported - tally.errors;
   std::cout << fmt::format("{} ok, {} failed, {} unsupported, {} bad input\n", ok, tally.mismatches,
                            tally.unsupported, tally.errors);

@@ -77,7 +77,9 @@ runtime::StageDump stage_dumps();
 // decisions, then schedules) over `cache`'s directory, wired into `options`;
 // nullptr when tuning is not asked for.
 struct Tuners {
-  explicit Tuners(runtime::cpu::KernelCache& cache) : fusions(cache), schedules(cache) {}
+  Tuners(runtime::cpu::KernelCache& cache, const tune::TuneOptions& fusion_options,
+         const tune::TuneOptions& schedule_options)
+      : fusions(cache, fusion_options), schedules(cache, schedule_options) {}
   tune::FusionTuner fusions;
   tune::ScheduleTuner schedules;
 };

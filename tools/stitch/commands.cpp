@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cli.h"
+#include "progress.h"
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
 #include "onnx/importer.h"
@@ -240,7 +241,11 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
 
 std::unique_ptr<Tuners> cpu_tuners(bool tune, runtime::cpu::KernelCache& cache, runtime::cpu::CompileOptions& options) {
   if (!tune && !tune::tuning_requested_by_environment()) return nullptr;
-  auto tuners = std::make_unique<Tuners>(cache);
+  // A progress line while candidates are checked and timed (docs/cli.md, Progress).
+  tune::TuneOptions fusion_options, schedule_options;
+  fusion_options.measure.progress = progress_callback("stitch: tuning fusions,");
+  schedule_options.measure.progress = progress_callback("stitch: tuning schedules,");
+  auto tuners = std::make_unique<Tuners>(cache, fusion_options, schedule_options);
   Tuners* t = tuners.get();
   options.plan_tuner = [t](const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
     return t->fusions.refine(g, plan, target);

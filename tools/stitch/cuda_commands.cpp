@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "progress.h"
 #include "stitch/error.h"
 #ifdef STITCH_HAVE_CUDA
 #include "runtime/cuda/context.h"
@@ -72,8 +73,10 @@ std::unique_ptr<tune::ScheduleTuner> cuda_tuner(bool tune, const std::shared_ptr
                                                 runtime::cuda::CubinCache& cubins,
                                                 runtime::cuda::CudaCompileOptions& options) {
   if (!tune && !tune::tuning_requested_by_environment()) return nullptr;
+  tune::TuneOptions tune_options;
+  tune_options.measure.progress = progress_callback("stitch: tuning schedules,");
   auto tuner = std::make_unique<tune::ScheduleTuner>(runtime::cuda::cuda_measurer(context, cubins),
-                                                     runtime::cuda::cuda_tuning_directory(cubins));
+                                                     runtime::cuda::cuda_tuning_directory(cubins), tune_options);
   tune::ScheduleTuner* t = tuner.get();
   options.tuner = [t](const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
     return t->choose(g, plan, target);

@@ -96,6 +96,7 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
   std::vector<size_t> timed;
   const DriverApi& api = context->api();
   for (size_t t = 0; t < trials.size(); ++t) {
+    tune::report_progress(options, "checking", t, trials.size());
     const tune::GroupGraph* group = trials[t].group;
     auto it = references.find(group);
     if (it == references.end()) it = references.emplace(group, reference_on(context, group->graph)).first;
@@ -153,8 +154,11 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
   EventTimer timer(*context, 1);
   const int rounds = std::max(1, options.rounds);
   const int per_batch = std::max(kBatch, (options.min_runs + rounds - 1) / rounds);
+  tune::report_progress(options, "checking", trials.size(), trials.size());
+  size_t timings = 0;
   for (int round = 0; round < rounds; ++round) {
     for (size_t t : timed) {
+      tune::report_progress(options, "timing", timings++, timed.size() * static_cast<size_t>(rounds));
       double total = 0;
       for (int launches = 0; (launches == 0 || total < options.min_seconds / rounds) && launches < 1000;
            launches += per_batch) {
@@ -166,6 +170,7 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
       }
     }
   }
+  tune::report_progress(options, "timing", timings, timings);
   return out;
 }
 

@@ -46,7 +46,8 @@ struct KernelEntry {
 struct RefusalEntry {
   std::string relation;  // "producer-consumer" or "siblings"
   std::string producer, consumer;
-  int producer_group = -1, consumer_group = -1;  // home groups, -1 when never written
+  // The producer's home group; the group that writes the consumer, else the first that computes it.
+  int producer_group = -1, consumer_group = -1;
   std::string cause;  // illegal, budget, unprofitable
   std::string reason;
 };

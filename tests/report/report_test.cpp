@@ -53,6 +53,7 @@ TEST(Report, SoftmaxUnderXlaHasEveryGroupWithItsScheduleSourceAndReasons) {
   for (const RefusalEntry& f : r.refusals) {
     EXPECT_FALSE(f.reason.empty());
     EXPECT_GE(f.producer_group, 0);
+    EXPECT_GE(f.consumer_group, 0) << f.consumer << " is computed in some group";
   }
   EXPECT_NE(r.predicted_by.find("delta evaluator"), std::string::npos);
 }

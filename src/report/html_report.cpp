@@ -99,7 +99,8 @@ std::string kernel_table(const Report& r) {
     out += fmt::format("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td><code>{}</code></td>"
                        "<td class=\"num\">{}</td><td class=\"num\">{}</td>",
                        group_link(r, k.group), html_escape(k.name.empty() ? "(none)" : k.name), kind_badge(k.kind),
-                       k.ops.size(), html_escape(k.schedule), bytes_text(k.bytes_read + k.bytes_written), duration(k.predicted_s));
+                       k.ops.size(), html_escape(k.schedule), bytes_text(k.bytes_read + k.bytes_written),
+                       duration(k.predicted_s) + (k.predicted_by_model ? "ᵐ" : ""));
     if (ran) {
       out += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td>",
                          k.measured_s ? duration(*k.measured_s) : "–", k.of_copy ? fmt::format("{:.2f}", *k.of_copy) : "–");

@@ -143,6 +143,26 @@ void add_sources(Report& r, const runtime::Compilation& c, const std::string& ba
   for (std::future<void>& f : running) f.get();
 }
 
+// On a GPU target with the GPU model (gpu_model::with_row_model), each row
+// group's time by the model's analytical form for the schedule it takes.
+void add_model_times(Report& r, const runtime::Compilation& c, const SymbolBindings& bindings) {
+  if (!c.target.model) return;
+  for (KernelEntry& e : r.kernels) {
+    const FusionGroup& grp = c.plan.groups[static_cast<size_t>(e.group)];
+    if (grp.kind != GroupKind::Reduction && grp.kind != GroupKind::Stitched) continue;
+    const std::optional<schedule::RowScheduleChoice> choice =
+        schedule::choose_row_schedule(c.graph, grp, c.target, bindings);
+    if (!choice || choice->model_seconds <= 0) continue;
+    e.predicted_s = choice->model_seconds;
+    e.predicted_by_model = true;
+    r.model_name = c.target.model_name;
+  }
+  if (!r.model_name.empty()) {
+    r.predicted_by += fmt::format("; row groups marked ᵐ by the {} GPU model's analytical form for their schedule "
+                                  "(docs/gpu-model.md)", r.model_name);
+  }
+}
+
 }  // namespace
 
 Report collect_report(const Graph& canonical, PlannerKind planner, const std::string& backend,
@@ -166,6 +186,7 @@ Report collect_report(const Graph& canonical, PlannerKind planner, const std::st
     r.kernels.push_back(kernel_entry(c, gi, evaluator, bytes));
   }
   add_sources(r, c, plans_as);
+  add_model_times(r, c, bindings);
   for (const FusionRefusal& f : c.plan.refusals) {
     const bool siblings = f.relation == FusionRefusal::Relation::Siblings;
     r.refusals.push_back({siblings ? "siblings" : "producer-consumer", value_of(c.graph, f.producer),

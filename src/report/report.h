@@ -37,6 +37,9 @@ struct KernelEntry {
   std::string not_lowered;        // why the group has no kernel (then it cannot run fused)
   int64_t bytes_read = 0, bytes_written = 0;
   double predicted_s = 0;         // the report's prediction (Report::predicted_by)
+  // On a GPU back end, a row group's time by the GPU model's analytical form
+  // for its schedule (Report::model_name), which then is predicted_s too.
+  bool predicted_by_model = false;
   std::string source;             // the generated kernel, "" for a library call
   // With --run: the launch's time, and its bytes' rate against a copy's.
   std::optional<double> measured_s;
@@ -63,6 +66,7 @@ struct Report {
   std::string file, graph_name, planner, backend;
   std::string anchor;        // prefix of the page's ids for this graph ("" alone on a page)
   std::string predicted_by;  // whose predictions KernelEntry::predicted_s holds
+  std::string model_name;    // the GPU model's target, when row groups have its times ("h200")
   std::string graph_text;    // the graph that runs, in the text format
   std::string dot;           // the drawing's Graphviz source (graph_drawing.h)
   // Graphviz's layout of `dot`, started by collect_report on its own thread

@@ -137,6 +137,13 @@ TEST(Report, TheCudaBackEndsReportHasCudaSourceAndTheGpuLatencyModel) {
   ASSERT_FALSE(r.kernels.empty());
   EXPECT_NE(r.kernels[0].source.find("__global__"), std::string::npos) << r.kernels[0].source;
   EXPECT_NE(r.predicted_by.find("sm_90"), std::string::npos) << r.predicted_by;
+  // The stitched row group's time is the GPU model's, for the schedule it takes.
+  EXPECT_TRUE(r.kernels[0].predicted_by_model);
+  EXPECT_FALSE(r.model_name.empty());
+  EXPECT_GT(r.kernels[0].predicted_s, 0);
+  // The CPU's report has no GPU model.
+  const Report cpu = collect_report(canonical(kSoftmax), PlannerKind::Stitch, "cpu");
+  EXPECT_FALSE(cpu.kernels[0].predicted_by_model);
 }
 #endif
 

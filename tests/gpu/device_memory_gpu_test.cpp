@@ -170,5 +170,31 @@ TEST_F(DeviceMemoryGpu, TheInterpreterFallbackWritesTheCallersMemory) {
   EXPECT_EQ(compare_outputs(g, {}, run_at(exe, g, inputs), interpret(g, inputs)), "");
 }
 
+// stitch report --run --backend cuda: every step timed between two events,
+// summed over the profiled runs, named as the report's kernels are; nothing
+// recorded once profiling is off, and the results still right.
+TEST_F(DeviceMemoryGpu, StepProfilingTimesEveryLaunchOfTheRunsAskedFor) {
+  for_each_planner(kFusableGraph, [&](CudaExecutable& exe, const Graph& g) {
+    const std::vector<Tensor> inputs = seeded_inputs(g, 11, {});
+    exe.set_step_profiling(true);
+    EXPECT_EQ(compare_outputs(g, {}, run_at(exe, g, inputs), interpret(g, inputs)), "");
+    EXPECT_EQ(compare_outputs(g, {}, run_at(exe, g, inputs), interpret(g, inputs)), "");
+    const std::vector<CudaExecutable::StepTime> times = exe.step_times();
+    EXPECT_EQ(exe.profiled_runs(), 2);
+    ASSERT_EQ(static_cast<int>(times.size()), exe.kernel_count());
+    for (const CudaExecutable::StepTime& t : times) {
+      EXPECT_EQ(t.kind, "kernel");
+      EXPECT_EQ(t.label.rfind("k_", 0), 0u) << t.label;
+      EXPECT_GT(t.seconds, 0) << t.label;
+    }
+    // Read again: the same sums, nothing pending.
+    const std::vector<CudaExecutable::StepTime> again = exe.step_times();
+    for (size_t i = 0; i < times.size(); ++i) EXPECT_EQ(again[i].seconds, times[i].seconds);
+    exe.set_step_profiling(false);
+    EXPECT_EQ(compare_outputs(g, {}, run_at(exe, g, inputs), interpret(g, inputs)), "");
+    EXPECT_EQ(exe.profiled_runs(), 0);
+  });
+}
+
 }  // namespace
 }  // namespace stitch::gpu_testing

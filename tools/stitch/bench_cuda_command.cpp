@@ -39,19 +39,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using runtime::cuda::CudaContext;
 using runtime::cuda::DeviceTensor;
-// GB/s of a device-to-device copy moving `bytes` in all: bytes/2 read plus
-// bytes/2 written.
-double copy_gbps(const std::shared_ptr<CudaContext>& context, int64_t bytes, int warmup, int repeat) {
-  const size_t half = static_cast<size_t>(std::max<int64_t>(bytes / 2, 4));
-  runtime::cuda::DeviceBuffer src(context, half), dst(context, half);
-  const auto& api = context->api();
-  runtime::cuda::check(api, api.cuMemsetD8Async(src.get(), 1, half, context->stream()), "cuMemsetD8Async");
-  runtime::cuda::EventTimer timer(*context, repeat);
-  const double s = median(timer.seconds_each(warmup, [&] {
-    runtime::cuda::check(api, api.cuMemcpyDtoDAsync(dst.get(), src.get(), half, context->stream()), "cuMemcpyDtoDAsync");
-  }));
-  return static_cast<double>(2 * half) / s / 1e9;
-}
 
 json device_description(const CudaContext& context) {
   const runtime::cuda::DeviceProperties& d = context.device();
@@ -68,6 +55,20 @@ json device_description(const CudaContext& context) {
 }
 
 }  // namespace
+
+// GB/s of a device-to-device copy moving `bytes` in all: bytes/2 read plus
+// bytes/2 written.
+double cuda_copy_gbps(const std::shared_ptr<CudaContext>& context, int64_t bytes, int warmup, int repeat) {
+  const size_t half = static_cast<size_t>(std::max<int64_t>(bytes / 2, 4));
+  runtime::cuda::DeviceBuffer src(context, half), dst(context, half);
+  const auto& api = context->api();
+  runtime::cuda::check(api, api.cuMemsetD8Async(src.get(), 1, half, context->stream()), "cuMemsetD8Async");
+  runtime::cuda::EventTimer timer(*context, repeat);
+  const double s = median(timer.seconds_each(warmup, [&] {
+    runtime::cuda::check(api, api.cuMemcpyDtoDAsync(dst.get(), src.get(), half, context->stream()), "cuMemcpyDtoDAsync");
+  }));
+  return static_cast<double>(2 * half) / s / 1e9;
+}
 
 int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions& options) {
   check_bench_options(options);
@@ -90,7 +91,7 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
     w.inputs = bench_inputs(w, options);
     const std::vector<Tensor> want = interpret(w.canonical, w.inputs);
     const int64_t bytes_min = minimal_bytes(w.canonical, w.inputs, want);
-    const double copy = copy_gbps(context, bytes_min, options.warmup, options.repeat);
+    const double copy = cuda_copy_gbps(context, bytes_min, options.warmup, options.repeat);
     copy_rates.push_back(copy);
     const SymbolBindings bindings = bind_inputs(w.canonical, w.inputs);
     std::vector<DeviceTensor> device_inputs;

@@ -116,6 +116,11 @@ std::unique_ptr<tune::ScheduleTuner> cuda_tuner(bool tune, const std::shared_ptr
                                                 runtime::cuda::CubinCache& cubins,
                                                 runtime::cuda::CudaCompileOptions& options);
 #endif
+#ifdef STITCH_HAVE_CUDA
+// GB/s of a device-to-device copy on `context` moving `bytes` in all (half
+// read, half written): the median of `repeat` after `warmup` (bench_cuda_command.cpp).
+double cuda_copy_gbps(const std::shared_ptr<runtime::cuda::CudaContext>& context, int64_t bytes, int warmup, int repeat);
+#endif
 // `tune` (or STITCH_TUNE=1): schedules measured on the device (docs/tuning.md, On a GPU).
 std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs,
                                 bool tune);

@@ -120,7 +120,8 @@ void run_on_simulated_gpu_into(report::Report& r, const Graph& canonical, Planne
   r.run_predicted = true;
 }
 
-// --backend cuda: the run's median on the device; launches are not timed one by one.
+// --backend cuda: each launch's device time (events around it), the mean of
+// --repeat profiled runs, and the run's median with a synchronise.
 void run_on_gpu_into(report::Report& r, const Graph& canonical, PlannerKind planner, const std::vector<Tensor>& inputs,
                      const ReportOptions& o) {
   std::shared_ptr<runtime::cuda::CudaContext> context = opened_cuda_context();
@@ -136,10 +137,18 @@ void run_on_gpu_into(report::Report& r, const Graph& canonical, PlannerKind plan
     exe.run_on_device(pointers(device_inputs), outputs);
     context->synchronize();
   });
-  report::add_run(r, {},
-                  fmt::format("measured on the GPU, the run's median of {} (with a synchronize); launches are not "
-                              "timed one by one, so the timeline shows the predictions", o.repeat),
-                  total, 0);
+  exe.set_step_profiling(true);
+  for (int i = 0; i < o.repeat; ++i) exe.run_on_device(pointers(device_inputs), outputs);
+  const std::vector<runtime::cuda::CudaExecutable::StepTime> times = exe.step_times();
+  const double runs = static_cast<double>(std::max<int64_t>(exe.profiled_runs(), 1));
+  exe.set_step_profiling(false);
+  std::vector<report::TimedStep> steps;
+  for (const runtime::cuda::CudaExecutable::StepTime& s : times) steps.push_back({s.label, s.seconds / runs, 0});
+  report::add_run(r, steps,
+                  fmt::format("measured on {}: each launch the mean of {} runs between two events on the stream, "
+                              "the run the median of {} with a synchronise", context->device().summary(), o.repeat,
+                              o.repeat),
+                  total, cuda_copy_gbps(context, footprint(canonical, inputs), 2, o.repeat));
 }
 #endif
 

@@ -624,6 +624,7 @@ void CudaExecutable::launch_steps(BoundRun& run) {
                                                           g.value_name(ValueId{v}), g.name())));
       }
     }
+    if (profile_) profile_->before(static_cast<size_t>(i));
     if (step.kind == CudaStep::Kind::Dot) {
       const Node& n = g.nodes()[step.node];
       run_gpu_dot(*context_, g.type(n.output).dtype, concrete_shape(g.type(n.inputs[0]).shape, bindings),
@@ -650,11 +651,36 @@ void CudaExecutable::launch_steps(BoundRun& run) {
       launch(step.woven, std::max(a.blocks, b.blocks), step.kernel.launch.block_size, step.woven_dynamic_shared_bytes,
              args, step.kernel.name + "_" + second.kernel.name + "_woven");
     }
+    if (profile_) profile_->after();
     for (int j = i; j < i + span; ++j) {
       for (int v : lifetimes.released_after[j]) intermediates.erase(v);
     }
     i += span;
   }
+  if (profile_) profile_->end_run();
+}
+
+void CudaExecutable::set_step_profiling(bool on) {
+  profile_ = on ? std::make_shared<StepProfile>(*context_) : nullptr;
+}
+
+int64_t CudaExecutable::profiled_runs() const { return profile_ ? profile_->runs() : 0; }
+
+std::vector<CudaExecutable::StepTime> CudaExecutable::step_times() {
+  const std::vector<CudaStep>& steps = compiled_->steps;
+  const std::vector<double> seconds = profile_ ? profile_->seconds(steps.size()) : std::vector<double>(steps.size(), 0.0);
+  std::vector<StepTime> out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const CudaStep& s = steps[i];
+    if (s.kind == CudaStep::Kind::Dot) {
+      out.push_back({"dot", "dot " + graph_.value_name(graph_.nodes()[s.node].output), seconds[i]});
+      continue;
+    }
+    std::string label = s.kernel.name;
+    if (s.woven != nullptr && i + 1 < steps.size()) label += " & " + steps[++i].kernel.name;
+    out.push_back({"kernel", label, seconds[i - (s.woven != nullptr ? 1 : 0)]});
+  }
+  return out;
 }
 
 void CudaExecutable::read_statuses(BoundRun& run) {

@@ -19,6 +19,7 @@
 #include "runtime/common/caller_memory.h"
 #include "runtime/common/pipeline.h"
 #include "runtime/cuda/context.h"
+#include "runtime/cuda/step_profile.h"
 #include "runtime/cuda/cubin_cache.h"
 #include "schedule/select.h"
 #include "stitch/graph.h"
@@ -122,6 +123,20 @@ class CudaExecutable {
   const std::string& fallback() const;  // empty unless compile() fell back
   CudaContext& context() const { return *context_; }
 
+  // One step of the launch list and its device time over the runs profiled
+  // (stitch report --run; docs/report.md), as CpuExecutable::StepTime.
+  struct StepTime {
+    std::string kind;   // "kernel", or the library call's op: "dot"
+    std::string label;  // the kernel's name (a woven pair: both, joined by " & "), or "dot <result>"
+    double seconds = 0;
+  };
+  // On: every later run records an event before and after each step on the
+  // stream; the times add up until it is turned on again. Off: nothing recorded.
+  void set_step_profiling(bool on);
+  // Waits for the stream; each step's summed time (a woven pair's under its first step).
+  std::vector<StepTime> step_times();
+  int64_t profiled_runs() const;
+
  private:
   struct BoundRun;
   BoundRun bind_run(std::vector<InputType> types, std::vector<CUdeviceptr> inputs) const;
@@ -143,6 +158,7 @@ class CudaExecutable {
   Graph graph_;
   std::shared_ptr<CudaContext> context_;
   std::shared_ptr<const CompiledCudaGraph> compiled_;
+  std::shared_ptr<StepProfile> profile_;  // while set_step_profiling(true)
 };
 
 }  // namespace stitch::runtime::cuda

@@ -32,7 +32,7 @@ def main():
                                      capture_output=True, text=True).stdout)
     browser = chromium()
     with tempfile.TemporaryDirectory() as profile:
-        common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                   f"--user-data-dir={profile}", "--window-size=1280,1600"]
         dom = subprocess.run(common + ["--dump-dom", "file://" + page], check=True, capture_output=True,
                              text=True, timeout=120).stdout

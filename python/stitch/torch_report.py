@@ -11,6 +11,7 @@ page is rewritten as partitions compile, so it is complete after the first call.
 import html
 import operator
 import os
+import warnings
 
 import torch
 
@@ -55,7 +56,7 @@ class GraphReport:
         self.rows = rows
         self.path = os.path.join(directory, f"{name}_{kind}.html")
         self.sections = {}  # partition name -> its HTML, in compile order
-        os.makedirs(directory, exist_ok=True)
+        self.failed = False  # the page could not be written: warned once, not tried again
         self.write()
 
     def add_partition(self, partition, graph_name, text, backend, planner):
@@ -103,5 +104,14 @@ class GraphReport:
             body.append(f'<h2 id="{html.escape(partition)}">Partition {html.escape(partition)}</h2>')
             body.append(self.sections.get(partition, '<p class="meta">Not compiled yet (not called).</p>'))
         page = stitch.report_page(f"stitch torch report: {self.name} ({self.kind})", "\n".join(body) + "\n")
-        with open(self.path, "w") as f:
-            f.write(page)
+        # The report is a by-product: a directory that cannot be written warns, and the
+        # model still compiles and runs.
+        if self.failed:
+            return
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with open(self.path, "w") as f:
+                f.write(page)
+        except OSError as e:
+            self.failed = True
+            warnings.warn(f"stitch: STITCH_TORCH_REPORT: cannot write {self.path}: {e}", stacklevel=2)

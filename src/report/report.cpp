@@ -105,13 +105,13 @@ KernelEntry kernel_entry(const runtime::Compilation& c, size_t gi, const DeltaEv
     e.schedule_reason = s.reason;
     e.shared_memory = shared_memory_text(g, s);
   }
-  for (const lower::LoweredGroup& l : c.lowered.groups) {
-    if (l.group != e.group) continue;
-    if (l.kernel) {
-      e.name = l.kernel->name;
-    } else {
-      e.not_lowered = l.not_lowered_reason;
-    }
+  // One lowered entry per group, in plan order (lower::lower_plan).
+  const lower::LoweredGroup& l = c.lowered.groups.at(gi);
+  STITCH_ASSERT(l.group == e.group, "the lowered groups follow the plan's order");
+  if (l.kernel) {
+    e.name = l.kernel->name;
+  } else {
+    e.not_lowered = l.not_lowered_reason;
   }
   return e;
 }

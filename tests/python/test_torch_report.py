@@ -56,6 +56,17 @@ class TorchReport(unittest.TestCase):
             self.assertIn("Generated source of", page)
         self.assertNotIn("Not compiled yet", page)
 
+    def test_a_directory_that_cannot_be_written_warns_and_the_model_still_runs(self):
+        blocker = os.path.join(self.directory, "a-file")
+        with open(blocker, "w") as f:
+            f.write("not a directory")
+        os.environ["STITCH_TORCH_REPORT"] = os.path.join(blocker, "reports")
+        x = torch.randn(16, 64)
+        with self.assertWarnsRegex(UserWarning, "STITCH_TORCH_REPORT: cannot write"):
+            with torch.inference_mode():
+                got = torch.compile(model, backend="stitch")(x)
+        torch.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-5)
+
     def test_report_sections_of_a_graph_built_in_python(self):
         del os.environ["STITCH_TORCH_REPORT"]
         os.environ["STITCH_TORCH_REPORT"] = ""

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "stitch/error.h"
+#include "stitch/interpreter.h"
 
 namespace stitch::cli {
 
@@ -82,6 +83,20 @@ int64_t minimal_bytes(const Graph& g, const std::vector<Tensor>& inputs, const s
   std::set<int> written;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (written.insert(g.outputs()[i].value.index).second) bytes += tensor_bytes(outputs[i]);
+  }
+  return bytes;
+}
+
+int64_t minimal_bytes(const Graph& g, const std::vector<Tensor>& inputs) {
+  int64_t bytes = 0;
+  for (const Tensor& t : inputs) bytes += tensor_bytes(t);
+  const SymbolBindings bindings = bind_inputs(g, inputs);
+  std::set<int> written;
+  for (const GraphOutput& out : g.outputs()) {
+    if (!written.insert(out.value.index).second) continue;
+    int64_t n = dtype_size(g.type(out.value).dtype);
+    for (int64_t d : concrete_shape(g.type(out.value).shape, bindings)) n *= d;
+    bytes += n;
   }
   return bytes;
 }

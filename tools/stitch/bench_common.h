@@ -90,6 +90,8 @@ int64_t tensor_bytes(const Tensor& t);
 // Every input read once plus every output written once (a value returned
 // twice is written once).
 int64_t minimal_bytes(const Graph& g, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
+// The same before a run: the outputs' sizes from their types under the inputs' bindings.
+int64_t minimal_bytes(const Graph& g, const std::vector<Tensor>& inputs);
 
 // One timed (workload, planner) as a results row of the JSON
 // (docs/benchmarks.md): the measured fields and the rates derived from them.

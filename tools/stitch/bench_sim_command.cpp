@@ -51,15 +51,6 @@ json launch_summary(const json& p) {
   return out;
 }
 
-int64_t output_bytes(const Graph& g, const std::vector<DeviceTensor>& outputs) {
-  int64_t bytes = 0;
-  std::set<int> written;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (written.insert(g.outputs()[i].value.index).second) bytes += static_cast<int64_t>(outputs[i].nbytes());
-  }
-  return bytes;
-}
-
 }  // namespace
 
 int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOptions& options) {
@@ -93,8 +84,7 @@ int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOpt
     for (const Tensor& t : w.inputs) device_inputs.push_back(runtime::cuda::upload(context, t));
     std::vector<const DeviceTensor*> inputs;
     for (const DeviceTensor& t : device_inputs) inputs.push_back(&t);
-    int64_t input_bytes = 0;
-    for (const Tensor& t : w.inputs) input_bytes += tensor_bytes(t);
+    const int64_t bytes_min = minimal_bytes(w.canonical, w.inputs);
     for (PlannerKind planner : planners) {
       const std::string planner_text(planner_name(planner));
       progress.step(w.name + " " + planner_text);
@@ -124,7 +114,6 @@ int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOpt
       const double profile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       profiler.start(nullptr, 0);
       const json launches = profiler.taken();
-      const int64_t bytes_min = input_bytes + output_bytes(w.canonical, outputs);
       double predicted = 0;
       std::string bounds;
       json breakdown = json::array();

@@ -64,20 +64,6 @@ std::vector<const runtime::cuda::DeviceTensor*> pointers(const std::vector<runti
   return out;
 }
 
-int64_t footprint(const Graph& g, const std::vector<Tensor>& inputs) {
-  int64_t bytes = 0;
-  for (const Tensor& t : inputs) bytes += tensor_bytes(t);
-  const SymbolBindings bindings = bind_inputs(g, inputs);
-  std::set<int> written;
-  for (const GraphOutput& out : g.outputs()) {
-    if (!written.insert(out.value.index).second) continue;
-    int64_t n = dtype_size(g.type(out.value).dtype);
-    for (int64_t d : concrete_shape(g.type(out.value).shape, bindings)) n *= d;
-    bytes += n;
-  }
-  return bytes;
-}
-
 // --backend cuda-sim: one run on the simulated driver with every launch
 // profiled by the GPU model for --profile's target; nothing is timed.
 void run_on_simulated_gpu_into(report::Report& r, const Graph& canonical, PlannerKind planner,
@@ -111,7 +97,7 @@ void run_on_simulated_gpu_into(report::Report& r, const Graph& canonical, Planne
     steps.push_back({p.at("kernel").get<std::string>(), p.at("predicted_s").get<double>(), 0});
     total += steps.back().seconds;
   }
-  const int64_t bytes = footprint(canonical, inputs);
+  const int64_t bytes = minimal_bytes(canonical, inputs);
   const double copy_s = gpu_model::copy_seconds(target, constants, static_cast<double>(bytes));
   report::add_run(r, steps,
                   fmt::format("the GPU model's predictions for the {} ({}) from one run on the simulated driver; "
@@ -148,7 +134,7 @@ void run_on_gpu_into(report::Report& r, const Graph& canonical, PlannerKind plan
                   fmt::format("measured on {}: each launch the mean of {} runs between two events on the stream, "
                               "the run the median of {} with a synchronise", context->device().summary(), o.repeat,
                               o.repeat),
-                  total, cuda_copy_gbps(context, footprint(canonical, inputs), 2, o.repeat));
+                  total, cuda_copy_gbps(context, minimal_bytes(canonical, inputs), 2, o.repeat));
 }
 #endif
 

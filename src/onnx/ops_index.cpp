@@ -4,6 +4,7 @@
 // (the top_k composites).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "onnx/context.h"
@@ -53,10 +54,16 @@ void add_gather_elements(ImportContext& ctx, const NodeProto& n) {
     }
     numel *= shape[d].extent();
   }
+  const bool no_indices = std::any_of(out_shape.begin(), out_shape.end(),
+                                      [](const Dim& e) { return !e.is_symbolic() && e.extent() == 0; });
+  if (numel == 0 && !no_indices) {
+    throw UserError(fmt::format("GatherElements reads from data {} with no elements", ctx.type(data).str()));
+  }
+  std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
+  for (int64_t d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * shape[d].extent();
   ValueId flat;
-  int64_t stride = numel;
   for (int64_t d = 0; d < rank; ++d) {
-    stride /= shape[d].extent();
+    const int64_t stride = strides[d];
     ValueId coord;
     if (d == axis) {
       ValueId i = ctx.dtype(index) == DType::i64 ? index : b.cast(index, DType::i64);

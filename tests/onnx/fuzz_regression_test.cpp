@@ -70,5 +70,23 @@ TEST_F(OnnxFuzzRegressionTest, PadOfInt64MinIsAUserError) {
   }
 }
 
+// GatherElements from data with a zero extent divided by it to find the
+// strides (UBSan: division by zero); any index into no elements is out of
+// range, so with indices it is a clean error, and without them it imports.
+TEST_F(OnnxFuzzRegressionTest, GatherElementsFromEmptyData) {
+  input("data", {"0", "2"});
+  input("indices", {"2", "2"}, ::onnx::TensorProto::INT64);
+  int_attr(node("GatherElements", {"data", "indices"}, "y"), "axis", 1);
+  output("y");
+  expect_contains(import_error(), "no elements");
+
+  graph().Clear();
+  input("data", {"0", "2"});
+  input("indices", {"0", "2"}, ::onnx::TensorProto::INT64);
+  int_attr(node("GatherElements", {"data", "indices"}, "y"), "axis", 1);
+  output("y");
+  EXPECT_EQ(import().graph.outputs().size(), 1u);
+}
+
 }  // namespace
 }  // namespace stitch::onnx_import::testing

@@ -54,7 +54,10 @@ Split split_for(const Graph& g, const Node& n, const SplitReductionOptions& o) {
     }
     return s;
   }
-  if (s.reduced_axes == 0 || o.column_target <= 0 || s.columns >= o.column_target) return {};
+  if (s.reduced_axes == 0 || o.column_target <= 0 || s.columns >= o.column_target ||
+      s.length * s.columns < o.min_column_elements) {
+    return {};
+  }
   for (int64_t p = 2; s.length % p == 0 && s.length / p >= o.min_column_part_length; p *= 2) {
     s.parts = p;
     if (p * s.columns >= o.column_target) break;
@@ -95,6 +98,13 @@ Graph split_full_reductions(const Graph& g, const SplitReductionOptions& options
     rw.bind(n, total);
   }
   return rw.finish();
+}
+
+SplitReductionOptions cpu_split_options() {
+  SplitReductionOptions o;
+  o.column_target = 8192;
+  o.min_column_elements = int64_t{1} << 16;
+  return o;
 }
 
 SplitReductionOptions gpu_split_options() {

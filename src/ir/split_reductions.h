@@ -22,10 +22,11 @@ struct SplitReductionOptions {
   // smallest power of two dividing L with P * C >= column_target and L / P >=
   // min_column_part_length. The column schedules give each block a tile of
   // columns, so C columns alone fill C / 256 blocks (a GPU's 132 SMs want
-  // hundreds). 0: column reductions stay whole (the CPU, whose thread loop
-  // already runs across the columns).
+  // hundreds; a CPU's cores a few blocks each). 0: column reductions stay
+  // whole.
   int64_t column_target = 0;
   int64_t min_column_part_length = 64;
+  int64_t min_column_elements = 0;  // column reductions of fewer input elements stay whole
 };
 
 // `g` with every eligible full reduction split: reduce_sum, reduce_prod,
@@ -35,6 +36,12 @@ struct SplitReductionOptions {
 // qualifies; output names are kept. With options.column_target, column
 // reductions of the same ops and dtypes are split too (above).
 Graph split_full_reductions(const Graph& g, const SplitReductionOptions& options = {});
+
+// The options for the CPU: column reductions of at least 2^16 elements split
+// to at least 8192 first-stage columns, so that they spread over the cores
+// (an [6144, 196] column sum: 64 parts of 96 rows, each one block of 196
+// columns, column_schedule.h); full reductions as above.
+SplitReductionOptions cpu_split_options();
 
 // The options for a GPU target: column reductions split to about 2^17
 // first-stage columns (512 blocks of 256).

@@ -211,7 +211,7 @@ class ReductionLowerer {
   // last output's elements and do not store, so the loop needs no
   // thread-dependent guard and the CPU emitter can vectorise across threads.
   void lower_columns() {
-    constexpr int64_t threads = kColumnBlockThreads;
+    const int64_t threads = column_.width;
     Expr count = element_count_expr(out_shape_);
     Expr len = element_count_expr(red_shape_);
     const ColumnGeometry geometry = column_geometry(count, threads);

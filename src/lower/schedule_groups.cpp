@@ -123,8 +123,9 @@ GroupSchedule schedule_group(const Graph& g, const FusionGroup& group, const Row
 
 std::vector<GroupSchedule> schedule_candidates(const Graph& g, const FusionGroup& group,
                                                const RowScheduleTarget& target) {
-  std::vector<GroupSchedule> out{schedule_group(g, group, target)};
-  const GroupSchedule& first = out.front();
+  // A copy: adding candidates moves `out`'s elements.
+  const GroupSchedule first = schedule_group(g, group, target);
+  std::vector<GroupSchedule> out{first};
   auto add = [&](GroupSchedule s) {
     if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(std::move(s));
   };

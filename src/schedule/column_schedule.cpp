@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "fusion/index_tags.h"
 #include "schedule/candidates.h"
 #include "schedule/plan_explain.h"
 #include "schedule/template.h"
@@ -24,7 +25,8 @@ std::optional<ColumnSchedule> lowered_schedule(const KernelCandidate& k) {
   ColumnSchedule s;
   const std::string text = print_template(k.schedule);
   if (k.strategy == "thread-per-column") {
-    s.width = k.threads_per_block;
+    // A GPU's thread per column keeps blocks of 256 (the ranking's block
+    // size for it is not taken yet).
     return s;
   }
   long long groups = 0, width = 0;
@@ -35,6 +37,25 @@ std::optional<ColumnSchedule> lowered_schedule(const KernelCandidate& k) {
     return s;
   }
   return std::nullopt;
+}
+
+// The CPU's block width: every kept column after the last reduced axis (C of
+// an [L, C] column reduction, or of [A, L, C] over L) when C is static and at
+// most kCpuMaxColumnWidth, so that a block's thread loop reads whole rows of C
+// contiguous elements with no clamp and no remainder by C; else 256. With the
+// row split of split_reductions.h, a block is then one part's rows.
+int64_t cpu_column_width(const Graph& g, const FusionGroup& group) {
+  constexpr int64_t kCpuMaxColumnWidth = 2048;
+  const Node& root = g.nodes()[static_cast<size_t>(group.roots.front())];
+  const std::vector<size_t> axes = reduced_axes(g, root);
+  const Shape& in = g.type(root.inputs[0]).shape;
+  if (axes.empty()) return kColumnWidth;
+  int64_t c = 1;
+  for (size_t d = axes.back() + 1; d < in.size(); ++d) {
+    if (in[d].is_symbolic()) return kColumnWidth;
+    c *= in[d].extent();
+  }
+  return c >= 8 && c <= kCpuMaxColumnWidth && c % kColumnWidth != 0 ? c : kColumnWidth;
 }
 
 }  // namespace
@@ -67,7 +88,10 @@ std::optional<ColumnScheduleChoice> choose_column_schedule(const Graph& g, const
     return choice;
   }
   if (target.machine == RowScheduleTarget::Machine::Cpu) {
-    choice.reason = "the CPU's choice: its thread loop is vectorised across columns";
+    choice.schedule.width = cpu_column_width(g, group);
+    choice.reason = choice.schedule.width == kColumnWidth
+                        ? "the CPU's choice: its thread loop is vectorised across columns"
+                        : "the CPU's choice: a block of every kept column, its thread loop along rows";
     return choice;
   }
   if (!d) {

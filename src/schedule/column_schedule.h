@@ -16,9 +16,11 @@
 
 namespace stitch::schedule {
 
+inline constexpr int64_t kColumnWidth = 256;  // a thread per column's block, unless the CPU's is wider
+
 struct ColumnSchedule {
-  int64_t groups = 1;    // row groups splitting each column's rows; 1: a thread per column
-  int64_t width = 256;   // columns a block owns
+  int64_t groups = 1;             // row groups splitting each column's rows; 1: a thread per column
+  int64_t width = kColumnWidth;   // columns a block owns
 
   int64_t threads() const { return groups * width; }
   bool tiled() const { return groups > 1; }

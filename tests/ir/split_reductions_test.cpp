@@ -134,7 +134,7 @@ TEST(SplitColumnReductions, FewColumnsOverManyRowsBecomeAThreeAxisReductionThenP
   b = reduce_mean(dy, axes=[0], keepdims=true)
   return w, b
 })");
-  EXPECT_EQ(split_full_reductions(g), g) << "the CPU's options split no column reduction";
+  EXPECT_EQ(split_full_reductions(g), g) << "the default options split no column reduction";
   Graph split = split_full_reductions(g, gpu_split_options());
   EXPECT_TRUE(verify(split, {.canonical = true}).empty());
   EXPECT_EQ(ops(split), "mul reshape reduce_sum reduce_sum reshape reduce_mean reduce_mean reshape ");
@@ -145,6 +145,24 @@ TEST(SplitColumnReductions, FewColumnsOverManyRowsBecomeAThreeAxisReductionThenP
   EXPECT_EQ(split.type(split.outputs()[1].value), g.type(g.outputs()[1].value));
   EXPECT_EQ(split.outputs()[1].name, "b");
   EXPECT_EQ(split.value_name(split.outputs()[0].value), "w");
+}
+
+// The CPU's options: a column sum of an MLP-Mixer's backward, [6144, 196],
+// splits into 64 parts of 96 rows (64 * 196 >= 8192); one of fewer than
+// 2^16 elements stays whole.
+TEST(SplitColumnReductions, TheCpusOptions) {
+  Graph g = canonical(R"(graph db(dy: f32[6144, 196]) -> (f32[1, 196]) {
+  s = reduce_sum(dy, axes=[0], keepdims=true)
+  return s
+})");
+  Graph split = split_full_reductions(g, cpu_split_options());
+  EXPECT_EQ(ops(split), "reshape reduce_sum reduce_sum reshape ");
+  EXPECT_EQ(shape_str(split.type(split.nodes()[0].output).shape), "[64, 96, 196]");
+  Graph small = canonical(R"(graph db(dy: f32[256, 196]) -> (f32[196]) {
+  s = reduce_sum(dy, axes=[0])
+  return s
+})");
+  EXPECT_EQ(split_full_reductions(small, cpu_split_options()), small);
 }
 
 TEST(SplitColumnReductions, WhatStaysWhole) {

@@ -84,7 +84,7 @@ RowScheduleTarget tiles(int64_t groups) {
   return t;
 }
 
-TEST(ColumnScheduleOnCpu, BlockTilesMatchInterpreter) {
+void expect_matches_interpreter(const RowScheduleTarget& target) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("stitch_column_schedule_test_{}", ::getpid());
   fs::remove_all(dir);
   {
@@ -93,7 +93,7 @@ TEST(ColumnScheduleOnCpu, BlockTilesMatchInterpreter) {
     const std::vector<Case> all = cases();
     std::vector<Graph> graphs;
     for (const Case& c : all) graphs.push_back(canonicalize(parse_module(c.text).graphs.front()));
-    std::vector<CpuExecutable> exes = CpuExecutable::compile_batch(graphs, PlannerKind::Xla, cache, {}, tiles(8));
+    std::vector<CpuExecutable> exes = CpuExecutable::compile_batch(graphs, PlannerKind::Xla, cache, {}, target);
     for (size_t i = 0; i < graphs.size(); ++i) {
       for (const SymbolBindings& b : all[i].bindings) {
         SCOPED_TRACE(graphs[i].name() + (b.empty() ? "" : fmt::format(" B={}", b.at("B"))));
@@ -116,6 +116,12 @@ TEST(ColumnScheduleOnCpu, BlockTilesMatchInterpreter) {
   }
   fs::remove_all(dir);
 }
+
+TEST(ColumnScheduleOnCpu, BlockTilesMatchInterpreter) { expect_matches_interpreter(tiles(8)); }
+
+// The CPU's own choice: a block of every kept column where they are at most
+// 2048 and not a multiple of 256 (45, 70, 33, 40 and 3 x 20 here), else 256.
+TEST(ColumnScheduleOnCpu, TheCpusBlocksMatchInterpreter) { expect_matches_interpreter(RowScheduleTarget::cpu()); }
 
 kir::Kernel lowered(const std::string& text, const RowScheduleTarget& target) {
   const Graph g = canonicalize(parse_module(text).graphs.front());
@@ -155,6 +161,31 @@ TEST(ColumnScheduleShape, WhoGetsATile) {
   const kir::Kernel gpu = lowered(sum, RowScheduleTarget::gpu("sm_90"));
   EXPECT_NE(gpu.note.find("block-tile-column"), std::string::npos) << gpu.note;
   EXPECT_NE(gpu.note.find("rank 1 of"), std::string::npos) << gpu.note;
+}
+
+// The CPU reads an [L, 196] column sum in rows: one block of 196 threads,
+// no clamp of the column and no remainder by 196 (each thread's column is
+// its index); [L, 3, 20] over L: 60 threads; 2048 columns stay in blocks of
+// 256.
+TEST(ColumnScheduleShape, TheCpusBlockIsTheKeptColumns) {
+  const kir::Kernel k = lowered(R"(graph s(x: f32[6144, 196]) -> (f32[196]) {
+  y = reduce_sum(x, axes=[0])
+  return y
+})",
+                                RowScheduleTarget::cpu());
+  EXPECT_EQ(k.launch.block_size, 196);
+  EXPECT_EQ(kir::print_expr(k.launch.grid), "1");
+  const std::string text = kir::print_kernel(k);
+  EXPECT_EQ(text.find("min("), std::string::npos) << text;
+  EXPECT_EQ(text.find("rem("), std::string::npos) << text;
+  EXPECT_EQ(lowered(cases()[4].text, RowScheduleTarget::cpu()).launch.block_size, 60);
+  EXPECT_EQ(lowered(R"(graph s(x: f32[8192, 2048]) -> (f32[2048]) {
+  y = reduce_sum(x, axes=[0])
+  return y
+})",
+                    RowScheduleTarget::cpu())
+                .launch.block_size,
+            256);
 }
 
 }  // namespace

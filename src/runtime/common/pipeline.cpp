@@ -18,11 +18,11 @@ namespace {
 
 void canonicalize_stage(Compilation& c, const Backend&) { c.canonical = canonicalize(c.input); }
 
-// Full reductions split so that they use every core or SM, and on a GPU
-// column reductions with too few columns to fill it (src/ir/split_reductions.h).
+// Full reductions split so that they use every core or SM, and column
+// reductions with too few columns to fill them (src/ir/split_reductions.h).
 void split_stage(Compilation& c, const Backend&) {
   const bool cpu = c.target.machine == schedule::RowScheduleTarget::Machine::Cpu;
-  c.graph = split_full_reductions(c.canonical, cpu ? SplitReductionOptions{} : gpu_split_options());
+  c.graph = split_full_reductions(c.canonical, cpu ? cpu_split_options() : gpu_split_options());
 }
 
 // Scaled-dot-product attention as one library call on the CPU; elsewhere an

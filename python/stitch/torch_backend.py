@@ -430,7 +430,7 @@ def _compile_text(text, name, backend, options):
 
 
 def _dump(name, text):
-    directory = os.environ.get("STITCH_TORCH_DUMP")
+    directory = torch_report.dump_directory()
     if directory:
         os.makedirs(directory, exist_ok=True)
         with open(os.path.join(directory, name + ".stitch"), "w") as f:

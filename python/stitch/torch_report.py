@@ -20,9 +20,20 @@ import stitch
 from .torch_lowering import lowering_refusal
 
 
+def _variable(name):
+    """The backend's environment variables (STITCH_TORCH_REPORT, STITCH_TORCH_DUMP;
+    docs/torch.md) are read here only; unset or empty is None."""
+    return os.environ.get(name) or None
+
+
 def directory():
     """Where reports go, or None when STITCH_TORCH_REPORT is not set."""
-    return os.environ.get("STITCH_TORCH_REPORT") or None
+    return _variable("STITCH_TORCH_REPORT")
+
+
+def dump_directory():
+    """Where each partition's .stitch text goes, or None when STITCH_TORCH_DUMP is not set."""
+    return _variable("STITCH_TORCH_DUMP")
 
 
 def graph_report(gm, graph_id, kind, partitions, refusal):

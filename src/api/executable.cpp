@@ -11,6 +11,7 @@
 #include "api/kernel_caches.h"
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
+#include "options/options.h"
 #include "stitch/error.h"
 #include "stitch/runtime.h"
 #include "stitch/text.h"
@@ -21,10 +22,11 @@ namespace {
 
 // What CompileOptions::dump asks for, printed to stderr as the CLI prints it.
 runtime::StageDump stage_dump(const std::string& requested) {
-  const char* env = std::getenv("STITCH_DUMP");
-  const std::string list = !requested.empty() ? requested : env ? env : "";
-  if (list.empty()) return {};
-  return {[list](std::string_view stage) { return runtime::dump_list_matches(list, stage); },
+  const EnvironmentOptions env = environment_options();
+  if (requested.empty() && env.dump.empty()) return {};
+  return {[requested, env](std::string_view stage) {
+            return requested.empty() ? env.dumps(stage) : dump_list_matches(requested, stage);
+          },
           [](std::string_view stage, const std::string& text) {
             std::cerr << "// STITCH_DUMP " << stage << "\n" << text;
           }};

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fusion/dot_epilogues.h"
-#include "ir/env_switch.h"
+#include "options/options.h"
 
 namespace stitch {
 
@@ -29,34 +29,27 @@ std::optional<PlannerKind> parse_planner_kind(std::string_view name) {
 
 int resolve_max_fusions(const PlanOptions& options) {
   if (options.max_fusions >= 0) return options.max_fusions;
-  const char* env = std::getenv("STITCH_MAX_FUSIONS");
-  if (!env || !*env) return -1;
-  char* end = nullptr;
-  long long n = std::strtoll(env, &end, 10);
-  if (*end != '\0' || n < 0 || n > 1'000'000'000) {
-    throw UserError(fmt::format("STITCH_MAX_FUSIONS='{}' is not a non-negative integer", env));
-  }
-  return static_cast<int>(n);
+  return environment_options().max_fusions;
 }
 
 bool resolve_dot_epilogues(const PlanOptions& options) {
   // Read even when off, so a bad value is reported wherever it is set.
-  const bool env = env_switch("STITCH_DOT_EPILOGUES", true);
+  const bool env = environment_options().dot_epilogues;
   return options.dot_epilogues && env;
 }
 
 bool resolve_attention(const PlanOptions& options) {
-  const bool env = env_switch("STITCH_ATTENTION", true);
+  const bool env = environment_options().attention;
   return options.attention && env;
 }
 
 bool resolve_channels_last(const PlanOptions& options) {
-  const bool env = env_switch("STITCH_CHANNELS_LAST", true);
+  const bool env = environment_options().channels_last;
   return options.channels_last && env;
 }
 
 bool resolve_conv_calls(const PlanOptions& options) {
-  const bool env = env_switch("STITCH_CONV_CALLS", true);
+  const bool env = environment_options().conv_calls;
   return options.conv_calls && env;
 }
 

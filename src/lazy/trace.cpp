@@ -10,13 +10,14 @@
 #include <iostream>
 #include <set>
 
+#include "interp/index_bounds.h"
 #include "ir/type_inference.h"
 #include "lazy/cuda_lazy_backend.h"
 #include "lazy/partition_plan.h"
-#include "interp/index_bounds.h"
-#include "stitch/interpreter.h"
 #include "lower/lower_user_kernel.h"
+#include "options/options.h"
 #include "runtime/common/pipeline.h"
+#include "stitch/interpreter.h"
 
 namespace stitch::lazy {
 
@@ -28,8 +29,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 // STITCH_DUMP=trace, partitions, fused (or lazy, or all) prints the lazy stages.
 bool dump_wanted(std::string_view stage) {
-  const char* env = std::getenv("STITCH_DUMP");
-  return env != nullptr && runtime::dump_list_matches(env, stage);
+  return environment_options().dumps(stage);
 }
 
 void dump(std::string_view stage, const std::string& text) { std::cerr << "// STITCH_DUMP " << stage << "\n" << text; }

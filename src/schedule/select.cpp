@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "fusion/stitched_group.h"
-#include "ir/env_switch.h"
+#include "options/options.h"
 #include "schedule/group_shared_memory.h"
 #include "schedule/plan_explain.h"
 #include "stitch/error.h"
@@ -219,23 +219,17 @@ std::string RowScheduleTarget::name() const {
 // fresh outputs (docs/cpu-backend.md, Streaming stores). Choosing per machine
 // by measurement is the tuner's.
 int64_t RowScheduleTarget::default_stream_min_bytes() {
-  const char* env = std::getenv("STITCH_STREAM_MIN_BYTES");
-  if (!env || !*env) {
-    static const int64_t machine_default = [] {
-      if (!cpu_is_amd()) return int64_t{-1};
-      const int64_t l3 = cpu_cache_bytes(3);
-      return l3 > 0 ? l3 : int64_t{32} << 20;
-    }();
-    return machine_default;
-  }
-  char* end = nullptr;
-  const long long v = std::strtoll(env, &end, 10);
-  if (*end != '\0') throw UserError(fmt::format("STITCH_STREAM_MIN_BYTES={}: not an integer", env));
-  return v;
+  if (const std::optional<int64_t> set = environment_options().stream_min_bytes) return *set;
+  static const int64_t machine_default = [] {
+    if (!cpu_is_amd()) return int64_t{-1};
+    const int64_t l3 = cpu_cache_bytes(3);
+    return l3 > 0 ? l3 : int64_t{32} << 20;
+  }();
+  return machine_default;
 }
 
 bool RowScheduleTarget::default_prefetch() {
-  return env_switch("STITCH_PREFETCH", true);
+  return environment_options().prefetch;
 }
 
 // The first CPU's L2 (cpu_cache_bytes), else 1 MiB.

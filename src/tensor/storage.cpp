@@ -9,7 +9,7 @@
 #include <new>
 #include <vector>
 
-#include "ir/env_switch.h"
+#include "options/options.h"
 #include "stitch/tensor.h"
 
 namespace stitch::detail {
@@ -109,8 +109,7 @@ char* map_huge_pages(size_t kept) {
 }  // namespace
 
 bool huge_pages_enabled() {
-  static const bool enabled = env_switch("STITCH_HUGE_PAGES", true);
-  return enabled;
+  return environment_options().huge_pages;
 }
 
 // A large buffer is a private anonymous mapping of whole huge pages: the

@@ -10,6 +10,7 @@
 
 #include "ir/structural_key.h"
 #include "lower/schedule_groups.h"
+#include "options/options.h"
 #include "stitch/error.h"
 #include "tune/cache_file.h"
 #include "tune/group_graph.h"
@@ -245,10 +246,7 @@ std::vector<std::optional<GroupSchedule>> ScheduleTuner::choose(const Graph& g, 
 }
 
 bool tuning_requested_by_environment() {
-  const char* env = std::getenv("STITCH_TUNE");
-  if (!env || std::string(env).empty() || std::string(env) == "0") return false;
-  if (std::string(env) == "1") return true;
-  throw UserError(fmt::format("STITCH_TUNE={}: use 1 to tune schedules by measurement, 0 (or unset) not to", env));
+  return environment_options().tune;
 }
 
 }  // namespace stitch::tune

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "options/options.h"
 #include "runtime/cpu/cache_maintenance.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/error.h"
@@ -46,14 +47,14 @@ fs::path checked_directory(const std::string& requested) {
 
 int info(const fs::path& dir) {
   const uint64_t bound = runtime::cpu::cache_max_bytes();
-  const char* from_env = std::getenv("STITCH_CACHE_MAX_BYTES");
+  const bool from_env = environment_options().cache_max_bytes.has_value();
   std::error_code ec;
   const bool exists = fs::exists(dir, ec);
   std::cout << fmt::format("directory   {}{}\n", dir.string(), exists ? "" : " (not created yet)");
   std::cout << fmt::format("bound       {}\n",
                            bound == 0 ? std::string("none (STITCH_CACHE_MAX_BYTES=0)")
                                       : fmt::format("{} bytes ({}, {})", bound, human_bytes(bound),
-                                                    from_env && *from_env ? "STITCH_CACHE_MAX_BYTES" : "default"));
+                                                    from_env ? "STITCH_CACHE_MAX_BYTES" : "default"));
   const CacheSummary summary = runtime::cpu::summarize_cache(dir);
   for (const char* kind : {"cpu", "cuda", "tuning", "stamps", "other"}) {
     auto it = summary.kinds.find(kind);

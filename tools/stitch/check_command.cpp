@@ -10,8 +10,9 @@
 #include <set>
 
 #include "cli.h"
-#include "progress.h"
 #include "ir/canonicalize.h"
+#include "options/options.h"
+#include "progress.h"
 #include "runtime/cpu/executable.h"
 #include "runtime/cpu/toolchain_check.h"
 #include "stitch/interpreter.h"
@@ -44,8 +45,7 @@ std::string tolerance_text(const Tensor& want, const ErrorAllowance& a, const Te
 // of the first compiled output, so the tests can see `stitch check` catch a
 // wrong result without a real miscompile.
 void perturb_for_tests(std::vector<Tensor>& results) {
-  const char* env = std::getenv("STITCH_TEST_PERTURB_CHECK");
-  if (!env || std::string(env) != "1" || results.empty() || results[0].numel() == 0) return;
+  if (!environment_options().test_perturb_check || results.empty() || results[0].numel() == 0) return;
   Tensor& t = results[0];
   if (t.dtype() == DType::boolean) {
     t.set_i64(0, t.get_i64(0) == 0 ? 1 : 0);

@@ -10,10 +10,11 @@
 #include <set>
 
 #include "cli.h"
-#include "progress.h"
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
 #include "onnx/importer.h"
+#include "options/options.h"
+#include "progress.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/npy.h"
@@ -69,8 +70,7 @@ void summarize(const std::string& name, const Tensor& t) {
 }
 
 bool dump_enabled(const std::string& stage) {
-  const char* env = std::getenv("STITCH_DUMP");
-  return env != nullptr && runtime::dump_list_matches(env, stage);
+  return environment_options().dumps(stage);
 }
 
 runtime::StageDump stage_dumps() {

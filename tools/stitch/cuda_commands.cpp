@@ -11,6 +11,7 @@
 #include "progress.h"
 #include "stitch/error.h"
 #ifdef STITCH_HAVE_CUDA
+#include "options/options.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "runtime/cuda/cuda_tuning.h"
@@ -28,7 +29,7 @@ bool simulated = false;
 }  // namespace
 
 std::string simulated_driver_path() {
-  if (const char* env = std::getenv("STITCH_CUDA_SIM_DRIVER"); env && *env) return env;
+  if (std::string env = environment_options().cuda_sim_driver; !env.empty()) return env;
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {

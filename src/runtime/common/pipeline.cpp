@@ -141,7 +141,7 @@ std::string print_compile_stage(const Compilation& c) {
 const std::vector<Stage>& pipeline_stages() {
   static const std::vector<Stage> stages = {
       {"canonicalize", "the graph in canonical form (ir/canonicalize.h)", canonicalize_stage, print_canonical},
-      {"split-reductions", "full reductions (and on a GPU, narrow column reductions) split in two stages (ir/split_reductions.h)", split_stage,
+      {"split-reductions", "full reductions and narrow column reductions split in two stages (ir/split_reductions.h)", split_stage,
        print_split},
       {"attention", "scaled-dot-product attention as one op on the CPU, its composite elsewhere (ir/attention_pattern.h)",
        attention_stage, print_split},
@@ -205,26 +205,6 @@ LoweredBatch lower_batch(const std::vector<Graph>& canonical_graphs, const Compi
     batch.graphs.push_back(std::move(c));
   }
   return batch;
-}
-
-bool dump_stage_matches(std::string_view requested, std::string_view stage) {
-  if (requested == "all" || requested == stage) return true;
-  if (requested == "graph") return stage == "canonicalize" || stage == "split-reductions" || stage == "attention" ||
-                                stage == "conv";
-  if (requested == "kir") return stage == "lower";
-  if (requested == "source") return stage == "emit";
-  if (requested == "lazy") return stage == "trace" || stage == "partitions" || stage == "fused";
-  return false;
-}
-
-bool dump_list_matches(std::string_view list, std::string_view stage) {
-  for (size_t start = 0; start <= list.size();) {
-    size_t end = list.find(',', start);
-    if (end == std::string_view::npos) end = list.size();
-    if (dump_stage_matches(list.substr(start, end - start), stage)) return true;
-    start = end + 1;
-  }
-  return false;
 }
 
 }  // namespace stitch::runtime

@@ -20,6 +20,7 @@
 #include "fusion/planner.h"
 #include "kir/kernel.h"
 #include "lower/schedule_groups.h"
+#include "options/options.h"
 #include "runtime/common/launch_list.h"
 #include "schedule/group_schedule.h"
 #include "schedule/select.h"
@@ -140,12 +141,8 @@ void take_compiled(Compiled& compiled, const Compilation& c, MakeSteps&& make_st
   compiled.plan = c.lowered.plan;
 }
 
-// The stage names STITCH_DUMP accepts: the table's, "all", and the older
-// names that stand for a stage's text: graph (canonicalize,
-// split-reductions and attention), kir (lower), source (emit).
-// "lazy" stands for the lazy runtime's stages: trace, partitions, fused (docs/lazy.md).
-bool dump_stage_matches(std::string_view requested, std::string_view stage);
-// Whether `list` (STITCH_DUMP's syntax: comma-separated names) names `stage`.
-bool dump_list_matches(std::string_view list, std::string_view stage);
+// STITCH_DUMP's names and lists (options/options.h).
+using stitch::dump_list_matches;
+using stitch::dump_stage_matches;
 
 }  // namespace stitch::runtime

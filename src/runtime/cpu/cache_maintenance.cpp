@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "options/options.h"
 #include "stitch/error.h"
 
 namespace stitch::runtime::cpu {
@@ -209,30 +210,11 @@ class MaintenanceLock {
 }  // namespace
 
 uint64_t parse_cache_max_bytes(std::string_view text, std::string_view variable) {
-  const auto bad = [&] {
-    return UserError(fmt::format(
-        "{}={}: expected a byte count (digits, optionally followed by K, M, G or T; 0 for no bound)", variable, text));
-  };
-  uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end == text.data()) throw bad();
-  std::string_view suffix(end, static_cast<size_t>(text.data() + text.size() - end));
-  int shift = 0;
-  if (!suffix.empty()) {
-    const std::string_view units = "KMGT";
-    const size_t unit = units.find(suffix.front());
-    const std::string_view rest = suffix.substr(1);
-    if (unit == std::string_view::npos || !(rest.empty() || rest == "iB")) throw bad();
-    shift = 10 * static_cast<int>(unit + 1);
-  }
-  if (value > (uint64_t{1} << 63) >> shift) throw bad();
-  return value << shift;
+  return parse_byte_count(text, variable);
 }
 
 uint64_t cache_max_bytes() {
-  const char* text = std::getenv("STITCH_CACHE_MAX_BYTES");
-  if (!text || !*text) return kDefaultCacheMaxBytes;
-  return parse_cache_max_bytes(text);
+  return environment_options().cache_max_bytes.value_or(kDefaultCacheMaxBytes);
 }
 
 std::string temporary_tag() { return fmt::format("{}@{}", static_cast<long>(::getpid()), host_tag()); }

@@ -12,13 +12,14 @@
 
 #include <fmt/format.h>
 
+#include "options/options.h"
 #include "stitch/error.h"
 
 namespace stitch::runtime::cpu {
 
 std::string default_compiler() {
-  const char* cxx = std::getenv("STITCH_CXX");
-  return cxx != nullptr && *cxx ? std::string(cxx) : std::string("c++");
+  std::string cxx = environment_options().cxx;
+  return cxx.empty() ? std::string("c++") : cxx;
 }
 
 namespace {

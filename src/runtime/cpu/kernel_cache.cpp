@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "options/options.h"
 #include "runtime/cpu/toolchain_check.h"
 #include "stitch/error.h"
 
@@ -166,7 +167,7 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::filesystem::path default_cache_directory() {
-  if (const char* dir = std::getenv("STITCH_CACHE_DIR"); dir && *dir) return dir;
+  if (std::string dir = environment_options().cache_dir; !dir.empty()) return dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "stitch";
   if (const char* home = std::getenv("HOME"); home && *home) {
     return std::filesystem::path(home) / ".cache" / "stitch";

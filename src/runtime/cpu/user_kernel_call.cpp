@@ -16,6 +16,7 @@
 #include "interp/kernel_binding.h"
 #include "interp/rounding.h"
 #include "interp/scalar_semantics.h"
+#include "options/options.h"
 #include "runtime/common/pipeline.h"
 
 namespace stitch::runtime::cpu {
@@ -79,7 +80,7 @@ std::vector<std::shared_ptr<const CompiledUserKernel>> CompiledUserKernel::compi
   }
   std::string source = codegen::cpu::emit_cpp_translation_unit(kirs);
   // STITCH_DUMP=emit (or source) prints the C++ of user kernels as of graphs.
-  if (const char* env = std::getenv("STITCH_DUMP"); env != nullptr && dump_list_matches(env, "emit")) {
+  if (environment_options().dumps("emit")) {
     std::cerr << "// STITCH_DUMP emit\n" << source;
   }
   auto module = std::make_shared<CpuModule>(cache.load_or_compile(source));

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "options/options.h"
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/device_allocator.h"
 #include "stitch/error.h"
@@ -48,8 +49,8 @@ std::shared_ptr<CudaContext> CudaContext::shared(std::string* why) {
     // $STITCH_CUDA_DRIVER names another driver library: libstitch_cuda_sim.so
     // runs Backend::Cuda (the library, lazy arrays, Python) on the PTX
     // interpreter (docs/cuda-sim.md).
-    const char* driver = std::getenv("STITCH_CUDA_DRIVER");
-    o.context = driver != nullptr && *driver != '\0' ? open(&o.why, 0, driver) : open(&o.why);
+    const std::string driver = environment_options().cuda_driver;
+    o.context = !driver.empty() ? open(&o.why, 0, driver.c_str()) : open(&o.why);
     return o;
   }();
   if (why) *why = opened.why;

@@ -10,7 +10,7 @@
 
 #include "codegen/cuda/cuda_emitter.h"
 #include "gpu_model/analytic.h"
-#include "ir/env_switch.h"
+#include "options/options.h"
 #include "runtime/common/buffer_plan.h"
 #include "runtime/common/launch_list.h"
 #include "runtime/common/pipeline.h"
@@ -209,7 +209,7 @@ void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<Cud
 
 bool weave_enabled(const CudaCompileOptions& options) {
   // Read even when set, so a bad value is reported wherever it is set.
-  const bool env = env_switch("STITCH_WEAVE", false);
+  const bool env = environment_options().weave;
   return options.weave < 0 ? env : options.weave > 0;
 }
 

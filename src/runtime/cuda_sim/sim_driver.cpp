@@ -35,6 +35,7 @@
 
 #include "gpu_model/profile.h"
 #include "gpu_model/profile_json.h"
+#include "options/options.h"
 #include "ptx/interpreter.h"
 #include "ptx/parser.h"
 #include "runtime/cuda/driver.h"
@@ -102,15 +103,27 @@ struct EnvironmentProfile {
   std::string out;
 };
 
+// The environment's options (options/options.h); a bad value ends the
+// process with status 2, as the program that loaded the driver would.
+stitch::EnvironmentOptions sim_options() {
+  try {
+    return stitch::environment_options();
+  } catch (const stitch::UserError& e) {
+    std::fprintf(stderr, "stitch_cuda_sim: %s\n", e.what());
+    std::exit(2);
+  }
+}
+
 EnvironmentProfile environment_profile() {
   EnvironmentProfile e;
-  const char* target = std::getenv("STITCH_CUDA_SIM_PROFILE");
-  if (target == nullptr || *target == '\0') return e;
+  const stitch::EnvironmentOptions env = sim_options();
+  const std::string& target = env.cuda_sim_profile;
+  if (target.empty()) return e;
   e.target = stitch::gpu_model::target_named(target);
-  const char* out = std::getenv("STITCH_CUDA_SIM_PROFILE_OUT");
-  if (!e.target || out == nullptr || *out == '\0') {
+  const std::string& out = env.cuda_sim_profile_out;
+  if (!e.target || out.empty()) {
     std::fprintf(stderr, "stitch_cuda_sim: $STITCH_CUDA_SIM_PROFILE=%s needs a known target (h100, h200) and "
-                 "$STITCH_CUDA_SIM_PROFILE_OUT naming the file for the profiles\n", target);
+                 "$STITCH_CUDA_SIM_PROFILE_OUT naming the file for the profiles\n", target.c_str());
     std::exit(2);
   }
   e.out = out;
@@ -200,8 +213,8 @@ CUresult launch_error(const std::string& message) {
 // its hash so a module loaded twice is kept once; written to a temporary name
 // and renamed, so a reader never sees half a file.
 void keep_module_text(const char* text) {
-  const char* dir = std::getenv("STITCH_CUDA_SIM_PTX_DIR");
-  if (!dir || !*dir) return;
+  const std::string dir = sim_options().cuda_sim_ptx_dir;
+  if (dir.empty()) return;
   const std::string_view view(text);
   const std::string name = fmt::format("{}/{:016x}.ptx", dir, std::hash<std::string_view>{}(view));
   const std::string temporary = fmt::format("{}.tmp{}", name, static_cast<long>(getpid()));
@@ -351,8 +364,7 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
   }
   // Fault injection for the fallback tests (docs/cuda-sim.md): a driver
   // that refuses every module, as a GPU's would refuse a bad image.
-  if (const char* injected = std::getenv("STITCH_CUDA_SIM_FAIL");
-      injected != nullptr && std::string_view(injected) == "load") {
+  if (sim_options().cuda_sim_fail == "load") {
     return fail(CUDA_ERROR_INVALID_PTX, "module load refused (STITCH_CUDA_SIM_FAIL=load)");
   }
   try {

@@ -10,8 +10,8 @@ set(stitch_unity_exclusions
   src/lazy/trace.cpp
   src/lower/lower_stitched_group.cpp
   src/lower/lower_tile_group.cpp
-  src/ptx/sim_decode.cpp
-  src/ptx/sim_ops_integer.cpp
+  src/ptx/sim/decode.cpp
+  src/ptx/sim/ops_integer.cpp
   src/schedule/latency.cpp
   src/tune/schedule_tuner.cpp
   tests/codegen/executable_test.cpp

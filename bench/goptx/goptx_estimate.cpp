@@ -18,7 +18,7 @@
 #include "goptx_bench.h"
 #include "goptx_report.h"
 #include "ptx/cfg.h"
-#include "ptx/interpreter.h"
+#include "ptx/sim/interpreter.h"
 #include "ptx/parser.h"
 #include "ptx/weave/schedule.h"
 #include "stitch/error.h"

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ptx/sim_observer.h"
+#include "ptx/sim/observer.h"
 
 namespace stitch::gpu_model {
 
@@ -68,7 +68,7 @@ struct KernelCounters {
 // evenly spaced; ascending linear indices.
 std::vector<uint64_t> sample_ctas(uint64_t ctas, uint64_t budget);
 
-// The observer that counts (ptx/sim_observer.h). `concurrent_ctas`: CTAs the
+// The observer that counts (ptx/sim/observer.h). `concurrent_ctas`: CTAs the
 // target holds at once (SMs times CTAs per SM), for the L2 model's reuse
 // distance; `l2_bytes`: the target's L2.
 class CounterCollector : public ptx::sim::Observer {

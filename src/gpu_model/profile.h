@@ -11,7 +11,7 @@
 #include "gpu_model/resources.h"
 #include "gpu_model/target.h"
 #include "gpu_model/time_model.h"
-#include "ptx/interpreter.h"
+#include "ptx/sim/interpreter.h"
 #include "schedule/latency.h"
 
 namespace stitch::gpu_model {

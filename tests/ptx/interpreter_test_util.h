@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ptx/interpreter.h"
+#include "ptx/sim/interpreter.h"
 #include "ptx/parser.h"
 
 namespace stitch::ptx::testing {

@@ -15,7 +15,7 @@
 
 #include "cli.h"
 #include "gpu_model/profile_json.h"
-#include "ptx/interpreter.h"
+#include "ptx/sim/interpreter.h"
 #include "ptx_commands.h"
 #include "ptx/parser.h"
 #include "stitch/error.h"

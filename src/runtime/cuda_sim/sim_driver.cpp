@@ -36,7 +36,7 @@
 #include "gpu_model/profile.h"
 #include "gpu_model/profile_json.h"
 #include "options/options.h"
-#include "ptx/interpreter.h"
+#include "ptx/sim/interpreter.h"
 #include "ptx/parser.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/h100_attributes.h"

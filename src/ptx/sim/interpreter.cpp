@@ -1,9 +1,9 @@
-#include "ptx/interpreter.h"
+#include "ptx/sim/interpreter.h"
 
 #include <fmt/format.h>
 
-#include "ptx/sim_decode.h"
-#include "ptx/sim_warp.h"
+#include "ptx/sim/decode.h"
+#include "ptx/sim/warp.h"
 
 namespace stitch::ptx {
 

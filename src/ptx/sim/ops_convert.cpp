@@ -7,9 +7,9 @@
 #include <cmath>
 #include <limits>
 
-#include "ptx/sim_decode.h"
-#include "ptx/sim_exec.h"
-#include "ptx/sim_float.h"
+#include "ptx/sim/decode.h"
+#include "ptx/sim/exec.h"
+#include "ptx/sim/float.h"
 #include "stitch/tensor.h"
 
 namespace stitch::ptx::sim {

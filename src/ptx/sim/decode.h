@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ptx/ptx_ast.h"
-#include "ptx/sim_program.h"
+#include "ptx/sim/program.h"
 
 namespace stitch::ptx::sim {
 
@@ -34,7 +34,7 @@ class Decoder {
 };
 
 // What an instruction family's decoder uses to turn operands and modifiers
-// into a DInst (sim_decode.cpp implements it).
+// into a DInst (decode.cpp implements it).
 class OperandDecoder {
  public:
   virtual ~OperandDecoder() = default;

@@ -1,4 +1,4 @@
-#include "ptx/sim_float.h"
+#include "ptx/sim/float.h"
 
 #include <bit>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "ptx/sim_decode.h"
+#include "ptx/sim/decode.h"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,8 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "ptx/sim_exec.h"
-#include "ptx/sim_reconvergence.h"
+#include "ptx/sim/exec.h"
+#include "ptx/sim/reconvergence.h"
 
 namespace stitch::ptx::sim {
 
@@ -440,7 +440,7 @@ class FunctionDecoder final : public OperandDecoder {
       return true;
     }
     if (op == "bar" || op == "barrier") {
-      if (in.has_modifier("warp")) return false;  // bar.warp.sync: a warp instruction (sim_ops_warp.cpp)
+      if (in.has_modifier("warp")) return false;  // bar.warp.sync: a warp instruction (ops_warp.cpp)
       if (!mods.take("sync")) {
         fail("only bar.sync/barrier.sync and bar.warp.sync are supported by the PTX interpreter");
       }

@@ -88,7 +88,7 @@ struct InterpreterOptions {
   // counter increment per warp instruction.
   bool count_instructions = false;
   // Told every warp instruction as it issues, with its memory addresses
-  // (ptx/sim_observer.h): the GPU model's counters (docs/gpu-model.md).
+  // (ptx/sim/observer.h): the GPU model's counters (docs/gpu-model.md).
   sim::Observer* observer = nullptr;
   // Run only these CTAs (linear indices, x fastest, ascending; empty: all):
   // the GPU model samples a large grid. The others' outputs are not written.

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "ptx/sim_decode.h"
-#include "ptx/sim_exec.h"
-#include "ptx/sim_float.h"
+#include "ptx/sim/decode.h"
+#include "ptx/sim/exec.h"
+#include "ptx/sim/float.h"
 
 namespace stitch::ptx::sim {
 

@@ -1,7 +1,7 @@
 // Modifier bookkeeping and small helpers the instruction families share.
 #include <fmt/format.h>
 
-#include "ptx/sim_decode.h"
+#include "ptx/sim/decode.h"
 
 namespace stitch::ptx::sim {
 

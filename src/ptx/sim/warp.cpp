@@ -1,4 +1,4 @@
-#include "ptx/sim_warp.h"
+#include "ptx/sim/warp.h"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // immediate post-dominator, the point every path from the branch must pass.
 #pragma once
 
-#include "ptx/sim_program.h"
+#include "ptx/sim/program.h"
 
 namespace stitch::ptx::sim {
 

@@ -4,8 +4,8 @@
 // interpreter that runs one lane at a time.
 #include <fmt/format.h>
 
-#include "ptx/sim_decode.h"
-#include "ptx/sim_exec.h"
+#include "ptx/sim/decode.h"
+#include "ptx/sim/exec.h"
 
 namespace stitch::ptx::sim {
 

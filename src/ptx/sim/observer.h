@@ -8,7 +8,7 @@
 #include <array>
 #include <cstdint>
 
-#include "ptx/sim_program.h"
+#include "ptx/sim/program.h"
 
 namespace stitch::ptx::sim {
 

@@ -1,4 +1,4 @@
-#include "ptx/sim_reconvergence.h"
+#include "ptx/sim/reconvergence.h"
 
 #include <algorithm>
 #include <vector>

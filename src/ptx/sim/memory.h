@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ptx/sim_program.h"
+#include "ptx/sim/program.h"
 
 namespace stitch::ptx::sim {
 

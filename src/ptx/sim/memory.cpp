@@ -1,4 +1,4 @@
-#include "ptx/sim_memory.h"
+#include "ptx/sim/memory.h"
 
 #include <fmt/format.h>
 

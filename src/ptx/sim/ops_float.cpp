@@ -1,15 +1,15 @@
 // Floating-point arithmetic (docs/ptx-interpreter.md, Rounding and
 // Approximate functions): f32 and f64 under .rn/.rz/.rm/.rp, .ftz and .sat,
 // fma with a single rounding, min/max with PTX's NaN rules, and the
-// approximate functions modelled by sim_float.cpp.
+// approximate functions modelled by float.cpp.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
 
-#include "ptx/sim_decode.h"
-#include "ptx/sim_exec.h"
-#include "ptx/sim_float.h"
+#include "ptx/sim/decode.h"
+#include "ptx/sim/exec.h"
+#include "ptx/sim/float.h"
 
 namespace stitch::ptx::sim {
 

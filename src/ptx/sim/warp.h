@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ptx/sim_exec.h"
-#include "ptx/sim_observer.h"
+#include "ptx/sim/exec.h"
+#include "ptx/sim/observer.h"
 
 namespace stitch::ptx::sim {
 
@@ -32,7 +32,7 @@ struct Launch {
   // InterpreterOptions::count_instructions off).
   std::vector<std::vector<uint64_t>>* pc_counts = nullptr;
   // With an observer (InterpreterOptions::observer): per function, per pc,
-  // kNoAccess or the access's direction (sim_observer.h).
+  // kNoAccess or the access's direction (observer.h).
   Observer* observer = nullptr;
   std::vector<std::vector<uint8_t>> access_kind;
   // The CTAs to run, as linear indices (x fastest), ascending; empty: all.

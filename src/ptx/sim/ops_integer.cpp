@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "ptx/sim_decode.h"
-#include "ptx/sim_exec.h"
+#include "ptx/sim/decode.h"
+#include "ptx/sim/exec.h"
 
 namespace stitch::ptx::sim {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "ptx/ptx_ast.h"
-#include "ptx/sim_memory.h"
-#include "ptx/sim_program.h"
+#include "ptx/sim/memory.h"
+#include "ptx/sim/program.h"
 
 namespace stitch::ptx::sim {
 

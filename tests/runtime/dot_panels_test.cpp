@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "runtime/common/launch_list.h"
+#include "runtime/common/dot_panels.h"
 
 namespace stitch::runtime {
 namespace {

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <numeric>
 
-#include "kir/printer.h"
+#include "runtime/common/input_checks.h"
 #include "stitch/error.h"
 #include "stitch/text.h"
 
@@ -93,86 +93,6 @@ StepValues signature_values(const lower::GroupSignature& dot, const lower::Group
   }
   for (ValueId v : epilogue.outputs) values.writes.push_back(v.index);
   return values;
-}
-
-std::vector<DotPanel> dot_panels(int64_t rows, int64_t row_length, int64_t panel_elements, int64_t element_bytes,
-                                 int64_t panel_bytes, int64_t min_panels) {
-  STITCH_ASSERT(rows > 0 && row_length > 0 && panel_elements > 0 && element_bytes > 0, "dot_panels: empty problem");
-  const int64_t elements = rows * row_length;
-  const int64_t blocks = (elements + panel_elements - 1) / panel_elements;
-  // Block boundaries that are row boundaries: every `aligned` blocks.
-  const int64_t aligned = row_length / std::gcd(row_length, panel_elements);
-  const int64_t by_bytes = std::max<int64_t>(1, panel_bytes / (panel_elements * element_bytes));
-  const int64_t wanted = std::min(by_bytes, std::max<int64_t>(1, blocks / std::max<int64_t>(1, min_panels)));
-  const int64_t per_panel = (wanted + aligned - 1) / aligned * aligned;
-  std::vector<DotPanel> panels;
-  for (int64_t first = 0; first < blocks; first += per_panel) {
-    DotPanel p;
-    p.first_block = first;
-    p.end_block = std::min(blocks, first + per_panel);
-    p.first_row = first * panel_elements / row_length;
-    p.end_row = p.end_block == blocks ? rows : p.end_block * panel_elements / row_length;
-    panels.push_back(p);
-  }
-  return panels;
-}
-
-std::string unsupported_message(const std::string& backend, const std::string& reason) {
-  return fmt::format("--backend {} cannot run this graph yet: {}; use --backend interp", backend, reason);
-}
-
-std::vector<int> arg_reduction_nodes(const Graph& g, const FusionGroup& group) {
-  std::vector<int> nodes;
-  for (int n : group.nodes) {
-    const OpKind op = g.nodes()[n].op;
-    if (op == OpKind::ArgMax || op == OpKind::ArgMin) nodes.push_back(n);
-  }
-  return nodes;
-}
-
-void throw_rejected_input(const Graph& g, int node, const SymbolBindings& bindings) {
-  STITCH_ASSERT(node >= 0 && node < static_cast<int>(g.nodes().size()), "kernel status names no node");
-  const Node& n = g.nodes()[node];
-  if (n.op == OpKind::Gather) {
-    const int64_t axis = n.attrs.get("axis").as_int();
-    const int64_t extent = concrete_shape(g.type(n.inputs[0]).shape, bindings)[axis];
-    throw UserError(fmt::format("{}: gather: an index is out of range for axis {} of extent {} (valid: [{}, {}))",
-                                describe_node(g, node), axis, extent, -extent, extent));
-  }
-  throw UserError(fmt::format("{}: the kernel rejected its input", describe_node(g, node)));
-}
-
-void check_arg_reduction_extent(const Graph& g, int node, const SymbolBindings& bindings) {
-  const Node& n = g.nodes()[node];
-  const std::vector<int64_t> shape = concrete_shape(g.type(n.inputs[0]).shape, bindings);
-  for (int64_t axis : n.attrs.get("axes").as_ints()) {
-    if (shape[axis] != 0) continue;
-    throw UserError(fmt::format("{} '{}': axis {} has extent 0, and an empty axis has no {}", op_name(n.op),
-                                g.value_name(n.output), axis, n.op == OpKind::ArgMax ? "maximum" : "minimum"));
-  }
-}
-
-std::string print_kernels(const std::vector<kir::Kernel>& kernels) {
-  std::string text;
-  for (const kir::Kernel& k : kernels) text += kir::print_kernel(k);
-  return text;
-}
-
-void report_warning(const std::function<void(const std::string&)>& warn, const std::string& message) {
-  if (warn) {
-    warn(message);
-  } else {
-    std::cerr << "stitch: warning: " << message << "\n";
-  }
-}
-
-std::string fallback_note(const Graph& g, PlannerKind planner, const std::string& what, const std::string& error) {
-  return fmt::format("compiling the fused {} of graph '{}' (planner {}) failed:\n{}\n", what, g.name(),
-                     planner_name(planner), error);
-}
-
-std::string interpreter_note(const Graph& g, const std::string& error) {
-  return fmt::format("{}\nrunning graph '{}' on the reference interpreter instead (slow)", error, g.name());
 }
 
 }  // namespace stitch::runtime

@@ -1,18 +1,18 @@
 // What the CPU and CUDA executables share between planning and running
 // (DESIGN.md, Runtime): a plan lowered group by group into kernels and
-// library calls, and the run-time checks both back ends make before a launch
-// so that they reject exactly the input the interpreter rejects.
+// library calls, the launch list's steps, and the values each step reads and
+// writes for the buffer plan. Beside it: dot_panels.h (a dot epilogue's
+// panels), input_checks.h (what both back ends check before a launch),
+// compile_notes.h (the fallback and warning texts).
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "fusion/fusion_plan.h"
-#include "fusion/planner.h"
 #include "kir/kernel.h"
 #include "lower/lower_plan.h"
 #include "runtime/common/buffer_plan.h"
@@ -75,21 +75,6 @@ StepValues step_values(const Step& step) {
   return signature_values(step.signature, step.epilogue_signature);
 }
 
-// Where a dot epilogue's block ranges stop (fusion/dot_epilogues.h): panels
-// of about `panel_bytes` of the dot's result, each a whole number of blocks
-// of `panel_elements` that starts and ends on a row of the dot (of
-// `row_length` elements, `rows` in all), so that panels are independent: a
-// panel computes its rows and runs its blocks, which read only those rows.
-// Panels shrink below `panel_bytes` where that gives at least `min_panels`
-// (so every thread has work); when blocks and rows only meet at the end, one
-// panel. Pure, so tests pin it.
-struct DotPanel {
-  int64_t first_block = 0, end_block = 0;  // the epilogue's blocks [first, end)
-  int64_t first_row = 0, end_row = 0;      // the dot's rows [first, end) they read
-};
-std::vector<DotPanel> dot_panels(int64_t rows, int64_t row_length, int64_t panel_elements, int64_t element_bytes,
-                                 int64_t panel_bytes, int64_t min_panels = 1);
-
 // When each intermediate of a launch list lives (buffer_plan.h): every value
 // a step writes, except the graph's parameters and the values `output_slot`
 // (value index -> result slot) sends to the result tensors. `Step` needs a
@@ -103,30 +88,5 @@ Lifetimes launch_lifetimes(const Graph& g, const std::vector<Step>& steps, const
   for (const Step& step : steps) values.push_back(step_values(step));
   return plan_lifetimes(values, external);
 }
-
-// "--backend BACKEND cannot run this graph yet: REASON; use --backend interp".
-std::string unsupported_message(const std::string& backend, const std::string& reason);
-
-// The nodes of `group` whose run-time extents the caller checks before the
-// launch (argmax/argmin over an axis that may be empty).
-std::vector<int> arg_reduction_nodes(const Graph& g, const FusionGroup& group);
-
-// A kernel met input the interpreter rejects (GroupSignature::status, which
-// holds 1 + the node): the interpreter's UserError, naming the node.
-[[noreturn]] void throw_rejected_input(const Graph& g, int node, const SymbolBindings& bindings);
-
-// argmax/argmin over an axis that is empty at run time has no answer: the
-// interpreter's UserError, word for word.
-void check_arg_reduction_extent(const Graph& g, int node, const SymbolBindings& bindings);
-
-// The texts of the fallback reports (the compile stage, pipeline.h).
-std::string fallback_note(const Graph& g, PlannerKind planner, const std::string& what, const std::string& error);
-std::string interpreter_note(const Graph& g, const std::string& error);
-
-// Every kernel's Kernel IR text, for STITCH_DUMP=kir.
-std::string print_kernels(const std::vector<kir::Kernel>& kernels);
-
-// `warn` with the message, or "stitch: warning: MESSAGE" on stderr without one.
-void report_warning(const std::function<void(const std::string&)>& warn, const std::string& message);
 
 }  // namespace stitch::runtime

@@ -21,6 +21,7 @@
 #include "kir/kernel.h"
 #include "lower/schedule_groups.h"
 #include "options/options.h"
+#include "runtime/common/compile_notes.h"
 #include "runtime/common/launch_list.h"
 #include "schedule/group_schedule.h"
 #include "schedule/select.h"

@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "runtime/common/launch_list.h"
+#include "runtime/common/dot_panels.h"
 #include "stitch/dtype.h"
 
 namespace stitch::runtime::cpu {

@@ -15,20 +15,22 @@
 
 #include "codegen/cpu/cpp_emitter.h"
 #include "fusion/dot_epilogues.h"
+#include "ir/composites_nn.h"
+#include "ir/structural_key.h"
+#include "kir/printer.h"
 #include "lower/group_expr.h"
 #include "runtime/common/buffer_plan.h"
 #include "runtime/common/caller_memory.h"
+#include "runtime/common/dot_panels.h"
+#include "runtime/common/input_checks.h"
 #include "runtime/common/launch_list.h"
 #include "runtime/common/pipeline.h"
-#include "ir/structural_key.h"
-#include "stitch/text.h"
-#include "kir/printer.h"
 #include "runtime/cpu/attention_call.h"
 #include "runtime/cpu/conv_call.h"
-#include "ir/composites_nn.h"
 #include "runtime/cpu/dot_call.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
+#include "stitch/text.h"
 
 namespace stitch::runtime::cpu {
 

@@ -12,6 +12,8 @@
 #include "gpu_model/analytic.h"
 #include "options/options.h"
 #include "runtime/common/buffer_plan.h"
+#include "runtime/common/compile_notes.h"
+#include "runtime/common/input_checks.h"
 #include "runtime/common/launch_list.h"
 #include "runtime/common/pipeline.h"
 #include "runtime/cpu/cpu_compiler.h"

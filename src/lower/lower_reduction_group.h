@@ -15,9 +15,6 @@
 
 namespace stitch::lower {
 
-// Threads of a column-reduction block: one thread per output element.
-inline constexpr int64_t kColumnBlockThreads = 256;
-
 // Why `group` cannot be lowered by lower_reduction_group, or "" when it can:
 // every root a reduce_sum/prod/max/min/mean/any/all or argmax/argmin (not over
 // an axis of static extent 0, a user error at run time) over one input shape with

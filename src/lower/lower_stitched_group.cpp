@@ -314,7 +314,7 @@ class StitchedLowerer {
   // compute the last column and store nothing, as the column schedule of a
   // reduction group, so the loops stay free of thread-dependent guards.
   void lower_columns() {
-    constexpr int64_t threads = kColumnBlockThreads;
+    constexpr int64_t threads = schedule::kColumnWidth;
     Expr count = element_count_expr(outer_);
     Expr len = element_count_expr(red_shape_);
     const ColumnGeometry geometry = column_geometry(count, threads);

@@ -225,6 +225,16 @@ TEST_F(Cli, MalformedStreamThresholdIsBadInput) {
   EXPECT_NE(r.output.find("STITCH_STREAM_MIN_BYTES=4MiB: not an integer"), std::string::npos) << r.output;
 }
 
+// A STITCH_DUMP name that is no stage (options/options.h) is bad input: exit
+// 2, the name and the stages it takes in the message, nothing run.
+TEST_F(Cli, UnknownDumpStageIsBadInput) {
+  std::string env = "STITCH_DUMP=plan,shedule STITCH_CACHE_DIR=" + (dir_ / "cache").string();
+  Result r = run_cli("run " + src("bench/workloads/swish.stitch") + " --graph swish_small --random-inputs 1", env);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("STITCH_DUMP=plan,shedule: no stage 'shedule'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("schedule"), std::string::npos) << r.output;
+}
+
 // An on/off environment switch: `bad` is bad input (exit 2, the value named),
 // 0 is a valid run of a small graph.
 void expect_zero_or_one_switch(const fs::path& cache_dir, const std::string& name, const std::string& bad) {

@@ -37,6 +37,7 @@ from .torch_lowering_attention import ATTENTION_OPS
 from .torch_lowering_layout import MATRIX_PRODUCTS
 from . import torch_products, torch_report
 from .torch_attention import fuse_attention
+from .torch_attention_dynamo import fuse_attention_before_autograd
 from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
 
 # Whether matrix products join Stitch's partitions unless options={"dots": ...} says:
@@ -317,11 +318,14 @@ def _private_views_for_clones(gm):
 _graph_ids = iter(range(1 << 62))
 
 
-def _compile_graph(gm, kind, options):
+def _compile_graph(gm, kind, options, attention_before=0):
+    """The graph AOTAutograd gives (kind: inference, forward or backward) as partitions;
+    `attention_before` counts the attentions fused in Dynamo's graph before it."""
     stats = GraphStats(kind)
     _stats.append(stats)
+    stats.attention = attention_before
     if options.get("attention", True):
-        stats.attention = fuse_attention(gm)
+        stats.attention += fuse_attention(gm)
     _fill_per_user(gm)
     if layout_copies:
         _private_views_for_clones(gm)
@@ -438,9 +442,10 @@ def _dump(name, text):
 
 
 class _Specialisation:
-    __slots__ = ("exe", "params", "declared", "single", "devices", "device", "kept", "kept_at", "outputs", "symbolic")
+    __slots__ = ("exe", "params", "declared", "single", "devices", "device", "kept", "kept_at", "outputs", "symbolic",
+                 "inverse")
 
-    def __init__(self, exe, params, declared, single, devices, outputs, symbolic=None):
+    def __init__(self, exe, params, declared, single, devices, outputs, symbolic=None, inverse=None):
         self.exe = exe            # None: PyTorch runs the partition
         self.params = params      # which arguments are graph parameters (tensors)
         self.declared = declared  # each parameter's shape in the graph (a view of the argument)
@@ -448,7 +453,11 @@ class _Specialisation:
         self.devices = devices    # each output's device, where it is not the CPU
         # The CUDA device every output is on (by address, run_at(device=True)), or None.
         self.device = devices[0] if devices and None not in devices and len(set(devices)) == 1 else None
-        self.outputs = outputs    # each output's (shape, dtype)
+        self.outputs = outputs    # each output's (shape as written, dtype)
+        # For each output, the permute that gives it the traced layout from the memory
+        # as written (an output laid out like a permute, torch_lowering.output_order),
+        # or None; None for all when every output is contiguous.
+        self.inverse = inverse
         # A graph with size symbols (torch_symbolic.Symbolic): shapes above name them,
         # and each call binds them from its arguments.
         self.symbolic = symbolic
@@ -468,6 +477,11 @@ by_address = True
 
 
 _storage_use_count = torch._C._storage_Use_Count
+
+
+def _laid(shape, order):
+    """An output's shape as its memory is written (order: output_order's, or None)."""
+    return tuple(shape) if order is None else tuple(shape[a] for a in order)
 
 
 def _concrete(shape, extents):
@@ -531,7 +545,10 @@ def _run_at(spec, args, stats=None):
     kept_at.append(kept)
     if len(kept_at) > _KEPT_OUTPUT_SETS:
         del kept_at[0]
-    out = tuple([t.detach() for t in tensors])
+    if spec.inverse is None:
+        out = tuple([t.detach() for t in tensors])
+    else:
+        out = tuple([t.detach() if inv is None else t.permute(inv) for t, inv in zip(tensors, spec.inverse)])
     if stats:
         stats.seconds["arguments"] += converted - start
         stats.seconds["stitch"] += ran - converted
@@ -594,6 +611,8 @@ def _results(spec, out):
     if spec.single:
         out = (out,)
     tensors = tuple(_tensor_of(o) for o in out)
+    if spec.inverse is not None:
+        tensors = tuple(t if inv is None else t.permute(inv) for t, inv in zip(tensors, spec.inverse))
     if spec.devices:
         return tuple(t.to(d) if d is not None else t for t, d in zip(tensors, spec.devices))
     # Measured on [8192, 1024] f32 LayerNorm (docs/torch.md, Performance): fresh output
@@ -666,7 +685,7 @@ class _StitchPartition(torch.nn.Module):
             return spec
         try:
             values = _propagate(self.module, args)
-            text, declared = lower_partition(self.module, values, name)
+            text, declared, orders = lower_partition(self.module, values, name)
             outputs = [values[n] for n in _flat_output(self.module)]
             exe = self._compiled(name, text)
         except stitch.Error as e:
@@ -678,7 +697,8 @@ class _StitchPartition(torch.nn.Module):
             warnings.warn(f"stitch: {name} runs in PyTorch: {self.stats.fallback}", stacklevel=3)
             spec = _Specialisation(None, [], [], False, None, [])
         else:
-            spec = self._made(exe, declared, [(tuple(o.shape), o.dtype) for o in outputs], None)
+            spec = self._made(exe, declared, [(_laid(o.shape, order), o.dtype) for o, order in zip(outputs, orders)],
+                              None, orders)
             if all(op in _NOT_COMPUTE_NAMES for op in self.stats.ops) and not self._copies_faster(spec, args):
                 spec = _Specialisation(None, [], [], False, None, [])
         self.specialisations[key] = spec
@@ -728,7 +748,7 @@ class _StitchPartition(torch.nn.Module):
             self.stats.static_because = f"{type(e).__name__}: {e}"
             return None
         dtypes = [n.meta["val"].dtype for n in _flat_output(self.module)]
-        return self._made(exe, symbolic.declared, list(zip(symbolic.outputs, dtypes)), symbolic)
+        return self._made(exe, symbolic.declared, list(zip(symbolic.outputs, dtypes)), symbolic, symbolic.orders)
 
     def _compiled(self, name, text):
         self.stats.text = text
@@ -738,12 +758,15 @@ class _StitchPartition(torch.nn.Module):
                                             self.options.get("planner", "stitch"))
         return _compile_text(text, name, self.stats.backend, self.options)
 
-    def _made(self, exe, declared, outputs, symbolic):
+    def _made(self, exe, declared, outputs, symbolic, orders):
         metas = [n.meta.get("val") for n in _flat_output(self.module)]
         devices = [m.device if isinstance(m, torch.Tensor) and m.device.type != "cpu" else None for m in metas]
         params = [i for i, shape in enumerate(declared) if shape is not None]
+        inverse = None
+        if any(order is not None for order in orders):
+            inverse = [None if order is None else tuple(order.index(a) for a in range(len(order))) for order in orders]
         spec = _Specialisation(exe, params, [declared[i] for i in params], len(outputs) == 1,
-                               devices if any(devices) else None, outputs, symbolic)
+                               devices if any(devices) else None, outputs, symbolic, inverse)
         self.stats.kernel_count = exe.kernel_count
         self.stats.plan = exe.plan
         self.stats.specialisations += 1
@@ -766,6 +789,15 @@ def decompositions():
     return table
 
 
+def _training(gm, example_inputs):
+    """Whether AOTAutograd will trace a backward for gm: grad mode is on and an input
+    or a parameter requires grad."""
+    if not torch.is_grad_enabled():
+        return False
+    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+    return any(t.requires_grad for t in tensors) or any(p.requires_grad for p in gm.parameters())
+
+
 def stitch_backend(gm, example_inputs, options=None, **kwargs):
     """The torch.compile backend: options (torch.compile(..., options={...})) may set
     planner (none, xla, stitch, ilp, greedy), tune (bool), cache_dir, dots (True:
@@ -776,12 +808,17 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     options = dict(options or {})
+    # A training graph's attention is fused before AOTAutograd, so that its backward is
+    # the fused kernel's (torch_attention_dynamo.py); an inference graph's after it.
+    fused = 0
+    if options.get("attention", True) and _training(gm, example_inputs):
+        fused = fuse_attention_before_autograd(gm)
 
     def inference(g, inputs):
-        return _compile_graph(g, "inference", options)
+        return _compile_graph(g, "inference", options, fused)
 
     def forward(g, inputs):
-        return _compile_graph(g, "forward", options)
+        return _compile_graph(g, "forward", options, fused)
 
     def backward(g, inputs):
         return _compile_graph(g, "backward", options)

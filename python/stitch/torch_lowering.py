@@ -261,10 +261,41 @@ def dense_order(t):
     return order if t.permute(order).is_contiguous() else None
 
 
+def _hint(d):
+    """A size or stride as an int: a symbol's value in the example it was traced with."""
+    return int(d.node.hint) if isinstance(d, torch.SymInt) else int(d)
+
+
+def output_order(t):
+    """The axes of `t`, the value a graph's trace gave an output, outermost first in
+    memory, when it is a permute of a dense tensor but not contiguous (the gradient of
+    attention's heads, laid out as the heads' input was); else None. Consumers may view
+    such an output in ways only its traced strides allow, so the partition writes it
+    laid out that way."""
+    if not isinstance(t, torch.Tensor) or t.dim() < 2:
+        return None
+    sizes = [_hint(d) for d in t.shape]
+    strides = [_hint(s) for s in t.stride()]
+    order = tuple(sorted(range(t.dim()), key=lambda a: (-strides[a], a)))
+    expected = 1
+    for a in reversed(order):
+        if sizes[a] != 1 and strides[a] != expected:
+            return None
+        expected *= sizes[a]
+    moved = [a for a in order if sizes[a] != 1]
+    if moved == sorted(moved):
+        return None  # contiguous but for axes of extent 1
+    # Axes of extent 1 stay where they are; the others take the free places in order.
+    rest = iter(moved)
+    return tuple(a if sizes[a] == 1 else next(rest) for a in range(t.dim()))
+
+
 def lower_partition(gm, values, name, permuted=True):
-    """The text of the graph `name` computing gm's outputs, and for each of gm's
+    """The text of the graph `name` computing gm's outputs; for each of gm's
     placeholders its declared shape if it is a graph parameter (a tensor, read as a
-    dense row-major array of that shape) or None if its value is baked in (an int).
+    dense row-major array of that shape) or None if its value is baked in (an int); and
+    for each output the order its memory is written in (output_order: the graph
+    returns it transposed to that order, the caller permutes it back) or None.
     `values` maps each node of gm to its value for the shapes being compiled. With
     `permuted`, an argument that is a permute of a dense tensor is declared as its
     memory lies (a StoredShape) and transposed in the graph, so no copy makes it
@@ -298,7 +329,10 @@ def lower_partition(gm, values, name, permuted=True):
         elif node.op == "output":
             outs = node.args[0]
             outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-            return g.text([env[o] for o in outs]), declared
+            orders = [output_order(o.meta.get("val")) for o in outs]
+            results = [env[o] if order is None else transpose(g, env[o], order, o.name + "_laid")
+                       for o, order in zip(outs, orders)]
+            return g.text(results), declared, orders
         else:
             raise AssertionError(f"stitch: a partition holds a {node.op} node")
     raise AssertionError("stitch: a partition without an output")

@@ -26,14 +26,15 @@ _NUMBER = re.compile(r"(?<![\w.\-])\d+(?![\w.])")
 
 class Symbolic:
     """A partition's symbolic text: `declared` and `outputs` are its parameters' and
-    outputs' shapes with a symbol's name where a dim is one; `locators` says where a
+    outputs' shapes (as written) with a symbol's name where a dim is one; `locators` says where a
     call's arguments hold each symbol's extent: (name, argument index, dim or None for
     an int argument)."""
 
-    __slots__ = ("text", "declared", "outputs", "locators")
+    __slots__ = ("text", "declared", "outputs", "locators", "orders")
 
-    def __init__(self, text, declared, outputs, locators):
+    def __init__(self, text, declared, outputs, locators, orders):
         self.text, self.declared, self.outputs, self.locators = text, declared, outputs, locators
+        self.orders = orders  # each output's order as written (torch_lowering.output_order), or None
 
     def extents(self, args):
         return {name: (args[i] if d is None else args[i].shape[d]) for name, i, d in self.locators}
@@ -120,7 +121,7 @@ def _sentinels(symbols, count=2):
 def lower_symbolic(module, name, propagate, lower):
     """(Symbolic, None), or (None, why not): the partition written with its size symbols.
     `propagate(module, args)` gives every node's value for arguments; `lower(module,
-    values, name)` the text and the declared parameter shapes."""
+    values, name)` the text, the declared parameter shapes and the outputs' orders."""
     placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
     symbols, located = _locators(placeholders)
     missing = sorted(str(s) for s in symbols if str(s) not in located)
@@ -148,20 +149,21 @@ def lower_symbolic(module, name, propagate, lower):
             return None, f"the partition does not run with other sizes ({type(e).__name__}: {str(e)[:80]})"
         finally:
             quiet.setLevel(level)
-        text, declared = lower(module, values, name)
+        text, declared, orders = lower(module, values, name)
         by_value = {v: str(sym) for sym, v in sizes.items()}
 
         def named(shape):
             return None if shape is None else tuple(by_value.get(int(d), int(d)) for d in shape)
 
-        outputs = [named(values[n].shape) for n in _output_nodes(module)]
+        outputs = [named(values[n].shape if order is None else [values[n].shape[a] for a in order])
+                   for n, order in zip(_output_nodes(module), orders)]
         forms.append((_NUMBER.sub(lambda m: by_value.get(int(m.group()), m.group()), text),
-                      [named(s) for s in declared], outputs))
+                      [named(s) for s in declared], outputs, orders))
     if any(form != forms[0] for form in forms):
         return None, "a size reaches a value or a product of sizes"
-    text, declared, outputs = forms[0]
+    text, declared, outputs, orders = forms[0]
     locators = [(str(sym), *located[str(sym)]) for sym in symbols]
-    return Symbolic(text, declared, outputs, locators), None
+    return Symbolic(text, declared, outputs, locators, orders), None
 
 
 def _output_nodes(module):

@@ -386,9 +386,9 @@ class Behaviour(StitchCase):
             self.assertIn("constant(", p.text)
 
     def test_a_permuted_input_is_read_where_it_lies(self):
-        # ViT's heads in a training step: a product's output viewed as [B, T, 3, heads,
-        # d] and permuted to [3, B, heads, T, d] reaches a partition that PyTorch's bmm
-        # also reads. Without layout copies in Stitch, the partition takes the memory
+        # ViT's heads in a training step with attention unfused: a product's output
+        # viewed as [B, T, 3, heads, d] and permuted to [3, B, heads, T, d] reaches a
+        # partition that PyTorch's bmm also reads. Without layout copies in Stitch, the partition takes the memory
         # as it lies (declared [B, T, 3, heads, d]) and transposes it in the graph, so
         # no copy makes it contiguous. With them (the default), the backward's copy of
         # k transposed is a partition of its own, with its own copy of the views, and
@@ -416,7 +416,8 @@ class Behaviour(StitchCase):
             got_x = x.clone().requires_grad_()
             with mock.patch.object(torch.Tensor, "contiguous", counted), \
                     mock.patch.object(backend, "layout_copies", layout_copies):
-                got = torch.compile(f, backend="stitch")(got_x)
+                # Attention unfused (it would be PyTorch's fused call, no partition).
+                got = torch.compile(f, backend="stitch", options={"attention": False})(got_x)
                 got.square().mean().backward()
             got_grads = [got_x.grad] + [p.grad.clone() for p in lin.parameters()]
             lin.zero_grad()
@@ -728,6 +729,76 @@ class Behaviour(StitchCase):
                 backend.reset_stats()
                 stats = self.compiled_matches(fn, q, k, v, bias, cond, tol=F32_BLOCK)
                 self.assertEqual(stats[0].attention, fused)
+
+    def test_attention_in_training_is_the_fused_kernel_forward_and_backward(self):
+        # Fused in Dynamo's graph, before AOTAutograd: the forward runs PyTorch's fused
+        # attention and the backward its fused backward; the gradients match eager's.
+        def scaled_div_bias(q, k, v, bias, cond):
+            return (((q @ k.transpose(-1, -2)) / 3.0 + bias).softmax(-1) @ v).tanh()
+
+        def masked_fill(q, k, v, bias, cond):
+            return (0.3 * (q @ k.transpose(-2, -1))).masked_fill(cond, float("-inf")).softmax(dim=3) @ v
+
+        def kept_where(q, k, v, bias, cond):
+            return torch.where(~cond, q @ k.transpose(-2, -1), float("-inf")).softmax(-1) @ v
+
+        def filled_where(q, k, v, bias, cond):
+            return F.softmax(torch.where(cond, float("-inf"), q @ k.permute(0, 1, 3, 2)), dim=-1) @ v
+
+        def probabilities_too(q, k, v, bias, cond):  # the probabilities are an output: not fused
+            p = (q @ k.transpose(-2, -1)).softmax(-1)
+            return p @ v, p
+
+        def bias_with_gradient(q, k, v, bias, cond):  # the fused backward gives the mask none
+            return (q @ k.transpose(-2, -1) + bias).softmax(-1) @ v
+
+        cases = ((scaled_div_bias, 1, False), (masked_fill, 1, False), (kept_where, 1, False),
+                 (filled_where, 1, False), (probabilities_too, 0, False), (bias_with_gradient, 0, True))
+        for fn, fused, bias_grad in cases:
+            with self.subTest(fn.__name__):
+                torch._dynamo.reset()
+                backend.reset_stats()
+                q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 8)
+                bias = torch.randn(2, 1, 1, 7).requires_grad_(bias_grad)
+                cond = torch.rand(1, 1, 5, 7) > 0.6
+                cond[..., 0] = False  # no row all masked
+                leaves = [t.requires_grad_() for t in (q, k, v)] + ([bias] if bias_grad else [])
+                grads = []
+                for run in (torch.compile(fn, backend="stitch"), fn):
+                    out = run(q, k, v, bias, cond)
+                    out = out if isinstance(out, tuple) else (out,)
+                    grads.append([o.detach() for o in out] +
+                                 list(torch.autograd.grad(sum(o.square().sum() for o in out), leaves)))
+                for i, (g, w) in enumerate(zip(*grads)):
+                    torch.testing.assert_close(g, w, **F32_BLOCK, msg=lambda m, i=i: f"{fn.__name__} {i}: {m}")
+                kinds = {s.kind: s for s in backend.all_stats()}
+                self.assertEqual(kinds["forward"].attention, fused)
+                flash = "aten._scaled_dot_product_flash_attention_for_cpu"
+                self.assertEqual(kinds["forward"].torch_ops[flash + ".default"], fused)
+                self.assertEqual(kinds["backward"].torch_ops[flash + "_backward.default"], fused)
+                self.assertEqual(kinds["backward"].torch_ops["aten.bmm.default"], 0 if fused else 4)
+
+    def test_an_output_laid_out_like_a_permute_is_written_so(self):
+        # The fused backward's gradients lie as the heads did ([B, T, H, D] memory of a
+        # [B, H, T, D] tensor); the partition adding them writes its sum laid out the
+        # same, so that the view PyTorch's trace makes of it holds (it raised before).
+        layer = nn.Linear(64, 64)
+
+        def attend(x, m):
+            q = layer(x).view(2, 16, 4, 16).transpose(1, 2)
+            return F.scaled_dot_product_attention(q, q, q, attn_mask=m).square().sum()
+
+        x, m = torch.randn(2, 16, 64), torch.randn(16, 16)
+        torch.compile(attend, backend="stitch")(x, m).backward()
+        got = [p.grad.clone() for p in layer.parameters()]
+        layer.zero_grad()
+        attend(x, m).backward()
+        for g, w in zip(got, [p.grad for p in layer.parameters()]):
+            torch.testing.assert_close(g, w, **F32_BLOCK)
+        backward = [s for s in self.assert_stitch_ran() if s.kind == "backward"][0]
+        sums = [p.text for p in backward.partitions if " = add(" in (p.text or "")]
+        self.assertEqual(len(sums), 1, str(backward))
+        self.assertIn("_laid = transpose(", sums[0])
 
     def test_a_parameter_mask_keeps_the_fused_kernel(self):
         # T5's position bias is a parameter: a mask that requires grad sent PyTorch's SDPA to

@@ -400,8 +400,15 @@ def _flat_output(gm):
 
 
 def _boxed(gm):
+    """gm's generated forward, called directly: a lazily compiled graph module's
+    forward first recompiles and then goes through nn.Module's call (hooks, the
+    wrapped call's error messages) every call, which cost more than the partition's
+    call itself (docs/torch.md, Not yet)."""
     from torch._functorch.aot_autograd import make_boxed_func
 
+    real_recompile = getattr(gm, "real_recompile", None)
+    if real_recompile is not None:  # torch.fx's _LazyGraphModule
+        real_recompile()
     return make_boxed_func(gm.forward)
 
 

@@ -230,8 +230,9 @@ def _keep_mask(graph, cond):
     return node
 
 
-def fuse_attention_before_autograd(gm):
-    """Replaces each attention the pattern above finds in gm, Dynamo's graph; returns
+def fuse_attention_before_autograd(gm, chosen=None):
+    """Replaces each attention the pattern above finds in gm, Dynamo's graph, where
+    `chosen(q, k, v, mask)` (their example values; None: every one) says so; returns
     how many."""
     graph = gm.graph
     found = 0
@@ -242,6 +243,9 @@ def fuse_attention_before_autograd(gm):
         if match is None:
             continue
         q, k, v, mask, scale, chain = match
+        if chosen is not None and not chosen(_value(q), _value(k), _value(v),
+                                             None if mask is None else _value(mask[1])):
+            continue
         kwargs = {}
         with graph.inserting_before(node):
             if mask is not None:

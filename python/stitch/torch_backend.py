@@ -35,7 +35,7 @@ import stitch
 from .torch_lowering import LOWERINGS, lower_partition, lowering_refusal
 from .torch_lowering_attention import ATTENTION_OPS
 from .torch_lowering_layout import MATRIX_PRODUCTS
-from . import torch_products, torch_report
+from . import torch_attention_choice, torch_products, torch_report
 from .torch_attention import fuse_attention
 from .torch_attention_dynamo import fuse_attention_before_autograd
 from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
@@ -809,8 +809,11 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
     """The torch.compile backend: options (torch.compile(..., options={...})) may set
     planner (none, xla, stitch, ilp, greedy), tune (bool), cache_dir, dots (True:
     matrix products as Stitch dots rather than PyTorch's; False, the default: PyTorch's;
-    "auto": each where it was measured faster on this machine), and keep_products (True:
-    PyTorch's large CPU products write into reused outputs; off by default)."""
+    "auto": each where it was measured faster on this machine), keep_products (True:
+    PyTorch's large CPU products write into reused outputs; off by default), attention
+    (False: attention written out stays so) and training_attention ("auto", the
+    default: a training graph's attention is PyTorch's fused kernel where measured
+    faster on its shapes; True: always; False: never)."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
@@ -818,8 +821,13 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
     # A training graph's attention is fused before AOTAutograd, so that its backward is
     # the fused kernel's (torch_attention_dynamo.py); an inference graph's after it.
     fused = 0
-    if options.get("attention", True) and _training(gm, example_inputs):
-        fused = fuse_attention_before_autograd(gm)
+    training_attention = options.get("training_attention", "auto")
+    if training_attention not in (True, False, "auto"):
+        raise ValueError(f'stitch: options["training_attention"] is {training_attention!r}; '
+                         'it takes True, False or "auto"')
+    if options.get("attention", True) and training_attention and _training(gm, example_inputs):
+        chosen = torch_attention_choice.fused_is_faster if training_attention == "auto" else None
+        fused = fuse_attention_before_autograd(gm, chosen)
 
     def inference(g, inputs):
         return _compile_graph(g, "inference", options, fused)

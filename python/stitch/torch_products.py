@@ -103,35 +103,50 @@ def _measure(key):
     def in_stitch():
         exe.run_at(pointers, outputs, None)
 
-    calls = {"torch": in_torch, "stitch": in_stitch}
+    medians = alternating_medians({"torch": in_torch, "stitch": in_stitch}, _ROUNDS, _BUDGET_S)
+    return medians["torch"], medians["stitch"]
+
+
+def alternating_medians(calls, rounds, budget_s):
+    """Each call's median time in seconds: one untimed call each (pages, packing
+    buffers, the threads), then up to `rounds` rounds calling each once, the order
+    alternating, stopping after three once `budget_s` has passed."""
     for call in calls.values():
-        call()  # warm: pages, packing buffers, the threads
-    seconds = {name: [] for name in calls}
+        call()
+    names = list(calls)
+    seconds = {name: [] for name in names}
     started = time.perf_counter()
-    for r in range(_ROUNDS):
-        for name in (("torch", "stitch") if r % 2 else ("stitch", "torch")):
+    for r in range(rounds):
+        for name in (names[::-1] if r % 2 else names):
             start = time.perf_counter()
             calls[name]()
             seconds[name].append(time.perf_counter() - start)
-        if time.perf_counter() - started > _BUDGET_S and r >= 2:
+        if time.perf_counter() - started > budget_s and r >= 2:
             break
-    return statistics.median(seconds["torch"]), statistics.median(seconds["stitch"])
+    return {name: statistics.median(times) for name, times in seconds.items()}
 
 
 def stitch_is_faster(node):
     """Whether Stitch's dot computes this product faster than PyTorch on this machine
     (measured on first sight of its problem). Only f32 and f64 products on the CPU are
     asked: the others are refused before."""
-    key = problem(node)
-    choice = _choices.get(key)
+    return measured_choice(problem(node), _choices, measurements, _measure, MARGIN, grad=False)
+
+
+def measured_choice(key, choices, measurements, measure, margin, grad):
+    """choices[key], measured on first sight: measure(key) gives (seconds of the
+    incumbent, seconds of the challenger), kept in measurements[key]; the challenger
+    is chosen where it takes at most `margin` of the incumbent's time. `grad`: whether
+    the measurement runs with autograd on."""
+    choice = choices.get(key)
     if choice is None:
         from torch._subclasses.fake_tensor import unset_fake_temporarily
 
         # Inside torch.compile the backend runs under a fake tensor mode: real tensors here.
-        with unset_fake_temporarily(), torch.no_grad():
-            torch_s, stitch_s = _measure(key)
-        measurements[key] = (torch_s, stitch_s)
-        choice = _choices[key] = stitch_s <= MARGIN * torch_s
+        with unset_fake_temporarily(), torch.set_grad_enabled(grad):
+            incumbent_s, challenger_s = measure(key)
+        measurements[key] = (incumbent_s, challenger_s)
+        choice = choices[key] = challenger_s <= margin * incumbent_s
     return choice
 
 

@@ -764,7 +764,7 @@ class Behaviour(StitchCase):
                 cond[..., 0] = False  # no row all masked
                 leaves = [t.requires_grad_() for t in (q, k, v)] + ([bias] if bias_grad else [])
                 grads = []
-                for run in (torch.compile(fn, backend="stitch"), fn):
+                for run in (torch.compile(fn, backend="stitch", options={"training_attention": True}), fn):
                     out = run(q, k, v, bias, cond)
                     out = out if isinstance(out, tuple) else (out,)
                     grads.append([o.detach() for o in out] +
@@ -777,6 +777,38 @@ class Behaviour(StitchCase):
                 self.assertEqual(kinds["forward"].torch_ops[flash + ".default"], fused)
                 self.assertEqual(kinds["backward"].torch_ops[flash + "_backward.default"], fused)
                 self.assertEqual(kinds["backward"].torch_ops["aten.bmm.default"], 0 if fused else 4)
+
+    def test_attention_in_training_fused_where_measured_faster(self):
+        # The default ("auto"): each attention's problem timed once per process, fused
+        # and written out; the graph follows the measurement, and either way the
+        # gradients are eager's.
+        from stitch import torch_attention_choice as choice
+
+        def causal(q, k, v, cond):
+            return ((q @ k.transpose(-2, -1)) * 0.3).masked_fill(cond, float("-inf")).softmax(-1) @ v
+
+        cond = torch.ones(16, 16, dtype=torch.bool).triu(1)
+        for fused in (True, False):
+            with self.subTest(fused=fused):
+                torch._dynamo.reset()
+                backend.reset_stats()
+                choice.reset()
+                q, k, v = (torch.randn(2, 4, 16, 8, requires_grad=True) for _ in range(3))
+                # The measurement is replaced by its verdict, so that both branches run.
+                with mock.patch.object(choice, "_measure", return_value=(1.0, 0.5 if fused else 2.0)):
+                    out = torch.compile(causal, backend="stitch")(q, k, v, cond)
+                got = [out.detach()] + list(torch.autograd.grad(out.square().sum(), (q, k, v)))
+                out = causal(q, k, v, cond)
+                want = [out.detach()] + list(torch.autograd.grad(out.square().sum(), (q, k, v)))
+                for g, w in zip(got, want):
+                    torch.testing.assert_close(g, w, **F32_BLOCK)
+                self.assertEqual(list(choice.measurements.values()), [(1.0, 0.5 if fused else 2.0)])
+                forward = [s for s in backend.all_stats() if s.kind == "forward"][0]
+                self.assertEqual(forward.attention, int(fused))
+        # And the measurement itself, on these shapes: two positive times.
+        written_s, fused_s = choice._measure(choice.problem(q, k, v, cond))
+        self.assertGreater(written_s, 0.0)
+        self.assertGreater(fused_s, 0.0)
 
     def test_an_output_laid_out_like_a_permute_is_written_so(self):
         # The fused backward's gradients lie as the heads did ([B, T, H, D] memory of a

@@ -171,8 +171,9 @@ def _additive_mask(graph, cond, masked_where_true, like):
     return mask
 
 
-def fuse_attention(gm):
-    """Replaces each attention the pattern above finds in gm; returns how many."""
+def fuse_attention(gm, chosen=None):
+    """Replaces each attention the pattern above finds in gm where `chosen(q, k, v,
+    mask)` (their values; None: every one) says so; returns how many."""
     graph = gm.graph
     found = 0
     for node in list(graph.nodes):
@@ -184,6 +185,10 @@ def fuse_attention(gm):
         if match is None:
             continue
         q, k, v, mask, scale = match
+        if chosen is not None:
+            mask_value = _val(mask[0]) if isinstance(mask, tuple) else _val(mask)
+            if not chosen(_val(q), _val(k), _val(v), mask_value):
+                continue
         with graph.inserting_before(node):
             if isinstance(mask, tuple):  # where(cond, -inf, s) or where(cond, s, -inf): 0 and -inf
                 mask = _additive_mask(graph, *mask, _val(q))

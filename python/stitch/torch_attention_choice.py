@@ -1,16 +1,16 @@
-"""Whether a training graph's attention runs as PyTorch's fused kernel or stays written
-out: measured, per problem (docs/torch.md, Attention in training).
+"""Whether attention written out runs as PyTorch's fused kernel or stays written out:
+measured, per problem (docs/torch.md, Attention in training).
 
-Fused, a training step runs PyTorch's flash attention forward and backward. Written
-out, it runs six matrix products (two forward, four backward) and the softmax's
-forward and backward, which Stitch's partitions take with the scale and the mask. On
-this project's CPUs neither wins everywhere: the fused kernels were 2-2.6x faster at
-512 tokens and slower than the products at 128 tokens with 32-wide heads (a Llama-style
-block's step 7% slower fused). So the backend times both on the attention's own
-shapes, once per process (alternating, medians): the fused forward and backward
-against the six products and PyTorch's softmax forward and backward kernels (single
-passes over the scores, as Stitch's partitions are). The fused form is chosen where
-it takes at most MARGIN of the written-out form's time.
+Fused, a graph runs PyTorch's flash attention forward (and in training its
+backward). Written out, it runs two matrix products around the softmax forward (in
+training four more and the softmax's backward), Stitch's partitions taking the
+softmax with the scale and the mask. On this project's CPUs neither wins everywhere:
+the fused kernels were 2-2.6x faster at 512 tokens and slower than the products at 128
+tokens with 32-wide heads (a Llama-style block's training step 7% slower fused). So
+the backend times both on the attention's own shapes, once per process (alternating,
+medians): the fused forward (and backward) against the products and PyTorch's softmax
+kernels (single passes over the scores, as Stitch's partitions are). The fused form is
+chosen where it takes at most MARGIN of the written-out form's time.
 """
 
 import torch
@@ -24,7 +24,7 @@ MARGIN = 0.97
 _ROUNDS = 5          # timed calls of each, alternating
 _BUDGET_S = 1.0      # a problem's measurement stops early past this many seconds
 
-# (q, k, v shapes, dtype, mask shape and dtype or None) -> whether fused was faster
+# (q, k, v shapes, dtype, mask shape and dtype or None, training) -> whether fused was faster
 _choices = {}
 # The measurements made, for tests and the docs: key -> (written-out seconds, fused seconds)
 measurements = {}
@@ -34,18 +34,19 @@ def _hint(d):
     return int(d.node.hint) if isinstance(d, torch.SymInt) else int(d)
 
 
-def problem(q, k, v, mask):
-    """The key of an attention: its operands' shapes and dtype, and its mask's (fake
-    tensors, as Dynamo's graph holds them; sizes as the example's)."""
+def problem(q, k, v, mask, training):
+    """The key of an attention: its operands' shapes and dtype, its mask's (fake
+    tensors, as the graphs hold them; sizes as the example's), and whether a backward
+    runs too."""
     def shape(t):
         return tuple(_hint(d) for d in t.shape)
 
     masked = None if mask is None else (shape(mask), mask.dtype)
-    return (shape(q), shape(k), shape(v), q.dtype, masked)
+    return (shape(q), shape(k), shape(v), q.dtype, masked, training)
 
 
 def _operands(key):
-    q_shape, k_shape, v_shape, dtype, masked = key
+    q_shape, k_shape, v_shape, dtype, masked, _ = key
     q, k, v = (torch.randn(s, dtype=dtype, requires_grad=True) for s in (q_shape, k_shape, v_shape))
     mask = None
     if masked is not None:
@@ -59,13 +60,22 @@ def _operands(key):
 def _measure(key):
     q, k, v, mask = _operands(key)
     scale = q.shape[-1] ** -0.5
+    qd, kd, vd = q.detach(), k.detach(), v.detach()
+    if not key[-1]:  # the forward alone
+        def forward():
+            with torch.no_grad():
+                F.scaled_dot_product_attention(qd, kd, vd, attn_mask=mask, scale=scale)
+
+        def forward_written():
+            torch.softmax(qd @ kd.transpose(-2, -1), -1) @ vd
+
+        medians = alternating_medians({"written": forward_written, "fused": forward}, _ROUNDS, _BUDGET_S)
+        return medians["written"], medians["fused"]
     grad = torch.randn(q.shape[:-1] + v.shape[-1:], dtype=q.dtype)
 
     def fused():
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
         torch.autograd.grad(out, (q, k, v), grad)
-
-    qd, kd, vd = q.detach(), k.detach(), v.detach()
 
     def written():
         probs = torch.softmax(qd @ kd.transpose(-2, -1), -1)
@@ -80,10 +90,12 @@ def _measure(key):
     return medians["written"], medians["fused"]
 
 
-def fused_is_faster(q, k, v, mask):
-    """Whether PyTorch's fused attention forward and backward beat the written-out
-    form on these operands' shapes (measured once per process and problem)."""
-    return measured_choice(problem(q, k, v, mask), _choices, measurements, _measure, MARGIN, grad=True)
+def fused_is_faster(q, k, v, mask, training):
+    """Whether PyTorch's fused attention (forward, and backward where `training`)
+    beats the written-out form on these operands' shapes (measured once per process
+    and problem)."""
+    return measured_choice(problem(q, k, v, mask, training), _choices, measurements, _measure, MARGIN,
+                           grad=training)
 
 
 def reset():

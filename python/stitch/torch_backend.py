@@ -324,8 +324,10 @@ def _compile_graph(gm, kind, options, attention_before=0):
     stats = GraphStats(kind)
     _stats.append(stats)
     stats.attention = attention_before
-    if options.get("attention", True):
-        stats.attention += fuse_attention(gm)
+    attention = options.get("attention", "auto")
+    if attention:
+        chosen = _measured(training=False) if attention == "auto" else None
+        stats.attention += fuse_attention(gm, chosen)
     _fill_per_user(gm)
     if layout_copies:
         _private_views_for_clones(gm)
@@ -805,15 +807,20 @@ def _training(gm, example_inputs):
     return any(t.requires_grad for t in tensors) or any(p.requires_grad for p in gm.parameters())
 
 
+def _measured(training):
+    """The attention passes' `chosen`: fused where measured faster (torch_attention_choice.py)."""
+    return functools.partial(torch_attention_choice.fused_is_faster, training=training)
+
+
 def stitch_backend(gm, example_inputs, options=None, **kwargs):
     """The torch.compile backend: options (torch.compile(..., options={...})) may set
     planner (none, xla, stitch, ilp, greedy), tune (bool), cache_dir, dots (True:
     matrix products as Stitch dots rather than PyTorch's; False, the default: PyTorch's;
     "auto": each where it was measured faster on this machine), keep_products (True:
-    PyTorch's large CPU products write into reused outputs; off by default), attention
-    (False: attention written out stays so) and training_attention ("auto", the
-    default: a training graph's attention is PyTorch's fused kernel where measured
-    faster on its shapes; True: always; False: never)."""
+    PyTorch's large CPU products write into reused outputs; off by default) and
+    attention ("auto", the default: attention written out becomes PyTorch's fused
+    kernel where that was measured faster on its shapes, forward, or forward and
+    backward in training; True: wherever the pattern matches; False: never)."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
@@ -821,13 +828,11 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
     # A training graph's attention is fused before AOTAutograd, so that its backward is
     # the fused kernel's (torch_attention_dynamo.py); an inference graph's after it.
     fused = 0
-    training_attention = options.get("training_attention", "auto")
-    if training_attention not in (True, False, "auto"):
-        raise ValueError(f'stitch: options["training_attention"] is {training_attention!r}; '
-                         'it takes True, False or "auto"')
-    if options.get("attention", True) and training_attention and _training(gm, example_inputs):
-        chosen = torch_attention_choice.fused_is_faster if training_attention == "auto" else None
-        fused = fuse_attention_before_autograd(gm, chosen)
+    attention = options.get("attention", "auto")
+    if attention not in (True, False, "auto"):
+        raise ValueError(f'stitch: options["attention"] is {attention!r}; it takes True, False or "auto"')
+    if attention and _training(gm, example_inputs):
+        fused = fuse_attention_before_autograd(gm, _measured(training=True) if attention == "auto" else None)
 
     def inference(g, inputs):
         return _compile_graph(g, "inference", options, fused)

@@ -189,7 +189,8 @@ class Blocks(StitchCase):
         mask = torch.ones(2, 16)
         mask[1, 11:] = 0
         x = torch.randn(2, 16, 64)
-        stats = self.compiled_matches(layer, x, mask, tol=F32_BLOCK)
+        # Fused wherever it matches (the default fuses where measured faster).
+        stats = self.compiled_matches(layer, x, mask, tol=F32_BLOCK, options={"attention": True})
         self.assertEqual(stats[0].attention, 1)  # the padding mask added: SDPA's attn_mask
         ops = [op for p in stats[0].partitions for op in p.ops]
         for op in ("aten.native_layer_norm.default", "aten.gelu.default"):
@@ -269,7 +270,7 @@ class Blocks(StitchCase):
 
     def test_gpt2_block(self):
         block = randomise(GPT2Block()).eval()
-        stats = self.compiled_matches(block, torch.randn(2, 16, 64), tol=F32_BLOCK)
+        stats = self.compiled_matches(block, torch.randn(2, 16, 64), tol=F32_BLOCK, options={"attention": True})
         self.assertGreaterEqual(len(stats[0].partitions), 3)
         # The attention (scores, scale, causal mask, softmax, times V) is one fused call.
         self.assertEqual(stats[0].attention, 1)
@@ -727,7 +728,7 @@ class Behaviour(StitchCase):
             with self.subTest(fn.__name__):
                 torch._dynamo.reset()
                 backend.reset_stats()
-                stats = self.compiled_matches(fn, q, k, v, bias, cond, tol=F32_BLOCK)
+                stats = self.compiled_matches(fn, q, k, v, bias, cond, tol=F32_BLOCK, options={"attention": True})
                 self.assertEqual(stats[0].attention, fused)
 
     def test_attention_in_training_is_the_fused_kernel_forward_and_backward(self):
@@ -764,7 +765,7 @@ class Behaviour(StitchCase):
                 cond[..., 0] = False  # no row all masked
                 leaves = [t.requires_grad_() for t in (q, k, v)] + ([bias] if bias_grad else [])
                 grads = []
-                for run in (torch.compile(fn, backend="stitch", options={"training_attention": True}), fn):
+                for run in (torch.compile(fn, backend="stitch", options={"attention": True}), fn):
                     out = run(q, k, v, bias, cond)
                     out = out if isinstance(out, tuple) else (out,)
                     grads.append([o.detach() for o in out] +
@@ -806,9 +807,10 @@ class Behaviour(StitchCase):
                 forward = [s for s in backend.all_stats() if s.kind == "forward"][0]
                 self.assertEqual(forward.attention, int(fused))
         # And the measurement itself, on these shapes: two positive times.
-        written_s, fused_s = choice._measure(choice.problem(q, k, v, cond))
-        self.assertGreater(written_s, 0.0)
-        self.assertGreater(fused_s, 0.0)
+        for training in (True, False):
+            written_s, fused_s = choice._measure(choice.problem(q, k, v, cond, training))
+            self.assertGreater(written_s, 0.0)
+            self.assertGreater(fused_s, 0.0)
 
     def test_an_output_laid_out_like_a_permute_is_written_so(self):
         # The fused backward's gradients lie as the heads did ([B, T, H, D] memory of a
@@ -845,9 +847,9 @@ class Behaviour(StitchCase):
 
         q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
         model = Biased()
-        stats = self.compiled_matches(model, q, k, v, tol=F32_BLOCK)
+        stats = self.compiled_matches(model, q, k, v, tol=F32_BLOCK, options={"attention": True})
         self.assertEqual(stats[0].attention, 1)
-        compiled = torch.compile(model, backend="stitch")
+        compiled = torch.compile(model, backend="stitch", options={"attention": True})
         with torch.inference_mode(), torch.profiler.profile() as prof:
             compiled(q, k, v)
         names = {e.name for e in prof.events()}
@@ -868,9 +870,9 @@ class Behaviour(StitchCase):
                 torch._dynamo.reset()
                 backend.reset_stats()
                 args = (q.to(dtype), k.to(dtype), v.to(dtype), cond)
-                stats = self.compiled_matches(causal, *args, tol=tol)
+                stats = self.compiled_matches(causal, *args, tol=tol, options={"attention": True})
                 self.assertEqual(stats[0].attention, 1)
-                got = torch.compile(causal, backend="stitch")(*args).double()
+                got = torch.compile(causal, backend="stitch", options={"attention": True})(*args).double()
                 eager = causal(*args).double()
                 self.assertLessEqual((got - exact).abs().max(), (eager - exact).abs().max())
 
@@ -883,7 +885,7 @@ class Behaviour(StitchCase):
                 torch._dynamo.reset()
                 backend.reset_stats()
                 stats = self.compiled_matches(randomise(block).eval(), *args, tol=F32_BLOCK,
-                                              options={"stitch_attention": True})
+                                              options={"stitch_attention": True, "attention": True})
                 self.assertEqual(stats[0].attention, 1)
                 self.assertNotIn("aten.scaled_dot_product_attention.default", stats[0].torch_ops)
                 self.assertTrue(any("attention(" in (p.text or "") for p in stats[0].partitions))

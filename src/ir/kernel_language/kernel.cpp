@@ -1,6 +1,6 @@
 // User kernels: expression constructors, the C++ builder, the printer and
-// structural equality (docs/kernel-language.md). The checker is kernel_check.cpp,
-// the text parser kernel_parser.cpp.
+// structural equality (docs/kernel-language.md). The checker is check.cpp,
+// the text parser parser.cpp (this folder).
 #include <algorithm>
 #include <cmath>
 

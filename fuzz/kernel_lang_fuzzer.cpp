@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/kernel_language/parser.h"
+#include "kernel_lang/parser.h"
 #include "ir/lexer.h"
 #include "stitch/kernel.h"
 

@@ -16,7 +16,7 @@
 #include <unordered_map>
 
 #include "ir/composites.h"
-#include "ir/kernel_language/parser.h"
+#include "kernel_lang/parser.h"
 #include "ir/lexer.h"
 #include "ir/token_cursor.h"
 #include "stitch/builder.h"

@@ -1,5 +1,5 @@
 // A position in a token stream, with the checks both parsers of the text
-// format use (graphs: parser.cpp; kernels: kernel_language/parser.cpp), so one file's
+// format use (graphs: parser.cpp; kernels: src/kernel_lang/parser.cpp), so one file's
 // graphs and kernels read the same tokens and report errors the same way.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The user-kernel parser: a recursive descent over the shared token stream,
 // building the unchecked tree that check_kernel() then types
 // (docs/kernel-language.md, Grammar).
-#include "ir/kernel_language/parser.h"
+#include "kernel_lang/parser.h"
 
 #include "ir/token_cursor.h"
 

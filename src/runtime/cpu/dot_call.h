@@ -1,7 +1,8 @@
 // dot(a, b) on the CPU as a library call (DESIGN.md, Fusion planners: "dots
-// are library calls"; docs/cpu-backend.md, Dots). f32 and f64 go to the CBLAS
-// gemm of OpenBLAS; f16 and bf16 are widened to f32, multiplied by sgemm and
-// rounded once; integers use an exact loop that wraps like the interpreter.
+// are library calls"; docs/cpu-backend.md, Dots). f32 goes to oneDNN's sgemm,
+// f64 to OpenBLAS's CBLAS dgemm; f16 and bf16 are widened to f32, multiplied by
+// sgemm and rounded once; integers use an exact loop that wraps like the
+// interpreter.
 #pragma once
 
 #include <cstdint>

@@ -452,7 +452,7 @@ def _dump(name, text):
 
 class _Specialisation:
     __slots__ = ("exe", "params", "declared", "single", "devices", "device", "kept", "kept_at", "outputs", "symbolic",
-                 "inverse")
+                 "inverse", "plain")
 
     def __init__(self, exe, params, declared, single, devices, outputs, symbolic=None, inverse=None):
         self.exe = exe            # None: PyTorch runs the partition
@@ -477,6 +477,10 @@ class _Specialisation:
         # to the tensors over them.
         self.kept_at = []
         self.kept = []
+        # The common call (_run_plain): static shapes, on the CPU, no argument or
+        # output that is a permute.
+        self.plain = (exe is not None and symbolic is None and devices is None and inverse is None
+                      and all(getattr(shape, "order", None) is None for shape in declared))
 
 
 _KEPT_OUTPUT_SETS = 2
@@ -501,19 +505,41 @@ def _output_tensors(spec, shapes):
     """The outputs' memory: a kept set (of these shapes, when they vary) that no tensor
     outside holds any more (memory already faulted in), else new PyTorch tensors. A
     kept set is (tensors, their storages' addresses, the use counts when only the set
-    held them); the set keeps the storages alive, so the addresses stay valid."""
+    held them, the tensors' data addresses); the set keeps the storages alive, so the
+    addresses stay valid."""
     for i in range(len(spec.kept_at) - 1, -1, -1):  # the newest first
         kept = spec.kept_at[i]
-        tensors, storages, counts = kept
-        if all(_storage_use_count(s) == c for s, c in zip(storages, counts)) and (
-                spec.symbolic is None or all(t.shape == s for t, s in zip(tensors, shapes))):
+        if list(map(_storage_use_count, kept[1])) == kept[2] and (
+                spec.symbolic is None or all(t.shape == s for t, s in zip(kept[0], shapes))):
             del spec.kept_at[i]
             return kept
     if shapes is None:  # static shapes
         shapes = [shape for shape, _ in spec.outputs]
     tensors = [torch.empty(shape, dtype=dtype, device=spec.device) for shape, (_, dtype) in zip(shapes, spec.outputs)]
     storages = [t.untyped_storage()._cdata for t in tensors]
-    return tensors, storages, [_storage_use_count(s) for s in storages]
+    return tensors, storages, list(map(_storage_use_count, storages)), [t.data_ptr() for t in tensors]
+
+
+def _keep(spec, kept):
+    kept_at = spec.kept_at
+    kept_at.append(kept)
+    if len(kept_at) > _KEPT_OUTPUT_SETS:
+        del kept_at[0]
+
+
+def _run_plain(spec, args):
+    """_run_at for the common call (a specialisation's `plain`): the same steps
+    without the branches the others need (measured: docs/torch.md, Not yet)."""
+    inputs = []
+    for i in spec.params:
+        t = args[i]
+        if not t.is_contiguous():
+            return _run_at(spec, args)
+        inputs.append(t.data_ptr())
+    kept = _output_tensors(spec, None)
+    spec.exe.run_at(inputs, kept[3], None)
+    _keep(spec, kept)
+    return tuple([t.detach() for t in kept[0]])
 
 
 def _run_at(spec, args, stats=None):
@@ -543,17 +569,14 @@ def _run_at(spec, args, stats=None):
     tensors = kept[0]
     converted = time.perf_counter() if stats else 0.0
     if spec.device is None:
-        spec.exe.run_at(inputs, [t.data_ptr() for t in tensors], extents)
+        spec.exe.run_at(inputs, kept[3], extents)
     else:
-        spec.exe.run_at(inputs, [t.data_ptr() for t in tensors], extents, device=True,
+        spec.exe.run_at(inputs, kept[3], extents, device=True,
                         stream=torch.cuda.current_stream(spec.device).cuda_stream)
         if stats:  # profiling() times the device's work, not only its queueing
             torch.cuda.synchronize(spec.device)
     ran = time.perf_counter() if stats else 0.0
-    kept_at = spec.kept_at
-    kept_at.append(kept)
-    if len(kept_at) > _KEPT_OUTPUT_SETS:
-        del kept_at[0]
+    _keep(spec, kept)
     if spec.inverse is None:
         out = tuple([t.detach() for t in tensors])
     else:
@@ -663,6 +686,8 @@ class _StitchPartition(torch.nn.Module):
             return self.module(*args)
         if _profiling:
             return self._timed(spec, args)
+        if spec.plain and by_address:
+            return _run_plain(spec, args)
         if _calls_by_address(spec):
             return _run_at(spec, args)
         return _results(spec, _run(spec, _host_arrays(spec, args)))

@@ -32,11 +32,12 @@ ctest --test-dir build --output-on-failure -j "$(nproc)" -LE '^python$'
 # objects, installed into a fresh venv with numpy 2, tests/python against it.
 scripts/wheel-test.sh build
 scripts/fuzz.sh 24
-# The sanitizers' short form (docs/testing.md, Sanitizers): the ir, tensor and
-# interp unit tests and the planners' model-scale and fusion-DAG tests, built
-# with clang's ASan and UBSan on the fuzz targets' sanitized objects.
-ninja -C build-fuzz sanitized_test_ir sanitized_test_tensor sanitized_test_interp sanitized_test_planners
-for module in ir tensor interp planners; do
+# The sanitizers' short form (docs/testing.md, Sanitizers): the ir, kernel language,
+# tensor and interp unit tests and the planners' model-scale and fusion-DAG tests,
+# built with clang's ASan and UBSan on the fuzz targets' sanitized objects.
+ninja -C build-fuzz sanitized_test_ir sanitized_test_kernel_lang sanitized_test_tensor sanitized_test_interp \
+  sanitized_test_planners
+for module in ir kernel_lang tensor interp planners; do
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "build-fuzz/fuzz/sanitized_test_$module" --gtest_brief=1
 done

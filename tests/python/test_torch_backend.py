@@ -806,6 +806,10 @@ class Behaviour(StitchCase):
                 self.assertEqual(list(choice.measurements.values()), [(1.0, 0.5 if fused else 2.0)])
                 forward = [s for s in backend.all_stats() if s.kind == "forward"][0]
                 self.assertEqual(forward.attention, int(fused))
+        # Another option value is refused by name rather than read as a truth value.
+        torch._dynamo.reset()
+        with self.assertRaisesRegex(Exception, 'options\\["attention"\\] is \'always\'; it takes True, False or "auto"'):
+            torch.compile(causal, backend="stitch", options={"attention": "always"})(q, k, v, cond)
         # And the measurement itself, on these shapes: two positive times.
         for training in (True, False):
             written_s, fused_s = choice._measure(choice.problem(q, k, v, cond, training))

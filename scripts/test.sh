@@ -15,10 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = --sanitize ]; then
-  labels=${2:-'^(ir|tensor|interp|kir|fusion|lower|ptx|runtime|codegen|e2e)$'}
+  labels=${2:-'^(ir|kernel_lang|tensor|interp|kir|fusion|lower|ptx|runtime|codegen|e2e)$'}
   scripts/setup.sh --tests --packages-only
   cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTITCH_WERROR=ON -DSTITCH_SANITIZE=ON >/dev/null
-  ninja -C build-sanitize stitch test_ir test_tensor test_interp test_kir test_fusion test_lower test_ptx test_runtime \
+  ninja -C build-sanitize stitch test_ir test_kernel_lang test_tensor test_interp test_kir test_fusion test_lower test_ptx test_runtime \
     test_codegen test_e2e
   # OpenMP's runtime leaks by design at exit; everything else is reported.
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "schedule/held_rows.h"
 #include "schedule/row_schedule.h"
 
 namespace stitch::gpu_model {
@@ -49,22 +50,29 @@ AnalyticPrediction analytic_prediction(const GpuTarget& t, const FittedConstants
                                        const schedule::GroupDescription& g, const schedule::KernelCandidate& k) {
   const schedule::GpuTarget& d = t.device;
   AnalyticPrediction out;
-  const schedule::Occupancy o =
-      schedule::occupancy(d, k.threads_per_block, k.registers_per_thread, k.shared_bytes_per_block);
+  const RowShape shape = row_shape(g, k, d.warp_size);
+  const int64_t extra = g.pattern == schedule::GroupPattern::RowReduction ? std::max<int64_t>(g.passes - 1, 0) : 0;
+  // A stitched row whose values fit the thread's registers is held there
+  // (schedule/held_rows.h): the first pass issues its loads unrolled, as one batch.
+  const bool in_registers = extra > 0 && g.held_values > 0 && k.strategy != "thread-per-row" &&
+                            shape.steps_per_pass * g.held_values <= schedule::held_values_limit(k.threads_per_block);
+  const int64_t registers =
+      k.registers_per_thread + (in_registers ? shape.steps_per_pass * g.held_values : 0);
+  const schedule::Occupancy o = schedule::occupancy(d, k.threads_per_block, registers, k.shared_bytes_per_block);
   const double sms = static_cast<double>(d.sm_count);
   const double blocks = static_cast<double>(std::max<int64_t>(k.blocks, 1));
   const double held = sms * static_cast<double>(std::max<int64_t>(o.blocks_per_sm, 1));
   const double sms_used = std::min(sms, blocks);
-  const RowShape shape = row_shape(g, k, d.warp_size);
 
   // Later passes over a row: from the block's shared-memory copy (the
   // candidate put it there), else from the L2 when what the resident CTAs
   // touch in one pass fits it (the simulated L2 model's reuse distance),
   // else from DRAM again.
-  const int64_t extra = g.pattern == schedule::GroupPattern::RowReduction ? std::max<int64_t>(g.passes - 1, 0) : 0;
   const double row_bytes = static_cast<double>(g.cols * g.element_bytes * std::max<int64_t>(g.row_inputs, 1));
   const double reread_bytes = static_cast<double>(extra) * static_cast<double>(g.rows) * row_bytes;
-  if (extra > 0) {
+  if (in_registers) {
+    out.rereads = RereadSource::Registers;
+  } else if (extra > 0) {
     const bool cached = k.strategy == "block-per-row" && static_cast<double>(k.shared_bytes_per_block) >= row_bytes;
     const double distance = static_cast<double>(shape.rows_per_block) * row_bytes * held;
     out.rereads = cached                                        ? RereadSource::SharedCache
@@ -88,7 +96,7 @@ AnalyticPrediction analytic_prediction(const GpuTarget& t, const FittedConstants
   terms.issue_s = std::max(warps * per_thread / (kIssuePerSmClock * clock), warps * n.sfu / (t.issue.sfu * clock));
   // One batch of loads a loop step; a later pass's batches wait an L2 or a
   // DRAM round trip as its bytes come from one or the other.
-  const double steps = static_cast<double>(shape.steps_per_pass);
+  const double steps = in_registers ? 1 : static_cast<double>(shape.steps_per_pass);
   const double dram_batches = steps * (1 + (out.rereads == RereadSource::Dram ? static_cast<double>(extra) : 0));
   const double l2_batches = out.rereads == RereadSource::L2 ? steps * static_cast<double>(extra) : 0;
   const double waves = blocks / held;

@@ -22,7 +22,7 @@
 namespace stitch::gpu_model {
 
 // Where a row's later passes read it from.
-enum class RereadSource { None, SharedCache, L2, Dram };
+enum class RereadSource { None, Registers, SharedCache, L2, Dram };
 
 struct AnalyticPrediction {
   Prediction prediction;

@@ -136,6 +136,21 @@ struct PrefetchStmt {
   Expr count;
 };
 
+// `count` consecutive elements along the innermost axis of global buffer
+// `buffer`, the first at `index`, to or from local array `array` from slot
+// `array_first`: array[array_first + k] = buffer[index + k] (a load), or
+// buffer[index + k] = array[array_first + k] (a store), for k < count. The
+// CUDA emitter moves them as one vector where the kernel's buffers are
+// aligned (Kernel::aligned_bytes) and the buffer is dense, else one by one.
+struct VectorMoveStmt {
+  bool store = false;
+  std::string buffer;
+  std::vector<Expr> index;
+  std::string array;
+  Expr array_first;
+  int64_t count = 1;
+};
+
 // Synchronises the threads of a block (__syncthreads; a phase split on the CPU).
 struct BarrierStmt {};
 
@@ -170,8 +185,8 @@ struct ReduceStmt {
 };
 
 struct Stmt {
-  std::variant<ForStmt, IfStmt, LetStmt, AssignStmt, LocalArrayStmt, StoreStmt, PrefetchStmt, BarrierStmt,
-               TransposeTileStmt, ReduceStmt>
+  std::variant<ForStmt, IfStmt, LetStmt, AssignStmt, LocalArrayStmt, StoreStmt, VectorMoveStmt, PrefetchStmt,
+               BarrierStmt, TransposeTileStmt, ReduceStmt>
       node;
 };
 
@@ -191,6 +206,12 @@ struct Kernel {
   // and runs the grid range by range; block b reads the dot's result only at
   // the row-major elements [b * panel_elements, (b + 1) * panel_elements).
   int64_t panel_elements = 0;
+  // > 0: the body reads and writes its buffers in vectors of this many bytes
+  // where every buffer's address is a multiple of it (rows held in registers,
+  // schedule/held_rows.h). Never changes a value: the CUDA emitter tells the
+  // compiler the alignment under a test of the addresses, and runs the same
+  // body without it for buffers that are not aligned; the C++ emitter ignores it.
+  int64_t aligned_bytes = 0;
   StmtList body;
 
   const BufferParam* find_buffer(std::string_view name) const;

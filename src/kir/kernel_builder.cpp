@@ -138,6 +138,12 @@ void KernelBuilder::prefetch(std::string buffer, Expr first, Expr count) {
   current().push_back({PrefetchStmt{std::move(buffer), std::move(first), std::move(count)}});
 }
 
+void KernelBuilder::vector_move(bool store, std::string buffer, std::vector<Expr> index, std::string array,
+                                Expr array_first, int64_t count) {
+  current().push_back(
+      {VectorMoveStmt{store, std::move(buffer), std::move(index), std::move(array), std::move(array_first), count}});
+}
+
 void KernelBuilder::barrier() { current().push_back({BarrierStmt{}}); }
 
 void KernelBuilder::transpose_tile(std::string buffer, int64_t size) {

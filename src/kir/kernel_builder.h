@@ -35,6 +35,8 @@ class KernelBuilder {
   int64_t place_shared_sequentially();
   // Bytes of the shared buffers declared so far, each 16-byte aligned.
   int64_t shared_bytes() const;
+  // The kernel's body is written for buffers aligned to `bytes` (Kernel::aligned_bytes).
+  void align_buffers(int64_t bytes) { kernel_.aligned_bytes = bytes; }
 
   // Statements, appended to the innermost open body.
   void loop(std::string var_name, Expr extent, LoopLevel level, const LoopBodyFn& body);
@@ -54,6 +56,10 @@ class KernelBuilder {
   void local_array(std::string name, DType dtype, int64_t count);
   void store(std::string buffer, std::vector<Expr> index, Expr value);
   void prefetch(std::string buffer, Expr first, Expr count);
+  // kir::VectorMoveStmt: `count` elements of `buffer` from `index` into (store:
+  // out of) local array `array` from slot `array_first`.
+  void vector_move(bool store, std::string buffer, std::vector<Expr> index, std::string array, Expr array_first,
+                   int64_t count);
   void barrier();
   void transpose_tile(std::string buffer, int64_t size);
   // `width` < 32: each segment of `width` consecutive lanes reduces alone.

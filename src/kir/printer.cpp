@@ -88,6 +88,11 @@ class StmtPrinter {
   void print(const PrefetchStmt& s, int depth) {
     line(depth, fmt::format("prefetch {}[{} +: {}]", s.buffer, print_expr(s.first), print_expr(s.count)));
   }
+  void print(const VectorMoveStmt& s, int depth) {
+    const std::string global = fmt::format("{}[{} +: {}]", s.buffer, join(s.index), s.count);
+    const std::string local = fmt::format("{}[{} +: {}]", s.array, print_expr(s.array_first), s.count);
+    line(depth, fmt::format("vector {} = {}", s.store ? global : local, s.store ? local : global));
+  }
   void print(const BarrierStmt&, int depth) { line(depth, "barrier"); }
   void print(const TransposeTileStmt& s, int depth) {
     line(depth, fmt::format("transpose_tile {}[{}x{}]", s.buffer, s.size, s.size));

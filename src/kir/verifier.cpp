@@ -400,6 +400,26 @@ class Walker {
     }
   }
 
+  void check(const VectorMoveStmt& s, const Context& ctx) {
+    expr(s.array_first, ctx);
+    access(s.buffer, s.index, ctx, /*is_store=*/s.store);
+    const Symbol* global = lookup_quiet(s.buffer);
+    const Symbol* local = lookup_quiet(s.array);
+    if (!global || global->kind != SymbolKind::Buffer) {
+      problem(fmt::format("vector move of '{}', which is not a buffer parameter", s.buffer));
+    }
+    if (!local || local->kind != SymbolKind::LocalArray) {
+      problem(fmt::format("vector move into '{}', which is not a local array", s.array));
+    } else if (global && global->dtype != local->dtype) {
+      problem(fmt::format("vector move between '{}' ({}) and '{}' ({})", s.buffer, dtype_name(global->dtype), s.array,
+                          dtype_name(local->dtype)));
+    }
+    if (s.count < 1) problem(fmt::format("vector move of {} elements of '{}'", s.count, s.buffer));
+    if (s.array_first.defined() && s.array_first.dtype() != DType::i64) {
+      problem(fmt::format("vector move into '{}' at a non-i64 slot", s.array));
+    }
+  }
+
   void check(const PrefetchStmt& s, const Context& ctx) {
     expr(s.first, ctx);
     expr(s.count, ctx);

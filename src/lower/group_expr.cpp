@@ -158,6 +158,9 @@ void GroupExpr::scoped(const std::function<void()>& fn) {
 Expr GroupExpr::eval(ValueId v, const Index& idx) {
   int producer = g_.value(v).producer;
   if (producer < 0 || !in_group_.count(producer)) {
+    if (held_.count(v.index)) {
+      if (const Expr* e = find_memo(memo_key(v, idx))) return *e;
+    }
     loads_.push_back({v, idx});
     return kb_.load(buffer_of_.at(v.index), idx);
   }

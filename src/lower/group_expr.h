@@ -69,6 +69,9 @@ class GroupExpr {
   // and a value to use for `v` at `idx` in the current scope (a cached copy).
   std::optional<kir::Expr> memoised(ValueId v, const Index& idx) const;
   void remember(ValueId v, const Index& idx, const kir::Expr& e) { memo_.back()[memo_key(v, idx)] = e; }
+  // From now on a value from outside the group is looked up in the memo too,
+  // so a copy `remember` gave it (a row held in registers) replaces its load.
+  void hold(ValueId v) { held_.insert(v.index); }
 
   // While set, concats and pads take the pieces `a` assumes, recording the
   // guards in it (piece_versions.h); nullptr: every piece is a branch.
@@ -110,6 +113,7 @@ class GroupExpr {
   kir::KernelBuilder& kb_;
   std::unordered_set<int> in_group_;
   std::unordered_map<int, std::string> buffer_of_;
+  std::unordered_set<int> held_;  // outside values looked up in the memo (hold)
   std::unordered_map<int, kir::Expr> bound_;
   std::unordered_map<int, std::function<kir::Expr(const Index&)>> bound_at_;
   std::string status_buffer_;  // set by declare_params when the signature has one

@@ -44,7 +44,7 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
       case ScheduleKind::Row:
         if (group.kind == GroupKind::Stitched) {
           lowered.kernel = lower_stitched_group(g, group, name, s.row, target.shared_budget_bytes(), s.prefetch,
-                                                s.shared_memory.get());
+                                                s.shared_memory.get(), s.held, s.held_vector);
         } else {
           lowered.kernel = lower_reduction_group(g, group, name, s.row, schedule::ColumnSchedule{});
         }

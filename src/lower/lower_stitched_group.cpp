@@ -1,9 +1,10 @@
 // Stitched-group lowering (docs/lowering.md, Stitched groups). Each reduction
 // is one phase of the kernel: its input is accumulated over the row (reading
 // totals of earlier phases as block-uniform values, which GroupExpr::bind
-// supplies), then combined; a last phase stores the roots. Every phase
-// recomputes its values from global memory: on the CPU the row is still in
-// cache; a GPU would keep it in shared memory (a later refinement).
+// supplies), then combined; a last phase stores the roots. A later phase
+// reads the row from global memory again (on the CPU it is still in cache),
+// from a shared-memory row cache, or, on the GPU where it fits, from the
+// registers the first phase loaded it into (GroupSchedule::held).
 #include "lower/lower_stitched_group.h"
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "kir/printer.h"
 #include "lower/row_nest.h"
 #include "schedule/group_shared_memory.h"
+#include "schedule/held_rows.h"
 #include "stitch/error.h"
 
 namespace stitch::lower {
@@ -38,14 +40,16 @@ class StitchedLowerer {
  public:
   StitchedLowerer(const Graph& g, const FusionGroup& group, const std::string& name,
                   const schedule::RowSchedule& schedule, int64_t shared_budget_bytes, bool prefetch,
-                  const schedule::GroupSharedMemory* shared)
+                  const schedule::GroupSharedMemory* shared, const std::vector<int>& held, int64_t held_vector)
       : g_(g),
         group_(group),
         kb_(name),
         schedule_(schedule),
         shared_budget_bytes_(shared_budget_bytes),
         prefetch_(prefetch),
-        shared_(shared) {}
+        shared_(shared),
+        held_(held),
+        held_vector_(held_vector) {}
 
   kir::Kernel run() {
     std::string problem = stitched_group_problem(g_, group_.nodes, group_.roots, &domain_);
@@ -143,7 +147,14 @@ class StitchedLowerer {
   }
 
   void store_full_roots(const Index& idx) {
-    for (const Root& root : full_roots_) kb_.store(ex_.buffer(root.value), idx, ex_.eval(root.value, idx));
+    for (size_t k = 0; k < full_roots_.size(); ++k) {
+      const Root& root = full_roots_[k];
+      if (staging_) {
+        kb_.store("row_out" + std::to_string(k), {vector_j_}, ex_.eval(root.value, idx));
+      } else {
+        kb_.store(ex_.buffer(root.value), idx, ex_.eval(root.value, idx));
+      }
+    }
   }
 
   void store_row_roots(const Index& out) {
@@ -165,7 +176,7 @@ class StitchedLowerer {
     // The schedule stage's plan when it made one, else the same plan made here.
     std::optional<schedule::GroupSharedMemory> own;
     if (!shared_) {
-      own = schedule::plan_stitched_shared_memory(g_, group_, nest.schedule(), shared_budget_bytes_);
+      own = schedule::plan_stitched_shared_memory(g_, group_, nest.schedule(), shared_budget_bytes_, held_.empty());
       STITCH_ASSERT(own.has_value(), "a stitched row kernel with a static row has a shared-memory plan");
     }
     const schedule::GroupSharedMemory& plan = shared_ ? *shared_ : *own;
@@ -198,6 +209,98 @@ class StitchedLowerer {
     arena_placed_ = true;
   }
 
+  bool outside(int v) const {
+    const int producer = g_.value(ValueId{v}).producer;
+    return producer < 0 || !group_.contains(producer);
+  }
+
+  // Rows in registers (GroupSchedule::held): one local array per held value,
+  // a slot per step of the thread over its row.
+  void declare_held(int64_t steps) {
+    held_filled_.clear();
+    for (size_t k = 0; k < held_.size(); ++k) {
+      const std::string name = "row_reg" + std::to_string(k);
+      held_arrays_[held_[k]] = name;
+      kb_.local_array(name, g_.type(ValueId{held_[k]}).dtype, steps);
+      if (outside(held_[k])) ex_.hold(ValueId{held_[k]});
+    }
+    // Vector steps stage each full root's elements, then store them as one
+    // vector; inputs broadcast along the rows (LayerNorm's gamma) are loaded
+    // a vector at a time too.
+    if (held_vector_ > 1) {
+      for (size_t k = 0; k < full_roots_.size(); ++k) {
+        kb_.local_array("row_out" + std::to_string(k), g_.type(full_roots_[k].value).dtype, held_vector_);
+      }
+      row_inputs_.clear();
+      for (int n : group_.nodes) {
+        for (ValueId v : node(n).inputs) {
+          const bool full = g_.type(v).shape == domain_.shape;
+          if (!outside(v.index) || (!full && g_.type(v).shape != red_shape_) ||
+              std::find(held_.begin(), held_.end(), v.index) != held_.end() ||
+              std::find(row_inputs_.begin(), row_inputs_.end(), v.index) != row_inputs_.end()) {
+            continue;
+          }
+          kb_.local_array("row_in" + std::to_string(row_inputs_.size()), g_.type(v).dtype, held_vector_);
+          row_inputs_.push_back(v.index);
+          ex_.hold(v);
+        }
+      }
+    }
+  }
+
+  // The values from outside the group that computing `v` reads within one
+  // phase: the walk stops at reductions (their totals are row-uniform) and
+  // at values already held in registers.
+  void outside_reads(ValueId v, std::set<int>& out) const {
+    const int producer = g_.value(v).producer;
+    if (held_filled_.count(v.index)) return;
+    if (producer < 0 || !group_.contains(producer)) {
+      out.insert(v.index);
+    } else if (!is_reduction(node(producer).op)) {
+      for (ValueId in : node(producer).inputs) outside_reads(in, out);
+    }
+  }
+
+  // The positions along the row of domain index `idx`: how an input of the
+  // row's shape, broadcast along the rows, is read at it.
+  Index row_part(const Index& idx) const { return Index(idx.end() - static_cast<long>(red_shape_.size()), idx.end()); }
+  // Where staged input `v` is read at domain index `idx`: there, or along the row only.
+  Index staged_index(int v, const Index& idx) const {
+    return g_.type(ValueId{v}).shape == domain_.shape ? idx : row_part(idx);
+  }
+
+  // Before a step's body: each held value already in registers is read back
+  // from its slot; a held input not yet there is loaded and kept.
+  void read_held(const Expr& step, const Index& idx, std::set<int>& newly) {
+    for (size_t k = 0; k < row_inputs_.size() && vector_j_.defined(); ++k) {
+      if (!phase_reads_.count(row_inputs_[k])) continue;
+      const Expr e = kb_.let(ex_.fresh("h"), kb_.load("row_in" + std::to_string(k), {vector_j_}));
+      ex_.remember(ValueId{row_inputs_[k]}, staged_index(row_inputs_[k], idx), e);
+    }
+    for (int v : held_) {
+      const std::string& array = held_arrays_.at(v);
+      if (held_filled_.count(v) || held_loading_.count(v)) {
+        ex_.remember(ValueId{v}, idx, kb_.let(ex_.fresh("h"), kb_.load(array, {step})));
+      } else if (outside(v)) {
+        Expr e = kb_.let(ex_.fresh("x"), ex_.eval(ValueId{v}, idx));
+        kb_.store(array, {step}, e);
+        ex_.remember(ValueId{v}, idx, e);
+        newly.insert(v);
+      }
+    }
+  }
+
+  // After a step's body: the held values it computed are kept.
+  void keep_held(const Expr& step, const Index& idx, std::set<int>& newly) {
+    for (int v : held_) {
+      if (held_filled_.count(v) || outside(v)) continue;
+      if (std::optional<Expr> e = ex_.memoised(ValueId{v}, idx)) {
+        kb_.store(held_arrays_.at(v), {step}, *e);
+        newly.insert(v);
+      }
+    }
+  }
+
   // The row schedule of a reduction group (row_nest.h): the row's threads
   // stride over it once per phase, each phase ending in the row's reduction.
   void lower_rows() {
@@ -207,8 +310,15 @@ class StitchedLowerer {
       for (int n : phase) nest.declare_scratch(name("scratch", n), accumulator_dtype(g_.type(node(n).output).dtype));
     }
     if (nest.static_len() > 0) declare_row_caches(nest);
+    int64_t held_steps = 0;
+    STITCH_ASSERT(held_.empty() || (kir::is_int_constant(nest.steps(), &held_steps) && held_steps > 0),
+                  "rows held in registers need a static row");
+    STITCH_ASSERT(held_vector_ == 1 || (held_steps % held_vector_ == 0 && !nest.guard()),
+                  "vector steps need whole vectors of every thread's row");
+    if (held_vector_ > 1) kb_.align_buffers(schedule::kHeldVectorBytes);
     nest.emit([&](const RowThread& r) {
       ex_.take_loads();
+      if (!held_.empty()) declare_held(held_steps);
       Index out = ex_.delinearize(r.row, outer_, "o");
       // Visits every element of the row: fn(domain index), in a fresh memo
       // scope; values cached by earlier phases are read back, and cacheable
@@ -222,17 +332,20 @@ class StitchedLowerer {
       const bool may_prefetch = prefetch_ && nest.static_len() > 0 && !r.row_valid.defined();
       auto stride_row = [&](const std::string& var, const std::function<void(const Index&)>& fn,
                             PrefetchWhen when = PrefetchWhen::Never) {
-        std::set<int> newly_cached;
-        kb_.serial(var, nest.steps(), [&](const Expr& s) {
+        std::set<int> newly_cached, newly_held;
+        // One step: `s` the thread's slot (its step over the row), `position` the element's place in the row.
+        auto step = [&](const Expr& s, const Expr& position) {
           ex_.scoped([&] {
             const int heavy_before = ex_.heavy_evaluated();
-            Expr lin = kb_.let(ex_.fresh("r"), nest.position(r, s));
+            Expr lin = kb_.let(ex_.fresh("r"), position);
             Expr at = nest.rows_per_block() == 1 ? lin : add_i(mul_i(r.slot, kir::int_const(nest.static_len())), lin);
             auto visit = [&] {
               ex_.scoped([&] {
                 Index idx = domain_index(out, ex_.delinearize(lin, red_shape_));
                 for (int n : cached_) ex_.remember(node(n).output, idx, kb_.let(ex_.fresh("c"), kb_.load(cache_.at(n), {at})));
+                read_held(s, idx, newly_held);
                 fn(idx);
+                keep_held(s, idx, newly_held);
                 for (const auto& [n, buffer] : cache_) {
                   if (cached_.count(n)) continue;
                   if (std::optional<Expr> e = ex_.memoised(node(n).output, idx)) {
@@ -262,12 +375,55 @@ class StitchedLowerer {
               prefetched = true;  // the step body is built once
             }
           });
-        });
+        };
+        if (held_.empty()) {
+          kb_.serial(var, nest.steps(), [&](const Expr& s) { step(s, nest.position(r, s)); });
+        } else if (held_vector_ == 1) {
+          kb_.loop(var, nest.steps(), kir::LoopLevel::Unroll, [&](const Expr& s) { step(s, nest.position(r, s)); });
+        } else {
+          // Vector steps: a thread's held_vector_ consecutive slots are
+          // consecutive elements of the row, its held inputs loaded and its
+          // full roots stored as one vector each.
+          const Expr v = kir::int_const(held_vector_);
+          kb_.loop(var, kir::int_const(held_steps / held_vector_), kir::LoopLevel::Unroll, [&](const Expr& sv) {
+            ex_.scoped([&] {
+              const Expr first = kb_.let(ex_.fresh("r"), mul_i(add_i(mul_i(sv, kir::int_const(nest.lanes())), r.lane), v));
+              const Expr slot = mul_i(sv, v);
+              const Index at = domain_index(out, ex_.delinearize(first, red_shape_));
+              for (int h : held_) {
+                if (!outside(h) || held_filled_.count(h)) continue;
+                kb_.vector_move(false, ex_.buffer(ValueId{h}), at, held_arrays_.at(h), slot, held_vector_);
+                held_loading_.insert(h);
+              }
+              for (size_t k = 0; k < row_inputs_.size(); ++k) {
+                if (!phase_reads_.count(row_inputs_[k])) continue;
+                kb_.vector_move(false, ex_.buffer(ValueId{row_inputs_[k]}), staged_index(row_inputs_[k], at),
+                                "row_in" + std::to_string(k),
+                                kir::int_const(0), held_vector_);
+              }
+              kb_.loop(var + "_v", v, kir::LoopLevel::Unroll, [&](const Expr& j) {
+                vector_j_ = j;
+                step(add_i(slot, j), add_i(first, j));
+              });
+              vector_j_ = Expr();
+              if (!staging_) return;
+              for (size_t k = 0; k < full_roots_.size(); ++k) {
+                kb_.vector_move(true, ex_.buffer(full_roots_[k].value), root_index(full_roots_[k], at),
+                                "row_out" + std::to_string(k), kir::int_const(0), held_vector_);
+              }
+            });
+          });
+          newly_held.insert(held_loading_.begin(), held_loading_.end());
+          held_loading_.clear();
+        }
         cached_.insert(newly_cached.begin(), newly_cached.end());
+        held_filled_.insert(newly_held.begin(), newly_held.end());
       };
       for (size_t p = 0; p < domain_.phases.size(); ++p) {
         const std::vector<int>& phase = domain_.phases[p];
         std::vector<Expr> acc = init_accumulators(phase);
+        phase_reads_.clear();
+        for (int n : phase) outside_reads(node(n).inputs[0], phase_reads_);
         stride_row("step" + std::to_string(p), [&](const Index& idx) { accumulate(phase, acc, idx); },
                    p == 0 ? PrefetchWhen::Never : PrefetchWhen::IfHeavy);
         for (size_t k = 0; k < phase.size(); ++k) {
@@ -280,7 +436,11 @@ class StitchedLowerer {
       // row may skip it as a whole.
       if (!full_roots_.empty()) {
         nest.if_valid(r, [&] {
+          staging_ = held_vector_ > 1;
+          phase_reads_.clear();
+          for (const Root& root : full_roots_) outside_reads(root.value, phase_reads_);
           ex_.scoped([&] { stride_row("step_out", [&](const Index& idx) { store_full_roots(idx); }, PrefetchWhen::Always); });
+          staging_ = false;
         });
       }
       if (!row_roots_.empty()) nest.if_leader(r, [&] { ex_.scoped([&] { store_row_roots(out); }); });
@@ -364,6 +524,15 @@ class StitchedLowerer {
   int64_t shared_budget_bytes_;  // the row caches' and scratch's bytes per block
   bool prefetch_;
   const schedule::GroupSharedMemory* shared_;  // the schedule's plan; null: planned here
+  std::vector<int> held_;                      // values held in registers (GroupSchedule::held)
+  int64_t held_vector_ = 1;                    // their consecutive elements a thread holds (GroupSchedule::held_vector)
+  std::map<int, std::string> held_arrays_;     // held value -> its local array
+  std::set<int> held_filled_;                  // held values the phases so far have put in registers
+  std::set<int> held_loading_;                 // held inputs this phase's vector loads put there
+  bool staging_ = false;                       // the store phase of vector steps: roots staged, then stored
+  Expr vector_j_;                              // in a vector step: the element's place in its vector
+  std::vector<int> row_inputs_;                // vector steps: inputs read along the row and not held, a vector a phase
+  std::set<int> phase_reads_;                  // vector steps: the outside values the phase being built reads
   enum class PrefetchWhen : uint8_t { Never, IfHeavy, Always };
   std::vector<std::string> rows_in_place_;  // of the row body being built
   bool arena_placed_ = false;
@@ -390,8 +559,10 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
                                  const schedule::RowSchedule& schedule, int64_t shared_budget_bytes, bool prefetch,
-                                 const schedule::GroupSharedMemory* shared) {
-  return StitchedLowerer(g, group, kernel_name, schedule, shared_budget_bytes, prefetch, shared).run();
+                                 const schedule::GroupSharedMemory* shared, const std::vector<int>& held,
+                                 int64_t held_vector) {
+  return StitchedLowerer(g, group, kernel_name, schedule, shared_budget_bytes, prefetch, shared, held, held_vector)
+      .run();
 }
 
 }  // namespace stitch::lower

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fusion/fusion_plan.h"
 #include "kir/kernel.h"
@@ -30,10 +31,20 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 // the store phase of a row schedule asks for the next block's rows of the
 // inputs read in place (kir::PrefetchStmt; the CPU's). `shared`: the
 // schedule stage's shared-memory plan (GroupSchedule::shared_memory), which
-// the row caches follow; null: the same plan is made here.
+// the row caches follow; null: the same plan is made here. `held`: the
+// values (value indices) each thread keeps in registers across the phases
+// (GroupSchedule::held; a row schedule over a static row only): the phases
+// step over the row unrolled, the first loads each held input into a local
+// array, later ones read it there, and a held computed value is kept where
+// it is first computed; such values take no row cache. `held_vector` > 1:
+// each thread takes that many consecutive elements of the row at a time (16
+// bytes of its narrowest row buffer), and the kernel asks for 16-byte-aligned
+// buffers (kir::Kernel::aligned_bytes), so that the CUDA compiler loads and
+// stores them as vectors.
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
                                  const schedule::RowSchedule& schedule = {},
                                  int64_t shared_budget_bytes = kir::kStaticSharedBytes, bool prefetch = false,
-                                 const schedule::GroupSharedMemory* shared = nullptr);
+                                 const schedule::GroupSharedMemory* shared = nullptr,
+                                 const std::vector<int>& held = {}, int64_t held_vector = 1);
 
 }  // namespace stitch::lower

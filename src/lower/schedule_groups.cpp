@@ -12,6 +12,7 @@
 #include "lower/streaming_outputs.h"
 #include "lower/transpose_tiles.h"
 #include "schedule/column_schedule.h"
+#include "schedule/held_rows.h"
 
 namespace stitch::lower {
 
@@ -66,10 +67,25 @@ void complete_schedule(const Graph& g, const FusionGroup& group, const RowSchedu
   s.cached.clear();
   s.shared_bytes = 0;
   s.shared_memory.reset();
+  s.held.clear();
+  s.held_vector = 1;
   if (s.kind != ScheduleKind::Row) return;
   std::optional<schedule::GroupSharedMemory> m =
       schedule::plan_stitched_shared_memory(g, group, s.row, target.shared_budget_bytes());
   if (!m) return;
+  // On the GPU a row that fits the threads' registers is held there instead
+  // (docs/schedule.md, Rows in registers): the shared memory keeps the scratch.
+  if (std::optional<schedule::HeldRows> held = !on_cpu(target) && target.held_rows
+                                                   ? schedule::plan_held_rows(g, group, s.row, schedule::cacheable_rows(g, group))
+                                                   : std::nullopt) {
+    s.held = held->values;
+    s.held_vector = held->vector;
+    if (held->threads != s.row.threads) {
+      s.reason += fmt::format("; {} threads, so that each holds whole vectors of its row", held->threads);
+      s.row.threads = held->threads;
+    }
+    m = schedule::plan_stitched_shared_memory(g, group, s.row, target.shared_budget_bytes(), false);
+  }
   s.cached = m->cached;
   s.shared_bytes = m->plan.arena_bytes;
   s.shared_memory = std::make_shared<const schedule::GroupSharedMemory>(std::move(*m));

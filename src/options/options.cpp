@@ -21,7 +21,7 @@ constexpr std::array kVariables = {
     "STITCH_STREAM_MIN_BYTES", "STITCH_HUGE_PAGES", "STITCH_WEAVE",             "STITCH_CACHE_DIR",
     "STITCH_CACHE_MAX_BYTES", "STITCH_CXX",         "STITCH_CUDA_DRIVER",       "STITCH_CUDA_SIM_DRIVER",
     "STITCH_CUDA_SIM_PROFILE", "STITCH_CUDA_SIM_PROFILE_OUT", "STITCH_CUDA_SIM_PTX_DIR", "STITCH_CUDA_SIM_FAIL",
-    "STITCH_TEST_PERTURB_CHECK",
+    "STITCH_TEST_PERTURB_CHECK", "STITCH_HELD_ROWS",
 };
 using RawValues = std::array<std::optional<std::string>, kVariables.size()>;
 
@@ -92,6 +92,7 @@ EnvironmentOptions parse(const RawValues& raw) {
   o.conv_calls = on_off(raw, "STITCH_CONV_CALLS", true);
   o.channels_last = on_off(raw, "STITCH_CHANNELS_LAST", true);
   o.prefetch = on_off(raw, "STITCH_PREFETCH", true);
+  o.held_rows = on_off(raw, "STITCH_HELD_ROWS", true);
   o.stream_min_bytes = integer(raw, "STITCH_STREAM_MIN_BYTES", INT64_MIN, INT64_MAX, "an integer");
   o.huge_pages = on_off(raw, "STITCH_HUGE_PAGES", true);
   o.weave = on_off(raw, "STITCH_WEAVE", false);

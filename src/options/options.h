@@ -23,6 +23,7 @@ struct EnvironmentOptions {
   bool conv_calls = true;                 // STITCH_CONV_CALLS
   bool channels_last = true;              // STITCH_CHANNELS_LAST
   bool prefetch = true;                   // STITCH_PREFETCH
+  bool held_rows = true;                  // STITCH_HELD_ROWS
   std::optional<int64_t> stream_min_bytes;  // STITCH_STREAM_MIN_BYTES; unset: the machine's default
   bool huge_pages = true;                 // STITCH_HUGE_PAGES
   bool weave = false;                     // STITCH_WEAVE

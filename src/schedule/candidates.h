@@ -39,6 +39,9 @@ struct GroupDescription {
   // Row reductions: the inputs read a whole row per row (not broadcast along
   // it: LayerNorm's x, not its gamma); at least 1.
   int64_t row_inputs = 1;
+  // GPU stitched rows: the values a thread holds in registers per row
+  // position where the candidate's steps leave room (held_rows.h); 0: none.
+  int64_t held_values = 0;
 
   int64_t bytes_moved() const;
   // The op's iteration domain for template validation.

@@ -30,6 +30,12 @@ std::string GroupSchedule::key() const {
     text += "]";
   }
   if (shared_bytes > 0) text += fmt::format(" shared {}", shared_bytes);
+  if (!held.empty()) {
+    text += " held [";
+    for (size_t i = 0; i < held.size(); ++i) text += (i ? " " : "") + std::to_string(held[i]);
+    text += "]";
+    if (held_vector > 1) text += fmt::format(" vector {}", held_vector);
+  }
   if (!streamed.empty()) {
     text += " streamed [";
     for (size_t i = 0; i < streamed.size(); ++i) text += (i ? " " : "") + std::to_string(streamed[i]);

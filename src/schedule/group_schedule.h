@@ -44,6 +44,11 @@ struct GroupSchedule {
   // and the block's shared-memory arena in bytes as Algorithm 4 placed it.
   std::vector<int> cached;
   int64_t shared_bytes = 0;
+  // GPU row schedules of stitched groups (docs/schedule.md, Rows in
+  // registers): the values (value indices, ascending) a thread keeps in
+  // registers across the kernel's passes; they take no row cache.
+  std::vector<int> held;
+  int64_t held_vector = 1;  // consecutive elements a thread takes at a time (HeldRows::vector)
   // CPU: the graph outputs (value indices, ascending) the kernel stores
   // non-temporally (docs/cpu-backend.md, Streaming stores).
   std::vector<int> streamed;
@@ -55,7 +60,7 @@ struct GroupSchedule {
   // "the CPU rule ...").
   std::string reason;
 
-  // The decision as one canonical line: "row warp-per-row [GRID-WARP_8,CTA]; 256 threads prefetch cached [3 5] shared 2048".
+  // The decision as one canonical line: "row warp-per-row [GRID-WARP_8,CTA]; 256 threads prefetch cached [3 5] shared 2048 held [0 4] vector 4".
   std::string key() const;
   // key() followed by " (reason)".
   std::string describe() const;

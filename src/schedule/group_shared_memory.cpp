@@ -51,7 +51,7 @@ class Planner {
       }
     }
     // Each cacheable value is tried in turn and kept only if the arena still fits.
-    for (int n : cacheable()) {
+    for (int n : layout_.row_caches ? cacheable() : std::vector<int>{}) {
       GroupSharedMemory trial = m;
       const int64_t bytes = layout_.row_len * layout_.rows_per_block *
                             shared_bytes(g_.type(node(n).output).dtype);
@@ -130,7 +130,8 @@ GroupSharedMemory plan_group_shared_memory(const Graph& g, const FusionGroup& gr
 }
 
 std::optional<GroupSharedMemory> plan_stitched_shared_memory(const Graph& g, const FusionGroup& group,
-                                                             const RowSchedule& row, int64_t budget_bytes) {
+                                                             const RowSchedule& row, int64_t budget_bytes,
+                                                             bool row_caches) {
   StitchedDomain domain;
   if (group.kind != GroupKind::Stitched || !stitched_group_problem(g, group.nodes, group.roots, &domain).empty() ||
       !domain.innermost()) {
@@ -148,6 +149,7 @@ std::optional<GroupSharedMemory> plan_stitched_shared_memory(const Graph& g, con
   layout.scratch_slots =
       row.kind == RowScheduleKind::BlockPerRow ? block_per_row_threads(row_len, row.threads) / kRowScheduleWarpSize : 0;
   layout.budget_bytes = budget_bytes;
+  layout.row_caches = row_caches;
   return plan_group_shared_memory(g, group, domain, layout);
 }
 

@@ -23,6 +23,7 @@ struct StitchedLayout {
   int64_t rows_per_block = 1;    // rows one block owns at a time (warp-per-row: its warps)
   int64_t scratch_slots = 0;     // per row and reduction: a block reduction's per-warp partials (0: warp shuffles only)
   int64_t budget_bytes = 48 * 1024;  // the target's shared memory per block
+  bool row_caches = true;        // false: scratch only (the rows are held in registers, held_rows.h)
 };
 
 struct GroupSharedMemory {
@@ -53,8 +54,10 @@ GroupSharedMemory plan_group_shared_memory(const Graph& g, const FusionGroup& gr
 // partials), within `budget_bytes`; nullopt when the group has no stitched
 // domain reducing its innermost axes, or its rows are not static (no row
 // caches then).
+// With `row_caches` false, the scratch only.
 std::optional<GroupSharedMemory> plan_stitched_shared_memory(const Graph& g, const FusionGroup& group,
-                                                             const RowSchedule& row, int64_t budget_bytes);
+                                                             const RowSchedule& row, int64_t budget_bytes,
+                                                             bool row_caches = true);
 
 // print_shared_memory_plan's text, each buffer named by what it holds and
 // its op ("scratch %m", "row cache %e"), as `stitch plan --explain` prints it.

@@ -12,6 +12,7 @@
 #include "fusion/stitched_group.h"
 #include "options/options.h"
 #include "schedule/group_shared_memory.h"
+#include "schedule/held_rows.h"
 #include "schedule/plan_explain.h"
 #include "stitch/error.h"
 
@@ -232,6 +233,10 @@ bool RowScheduleTarget::default_prefetch() {
   return environment_options().prefetch;
 }
 
+bool RowScheduleTarget::default_held_rows() {
+  return environment_options().held_rows;
+}
+
 // The first CPU's L2 (cpu_cache_bytes), else 1 MiB.
 int64_t RowScheduleTarget::default_cpu_l2_bytes() {
   static const int64_t bytes = [] {
@@ -317,8 +322,11 @@ std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const Fusio
                                                      const RowScheduleTarget& target, const SymbolBindings& bindings) {
   if (group.kind != GroupKind::Reduction && group.kind != GroupKind::Stitched) return std::nullopt;
   auto described = describe_group(g, group, bindings);
-  const GroupDescription* d = std::get_if<GroupDescription>(&described);
+  GroupDescription* d = std::get_if<GroupDescription>(&described);
   if (!d || d->pattern != GroupPattern::RowReduction) return std::nullopt;
+  if (target.machine == RowScheduleTarget::Machine::Gpu && target.held_rows) {
+    d->held_values = held_values_per_position(g, group);
+  }
   const int64_t len = static_row_length(g, group);
   RowScheduleChoice choice = choose_row_schedule(*d, len, target, row_phases(g, group));
   if (target.machine != RowScheduleTarget::Machine::Cpu || target.forced ||

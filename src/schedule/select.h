@@ -46,6 +46,10 @@ struct RowScheduleTarget {
   // the CPU, 32 x 32 on the GPU) instead of column strips; tests turn it off
   // to run the strips.
   bool transpose_tiles = true;
+  // Gpu: stitched row kernels hold their rows in registers where they fit
+  // (held_rows.h); tests and comparisons turn it off (STITCH_HELD_ROWS=0).
+  bool held_rows = default_held_rows();
+  static bool default_held_rows();
   // Cpu: the L2 of one core, in bytes (default_cpu_l2_bytes: the machine's).
   // A block under warp-per-row takes fewer warps when its rows would fill
   // more than a quarter of it (docs/schedule.md, Warps a block by the L2).

@@ -95,5 +95,32 @@ TEST(RowScheduleCuda, BlockPerRowCompiles) { check_kind(RowScheduleKind::BlockPe
 TEST(RowScheduleCuda, WarpPerRowCompiles) { check_kind(RowScheduleKind::WarpPerRow); }
 TEST(RowScheduleCuda, MultiRowPerWarpCompiles) { check_kind(RowScheduleKind::MultiRowPerWarp); }
 
+// Rows held in registers in vectors (docs/schedule.md, Rows in registers): the
+// aligned copy of the body moves 16 bytes a load and a store, the other copy
+// (buffers a view left unaligned) one element at a time.
+TEST(RowScheduleCuda, HeldRowsMoveSixteenBytesAtATime) {
+  for (const char* dtype : {"f32", "bf16"}) {
+    SCOPED_TRACE(dtype);
+    const Graph g = parse_module(fmt::format("graph held_{0}(x: {0}[64, 1024], g: {0}[1024]) -> ({0}[64, 1024]) {{\n"
+                                             "  y = rms_norm(x, g, axes=[-1], eps=1e-6)\n  return y\n}}\n",
+                                             dtype))
+                        .graphs.front();
+    LoweredKernels lowered = lower_for_cuda(g, PlannerKind::Stitch, identifier("k_" + g.name()), RowScheduleTarget::gpu());
+    ASSERT_EQ(lowered.kernels.size(), 1u);
+    const std::string text = codegen::cuda::emit_cuda(lowered.kernels[0]);
+    EXPECT_TRUE(contains(text, "__builtin_assume_aligned(in_x_arg, 16)")) << text;
+    EXPECT_TRUE(contains(text, "__ldg(reinterpret_cast<const uint4*>(&in_x[")) << text;
+    EXPECT_TRUE(contains(text, "__ldg(reinterpret_cast<const uint4*>(&in_g[")) << text;
+    const codegen::cuda::NvrtcResult r =
+        codegen::cuda::compile_with_nvrtc(codegen::cuda::emit_cuda_translation_unit(lowered.kernels), "sm_90", "held.cu");
+    ASSERT_TRUE(r.ok) << r.log;
+    const std::string ptx = ptx_entry(r.ptx, lowered.kernels[0].name);
+    EXPECT_TRUE(contains(ptx, "ld.global.nc.v4")) << ptx;
+    EXPECT_TRUE(contains(ptx, "st.global.v4")) << ptx;
+    // No shared row cache: the row stays in registers.
+    for (const kir::SharedBuffer& b : lowered.kernels[0].shared) EXPECT_FALSE(contains(b.name, "row_cache")) << b.name;
+  }
+}
+
 }  // namespace
 }  // namespace stitch::testing

@@ -16,9 +16,12 @@ namespace {
 using schedule::RowScheduleKind;
 using schedule::RowScheduleTarget;
 
+// Rows held in registers take no row cache (docs/schedule.md, Rows in
+// registers), so these kernels keep their rows in shared memory.
 kir::Kernel stitched(const std::string& text, RowScheduleKind kind) {
   RowScheduleTarget rows = RowScheduleTarget::gpu();
   rows.forced = kind;
+  rows.held_rows = false;
   const Graph g = parse_module(text).graphs.front();
   LoweredKernels lowered = lower_for_cuda(g, PlannerKind::Stitch, "k_" + g.name(), rows);
   EXPECT_TRUE(lowered.not_lowered.empty());
@@ -72,6 +75,7 @@ TEST(SharedArena, OverTheStaticLimitTheArenaIsDynamic) {
   device.shared_bytes_per_block_optin = 232448;  // an H100's opt-in maximum
   RowScheduleTarget rows = RowScheduleTarget::for_device(device);
   rows.forced = RowScheduleKind::BlockPerRow;
+  rows.held_rows = false;
   EXPECT_EQ(rows.shared_budget_bytes(), 113 * 1024);
   LoweredKernels lowered = lower_for_cuda(g, PlannerKind::Stitch, "k_big", rows);
   ASSERT_TRUE(lowered.not_lowered.empty());
@@ -96,6 +100,7 @@ TEST(SharedArena, OverTheStaticLimitTheArenaIsDynamic) {
   // recomputed, and everything fits 48 KiB.
   RowScheduleTarget table = RowScheduleTarget::gpu();
   table.forced = RowScheduleKind::BlockPerRow;
+  table.held_rows = false;
   const kir::Kernel small = lower_for_cuda(g, PlannerKind::Stitch, "k_small", table).kernels.at(0);
   EXPECT_LE(small.shared_arena_bytes, kir::kStaticSharedBytes);
   EXPECT_FALSE(contains(codegen::cuda::emit_cuda(small), "extern __shared__"));

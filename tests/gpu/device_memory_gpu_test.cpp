@@ -56,12 +56,19 @@ class DeviceMemoryGpu : public GpuTest {
 
   // Runs `exe` on device copies of `inputs` into output buffers of the
   // caller's; the outputs downloaded from where they were asked to go.
-  std::vector<Tensor> run_at(CudaExecutable& exe, const Graph& g, const std::vector<Tensor>& inputs) {
-    std::vector<DeviceTensor> device;
+  // With `offset`, every input and output starts that many bytes into its
+  // allocation (a view's storage offset: not aligned beyond its element).
+  std::vector<Tensor> run_at(CudaExecutable& exe, const Graph& g, const std::vector<Tensor>& inputs, size_t offset = 0) {
+    std::vector<DeviceBuffer> device;
     std::vector<DeviceArrayView> views;
     for (const Tensor& t : inputs) {
-      device.push_back(runtime::cuda::upload(context(), t));
-      views.push_back({device.back().buffer.get(), t.dtype(), t.shape()});
+      device.emplace_back(context(), t.nbytes() + offset + 1);  // +1: never a null address
+      if (t.nbytes() > 0) {
+        EXPECT_EQ(context()->api().cuMemcpyHtoDAsync(device.back().get() + offset, t.raw(), t.nbytes(),
+                                                     context()->stream()),
+                  CUDA_SUCCESS);
+      }
+      views.push_back({device.back().get() + offset, t.dtype(), t.shape()});
     }
     context()->synchronize();
     std::vector<DeviceTensor> outputs(g.outputs().size());
@@ -71,22 +78,23 @@ class DeviceMemoryGpu : public GpuTest {
           DeviceTensor& out = outputs.at(i);
           out.dtype = dtype;
           out.shape = shape;
-          out.buffer = DeviceBuffer(context(), out.nbytes() + 1);  // +1: never a null address
-          return out.buffer.get();
+          out.buffer = DeviceBuffer(context(), out.nbytes() + offset + 1);
+          return out.buffer.get() + offset;
         },
         caller_stream());
     EXPECT_EQ(context()->api().cuStreamSynchronize(caller_stream()), CUDA_SUCCESS);
     std::vector<Tensor> got;
-    for (const DeviceTensor& t : outputs) got.push_back(download_exact(t));
+    for (const DeviceTensor& t : outputs) got.push_back(download_exact(t, offset));
     return got;
   }
 
  private:
-  Tensor download_exact(const DeviceTensor& t) {
+  Tensor download_exact(const DeviceTensor& t, size_t offset) {
     Tensor host(t.dtype, t.shape);
     if (host.nbytes() > 0) {
-      EXPECT_EQ(context()->api().cuMemcpyDtoHAsync(host.raw(), t.buffer.get(), host.nbytes(), context()->stream()),
-                CUDA_SUCCESS);
+      EXPECT_EQ(
+          context()->api().cuMemcpyDtoHAsync(host.raw(), t.buffer.get() + offset, host.nbytes(), context()->stream()),
+          CUDA_SUCCESS);
     }
     context()->synchronize();
     return host;
@@ -139,6 +147,31 @@ TEST_F(DeviceMemoryGpu, ARejectedGatherIndexIsTheInterpretersUserError) {
     for (int64_t e = 0; e < 4; ++e) good.set_i64(e, 4 - e);
     EXPECT_EQ(compare_outputs(g, {}, run_at(exe, g, {x, good}), interpret(g, {x, good})), "");
   });
+}
+
+// Rows held in registers move 16-byte vectors where every buffer is aligned
+// (docs/schedule.md, Rows in registers); a view PyTorch passes by address may
+// start anywhere its element may, and the same kernel then takes its other
+// copy of the body, one element at a time. Both against the interpreter.
+TEST_F(DeviceMemoryGpu, HeldRowsRunRightAtAddressesThatAreNotAligned) {
+  for (const char* text : {R"(graph held_f32(x: f32[5, 1024], g: f32[1024]) -> (f32[5, 1024], f32[5, 1024]) {
+  y = softmax(x, axis=-1)
+  z = rms_norm(x, g, axes=[-1], eps=1e-6)
+  return y, z
+})",
+                           R"(graph held_bf16(x: bf16[5, 1024], g: bf16[1024]) -> (bf16[5, 1024]) {
+  y = rms_norm(x, g, axes=[-1], eps=1e-6)
+  return y
+})"}) {
+    for_each_planner(text, [&](CudaExecutable& exe, const Graph& g) {
+      const std::vector<Tensor> inputs = seeded_inputs(g, 12, {});
+      const std::vector<Tensor> want = interpret(g, inputs);
+      for (size_t offset : {0, 4, 8}) {
+        SCOPED_TRACE(offset);
+        EXPECT_EQ(compare_outputs(g, {}, run_at(exe, g, inputs, offset), want), "") << g.name();
+      }
+    });
+  }
 }
 
 // An empty parameter returned as is (its device address may be null) is an

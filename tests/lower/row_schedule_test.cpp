@@ -134,10 +134,13 @@ TEST(RowScheduleOnCpu, WarpPerRowMatchesInterpreter) { check_kind(RowScheduleKin
 TEST(RowScheduleOnCpu, MultiRowPerWarpMatchesInterpreter) { check_kind(RowScheduleKind::MultiRowPerWarp); }
 
 // The lowered kernel of `text` (one row group) under `kind`.
+// Rows are not held in registers here, so the shared-memory row cache shows
+// (held rows: held_rows_test.cpp).
 kir::Kernel lowered(const std::string& text, RowScheduleKind kind) {
   const Graph g = canonicalize(parse_module(text).graphs.front());
   RowScheduleTarget rows = RowScheduleTarget::gpu();
   rows.forced = kind;
+  rows.held_rows = false;
   std::vector<LoweredGroup> groups = lower_plan(g, plan(g, PlannerKind::Stitch), "k", rows);
   EXPECT_EQ(groups.size(), 1u);
   EXPECT_TRUE(groups.at(0).kernel) << groups.at(0).not_lowered_reason;

@@ -735,6 +735,10 @@ void simplify_stmt(Stmt& stmt, Simplifier& s) {
     for (Expr& e : st->index) e = s.simplify(e);
     st->index = s.linearized(st->buffer, st->index);
     st->value = s.simplify(st->value);
+  } else if (auto* v = std::get_if<kir::VectorMoveStmt>(&stmt.node)) {
+    for (Expr& e : v->index) e = s.simplify(e);
+    v->index = s.linearized(v->buffer, v->index);
+    v->array_first = s.simplify(v->array_first);
   } else if (auto* p = std::get_if<kir::PrefetchStmt>(&stmt.node)) {
     p->first = s.simplify(p->first);
     p->count = s.simplify(p->count);
@@ -775,6 +779,9 @@ void count_uses(const StmtList& stmts, std::map<std::string, int>& uses) {
     } else if (const auto* st = std::get_if<kir::StoreStmt>(&stmt.node)) {
       for (const Expr& e : st->index) use(e);
       use(st->value);
+    } else if (const auto* v = std::get_if<kir::VectorMoveStmt>(&stmt.node)) {
+      for (const Expr& e : v->index) use(e);
+      use(v->array_first);
     } else if (const auto* p = std::get_if<kir::PrefetchStmt>(&stmt.node)) {
       use(p->first);
       use(p->count);

@@ -216,6 +216,29 @@ class KernelEmitter : private common::SourceWriter {
     line(fmt::format("{}[{}] = {};", var_text(s.buffer), expr(s.index.at(0)), value));
   }
 
+  // One element at a time (no kernel for the CPU asks for vectors yet).
+  void emit(const kir::VectorMoveStmt& s) {
+    const kir::BufferParam* b = k_.find_buffer(s.buffer);
+    STITCH_ASSERT(b != nullptr, "a vector move of '" + s.buffer + "', not a buffer");
+    std::vector<Expr> index = s.index;
+    index.back() = index.back() + kir::var("stitch_vk");
+    const std::string element = fmt::format("{}[{}]", s.buffer, global_offset(*b, index));
+    const std::string slot = fmt::format("{}[{} + stitch_vk]", var_text(s.array), expr(s.array_first));
+    line(fmt::format("for (int64_t stitch_vk = 0; stitch_vk < {}; ++stitch_vk) {{", s.count));
+    if (!s.store) {
+      std::string value = element;
+      if (b->dtype == DType::f16) value = fmt::format("stitch_f16_bits_to_f32({})", element);
+      if (b->dtype == DType::bf16) value = fmt::format("stitch_bf16_bits_to_f32({})", element);
+      line(fmt::format("  {} = {};", slot, value));
+    } else {
+      std::string value = slot;
+      if (b->dtype == DType::f16) value = fmt::format("stitch_to_f16_bits({})", slot);
+      if (b->dtype == DType::bf16) value = fmt::format("stitch_to_bf16_bits({})", slot);
+      line(fmt::format("  {} = {};", element, value));
+    }
+    line("}");
+  }
+
   // Row-major buffers only: a strided one's linear range is not its memory's.
   void emit(const kir::PrefetchStmt& s) {
     const kir::BufferParam* b = k_.find_buffer(s.buffer);

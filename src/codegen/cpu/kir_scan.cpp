@@ -36,6 +36,11 @@ void collect_names(const Stmt& s, std::set<std::string>& names) {
           names.insert(n.buffer);
           for (const Expr& i : n.index) collect_names(i, names);
           collect_names(n.value, names);
+        } else if constexpr (std::is_same_v<T, kir::VectorMoveStmt>) {
+          names.insert(n.buffer);
+          names.insert(n.array);
+          for (const Expr& i : n.index) collect_names(i, names);
+          collect_names(n.array_first, names);
         } else if constexpr (std::is_same_v<T, kir::PrefetchStmt>) {
           names.insert(n.buffer);
           collect_names(n.first, names);

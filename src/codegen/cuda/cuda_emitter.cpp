@@ -95,8 +95,8 @@ class KernelEmitter : private common::SourceWriter {
       // Distinct buffers (the executable never passes overlapping ones), so
       // __restrict__: loads may move past stores and read-only ones take the
       // non-coherent path. Not where the caller could not prove it.
-      params.push_back(fmt::format("{}{}* {}{}", read_only ? "const " : "", storage_type(b.dtype),
-                                   b.may_alias ? "" : "__restrict__ ", b.name));
+      params.push_back(fmt::format("{}{}* {}{}{}", read_only ? "const " : "", storage_type(b.dtype),
+                                   b.may_alias ? "" : "__restrict__ ", b.name, k_.aligned_bytes > 0 ? "_arg" : ""));
     }
     for (const kir::ScalarParam& s : k_.scalars) {
       check_identifier(s.name);
@@ -149,7 +149,39 @@ class KernelEmitter : private common::SourceWriter {
     }
     note_extent(f.var, f.extent);
     line(fmt::format("const int64_t {} = blockIdx.x;", f.var));
+    if (k_.aligned_bytes > 0) return emit_aligned_or_not(f.body);
     emit_body(f.body);
+  }
+
+  // Kernel::aligned_bytes: the body twice, under a test of every buffer's
+  // address. The first copy's buffers are declared aligned, so the compiler
+  // may merge a thread's consecutive elements into vector loads and stores;
+  // the second runs the same code on buffers that are not (a view's offset).
+  void emit_aligned_or_not(const StmtList& body) {
+    std::string addresses;
+    for (const kir::BufferParam& b : k_.buffers) {
+      addresses += fmt::format("{}reinterpret_cast<unsigned long long>({}_arg)", addresses.empty() ? "" : " | ", b.name);
+    }
+    line(fmt::format("if ((({}) & {}ull) == 0) {{", addresses.empty() ? "0ull" : addresses, k_.aligned_bytes - 1));
+    ++depth_;
+    for (const kir::BufferParam& b : k_.buffers) {
+      const std::string type = fmt::format("{}{}*", b.access == kir::Access::Read ? "const " : "", storage_type(b.dtype));
+      line(fmt::format("{0} {1}{2} = static_cast<{0}>(__builtin_assume_aligned({2}_arg, {3}));", type,
+                       b.may_alias ? "" : "__restrict__ ", b.name, k_.aligned_bytes));
+    }
+    aligned_body_ = true;
+    emit_body(body);
+    aligned_body_ = false;
+    --depth_;
+    line("} else {");
+    ++depth_;
+    for (const kir::BufferParam& b : k_.buffers) {
+      const std::string type = fmt::format("{}{}*", b.access == kir::Access::Read ? "const " : "", storage_type(b.dtype));
+      line(fmt::format("{} {}{} = {}_arg;", type, b.may_alias ? "" : "__restrict__ ", b.name, b.name));
+    }
+    emit_body(body);
+    --depth_;
+    line("}");
   }
 
   void emit_body(const StmtList& body) {
@@ -247,13 +279,69 @@ class KernelEmitter : private common::SourceWriter {
   void emit(const kir::StoreStmt& s) {
     std::string value = expr(s.value);
     if (const kir::BufferParam* b = k_.find_buffer(s.buffer)) {
-      // The value of an f16/bf16 expression is already rounded: the conversion is exact.
-      if (b->dtype == DType::f16) value = fmt::format("__float2half_rn({})", value);
-      if (b->dtype == DType::bf16) value = fmt::format("__float2bfloat16_rn({})", value);
-      line(fmt::format("{}[{}] = {};", s.buffer, global_offset(*b, s.index), value));
+      line(fmt::format("{}[{}] = {};", s.buffer, global_offset(*b, s.index), narrow(*b, value)));
       return;
     }
     line(fmt::format("{}[{}] = {};", s.buffer, expr(s.index.at(0)), value));
+  }
+
+  // In the aligned copy of the body (Kernel::aligned_bytes) a dense buffer's
+  // elements move as one vector of `count` x their size bytes (16, 8 or 4),
+  // else one by one.
+  void emit(const kir::VectorMoveStmt& s) {
+    const kir::BufferParam* b = k_.find_buffer(s.buffer);
+    STITCH_ASSERT(b != nullptr, "a vector move of '" + s.buffer + "', not a buffer");
+    const int64_t bytes = s.count * static_cast<int64_t>(dtype_size(b->dtype));
+    const std::string first = expr(s.array_first);
+    if (aligned_body_ && b->strides.empty() && (bytes == 16 || bytes == 8 || bytes == 4) && k_.aligned_bytes % bytes == 0) {
+      const std::string word = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned int";
+      const std::string at = fmt::format("{}[{}]", s.buffer, global_offset(*b, s.index));
+      line("{");
+      ++depth_;
+      if (!s.store) {
+        // A buffer the kernel only reads takes the read-only path (ld.global.nc), as its scalar loads do.
+        const std::string pointer = fmt::format("reinterpret_cast<const {}*>(&{})", word, at);
+        line(fmt::format("const {} stitch_v = {};", word,
+                         b->access == kir::Access::Read && !b->may_alias ? fmt::format("__ldg({})", pointer) : "*" + pointer));
+        line(fmt::format("const {}* stitch_e = reinterpret_cast<const {}*>(&stitch_v);", storage_type(b->dtype),
+                         storage_type(b->dtype)));
+        for (int64_t k = 0; k < s.count; ++k) {
+          line(fmt::format("{}[{} + {}] = {};", s.array, first, k, widen(*b, fmt::format("stitch_e[{}]", k))));
+        }
+      } else {
+        line(fmt::format("{} stitch_v;", word));
+        line(fmt::format("{}* stitch_e = reinterpret_cast<{}*>(&stitch_v);", storage_type(b->dtype),
+                         storage_type(b->dtype)));
+        for (int64_t k = 0; k < s.count; ++k) {
+          line(fmt::format("stitch_e[{}] = {};", k, narrow(*b, fmt::format("{}[{} + {}]", s.array, first, k))));
+        }
+        line(fmt::format("*reinterpret_cast<{}*>(&{}) = stitch_v;", word, at));
+      }
+      --depth_;
+      line("}");
+      return;
+    }
+    for (int64_t k = 0; k < s.count; ++k) {
+      std::vector<Expr> index = s.index;
+      index.back() = index.back() + k;
+      const std::string element = fmt::format("{}[{}]", s.buffer, global_offset(*b, index));
+      const std::string slot = fmt::format("{}[{} + {}]", s.array, first, k);
+      line(s.store ? fmt::format("{} = {};", element, narrow(*b, slot))
+                   : fmt::format("{} = {};", slot, widen(*b, element)));
+    }
+  }
+
+  // A stored element of buffer `b` from its compute-type value (already
+  // rounded to an f16/bf16 value: the conversion is exact), and back.
+  static std::string narrow(const kir::BufferParam& b, const std::string& value) {
+    if (b.dtype == DType::f16) return fmt::format("__float2half_rn({})", value);
+    if (b.dtype == DType::bf16) return fmt::format("stitch_bf16_of_rounded({})", value);
+    return value;
+  }
+  static std::string widen(const kir::BufferParam& b, const std::string& element) {
+    if (b.dtype == DType::f16) return fmt::format("__half2float({})", element);
+    if (b.dtype == DType::bf16) return fmt::format("stitch_bf16_to_float({})", element);
+    return element;
   }
 
   // A CPU hint (kir::PrefetchStmt): the GPU hides latency with its warps.
@@ -390,10 +478,7 @@ class KernelEmitter : private common::SourceWriter {
 
   std::string load(const Expr& e) {
     if (const kir::BufferParam* b = k_.find_buffer(e->name)) {
-      const std::string element = fmt::format("{}[{}]", e->name, global_offset(*b, e->operands));
-      if (b->dtype == DType::f16) return fmt::format("__half2float({})", element);
-      if (b->dtype == DType::bf16) return fmt::format("__bfloat162float({})", element);
-      return element;
+      return widen(*b, fmt::format("{}[{}]", e->name, global_offset(*b, e->operands)));
     }
     return fmt::format("{}[{}]", e->name, expr(e->operands.at(0)));
   }
@@ -422,6 +507,7 @@ class KernelEmitter : private common::SourceWriter {
   }
 
   const Kernel& k_;
+  bool aligned_body_ = false;  // emitting the aligned copy of the body (emit_aligned_or_not)
   std::set<std::string> assigned_;     // locals ever assigned: their let value is not a range
   std::map<std::string, Range> ranges_;  // i64 names with known bounds (names are unique per kernel)
   std::map<std::string, const kir::LetStmt*> index_lets_;  // collect_index_lets

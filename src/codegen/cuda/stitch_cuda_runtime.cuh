@@ -62,8 +62,17 @@ STITCH_DEVICE T stitch_nan() {
 // __double2bfloat16 rounds to odd through float on sm_80, which is exact).
 STITCH_DEVICE float stitch_round_f16(float x) { return __half2float(__float2half_rn(x)); }
 STITCH_DEVICE float stitch_round_f16(double x) { return __half2float(__double2half(x)); }
-STITCH_DEVICE float stitch_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-STITCH_DEVICE float stitch_round_bf16(double x) { return __bfloat162float(__double2bfloat16(x)); }
+// bf16 is the upper half of an f32: widening is a shift (the toolkit's
+// conversion is a cvt, which issues at a quarter of an integer op's rate), and
+// a value already rounded to bf16 narrows by dropping its lower half, exactly.
+STITCH_DEVICE float stitch_bf16_to_float(__nv_bfloat16 h) {
+  return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(h)) << 16);
+}
+STITCH_DEVICE __nv_bfloat16 stitch_bf16_of_rounded(float x) {
+  return __ushort_as_bfloat16(static_cast<unsigned short>(__float_as_uint(x) >> 16));
+}
+STITCH_DEVICE float stitch_round_bf16(float x) { return stitch_bf16_to_float(__float2bfloat16_rn(x)); }
+STITCH_DEVICE float stitch_round_bf16(double x) { return stitch_bf16_to_float(__double2bfloat16(x)); }
 #endif
 
 // Integers above 2^53 round on the way to double; rounding to odd there makes the
@@ -171,21 +180,28 @@ STITCH_DEVICE T stitch_ipow(T base, T exponent) {
 
 // ---- max / min / clamp: NaN in either operand gives NaN; ties return the first ----
 
+// Selects, not branches: a branch per element would end a basic block, and
+// the loads of an unrolled row (a row held in registers) could no longer be
+// issued together.
 template <class T>
 STITCH_DEVICE T stitch_max(T a, T b) {
+  const T larger = b > a ? b : a;
   if constexpr (stitch_is_float<T>::value) {
-    if (a != a) return a;
-    if (b != b) return b;
+    const T nan = a != a ? a : b;
+    return (a != a) | (b != b) ? nan : larger;
+  } else {
+    return larger;
   }
-  return b > a ? b : a;
 }
 template <class T>
 STITCH_DEVICE T stitch_min(T a, T b) {
+  const T smaller = b < a ? b : a;
   if constexpr (stitch_is_float<T>::value) {
-    if (a != a) return a;
-    if (b != b) return b;
+    const T nan = a != a ? a : b;
+    return (a != a) | (b != b) ? nan : smaller;
+  } else {
+    return smaller;
   }
-  return b < a ? b : a;
 }
 template <class T>
 STITCH_DEVICE T stitch_clamp(T x, T lo, T hi) { return stitch_min<T>(stitch_max<T>(x, lo), hi); }

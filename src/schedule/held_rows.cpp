@@ -61,31 +61,21 @@ std::set<int> held_values(const Graph& g, const FusionGroup& group, const std::v
   // Values that read an input of the row's shape; the others (LayerNorm's
   // broadcast gamma) are the same for every row and cheap to read again.
   std::set<int> per_row;
-  for (int n : group.nodes) {
-    const Node& node = g.nodes()[static_cast<size_t>(n)];
-    for (ValueId v : node.inputs) {
-      const int producer = g.value(v).producer;
-      const bool outside = producer < 0 || !group.contains(producer);
-      if ((outside && g.type(v).shape == domain.shape) || per_row.count(v.index)) per_row.insert(node.output.index);
-    }
-    if (is_reduction(node.op)) {
-      ready[node.output.index] = read_in.at(n) + 1;
-      continue;
-    }
-    int at = 0;
-    for (ValueId v : node.inputs) at = std::max(at, ready.count(v.index) ? ready.at(v.index) : 0);
-    ready[node.output.index] = at;
-    read_in[n] = at;
-  }
   std::set<int> values;
   for (int n : group.nodes) {
     const Node& node = g.nodes()[static_cast<size_t>(n)];
+    int at = 0;
+    for (ValueId v : node.inputs) at = std::max(at, ready.count(v.index) ? ready.at(v.index) : 0);
+    if (!is_reduction(node.op)) read_in[n] = at;
+    ready[node.output.index] = is_reduction(node.op) ? read_in.at(n) + 1 : at;
     for (ValueId v : node.inputs) {
       const int producer = g.value(v).producer;
       const bool outside = producer < 0 || !group.contains(producer);
-      if (g.type(v).shape != domain.shape || (!outside && is_reduction(g.nodes()[static_cast<size_t>(producer)].op))) continue;
-      if (!outside && !per_row.count(v.index)) continue;
-      if ((outside || ready.at(v.index) == 0) && read_in.at(n) >= 1) values.insert(v.index);
+      const bool row_shaped = g.type(v).shape == domain.shape;
+      if ((outside && row_shaped) || per_row.count(v.index)) per_row.insert(node.output.index);
+      // Read again in a later phase, with no total in it: an input, or a per-row value of the first phase.
+      const bool first_phase = outside || (per_row.count(v.index) && ready.at(v.index) == 0);
+      if (row_shaped && first_phase && read_in.at(n) >= 1) values.insert(v.index);
     }
   }
   for (int r : group.roots) {

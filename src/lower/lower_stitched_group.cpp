@@ -225,8 +225,8 @@ class StitchedLowerer {
       if (outside(held_[k])) ex_.hold(ValueId{held_[k]});
     }
     // Vector steps stage each full root's elements, then store them as one
-    // vector; inputs broadcast along the rows (LayerNorm's gamma) are loaded
-    // a vector at a time too.
+    // vector; the inputs read along the row and not held (LayerNorm's gamma,
+    // a residual LayerNorm's x) are loaded a vector at a time too.
     if (held_vector_ > 1) {
       for (size_t k = 0; k < full_roots_.size(); ++k) {
         kb_.local_array("row_out" + std::to_string(k), g_.type(full_roots_[k].value).dtype, held_vector_);

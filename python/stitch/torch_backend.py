@@ -31,6 +31,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 import stitch
+from stitch._stitch import PlainCall
 
 from .torch_lowering import LOWERINGS, lower_partition, lowering_refusal
 from .torch_lowering_attention import ATTENTION_OPS
@@ -355,7 +356,11 @@ def _compile_graph(gm, kind, options, attention_before=0):
             pstats = PartitionStats(f"torch_g{graph_id}_{node.target}", ops, device)
             pstats.report = report
             stats.partitions.append(pstats)
-            setattr(gm, node.target, _StitchPartition(sub, pstats, options))
+            partition = _StitchPartition(sub, pstats, options)
+            setattr(gm, node.target, partition)
+            # Found in the instance's dict, the generated forward's `self.stitch_0`
+            # skips nn.Module.__getattr__ (0.5 us a partition call).
+            gm.__dict__[node.target] = partition
         elif node.op == "call_function" and node.target is not operator.getitem:
             stats.torch_ops[str(node.target)] += 1
             if not (keep_products and _keep_product_output(gm, node)):
@@ -477,10 +482,11 @@ class _Specialisation:
         # to the tensors over them.
         self.kept_at = []
         self.kept = []
-        # The common call (_run_plain): static shapes, on the CPU, no argument or
-        # output that is a permute.
-        self.plain = (exe is not None and symbolic is None and devices is None and inverse is None
-                      and all(getattr(shape, "order", None) is None for shape in declared))
+        # The common call (_run_plain), a PlainCall, or None: static shapes, on the
+        # CPU, no argument or output that is a permute.
+        plain = (exe is not None and symbolic is None and devices is None and inverse is None
+                 and all(getattr(shape, "order", None) is None for shape in declared))
+        self.plain = PlainCall(exe, params, _storage_use_count, _KEPT_OUTPUT_SETS) if plain else None
 
 
 _KEPT_OUTPUT_SETS = 2
@@ -528,18 +534,17 @@ def _keep(spec, kept):
 
 
 def _run_plain(spec, args):
-    """_run_at for the common call (a specialisation's `plain`): the same steps
-    without the branches the others need (measured: docs/torch.md, Not yet)."""
-    inputs = []
-    for i in spec.params:
-        t = args[i]
-        if not t.is_contiguous():
-            return _run_at(spec, args)
-        inputs.append(t.data_ptr())
-    kept = _output_tensors(spec, None)
-    spec.exe.run_at(inputs, kept[3], None)
-    _keep(spec, kept)
-    return tuple([t.detach() for t in kept[0]])
+    """_run_at for the common call (a specialisation's `plain`) where its PlainCall
+    could not: an argument is not contiguous, or no kept output set is free (a
+    new set is adopted). The PlainCall does the common call's steps in one C++
+    call (measured: docs/torch.md, Not yet)."""
+    if not all(args[i].is_contiguous() for i in spec.params):
+        return _run_at(spec, args)
+    spec.plain.adopt([torch.empty(shape, dtype=dtype) for shape, dtype in spec.outputs])
+    out = spec.plain(args)
+    if out is None:
+        raise RuntimeError(f"stitch: internal error: partition {spec.exe!r} found no free output set after adopting one")
+    return out
 
 
 def _run_at(spec, args, stats=None):
@@ -686,8 +691,9 @@ class _StitchPartition(torch.nn.Module):
             return self.module(*args)
         if _profiling:
             return self._timed(spec, args)
-        if spec.plain and by_address:
-            return _run_plain(spec, args)
+        if spec.plain is not None and by_address:
+            out = spec.plain(args)
+            return _run_plain(spec, args) if out is None else out
         if _calls_by_address(spec):
             return _run_at(spec, args)
         return _results(spec, _run(spec, _host_arrays(spec, args)))

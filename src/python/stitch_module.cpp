@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "by_address.h"
 #include "stitch/stitch.h"
 
 namespace py = pybind11;
@@ -24,6 +25,7 @@ namespace {
 
 using stitch::DType;
 using stitch::Tensor;
+using stitch_python::PyExecutable;
 
 // numpy's name for each dtype; bf16's is ml_dtypes' (numpy has none).
 const char* numpy_name(DType t) {
@@ -355,107 +357,6 @@ struct PyGraphBuilder {
   }
 };
 
-// A compiled graph, shared so Python can hold it freely (Executable is move-only).
-struct PyExecutable {
-  std::shared_ptr<stitch::Executable> exe;
-  // run_at's view of the graph, made on its first call: every parameter's and
-  // output's dtype and static shape.
-  struct StaticType {
-    DType dtype;
-    std::vector<int64_t> shape;
-    size_t nbytes() const {
-      size_t n = stitch::dtype_size(dtype);
-      for (int64_t d : shape) n *= static_cast<size_t>(d);
-      return n;
-    }
-  };
-  std::optional<std::pair<std::vector<StaticType>, std::vector<StaticType>>> static_types;
-};
-
-// A value's dtype and shape: static, or with its symbols from `symbols`
-// (every symbol of the graph bound there, else a UserError naming the one missing).
-PyExecutable::StaticType bound_type(const stitch::Graph& g, stitch::ValueId v, const std::string& what,
-                                    const stitch::SymbolBindings* symbols) {
-  PyExecutable::StaticType t{g.type(v).dtype, {}};
-  for (const stitch::Dim& d : g.type(v).shape) {
-    if (d.is_static()) {
-      t.shape.push_back(d.extent());
-      continue;
-    }
-    if (!symbols || !symbols->contains(d.name())) {
-      throw stitch::UserError("run_at: " + what + " has the symbol " + d.name() + ", which `symbols` does not bind");
-    }
-    const int64_t extent = symbols->at(d.name());
-    stitch::check_extent("run_at: symbol " + d.name(), extent);
-    t.shape.push_back(extent);
-  }
-  return t;
-}
-
-std::pair<std::vector<PyExecutable::StaticType>, std::vector<PyExecutable::StaticType>> bound_types(
-    const stitch::Graph& g, const stitch::SymbolBindings* symbols) {
-  std::vector<PyExecutable::StaticType> params, results;
-  for (size_t i = 0; i < g.params().size(); ++i) {
-    params.push_back(bound_type(g, g.params()[i], "parameter " + std::to_string(i), symbols));
-  }
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    results.push_back(bound_type(g, g.outputs()[i].value, "output " + std::to_string(i), symbols));
-  }
-  if (symbols) {
-    for (size_t i = 0; i < params.size(); ++i) {
-      stitch::check_tensor_size("run_at: parameter " + std::to_string(i), params[i].dtype, params[i].shape);
-    }
-    for (size_t i = 0; i < results.size(); ++i) {
-      stitch::check_tensor_size("run_at: output " + std::to_string(i), results[i].dtype, results[i].shape);
-    }
-  }
-  return {std::move(params), std::move(results)};
-}
-
-// Executable.run_at: the graph on memory given by address (docs/python.md,
-// Running on memory by address), for a caller that owns it and knows its
-// layout, such as the torch backend: no conversion, no check but the count
-// and that no output overlaps an input. A graph with symbolic dims takes their
-// extents in `symbols` (the types of a static graph are made once and kept).
-void run_at(PyExecutable& self, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
-            const std::optional<stitch::SymbolBindings>& symbols, bool device, uintptr_t stream) {
-  const stitch::Graph& g = self.exe->graph();
-  std::optional<std::pair<std::vector<PyExecutable::StaticType>, std::vector<PyExecutable::StaticType>>> bound;
-  if (symbols && !symbols->empty()) {
-    bound.emplace(bound_types(g, &*symbols));
-  } else if (!self.static_types) {
-    self.static_types.emplace(bound_types(g, nullptr));
-  }
-  const auto& [params, results] = bound ? *bound : *self.static_types;
-  if (inputs.size() != params.size() || outputs.size() != results.size()) {
-    throw stitch::UserError("run_at: " + std::to_string(inputs.size()) + " inputs and " + std::to_string(outputs.size()) +
-                            " outputs for a graph of " + std::to_string(params.size()) + " parameters and " +
-                            std::to_string(results.size()) + " outputs");
-  }
-  std::vector<stitch::ArrayView> views;
-  for (size_t i = 0; i < params.size(); ++i) {
-    views.push_back({reinterpret_cast<std::byte*>(inputs[i]), params[i].dtype, params[i].shape.data(),
-                     static_cast<int>(params[i].shape.size())});
-  }
-  auto at = [&](size_t i, DType, const std::vector<int64_t>&) { return reinterpret_cast<std::byte*>(outputs.at(i)); };
-  if (device) {  // the CUDA executable checks the outputs against the inputs itself
-    py::gil_scoped_release released;
-    self.exe->run_on_device(views, at, stream);
-    return;
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const auto* begin = reinterpret_cast<const std::byte*>(outputs[i]);
-    const auto* end = begin + results[i].nbytes();
-    for (const stitch::ArrayView& in : views) {
-      if (begin < in.data + in.nbytes() && in.data < end) {
-        throw stitch::UserError("run_at: output " + std::to_string(i) + " overlaps an input");
-      }
-    }
-  }
-  py::gil_scoped_release released;
-  self.exe->run_into(views, at);
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_stitch, m) {
@@ -640,7 +541,8 @@ PYBIND11_MODULE(_stitch, m) {
       py::arg("path"), py::arg("known_inputs") = std::map<std::string, py::array>{},
       "Imports an ONNX model (opsets 13 to 17)");
 
-  py::class_<PyExecutable>(m, "Executable", "A graph compiled for a back end: call it on numpy arrays")
+  py::class_<PyExecutable> executable(m, "Executable", "A graph compiled for a back end: call it on numpy arrays");
+  executable
       .def(
           "__call__",
           [](PyExecutable& self, const py::args& args, const py::object& out) -> py::object {
@@ -710,20 +612,13 @@ PYBIND11_MODULE(_stitch, m) {
           "Runs the graph: one array per parameter in (numpy, or anything with __dlpack__ in CPU memory; read in "
           "place when C-contiguous), one numpy array per output out (a tuple when several), or written into the "
           "arrays of out=")
-      .def("run_at", &run_at, py::arg("inputs"), py::arg("outputs"), py::arg("symbols") = py::none(),
-           py::kw_only(), py::arg("device") = false, py::arg("stream") = 0,
-           "Runs the graph on memory given by address: each input a dense row-major array of its parameter's dtype "
-           "and shape at that address, each output written at its address; a graph with symbolic dims takes their "
-           "extents in `symbols` (a dict). Nothing is checked but the counts, the symbols and that outputs do not "
-           "overlap inputs: for callers that own the memory. device=True (a cuda executable): the addresses are "
-           "device memory of device 0, and the work runs after what `stream` (a CUstream as an int, 0 the legacy "
-           "default stream) has queued and before what is queued on it next, without waiting for the device")
       .def_property_readonly("backend", [](const PyExecutable& self) { return stitch::backend_name(self.exe->backend()); })
       .def_property_readonly("planner", [](const PyExecutable& self) { return self.exe->planner(); })
       .def_property_readonly("kernel_count", [](const PyExecutable& self) { return self.exe->kernel_count(); },
                              "Kernels launched plus library calls per run")
       .def_property_readonly("plan", [](const PyExecutable& self) { return self.exe->plan_text(); })
       .def_property_readonly("fallback", [](const PyExecutable& self) { return self.exe->fallback(); });
+  stitch_python::bind_by_address(m, executable);
 
   m.def(
       "compile",

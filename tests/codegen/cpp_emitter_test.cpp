@@ -65,6 +65,35 @@ TEST(CppEmitter, GoldenThreadRegionSplitAtBarrier) {
 )");
 }
 
+// A grid known to be one block enters no OpenMP region: entering one, even
+// under a false `if`, makes a team and wakes the pool (a futex call a run).
+TEST(CppEmitter, GoldenOneBlockGridRunsWithoutAParallelRegion) {
+  KernelBuilder kb("one_block");
+  kb.buffer_param("x", DType::f32, {int_const(8)}, Access::Read);
+  kb.buffer_param("y", DType::f32, {int_const(8)}, Access::Write);
+  kb.launch(int_const(1), 8);
+  kb.grid("b", int_const(1), [&](const Expr&) {
+    kb.block("t", 8, [&](const Expr& t) { kb.store("y", {t}, kb.load("x", {t})); });
+  });
+  EXPECT_EQ(emit_cpp_kernel(kb.finish()), R"(extern "C" void one_block(void* const* stitch_buffers, const int64_t* stitch_scalars) {
+  const float* __restrict__ const x = static_cast<const float*>(stitch_buffers[0]);
+  float* __restrict__ const y = static_cast<float*>(stitch_buffers[1]);
+  const int64_t stitch_grid = int64_t(1LL);
+  {
+    for (int64_t b = 0; b < stitch_grid; ++b) {
+      {  // thread region: 8 threads, 1 phase(s)
+        // phase 1 of 1
+        #pragma omp simd
+        for (int64_t t = 0; t < 8; ++t) {
+          y[t] = x[t];
+        }
+      }
+    }
+  }
+}
+)");
+}
+
 TEST(CppEmitter, TranslationUnitEmbedsTheHelperHeaderOnce) {
   const std::string tu = emit_cpp_translation_unit({rotate_kernel(), add_relu_kernel()});
   EXPECT_NE(tu.find("stitch_round_f64_to_narrow"), std::string::npos);

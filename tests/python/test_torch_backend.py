@@ -634,6 +634,36 @@ class Behaviour(StitchCase):
                 addresses.add(y.data_ptr())
             self.assertEqual(len(addresses), 2)
 
+    def test_the_plain_call_runs_only_into_a_free_set_of_contiguous_memory(self):
+        # stitch._stitch.PlainCall, the common partition call in one step: None (the
+        # caller's general way) for an argument that is not contiguous or when no kept
+        # set is free; never writes into memory a caller holds.
+        g = stitch.parse("graph g(a: f32[4, 8], b: f32[4, 8]) {\n  s = add(a, b)\n  p = mul(a, b)\n"
+                         "  return s, p\n}\n").graphs["g"]
+        call = stitch._stitch.PlainCall(stitch.compile(g, cache_dir=_cache), [2, 1], torch._C._storage_Use_Count, 1)
+        a, b = torch.randn(4, 8), torch.randn(4, 8)
+        self.assertIsNone(call(("unused", b, a)))  # no kept set yet
+        call.adopt([torch.empty(4, 8), torch.empty(4, 8)])
+        s, p = call(("unused", b, a))              # positions 2 and 1 are a and b
+        torch.testing.assert_close(s, a + b, **F32)
+        torch.testing.assert_close(p, a * b, **F32)
+        self.assertIsNone(call(("unused", b, a)))  # s and p hold the only set
+        del s
+        self.assertIsNone(call(("unused", b, a)))  # p still does
+        del p
+        self.assertIsNone(call(("unused", b, torch.randn(8, 4).t())))  # not contiguous
+        s, p = call(("unused", b * 2, a))
+        torch.testing.assert_close(p, a * b * 2, **F32)
+        del s, p
+        call.adopt([torch.empty(4, 8), torch.empty(4, 8)])  # keep=1: the older set goes
+        self.assertEqual(call.kept, 1)
+        with self.assertRaisesRegex(stitch.Error, "PlainCall.adopt: 1 tensors for 2 outputs"):
+            call.adopt([torch.empty(4, 8)])
+        with self.assertRaisesRegex(stitch.Error, "PlainCall: argument 2 of 1"):
+            call((a,))
+        with self.assertRaisesRegex(stitch.Error, "PlainCall: 1 argument positions for a graph of 2 parameters"):
+            stitch._stitch.PlainCall(stitch.compile(g, cache_dir=_cache), [0], torch._C._storage_Use_Count)
+
     def test_both_boundaries_on_one_specialisation(self):
         # By address (the default) and through numpy (by_address off, as CUDA and the
         # benchmark's comparison go) alternate on the same compiled partition.

@@ -18,6 +18,7 @@
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "dot_test_graphs.h"
+#include "group_fallback_case.h"
 #include "interpreter_differential.h"
 #include "tensor_compare.h"
 
@@ -116,6 +117,26 @@ TEST_F(ExecutableRuntime, RejectedFusedPlanFallsBackToTheUnfusedPlanLoudly) {
   EXPECT_NE(warnings[0].find("fusable"), std::string::npos) << warnings[0];
   EXPECT_EQ(exe.plan().planner, "none");
   EXPECT_EQ(exe.fallback(), warnings[0]);
+  expect_matches(exe, g, 32);
+}
+
+// One group that does not compile (the fused a..s of the stitch planner)
+// falls back alone: its ops run as one kernel each, the other group keeps its
+// fused kernel, and the warning names the group.
+TEST_F(ExecutableRuntime, ARejectedGroupFallsBackAloneLoudly) {
+  Graph g = canonical_graph(testing::kTwoChains);
+  std::vector<std::string> warnings;
+  CompileOptions options;
+  options.warn = [&](const std::string& w) { warnings.push_back(w); };
+  options.reject_group = testing::rejects_the_fused_exp(g);
+  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, *cache_, options);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("group 0 (4 ops; stitched: c = add(b, x)) did not compile alone (2 builds to find it)"),
+            std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("reject_group"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("the other 1 kernels stay fused"), std::string::npos) << warnings[0];
+  EXPECT_EQ(exe.fallback(), warnings[0]);
+  EXPECT_EQ(testing::two_chains_plan_problems(g, exe.plan()), "") << print_plan(g, exe.plan());
   expect_matches(exe, g, 32);
 }
 

@@ -19,6 +19,7 @@
 #include "gpu_context.h"
 #include "gpu_differential.h"
 #include "gpu_test_graphs.h"
+#include "group_fallback_case.h"
 #include "ir/canonicalize.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "stitch/error.h"
@@ -298,6 +299,26 @@ TEST_F(ExecutableGpu, RejectedFusedPlanFallsBackToTheUnfusedPlanLoudly) {
     EXPECT_GT(exe.kernel_count(), 0);
     expect_matches(exe, g);
   }
+}
+
+// One group that NVRTC rejects (the seam) falls back alone: its ops run as one
+// kernel each, the other group keeps its fused kernel, and the warning names
+// the group.
+TEST_F(ExecutableGpu, ARejectedGroupFallsBackAloneLoudly) {
+  const Graph g = canonical_graph(testing::kTwoChains);
+  ScratchDirectory dir("stitch-executable-gpu-test");
+  CubinCache cache(dir.path());
+  std::vector<std::string> warnings;
+  CudaCompileOptions options;
+  options.warn = [&](const std::string& w) { warnings.push_back(w); };
+  options.reject_group = testing::rejects_the_fused_exp(g);
+  CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), cache, options);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(contains(warnings[0], "did not compile alone (2 builds to find it)")) << warnings[0];
+  EXPECT_TRUE(contains(warnings[0], "reject_group")) << warnings[0];
+  EXPECT_EQ(exe.fallback(), warnings[0]);
+  EXPECT_EQ(testing::two_chains_plan_problems(g, exe.plan()), "") << print_plan(g, exe.plan());
+  expect_matches(exe, g);
 }
 
 TEST_F(ExecutableGpu, BothPlansRejectedRunsTheInterpreter) {

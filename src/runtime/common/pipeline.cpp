@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ir/attention_pattern.h"
 #include "ir/canonicalize.h"
 #include "ir/channels_last.h"
@@ -9,6 +11,7 @@
 #include "ir/composites_nn.h"
 #include "ir/conv_expand.h"
 #include "ir/split_reductions.h"
+#include "runtime/common/group_fallback.h"
 #include "stitch/error.h"
 #include "stitch/text.h"
 
@@ -90,9 +93,44 @@ void emit_stage(Compilation& c, const Backend& backend) {
   c.source = backend.emit(c.lowered.kernels);
 }
 
+// The ladder's first rung (group_fallback.h): the groups that do not build
+// alone run as one kernel per op, the rest keep their fused kernels. True when
+// that plan built (and is c's now); false leaves c for the next rung (the
+// unfused plan rebuilds every stage it needs).
+bool unfuse_failing_groups(Compilation& c, const Backend& backend, const std::string& what, std::string& note) {
+  if (c.planner == PlannerKind::None) return false;
+  const FailingGroups failing = locate_failing_groups(c, backend);
+  if (failing.groups.empty()) return false;
+  std::string groups;
+  for (int gi : failing.groups) {
+    const FusionGroup& group = c.plan.groups[static_cast<size_t>(gi)];
+    groups += fmt::format("{}group {} ({} ops; {}: {})", groups.empty() ? "" : ", ", gi, group.nodes.size(),
+                          group_kind_name(group.kind), describe_node(c.graph, group.roots.front()));
+  }
+  const std::string reason = "its fused group did not compile (fallback)";
+  const int kept = static_cast<int>(std::count_if(c.lowered.groups.begin(), c.lowered.groups.end(),
+                                                  [](const lower::LoweredGroup& l) { return l.kernel.has_value(); }) -
+                                    failing.groups.size());
+  c.plan = unfuse_groups(c.graph, c.plan, failing.groups, reason);
+  schedule_stage(c, backend);
+  lower_stage(c, backend);
+  emit_stage(c, backend);
+  std::string error;
+  if (!backend.build(c.source, c.lowered, error)) {
+    note += fmt::format("with {} unfused, it failed again:\n{}\n", groups, error);
+    return false;
+  }
+  c.fallback = fmt::format(
+      "compiling the fused {} of graph '{}' (planner {}) failed: {} did not compile alone ({} builds to find it):\n{}\n"
+      "its ops run as one kernel each; the other {} kernels stay fused",
+      what, c.graph.name(), planner_name(c.planner), groups, failing.builds, failing.error, kept);
+  report_warning(c.warn, c.fallback);
+  return true;
+}
+
 // The ladder of docs/executable.md (When the compiler rejects a plan): the planner's kernels, else
-// one kernel per op, else the reference interpreter, so a Stitch bug costs
-// speed, never the result.
+// the groups that fail unfused alone, else one kernel per op, else the
+// reference interpreter, so a Stitch bug costs speed, never the result.
 void compile_stage(Compilation& c, const Backend& backend) {
   STITCH_ASSERT(backend.build != nullptr, "the " + backend.name + " back end has no compiler");
   c.fallback.clear();
@@ -101,6 +139,7 @@ void compile_stage(Compilation& c, const Backend& backend) {
   if (backend.build(c.source, c.lowered, error)) return;
   const std::string what = backend.name == "cpu" ? "kernels" : "CUDA kernels";
   std::string note = fallback_note(c.graph, c.planner, what, error);
+  if (unfuse_failing_groups(c, backend, what, note)) return;
   if (c.planner != PlannerKind::None) {
     c.plan = plan_none(c.graph);
     c.search = {};

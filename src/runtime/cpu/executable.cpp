@@ -338,6 +338,12 @@ Backend cpu_backend(KernelCache& cache, const CompileOptions& options, CpuModule
       error = "the translation unit was rejected by CompileOptions::reject_plan (test seam)";
       return false;
     }
+    for (const lower::LoweredGroup& l : lowered.groups) {
+      if (l.kernel && options.reject_group && options.reject_group(lowered.plan.groups[static_cast<size_t>(l.group)])) {
+        error = fmt::format("the kernel of group {} was rejected by CompileOptions::reject_group (test seam)", l.group);
+        return false;
+      }
+    }
     try {
       module = cache.load_or_compile(source, options.compiler);
     } catch (const CompileError& e) {

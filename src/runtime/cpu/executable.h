@@ -50,6 +50,10 @@ struct CompileOptions {
   // system compiler had rejected its translation unit, so the fallback path
   // can be tested without a broken compiler.
   std::function<bool(const FusionPlan&)> reject_plan;
+  // Test seam: a translation unit holding the kernel of a group for which
+  // this returns true is treated as rejected too, so the fallback of one
+  // group can be tested.
+  std::function<bool(const FusionGroup&)> reject_group;
 };
 
 // Everything compile() derives from the graph's structure; shared (immutable)

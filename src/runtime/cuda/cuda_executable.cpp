@@ -124,6 +124,12 @@ Backend cuda_backend(const std::shared_ptr<CudaContext>& context, CubinCache& ca
       error = "the translation unit was rejected by CudaCompileOptions::reject_plan (test seam)";
       return false;
     }
+    for (const lower::LoweredGroup& l : lowered.groups) {
+      if (l.kernel && options.reject_group && options.reject_group(lowered.plan.groups[static_cast<size_t>(l.group)])) {
+        error = fmt::format("the kernel of group {} was rejected by CudaCompileOptions::reject_group (test seam)", l.group);
+        return false;
+      }
+    }
     try {
       module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), module_image_for(context->api())));
     } catch (const cpu::CompileError& e) {

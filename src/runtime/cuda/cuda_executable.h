@@ -48,6 +48,10 @@ struct CudaCompileOptions {
   // Test seam: a plan for which this returns true is treated as if NVRTC had
   // rejected its translation unit.
   std::function<bool(const FusionPlan&)> reject_plan;
+  // Test seam: a translation unit holding the kernel of a group for which
+  // this returns true is treated as rejected too, so the fallback of one
+  // group can be tested.
+  std::function<bool(const FusionGroup&)> reject_group;
   // Weave adjacent independent kernels into one launch at the PTX level
   // (docs/goptx.md, In Stitch): 1 on, 0 off, -1 as $STITCH_WEAVE says (off
   // when unset). Off by default: not yet measured on a GPU.

@@ -22,6 +22,9 @@ struct LoweredGroup {
   GroupSignature signature;           // meaningful only with a kernel
   std::string not_lowered_reason;     // set exactly when kernel is absent (and not a library group)
   schedule::GroupSchedule schedule;   // what the kernel follows (schedule_groups.h)
+  // Its kernel did not compile even alone: the reference interpreter runs the
+  // group (runtime/common/group_fallback.h); `kernel` is absent.
+  bool interpreted = false;
 };
 
 // One entry per group of `plan`, in plan order, each group's kernel built as

@@ -140,6 +140,30 @@ TEST_F(ExecutableRuntime, ARejectedGroupFallsBackAloneLoudly) {
   expect_matches(exe, g, 32);
 }
 
+// When the unfused group's exp does not compile even alone, the interpreter
+// runs that one op; the other unfused ops and the fused group keep kernels.
+TEST_F(ExecutableRuntime, AnOpThatDoesNotCompileAloneRunsOnTheInterpreter) {
+  Graph g = canonical_graph(testing::kTwoChains);
+  std::vector<std::string> warnings;
+  CompileOptions options;
+  options.warn = [&](const std::string& w) { warnings.push_back(w); };
+  options.reject_group = testing::rejects_every_exp(g);
+  options.plan.max_fusions = 999;  // another in-memory key than the test above
+  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, *cache_, options);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("its ops run as one kernel each; the other 1 kernels stay fused; of those, b = exp(a) did "
+                             "not compile even alone"),
+            std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("the reference interpreter runs it"), std::string::npos) << warnings[0];
+  EXPECT_EQ(testing::two_chains_plan_problems(g, exe.plan()), "") << print_plan(g, exe.plan());
+  int interpreted = 0;
+  exe.set_step_profiling(true);
+  expect_matches(exe, g, 32);
+  for (const CpuExecutable::StepTime& t : exe.step_times()) interpreted += t.kind == "interpreter";
+  EXPECT_EQ(interpreted, 1);
+  EXPECT_EQ(exe.kernel_count(), 5);
+}
+
 TEST_F(ExecutableRuntime, NothingCompilesRunsTheInterpreterLoudly) {
   Graph g = canonical_graph(kFusable);
   std::vector<std::string> warnings;

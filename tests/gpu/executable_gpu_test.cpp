@@ -53,6 +53,30 @@ class ExecutableGpu : public GpuTest {
     EXPECT_EQ(check_against_interpreter(exe, g, symbols, seeded_inputs(g, seed, symbols)), "") << g.name();
   }
   std::string arch() const { return context()->device().arch(); }
+  // kTwoChains compiled under the stitch planner with `reject` as the seam,
+  // then checked against the interpreter; the one warning it gave, with the
+  // steps the interpreter runs counted.
+  void expect_per_group_fallback(const std::function<bool(const FusionGroup&)>& reject,
+                                 const std::string& warned, int interpreted_steps) {
+    const Graph g = canonical_graph(testing::kTwoChains);
+    ScratchDirectory dir("stitch-executable-gpu-test");
+    CubinCache cache(dir.path());
+    std::vector<std::string> warnings;
+    CudaCompileOptions options;
+    options.warn = [&](const std::string& w) { warnings.push_back(w); };
+    options.reject_group = reject;
+    CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), cache, options);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_TRUE(contains(warnings[0], warned)) << warnings[0];
+    EXPECT_TRUE(contains(warnings[0], "reject_group")) << warnings[0];
+    EXPECT_EQ(exe.fallback(), warnings[0]);
+    EXPECT_EQ(testing::two_chains_plan_problems(g, exe.plan()), "") << print_plan(g, exe.plan());
+    int interpreted = 0;
+    for (const CudaExecutable::StepTime& t : exe.step_times()) interpreted += t.kind == "interpreter";
+    EXPECT_EQ(interpreted, interpreted_steps);
+    expect_matches(exe, g);
+  }
+
   // `body(exe)` for `g` compiled under each of kPlanners against one scratch
   // cubin cache, the planner named in the trace.
   template <typename Body>
@@ -306,19 +330,14 @@ TEST_F(ExecutableGpu, RejectedFusedPlanFallsBackToTheUnfusedPlanLoudly) {
 // the group.
 TEST_F(ExecutableGpu, ARejectedGroupFallsBackAloneLoudly) {
   const Graph g = canonical_graph(testing::kTwoChains);
-  ScratchDirectory dir("stitch-executable-gpu-test");
-  CubinCache cache(dir.path());
-  std::vector<std::string> warnings;
-  CudaCompileOptions options;
-  options.warn = [&](const std::string& w) { warnings.push_back(w); };
-  options.reject_group = testing::rejects_the_fused_exp(g);
-  CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), cache, options);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_TRUE(contains(warnings[0], "did not compile alone (2 builds to find it)")) << warnings[0];
-  EXPECT_TRUE(contains(warnings[0], "reject_group")) << warnings[0];
-  EXPECT_EQ(exe.fallback(), warnings[0]);
-  EXPECT_EQ(testing::two_chains_plan_problems(g, exe.plan()), "") << print_plan(g, exe.plan());
-  expect_matches(exe, g);
+  expect_per_group_fallback(testing::rejects_the_fused_exp(g), "did not compile alone (2 builds to find it)", 0);
+}
+
+// When the unfused exp does not compile even alone, the interpreter runs that op.
+TEST_F(ExecutableGpu, AnOpThatDoesNotCompileAloneRunsOnTheInterpreter) {
+  const Graph g = canonical_graph(testing::kTwoChains);
+  expect_per_group_fallback(testing::rejects_every_exp(g),
+                            "of those, b = exp(a) did not compile even alone (4 builds to find it)", 1);
 }
 
 TEST_F(ExecutableGpu, BothPlansRejectedRunsTheInterpreter) {

@@ -39,6 +39,13 @@ inline std::function<bool(const FusionGroup&)> rejects_the_fused_exp(const Graph
   return [exp](const FusionGroup& group) { return group.nodes.size() > 1 && group.contains(exp); };
 }
 
+// The seam's choice when b = exp(a) does not compile even alone: every group
+// holding it.
+inline std::function<bool(const FusionGroup&)> rejects_every_exp(const Graph& g) {
+  const int exp = node_computing(g, "b");
+  return [exp](const FusionGroup& group) { return group.contains(exp); };
+}
+
 // Empty when `plan` is kTwoChains' stitch plan with its first group unfused:
 // five groups, f's of its three ops, every other of one.
 inline std::string two_chains_plan_problems(const Graph& g, const FusionPlan& plan) {

@@ -66,6 +66,25 @@ FailingGroups locate_failing_groups(const Compilation& c, const Backend& backend
   return out;
 }
 
+FailingGroups interpret_failing_groups(Compilation& c, const Backend& backend) {
+  FailingGroups failing = locate_failing_groups(c, backend);
+  for (int gi : failing.groups) {
+    if (c.lowered.plan.groups[static_cast<size_t>(gi)].epilogue_of >= 0) failing.groups.clear();
+  }
+  if (failing.groups.empty()) return failing;
+  c.lowered.kernels.clear();
+  for (lower::LoweredGroup& l : c.lowered.groups) {
+    if (std::binary_search(failing.groups.begin(), failing.groups.end(), l.group)) {
+      l.kernel.reset();
+      l.interpreted = true;
+    } else if (l.kernel) {
+      c.lowered.kernels.push_back(*l.kernel);
+    }
+  }
+  c.source = backend.emit(c.lowered.kernels);
+  return failing;
+}
+
 FusionPlan unfuse_groups(const Graph& g, const FusionPlan& plan, const std::vector<int>& failing,
                          const std::string& reason) {
   FusionPlan out;

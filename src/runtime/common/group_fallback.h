@@ -2,7 +2,9 @@
 // When the compiler rejects a plan): when the translation unit of a plan does
 // not build, find the groups whose kernels do not build alone, by bisection
 // over the groups (builds only on failure), and replace just those by one
-// group per op they write, so every other group keeps its fused kernel.
+// group per op they write, so every other group keeps its fused kernel; and
+// the second rung, where what fails even then runs on the reference
+// interpreter, group by group.
 #pragma once
 
 #include <string>
@@ -31,5 +33,12 @@ FailingGroups locate_failing_groups(const Compilation& c, const Backend& backend
 // every edge into them.
 FusionPlan unfuse_groups(const Graph& g, const FusionPlan& plan, const std::vector<int>& failing,
                          const std::string& reason);
+
+// The second rung: the groups of `c.lowered` whose kernels fail to build
+// alone (locate_failing_groups) lose their kernels and run on the reference
+// interpreter (LoweredGroup::interpreted); c.source is emitted again without
+// them. Empty, and `c` unchanged, when no group can be blamed or one of them
+// is a dot's epilogue (it runs inside the dot's call).
+FailingGroups interpret_failing_groups(Compilation& c, const Backend& backend);
 
 }  // namespace stitch::runtime

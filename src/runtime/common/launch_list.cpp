@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstdint>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <numeric>
 
 #include "runtime/common/input_checks.h"
@@ -50,12 +52,49 @@ LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::vector<
   return out;
 }
 
+InterpretedGroup interpreted_group(const Graph& g, const FusionGroup& group, const std::string& name) {
+  InterpretedGroup out{Graph(name), {}, {}};
+  std::map<int, ValueId> mapped;  // value index in g -> value in out.graph
+  // Parameters first (a graph's parameters precede its nodes).
+  for (int n : group.nodes) {
+    for (ValueId v : g.nodes()[static_cast<size_t>(n)].inputs) {
+      const int producer = g.value(v).producer;
+      if ((producer >= 0 && group.contains(producer)) || mapped.count(v.index)) continue;
+      mapped.emplace(v.index, out.graph.add_param(g.value_name(v), g.type(v)));
+      out.inputs.push_back(v);
+    }
+  }
+  for (int n : group.nodes) {
+    const Node& node = g.nodes()[static_cast<size_t>(n)];
+    std::vector<ValueId> inputs;
+    for (ValueId v : node.inputs) inputs.push_back(mapped.at(v.index));
+    mapped.emplace(node.output.index, out.graph.add_node(node.op, std::move(inputs), node.attrs, g.type(node.output),
+                                                         g.value_name(node.output), node.loc));
+  }
+  for (int r : group.roots) {
+    const ValueId v = g.nodes()[static_cast<size_t>(r)].output;
+    out.graph.add_output(g.value_name(v), mapped.at(v.index));
+    out.outputs.push_back(v);
+  }
+  return out;
+}
+
 std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered) {
   std::vector<LaunchStep> steps;
   for (const lower::LoweredGroup& l : lowered.groups) {
     LaunchStep step;
     step.signature = l.signature;
     const FusionGroup& group = lowered.plan.groups[l.group];
+    if (l.interpreted) {
+      STITCH_ASSERT(group.epilogue_of < 0 && group.kind != GroupKind::Library,
+                    "only a kernel of its own can be left to the interpreter");
+      auto interpreted = std::make_shared<InterpretedGroup>(
+          interpreted_group(g, group, fmt::format("{}_group{}", g.name(), l.group)));
+      step.signature = {interpreted->inputs, interpreted->outputs, {}, false};
+      step.interpreted = std::move(interpreted);
+      steps.push_back(std::move(step));
+      continue;
+    }
     if (group.epilogue_of >= 0) {
       STITCH_ASSERT(!steps.empty() && steps.back().dot && steps.back().node == group.epilogue_of && !steps.back().epilogue,
                     "a dot epilogue does not follow its dot's step");

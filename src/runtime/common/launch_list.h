@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,14 +45,25 @@ struct LoweredPlan {
 LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::vector<schedule::GroupSchedule>& schedules,
                              const std::string& prefix, const schedule::RowScheduleTarget& rows);
 
+// A group the reference interpreter runs (LoweredGroup::interpreted): its
+// ops as a graph of their own, whose parameters are the values `inputs` names
+// in the whole graph and whose outputs are the values `outputs` names.
+struct InterpretedGroup {
+  Graph graph;
+  std::vector<ValueId> inputs, outputs;
+};
+InterpretedGroup interpreted_group(const Graph& g, const FusionGroup& group, const std::string& name);
+
 // One entry of a launch list, before a back end binds its entry point: a
-// dot (a library call on `node`) or the kernel of its group.
+// dot (a library call on `node`), the kernel of its group, or a group the
+// interpreter runs.
 // A dot with an epilogue (fusion/dot_epilogues.h) is one step: the dot's
 // call runs `epilogue` a range of its blocks after each panel of rows.
 struct LaunchStep {
   bool dot = false;
   int node = -1;                       // dot: the dot node
   const kir::Kernel* kernel = nullptr;  // otherwise, in the LoweredPlan
+  std::shared_ptr<const InterpretedGroup> interpreted;  // or this, run by the interpreter
   lower::GroupSignature signature;     // values read and written
   // argmax/argmin nodes whose run-time extents are checked before the launch.
   std::vector<int> arg_reductions;

@@ -115,15 +115,27 @@ bool unfuse_failing_groups(Compilation& c, const Backend& backend, const std::st
   schedule_stage(c, backend);
   lower_stage(c, backend);
   emit_stage(c, backend);
-  std::string error;
-  if (!backend.build(c.source, c.lowered, error)) {
-    note += fmt::format("with {} unfused, it failed again:\n{}\n", groups, error);
-    return false;
-  }
   c.fallback = fmt::format(
       "compiling the fused {} of graph '{}' (planner {}) failed: {} did not compile alone ({} builds to find it):\n{}\n"
       "its ops run as one kernel each; the other {} kernels stay fused",
       what, c.graph.name(), planner_name(c.planner), groups, failing.builds, failing.error, kept);
+  std::string error;
+  if (!backend.build(c.source, c.lowered, error)) {
+    // The second rung: what still fails alone runs on the interpreter.
+    const FailingGroups still = interpret_failing_groups(c, backend);
+    if (still.groups.empty() || !backend.build(c.source, c.lowered, error)) {
+      note += fmt::format("with {} unfused, it failed again:\n{}\n", groups, error);
+      return false;
+    }
+    std::string ops;
+    for (int gi : still.groups) {
+      ops += fmt::format("{}{}", ops.empty() ? "" : ", ",
+                         describe_node(c.graph, c.plan.groups[static_cast<size_t>(gi)].roots.front()));
+    }
+    c.fallback += fmt::format("; of those, {} did not compile even alone ({} builds to find it):\n{}\nthe reference "
+                              "interpreter runs {} (slow)",
+                              ops, still.builds, still.error, still.groups.size() == 1 ? "it" : "them");
+  }
   report_warning(c.warn, c.fallback);
   return true;
 }
@@ -171,6 +183,9 @@ std::string print_compile_stage(const Compilation& c) {
   if (c.interpret) return "compile: nothing compiled; the reference interpreter runs the graph\n";
   std::string out = fmt::format("compile: {} kernels loaded ({} back end)\n", c.lowered.kernels.size(),
                                 c.target.machine == schedule::RowScheduleTarget::Machine::Cpu ? "cpu" : "cuda");
+  for (const lower::LoweredGroup& l : c.lowered.groups) {
+    if (l.interpreted) out += fmt::format("group {} runs on the reference interpreter\n", l.group);
+  }
   if (!c.fallback.empty()) out += "after a fallback: " + c.fallback + "\n";
   return out;
 }

@@ -36,9 +36,11 @@ namespace stitch::runtime::cpu {
 
 // One entry of the launch list.
 struct Step {
-  enum class Kind : uint8_t { Kernel, Dot };
+  enum class Kind : uint8_t { Kernel, Dot, Interpret };
   Kind kind = Kind::Kernel;
   KernelFunction function = nullptr;  // Kernel
+  // Interpret: a group whose kernel did not compile (runtime/common/group_fallback.h).
+  std::shared_ptr<const InterpretedGroup> interpreted;
   int node = -1;                      // Dot: the dot node
   lower::GroupSignature signature;    // values read and written
   // argmax/argmin roots: an axis they reduce that is empty at run time is the
@@ -142,10 +144,14 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
   std::vector<Step> steps;
   for (LaunchStep& l : launch_steps(g, lowered)) {
     Step step;
-    step.kind = l.dot ? Step::Kind::Dot : Step::Kind::Kernel;
+    step.kind = l.dot ? Step::Kind::Dot : l.interpreted ? Step::Kind::Interpret : Step::Kind::Kernel;
     step.node = l.node;
     if (l.kernel) step.function = module.function(l.kernel->name);
-    if (l.dot) {
+    step.interpreted = l.interpreted;
+    if (l.interpreted) {
+      step.kind_name = "interpreter";
+      step.label = l.interpreted->graph.name();
+    } else if (l.dot) {
       step.kind_name = op_name(g.nodes()[l.node].op);
       step.label = fmt::format("{} {}", step.kind_name, g.value_name(g.nodes()[l.node].output));
     } else {
@@ -192,6 +198,21 @@ std::vector<void*> kernel_buffers(const lower::GroupSignature& signature, const 
   for (ValueId v : signature.outputs) buffers.push_back(address_of(v));
   if (signature.status) buffers.push_back(&status);
   return buffers;
+}
+
+// A group the interpreter runs: its inputs copied out of their buffers, its
+// results into theirs (an input the interpreter rejects is its UserError).
+void run_interpreted_step(const Graph& g, const InterpretedGroup& group, const SymbolBindings& bindings,
+                          const AddressOf& address_of) {
+  std::vector<Tensor> inputs;
+  for (ValueId v : group.inputs) {
+    Tensor& t = inputs.emplace_back(g.type(v).dtype, concrete_shape(g.type(v).shape, bindings));
+    if (t.nbytes() > 0) std::memcpy(t.raw(), address_of(v), t.nbytes());
+  }
+  const std::vector<Tensor> outputs = interpret(group.graph, inputs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].nbytes() > 0) std::memcpy(address_of(group.outputs[i]), outputs[i].raw(), outputs[i].nbytes());
+  }
 }
 
 // An attention step (attention_call.h): one call on OpenMP's threads.
@@ -630,6 +651,8 @@ void CpuExecutable::run_into(const std::vector<ArrayView>& inputs, const OutputM
       run_conv_step(g, step, bindings, address_of, constant_weights(g.nodes()[step.node]));
     } else if (step.kind == Step::Kind::Dot) {
       status = run_dot_step(g, step, bindings, address_of, profiling_ ? &epilogue_seconds_[i] : nullptr);
+    } else if (step.kind == Step::Kind::Interpret) {
+      run_interpreted_step(g, *step.interpreted, bindings, address_of);
     } else {
       std::vector<void*> buffers = kernel_buffers(step.signature, address_of, status);
       const std::vector<int64_t> scalars = kernel_scalars(step.signature, bindings);

@@ -117,7 +117,7 @@ class CpuExecutable {
   // One entry of the launch list and the time it took over the runs since
   // profiling was turned on (stitch bench --steps; docs/benchmarks.md).
   struct StepTime {
-    std::string kind;   // "kernel", or the library call's op: "dot", "conv", "attention"
+    std::string kind;   // "kernel", "interpreter", or the library call's op: "dot", "conv", "attention"
     std::string label;  // the kernel's name, or the op and its result's name
     double seconds = 0;
     // A dot step's epilogue kernel, part of `seconds`: timed when it runs in

@@ -29,9 +29,11 @@ namespace stitch::runtime::cuda {
 
 // One entry of the launch list.
 struct CudaStep {
-  enum class Kind : uint8_t { Kernel, Dot };
+  enum class Kind : uint8_t { Kernel, Dot, Interpret };
   Kind kind = Kind::Kernel;
   CUfunction function = nullptr;  // Kernel
+  // Interpret: a group whose kernel did not compile (runtime/common/group_fallback.h).
+  std::shared_ptr<const InterpretedGroup> interpreted;
   kir::Kernel kernel;             // Kernel: its parameters and launch geometry
   int64_t dynamic_shared_bytes = 0;  // Kernel: its arena when over the static 48 KiB
   int node = -1;                  // Dot: the dot node
@@ -57,13 +59,38 @@ struct CompiledCudaGraph {
 
 namespace {
 
+// A group the interpreter runs (CudaStep::Kind::Interpret): its inputs
+// copied to the host after the work queued before it, its results back, waited
+// for before the host tensors go.
+template <class AddressOf>
+void run_interpreted_step(CudaContext& context, const Graph& g, const InterpretedGroup& group,
+                          const SymbolBindings& bindings, const AddressOf& address_of) {
+  const DriverApi& api = context.api();
+  std::vector<Tensor> inputs;
+  for (ValueId v : group.inputs) {
+    Tensor& t = inputs.emplace_back(g.type(v).dtype, concrete_shape(g.type(v).shape, bindings));
+    if (t.nbytes() > 0) {
+      check(api, api.cuMemcpyDtoHAsync(t.raw(), address_of(v), t.nbytes(), context.stream()), "cuMemcpyDtoHAsync");
+    }
+  }
+  context.synchronize();
+  const std::vector<Tensor> outputs = interpret(group.graph, inputs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].nbytes() == 0) continue;
+    check(api, api.cuMemcpyHtoDAsync(address_of(group.outputs[i]), outputs[i].raw(), outputs[i].nbytes(), context.stream()),
+          "cuMemcpyHtoDAsync");
+  }
+  context.synchronize();
+}
+
 std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, const CudaModule& module) {
   std::vector<CudaStep> steps;
   for (LaunchStep& l : launch_steps(g, lowered)) {
     STITCH_ASSERT(!l.epilogue, "a dot epilogue in a CUDA plan (PlanOptions::for_gpu plans none)");
     CudaStep step;
-    step.kind = l.dot ? CudaStep::Kind::Dot : CudaStep::Kind::Kernel;
+    step.kind = l.dot ? CudaStep::Kind::Dot : l.interpreted ? CudaStep::Kind::Interpret : CudaStep::Kind::Kernel;
     step.node = l.node;
+    step.interpreted = l.interpreted;
     if (l.kernel) {
       step.kernel = *l.kernel;
       step.function = module.function(l.kernel->name);
@@ -633,7 +660,9 @@ void CudaExecutable::launch_steps(BoundRun& run) {
       }
     }
     if (profile_) profile_->before(static_cast<size_t>(i));
-    if (step.kind == CudaStep::Kind::Dot) {
+    if (step.kind == CudaStep::Kind::Interpret) {
+      run_interpreted_step(*context_, g, *step.interpreted, bindings, address_of);
+    } else if (step.kind == CudaStep::Kind::Dot) {
       const Node& n = g.nodes()[step.node];
       run_gpu_dot(*context_, g.type(n.output).dtype, concrete_shape(g.type(n.inputs[0]).shape, bindings),
                   concrete_shape(g.type(n.inputs[1]).shape, bindings), concrete_shape(g.type(n.output).shape, bindings),
@@ -682,6 +711,10 @@ std::vector<CudaExecutable::StepTime> CudaExecutable::step_times() {
     const CudaStep& s = steps[i];
     if (s.kind == CudaStep::Kind::Dot) {
       out.push_back({"dot", "dot " + graph_.value_name(graph_.nodes()[s.node].output), seconds[i]});
+      continue;
+    }
+    if (s.kind == CudaStep::Kind::Interpret) {
+      out.push_back({"interpreter", s.interpreted->graph.name(), seconds[i]});
       continue;
     }
     std::string label = s.kernel.name;

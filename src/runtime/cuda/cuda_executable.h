@@ -130,7 +130,7 @@ class CudaExecutable {
   // One step of the launch list and its device time over the runs profiled
   // (stitch report --run; docs/report.md), as CpuExecutable::StepTime.
   struct StepTime {
-    std::string kind;   // "kernel", or the library call's op: "dot"
+    std::string kind;   // "kernel", "interpreter", or the library call's op: "dot"
     std::string label;  // the kernel's name (a woven pair: both, joined by " & "), or "dot <result>"
     double seconds = 0;
   };

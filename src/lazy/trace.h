@@ -268,6 +268,7 @@ class Trace : public std::enable_shared_from_this<Trace> {
   std::unique_ptr<LazyBackend> backend_;
   std::vector<TraceCall> pending_;
   struct Scratch;
+  struct PreparedSegment;  // trace_scratch.h
   std::unique_ptr<Scratch> scratch_;  // buffers of a flush, kept between flushes
   // Emptied argument vectors of calls that ran, for record() to reuse.
   static constexpr size_t kSpareArgs = 4096;
@@ -301,6 +302,15 @@ class Trace : public std::enable_shared_from_this<Trace> {
   };
   std::unordered_map<std::string, PartitionCache> plans_;
   int64_t epoch_ = 0;  // numbers run_fused calls, to stamp ArrayState scratch fields
+  // run_fused's steps (trace_fused.cpp): the partition's structure in the
+  // scratch and its cached plan; the plan made; a fused segment's arguments
+  // gathered for the kernel it has, or its kernel and arguments made; a
+  // prepared segment run.
+  PartitionCache& describe_partition(std::vector<TraceCall>& calls);
+  void plan_segments(std::vector<TraceCall>& calls, std::vector<SegmentPlan>& plan);
+  void gather_segment(std::vector<TraceCall>& calls, SegmentPlan& seg, PreparedSegment& out, bool same_shapes);
+  void prepare_segment(std::vector<TraceCall>& calls, SegmentPlan& seg, PreparedSegment& out);
+  void run_segment(std::vector<TraceCall>& calls, SegmentPlan& seg, PreparedSegment& ready);
   std::unordered_map<std::string, std::unique_ptr<BackendGraph>> graphs_;
   std::unordered_map<std::string, KernelRef> elementwise_;
   std::map<std::pair<DType, int>, KernelRef> zero_fills_;

@@ -357,24 +357,8 @@ struct PyGraphBuilder {
   }
 };
 
-}  // namespace
-
-PYBIND11_MODULE(_stitch, m) {
-  m.doc() = "Stitch: a kernel-fusion compiler and runtime for memory-bound tensor programs";
-  // The exception type lives as long as the interpreter, made once (pybind11's
-  // pattern for a type a translator raises).
-  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> error;
-  error.call_once_and_store_result([&]() { return py::exception<stitch::UserError>(m, "Error", PyExc_ValueError); });
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const stitch::UserError& e) {
-      py::set_error(error.get_stored(), e.formatted().c_str());
-    } catch (const stitch::InternalError& e) {
-      PyErr_SetString(PyExc_RuntimeError, (std::string("stitch: internal error: ") + e.what()).c_str());
-    }
-  });
-
+// Graphs, values and the graph builder, kernels, parsing, and the report.
+void bind_graphs(py::module_& m) {
   py::class_<stitch::Graph>(m, "Graph", "A tensor program (graph IR): parse it from text or a .stitch file")
       .def_property_readonly("name", &stitch::Graph::name)
       .def_property_readonly(
@@ -496,7 +480,10 @@ PYBIND11_MODULE(_stitch, m) {
         "A self-contained HTML page around report sections");
   m.def("version", &stitch::version);
   m.attr("__version__") = stitch::version();
+}
 
+// The reference interpreter and ONNX import.
+void bind_interpreter_and_onnx(py::module_& m) {
   m.def(
       "interpret",
       [](const stitch::Graph& g, const py::args& args) -> py::object {
@@ -540,7 +527,10 @@ PYBIND11_MODULE(_stitch, m) {
       },
       py::arg("path"), py::arg("known_inputs") = std::map<std::string, py::array>{},
       "Imports an ONNX model (opsets 13 to 17)");
+}
 
+// Executables: compile, run on numpy arrays, and by address (by_address.h).
+void bind_executables(py::module_& m) {
   py::class_<PyExecutable> executable(m, "Executable", "A graph compiled for a back end: call it on numpy arrays");
   executable
       .def(
@@ -638,7 +628,10 @@ PYBIND11_MODULE(_stitch, m) {
       "Compiles a graph for a back end (cpu, cuda) and planner (none, xla, stitch, ilp, greedy); `constants` names "
       "parameters passed as the same, unchanged array on every call (an ONNX model's bound tensors), whose "
       "convolution weights the CPU then packs once");
+}
 
+// Lazy arrays, their scalars and the lazy runtime.
+void bind_lazy(py::module_& m) {
   py::class_<stitch::Array>(m, "Array", "A lazy array: its value is computed when read")
       .def_property_readonly("shape", [](const stitch::Array& a) { return py::tuple(py::cast(a.shape())); })
       .def_property_readonly("dtype", [](const stitch::Array& a) { return std::string(stitch::dtype_name(a.dtype())); })
@@ -725,4 +718,28 @@ PYBIND11_MODULE(_stitch, m) {
         d["run_seconds"] = s.run_seconds;
         return d;
       });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_stitch, m) {
+  m.doc() = "Stitch: a kernel-fusion compiler and runtime for memory-bound tensor programs";
+  // The exception type lives as long as the interpreter, made once (pybind11's
+  // pattern for a type a translator raises).
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> error;
+  error.call_once_and_store_result([&]() { return py::exception<stitch::UserError>(m, "Error", PyExc_ValueError); });
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const stitch::UserError& e) {
+      py::set_error(error.get_stored(), e.formatted().c_str());
+    } catch (const stitch::InternalError& e) {
+      PyErr_SetString(PyExc_RuntimeError, (std::string("stitch: internal error: ") + e.what()).c_str());
+    }
+  });
+
+  bind_graphs(m);
+  bind_interpreter_and_onnx(m);
+  bind_executables(m);
+  bind_lazy(m);
 }

@@ -15,11 +15,6 @@ namespace stitch::lower {
 
 using schedule::ScheduleKind;
 
-std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, const std::string& prefix,
-                                     const schedule::RowScheduleTarget& target) {
-  return lower_plan(g, plan, schedule_plan(g, plan, target), prefix, target);
-}
-
 std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
                                      const std::vector<schedule::GroupSchedule>& schedules, const std::string& prefix,
                                      const schedule::RowScheduleTarget& target) {

@@ -37,8 +37,4 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
                                      const std::vector<schedule::GroupSchedule>& schedules, const std::string& prefix,
                                      const schedule::RowScheduleTarget& target = schedule::RowScheduleTarget::cpu());
 
-// The same with schedule_plan's default schedules for `target`.
-std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan, const std::string& prefix,
-                                     const schedule::RowScheduleTarget& target = schedule::RowScheduleTarget::cpu());
-
 }  // namespace stitch::lower

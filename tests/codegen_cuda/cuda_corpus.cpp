@@ -8,6 +8,7 @@
 #include "ir/canonicalize.h"
 #include "lower/lower_plan.h"
 #include "runtime/common/pipeline.h"
+#include "lower_scheduled.h"
 
 namespace stitch::testing {
 
@@ -21,7 +22,7 @@ LoweredKernels lower_for_cuda(const Graph& graph, PlannerKind planner, const std
   cuda.name = "cuda";
   runtime::run_pipeline(c, cuda, "split-reductions", "plan");
   LoweredKernels out;
-  for (lower::LoweredGroup& l : lower::lower_plan(c.graph, c.plan, prefix, rows)) {
+  for (lower::LoweredGroup& l : stitch::testing::lower_with_default_schedules(c.graph, c.plan, prefix, rows)) {
     if (l.kernel) {
       out.kernels.push_back(std::move(*l.kernel));
     } else if (c.plan.groups[l.group].kind != GroupKind::Library) {

@@ -21,6 +21,7 @@
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "tensor_compare.h"
+#include "lower_scheduled.h"
 
 namespace stitch::lower {
 namespace {
@@ -122,7 +123,7 @@ TEST_F(ArgReduction, EveryGroupLowersAndMatchesTheInterpreterExactly) {
     const Graph source = parse_module(text).graphs.front();
     SCOPED_TRACE(source.name());
     const Graph g = canonicalize(source);
-    for (const LoweredGroup& l : lower_plan(g, plan(g, PlannerKind::Xla), "arg")) {
+    for (const LoweredGroup& l : stitch::testing::lower_with_default_schedules(g, plan(g, PlannerKind::Xla), "arg")) {
       EXPECT_TRUE(l.kernel.has_value()) << l.not_lowered_reason;
     }
     CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_);
@@ -147,7 +148,7 @@ TEST(ArgReductionLowering, EmptyStaticAxisIsNotLowered) {
   y = argmax(x, axes=[1])
   return y
 })").graphs.front());
-  std::vector<LoweredGroup> lowered = lower_plan(g, plan(g, PlannerKind::Xla), "empty");
+  std::vector<LoweredGroup> lowered = stitch::testing::lower_with_default_schedules(g, plan(g, PlannerKind::Xla), "empty");
   ASSERT_EQ(lowered.size(), 1u);
   EXPECT_FALSE(lowered[0].kernel);
   EXPECT_EQ(lowered[0].not_lowered_reason, "not lowered yet: argmax over an empty axis");

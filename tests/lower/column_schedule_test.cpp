@@ -23,6 +23,7 @@
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "tensor_compare.h"
+#include "lower_scheduled.h"
 
 namespace stitch::lower {
 namespace {
@@ -125,7 +126,7 @@ TEST(ColumnScheduleOnCpu, TheCpusBlocksMatchInterpreter) { expect_matches_interp
 
 kir::Kernel lowered(const std::string& text, const RowScheduleTarget& target) {
   const Graph g = canonicalize(parse_module(text).graphs.front());
-  std::vector<LoweredGroup> groups = lower_plan(g, plan(g, PlannerKind::Xla), "k", target);
+  std::vector<LoweredGroup> groups = stitch::testing::lower_with_default_schedules(g, plan(g, PlannerKind::Xla), "k", target);
   EXPECT_EQ(groups.size(), 1u);
   EXPECT_TRUE(groups.at(0).kernel) << groups.at(0).not_lowered_reason;
   return *groups.at(0).kernel;

@@ -21,6 +21,7 @@
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "tensor_compare.h"
+#include "lower_scheduled.h"
 
 namespace stitch::lower {
 namespace {
@@ -114,7 +115,7 @@ class GatherPacking : public ::testing::Test {
     kernels_ = std::make_unique<std::vector<Kernel>>();
     for (const Graph& g : *graphs_) {
       FusionPlan p = plan(g, PlannerKind::Xla);
-      for (const LoweredGroup& l : lower_plan(g, p, "k_" + g.name())) {
+      for (const LoweredGroup& l : stitch::testing::lower_with_default_schedules(g, p, "k_" + g.name())) {
         ASSERT_TRUE(l.kernel) << g.name() << ": " << l.not_lowered_reason;
         kernels_->push_back({g.name(), &g, p.groups[l.group], *l.kernel, l.signature});
       }
@@ -386,7 +387,7 @@ TEST(LowerPlanGather, LoopGroupWithGatherIsLowered) {
   return y
 })");
   FusionPlan p = plan(g, PlannerKind::Xla);
-  for (const LoweredGroup& l : lower_plan(g, p, "take")) EXPECT_TRUE(l.kernel) << l.not_lowered_reason;
+  for (const LoweredGroup& l : stitch::testing::lower_with_default_schedules(g, p, "take")) EXPECT_TRUE(l.kernel) << l.not_lowered_reason;
 }
 
 // An index clamped by constants into the axis (the resize composite's) needs
@@ -400,7 +401,7 @@ TEST(LowerPlanGather, IndexClampedIntoTheAxisIsNotChecked) {
 }})",
                                                  hi)));
     FusionPlan p = plan(g, PlannerKind::Xla);
-    for (const LoweredGroup& l : lower_plan(g, p, "take")) {
+    for (const LoweredGroup& l : stitch::testing::lower_with_default_schedules(g, p, "take")) {
       ASSERT_TRUE(l.kernel) << l.not_lowered_reason;
       EXPECT_EQ(kir::print_kernel(*l.kernel).find("status[") != std::string::npos, checked)
           << kir::print_kernel(*l.kernel);

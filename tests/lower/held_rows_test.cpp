@@ -13,6 +13,7 @@
 #include "lower/schedule_groups.h"
 #include "schedule/held_rows.h"
 #include "stitch/text.h"
+#include "lower_scheduled.h"
 
 namespace stitch::schedule {
 namespace {
@@ -105,7 +106,7 @@ TEST(HeldRows, SoftmaxLowersToVectorsInRegisters) {
   const Graph g = graph(softmax("f32", 8, 512));
   RowScheduleTarget gpu = RowScheduleTarget::gpu();
   gpu.forced = RowScheduleKind::BlockPerRow;
-  const std::vector<lower::LoweredGroup> lowered = lower::lower_plan(g, plan_stitch(g), "k", gpu);
+  const std::vector<lower::LoweredGroup> lowered = stitch::testing::lower_with_default_schedules(g, plan_stitch(g), "k", gpu);
   ASSERT_EQ(lowered.size(), 1u);
   ASSERT_TRUE(lowered[0].kernel) << lowered[0].not_lowered_reason;
   const kir::Kernel& k = *lowered[0].kernel;

@@ -31,6 +31,7 @@
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "tensor_compare.h"
+#include "lower_scheduled.h"
 
 namespace stitch::lower {
 namespace {
@@ -213,14 +214,14 @@ std::vector<Case> build_cases() {
     c.source = std::move(source);
     c.graph = canonicalize(c.source);
     c.plan = plan(c.graph, PlannerKind::Xla);
-    c.lowered = lower_plan(c.graph, c.plan, "k_" + c.id);
+    c.lowered = stitch::testing::lower_with_default_schedules(c.graph, c.plan, "k_" + c.id);
     c.transcendental = transcendental;
     c.symbols = std::move(symbols);
     // The same kernels with batched loads, as the GPU lowers them
     // (lower/batch_loads.h), run through the CPU emitter like the rest.
     Case batched = c;
     batched.id = c.id + "_batched";
-    batched.lowered = lower_plan(c.graph, c.plan, "kb_" + c.id);
+    batched.lowered = stitch::testing::lower_with_default_schedules(c.graph, c.plan, "kb_" + c.id);
     for (LoweredGroup& l : batched.lowered) {
       if (l.kernel) batched.batched_loops += batch_loads(*l.kernel);
     }
@@ -448,7 +449,7 @@ TEST_F(LoopLowering, RowReductionGolden) {
   const Case& c = find("row_siblings");
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
   rows.forced = schedule::RowScheduleKind::BlockPerRow;
-  const std::vector<LoweredGroup> lowered = lower_plan(c.graph, c.plan, "k_" + c.id, rows);
+  const std::vector<LoweredGroup> lowered = stitch::testing::lower_with_default_schedules(c.graph, c.plan, "k_" + c.id, rows);
   ASSERT_EQ(lowered.size(), 1u);
   ASSERT_TRUE(lowered[0].kernel);
   EXPECT_EQ(lowered[0].signature.outputs.size(), 3u);

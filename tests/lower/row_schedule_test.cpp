@@ -24,6 +24,7 @@
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "tensor_compare.h"
+#include "lower_scheduled.h"
 
 namespace stitch::lower {
 namespace {
@@ -141,7 +142,7 @@ kir::Kernel lowered(const std::string& text, RowScheduleKind kind) {
   RowScheduleTarget rows = RowScheduleTarget::gpu();
   rows.forced = kind;
   rows.held_rows = false;
-  std::vector<LoweredGroup> groups = lower_plan(g, plan(g, PlannerKind::Stitch), "k", rows);
+  std::vector<LoweredGroup> groups = stitch::testing::lower_with_default_schedules(g, plan(g, PlannerKind::Stitch), "k", rows);
   EXPECT_EQ(groups.size(), 1u);
   EXPECT_TRUE(groups.at(0).kernel) << groups.at(0).not_lowered_reason;
   return *groups.at(0).kernel;

@@ -27,6 +27,7 @@
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "tensor_compare.h"
+#include "lower_scheduled.h"
 
 namespace stitch::lower {
 namespace {
@@ -204,7 +205,7 @@ TEST(StitchedLoweringShape, SoftmaxIsTwoReductionPhasesAndAStorePhase) {
   const Graph g = canonicalize(workload("softmax.stitch", "softmax_small"));
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
   rows.forced = schedule::RowScheduleKind::BlockPerRow;
-  std::vector<LoweredGroup> lowered = lower_plan(g, plan(g, PlannerKind::Stitch), "k", rows);
+  std::vector<LoweredGroup> lowered = stitch::testing::lower_with_default_schedules(g, plan(g, PlannerKind::Stitch), "k", rows);
   ASSERT_EQ(lowered.size(), 1u);
   ASSERT_TRUE(lowered[0].kernel) << lowered[0].not_lowered_reason;
   EXPECT_EQ(kir::print_kernel(*lowered[0].kernel), R"(kernel k_g0(in_x: global f32[37, 100] read, out_y: global f32[37, 100] write) launch(grid=37, block=128) {
@@ -266,7 +267,7 @@ TEST(StitchedLoweringShape, PerRowValuesOfInputsAreHoistedAboveThePhases) {
   y = sub(mul(x, s), reduce_max(x, axes=[1], keepdims=true))
   return y
 })"));
-  std::vector<LoweredGroup> lowered = lower_plan(g, plan(g, PlannerKind::Stitch), "k", schedule::RowScheduleTarget::cpu());
+  std::vector<LoweredGroup> lowered = stitch::testing::lower_with_default_schedules(g, plan(g, PlannerKind::Stitch), "k", schedule::RowScheduleTarget::cpu());
   ASSERT_EQ(lowered.size(), 1u);
   ASSERT_TRUE(lowered[0].kernel) << lowered[0].not_lowered_reason;
   const std::string text = kir::print_kernel(*lowered[0].kernel);
@@ -279,7 +280,7 @@ TEST(StitchedLoweringShape, PerRowValuesOfInputsAreHoistedAboveThePhases) {
 TEST(StitchedLoweringShape, StorePhasePrefetchesTheNextRowsReadInPlace) {
   const Graph g = canonicalize(workload("layernorm.stitch", "layernorm_small"));
   auto prefetches = [&](const schedule::RowScheduleTarget& target) {
-    std::vector<LoweredGroup> lowered = lower_plan(g, plan(g, PlannerKind::Stitch), "k", target);
+    std::vector<LoweredGroup> lowered = stitch::testing::lower_with_default_schedules(g, plan(g, PlannerKind::Stitch), "k", target);
     std::vector<std::string> lines;
     for (const LoweredGroup& l : lowered) {
       const std::string text = kir::print_kernel(*l.kernel);

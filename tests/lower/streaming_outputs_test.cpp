@@ -28,6 +28,7 @@
 #include "stitch/text.h"
 #include "random_graph.h"
 #include "tensor_compare.h"
+#include "lower_scheduled.h"
 
 namespace stitch::lower {
 namespace {
@@ -48,7 +49,7 @@ RowScheduleTarget streaming_from(int64_t min_bytes) {
 // name -> streaming flag of the kernels' buffers for the graph's outputs.
 std::map<std::string, bool> streamed_buffers(const Graph& g, PlannerKind planner, const RowScheduleTarget& rows) {
   std::map<std::string, bool> out;
-  for (const LoweredGroup& l : lower_plan(g, plan(g, planner), "k", rows)) {
+  for (const LoweredGroup& l : stitch::testing::lower_with_default_schedules(g, plan(g, planner), "k", rows)) {
     if (!l.kernel) continue;
     for (const kir::BufferParam& b : l.kernel->buffers) {
       if (b.access == kir::Access::Write && (b.name == "out_a" || b.name == "out_y")) out[b.name] = b.streaming;
@@ -114,7 +115,7 @@ TEST(StreamingOutputs, SymbolicShapesAreNotStreamed) {
 std::string emitted(const std::string& text) {
   const Graph g = graph_of(text);
   std::vector<kir::Kernel> kernels;
-  for (const LoweredGroup& l : lower_plan(g, plan(g, PlannerKind::Xla), "k", streaming_from(0))) {
+  for (const LoweredGroup& l : stitch::testing::lower_with_default_schedules(g, plan(g, PlannerKind::Xla), "k", streaming_from(0))) {
     if (l.kernel) kernels.push_back(*l.kernel);
   }
   return codegen::cpu::emit_cpp_translation_unit(kernels);
@@ -216,7 +217,7 @@ TEST(StreamingStores, KernelsWithStreamedOutputsMatchTheInterpreter) {
 // is written with ordinary stores: the same values either way.
 TEST(StreamingStores, UnalignedDestinationsGetTheSameValues) {
   const Graph g = graph_of(kSwish4096);
-  std::vector<LoweredGroup> lowered = lower_plan(g, plan(g, PlannerKind::Xla), "k", streaming_from(0));
+  std::vector<LoweredGroup> lowered = stitch::testing::lower_with_default_schedules(g, plan(g, PlannerKind::Xla), "k", streaming_from(0));
   ASSERT_EQ(lowered.size(), 1u);
   ASSERT_TRUE(lowered[0].kernel);
   const std::string name = lowered[0].kernel->name;

@@ -12,6 +12,7 @@
 #include "lower/lower_plan.h"
 #include "lower/value_range.h"
 #include "stitch/text.h"
+#include "lower_scheduled.h"
 
 namespace stitch::lower {
 namespace {
@@ -108,7 +109,7 @@ TEST(ValueRanges, CastsThatCouldSaturateAreTold) {
 std::string lowered_text(const Graph& g) {
   const FusionPlan p = plan(g, PlannerKind::Xla);
   std::string text;
-  for (const LoweredGroup& l : lower_plan(g, p, "k")) {
+  for (const LoweredGroup& l : stitch::testing::lower_with_default_schedules(g, p, "k")) {
     EXPECT_TRUE(l.kernel) << l.not_lowered_reason;
     if (l.kernel) text += kir::print_kernel(*l.kernel);
   }

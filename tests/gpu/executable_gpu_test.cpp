@@ -337,7 +337,7 @@ TEST_F(ExecutableGpu, ARejectedGroupFallsBackAloneLoudly) {
 TEST_F(ExecutableGpu, AnOpThatDoesNotCompileAloneRunsOnTheInterpreter) {
   const Graph g = canonical_graph(testing::kTwoChains);
   expect_per_group_fallback(testing::rejects_every_exp(g),
-                            "of those, b = exp(a) did not compile even alone (4 builds to find it)", 1);
+                            "of its ops, b = exp(a) did not compile even alone (4 builds to find it)", 1);
 }
 
 TEST_F(ExecutableGpu, BothPlansRejectedRunsTheInterpreter) {

@@ -117,7 +117,7 @@ bool unfuse_failing_groups(Compilation& c, const Backend& backend, const std::st
   emit_stage(c, backend);
   c.fallback = fmt::format(
       "compiling the fused {} of graph '{}' (planner {}) failed: {} did not compile alone ({} builds to find it):\n{}\n"
-      "its ops run as one kernel each; the other {} kernels stay fused",
+      "its ops run as one kernel each; fused kernels kept: {}",
       what, c.graph.name(), planner_name(c.planner), groups, failing.builds, failing.error, kept);
   std::string error;
   if (!backend.build(c.source, c.lowered, error)) {
@@ -132,7 +132,7 @@ bool unfuse_failing_groups(Compilation& c, const Backend& backend, const std::st
       ops += fmt::format("{}{}", ops.empty() ? "" : ", ",
                          describe_node(c.graph, c.plan.groups[static_cast<size_t>(gi)].roots.front()));
     }
-    c.fallback += fmt::format("; of those, {} did not compile even alone ({} builds to find it):\n{}\nthe reference "
+    c.fallback += fmt::format("; of its ops, {} did not compile even alone ({} builds to find it):\n{}\nthe reference "
                               "interpreter runs {} (slow)",
                               ops, still.builds, still.error, still.groups.size() == 1 ? "it" : "them");
   }

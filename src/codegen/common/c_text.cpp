@@ -1,6 +1,7 @@
 #include "codegen/common/c_text.h"
 
 #include <cctype>
+#include <cmath>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -118,6 +119,70 @@ std::string cast_text(const std::string& value, DType from, DType to, bool in_ra
   }
   // Integer -> integer wraps (modulo 2^n, as GCC, NVCC and C++20 define it).
   return fmt::format("static_cast<{}>({})", target, value);
+}
+
+namespace {
+
+// The ops both targets may call a runtime helper stitch_<op> for.
+bool has_shared_helper(OpKind k) {
+  switch (k) {
+    case OpKind::Neg: case OpKind::Abs: case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Reciprocal:
+    case OpKind::Log1p: case OpKind::Tanh: case OpKind::Erf: case OpKind::Sigmoid: case OpKind::Relu:
+    case OpKind::Round: case OpKind::Sign: case OpKind::IsNan: case OpKind::IsInf: case OpKind::Add:
+    case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Rem: case OpKind::Pow: case OpKind::Max:
+    case OpKind::Min: case OpKind::Clamp: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+void TargetText::unsupported(const std::string& what) const {
+  fail_internal(fmt::format("{} emitter: {} not supported yet", emitter_name(), what), __FILE__,
+                __LINE__);
+}
+
+void TargetText::check_identifier(const std::string& name) const {
+  if (!is_free_identifier(name, reserved_words())) {
+    unsupported(fmt::format("the name '{}' (a {} keyword, reserved or not an identifier)", name, language()));
+  }
+}
+
+std::string TargetText::float_literal(double v, DType t) const {
+  if (std::isnan(v) || std::isinf(v)) return non_finite_literal(v, t == DType::f64 ? "double" : "float");
+  const std::string digits = float_digits(v);
+  if (t == DType::f32) return fmt::format("float({})", digits);
+  if (is_narrow_float(t)) return round_to_narrow(t, digits);
+  return f64_literal(digits);
+}
+
+std::string TargetText::int_literal(int64_t v, DType t) const {
+  if (std::optional<std::string> special = special_int_literal(v, t)) return *special;
+  if (t == DType::i64) return i64_literal(v);
+  return fmt::format("{}({})", compute_type(t), v);
+}
+
+std::string TargetText::op_text(OpKind k, DType in, const std::string& t, const std::vector<std::string>& a,
+                                const kir::Expr& e) const {
+  if (std::optional<std::string> text = own_op_text(k, in, a, e)) return *text;
+  if (std::optional<std::string> text = operator_text(k, in, t, a, e)) return *text;
+  if (k == OpKind::Pow && !is_float(in)) return helper_call("stitch_ipow", t, a);
+  std::optional<OpSpelling> how = spelling(k);
+  if (!how) {
+    if (!has_shared_helper(k)) unsupported(fmt::format("the op {}", op_name(k)));
+    how = OpSpelling::Helper;
+  }
+  const std::string helper = fmt::format("stitch_{}", op_name(k));
+  switch (*how) {
+    case OpSpelling::Helper: return helper_call(helper, t, a);
+    case OpSpelling::FloatHelper:
+      if (!is_float(in)) unsupported(fmt::format("{} on {}", op_name(k), dtype_name(in)));
+      return helper_call(helper, t, a);
+    case OpSpelling::Math:
+      if (!is_float(in)) unsupported(fmt::format("{} on {}", op_name(k), dtype_name(in)));
+      return math_call(op_name(k), in, a);
+  }
+  STITCH_ASSERT(false, "unknown op spelling");
 }
 
 }  // namespace stitch::codegen::common

@@ -14,7 +14,7 @@
 #include "codegen/common/index_simplify.h"
 #include "codegen/common/index_facts.h"
 #include "codegen/common/index_range.h"
-#include "codegen/common/source_writer.h"
+#include "codegen/common/emitter_skeleton.h"
 #include "codegen/cuda/cuda_runtime_text.h"
 #include "codegen/cuda/cuda_text.h"
 #include "kir/verifier.h"
@@ -24,12 +24,12 @@ namespace stitch::codegen::cuda {
 namespace {
 
 using kir::Expr;
-using kir::ExprKind;
 using kir::Kernel;
 using kir::LoopLevel;
-using kir::ReduceScope;
 using kir::Stmt;
 using kir::StmtList;
+using common::compute_type;
+using common::is_narrow_float;
 
 // The helper functor of stitch_cuda_runtime.cuh that combines two partials.
 std::string_view combine_functor(OpKind op) {
@@ -40,7 +40,7 @@ std::string_view combine_functor(OpKind op) {
     case OpKind::ReduceMin: return "stitch_op_min";
     case OpKind::ReduceAny: return "stitch_op_any";
     case OpKind::ReduceAll: return "stitch_op_all";
-    default: unsupported(fmt::format("the reduction {}", op_name(op)));
+    default: cuda_text().unsupported(fmt::format("the reduction {}", op_name(op)));
   }
 }
 
@@ -79,9 +79,9 @@ void collect_index_lets(const StmtList& stmts, const std::set<std::string>& assi
 
 using Range = common::IndexRange;
 
-class KernelEmitter : private common::SourceWriter {
+class KernelEmitter : private common::EmitterSkeleton<KernelEmitter> {
  public:
-  explicit KernelEmitter(const Kernel& k) : k_(k) {}
+  explicit KernelEmitter(const Kernel& k) : EmitterSkeleton(k, cuda_text()) {}
 
   std::string emit() {
     check_identifier(k_.name);
@@ -109,16 +109,7 @@ class KernelEmitter : private common::SourceWriter {
     }
     if (params.empty()) line("    ) {");
     ++depth_;
-    for (const Stmt& s : k_.body) {
-      if (const auto* f = std::get_if<kir::ForStmt>(&s.node); f && f->level == LoopLevel::Grid) {
-        emit_grid_loop(*f);
-      } else {
-        emit_stmt(s);
-      }
-    }
-    --depth_;
-    line("}");
-    return std::move(out_);
+    return finish_kernel();
   }
 
  private:
@@ -184,14 +175,6 @@ class KernelEmitter : private common::SourceWriter {
     line("}");
   }
 
-  void emit_body(const StmtList& body) {
-    for (const Stmt& s : body) emit_stmt(s);
-  }
-
-  void emit_stmt(const Stmt& s) {
-    std::visit([&](const auto& n) { emit(n); }, s.node);
-  }
-
   void emit(const kir::ForStmt& f) {
     check_identifier(f.var);
     switch (f.level) {
@@ -203,11 +186,7 @@ class KernelEmitter : private common::SourceWriter {
       case LoopLevel::Vector: break;
     }
     note_extent(f.var, f.extent);
-    line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{", f.var, expr(f.extent)));
-    ++depth_;
-    emit_body(f.body);
-    --depth_;
-    line("}");
+    braced(for_header(f.var, expr(f.extent)), [&] { emit_body(f.body); });
   }
 
   // Every thread runs exactly one iteration of a block loop: its variable is
@@ -244,17 +223,7 @@ class KernelEmitter : private common::SourceWriter {
     if (cond.size() > 1 && cond.front() == '(' && cond.back() == ')' && balanced(cond.substr(1, cond.size() - 2))) {
       cond = cond.substr(1, cond.size() - 2);
     }
-    line(fmt::format("if ({}) {{", cond));
-    ++depth_;
-    emit_body(s.then_body);
-    --depth_;
-    if (!s.else_body.empty()) {
-      line("} else {");
-      ++depth_;
-      emit_body(s.else_body);
-      --depth_;
-    }
-    line("}");
+    emit_if(s, cond);
   }
 
   void emit(const kir::LetStmt& s) {
@@ -262,11 +231,7 @@ class KernelEmitter : private common::SourceWriter {
     if (s.init.defined() && s.dtype == DType::i64 && !assigned_.count(s.name)) {
       if (std::optional<Range> r = range(s.init)) ranges_[s.name] = *r;
     }
-    if (s.init.defined()) {
-      line(fmt::format("{} {} = {};", compute_type(s.dtype), s.name, expr(s.init)));
-    } else {
-      line(fmt::format("{} {}{{}};", compute_type(s.dtype), s.name));
-    }
+    declare(s.dtype, s.name, s.init);
   }
 
   void emit(const kir::AssignStmt& s) { line(fmt::format("{} = {};", s.name, expr(s.value))); }
@@ -331,18 +296,9 @@ class KernelEmitter : private common::SourceWriter {
     }
   }
 
-  // A stored element of buffer `b` from its compute-type value (already
-  // rounded to an f16/bf16 value: the conversion is exact), and back.
-  static std::string narrow(const kir::BufferParam& b, const std::string& value) {
-    if (b.dtype == DType::f16) return fmt::format("__float2half_rn({})", value);
-    if (b.dtype == DType::bf16) return fmt::format("stitch_bf16_of_rounded({})", value);
-    return value;
-  }
-  static std::string widen(const kir::BufferParam& b, const std::string& element) {
-    if (b.dtype == DType::f16) return fmt::format("__half2float({})", element);
-    if (b.dtype == DType::bf16) return fmt::format("stitch_bf16_to_float({})", element);
-    return element;
-  }
+  // A stored element of buffer `b` from its compute-type value, and back.
+  std::string narrow(const kir::BufferParam& b, const std::string& value) const { return text_.narrow_text(b.dtype, value); }
+  std::string widen(const kir::BufferParam& b, const std::string& element) const { return text_.widen_text(b.dtype, element); }
 
   // A CPU hint (kir::PrefetchStmt): the GPU hides latency with its warps.
   void emit(const kir::PrefetchStmt&) {}
@@ -374,7 +330,7 @@ class KernelEmitter : private common::SourceWriter {
     check_identifier(r.result);
     const std::string type = compute_type(r.value.dtype());
     if (is_narrow_float(r.value.dtype())) unsupported("a reduction on f16/bf16 values");
-    const bool block = r.scope == ReduceScope::Block;
+    const bool block = r.scope == kir::ReduceScope::Block;
     const int64_t warps = k_.launch.block_size / kir::kWarpSize;
     if (r.op == OpKind::ArgMax || r.op == OpKind::ArgMin) {
       check_identifier(r.index_result);
@@ -420,11 +376,11 @@ class KernelEmitter : private common::SourceWriter {
     constexpr __int128 kLimit = __int128{1} << 62;
     std::optional<Range> r;
     if (e->dtype != DType::i64) return std::nullopt;
-    if (e->kind == ExprKind::Const) r = Range{e->int_value, e->int_value};
-    if (e->kind == ExprKind::Var) {
+    if (e->kind == kir::ExprKind::Const) r = Range{e->int_value, e->int_value};
+    if (e->kind == kir::ExprKind::Var) {
       if (auto it = ranges_.find(e->name); it != ranges_.end()) r = it->second;
     }
-    if (e->kind == ExprKind::Op && e->operands.size() == 2) {
+    if (e->kind == kir::ExprKind::Op && e->operands.size() == 2) {
       const std::optional<Range> a = range(e->operands[0]);
       const std::optional<Range> b = range(e->operands[1]);
       if (!a || !b) return std::nullopt;
@@ -434,47 +390,16 @@ class KernelEmitter : private common::SourceWriter {
     return r;
   }
 
-  // ---- expressions ----
+  // ---- expressions (the skeleton's hooks) ----
 
-  // A literal whose C type must be its dtype's (a bare i64 literal is an int):
-  // reduction operands, whose helpers deduce their type, and offset terms.
-  std::string typed(const Expr& e) {
-    if (e->kind == ExprKind::Const) return fmt::format("{}({})", compute_type(e->dtype), expr(e));
-    return expr(e);
-  }
+  friend class common::EmitterSkeleton<KernelEmitter>;
 
-  // Row-major (or explicitly strided) element offset of a global buffer access.
-  std::string global_offset(const kir::BufferParam& b, const std::vector<Expr>& index) {
-    if (index.empty()) return "0";  // a rank-0 buffer holds one element
-    std::string offset;
-    if (!b.strides.empty()) {
-      for (size_t d = 0; d < index.size(); ++d) {
-        if (d > 0) offset += " + ";
-        offset += fmt::format("({}) * ({})", typed(index[d]), expr(b.strides[d]));
-      }
-      return offset;
-    }
-    // An index that delinearises one linear value in the buffer's own shape
-    // (an elementwise loop's access) is that value: no i64 divisions.
-    if (std::optional<Expr> linear = facts_.cancelled_offset(b, index)) return typed(*linear);
-    // A literal first index is typed, so literal products cannot overflow an int.
-    offset = typed(index.at(0));
-    for (size_t d = 1; d < index.size(); ++d) {
-      offset = fmt::format("({}) * ({}) + ({})", offset, expr(b.shape[d]), expr(index[d]));
-    }
-    return offset;
-  }
-
-  std::string expr(const Expr& e) {
-    switch (e->kind) {
-      case ExprKind::Const:
-        return is_float(e->dtype) ? float_literal(e->float_value, e->dtype) : int_literal(e->int_value, e->dtype);
-      case ExprKind::Var: return e->name;
-      case ExprKind::Load: return load(e);
-      case ExprKind::Op: return op(e);
-    }
-    STITCH_ASSERT(false, "unknown expression kind");
-  }
+  std::string var_text(const std::string& name) const { return name; }
+  std::string offset_term(const Expr& e) { return typed(e); }
+  std::optional<std::string> own_index_op(const Expr&) const { return std::nullopt; }
+  std::optional<Range> index_range(const Expr& e) const { return range(e); }
+  bool may_cancel_offsets() const { return true; }
+  const common::IndexFacts& facts() const { return facts_; }
 
   std::string load(const Expr& e) {
     if (const kir::BufferParam* b = k_.find_buffer(e->name)) {
@@ -483,30 +408,6 @@ class KernelEmitter : private common::SourceWriter {
     return fmt::format("{}[{}]", e->name, expr(e->operands.at(0)));
   }
 
-  std::string op(const Expr& e) {
-    const DType result = e->dtype;
-    if (e->op == OpKind::Cast) return cast_text(expr(e->operands[0]), e->operands[0].dtype(), result, e->in_range);
-    std::vector<std::string> a;
-    for (const Expr& operand : e->operands) a.push_back(expr(operand));
-    const DType in = e->operands[0].dtype();
-    if (in == DType::i64 && (e->op == OpKind::Add || e->op == OpKind::Sub || e->op == OpKind::Mul) && range(e)) {
-      // Two bare literals would multiply as int: fold them (the range is exact).
-      if (e->operands[0]->kind == ExprKind::Const && e->operands[1]->kind == ExprKind::Const) {
-        return int_literal(static_cast<int64_t>(range(e)->first), DType::i64);
-      }
-      const char* sign = e->op == OpKind::Add ? "+" : e->op == OpKind::Sub ? "-" : "*";
-      return fmt::format("({} {} {})", a[0], sign, a[1]);
-    }
-    if (std::optional<std::string> narrow = common::narrow_division_text(e, a[0], range(e->operands[0]))) {
-      return *narrow;
-    }
-    std::string text = op_text(e->op, in, compute_type(in), a, e);
-    // Each f16/bf16 op rounds once to its dtype; comparisons yield bool.
-    if (is_narrow_float(result)) return round_to_narrow(result, text);
-    return text;
-  }
-
-  const Kernel& k_;
   bool aligned_body_ = false;  // emitting the aligned copy of the body (emit_aligned_or_not)
   std::set<std::string> assigned_;     // locals ever assigned: their let value is not a range
   std::map<std::string, Range> ranges_;  // i64 names with known bounds (names are unique per kernel)

@@ -30,7 +30,7 @@
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
 #include "lower/lower_plan.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/text.h"
 
@@ -71,10 +71,10 @@ Difference compare(const Tensor& want, const Tensor& got) {
 // on `g` as given: the reference kernels are timed on the same graph, so it
 // is not split.
 std::vector<lower::LoweredGroup> lower_through_the_pipeline(const Graph& g, PlannerKind planner) {
-  runtime::Compilation c = runtime::compilation_of(g, planner, {}, schedule::RowScheduleTarget::cpu());
+  pipeline::Compilation c = pipeline::compilation_of(g, planner, {}, schedule::RowScheduleTarget::cpu());
   c.graph = g;
   c.kernel_prefix = "bench";
-  run_pipeline(c, runtime::Backend{}, "plan", "lower");
+  run_pipeline(c, pipeline::Backend{}, "plan", "lower");
   return std::move(c.lowered.groups);
 }
 

@@ -12,7 +12,7 @@
 #include "fusion/fusion_plan.h"
 #include "fusion/planner.h"
 #include "runtime/common/caller_memory.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "stitch/error.h"
 #include "stitch/graph.h"
 #include "stitch/runtime.h"
@@ -84,7 +84,7 @@ struct BackendRequest {
   PlannerKind planner = PlannerKind::Stitch;
   bool tune = false;
   std::filesystem::path cache_directory;
-  runtime::StageDump dump;
+  pipeline::StageDump dump;
   std::vector<std::string> constant_params;  // CompileOptions::constant_params
 };
 

@@ -21,7 +21,7 @@ namespace stitch {
 namespace {
 
 // What CompileOptions::dump asks for, printed to stderr as the CLI prints it.
-runtime::StageDump stage_dump(const std::string& requested) {
+pipeline::StageDump stage_dump(const std::string& requested) {
   const EnvironmentOptions env = environment_options();
   if (requested.empty() && env.dump.empty()) return {};
   return {[requested, env](std::string_view stage) {
@@ -32,7 +32,7 @@ runtime::StageDump stage_dump(const std::string& requested) {
           }};
 }
 
-Graph canonicalize_with_dump(const Graph& g, const runtime::StageDump& dump) {
+Graph canonicalize_with_dump(const Graph& g, const pipeline::StageDump& dump) {
   if (!dump.wants || !dump.wants("canonicalize")) return canonicalize(g);
   std::cerr << "// STITCH_DUMP graph: as given\n" << print_graph(g);
   return canonicalize(g, [](const std::string& pass, const Graph& after) {

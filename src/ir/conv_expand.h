@@ -1,4 +1,4 @@
-// The pipeline's conv stage (runtime/common/pipeline.h): a conv op that no
+// The pipeline's conv stage (pipeline/pipeline.h): a conv op that no
 // library call runs on the target becomes its composite (ir/composites_nn.h),
 // im2col into a batched dot, or a fused sum of taps when depthwise.
 #pragma once

@@ -17,7 +17,7 @@
 #include "lazy/trace_scratch.h"
 #include "lower/lower_user_kernel.h"
 #include "options/options.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "stitch/interpreter.h"
 
 namespace stitch::lazy {

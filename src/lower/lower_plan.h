@@ -10,7 +10,7 @@
 #include "fusion/fusion_plan.h"
 #include "kir/kernel.h"
 #include "lower/lower_loop_group.h"
-#include "lower/schedule_groups.h"
+#include "pipeline/schedule_groups.h"
 #include "schedule/group_schedule.h"
 #include "schedule/select.h"
 
@@ -23,7 +23,7 @@ struct LoweredGroup {
   std::string not_lowered_reason;     // set exactly when kernel is absent (and not a library group)
   schedule::GroupSchedule schedule;   // what the kernel follows (schedule_groups.h)
   // Its kernel did not compile even alone: the reference interpreter runs the
-  // group (runtime/common/group_fallback.h); `kernel` is absent.
+  // group (pipeline/group_fallback.h); `kernel` is absent.
   bool interpreted = false;
 };
 

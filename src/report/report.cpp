@@ -22,11 +22,11 @@
 
 namespace stitch::report {
 
-runtime::Compilation emitted_compilation(const Graph& canonical, PlannerKind planner, const std::string& backend,
+pipeline::Compilation emitted_compilation(const Graph& canonical, PlannerKind planner, const std::string& backend,
                                          std::optional<schedule::RowScheduleKind> forced,
-                                         const std::string& model_target, const runtime::StageDump& dump,
+                                         const std::string& model_target, const pipeline::StageDump& dump,
                                          std::string_view last_stage) {
-  runtime::Backend emitter;
+  pipeline::Backend emitter;
   emitter.name = backend;
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
   PlanOptions options;
@@ -49,8 +49,8 @@ runtime::Compilation emitted_compilation(const Graph& canonical, PlannerKind pla
     throw UserError(fmt::format("--backend {}: use cpu or cuda", backend));
   }
   rows.forced = forced;
-  runtime::Compilation c = runtime::compilation_of(canonical, planner, options, rows);
-  runtime::run_pipeline(c, emitter, "split-reductions", last_stage, dump);
+  pipeline::Compilation c = pipeline::compilation_of(canonical, planner, options, rows);
+  pipeline::run_pipeline(c, emitter, "split-reductions", last_stage, dump);
   return c;
 }
 
@@ -81,7 +81,7 @@ std::string library_label(const Graph& g, const FusionGroup& grp) {
   return fmt::format("{} {}", op_name(n.op), g.value_name(n.output));
 }
 
-KernelEntry kernel_entry(const runtime::Compilation& c, size_t gi, const DeltaEvaluator& evaluator,
+KernelEntry kernel_entry(const pipeline::Compilation& c, size_t gi, const DeltaEvaluator& evaluator,
                          const FusionCostModel& bytes) {
   const Graph& g = c.graph;
   const FusionGroup& grp = c.plan.groups[gi];
@@ -127,7 +127,7 @@ int group_computing(const FusionPlan& plan, int node) {
 
 // Each lowered kernel's source in its entry, generated on every core (a
 // 500-node graph's 62 stitched kernels took 1.3 s on one).
-void add_sources(Report& r, const runtime::Compilation& c, const std::string& backend) {
+void add_sources(Report& r, const pipeline::Compilation& c, const std::string& backend) {
   std::vector<std::pair<KernelEntry*, const kir::Kernel*>> work;
   for (const lower::LoweredGroup& l : c.lowered.groups) {
     if (l.kernel) work.emplace_back(&r.kernels.at(static_cast<size_t>(l.group)), &*l.kernel);
@@ -145,7 +145,7 @@ void add_sources(Report& r, const runtime::Compilation& c, const std::string& ba
 
 // On a GPU target with the GPU model (gpu_model::with_row_model), each row
 // group's time by the model's analytical form for the schedule it takes.
-void add_model_times(Report& r, const runtime::Compilation& c, const SymbolBindings& bindings) {
+void add_model_times(Report& r, const pipeline::Compilation& c, const SymbolBindings& bindings) {
   if (!c.target.model) return;
   for (KernelEntry& e : r.kernels) {
     const FusionGroup& grp = c.plan.groups[static_cast<size_t>(e.group)];
@@ -169,7 +169,7 @@ Report collect_report(const Graph& canonical, PlannerKind planner, const std::st
                       const SymbolBindings& bindings, std::optional<schedule::RowScheduleKind> forced,
                       const std::string& anchor, const std::string& model_target) {
   const std::string plans_as = backend == "cuda-sim" ? "cuda" : backend;
-  runtime::Compilation c = emitted_compilation(canonical, planner, plans_as, forced, model_target, {}, "lower");
+  pipeline::Compilation c = emitted_compilation(canonical, planner, plans_as, forced, model_target, {}, "lower");
   Report r;
   r.graph_name = canonical.name();
   r.planner = std::string(planner_name(planner));

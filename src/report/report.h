@@ -15,7 +15,7 @@
 
 #include "fusion/planner.h"
 #include "report/graph_drawing.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "schedule/select.h"
 #include "stitch/graph.h"
 
@@ -91,9 +91,9 @@ struct Report {
 // device's nearest), the row schedules forced to `forced` when given,
 // each stage `dump` wants printed; the pipeline stops after `last_stage`.
 // UserError for another back end, or "cuda" in a build without the CUDA toolkit.
-runtime::Compilation emitted_compilation(const Graph& canonical, PlannerKind planner, const std::string& backend,
+pipeline::Compilation emitted_compilation(const Graph& canonical, PlannerKind planner, const std::string& backend,
                                          std::optional<schedule::RowScheduleKind> forced = std::nullopt,
-                                         const std::string& model_target = "", const runtime::StageDump& dump = {},
+                                         const std::string& model_target = "", const pipeline::StageDump& dump = {},
                                          std::string_view last_stage = "emit");
 
 // The report of `canonical` (a canonical graph) under `planner` on `backend`

@@ -10,7 +10,7 @@
 #include "fusion/legality.h"
 #include "fusion/planner.h"
 #include "ir/structural_key.h"
-#include "lower/schedule_groups.h"
+#include "pipeline/schedule_groups.h"
 #include "stitch/error.h"
 #include "tune/cache_file.h"
 #include "tune/group_graph.h"
@@ -155,9 +155,9 @@ FusionPlan FusionTuner::refine(const Graph& g, const FusionPlan& plan, const sch
   // Every contested kernel and its parts, default schedules, one translation unit.
   std::vector<Trial> trials;
   for (const Contest& c : contests) {
-    trials.push_back({&c.fused, lower::schedule_group(c.fused.graph, c.fused.plan.groups[0], target)});
+    trials.push_back({&c.fused, pipeline::schedule_group(c.fused.graph, c.fused.plan.groups[0], target)});
     for (const GroupGraph& part : c.apart) {
-      trials.push_back({&part, lower::schedule_group(part.graph, part.plan.groups[0], target)});
+      trials.push_back({&part, pipeline::schedule_group(part.graph, part.plan.groups[0], target)});
     }
   }
   const std::vector<TrialResult> results = measure_trials(kernels_, trials, target, options_.measure);

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "ir/structural_key.h"
-#include "lower/schedule_groups.h"
+#include "pipeline/schedule_groups.h"
 #include "options/options.h"
 #include "stitch/error.h"
 #include "tune/cache_file.h"
@@ -129,7 +129,7 @@ std::vector<std::optional<GroupSchedule>> ScheduleTuner::choose(const Graph& g, 
   std::vector<std::vector<GroupSchedule>> own(plan.groups.size());
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     const FusionGroup& group = plan.groups[i];
-    own[i] = lower::schedule_candidates(g, group, target);
+    own[i] = pipeline::schedule_candidates(g, group, target);
     const std::vector<GroupSchedule>& candidates = own[i];
     if (candidates.size() < 2) continue;
     ++stats_.groups;
@@ -142,7 +142,7 @@ std::vector<std::optional<GroupSchedule>> ScheduleTuner::choose(const Graph& g, 
       continue;
     }
     // The candidates of the group in its own graph (node numbers differ).
-    p.candidates = lower::schedule_candidates(p.sub.graph, p.sub.plan.groups[0], target);
+    p.candidates = pipeline::schedule_candidates(p.sub.graph, p.sub.plan.groups[0], target);
     STITCH_ASSERT(p.candidates.size() == candidates.size(), "a group and its own graph have the same candidates");
     p.path = entry_path(p.sub.graph, target);
     std::string fingerprint = std::string(kFormat) + "\n" + compiler + "\n";

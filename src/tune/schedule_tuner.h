@@ -1,6 +1,6 @@
 // Execution-based tuning of schedules on the CPU or a GPU (docs/tuning.md;
 // FusionStitching 2019 §6, Alg. 3): every group with more than one candidate
-// schedule (lower::schedule_candidates) is compiled once per candidate, all
+// schedule (pipeline::schedule_candidates) is compiled once per candidate, all
 // in one translation unit, run on random inputs of its own shapes, checked
 // against the interpreter and timed; the fastest is kept. Choices are cached
 // on disk beside the kernel cache, keyed by the group's structure (which

@@ -7,7 +7,7 @@
 
 #include "ir/canonicalize.h"
 #include "lower/lower_plan.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "lower_scheduled.h"
 
 namespace stitch::testing {
@@ -17,10 +17,10 @@ LoweredKernels lower_for_cuda(const Graph& graph, PlannerKind planner, const std
   // The pipeline's graph stages and plan for the CUDA back end (convolutions
   // and attention as their composites, no dot epilogues); the lowering is
   // asked per group so that groups it refuses are reported, not thrown.
-  runtime::Compilation c = runtime::compilation_of(canonicalize(graph), planner, PlanOptions{}, rows);
-  runtime::Backend cuda;
+  pipeline::Compilation c = pipeline::compilation_of(canonicalize(graph), planner, PlanOptions{}, rows);
+  pipeline::Backend cuda;
   cuda.name = "cuda";
-  runtime::run_pipeline(c, cuda, "split-reductions", "plan");
+  pipeline::run_pipeline(c, cuda, "split-reductions", "plan");
   LoweredKernels out;
   for (lower::LoweredGroup& l : stitch::testing::lower_with_default_schedules(c.graph, c.plan, prefix, rows)) {
     if (l.kernel) {

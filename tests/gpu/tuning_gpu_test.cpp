@@ -13,7 +13,7 @@
 #include "gpu_differential.h"
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
-#include "lower/schedule_groups.h"
+#include "pipeline/schedule_groups.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "runtime/cuda/cuda_tuning.h"
 #include "stitch/text.h"
@@ -59,7 +59,7 @@ TEST_F(TuningGpu, KeepsTheFastestAndTheExecutableFollowsIt) {
   const Graph g = graph();
   const FusionPlan p = plan(g, PlannerKind::Stitch, PlanOptions::for_gpu(context()->device().arch()));
   ASSERT_EQ(p.groups.size(), 1u);
-  const std::vector<schedule::GroupSchedule> candidates = lower::schedule_candidates(g, p.groups[0], target());
+  const std::vector<schedule::GroupSchedule> candidates = pipeline::schedule_candidates(g, p.groups[0], target());
   ASSERT_GE(candidates.size(), 3u);
   // The test seam makes candidate 2 the fastest, whatever the device says.
   tune::TuneOptions o;

@@ -10,7 +10,7 @@
 #include "ir/canonicalize.h"
 #include "kir/printer.h"
 #include "lower/lower_plan.h"
-#include "lower/schedule_groups.h"
+#include "pipeline/schedule_groups.h"
 #include "schedule/held_rows.h"
 #include "stitch/text.h"
 #include "lower_scheduled.h"
@@ -33,7 +33,7 @@ struct Held {
 
 Held held(const Graph& g, const RowScheduleTarget& target) {
   const FusionPlan plan = plan_stitch(g);
-  const std::vector<GroupSchedule> schedules = lower::schedule_plan(g, plan, target);
+  const std::vector<GroupSchedule> schedules = pipeline::schedule_plan(g, plan, target);
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     if (plan.groups[i].kind != GroupKind::Stitched) continue;
     Held h{schedules[i], {}};

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "options/options.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "stitch/error.h"
 
 namespace stitch {
@@ -92,7 +92,7 @@ TEST(EnvironmentOptions, BadValuesNameTheVariable) {
 // Every stage of the pipeline's table can be dumped by its name.
 TEST(EnvironmentOptions, EveryPipelineStageIsADumpName) {
   const std::vector<std::string_view>& names = dump_stage_names();
-  for (const runtime::Stage& stage : runtime::pipeline_stages()) {
+  for (const pipeline::Stage& stage : pipeline::pipeline_stages()) {
     EXPECT_NE(std::find(names.begin(), names.end(), stage.name), names.end()) << stage.name;
   }
 }

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "ir/canonicalize.h"
-#include "lower/schedule_groups.h"
+#include "pipeline/schedule_groups.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -170,7 +170,7 @@ graph twice(x: f32[64, 300], w: f32[300, 300]) -> (f32[64, 300]) {
 
 TEST_F(Tuning, KeepsTheFastestAndTheExecutableFollowsIt) {
   const std::vector<GroupSchedule> candidates =
-      lower::schedule_candidates(graph_, plan_.groups[0], RowScheduleTarget::cpu());
+      pipeline::schedule_candidates(graph_, plan_.groups[0], RowScheduleTarget::cpu());
   ASSERT_GE(candidates.size(), 3u);
   TuneOptions o = options();
   // Candidate 2 is made the fastest of every group that has one.

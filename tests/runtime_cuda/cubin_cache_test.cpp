@@ -30,7 +30,7 @@
 #include "runtime/cpu/cpu_compiler.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "runtime/cuda/cubin_cache.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "schedule/row_schedule.h"
 #include "schedule/select.h"
 #include "schedule/target.h"
@@ -215,10 +215,10 @@ std::string batch_source(const std::vector<gpu_testing::GpuGraph>& graphs, Plann
   rows.forced_column_groups = forced_column_groups;
   PlanOptions options;
   options.max_fusions = resolve_max_fusions(options);
-  runtime::Backend backend;
+  pipeline::Backend backend;
   backend.name = "cuda";
   const std::vector<kir::Kernel> kernels =
-      runtime::lower_batch(gpu_testing::canonical_graphs(graphs), runtime::compilation_of(Graph(), planner, options, rows),
+      pipeline::lower_batch(gpu_testing::canonical_graphs(graphs), pipeline::compilation_of(Graph(), planner, options, rows),
                            backend)
           .kernels;
   return codegen::cuda::emit_cuda_translation_unit(kernels);

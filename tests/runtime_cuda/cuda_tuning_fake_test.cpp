@@ -12,7 +12,7 @@
 #include "fake_cuda_driver.h"
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
-#include "lower/schedule_groups.h"
+#include "pipeline/schedule_groups.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cuda_tuning.h"
 #include "stitch/text.h"
@@ -38,7 +38,7 @@ TEST(CudaTuningFake, EveryCandidateIsLaunchedAndCheckedBeforeItIsTimed) {
     const FusionPlan p = plan(g, PlannerKind::Stitch, PlanOptions::for_gpu(context->device().arch()));
     ASSERT_EQ(p.groups.size(), 1u);
     const schedule::RowScheduleTarget target = schedule::RowScheduleTarget::for_device(context->target());
-    const size_t candidates = lower::schedule_candidates(g, p.groups[0], target).size();
+    const size_t candidates = pipeline::schedule_candidates(g, p.groups[0], target).size();
     ASSERT_GE(candidates, 2u);
 
     tune::ScheduleTuner tuner(cuda_measurer(context, cubins), cuda_tuning_directory(cubins));

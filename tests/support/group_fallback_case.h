@@ -1,4 +1,4 @@
-// The per-group fallback's end-to-end case (runtime/common/group_fallback.h),
+// The per-group fallback's end-to-end case (pipeline/group_fallback.h),
 // shared by the CPU test (tests/codegen/executable_runtime_test.cpp) and the
 // cuda-sim one (tests/gpu/executable_gpu_test.cpp): two independent chains,
 // which the stitch planner makes two groups; the seam rejects the first.

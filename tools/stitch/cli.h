@@ -10,7 +10,7 @@
 
 #include "fusion/planner.h"
 #include "schedule/select.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "runtime/cpu/executable.h"
 #include "tune/fusion_tuner.h"
 #include "tune/schedule_tuner.h"
@@ -67,11 +67,11 @@ std::vector<Tensor> gather_inputs(const Graph& g, const InputSpec& spec, const M
 // "graph" (or "all"); returns the canonical graph.
 Graph canonicalize_with_dumps(const Graph& g);
 // Whether STITCH_DUMP asks for `stage`: a pipeline stage (or an older name
-// for one, runtime::dump_stage_matches), "cache", "buffers" or "all".
+// for one, pipeline::dump_stage_matches), "cache", "buffers" or "all".
 bool dump_enabled(const std::string& stage);
 // The pipeline stages STITCH_DUMP names, printed to stderr as
 // "// STITCH_DUMP <stage>" and the stage's text.
-runtime::StageDump stage_dumps();
+pipeline::StageDump stage_dumps();
 
 // --tune or STITCH_TUNE=1 (docs/tuning.md): both tuners (contested fusion
 // decisions, then schedules) over `cache`'s directory, wired into `options`;

@@ -73,7 +73,7 @@ bool dump_enabled(const std::string& stage) {
   return environment_options().dumps(stage);
 }
 
-runtime::StageDump stage_dumps() {
+pipeline::StageDump stage_dumps() {
   return {[](std::string_view stage) { return dump_enabled(std::string(stage)); },
           [](std::string_view stage, const std::string& text) {
             std::cerr << "// STITCH_DUMP " << stage << "\n" << text;

@@ -13,7 +13,7 @@
 #include "fusion/delta_evaluator.h"
 #include "fusion/planner.h"
 #include "gpu_model/analytic.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "report/report.h"
 #include "schedule/plan_explain.h"
 #include "stitch/text.h"
@@ -213,10 +213,10 @@ int plan_command(const std::string& file, const std::string& graph_name, const s
   rows.forced = forced;
   const Graph& selected = select_graph(m, graph_name, file);
   check_plan_sizes(selected, bindings);
-  runtime::Compilation c = runtime::compilation_of(canonicalize_with_dumps(selected), kind,
+  pipeline::Compilation c = pipeline::compilation_of(canonicalize_with_dumps(selected), kind,
                                                    explain && gpu ? PlanOptions::for_gpu(gpu->arch) : PlanOptions{}, rows);
   // The JSON form gives each group's schedule; the others stop after planning.
-  run_pipeline(c, runtime::Backend{}, "split-reductions", format == "json" ? "schedule" : "plan", stage_dumps());
+  run_pipeline(c, pipeline::Backend{}, "split-reductions", format == "json" ? "schedule" : "plan", stage_dumps());
   const Graph& canonical = c.graph;
   const FusionPlan& fusion_plan = c.plan;
   const PlanSearchReport& search = c.search;

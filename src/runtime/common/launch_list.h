@@ -1,9 +1,8 @@
-// What the CPU and CUDA executables share between planning and running
-// (DESIGN.md, Runtime): a plan lowered group by group into kernels and
-// library calls, the launch list's steps, and the values each step reads and
-// writes for the buffer plan. Beside it: dot_panels.h (a dot epilogue's
-// panels), input_checks.h (what both back ends check before a launch),
-// compile_notes.h (the fallback and warning texts).
+// What the CPU and CUDA executables run (DESIGN.md, Runtime): the launch
+// list's steps, made by the compile layer (pipeline/lowered_plan.h), and the
+// values each step reads and writes for the buffer plan. Beside it:
+// dot_panels.h (a dot epilogue's panels), input_checks.h (what both back ends
+// check before a launch).
 #pragma once
 
 #include <cstdint>
@@ -13,37 +12,17 @@
 #include <string>
 #include <vector>
 
-#include "fusion/fusion_plan.h"
 #include "kir/kernel.h"
 #include "lower/lower_plan.h"
 #include "runtime/common/buffer_plan.h"
-#include "schedule/select.h"
 #include "stitch/error.h"
 #include "stitch/graph.h"
 #include "stitch/shape.h"
 
 namespace stitch::runtime {
 
-// Kernel names are C identifiers and must be unique within a translation
-// unit: "k_" + the graph's name with other characters as '_'.
-std::string kernel_prefix(const std::string& graph_name);
-
 // Bytes of `v` once its symbols are bound.
 int64_t value_bytes(const Graph& g, ValueId v, const SymbolBindings& bindings);
-
-// A plan lowered group by group: a kernel for every loop, reduction,
-// stitched and tile group, a signature for every library group (a dot), or
-// the reason the first group does not lower.
-struct LoweredPlan {
-  FusionPlan plan;
-  std::vector<lower::LoweredGroup> groups;
-  std::vector<kir::Kernel> kernels;  // in launch order
-  std::string unsupported;           // "" when every group lowers
-};
-
-// `plan` lowered as `schedules` say (lower::lower_plan).
-LoweredPlan lower_whole_plan(const Graph& g, FusionPlan plan, const std::vector<schedule::GroupSchedule>& schedules,
-                             const std::string& prefix, const schedule::RowScheduleTarget& rows);
 
 // A group the reference interpreter runs (LoweredGroup::interpreted): its
 // ops as a graph of their own, whose parameters are the values `inputs` names
@@ -52,7 +31,6 @@ struct InterpretedGroup {
   Graph graph;
   std::vector<ValueId> inputs, outputs;
 };
-InterpretedGroup interpreted_group(const Graph& g, const FusionGroup& group, const std::string& name);
 
 // One entry of a launch list, before a back end binds its entry point: a
 // dot (a library call on `node`), the kernel of its group, or a group the
@@ -71,7 +49,6 @@ struct LaunchStep {
   const kir::Kernel* epilogue = nullptr;
   lower::GroupSignature epilogue_signature;
 };
-std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered);
 
 // The values a launch step reads and writes, for the buffer plan.
 StepValues signature_values(const lower::GroupSignature& signature);

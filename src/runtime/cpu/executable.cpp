@@ -24,7 +24,7 @@
 #include "runtime/common/dot_panels.h"
 #include "runtime/common/input_checks.h"
 #include "runtime/common/launch_list.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "runtime/cpu/attention_call.h"
 #include "runtime/cpu/conv_call.h"
 #include "runtime/cpu/dot_call.h"
@@ -34,12 +34,18 @@
 
 namespace stitch::runtime::cpu {
 
+using pipeline::Backend;
+using pipeline::Compilation;
+using pipeline::LoweredBatch;
+using pipeline::LoweredPlan;
+using pipeline::StageDump;
+
 // One entry of the launch list.
 struct Step {
   enum class Kind : uint8_t { Kernel, Dot, Interpret };
   Kind kind = Kind::Kernel;
   KernelFunction function = nullptr;  // Kernel
-  // Interpret: a group whose kernel did not compile (runtime/common/group_fallback.h).
+  // Interpret: a group whose kernel did not compile (pipeline/group_fallback.h).
   std::shared_ptr<const InterpretedGroup> interpreted;
   int node = -1;                      // Dot: the dot node
   lower::GroupSignature signature;    // values read and written
@@ -142,7 +148,7 @@ void fold_operand_transposes(const Graph& g, std::vector<Step>& steps) {
 // dot epilogue's panels are about `panel_bytes` of the dot's result.
 std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module, int64_t panel_bytes) {
   std::vector<Step> steps;
-  for (LaunchStep& l : launch_steps(g, lowered)) {
+  for (LaunchStep& l : pipeline::launch_steps(g, lowered)) {
     Step step;
     step.kind = l.dot ? Step::Kind::Dot : l.interpreted ? Step::Kind::Interpret : Step::Kind::Kernel;
     step.node = l.node;
@@ -446,7 +452,7 @@ CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind p
   plan_options.conv_calls = resolve_conv_calls(options.plan);
   plan_options.channels_last = resolve_channels_last(options.plan);
   const std::string key = memory_key(canonical_graph, planner, plan_options, options.compiler, options.rows, options.tuner_key);
-  Compilation c = compilation_of(canonical_graph, planner, plan_options, options.rows);
+  Compilation c = pipeline::compilation_of(canonical_graph, planner, plan_options, options.rows);
   c.schedule_override = options.schedule_override;
   c.tuner = options.tuner;
   c.plan_tuner = options.plan_tuner;
@@ -485,7 +491,7 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
   CompileOptions options;
   CpuModule module;
   const Backend backend = cpu_backend(cache, options, module);
-  LoweredBatch batch = lower_batch(canonical_graphs, compilation_of(Graph(), planner, resolved, rows), backend);
+  LoweredBatch batch = lower_batch(canonical_graphs, pipeline::compilation_of(Graph(), planner, resolved, rows), backend);
   const CacheStats before = cache.stats();
   const std::string source = backend.emit(batch.kernels);
   module = cache.load_or_compile(source);
@@ -505,9 +511,9 @@ std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>
 
 std::string CpuExecutable::unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
                                               const PlanOptions& plan_options) {
-  Compilation c = compilation_of(canonical_graph, planner, plan_options, schedule::RowScheduleTarget::cpu());
+  Compilation c = pipeline::compilation_of(canonical_graph, planner, plan_options, schedule::RowScheduleTarget::cpu());
   run_pipeline(c, Backend{}, "split-reductions", "schedule");
-  return lower_whole_plan(c.graph, c.plan, c.schedules, "k", c.target).unsupported;
+  return pipeline::lower_whole_plan(c.graph, c.plan, c.schedules, "k", c.target).unsupported;
 }
 
 std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {

@@ -17,7 +17,7 @@
 #include "fusion/planner.h"
 #include "lower/lower_plan.h"
 #include "runtime/common/buffer_plan.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/runtime.h"
 #include "schedule/select.h"
@@ -35,13 +35,13 @@ struct CompileOptions {
   schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
   // The pipeline stages to print (STITCH_DUMP): each as it finishes, so the
   // plan is printed even when lowering then fails.
-  runtime::StageDump dump;
+  pipeline::StageDump dump;
   // Replace groups' default schedules: the tuner (tune/schedule_tuner.h) or
   // a test's choice. `tuner_key` names what they would choose, so that the
   // in-memory cache tells tuned executables from untuned ones.
-  lower::ScheduleOverride schedule_override;
-  runtime::Compilation::Tuner tuner;
-  runtime::Compilation::PlanTuner plan_tuner;  // contested fusions measured (tune/fusion_tuner.h)
+  pipeline::ScheduleOverride schedule_override;
+  pipeline::Compilation::Tuner tuner;
+  pipeline::Compilation::PlanTuner plan_tuner;  // contested fusions measured (tune/fusion_tuner.h)
   std::string tuner_key;
   // Where the loud report of a compile failure and its fallback goes; stderr
   // ("stitch: warning: ...") when empty.
@@ -71,7 +71,7 @@ class CpuExecutable {
   static CpuExecutable compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
                                const CompileOptions& options = {});
   static CpuExecutable compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
-                               const runtime::StageDump& dump);
+                               const pipeline::StageDump& dump);
 
   // For test suites: every graph's kernels in one translation unit, one
   // compiler run. No fallback: a compile failure throws CompileError.

@@ -17,7 +17,7 @@
 #include "interp/rounding.h"
 #include "interp/scalar_semantics.h"
 #include "options/options.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 
 namespace stitch::runtime::cpu {
 

@@ -12,10 +12,10 @@
 #include "gpu_model/analytic.h"
 #include "options/options.h"
 #include "runtime/common/buffer_plan.h"
-#include "runtime/common/compile_notes.h"
+#include "pipeline/compile_notes.h"
 #include "runtime/common/input_checks.h"
 #include "runtime/common/launch_list.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "runtime/cpu/cpu_compiler.h"
 #include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/gpu_dot.h"
@@ -27,12 +27,18 @@
 
 namespace stitch::runtime::cuda {
 
+using pipeline::Backend;
+using pipeline::Compilation;
+using pipeline::LoweredBatch;
+using pipeline::LoweredPlan;
+using pipeline::StageDump;
+
 // One entry of the launch list.
 struct CudaStep {
   enum class Kind : uint8_t { Kernel, Dot, Interpret };
   Kind kind = Kind::Kernel;
   CUfunction function = nullptr;  // Kernel
-  // Interpret: a group whose kernel did not compile (runtime/common/group_fallback.h).
+  // Interpret: a group whose kernel did not compile (pipeline/group_fallback.h).
   std::shared_ptr<const InterpretedGroup> interpreted;
   kir::Kernel kernel;             // Kernel: its parameters and launch geometry
   int64_t dynamic_shared_bytes = 0;  // Kernel: its arena when over the static 48 KiB
@@ -85,7 +91,7 @@ void run_interpreted_step(CudaContext& context, const Graph& g, const Interprete
 
 std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, const CudaModule& module) {
   std::vector<CudaStep> steps;
-  for (LaunchStep& l : launch_steps(g, lowered)) {
+  for (LaunchStep& l : pipeline::launch_steps(g, lowered)) {
     STITCH_ASSERT(!l.epilogue, "a dot epilogue in a CUDA plan (PlanOptions::for_gpu plans none)");
     CudaStep step;
     step.kind = l.dot ? CudaStep::Kind::Dot : l.interpreted ? CudaStep::Kind::Interpret : CudaStep::Kind::Kernel;
@@ -228,7 +234,7 @@ void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<Cud
   } catch (const cpu::CompileError& e) {
     // The kernels run unwoven, as they would without --weave.
     compiled.weave_refusals += fmt::format("not woven: {}\n", e.what());
-    report_warning({}, fmt::format("--weave: {}; the kernels run unwoven", e.what()));
+    pipeline::report_warning({}, fmt::format("--weave: {}; the kernels run unwoven", e.what()));
     return;
   }
   for (size_t k = 0; k < pairs.size(); ++k) {
@@ -276,7 +282,7 @@ CudaExecutable CudaExecutable::compile(const Graph& canonical_graph, PlannerKind
   context->make_current();
   const schedule::RowScheduleTarget rows = rows_for(*context, options);
   const PlanOptions plan_options = plan_options_for(*context, options, rows);
-  Compilation c = compilation_of(canonical_graph, planner, plan_options, rows);
+  Compilation c = pipeline::compilation_of(canonical_graph, planner, plan_options, rows);
   c.warn = options.warn;
   c.tuner = options.tuner;
   std::shared_ptr<CudaModule> module;
@@ -300,7 +306,7 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
   std::shared_ptr<CudaModule> module;
   std::string emit_error;
   const Backend backend = cuda_backend(context, cache, options, module, emit_error);
-  LoweredBatch batch = lower_batch(canonical_graphs, compilation_of(Graph(), planner, plan_options, rows), backend);
+  LoweredBatch batch = lower_batch(canonical_graphs, pipeline::compilation_of(Graph(), planner, plan_options, rows), backend);
   const std::string source = codegen::cuda::emit_cuda_translation_unit(batch.kernels);
   module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), module_image_for(context->api())));
   std::vector<CudaExecutable> out;
@@ -319,9 +325,9 @@ std::vector<CudaExecutable> CudaExecutable::compile_batch(const std::vector<Grap
 std::string CudaExecutable::unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
                                                const schedule::RowScheduleTarget& rows,
                                                const PlanOptions& plan_options) {
-  Compilation c = compilation_of(canonical_graph, planner, plan_options, rows);
+  Compilation c = pipeline::compilation_of(canonical_graph, planner, plan_options, rows);
   run_pipeline(c, Backend{}, "split-reductions", "schedule");
-  return lower_whole_plan(c.graph, c.plan, c.schedules, kernel_prefix(c.graph.name()), c.target).unsupported;
+  return pipeline::lower_whole_plan(c.graph, c.plan, c.schedules, pipeline::kernel_prefix(c.graph.name()), c.target).unsupported;
 }
 
 std::vector<Tensor> CudaExecutable::run(const std::vector<Tensor>& inputs) {

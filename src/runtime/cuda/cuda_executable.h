@@ -17,7 +17,7 @@
 
 #include "fusion/planner.h"
 #include "runtime/common/caller_memory.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/step_profile.h"
 #include "runtime/cuda/cubin_cache.h"
@@ -38,10 +38,10 @@ struct CudaCompileOptions {
   // row schedules, instead of the device's nearest: what `stitch bench --backend
   // cuda-sim --profile T` predicts for, since the simulated device is an H100.
   std::string model_target;
-  runtime::StageDump dump;  // the pipeline stages to print (STITCH_DUMP)
+  pipeline::StageDump dump;  // the pipeline stages to print (STITCH_DUMP)
   // Replaces groups' default schedules: the tuner measuring on this device
   // (runtime/cuda/cuda_tuning.h) or a test's choice. compile() only.
-  runtime::Compilation::Tuner tuner;
+  pipeline::Compilation::Tuner tuner;
   // Where the loud report of a compile failure and its fallback goes; stderr
   // ("stitch: warning: ...") when empty.
   std::function<void(const std::string&)> warn;

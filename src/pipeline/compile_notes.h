@@ -10,7 +10,7 @@
 #include "kir/kernel.h"
 #include "stitch/graph.h"
 
-namespace stitch::runtime {
+namespace stitch::pipeline {
 
 // "--backend BACKEND cannot run this graph yet: REASON; use --backend interp".
 std::string unsupported_message(const std::string& backend, const std::string& reason);
@@ -25,4 +25,4 @@ std::string print_kernels(const std::vector<kir::Kernel>& kernels);
 // `warn` with the message, or "stitch: warning: MESSAGE" on stderr without one.
 void report_warning(const std::function<void(const std::string&)>& warn, const std::string& message);
 
-}  // namespace stitch::runtime
+}  // namespace stitch::pipeline

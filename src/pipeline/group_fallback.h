@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "fusion/fusion_plan.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 
-namespace stitch::runtime {
+namespace stitch::pipeline {
 
 struct FailingGroups {
   std::vector<int> groups;  // indices into the plan's groups, ascending
@@ -41,4 +41,4 @@ FusionPlan unfuse_groups(const Graph& g, const FusionPlan& plan, const std::vect
 // is a dot's epilogue (it runs inside the dot's call).
 FailingGroups interpret_failing_groups(Compilation& c, const Backend& backend);
 
-}  // namespace stitch::runtime
+}  // namespace stitch::pipeline

@@ -1,10 +1,10 @@
-#include "runtime/common/group_fallback.h"
+#include "pipeline/group_fallback.h"
 
 #include <algorithm>
 #include <set>
 #include <utility>
 
-namespace stitch::runtime {
+namespace stitch::pipeline {
 
 namespace {
 
@@ -119,4 +119,4 @@ FusionPlan unfuse_groups(const Graph& g, const FusionPlan& plan, const std::vect
   return out;
 }
 
-}  // namespace stitch::runtime
+}  // namespace stitch::pipeline

@@ -13,15 +13,15 @@
 
 #include "codegen/cpu/cpp_emitter.h"
 #include "ir/canonicalize.h"
-#include "lower/schedule_groups.h"
-#include "runtime/common/pipeline.h"
+#include "pipeline/schedule_groups.h"
+#include "pipeline/pipeline.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "random_graph.h"
 #include "tensor_compare.h"
 
-namespace stitch::runtime {
+namespace stitch::pipeline {
 namespace {
 
 using schedule::GroupSchedule;
@@ -104,7 +104,7 @@ TEST(Pipeline, EachStageLeavesItsPartOfTheState) {
   EXPECT_EQ(static_cast<int>(c.lowered.kernels.size()), kernels);
   EXPECT_NE(c.source.find(c.lowered.kernels.front().name), std::string::npos);
   // The schedule dump names every group with its schedule.
-  const std::string text = lower::print_schedules(c.graph, c.plan, c.schedules);
+  const std::string text = pipeline::print_schedules(c.graph, c.plan, c.schedules);
   for (size_t i = 0; i < c.schedules.size(); ++i) {
     EXPECT_NE(text.find("group " + std::to_string(i) + " ["), std::string::npos) << text;
     EXPECT_NE(text.find(c.schedules[i].key()), std::string::npos) << text;
@@ -280,7 +280,7 @@ TEST(ScheduleStage, StitchedSoftmaxCarriesItsSharedMemoryPlan) {
   const FusionPlan p = plan(g, PlannerKind::Stitch);
   ASSERT_EQ(p.groups.size(), 1u);
   ASSERT_EQ(p.groups[0].kind, GroupKind::Stitched);
-  const std::vector<GroupSchedule> s = lower::schedule_plan(g, p, schedule::RowScheduleTarget::cpu());
+  const std::vector<GroupSchedule> s = pipeline::schedule_plan(g, p, schedule::RowScheduleTarget::cpu());
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].kind, ScheduleKind::Row);
   ASSERT_NE(s[0].shared_memory, nullptr);
@@ -288,7 +288,7 @@ TEST(ScheduleStage, StitchedSoftmaxCarriesItsSharedMemoryPlan) {
   EXPECT_FALSE(s[0].cached.empty()) << s[0].describe();  // exp's row is kept, not recomputed
   EXPECT_EQ(s[0].shared_bytes, s[0].shared_memory->plan.arena_bytes);
   // The same decision made twice is the same value.
-  EXPECT_EQ(s, lower::schedule_plan(g, p, schedule::RowScheduleTarget::cpu()));
+  EXPECT_EQ(s, pipeline::schedule_plan(g, p, schedule::RowScheduleTarget::cpu()));
 }
 
 TEST(ScheduleStage, TileGroupsAreAKindOfTheirOwn) {
@@ -303,7 +303,7 @@ graph center(x: f32[16, 32, 48]) -> (f32[16, 32, 48]) {
   const FusionPlan p = plan(g, PlannerKind::Stitch);
   ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
   EXPECT_EQ(p.groups[0].kind, GroupKind::Tile);
-  EXPECT_EQ(lower::schedule_plan(g, p, schedule::RowScheduleTarget::cpu())[0].kind, ScheduleKind::Tile);
+  EXPECT_EQ(pipeline::schedule_plan(g, p, schedule::RowScheduleTarget::cpu())[0].kind, ScheduleKind::Tile);
 }
 
 // Every candidate the tuner may pick lowers, compiles and matches the
@@ -322,23 +322,23 @@ graph ew(a: f32[1000, 33], b: f32[33]) -> (f32[1000, 33]) {
   return y
 }
 )"));
-  cpu::KernelCache cache;
+  runtime::cpu::KernelCache cache;
   int compiled = 0;
   for (const Graph* g : {&softmax, &column, &loop}) {
     const Graph& graph = *g;
     const FusionPlan p = plan(graph, PlannerKind::Stitch);
     ASSERT_EQ(p.groups.size(), 1u) << print_plan(graph, p);
     const std::vector<GroupSchedule> candidates =
-        lower::schedule_candidates(graph, p.groups[0], schedule::RowScheduleTarget::cpu());
+        pipeline::schedule_candidates(graph, p.groups[0], schedule::RowScheduleTarget::cpu());
     EXPECT_GE(candidates.size(), 2u) << g->name();
     const std::vector<Tensor> inputs = stitch::testing::random_inputs(graph, 7, {});
     const std::vector<Tensor> want = interpret(graph, inputs);
     for (const GroupSchedule& candidate : candidates) {
       SCOPED_TRACE(g->name() + ": " + candidate.describe());
-      cpu::CompileOptions options;
+      runtime::cpu::CompileOptions options;
       options.schedule_override = [&](int, const std::vector<GroupSchedule>&) { return candidate; };
       options.tuner_key = candidate.key();
-      cpu::CpuExecutable exe = cpu::CpuExecutable::compile(*g, PlannerKind::Stitch, cache, options);
+      runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(*g, PlannerKind::Stitch, cache, options);
       ++compiled;
       EXPECT_TRUE(exe.fallback().empty()) << exe.fallback();
       EXPECT_TRUE(stitch::testing::outputs_match_interpreter(exe.run(inputs), want, true, 300));
@@ -352,4 +352,4 @@ graph ew(a: f32[1000, 33], b: f32[33]) -> (f32[1000, 33]) {
 }
 
 }  // namespace
-}  // namespace stitch::runtime
+}  // namespace stitch::pipeline

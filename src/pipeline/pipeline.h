@@ -19,15 +19,15 @@
 #include "fusion/fusion_plan.h"
 #include "fusion/planner.h"
 #include "kir/kernel.h"
-#include "lower/schedule_groups.h"
+#include "pipeline/schedule_groups.h"
 #include "options/options.h"
-#include "runtime/common/compile_notes.h"
-#include "runtime/common/launch_list.h"
+#include "pipeline/compile_notes.h"
+#include "pipeline/lowered_plan.h"
 #include "schedule/group_schedule.h"
 #include "schedule/select.h"
 #include "stitch/graph.h"
 
-namespace stitch::runtime {
+namespace stitch::pipeline {
 
 // What a back end gives the pipeline.
 struct Backend {
@@ -47,9 +47,9 @@ struct Compilation {
   PlannerKind planner = PlannerKind::Xla;
   PlanOptions plan_options;
   schedule::RowScheduleTarget target = schedule::RowScheduleTarget::cpu();
-  std::string kernel_prefix;  // "" : runtime::kernel_prefix(graph name)
+  std::string kernel_prefix;  // "" : pipeline::kernel_prefix(graph name)
   // Replaces a group's default schedule (tests force candidates with it).
-  lower::ScheduleOverride schedule_override;
+  pipeline::ScheduleOverride schedule_override;
   // Per group, a measured schedule or nullopt for the default
   // (tune/schedule_tuner.h); the schedule stage asks it once for the whole
   // plan, so all its measurements share one compile. Takes precedence over
@@ -146,4 +146,4 @@ void take_compiled(Compiled& compiled, const Compilation& c, MakeSteps&& make_st
 using stitch::dump_list_matches;
 using stitch::dump_stage_matches;
 
-}  // namespace stitch::runtime
+}  // namespace stitch::pipeline

@@ -1,4 +1,4 @@
-// The compile stage's per-group fallback (runtime/common/group_fallback.h):
+// The compile stage's per-group fallback (pipeline/group_fallback.h):
 // which groups a bisection blames, and the plan that unfuses only them. The
 // executables' end-to-end tests are in tests/codegen/executable_runtime_test.cpp
 // (CPU) and tests/gpu/executable_gpu_test.cpp (cuda-sim).
@@ -12,11 +12,11 @@
 #include "codegen/cpu/cpp_emitter.h"
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
-#include "runtime/common/group_fallback.h"
+#include "pipeline/group_fallback.h"
 #include "stitch/text.h"
 #include "group_fallback_case.h"
 
-namespace stitch::runtime {
+namespace stitch::pipeline {
 namespace {
 
 Graph graph(const char* text) { return canonicalize(parse_module(text).graphs.front()); }
@@ -98,4 +98,4 @@ TEST(GroupFallback, TheBisectionBlamesTheGroupsThatFailAlone) {
 }
 
 }  // namespace
-}  // namespace stitch::runtime
+}  // namespace stitch::pipeline

@@ -1,4 +1,4 @@
-#include "lower/schedule_groups.h"
+#include "pipeline/schedule_groups.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include "schedule/column_schedule.h"
 #include "schedule/held_rows.h"
 
-namespace stitch::lower {
+namespace stitch::pipeline {
 
 using schedule::GroupSchedule;
 using schedule::RowSchedule;
@@ -37,13 +37,13 @@ GroupSchedule unlowered(std::string reason) {
 std::string lowering_problem(const Graph& g, const FusionGroup& group) {
   switch (group.kind) {
     case GroupKind::Library: return "";
-    case GroupKind::Tile: return tile_group_lowering_problem(g, group);
-    case GroupKind::Reduction: return reduction_group_problem(g, group);
-    case GroupKind::Stitched: return stitched_group_lowering_problem(g, group);
+    case GroupKind::Tile: return lower::tile_group_lowering_problem(g, group);
+    case GroupKind::Reduction: return lower::reduction_group_problem(g, group);
+    case GroupKind::Stitched: return lower::stitched_group_lowering_problem(g, group);
     case GroupKind::Loop:
       for (int n : group.nodes) {
         const OpKind op = g.nodes()[static_cast<size_t>(n)].op;
-        if (!is_loop_lowerable(op)) return "op " + std::string(op_name(op)) + " in a loop group";
+        if (!lower::is_loop_lowerable(op)) return "op " + std::string(op_name(op)) + " in a loop group";
       }
       return "";
   }
@@ -122,7 +122,7 @@ GroupSchedule schedule_group(const Graph& g, const FusionGroup& group, const Row
       return s;
     }
     case GroupKind::Loop:
-      if (target.transpose_tiles && transpose_tiles_problem(g, group, !on_cpu(target)).empty()) {
+      if (target.transpose_tiles && lower::transpose_tiles_problem(g, group, !on_cpu(target)).empty()) {
         s.kind = ScheduleKind::TransposeTiles;
         s.reason = on_cpu(target) ? "its transposes move the innermost axis: 16 x 16 tiles"
                                   : "its transposes move the innermost axis: 32 x 32 tiles in shared memory";
@@ -190,7 +190,7 @@ std::vector<GroupSchedule> schedule_plan(const Graph& g, const FusionPlan& plan,
   std::vector<GroupSchedule> out;
   out.reserve(plan.groups.size());
   const std::vector<std::vector<int>> streamed = on_cpu(target) && target.stream_min_bytes >= 0
-                                                     ? streaming_outputs(g, plan, target.stream_min_bytes)
+                                                     ? lower::streaming_outputs(g, plan, target.stream_min_bytes)
                                                      : std::vector<std::vector<int>>(plan.groups.size());
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     const FusionGroup& group = plan.groups[i];
@@ -223,4 +223,4 @@ std::string print_schedules(const Graph& g, const FusionPlan& plan, const std::v
   return out;
 }
 
-}  // namespace stitch::lower
+}  // namespace stitch::pipeline

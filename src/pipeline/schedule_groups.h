@@ -16,7 +16,7 @@
 #include "schedule/group_schedule.h"
 #include "schedule/select.h"
 
-namespace stitch::lower {
+namespace stitch::pipeline {
 
 // The schedules a group may take on `target`, the default first: for a row
 // group the default row schedule and the other row kinds the lowering
@@ -48,4 +48,4 @@ std::vector<schedule::GroupSchedule> schedule_plan(const Graph& g, const FusionP
 //   group 2 [stitched] y: row warp-per-row [GRID-WARP_8,CTA]; 256 threads cached [5] shared 8192 (the CPU rule ...)
 std::string print_schedules(const Graph& g, const FusionPlan& plan, const std::vector<schedule::GroupSchedule>& s);
 
-}  // namespace stitch::lower
+}  // namespace stitch::pipeline

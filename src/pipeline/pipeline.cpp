@@ -1,4 +1,4 @@
-#include "runtime/common/pipeline.h"
+#include "pipeline/pipeline.h"
 
 #include <fmt/format.h>
 
@@ -11,11 +11,11 @@
 #include "ir/composites_nn.h"
 #include "ir/conv_expand.h"
 #include "ir/split_reductions.h"
-#include "runtime/common/group_fallback.h"
+#include "pipeline/group_fallback.h"
 #include "stitch/error.h"
 #include "stitch/text.h"
 
-namespace stitch::runtime {
+namespace stitch::pipeline {
 
 namespace {
 
@@ -71,12 +71,12 @@ void plan_stage(Compilation& c, const Backend&) {
 void schedule_stage(Compilation& c, const Backend&) {
   if (c.tuner) {
     const std::vector<std::optional<schedule::GroupSchedule>> tuned = c.tuner(c.graph, c.plan, c.target);
-    c.schedules = lower::schedule_plan(
+    c.schedules = pipeline::schedule_plan(
         c.graph, c.plan, c.target,
         [&tuned](int group, const std::vector<schedule::GroupSchedule>&) { return tuned.at(static_cast<size_t>(group)); });
     return;
   }
-  c.schedules = lower::schedule_plan(c.graph, c.plan, c.target, c.schedule_override);
+  c.schedules = pipeline::schedule_plan(c.graph, c.plan, c.target, c.schedule_override);
 }
 
 std::string prefix_of(const Compilation& c) {
@@ -176,7 +176,7 @@ void compile_stage(Compilation& c, const Backend& backend) {
 std::string print_canonical(const Compilation& c) { return print_graph(c.canonical); }
 std::string print_split(const Compilation& c) { return print_graph(c.graph); }
 std::string print_plan_stage(const Compilation& c) { return print_plan(c.graph, c.plan); }
-std::string print_schedule_stage(const Compilation& c) { return lower::print_schedules(c.graph, c.plan, c.schedules); }
+std::string print_schedule_stage(const Compilation& c) { return pipeline::print_schedules(c.graph, c.plan, c.schedules); }
 std::string print_lower_stage(const Compilation& c) { return print_kernels(c.lowered.kernels); }
 std::string print_emit_stage(const Compilation& c) { return c.source; }
 std::string print_compile_stage(const Compilation& c) {
@@ -202,7 +202,7 @@ const std::vector<Stage>& pipeline_stages() {
       {"conv", "convolutions as one op each on the CPU, their composite elsewhere (ir/conv_expand.h)", conv_stage,
        print_split},
       {"plan", "which ops share a kernel (fusion/planner.h)", plan_stage, print_plan_stage},
-      {"schedule", "one schedule per group (lower/schedule_groups.h)", schedule_stage, print_schedule_stage},
+      {"schedule", "one schedule per group (pipeline/schedule_groups.h)", schedule_stage, print_schedule_stage},
       {"lower", "every group's kernel in Kernel IR (lower/lower_plan.h)", lower_stage, print_lower_stage},
       {"emit", "the back end's translation unit (codegen/)", emit_stage, print_emit_stage},
       {"compile", "the translation unit compiled and loaded, with the fallback ladder", compile_stage,
@@ -261,4 +261,4 @@ LoweredBatch lower_batch(const std::vector<Graph>& canonical_graphs, const Compi
   return batch;
 }
 
-}  // namespace stitch::runtime
+}  // namespace stitch::pipeline

@@ -1,4 +1,4 @@
-#include "runtime/common/compile_notes.h"
+#include "pipeline/compile_notes.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "kir/printer.h"
 
-namespace stitch::runtime {
+namespace stitch::pipeline {
 
 std::string unsupported_message(const std::string& backend, const std::string& reason) {
   return fmt::format("--backend {} cannot run this graph yet: {}; use --backend interp", backend, reason);
@@ -35,4 +35,4 @@ std::string interpreter_note(const Graph& g, const std::string& error) {
   return fmt::format("{}\nrunning graph '{}' on the reference interpreter instead (slow)", error, g.name());
 }
 
-}  // namespace stitch::runtime
+}  // namespace stitch::pipeline

@@ -31,6 +31,7 @@
 #include "ir/canonicalize.h"
 #include "lower/lower_plan.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/text.h"
 
@@ -178,7 +179,7 @@ nlohmann::json bench_workload(const std::string& name, int repeat, runtime::cpu:
          nullptr);
   for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
     const std::string variant(planner_name(planner));
-    runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(g, planner, cache);
+    runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(g, planner, cache);
     // In-place runs: the outputs and the workspace are reused, as stitch bench
     // times them (docs/executable.md); the kernels-only row isolates launches.
     std::vector<Tensor> got;

@@ -5,6 +5,7 @@
 
 #include "api/backend_executable.h"
 #include "api/kernel_caches.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "tune/fusion_tuner.h"
 #include "tune/schedule_tuner.h"
@@ -13,7 +14,7 @@ namespace stitch::api {
 
 std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const BackendRequest& request) {
   runtime::cpu::KernelCache& cache = kernel_cache(request.cache_directory);
-  runtime::cpu::CompileOptions options;
+  pipeline::CpuCompileOptions options;
   options.dump = request.dump;
   // The tuners are needed only while compiling: their choices are cached on
   // disk and the compiled graph keeps what they chose.
@@ -32,7 +33,7 @@ std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const
     };
     options.tuner_key = s->key();
   }
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, request.planner, cache, options);
+  runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(canonical, request.planner, cache, options);
   if (!request.constant_params.empty()) exe.set_constant_params(request.constant_params);
   const runtime::cpu::CacheStats& s = exe.cache_stats();
   const CacheStats stats{s.memory_hits, s.hits, s.misses + s.recompiled_corrupt};

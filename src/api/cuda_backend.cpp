@@ -13,8 +13,9 @@
 
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
-#include "runtime/cuda/cuda_tuning.h"
+#include "pipeline/cuda/cuda_tuning.h"
 #include "tune/schedule_tuner.h"
 #endif
 
@@ -60,12 +61,12 @@ std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, cons
   if (!cuda_device_available(&why)) throw UserError("Backend::Cuda is not available: " + why);
   const std::shared_ptr<runtime::cuda::CudaContext>& context = device().context;
   runtime::cuda::CubinCache& cubins = cubin_cache(request.cache_directory);
-  runtime::cuda::CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   options.dump = request.dump;
   std::unique_ptr<tune::ScheduleTuner> tuner;
   if (request.tune) {
-    tuner = std::make_unique<tune::ScheduleTuner>(runtime::cuda::cuda_measurer(context, cubins),
-                                                  runtime::cuda::cuda_tuning_directory(cubins));
+    tuner = std::make_unique<tune::ScheduleTuner>(pipeline::cuda_measurer(context, cubins),
+                                                  pipeline::cuda_tuning_directory(cubins));
     tune::ScheduleTuner* t = tuner.get();
     options.tuner = [t](const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
       return t->choose(g, plan, target);
@@ -75,7 +76,7 @@ std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, cons
   // the difference (another thread compiling at once may blur it).
   const runtime::cuda::CubinCacheStats before = cubins.stats();
   runtime::cuda::CudaExecutable exe =
-      runtime::cuda::CudaExecutable::compile(canonical, request.planner, context, cubins, options);
+      pipeline::compile_cuda(canonical, request.planner, context, cubins, options);
   const runtime::cuda::CubinCacheStats after = cubins.stats();
   const CacheStats stats{0, after.hits - before.hits,
                          (after.misses - before.misses) + (after.recompiled_corrupt - before.recompiled_corrupt)};

@@ -9,7 +9,9 @@
 #include "runtime/cpu/kernel_cache.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
+#include "pipeline/cuda/user_kernel_cuda_route.h"
 #include "runtime/cuda/user_kernel_cuda.h"
 #endif
 
@@ -76,10 +78,10 @@ class CudaBackend final : public LazyBackend {
   bool on_device() const override { return true; }
   std::unique_ptr<DeviceCopy> allocate(size_t bytes) override { return std::make_unique<CudaCopy>(context_, bytes); }
   std::shared_ptr<const BackendKernel> compile(const UserKernel& kernel, const lower::UserKernelShape& shape) override {
-    return std::make_shared<const CudaKernel>(cuda::CudaUserKernel::compile(context_, cubins_, kernel, shape));
+    return std::make_shared<const CudaKernel>(pipeline::compile_user_kernel_cuda(context_, cubins_, kernel, shape));
   }
   std::unique_ptr<BackendGraph> compile_graph(const Graph& canonical) override {
-    return std::make_unique<CudaGraph>(cuda::CudaExecutable::compile(canonical, PlannerKind::Stitch, context_, cubins_));
+    return std::make_unique<CudaGraph>(pipeline::compile_cuda(canonical, PlannerKind::Stitch, context_, cubins_));
   }
   TargetModel target() const override { return gpu_target_model(context_->device().arch()); }
   void synchronize() override {

@@ -3,8 +3,10 @@
 
 #include <filesystem>
 
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "runtime/cpu/kernel_cache.h"
+#include "pipeline/user_kernel_route.h"
 #include "runtime/cpu/user_kernel_call.h"
 #include "stitch/error.h"
 
@@ -44,10 +46,10 @@ class CpuBackend final : public LazyBackend {
     return nullptr;
   }
   std::shared_ptr<const BackendKernel> compile(const UserKernel& kernel, const lower::UserKernelShape& shape) override {
-    return std::make_shared<const CpuKernel>(runtime::cpu::CompiledUserKernel::compile(kernel, shape, cache_));
+    return std::make_shared<const CpuKernel>(pipeline::compile_user_kernel_cpu(kernel, shape, cache_));
   }
   std::unique_ptr<BackendGraph> compile_graph(const Graph& canonical) override {
-    return std::make_unique<CpuGraph>(runtime::cpu::CpuExecutable::compile(canonical, PlannerKind::Stitch, cache_));
+    return std::make_unique<CpuGraph>(pipeline::compile_cpu(canonical, PlannerKind::Stitch, cache_));
   }
   TargetModel target() const override { return cpu_target_model(); }
   void synchronize() override {}

@@ -108,4 +108,17 @@ std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered)
   return steps;
 }
 
+std::string seam_rejection(const LoweredPlan& lowered, const std::function<bool(const FusionPlan&)>& reject_plan,
+                           const std::function<bool(const FusionGroup&)>& reject_group, std::string_view options) {
+  if (reject_plan && reject_plan(lowered.plan)) {
+    return fmt::format("the translation unit was rejected by {}::reject_plan (test seam)", options);
+  }
+  for (const lower::LoweredGroup& l : lowered.groups) {
+    if (l.kernel && reject_group && reject_group(lowered.plan.groups[static_cast<size_t>(l.group)])) {
+      return fmt::format("the kernel of group {} was rejected by {}::reject_group (test seam)", l.group, options);
+    }
+  }
+  return "";
+}
+
 }  // namespace stitch::pipeline

@@ -3,7 +3,9 @@
 // launch list the back ends bind (runtime/common/launch_list.h).
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fusion/fusion_plan.h"
@@ -44,5 +46,12 @@ InterpretedGroup interpreted_group(const Graph& g, const FusionGroup& group, con
 // The launch list of `lowered`: a step per kernel, library call or
 // interpreted group, a dot's epilogue folded into the dot's step.
 std::vector<LaunchStep> launch_steps(const Graph& g, const LoweredPlan& lowered);
+
+// The test seams of a back end's compile options (reject_plan, reject_group
+// of CpuCompileOptions and CudaCompileOptions, named by `options`): why the
+// translation unit of `lowered` counts as rejected by its compiler, or ""
+// when it does not.
+std::string seam_rejection(const LoweredPlan& lowered, const std::function<bool(const FusionPlan&)>& reject_plan,
+                           const std::function<bool(const FusionGroup&)>& reject_group, std::string_view options);
 
 }  // namespace stitch::pipeline

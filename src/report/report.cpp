@@ -9,62 +9,17 @@
 #include <thread>
 #include <vector>
 
-#include "codegen/cpu/cpp_emitter.h"
 #include "fusion/cost_model.h"
 #include "fusion/delta_evaluator.h"
 #include "schedule/group_shared_memory.h"
 #include "stitch/error.h"
 #include "stitch/text.h"
-#ifdef STITCH_HAVE_CUDA
-#include "codegen/cuda/cuda_emitter.h"
-#include "gpu_model/analytic.h"
-#endif
 
 namespace stitch::report {
-
-pipeline::Compilation emitted_compilation(const Graph& canonical, PlannerKind planner, const std::string& backend,
-                                         std::optional<schedule::RowScheduleKind> forced,
-                                         const std::string& model_target, const pipeline::StageDump& dump,
-                                         std::string_view last_stage) {
-  pipeline::Backend emitter;
-  emitter.name = backend;
-  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
-  PlanOptions options;
-  if (backend == "cuda") {
-#ifdef STITCH_HAVE_CUDA
-    emitter.emit = [](const std::vector<kir::Kernel>& kernels) {
-      return codegen::cuda::emit_cuda_translation_unit(kernels);
-    };
-    rows = gpu_model::with_row_model(schedule::RowScheduleTarget::gpu(), model_target);
-    options = PlanOptions::for_gpu();
-#else
-    (void)model_target;
-    throw UserError("--backend cuda: this stitch was built without the CUDA toolkit");
-#endif
-  } else if (backend == "cpu") {
-    emitter.emit = [](const std::vector<kir::Kernel>& kernels) {
-      return codegen::cpu::emit_cpp_translation_unit(kernels);
-    };
-  } else {
-    throw UserError(fmt::format("--backend {}: use cpu or cuda", backend));
-  }
-  rows.forced = forced;
-  pipeline::Compilation c = pipeline::compilation_of(canonical, planner, options, rows);
-  pipeline::run_pipeline(c, emitter, "split-reductions", last_stage, dump);
-  return c;
-}
 
 namespace {
 
 std::string value_of(const Graph& g, int node) { return g.value_name(g.nodes()[node].output); }
-
-std::string kernel_source(const kir::Kernel& kernel, const std::string& backend) {
-#ifdef STITCH_HAVE_CUDA
-  if (backend == "cuda") return codegen::cuda::emit_cuda(kernel);
-#endif
-  (void)backend;
-  return codegen::cpu::emit_cpp_kernel(kernel);
-}
 
 std::string shared_memory_text(const Graph& g, const schedule::GroupSchedule& s) {
   if (s.shared_memory) return schedule::print_group_shared_memory(*s.shared_memory);
@@ -134,7 +89,7 @@ void add_sources(Report& r, const pipeline::Compilation& c, const std::string& b
   }
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i = next++; i < work.size(); i = next++) work[i].first->source = kernel_source(*work[i].second, backend);
+    for (size_t i = next++; i < work.size(); i = next++) work[i].first->source = pipeline::kernel_source(*work[i].second, backend);
   };
   const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), work.size());
   std::vector<std::future<void>> running;
@@ -169,7 +124,7 @@ Report collect_report(const Graph& canonical, PlannerKind planner, const std::st
                       const SymbolBindings& bindings, std::optional<schedule::RowScheduleKind> forced,
                       const std::string& anchor, const std::string& model_target) {
   const std::string plans_as = backend == "cuda-sim" ? "cuda" : backend;
-  pipeline::Compilation c = emitted_compilation(canonical, planner, plans_as, forced, model_target, {}, "lower");
+  pipeline::Compilation c = pipeline::emitted_compilation(canonical, planner, plans_as, forced, model_target, {}, "lower");
   Report r;
   r.graph_name = canonical.name();
   r.planner = std::string(planner_name(planner));

@@ -15,6 +15,7 @@
 
 #include "fusion/planner.h"
 #include "report/graph_drawing.h"
+#include "pipeline/emit_route.h"
 #include "pipeline/pipeline.h"
 #include "schedule/select.h"
 #include "stitch/graph.h"
@@ -85,20 +86,9 @@ struct Report {
   std::optional<double> copy_gbps;
 };
 
-// The pipeline through its emit stage for `canonical` on `backend` ("cpu" or
-// "cuda": the CUDA back end's plan for an sm_90 device, as `stitch emit`,
-// its rows ranked by the GPU model for `model_target` ("h200"; "": the
-// device's nearest), the row schedules forced to `forced` when given,
-// each stage `dump` wants printed; the pipeline stops after `last_stage`.
-// UserError for another back end, or "cuda" in a build without the CUDA toolkit.
-pipeline::Compilation emitted_compilation(const Graph& canonical, PlannerKind planner, const std::string& backend,
-                                         std::optional<schedule::RowScheduleKind> forced = std::nullopt,
-                                         const std::string& model_target = "", const pipeline::StageDump& dump = {},
-                                         std::string_view last_stage = "emit");
-
 // The report of `canonical` (a canonical graph) under `planner` on `backend`
 // ("cpu", "cuda" or "cuda-sim", which plans as "cuda" with its rows ranked
-// for `model_target`, emitted_compilation): nothing is run; the
+// for `model_target`, pipeline::emitted_compilation): nothing is run; the
 // times are the delta evaluator's for the back end's target, symbols not in
 // `bindings` at the cost model's default extent. A group the back end cannot
 // lower is reported with its reason and no source. `anchor` prefixes the

@@ -8,8 +8,8 @@
 #include <deque>
 #include <map>
 
-#include "codegen/cpu/cpp_emitter.h"
 #include "lower/lower_plan.h"
+#include "pipeline/trial_kernels.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
 #include "stitch/tensor.h"
@@ -88,20 +88,15 @@ std::vector<TrialResult> measure_trials(runtime::cpu::KernelCache& kernels, cons
                                         const schedule::RowScheduleTarget& target, const MeasureOptions& options) {
   std::vector<TrialResult> out(trials.size());
   if (trials.empty()) return out;
-  std::vector<kir::Kernel> kernel_list;
-  std::vector<lower::GroupSignature> signatures;
-  std::vector<std::string> names;
-  for (size_t t = 0; t < trials.size(); ++t) {
-    const GroupGraph& sub = *trials[t].group;
-    STITCH_ASSERT(all_static(sub.graph), "measure_trials: a group graph of static shapes");
-    std::vector<lower::LoweredGroup> l =
-        lower::lower_plan(sub.graph, sub.plan, {trials[t].schedule}, fmt::format("tune_t{}", t), target);
-    STITCH_ASSERT(l.size() == 1 && l[0].kernel, "a trial's schedule lowers: " + trials[t].schedule.describe());
-    names.push_back(l[0].kernel->name);
-    signatures.push_back(l[0].signature);
-    kernel_list.push_back(std::move(*l[0].kernel));
+  std::vector<pipeline::TrialInput> inputs;
+  for (const Trial& trial : trials) {
+    STITCH_ASSERT(all_static(trial.group->graph), "measure_trials: a group graph of static shapes");
+    inputs.push_back({&trial.group->graph, &trial.group->plan, trial.schedule});
   }
-  const runtime::cpu::CpuModule module = kernels.load_or_compile(codegen::cpu::emit_cpp_translation_unit(kernel_list));
+  const pipeline::CompiledTrials compiled = pipeline::compile_trials_cpu(inputs, target, kernels);
+  const runtime::cpu::CpuModule& module = compiled.module;
+  const std::vector<lower::GroupSignature>& signatures = compiled.signatures;
+  const std::vector<std::string>& names = compiled.names;
 
   // First pass, trial by trial: one run into the group's outputs (pages
   // touched, caches warm), checked against the interpreter at once.

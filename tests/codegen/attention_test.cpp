@@ -13,6 +13,7 @@
 #include "interpreter_differential.h"
 #include "ir/canonicalize.h"
 #include "random_graph.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -106,7 +107,7 @@ TEST(AttentionCall, MatchesTheInterpreterUnderEveryPlanner) {
     const std::vector<Tensor> want = interpret(g, inputs);
     for (PlannerKind planner : kEveryPlanner) {
       SCOPED_TRACE(g.name() + " under " + std::string(planner_name(planner)));
-      CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
+      CpuExecutable exe = pipeline::compile_cpu(g, planner, cache);
       ASSERT_EQ(exe.fallback(), "");
       EXPECT_TRUE(has_attention(exe.graph()));
       EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), want, true, c.reduction));
@@ -120,10 +121,10 @@ TEST(AttentionCall, TheStageSwitchedOffKeepsTheComposite) {
   const AttentionCase c = cases()[2];
   const Graph g = canonicalize(parse_module(c.text, "attention.stitch").graphs.front());
   const std::vector<Tensor> inputs = testing::random_inputs(g, 3, {});
-  CompileOptions off;
+  pipeline::CpuCompileOptions off;
   off.plan.attention = false;
-  CpuExecutable unfused = CpuExecutable::compile(g, PlannerKind::Stitch, cache, off);
-  CpuExecutable fused = CpuExecutable::compile(g, PlannerKind::Stitch, cache);
+  CpuExecutable unfused = pipeline::compile_cpu(g, PlannerKind::Stitch, cache, off);
+  CpuExecutable fused = pipeline::compile_cpu(g, PlannerKind::Stitch, cache);
   EXPECT_FALSE(has_attention(unfused.graph()));
   EXPECT_TRUE(has_attention(fused.graph()));
   EXPECT_GT(unfused.kernel_count(), fused.kernel_count());

@@ -16,6 +16,7 @@
 #include "ir/canonicalize.h"
 #include "ir/conv_expand.h"
 #include "random_graph.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -106,7 +107,7 @@ TEST(ConvCall, MatchesTheInterpreterUnderEveryPlanner) {
     const std::vector<Tensor> want = interpret(g, inputs);
     for (PlannerKind planner : kEveryPlanner) {
       SCOPED_TRACE(g.name() + " under " + std::string(planner_name(planner)));
-      CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
+      CpuExecutable exe = pipeline::compile_cpu(g, planner, cache);
       ASSERT_EQ(exe.fallback(), "");
       EXPECT_EQ(has_conv(exe.graph()), c.library);
       EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), want, true, c.reduction));
@@ -150,7 +151,7 @@ TEST(ConvCall, ChannelsLastTransposesCancelBetweenConvs) {
   const std::vector<Tensor> want = interpret(g, inputs);
   for (PlannerKind planner : kEveryPlanner) {
     SCOPED_TRACE(planner_name(planner));
-    CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
+    CpuExecutable exe = pipeline::compile_cpu(g, planner, cache);
     ASSERT_EQ(count_ops(exe.graph(), OpKind::Conv), 3);
     for (const Node& n : exe.graph().nodes()) {
       if (n.op == OpKind::Conv) {
@@ -164,9 +165,9 @@ TEST(ConvCall, ChannelsLastTransposesCancelBetweenConvs) {
     EXPECT_EQ(count_ops(exe.graph(), OpKind::Add), 1);
     EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), want, true, 8 * 9 * 3 + 64));
   }
-  CompileOptions off;
+  pipeline::CpuCompileOptions off;
   off.plan.channels_last = false;
-  CpuExecutable first = CpuExecutable::compile(g, PlannerKind::Stitch, cache, off);
+  CpuExecutable first = pipeline::compile_cpu(g, PlannerKind::Stitch, cache, off);
   EXPECT_EQ(count_ops(first.graph(), OpKind::Transpose), 0);
   EXPECT_TRUE(testing::outputs_match_interpreter(first.run(inputs), want, true, 8 * 9 * 3 + 64));
 }
@@ -190,7 +191,7 @@ TEST(ConvCall, ChannelsLastTransposesSinkThroughResizes) {
   const std::vector<Tensor> want = interpret(g, inputs);
   for (PlannerKind planner : {PlannerKind::Xla, PlannerKind::Stitch}) {
     SCOPED_TRACE(planner_name(planner));
-    CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
+    CpuExecutable exe = pipeline::compile_cpu(g, planner, cache);
     EXPECT_EQ(count_ops(exe.graph(), OpKind::Transpose), 2) << print_graph(exe.graph());
     EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), want, true, 8 * 9 * 3 + 64));
   }
@@ -206,7 +207,7 @@ TEST(ConvCall, ConstantWeightsArePackedOnce) {
   y = relu(conv(x, w, b, pads=[1, 1, 1, 1]))
   return y
 })");
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, cache);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Stitch, cache);
   EXPECT_THROW(exe.set_constant_params({"x", "weights"}), UserError);
   exe.set_constant_params({"w", "b"});
   std::vector<Tensor> inputs = testing::random_inputs(g, 6, {});
@@ -232,9 +233,9 @@ TEST(ConvCall, ChannelsFirstDepthwiseIsItsComposite) {
   ASSERT_EQ(c.text.substr(0, 15), "graph depthwise");
   const Graph g = canonical(c.text);
   const std::vector<Tensor> inputs = testing::random_inputs(g, 2, {});
-  CompileOptions first;
+  pipeline::CpuCompileOptions first;
   first.plan.channels_last = false;
-  CpuExecutable composite = CpuExecutable::compile(g, PlannerKind::Stitch, cache, first);
+  CpuExecutable composite = pipeline::compile_cpu(g, PlannerKind::Stitch, cache, first);
   EXPECT_FALSE(has_conv(composite.graph()));
   EXPECT_TRUE(testing::outputs_match_interpreter(composite.run(inputs), interpret(g, inputs), true, c.reduction));
 }
@@ -253,7 +254,7 @@ TEST(ConvCall, EpiloguesFuseOnceEach) {
   const std::vector<Tensor> want = interpret(g, inputs);
   for (PlannerKind planner : kEveryPlanner) {
     SCOPED_TRACE(planner_name(planner));
-    CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
+    CpuExecutable exe = pipeline::compile_cpu(g, planner, cache);
     EXPECT_EQ(count_ops(exe.graph(), OpKind::Conv), 3);
     EXPECT_EQ(count_ops(exe.graph(), OpKind::Clamp) + count_ops(exe.graph(), OpKind::Relu) +
                   count_ops(exe.graph(), OpKind::Add),
@@ -294,7 +295,7 @@ TEST(ConvCall, ASideInputLastReadByItsConvIsAddedInPlace) {
     const Graph g = canonical(text);
     SCOPED_TRACE(g.name());
     const std::vector<Tensor> inputs = testing::random_inputs(g, 8, {});
-    CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, cache);
+    CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Stitch, cache);
     ASSERT_EQ(count_ops(exe.graph(), OpKind::Add), 0) << print_graph(exe.graph());
     EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(g, inputs), true, 2 * (8 * 9 + 8)));
     buffers.push_back(exe.intermediate_buffer_count());
@@ -310,10 +311,10 @@ TEST(ConvCall, SwitchedOffEveryConvIsItsComposite) {
   const ConvCase c = conv_cases()[0];
   const Graph g = canonical(c.text);
   const std::vector<Tensor> inputs = testing::random_inputs(g, 3, {});
-  CompileOptions off;
+  pipeline::CpuCompileOptions off;
   off.plan.conv_calls = false;
-  CpuExecutable composite = CpuExecutable::compile(g, PlannerKind::Stitch, cache, off);
-  CpuExecutable call = CpuExecutable::compile(g, PlannerKind::Stitch, cache);
+  CpuExecutable composite = pipeline::compile_cpu(g, PlannerKind::Stitch, cache, off);
+  CpuExecutable call = pipeline::compile_cpu(g, PlannerKind::Stitch, cache);
   EXPECT_FALSE(has_conv(composite.graph()));
   EXPECT_TRUE(has_conv(call.graph()));
   EXPECT_TRUE(testing::outputs_match_interpreter(call.run(inputs), composite.run(inputs), true, c.reduction));

@@ -12,6 +12,7 @@
 #include "interpreter_differential.h"
 #include "ir/canonicalize.h"
 #include "random_graph.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -60,11 +61,11 @@ TEST_P(CorpusCpuDifferential, MatchesInterpreter) {
   std::vector<Graph> canonical;
   for (const Graph& g : sources) {
     canonical.push_back(canonicalize(g));
-    EXPECT_EQ(CpuExecutable::unsupported_reason(canonical.back(), GetParam()), "") << g.name();
+    EXPECT_EQ(pipeline::cpu_unsupported_reason(canonical.back(), GetParam()), "") << g.name();
   }
   testing::ScratchDirectory cache_dir("stitch-corpus-cpu-test");
   KernelCache cache(cache_dir.path());
-  std::vector<CpuExecutable> exes = CpuExecutable::compile_batch(canonical, GetParam(), cache);
+  std::vector<CpuExecutable> exes = pipeline::compile_cpu_batch(canonical, GetParam(), cache);
   ASSERT_EQ(exes.size(), sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
     const Graph& g = sources[i];

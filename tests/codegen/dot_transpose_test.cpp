@@ -12,6 +12,7 @@
 
 #include "ir/canonicalize.h"
 #include "random_graph.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -90,7 +91,7 @@ TEST(DotTranspose, ALinearLayersWeightIsReadTransposedInPlace) {
     // Every planner: the fold works on whatever launch list the plan makes.
     for (PlannerKind planner : kEveryPlanner) {
       SCOPED_TRACE(g.name() + " under " + std::string(planner_name(planner)));
-      CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
+      CpuExecutable exe = pipeline::compile_cpu(g, planner, cache);
       ASSERT_EQ(exe.fallback(), "");
       if (planner == PlannerKind::Stitch) {
         EXPECT_EQ(exe.kernel_count(), c.kernels);
@@ -114,7 +115,7 @@ TEST(DotTranspose, AnEpiloguesBiasIsReadAtItsColumn) {
 })", "dot.stitch").graphs.front());
   const fs::path dir = fs::temp_directory_path() / ("stitch-dot-bias-" + std::to_string(getpid()));
   KernelCache cache(dir);
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, cache);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Stitch, cache);
   ASSERT_EQ(exe.kernel_count(), 1);  // the GELU is the dot's epilogue
   const std::string& source = exe.source();
   EXPECT_NE(source.find("stitch_block_first"), std::string::npos);

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "ir/canonicalize.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
@@ -75,7 +76,7 @@ TEST_F(ExecutableRuntime, DotsAreLibraryCallsMatchingTheInterpreter) {
   Graph g = canonical_graph(testing::kDotShapeClassesGraph);
   for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
     SCOPED_TRACE(std::string(planner_name(planner)));
-    CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_);
+    CpuExecutable exe = pipeline::compile_cpu(g, planner, *cache_);
     int library = 0;
     for (const FusionGroup& group : exe.plan().groups) library += group.kind == GroupKind::Library;
     EXPECT_EQ(library, 11);
@@ -89,7 +90,7 @@ TEST_F(ExecutableRuntime, BatchedDotWithSymbolicBatch) {
   z = tanh(y)
   return z
 })");
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Xla, *cache_);
   std::vector<Tensor> inputs = random_inputs(g, 3, {{"B", 3}});
   std::vector<Tensor> want = interpret(g, inputs);
   std::vector<Tensor> got = exe.run(inputs);
@@ -109,10 +110,10 @@ const char* const kFusable = R"(graph fusable(x: f32[16, 32], y: f32[16, 32]) ->
 TEST_F(ExecutableRuntime, RejectedFusedPlanFallsBackToTheUnfusedPlanLoudly) {
   Graph g = canonical_graph(kFusable);
   std::vector<std::string> warnings;
-  CompileOptions options;
+  pipeline::CpuCompileOptions options;
   options.warn = [&](const std::string& w) { warnings.push_back(w); };
   options.reject_plan = [](const FusionPlan& p) { return p.planner == "xla"; };
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_, options);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Xla, *cache_, options);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("falling back to the unfused plan"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("fusable"), std::string::npos) << warnings[0];
@@ -129,11 +130,11 @@ void expect_per_group_fallback(KernelCache& cache, const std::function<bool(cons
                                int max_fusions, const std::string& warned, int interpreted_steps) {
   Graph g = canonical_graph(testing::kTwoChains);
   std::vector<std::string> warnings;
-  CompileOptions options;
+  pipeline::CpuCompileOptions options;
   options.warn = [&](const std::string& w) { warnings.push_back(w); };
   options.reject_group = reject;
   options.plan.max_fusions = max_fusions;
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, cache, options);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Stitch, cache, options);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find(warned), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("reject_group"), std::string::npos) << warnings[0];
@@ -175,13 +176,13 @@ TEST_F(ExecutableRuntime, AnOpThatDoesNotCompileAloneRunsOnTheInterpreter) {
 TEST_F(ExecutableRuntime, NothingCompilesRunsTheInterpreterLoudly) {
   Graph g = canonical_graph(kFusable);
   std::vector<std::string> warnings;
-  CompileOptions options;
+  pipeline::CpuCompileOptions options;
   options.warn = [&](const std::string& w) { warnings.push_back(w); };
   options.reject_plan = [](const FusionPlan&) { return true; };
   // A different planner cap gives a different in-memory key: this compile is
   // not answered by an earlier test's executable.
   options.plan.max_fusions = 1000;
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_, options);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Xla, *cache_, options);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("the unfused plan failed too"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("reference interpreter"), std::string::npos) << warnings[0];
@@ -193,10 +194,10 @@ TEST_F(ExecutableRuntime, ARealCompilerErrorFallsBack) {
   // CompileError, not the test seam.
   Graph g = canonical_graph(kFusable);
   std::vector<std::string> warnings;
-  CompileOptions options;
+  pipeline::CpuCompileOptions options;
   options.warn = [&](const std::string& w) { warnings.push_back(w); };
   options.compiler.flags.push_back("--stitch-no-such-flag");
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_, options);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Xla, *cache_, options);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("stitch-no-such-flag"), std::string::npos) << warnings[0];
   expect_matches(exe, g, 32);
@@ -221,9 +222,9 @@ TEST_F(ExecutableRuntime, MaxFusionsCapsTheXlaPlan) {
   for (const FusionRefusal& r : p.refusals) named |= r.reason.find("STITCH_MAX_FUSIONS=0") != std::string::npos;
   EXPECT_TRUE(named) << print_plan(g, p);
 
-  CompileOptions options;
+  pipeline::CpuCompileOptions options;
   options.plan.max_fusions = 2;
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_, options);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Xla, *cache_, options);
   expect_matches(exe, g, 32);
 }
 
@@ -246,7 +247,7 @@ TEST_F(ExecutableRuntime, RepeatedRunsReuseOutputsAndTheWorkspace) {
   t = reduce_max(s)
   return b, s, b, t
 })");
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::None, *cache_);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::None, *cache_);
   std::vector<Tensor> outputs;
   std::vector<Tensor> first = random_inputs(g, 1), second = random_inputs(g, 2);
   exe.run(first, outputs);
@@ -278,7 +279,7 @@ TEST_F(ExecutableRuntime, OutOfRangeGatherIndexIsTheInterpretersUserError) {
   return z
 })");
   for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
-    CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_);
+    CpuExecutable exe = pipeline::compile_cpu(g, planner, *cache_);
     Tensor x(DType::f32, {5, 3});
     fill_random(x, 1);
     std::vector<Tensor> good = {x, testing::int_tensor(DType::i64, {4}, {0, -5, 4, -1})};
@@ -308,7 +309,7 @@ TEST_F(ExecutableRuntime, PowOfAHalfKeepsPowsValuesAtMinusZeroAndMinusInfinity) 
   e = pow(d, 0.5)
   return y, e
 })");
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Xla, *cache_);
   std::vector<Tensor> inputs = random_inputs(g, 9);
   const double specials[] = {-0.0, 0.0, -INFINITY, INFINITY, NAN, -1.0, 4.0, 1e-40};
   for (Tensor& t : inputs) {
@@ -334,7 +335,7 @@ TEST_F(ExecutableRuntime, ArgmaxOverAnAxisEmptyAtRunTimeIsTheInterpretersUserErr
   return i, j
 })");
   for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
-    CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_);
+    CpuExecutable exe = pipeline::compile_cpu(g, planner, *cache_);
     std::vector<Tensor> empty = random_inputs(g, 1, {{"N", 0}});
     EXPECT_EQ(testing::rejects_like_interpreter([&] { interpret(g, empty); }, [&] { exe.run(empty); }), "");
     std::vector<Tensor> full = random_inputs(g, 1, {{"N", 5}});
@@ -357,14 +358,14 @@ TEST_F(ExecutableRuntime, FullReductionsRunSplitIntoRowsAndPartials) {
 })");
   for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
     SCOPED_TRACE(std::string(planner_name(planner)));
-    CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_);
+    CpuExecutable exe = pipeline::compile_cpu(g, planner, *cache_);
     EXPECT_NE(exe.graph(), g);  // the CPU runs the split graph
     int reshapes = 0;
     for (const Node& n : exe.graph().nodes()) reshapes += n.op == OpKind::Reshape;
     EXPECT_GE(reshapes, 6);
     expect_matches(exe, g, 131072);
     // A memory hit rebuilds the same split graph the cached launch list indexes.
-    CpuExecutable again = CpuExecutable::compile(g, planner, *cache_);
+    CpuExecutable again = pipeline::compile_cpu(g, planner, *cache_);
     EXPECT_EQ(again.cache_stats().memory_hits, 1);
     expect_matches(again, g, 131072);
   }
@@ -384,9 +385,9 @@ TEST_F(ExecutableRuntime, TransposesOfTheInnermostAxisRunInTilesOrColumnStrips) 
   for (const bool tiles : {true, false}) {
     for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
       SCOPED_TRACE(std::string(planner_name(planner)) + (tiles ? " tiles" : " strips"));
-      CompileOptions options;
+      pipeline::CpuCompileOptions options;
       options.rows.transpose_tiles = tiles;
-      CpuExecutable exe = CpuExecutable::compile(g, planner, *cache_, options);
+      CpuExecutable exe = pipeline::compile_cpu(g, planner, *cache_, options);
       EXPECT_EQ(exe.source().find("row0") != std::string::npos, !tiles);
       EXPECT_EQ(exe.source().find("stitch_transpose_tile(tile0") != std::string::npos, tiles);
       std::vector<Tensor> inputs = random_inputs(g, 21);
@@ -432,10 +433,10 @@ TEST_F(ExecutableRuntime, RowKernelsTakeTheWarpsTheirCacheShare) {
                         {&sum, 32 << 10, int64_t{1} << 20, "GRID-WARP_1"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(fmt::format("{} L1 {} KiB L2 {} KiB: {}", c.graph->name(), c.l1 >> 10, c.l2 >> 10, c.label));
-    CompileOptions options;
+    pipeline::CpuCompileOptions options;
     options.rows.cpu_l1_bytes = c.l1;
     options.rows.cpu_l2_bytes = c.l2;
-    CpuExecutable exe = CpuExecutable::compile(*c.graph, PlannerKind::Stitch, *cache_, options);
+    CpuExecutable exe = pipeline::compile_cpu(*c.graph, PlannerKind::Stitch, *cache_, options);
     EXPECT_EQ(exe.kernel_count(), 1);
     EXPECT_NE(exe.source().find(std::string("warp-per-row [") + c.label + ",CTA]"), std::string::npos);
     expect_matches(exe, *c.graph, c.graph->type(c.graph->params()[0]).shape.back().extent());
@@ -449,14 +450,14 @@ TEST_F(ExecutableRuntime, CompileBatchSharesOneTranslationUnit) {
   return s
 })")};
   KernelCache cache(cache_dir_ / "batch");
-  std::vector<CpuExecutable> exes = CpuExecutable::compile_batch(graphs, PlannerKind::Xla, cache);
+  std::vector<CpuExecutable> exes = pipeline::compile_cpu_batch(graphs, PlannerKind::Xla, cache);
   ASSERT_EQ(exes.size(), 2u);
   EXPECT_EQ(cache.stats().misses, 1);
   EXPECT_EQ(exes[0].source(), exes[1].source());
   expect_matches(exes[0], graphs[0], 32);
   std::vector<Tensor> inputs = random_inputs(graphs[1], 1, {{"N", 5}});
   EXPECT_TRUE(testing::matches_interpreter(exes[1].run(inputs)[0], interpret(graphs[1], inputs)[0], true, 8));
-  EXPECT_EQ(CpuExecutable::unsupported_reason(graphs[1], PlannerKind::Xla), "");
+  EXPECT_EQ(pipeline::cpu_unsupported_reason(graphs[1], PlannerKind::Xla), "");
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ir/canonicalize.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
@@ -122,7 +123,7 @@ class Executable : public ::testing::Test {
     auto it = executables_->find(key);
     if (it == executables_->end()) {
       Graph canonical = canonicalize(cases_->at(name).source);
-      it = executables_->emplace(key, CpuExecutable::compile(canonical, planner, *cache_)).first;
+      it = executables_->emplace(key, pipeline::compile_cpu(canonical, planner, *cache_)).first;
     }
     return it->second;
   }
@@ -191,8 +192,8 @@ TEST_F(Executable, ReusedBuffersDoNotCorruptALongChain) {
 
 TEST_F(Executable, SecondCompileOfTheSameGraphHitsTheMemoryLevel) {
   Graph canonical = canonicalize(cases_->at("swish_small").source);
-  CpuExecutable first = CpuExecutable::compile(canonical, PlannerKind::Xla, *cache_);
-  CpuExecutable second = CpuExecutable::compile(canonical, PlannerKind::Xla, *cache_);
+  CpuExecutable first = pipeline::compile_cpu(canonical, PlannerKind::Xla, *cache_);
+  CpuExecutable second = pipeline::compile_cpu(canonical, PlannerKind::Xla, *cache_);
   EXPECT_EQ(second.cache_stats().memory_hits, 1);
   EXPECT_EQ(second.cache_stats().hits, 0);
   EXPECT_EQ(second.cache_stats().misses, 0);
@@ -200,7 +201,7 @@ TEST_F(Executable, SecondCompileOfTheSameGraphHitsTheMemoryLevel) {
   // A fresh cache object on the same directory has no memory level yet: it
   // loads the shared object from disk without running the compiler.
   KernelCache other(cache_dir_);
-  CpuExecutable third = CpuExecutable::compile(canonical, PlannerKind::Xla, other);
+  CpuExecutable third = pipeline::compile_cpu(canonical, PlannerKind::Xla, other);
   EXPECT_EQ(third.cache_stats().memory_hits, 0);
   EXPECT_EQ(third.cache_stats().hits, 1);
   EXPECT_EQ(third.cache_stats().misses, 0);
@@ -210,10 +211,10 @@ TEST_F(Executable, SecondCompileOfTheSameGraphHitsTheMemoryLevel) {
 // keeps a graph compiled with it apart from one compiled without.
 TEST_F(Executable, PrefetchSettingsAreDifferentMemoryEntries) {
   Graph canonical = canonicalize(cases_->at("swish_small").source);
-  CpuExecutable with = CpuExecutable::compile(canonical, PlannerKind::Xla, *cache_);
-  CompileOptions off;
+  CpuExecutable with = pipeline::compile_cpu(canonical, PlannerKind::Xla, *cache_);
+  pipeline::CpuCompileOptions off;
   off.rows.prefetch = false;
-  CpuExecutable without = CpuExecutable::compile(canonical, PlannerKind::Xla, *cache_, off);
+  CpuExecutable without = pipeline::compile_cpu(canonical, PlannerKind::Xla, *cache_, off);
   EXPECT_EQ(without.cache_stats().memory_hits, 0);
   EXPECT_NE(with.source(), without.source());
   EXPECT_EQ(without.source().find("stitch_prefetch(in_"), std::string::npos);

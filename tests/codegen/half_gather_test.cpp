@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ir/canonicalize.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -63,7 +64,7 @@ constexpr const char* kTransposes = R"(graph transposes(x: bf16[5, 7, 33], y: f1
 
 TEST_F(HalfGather, TransposedReadsAreGatheredThroughWordsAndMatchTheInterpreter) {
   const Graph g = graph(kTransposes);
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, *cache_);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Stitch, *cache_);
   EXPECT_NE(exe.source().find("stitch_bf16_gathered(in_"), std::string::npos) << exe.source();
   EXPECT_NE(exe.source().find("stitch_f16_gathered(in_"), std::string::npos) << exe.source();
   Tensor x = random_half(DType::bf16, {5, 7, 33}, 1), y = random_half(DType::f16, {5, 7, 33}, 2);
@@ -101,7 +102,7 @@ TEST_F(HalfGather, ContiguousReadsStayPlain) {
   b = sub(y, reduce_max(y, axes=[1], keepdims=true))
   return a, b
 })");
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Stitch, *cache_);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Stitch, *cache_);
   EXPECT_EQ(exe.source().find("_gathered(in_"), std::string::npos) << exe.source();
   Tensor x = random_half(DType::bf16, {64, 96}, 3), y = random_half(DType::f16, {64, 96}, 4);
   const std::vector<Tensor> want = interpret(g, {x, y});

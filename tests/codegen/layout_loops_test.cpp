@@ -21,6 +21,7 @@
 #include "ir/canonicalize.h"
 #include "random_graph.h"
 #include "run_command.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -72,7 +73,7 @@ class LayoutLoops : public ::testing::Test {
   // The graph compiled under the stitch planner with no fallback, its outputs
   // checked against the interpreter's on random inputs.
   CpuExecutable compiled_and_checked(const Graph& canonical, KernelCache& cache) {
-    CpuExecutable exe = CpuExecutable::compile(canonical, PlannerKind::Stitch, cache);
+    CpuExecutable exe = pipeline::compile_cpu(canonical, PlannerKind::Stitch, cache);
     EXPECT_EQ(exe.fallback(), "");
     const std::vector<Tensor> inputs = testing::random_inputs(canonical, 7, {});
     EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(canonical, inputs), true, 0));
@@ -247,7 +248,7 @@ graph column(w: f32[384, 9]) -> (f32[1, 384, 1, 1]) {
   KernelCache cache(dir_ / "cache");
   const Graph canonical = canonicalize(m.graphs.at(0));
   for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla}) {
-    CpuExecutable exe = CpuExecutable::compile(canonical, planner, cache);
+    CpuExecutable exe = pipeline::compile_cpu(canonical, planner, cache);
     const std::vector<Tensor> inputs = testing::random_inputs(canonical, 11, {});
     EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(inputs), interpret(canonical, inputs), true, 0))
         << exe.source();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/canonicalize.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -55,7 +56,7 @@ TEST(NarrowRound, FloatFastPathsMatchTheInterpreterBitForBit) {
   const std::vector<Tensor> want = interpret(g, {x});
   const fs::path dir = fs::temp_directory_path() / ("stitch-narrow-round-" + std::to_string(getpid()));
   KernelCache cache(dir);
-  const std::vector<Tensor> got = CpuExecutable::compile(g, PlannerKind::Stitch, cache).run({x});
+  const std::vector<Tensor> got = pipeline::compile_cpu(g, PlannerKind::Stitch, cache).run({x});
   ASSERT_EQ(got.size(), want.size());
   for (size_t o = 0; o < got.size(); ++o) {
     ASSERT_EQ(got[o].nbytes(), want[o].nbytes());

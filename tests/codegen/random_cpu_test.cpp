@@ -5,10 +5,10 @@
 //
 // Compiling is what costs (g++ -O3 takes 10-20 s for 45 graphs' kernels):
 // graphs are compiled up to kBatchSize to a translation unit with
-// CpuExecutable::compile_batch, into a kernel cache of this run's own, and
+// pipeline::compile_cpu_batch, into a kernel cache of this run's own, and
 // the seeds are split into kShards tests (seed % kShards) so that ctest -j
 // spreads them over the cores. Every generated graph must lower: nothing is
-// left out (CpuExecutable::unsupported_reason non-empty is a failure).
+// left out (pipeline::cpu_unsupported_reason non-empty is a failure).
 // STITCH_SOAK_GRAPHS=N (from STITCH_SOAK_FIRST_SEED) runs N seeds instead,
 // each in the shard it has in a normal run.
 #include <gtest/gtest.h>
@@ -25,6 +25,7 @@
 #include "interpreter_differential.h"
 #include "ir/canonicalize.h"
 #include "random_graph.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 
@@ -102,12 +103,12 @@ class RandomCpuDifferential : public ::testing::TestWithParam<Shard> {
     for (const Case& c : batch) graphs.push_back(c.canonical);
     std::vector<CpuExecutable> exes;
     try {
-      exes = CpuExecutable::compile_batch(graphs, planner(), cache);
+      exes = pipeline::compile_cpu_batch(graphs, planner(), cache);
       ++compiles_;
     } catch (const std::exception& batch_error) {
       for (const Case& c : batch) {
         try {
-          std::vector<CpuExecutable> one = CpuExecutable::compile_batch({c.canonical}, planner(), cache);
+          std::vector<CpuExecutable> one = pipeline::compile_cpu_batch({c.canonical}, planner(), cache);
           check_batch({c}, one);
         } catch (const std::exception& e) {
           report(c, std::string("compile: ") + e.what());
@@ -155,7 +156,7 @@ TEST_P(RandomCpuDifferential, MatchesInterpreter) {
     try {
       c.source = testing::random_graph(c.options);
       c.canonical = canonicalize(c.source);
-      reason = CpuExecutable::unsupported_reason(c.canonical, planner);
+      reason = pipeline::cpu_unsupported_reason(c.canonical, planner);
     } catch (const std::exception& e) {
       report(c, std::string("generating, canonicalising or lowering: ") + e.what());
       continue;

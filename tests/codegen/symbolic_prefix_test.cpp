@@ -11,6 +11,7 @@
 
 #include "ir/canonicalize.h"
 #include "random_graph.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -36,7 +37,7 @@ TEST(SymbolicPrefix, OneExecutableRunsEveryLengthUpToTheAxis) {
   const fs::path dir = fs::temp_directory_path() / ("stitch-symbolic-prefix-" + std::to_string(getpid()));
   KernelCache cache(dir);
   for (PlannerKind planner : kEveryPlanner) {
-    CpuExecutable exe = CpuExecutable::compile(g, planner, cache);
+    CpuExecutable exe = pipeline::compile_cpu(g, planner, cache);
     for (int64_t t : {1, 5, 16}) {
       SCOPED_TRACE("T = " + std::to_string(t) + " under " + std::string(planner_name(planner)));
       const std::vector<Tensor> inputs = testing::random_inputs(g, 7, {{"B", 2}, {"T", t}});

@@ -23,6 +23,7 @@
 
 #include "ir/canonicalize.h"
 #include "runtime/cpu/cpu_compiler.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -140,7 +141,7 @@ TEST_P(VectorMath, WithinDocumentedUlpsOfTheInterpreterAndVectorised) {
   fs::remove_all(dir);
   KernelCache cache(dir / "cache");
   Graph g = canonicalize(parse_module(graph_text(dtype)).graphs.front());
-  CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, cache);
+  CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Xla, cache);
 
   const std::vector<double> xs = inputs(dtype, 0), ys = inputs(dtype, 1);
   const std::vector<Tensor> args = {tensor_of(dtype, xs), tensor_of(dtype, ys)};

@@ -18,6 +18,7 @@
 #include "gpu_test_graphs.h"
 #include "sim_context.h"
 #include "runtime/cuda/context.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 
 namespace stitch::gpu_testing {
@@ -61,7 +62,7 @@ TEST_P(CorpusCudaSim, MatchesInterpreter) {
   CubinCache cache(cache_dir.path());
   std::vector<CudaExecutable> exes;
   try {
-    exes = CudaExecutable::compile_batch(canonical_graphs(graphs), planner, context, cache);
+    exes = pipeline::compile_cuda_batch(canonical_graphs(graphs), planner, context, cache);
   } catch (const std::exception& e) {
     FAIL() << "compile_batch failed: " << describe_failure(e);
   }

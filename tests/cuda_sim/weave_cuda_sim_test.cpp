@@ -15,13 +15,14 @@
 #include "gpu_test_graphs.h"
 #include "sim_context.h"
 #include "runtime/cuda/context.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 
 namespace stitch::gpu_testing {
 namespace {
 
 using runtime::cuda::CubinCache;
-using runtime::cuda::CudaCompileOptions;
+using pipeline::CudaCompileOptions;
 using runtime::cuda::CudaContext;
 using runtime::cuda::CudaExecutable;
 
@@ -39,11 +40,11 @@ TEST_P(WovenCorpusCudaSim, MatchesInterpreter) {
   }
   ScratchDirectory cache_dir("stitch-woven-cuda-sim-test");
   CubinCache cache(cache_dir.path());
-  CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   options.weave = 1;
   std::vector<CudaExecutable> exes;
   try {
-    exes = CudaExecutable::compile_batch(canonical_graphs(graphs), planner, context, cache, options);
+    exes = pipeline::compile_cuda_batch(canonical_graphs(graphs), planner, context, cache, options);
   } catch (const std::exception& e) {
     FAIL() << "compile_batch failed: " << describe_failure(e);
   }

@@ -15,6 +15,7 @@
 #include "fusion/dot_epilogues.h"
 #include "fusion/planner.h"
 #include "plan_invariants.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "tensor/compare.h"
@@ -191,9 +192,9 @@ void expect_matches_interpreter(const Graph& g, int64_t panel_bytes, int want_ke
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("stitch-dot-epilogue-" + std::to_string(::getpid()));
   runtime::cpu::KernelCache cache(dir);
-  runtime::cpu::CompileOptions options;
+  pipeline::CpuCompileOptions options;
   options.rows.cpu_l2_bytes = panel_bytes;
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(g, PlannerKind::Stitch, cache, options);
+  runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Stitch, cache, options);
   ASSERT_TRUE(exe.fallback().empty()) << exe.fallback();
   EXPECT_EQ(exe.kernel_count(), want_kernels) << print_plan(g, exe.plan());
   const std::vector<Tensor> got = exe.run(inputs);

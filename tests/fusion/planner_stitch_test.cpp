@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fusion/planner.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "tensor_compare.h"
@@ -134,7 +135,7 @@ TEST(StitchPlanner, PacksLargeLoopKernelsOfOneElementCount) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("stitch-pack-" + std::to_string(::getpid()));
   runtime::cpu::KernelCache cache(dir);
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(g, PlannerKind::Stitch, cache);
+  runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Stitch, cache);
   const std::vector<Tensor> got = exe.run(inputs);
   const std::vector<Tensor> want = interpret(g, inputs);
   std::filesystem::remove_all(dir);
@@ -220,7 +221,7 @@ TEST(StitchPlanner, FusesALoopProducerIntoItsInPlaceConsumer) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("stitch-producer-" + std::to_string(::getpid()));
   runtime::cpu::KernelCache cache(dir);
-  const std::vector<Tensor> got = runtime::cpu::CpuExecutable::compile(g, PlannerKind::Stitch, cache).run(inputs);
+  const std::vector<Tensor> got = pipeline::compile_cpu(g, PlannerKind::Stitch, cache).run(inputs);
   const std::vector<Tensor> want = interpret(g, inputs);
   std::filesystem::remove_all(dir);
   EXPECT_TRUE(testing::outputs_match_interpreter(got, want, /*transcendental=*/true, 0));

@@ -26,6 +26,7 @@
 #include "fusion/stitched_group.h"
 #include "ir/canonicalize.h"
 #include "random_graph.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -146,7 +147,7 @@ TEST_P(RandomStitched, MatchesInterpreterAndStitches) {
     try {
       c.source = testing::random_graph(c.options);
       c.canonical = canonicalize(c.source);
-      std::string reason = CpuExecutable::unsupported_reason(c.canonical, PlannerKind::Stitch);
+      std::string reason = pipeline::cpu_unsupported_reason(c.canonical, PlannerKind::Stitch);
       if (!reason.empty()) {
         report(c, "the back end cannot lower this graph: " + reason);
         continue;
@@ -161,12 +162,12 @@ TEST_P(RandomStitched, MatchesInterpreterAndStitches) {
   std::vector<Graph> graphs;
   for (const Case& c : batch) graphs.push_back(c.canonical);
   try {
-    check(batch, CpuExecutable::compile_batch(graphs, PlannerKind::Stitch, cache));
+    check(batch, pipeline::compile_cpu_batch(graphs, PlannerKind::Stitch, cache));
   } catch (const std::exception& batch_error) {
     // Each graph alone, so the report names the one at fault.
     for (const Case& c : batch) {
       try {
-        check({c}, CpuExecutable::compile_batch({c.canonical}, PlannerKind::Stitch, cache));
+        check({c}, pipeline::compile_cpu_batch({c.canonical}, PlannerKind::Stitch, cache));
       } catch (const std::exception& e) {
         report(c, std::string("compile: ") + e.what());
       }

@@ -10,6 +10,7 @@
 
 #include "fusion/planner.h"
 #include "plan_invariants.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "tensor/compare.h"
@@ -39,7 +40,7 @@ void expect_matches_interpreter(const Graph& g, const std::vector<std::vector<in
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("stitch-small-dot-" + std::to_string(::getpid()));
   runtime::cpu::KernelCache cache(dir);
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(g, PlannerKind::Stitch, cache);
+  runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Stitch, cache);
   ASSERT_TRUE(exe.fallback().empty()) << exe.fallback();
   const std::vector<Tensor> got = exe.run(inputs);
   const std::vector<Tensor> want = interpret(g, inputs);

@@ -3,7 +3,7 @@
 // xla and stitch planners; every row schedule forced on the reduction
 // workloads and on rows chosen to reach each branch; the block-tile column
 // schedule forced on column reductions. As tests/codegen/corpus_cpu_test.cpp,
-// all graphs of a test are one translation unit (CudaExecutable::compile_batch:
+// all graphs of a test are one translation unit (pipeline::compile_cuda_batch:
 // one NVRTC run) compiled into a cubin cache of the test's own, and each
 // output is compared under the documented allowance of its cone. The graphs
 // and their bindings are in gpu_test_graphs.h.
@@ -19,6 +19,7 @@
 #include "gpu_context.h"
 #include "gpu_differential.h"
 #include "gpu_test_graphs.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "schedule/row_schedule.h"
 
@@ -26,7 +27,7 @@ namespace stitch::gpu_testing {
 namespace {
 
 using runtime::cuda::CubinCache;
-using runtime::cuda::CudaCompileOptions;
+using pipeline::CudaCompileOptions;
 using runtime::cuda::CudaExecutable;
 using schedule::RowScheduleKind;
 
@@ -38,13 +39,13 @@ bool contains(const std::string& text, const std::string& what) { return text.fi
 std::vector<CudaExecutable> compile_and_compare(const std::string& what, const std::vector<GpuGraph>& graphs,
                                                 PlannerKind planner,
                                                 const std::shared_ptr<runtime::cuda::CudaContext>& context,
-                                                const CudaCompileOptions& options) {
+                                                const pipeline::CudaCompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   ScratchDirectory cache_dir("stitch-corpus-gpu-test");
   CubinCache cache(cache_dir.path());
   std::vector<CudaExecutable> exes;
   try {
-    exes = CudaExecutable::compile_batch(canonical_graphs(graphs), planner, context, cache, options);
+    exes = pipeline::compile_cuda_batch(canonical_graphs(graphs), planner, context, cache, options);
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << " (" << planner_name(planner) << "): compile_batch failed: " << describe_failure(e);
     return {};
@@ -95,7 +96,7 @@ class ForcedRowScheduleGpu : public GpuTestWithParam<ForcedRows> {};
 
 TEST_P(ForcedRowScheduleGpu, MatchesInterpreter) {
   const ForcedRows forced = GetParam();
-  CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   options.forced_rows = forced.kind;
   const std::vector<CudaExecutable> exes =
       compile_and_compare("forced " + std::string(schedule::row_schedule_kind_name(forced.kind)),
@@ -124,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(
 class ForcedColumnTilesGpu : public GpuTestWithParam<PlannerKind> {};
 
 TEST_P(ForcedColumnTilesGpu, MatchesInterpreter) {
-  CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   // Four row groups per tile: rows are split over the tile's warps, so the
   // partials are combined across groups after the barrier.
   options.forced_column_groups = 4;

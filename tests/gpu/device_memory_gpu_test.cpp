@@ -15,6 +15,7 @@
 #include "gpu_differential.h"
 #include "gpu_test_graphs.h"
 #include "ir/canonicalize.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
@@ -39,7 +40,7 @@ class DeviceMemoryGpu : public GpuTest {
     CubinCache cache(dir.path());
     for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch}) {
       SCOPED_TRACE(std::string(planner_name(planner)));
-      CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+      CudaExecutable exe = pipeline::compile_cuda(g, planner, context(), cache);
       body(exe, g);
     }
   }
@@ -194,10 +195,10 @@ TEST_F(DeviceMemoryGpu, TheInterpreterFallbackWritesTheCallersMemory) {
   const Graph g = canonicalize(parse_module(kPassthroughGraph).graphs.front());
   ScratchDirectory dir("stitch-device-memory-gpu-test");
   CubinCache cache(dir.path());
-  runtime::cuda::CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   options.warn = [](const std::string&) {};
   options.reject_plan = [](const FusionPlan&) { return true; };
-  CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), cache, options);
+  CudaExecutable exe = pipeline::compile_cuda(g, PlannerKind::Stitch, context(), cache, options);
   ASSERT_EQ(exe.kernel_count(), 0);
   const std::vector<Tensor> inputs = seeded_inputs(g, 9, {});
   EXPECT_EQ(compare_outputs(g, {}, run_at(exe, g, inputs), interpret(g, inputs)), "");

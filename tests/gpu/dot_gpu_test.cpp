@@ -21,6 +21,7 @@
 #include "gpu_differential.h"
 #include "gpu_test_graphs.h"
 #include "ir/canonicalize.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "stitch/text.h"
 
@@ -69,7 +70,7 @@ class DotGpu : public GpuTest {
     const Graph g = canonicalize(parse_module(text).graphs.front());
     for (PlannerKind planner : kPlanners) {
       SCOPED_TRACE(std::string(planner_name(planner)));
-      CudaExecutable exe = CudaExecutable::compile(g, planner, context(), *cache_);
+      CudaExecutable exe = pipeline::compile_cuda(g, planner, context(), *cache_);
       const DotPlacement placed = dot_placement(exe, g);
       EXPECT_EQ(placed.library + placed.in_loop, dots);
       // Only the stitch planner computes a (small) dot inside a loop kernel.

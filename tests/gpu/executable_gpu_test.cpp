@@ -5,7 +5,7 @@
 // (a gather index out of range, argmax over an empty axis), empty tensors,
 // graphs that return a parameter or one value twice, a row past the static 48 KiB
 // kept in one kernel, a transpose in shared-memory tiles, and the fallback when
-// NVRTC rejects the fused plan (CudaCompileOptions::reject_plan). Every
+// NVRTC rejects the fused plan (pipeline::CudaCompileOptions::reject_plan). Every
 // result is compared with the interpreter.
 #include <gtest/gtest.h>
 
@@ -21,6 +21,7 @@
 #include "gpu_test_graphs.h"
 #include "group_fallback_case.h"
 #include "ir/canonicalize.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
@@ -31,7 +32,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using runtime::cuda::CubinCache;
-using runtime::cuda::CudaCompileOptions;
+using pipeline::CudaCompileOptions;
 using runtime::cuda::CudaExecutable;
 using runtime::cuda::DeviceBuffer;
 using runtime::cuda::DeviceTensor;
@@ -62,10 +63,10 @@ class ExecutableGpu : public GpuTest {
     ScratchDirectory dir("stitch-executable-gpu-test");
     CubinCache cache(dir.path());
     std::vector<std::string> warnings;
-    CudaCompileOptions options;
+    pipeline::CudaCompileOptions options;
     options.warn = [&](const std::string& w) { warnings.push_back(w); };
     options.reject_group = reject;
-    CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), cache, options);
+    CudaExecutable exe = pipeline::compile_cuda(g, PlannerKind::Stitch, context(), cache, options);
     ASSERT_EQ(warnings.size(), 1u);
     EXPECT_TRUE(contains(warnings[0], warned)) << warnings[0];
     EXPECT_TRUE(contains(warnings[0], "reject_group")) << warnings[0];
@@ -85,7 +86,7 @@ class ExecutableGpu : public GpuTest {
     CubinCache cache(dir.path());
     for (PlannerKind planner : kPlanners) {
       SCOPED_TRACE(std::string(planner_name(planner)));
-      CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache);
+      CudaExecutable exe = pipeline::compile_cuda(g, planner, context(), cache);
       body(exe);
     }
   }
@@ -97,14 +98,14 @@ TEST_F(ExecutableGpu, ASecondCompileInANewCacheObjectOnTheSameDirectoryIsAHit) {
   std::string source;
   {
     CubinCache first(dir.path());
-    CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), first);
+    CudaExecutable exe = pipeline::compile_cuda(g, PlannerKind::Stitch, context(), first);
     EXPECT_EQ(first.stats().misses, 1);
     EXPECT_EQ(first.stats().hits, 0);
     expect_matches(exe, g);
     source = exe.source();
   }
   CubinCache second(dir.path());
-  CudaExecutable again = CudaExecutable::compile(g, PlannerKind::Stitch, context(), second);
+  CudaExecutable again = pipeline::compile_cuda(g, PlannerKind::Stitch, context(), second);
   EXPECT_EQ(again.source(), source);
   EXPECT_EQ(second.stats().hits, 1);
   EXPECT_EQ(second.stats().misses, 0);
@@ -117,7 +118,7 @@ TEST_F(ExecutableGpu, ACorruptedCubinIsDetectedAndRecompiled) {
   const Graph g = canonical_graph(kFusableGraph);
   ScratchDirectory dir("stitch-executable-gpu-test");
   CubinCache first(dir.path());
-  const CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Xla, context(), first);
+  const CudaExecutable exe = pipeline::compile_cuda(g, PlannerKind::Xla, context(), first);
   // PTX on the simulated driver (docs/cuda-sim.md), a cubin on a GPU.
   const runtime::cuda::ModuleImage image = runtime::cuda::module_image_for(context()->api());
   const std::string key = first.key(exe.source(), arch(), image);
@@ -134,7 +135,7 @@ TEST_F(ExecutableGpu, ACorruptedCubinIsDetectedAndRecompiled) {
     out << bad;
   }
   CubinCache second(dir.path());
-  CudaExecutable recompiled = CudaExecutable::compile(g, PlannerKind::Xla, context(), second);
+  CudaExecutable recompiled = pipeline::compile_cuda(g, PlannerKind::Xla, context(), second);
   EXPECT_EQ(second.stats().recompiled_corrupt, 1);
   EXPECT_EQ(second.stats().hits, 0);
   EXPECT_EQ(second.stats().misses, 0);
@@ -142,7 +143,7 @@ TEST_F(ExecutableGpu, ACorruptedCubinIsDetectedAndRecompiled) {
   expect_matches(recompiled, g);
   // The entry was replaced by a good one: the next object hits it.
   CubinCache third(dir.path());
-  CudaExecutable::compile(g, PlannerKind::Xla, context(), third);
+  pipeline::compile_cuda(g, PlannerKind::Xla, context(), third);
   EXPECT_EQ(third.stats().hits, 1);
 }
 
@@ -212,7 +213,7 @@ TEST_F(ExecutableGpu, ARowPastTheStaticSharedMemoryIsOneKernelOnTheDevice) {
       "  y = layer_norm(x, gamma, beta, axes=[-1], eps=1e-5)\n  return y\n}\n");
   ScratchDirectory dir("stitch-executable-gpu-test");
   CubinCache cache(dir.path());
-  CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), cache);
+  CudaExecutable exe = pipeline::compile_cuda(g, PlannerKind::Stitch, context(), cache);
   ASSERT_TRUE(exe.fallback().empty()) << exe.fallback();
   EXPECT_EQ(exe.plan().groups.size(), 1u);
   expect_matches(exe, g);
@@ -230,7 +231,7 @@ TEST_F(ExecutableGpu, ATransposeOfWholeSquaresRunsInSharedMemoryTiles) {
   });
   ScratchDirectory dir("stitch-executable-gpu-test");
   CubinCache cache(dir.path());
-  CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), cache);
+  CudaExecutable exe = pipeline::compile_cuda(g, PlannerKind::Stitch, context(), cache);
   EXPECT_TRUE(contains(exe.source(), "__launch_bounds__(32)")) << exe.source();
   EXPECT_TRUE(contains(exe.source(), "* 33) + j)]")) << exe.source();
 }
@@ -311,10 +312,10 @@ TEST_F(ExecutableGpu, RejectedFusedPlanFallsBackToTheUnfusedPlanLoudly) {
   for (PlannerKind planner : {PlannerKind::Xla, PlannerKind::Stitch}) {
     SCOPED_TRACE(std::string(planner_name(planner)));
     std::vector<std::string> warnings;
-    CudaCompileOptions options;
+    pipeline::CudaCompileOptions options;
     options.warn = [&](const std::string& w) { warnings.push_back(w); };
     options.reject_plan = [](const FusionPlan& p) { return p.planner != "none"; };
-    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache, options);
+    CudaExecutable exe = pipeline::compile_cuda(g, planner, context(), cache, options);
     ASSERT_EQ(warnings.size(), 1u);
     EXPECT_TRUE(contains(warnings[0], "falling back to the unfused plan")) << warnings[0];
     EXPECT_TRUE(contains(warnings[0], "reject_plan")) << warnings[0];
@@ -347,10 +348,10 @@ TEST_F(ExecutableGpu, BothPlansRejectedRunsTheInterpreter) {
   for (PlannerKind planner : kPlanners) {
     SCOPED_TRACE(std::string(planner_name(planner)));
     std::vector<std::string> warnings;
-    CudaCompileOptions options;
+    pipeline::CudaCompileOptions options;
     options.warn = [&](const std::string& w) { warnings.push_back(w); };
     options.reject_plan = [](const FusionPlan&) { return true; };
-    CudaExecutable exe = CudaExecutable::compile(g, planner, context(), cache, options);
+    CudaExecutable exe = pipeline::compile_cuda(g, planner, context(), cache, options);
     ASSERT_EQ(warnings.size(), 1u);
     EXPECT_TRUE(contains(warnings[0], "reference interpreter")) << warnings[0];
     if (planner != PlannerKind::None) {

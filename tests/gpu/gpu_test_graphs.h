@@ -200,7 +200,7 @@ inline std::vector<GpuGraph> column_tile_graphs() {
   return out;
 }
 
-// The canonical forms, in order: what CudaExecutable::compile_batch takes.
+// The canonical forms, in order: what pipeline::compile_cuda_batch takes.
 inline std::vector<Graph> canonical_graphs(const std::vector<GpuGraph>& graphs) {
   std::vector<Graph> out;
   for (const GpuGraph& g : graphs) out.push_back(canonicalize(g.graph));

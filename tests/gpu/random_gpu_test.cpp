@@ -7,7 +7,7 @@
 //  - stitched_options: reduction -> consumer patterns (softmax, norms,
 //    column centring, chains; rows shorter than a warp and not multiples of
 //    32, symbolic batches), 120 seeds for the stitch planner in 2 shards.
-// A shard is one translation unit (CudaExecutable::compile_batch, one NVRTC
+// A shard is one translation unit (pipeline::compile_cuda_batch, one NVRTC
 // run) into a cubin cache of its own; when it fails to compile, each graph is
 // compiled alone so the report names the seed. STITCH_SOAK_GRAPHS /
 // STITCH_SOAK_FIRST_SEED run other seeds, each in the shard of its seed.
@@ -28,6 +28,7 @@
 #include "gpu_differential.h"
 #include "ir/canonicalize.h"
 #include "random_graph.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/ops.h"
@@ -110,13 +111,13 @@ class RandomGpuDifferential : public GpuTestWithParam<Shard> {
     for (const Case& c : batch) graphs.push_back(c.canonical);
     std::vector<CudaExecutable> exes;
     try {
-      exes = CudaExecutable::compile_batch(graphs, GetParam().planner, context(), cache);
+      exes = pipeline::compile_cuda_batch(graphs, GetParam().planner, context(), cache);
       ++compiles_;
     } catch (const std::exception& batch_error) {
       for (const Case& c : batch) {
         try {
           std::vector<CudaExecutable> one =
-              CudaExecutable::compile_batch({c.canonical}, GetParam().planner, context(), cache);
+              pipeline::compile_cuda_batch({c.canonical}, GetParam().planner, context(), cache);
           check_batch({c}, one);
         } catch (const std::exception& e) {
           report(c, "compile: " + describe_failure(e));

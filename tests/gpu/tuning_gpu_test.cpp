@@ -14,15 +14,16 @@
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
 #include "pipeline/schedule_groups.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
-#include "runtime/cuda/cuda_tuning.h"
+#include "pipeline/cuda/cuda_tuning.h"
 #include "stitch/text.h"
 
 namespace stitch::gpu_testing {
 namespace {
 
 using runtime::cuda::CubinCache;
-using runtime::cuda::CudaCompileOptions;
+using pipeline::CudaCompileOptions;
 using runtime::cuda::CudaExecutable;
 using schedule::RowScheduleTarget;
 
@@ -42,12 +43,12 @@ TEST_F(TuningGpu, MeasuresOnceThenAnswersFromTheCache) {
   CubinCache cubins(dir.path());
   const Graph g = graph();
   const FusionPlan p = plan(g, PlannerKind::Stitch, PlanOptions::for_gpu(context()->device().arch()));
-  tune::ScheduleTuner first(runtime::cuda::cuda_measurer(context(), cubins), runtime::cuda::cuda_tuning_directory(cubins));
+  tune::ScheduleTuner first(pipeline::cuda_measurer(context(), cubins), pipeline::cuda_tuning_directory(cubins));
   first.choose(g, p, target());
   EXPECT_GE(first.stats().groups, 1) << first.report();
   EXPECT_EQ(first.stats().measured, first.stats().groups) << first.report();
   EXPECT_EQ(first.stats().rejected, 0) << first.report();
-  tune::ScheduleTuner second(runtime::cuda::cuda_measurer(context(), cubins), runtime::cuda::cuda_tuning_directory(cubins));
+  tune::ScheduleTuner second(pipeline::cuda_measurer(context(), cubins), pipeline::cuda_tuning_directory(cubins));
   second.choose(g, p, target());
   EXPECT_EQ(second.stats().hits, first.stats().groups) << second.report();
   EXPECT_EQ(second.stats().measured, 0) << second.report();
@@ -64,12 +65,12 @@ TEST_F(TuningGpu, KeepsTheFastestAndTheExecutableFollowsIt) {
   // The test seam makes candidate 2 the fastest, whatever the device says.
   tune::TuneOptions o;
   o.adjust_seconds = [](int index, double measured) { return index == 2 ? 1e-9 : measured + 1.0; };
-  tune::ScheduleTuner tuner(runtime::cuda::cuda_measurer(context(), cubins), runtime::cuda::cuda_tuning_directory(cubins), o);
-  CudaCompileOptions options;
+  tune::ScheduleTuner tuner(pipeline::cuda_measurer(context(), cubins), pipeline::cuda_tuning_directory(cubins), o);
+  pipeline::CudaCompileOptions options;
   options.tuner = [&](const Graph& graph, const FusionPlan& plan, const RowScheduleTarget& t) {
     return tuner.choose(graph, plan, t);
   };
-  CudaExecutable exe = CudaExecutable::compile(g, PlannerKind::Stitch, context(), cubins, options);
+  CudaExecutable exe = pipeline::compile_cuda(g, PlannerKind::Stitch, context(), cubins, options);
   ASSERT_TRUE(exe.fallback().empty()) << exe.fallback();
   EXPECT_EQ(tuner.stats().changed, 1) << tuner.report();
   EXPECT_NE(exe.source().find("tuned: the fastest candidate"), std::string::npos);

@@ -9,6 +9,7 @@
 
 #include "gpu_context.h"
 #include "interp/kernel_binding.h"
+#include "pipeline/cuda/user_kernel_cuda_route.h"
 #include "runtime/cuda/user_kernel_cuda.h"
 #include "stitch/text.h"
 #include "tensor/compare.h"
@@ -55,7 +56,7 @@ void call_on_gpu_and_interpreter(const std::shared_ptr<runtime::cuda::CudaContex
   } catch (const UserError& e) {
     GTEST_SKIP() << "not a valid call at these sizes: " << e.what();
   }
-  Tensor got = runtime::cuda::run_user_kernel_cuda(context, cubins, k, got_args);
+  Tensor got = pipeline::run_user_kernel_cuda(context, cubins, k, got_args);
   ErrorAllowance allowance;
   allowance.transcendental = print_kernel(k).find("exp(") != std::string::npos || print_kernel(k).find("log(") != std::string::npos;
   if (k.is_reduction() && is_float(k.result_dtype)) allowance.reduction_length = interp::bind_kernel(k, want_args).index_count;
@@ -86,7 +87,7 @@ TEST_F(UserKernelGpu, AnArrayPassedTwiceIsOneDeviceBuffer) {
   fill_random(x, 9);
   Tensor want = x;
   interpret_kernel(m.kernels[0], {2.0, want, want});
-  runtime::cuda::run_user_kernel_cuda(context(), cubins, m.kernels[0], {2.0, x, x});
+  pipeline::run_user_kernel_cuda(context(), cubins, m.kernels[0], {2.0, x, x});
   TensorComparison c = compare_with_interpreter(x, want, ErrorAllowance{});
   EXPECT_TRUE(c.ok) << c.describe();
   std::filesystem::remove_all(dir);

@@ -17,6 +17,7 @@
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
 #include "lower/lower_plan.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -126,7 +127,7 @@ TEST_F(ArgReduction, EveryGroupLowersAndMatchesTheInterpreterExactly) {
     for (const LoweredGroup& l : stitch::testing::lower_with_default_schedules(g, plan(g, PlannerKind::Xla), "arg")) {
       EXPECT_TRUE(l.kernel.has_value()) << l.not_lowered_reason;
     }
-    CpuExecutable exe = CpuExecutable::compile(g, PlannerKind::Xla, *cache_);
+    CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Xla, *cache_);
     for (int64_t batch : {3, 64}) {
       std::vector<Tensor> inputs;
       uint64_t seed = 11;

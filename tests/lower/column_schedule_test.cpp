@@ -19,6 +19,7 @@
 #include "ir/canonicalize.h"
 #include "kir/printer.h"
 #include "lower/lower_plan.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -94,7 +95,7 @@ void expect_matches_interpreter(const RowScheduleTarget& target) {
     const std::vector<Case> all = cases();
     std::vector<Graph> graphs;
     for (const Case& c : all) graphs.push_back(canonicalize(parse_module(c.text).graphs.front()));
-    std::vector<CpuExecutable> exes = CpuExecutable::compile_batch(graphs, PlannerKind::Xla, cache, {}, target);
+    std::vector<CpuExecutable> exes = pipeline::compile_cpu_batch(graphs, PlannerKind::Xla, cache, {}, target);
     for (size_t i = 0; i < graphs.size(); ++i) {
       for (const SymbolBindings& b : all[i].bindings) {
         SCOPED_TRACE(graphs[i].name() + (b.empty() ? "" : fmt::format(" B={}", b.at("B"))));

@@ -20,6 +20,7 @@
 #include "ir/canonicalize.h"
 #include "kir/printer.h"
 #include "lower/lower_plan.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -108,7 +109,7 @@ void check_kind(RowScheduleKind kind) {
     for (const Case& c : cases) graphs.push_back(c.graph);
     RowScheduleTarget rows = RowScheduleTarget::cpu();
     rows.forced = kind;
-    std::vector<CpuExecutable> exes = CpuExecutable::compile_batch(graphs, PlannerKind::Stitch, cache, {}, rows);
+    std::vector<CpuExecutable> exes = pipeline::compile_cpu_batch(graphs, PlannerKind::Stitch, cache, {}, rows);
     for (size_t i = 0; i < cases.size(); ++i) {
       const Case& c = cases[i];
       for (const SymbolBindings& b : c.bindings) {

@@ -23,6 +23,7 @@
 #include "ir/canonicalize.h"
 #include "kir/printer.h"
 #include "lower/lower_plan.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -134,7 +135,7 @@ class StitchedLowering : public ::testing::Test {
     std::vector<Graph> graphs;
     for (const Case& c : *cases_) graphs.push_back(canonicalize(c.source));
     exes_ = std::make_unique<std::vector<CpuExecutable>>(
-        CpuExecutable::compile_batch(graphs, PlannerKind::Stitch, *cache_));
+        pipeline::compile_cpu_batch(graphs, PlannerKind::Stitch, *cache_));
   }
   static void TearDownTestSuite() {
     exes_.reset();

@@ -23,6 +23,7 @@
 #include "lower/lower_plan.h"
 #include "lower/streaming_outputs.h"
 #include "runtime/cpu/cpu_compiler.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -197,7 +198,7 @@ TEST(StreamingStores, KernelsWithStreamedOutputsMatchTheInterpreter) {
     std::vector<Graph> graphs;
     for (const Case& c : all) graphs.push_back(graph_of(c.graph));
     for (PlannerKind planner : {PlannerKind::None, PlannerKind::Xla, PlannerKind::Stitch}) {
-      std::vector<CpuExecutable> exes = CpuExecutable::compile_batch(graphs, planner, cache, {}, streaming_from(0));
+      std::vector<CpuExecutable> exes = pipeline::compile_cpu_batch(graphs, planner, cache, {}, streaming_from(0));
       for (size_t i = 0; i < graphs.size(); ++i) {
         const Case& c = all[i];
         SCOPED_TRACE(graphs[i].name() + " / " + std::string(planner_name(planner)));

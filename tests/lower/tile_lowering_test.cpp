@@ -25,6 +25,7 @@
 #include "lower/lower_loop_group.h"
 #include "lower/lower_tile_group.h"
 #include "runtime/cpu/cpu_compiler.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -250,7 +251,7 @@ TEST(TilePlanned, StitchPlansOneTileKernel) {
   std::vector<Graph> graphs;
   for (const Graph& g : sources) graphs.push_back(canonicalize(g));
   std::vector<runtime::cpu::CpuExecutable> exes =
-      runtime::cpu::CpuExecutable::compile_batch(graphs, PlannerKind::Stitch, cache);
+      pipeline::compile_cpu_batch(graphs, PlannerKind::Stitch, cache);
   for (size_t i = 0; i < sources.size(); ++i) {
     SCOPED_TRACE(sources[i].name());
     EXPECT_EQ(exes[i].kernel_count(), 1) << print_plan(exes[i].graph(), exes[i].plan());

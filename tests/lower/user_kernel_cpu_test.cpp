@@ -12,6 +12,7 @@
 #include "kir/printer.h"
 #include "kir/verifier.h"
 #include "lower/lower_user_kernel.h"
+#include "pipeline/user_kernel_route.h"
 #include "runtime/cpu/user_kernel_call.h"
 #include "tensor/compare.h"
 #include "stitch/text.h"
@@ -251,7 +252,7 @@ TEST_F(UserKernelCpu, EveryCallMatchesTheInterpreter) {
       shapes.push_back(shape);
     }
   }
-  auto compiled = runtime::cpu::CompiledUserKernel::compile_batch(kernels, shapes, *cache_);
+  auto compiled = pipeline::compile_user_kernels_cpu(kernels, shapes, *cache_);
   for (size_t i = 0; i < kernels.size(); ++i) {
     const Call& c = all[i / 2];
     const UserKernel& k = kernels[i];
@@ -290,7 +291,7 @@ kernel total(idx: i64[n], x: f64[m]) -> sum f64 over i < n {
   Tensor x(DType::f32, {1000});
   Tensor y(DType::f32, {1000});
   try {
-    runtime::cpu::run_user_kernel(*m.find_kernel("shift"), {x, y}, *cache_);
+    pipeline::run_user_kernel_cpu(*m.find_kernel("shift"), {x, y}, *cache_);
     ADD_FAILURE() << "no error";
   } catch (const UserError& e) {
     EXPECT_NE(e.formatted().find("oob.stitch:3:10"), std::string::npos) << e.formatted();
@@ -301,17 +302,17 @@ kernel total(idx: i64[n], x: f64[m]) -> sum f64 over i < n {
   Tensor idx(DType::i64, {64});
   for (int64_t i = 0; i < 64; ++i) idx.set_i64(i, (i * 7) % 10);
   Tensor out(DType::f32, {10});
-  runtime::cpu::run_user_kernel(*m.find_kernel("scatter"), {idx, out}, *cache_);
+  pipeline::run_user_kernel_cpu(*m.find_kernel("scatter"), {idx, out}, *cache_);
   for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(out.get_f64(i), 1.0);
   Tensor values(DType::f64, {10});
   fill_random(values, 3);
   Tensor want = interpret_kernel(*m.find_kernel("total"), {idx, values});
-  Tensor got = runtime::cpu::run_user_kernel(*m.find_kernel("total"), {idx, values}, *cache_);
+  Tensor got = pipeline::run_user_kernel_cpu(*m.find_kernel("total"), {idx, values}, *cache_);
   EXPECT_NEAR(got.get_f64(0), want.get_f64(0), 1e-12);
   idx.set_i64(17, 10);
-  EXPECT_THROW(runtime::cpu::run_user_kernel(*m.find_kernel("scatter"), {idx, out}, *cache_), UserError);
+  EXPECT_THROW(pipeline::run_user_kernel_cpu(*m.find_kernel("scatter"), {idx, out}, *cache_), UserError);
   idx.set_i64(17, -1);
-  EXPECT_THROW(runtime::cpu::run_user_kernel(*m.find_kernel("total"), {idx, values}, *cache_), UserError);
+  EXPECT_THROW(pipeline::run_user_kernel_cpu(*m.find_kernel("total"), {idx, values}, *cache_), UserError);
 }
 
 TEST_F(UserKernelCpu, AliasedArraysAreNotRestrictAndStillMatch) {
@@ -326,7 +327,7 @@ TEST_F(UserKernelCpu, AliasedArraysAreNotRestrictAndStillMatch) {
   EXPECT_EQ(runtime::cpu::restrict_flags(k, distinct), (std::vector<bool>{false, true, true}));
   Tensor want = x;
   interpret_kernel(k, {2.0, want, want});
-  runtime::cpu::run_user_kernel(k, aliased, *cache_);
+  pipeline::run_user_kernel_cpu(k, aliased, *cache_);
   TensorComparison r = compare_with_interpreter(x, want, ErrorAllowance{});
   EXPECT_TRUE(r.ok) << r.describe();
 }
@@ -335,11 +336,11 @@ TEST_F(UserKernelCpu, ASecondCallOfTheSameShapeReusesTheCompiledKernel) {
   const UserKernel& k = *module_->find_kernel("dot");
   Tensor x(DType::f32, {100});
   Tensor y(DType::f32, {100});
-  runtime::cpu::run_user_kernel(k, {x, y}, *cache_);
+  pipeline::run_user_kernel_cpu(k, {x, y}, *cache_);
   runtime::cpu::CacheStats before = cache_->stats();
   Tensor x2(DType::f32, {120});
   Tensor y2(DType::f32, {120});
-  runtime::cpu::run_user_kernel(k, {x2, y2}, *cache_);
+  pipeline::run_user_kernel_cpu(k, {x2, y2}, *cache_);
   runtime::cpu::CacheStats after = cache_->stats();
   EXPECT_EQ(after.misses, before.misses);
   EXPECT_EQ(after.hits, before.hits);  // found in memory, not even on disk

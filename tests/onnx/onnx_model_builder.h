@@ -18,6 +18,7 @@
 
 #include "ir/canonicalize.h"
 #include "onnx/importer.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/tensor.h"
@@ -209,7 +210,7 @@ class OnnxModelTest : public ::testing::Test {
 
   std::vector<Tensor> run_cpu(const ImportedModel& m, const std::vector<Tensor>& args) {
     runtime::cpu::KernelCache cache(dir_ / "cache");
-    auto exe = runtime::cpu::CpuExecutable::compile(canonicalize(m.graph), PlannerKind::Xla, cache);
+    auto exe = pipeline::compile_cpu(canonicalize(m.graph), PlannerKind::Xla, cache);
     return exe.run(args);
   }
 

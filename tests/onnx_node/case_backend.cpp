@@ -4,11 +4,13 @@
 
 #include <utility>
 
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "runtime/cpu/kernel_cache.h"
 #ifdef STITCH_HAVE_CUDA
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "schedule/select.h"
 #endif
@@ -43,11 +45,11 @@ class CpuBackend final : public CaseBackend {
 
   std::string_view name() const override { return "CPU"; }
   std::string unsupported_reason(const Graph& canonical, PlannerKind planner) const override {
-    return runtime::cpu::CpuExecutable::unsupported_reason(canonical, planner);
+    return pipeline::cpu_unsupported_reason(canonical, planner);
   }
   std::vector<std::unique_ptr<CompiledCase>> compile_batch(const std::vector<Graph>& canonical_graphs,
                                                            PlannerKind planner) override {
-    return wrap(runtime::cpu::CpuExecutable::compile_batch(canonical_graphs, planner, cache_));
+    return wrap(pipeline::compile_cpu_batch(canonical_graphs, planner, cache_));
   }
 
  private:
@@ -67,11 +69,11 @@ class CudaBackend final : public CaseBackend {
   std::string_view name() const override { return "CUDA"; }
   std::string description() const override { return fmt::format("CUDA on {}", context_->device().summary()); }
   std::string unsupported_reason(const Graph& canonical, PlannerKind planner) const override {
-    return runtime::cuda::CudaExecutable::unsupported_reason(canonical, planner, rows_);
+    return pipeline::cuda_unsupported_reason(canonical, planner, rows_);
   }
   std::vector<std::unique_ptr<CompiledCase>> compile_batch(const std::vector<Graph>& canonical_graphs,
                                                            PlannerKind planner) override {
-    return wrap(runtime::cuda::CudaExecutable::compile_batch(canonical_graphs, planner, context_, cache_));
+    return wrap(pipeline::compile_cuda_batch(canonical_graphs, planner, context_, cache_));
   }
 
  private:

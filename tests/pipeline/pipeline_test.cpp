@@ -15,6 +15,7 @@
 #include "ir/canonicalize.h"
 #include "pipeline/schedule_groups.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -335,10 +336,10 @@ graph ew(a: f32[1000, 33], b: f32[33]) -> (f32[1000, 33]) {
     const std::vector<Tensor> want = interpret(graph, inputs);
     for (const GroupSchedule& candidate : candidates) {
       SCOPED_TRACE(g->name() + ": " + candidate.describe());
-      runtime::cpu::CompileOptions options;
+      pipeline::CpuCompileOptions options;
       options.schedule_override = [&](int, const std::vector<GroupSchedule>&) { return candidate; };
       options.tuner_key = candidate.key();
-      runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(*g, PlannerKind::Stitch, cache, options);
+      runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(*g, PlannerKind::Stitch, cache, options);
       ++compiled;
       EXPECT_TRUE(exe.fallback().empty()) << exe.fallback();
       EXPECT_TRUE(stitch::testing::outputs_match_interpreter(exe.run(inputs), want, true, 300));

@@ -17,6 +17,7 @@
 
 #include "ir/canonicalize.h"
 #include "pipeline/schedule_groups.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -114,10 +115,10 @@ TEST_F(Tuning, MeasuresOnceThenAnswersFromTheCache) {
 // from the tuning cache, so a second compile loads the kernels from disk.
 TEST_F(Tuning, ASecondTunedCompileLoadsItsKernelsFromTheCache) {
   auto compile = [&](runtime::cpu::KernelCache& kernels, ScheduleTuner& tuner) {
-    runtime::cpu::CompileOptions o;
+    pipeline::CpuCompileOptions o;
     o.tuner = [&](const Graph& g, const FusionPlan& p, const RowScheduleTarget& t) { return tuner.choose(g, p, t); };
     o.tuner_key = tuner.key();
-    return runtime::cpu::CpuExecutable::compile(graph_, PlannerKind::Stitch, kernels, o);
+    return pipeline::compile_cpu(graph_, PlannerKind::Stitch, kernels, o);
   };
   runtime::cpu::KernelCache cold(dir_ / "kernels");
   ScheduleTuner measuring(cold, options());
@@ -176,10 +177,10 @@ TEST_F(Tuning, KeepsTheFastestAndTheExecutableFollowsIt) {
   // Candidate 2 is made the fastest of every group that has one.
   o.adjust_seconds = [](int index, double measured) { return index == 2 ? 1e-9 : measured + 1.0; };
   ScheduleTuner tuner(kernels_, o);
-  runtime::cpu::CompileOptions compile;
+  pipeline::CpuCompileOptions compile;
   compile.tuner = [&](const Graph& g, const FusionPlan& p, const RowScheduleTarget& t) { return tuner.choose(g, p, t); };
   compile.tuner_key = tuner.key() + " test";
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(graph_, PlannerKind::Stitch, kernels_,
+  runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(graph_, PlannerKind::Stitch, kernels_,
                                                                         compile);
   EXPECT_GE(tuner.stats().changed, 1) << tuner.report();
   EXPECT_NE(exe.source().find(candidates[2].row.describe()), std::string::npos) << tuner.report();
@@ -343,12 +344,12 @@ TEST_F(FusionTuning, SplitsAKernelMeasuredSlowerThanItsPartsAndStillComputesTheG
   EXPECT_NE(print_plan(graph_, refined).find("tuning measured these kernels apart faster"), std::string::npos)
       << print_plan(graph_, refined);
 
-  runtime::cpu::CompileOptions compile;
+  pipeline::CpuCompileOptions compile;
   compile.plan_tuner = [&](const Graph& g, const FusionPlan& p, const RowScheduleTarget& t) {
     return FusionTuner(kernels_, options(true)).refine(g, p, t);
   };
   compile.tuner_key = "split by a test";
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(graph_, PlannerKind::Stitch, kernels_, compile);
+  runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(graph_, PlannerKind::Stitch, kernels_, compile);
   EXPECT_EQ(exe.kernel_count(), static_cast<int>(xla_kernels));
   const std::vector<Tensor> inputs = stitch::testing::random_inputs(graph_, 5, {});
   EXPECT_TRUE(stitch::testing::outputs_match_interpreter(exe.run(inputs), interpret(graph_, inputs), true, 300));

@@ -203,7 +203,7 @@ TEST(CubinCache, NvrtcVersionNamesTheLibrary) {
   EXPECT_FALSE(contains(nvrtc_version(), "unknown")) << nvrtc_version();
 }
 
-// What CudaExecutable::compile_batch builds for `graphs` before it loads the
+// What pipeline::compile_cuda_batch builds for `graphs` before it loads the
 // module: split full reductions, plan, lower with the GPU's row schedules,
 // one translation unit. The GPU's own ranking uses the queried device; the
 // sm_90 table entry with an opt-in shared-memory budget is the nearest

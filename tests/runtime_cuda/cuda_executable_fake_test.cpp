@@ -10,6 +10,7 @@
 
 #include "fake_cuda_driver.h"
 #include "runtime/cuda/context.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/device_allocator.h"
@@ -32,13 +33,16 @@ class FakeGpu : public ::testing::Test {
     cache_dir_ = std::filesystem::temp_directory_path() / ("stitch-fake-exe-" + std::to_string(::getpid()));
   }
   void TearDown() override {
+    // Argument bytes a test asked the fake to record: not past the test (a
+    // later launch with fewer arguments would be read past its end).
+    if (fake_.stitch_fake_cuda_record_param_sizes) fake_.stitch_fake_cuda_record_param_sizes(nullptr, 0);
     std::error_code ignored;
     std::filesystem::remove_all(cache_dir_, ignored);
   }
 
-  CudaExecutable compile(const std::string& text, PlannerKind planner, const CudaCompileOptions& options = {}) {
+  CudaExecutable compile(const std::string& text, PlannerKind planner, const pipeline::CudaCompileOptions& options = {}) {
     CubinCache cache(cache_dir_);
-    return CudaExecutable::compile(canonicalize(parse_module(text).graphs.front()), planner, context_, cache, options);
+    return pipeline::compile_cuda(canonicalize(parse_module(text).graphs.front()), planner, context_, cache, options);
   }
 
   std::vector<StitchFakeCudaLaunch> launches() {
@@ -131,7 +135,7 @@ TEST_F(FakeGpu, AnEmptyTensorLaunchesNothing) {
 
 // A row cache past 48 KiB: the arena is dynamic shared memory, passed at launch.
 TEST_F(FakeGpu, AnArenaOverTheStaticLimitIsPassedAtLaunch) {
-  CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   options.forced_rows = schedule::RowScheduleKind::BlockPerRow;
   CudaExecutable exe =
       compile("graph s(x: f32[4, 12288]) -> (f32[4, 12288]) {\n  y = softmax(x, axis=-1)\n  return y\n}\n",
@@ -152,7 +156,7 @@ TEST_F(FakeGpu, AnArenaOverTheStaticLimitIsPassedAtLaunch) {
 // (docs/cuda-runtime.md, Shared-memory carveout); one without shared memory
 // leaves the driver's default.
 TEST_F(FakeGpu, ARowCacheAsksForTheCarveoutItsBlocksNeed) {
-  CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   options.forced_rows = schedule::RowScheduleKind::BlockPerRow;
   CudaExecutable rows =
       compile("graph s(x: f32[64, 6144]) -> (f32[64, 6144]) {\n  y = softmax(x, axis=-1)\n  return y\n}\n",
@@ -205,7 +209,7 @@ TEST_F(FakeGpu, ABadInputIsTheInterpretersUserError) {
 // A translation unit NVRTC rejects (here: the test seam) costs the fusion,
 // not the result: the unfused plan runs, and the warning says so.
 TEST_F(FakeGpu, ARejectedPlanFallsBackLoudly) {
-  CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   std::string warning;
   options.warn = [&](const std::string& w) { warning += w; };
   options.reject_plan = [](const FusionPlan& p) { return p.groups.size() == 1; };
@@ -225,7 +229,7 @@ TEST(FakeGpuLifetime, EveryAllocationIsReturned) {
     const int64_t live_before = fake.stitch_fake_cuda_live_allocations();
     {
       CubinCache cache(std::filesystem::temp_directory_path() / ("stitch-fake-life-" + std::to_string(::getpid())));
-      CudaExecutable exe = CudaExecutable::compile(canonicalize(parse_module(kSoftmaxDyn).graphs.front()),
+      CudaExecutable exe = pipeline::compile_cuda(canonicalize(parse_module(kSoftmaxDyn).graphs.front()),
                                                    PlannerKind::None, context, cache);
       DeviceTensor x = upload(context, Tensor(DType::f32, {16, 256}));
       std::vector<DeviceTensor> outputs;

@@ -1,4 +1,4 @@
-// Tuning on a GPU (runtime/cuda/cuda_tuning.h) on the fake CUDA driver: every
+// Tuning on a GPU (pipeline/cuda/cuda_tuning.h) on the fake CUDA driver: every
 // candidate schedule of a group is lowered for the device, compiled by NVRTC
 // in one translation unit and launched once before any timing. The fake runs
 // no kernel, so every candidate's results disagree with the interpreter: the
@@ -14,7 +14,7 @@
 #include "ir/canonicalize.h"
 #include "pipeline/schedule_groups.h"
 #include "runtime/cuda/context.h"
-#include "runtime/cuda/cuda_tuning.h"
+#include "pipeline/cuda/cuda_tuning.h"
 #include "stitch/text.h"
 
 namespace stitch::runtime::cuda {
@@ -28,6 +28,7 @@ TEST(CudaTuningFake, EveryCandidateIsLaunchedAndCheckedBeforeItIsTimed) {
   ASSERT_TRUE(context) << why;
   fake_cuda::Inspection fake;
   ASSERT_TRUE(fake.open(STITCH_FAKE_CUDA_DRIVER, &why)) << why;
+  fake.stitch_fake_cuda_record_param_sizes(nullptr, 0);  // no argument bytes recorded: launches of any arity
   const fs::path dir = fs::temp_directory_path() / ("stitch-cuda-tuning-fake-" + std::to_string(::getpid()));
   {
     CubinCache cubins(dir);
@@ -41,7 +42,7 @@ TEST(CudaTuningFake, EveryCandidateIsLaunchedAndCheckedBeforeItIsTimed) {
     const size_t candidates = pipeline::schedule_candidates(g, p.groups[0], target).size();
     ASSERT_GE(candidates, 2u);
 
-    tune::ScheduleTuner tuner(cuda_measurer(context, cubins), cuda_tuning_directory(cubins));
+    tune::ScheduleTuner tuner(pipeline::cuda_measurer(context, cubins), pipeline::cuda_tuning_directory(cubins));
     const int launches_before = fake.stitch_fake_cuda_launch_count();
     const std::vector<std::optional<schedule::GroupSchedule>> chosen = tuner.choose(g, p, target);
     // One translation unit for all candidates, one launch each (the check).

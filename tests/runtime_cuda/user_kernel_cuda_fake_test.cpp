@@ -11,6 +11,7 @@
 #include "fake_cuda_driver.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/device_allocator.h"
+#include "pipeline/cuda/user_kernel_cuda_route.h"
 #include "runtime/cuda/user_kernel_cuda.h"
 #include "stitch/text.h"
 
@@ -42,7 +43,7 @@ kernel dot(x: f32[n], y: f32[n]) -> sum f64 over i < n {
     fake.stitch_fake_cuda_record_param_sizes(sizes, 4);
     Tensor x(DType::f32, {1000});
     Tensor y(DType::f32, {1000});
-    EXPECT_EQ(run_user_kernel_cuda(context, cubins, m.kernels[0], {2.5, x, y}).numel(), 0);
+    EXPECT_EQ(pipeline::run_user_kernel_cuda(context, cubins, m.kernels[0], {2.5, x, y}).numel(), 0);
     ASSERT_EQ(fake.stitch_fake_cuda_launch_count(), launches_before + 1);
     StitchFakeCudaLaunch launch;
     ASSERT_EQ(fake.stitch_fake_cuda_get_launch(launches_before, &launch), 1);
@@ -62,18 +63,18 @@ kernel dot(x: f32[n], y: f32[n]) -> sum f64 over i < n {
     EXPECT_EQ(n, 1000);
 
     // The same array twice: one device buffer, both parameters point at it.
-    run_user_kernel_cuda(context, cubins, m.kernels[0], {2.5, x, x});
+    pipeline::run_user_kernel_cuda(context, cubins, m.kernels[0], {2.5, x, x});
     ASSERT_EQ(fake.stitch_fake_cuda_get_launch_param(launches_before + 1, 0, &px, 8), 1);
     ASSERT_EQ(fake.stitch_fake_cuda_get_launch_param(launches_before + 1, 1, &py, 8), 1);
     EXPECT_EQ(px, py);
 
     // A reduction: one launch, its value combined from the partials (zeros: the fake runs nothing).
-    Tensor got = run_user_kernel_cuda(context, cubins, m.kernels[1], {x, y});
+    Tensor got = pipeline::run_user_kernel_cuda(context, cubins, m.kernels[1], {x, y});
     EXPECT_EQ(fake.stitch_fake_cuda_launch_count(), launches_before + 3);
     EXPECT_EQ(got.dtype(), DType::f64);
     // An empty range launches nothing.
     Tensor empty(DType::f32, {0});
-    run_user_kernel_cuda(context, cubins, m.kernels[0], {1.0, empty, empty});
+    pipeline::run_user_kernel_cuda(context, cubins, m.kernels[0], {1.0, empty, empty});
     EXPECT_EQ(fake.stitch_fake_cuda_launch_count(), launches_before + 3);
     context->synchronize();
     EXPECT_EQ(context->allocator().stats().bytes_in_use, in_use_before);  // every buffer given back (cached)
@@ -83,7 +84,7 @@ kernel dot(x: f32[n], y: f32[n]) -> sum f64 over i < n {
     int64_t shape[] = {6};
     ArrayView first{big.raw(), DType::f32, shape, 1};
     ArrayView second{big.raw() + 4 * sizeof(float), DType::f32, shape, 1};
-    EXPECT_THROW(run_user_kernel_cuda(context, cubins, views.kernels[0], {first, second}), UserError);
+    EXPECT_THROW(pipeline::run_user_kernel_cuda(context, cubins, views.kernels[0], {first, second}), UserError);
 
     // An index that cannot be proven in range: the checked variant, whose
     // errors buffer follows the arrays (the fake runs nothing, so none is noted).
@@ -94,7 +95,7 @@ kernel dot(x: f32[n], y: f32[n]) -> sum f64 over i < n {
     Tensor idx(DType::i64, {100});
     Tensor xs(DType::f32, {10});
     Tensor ys(DType::f32, {100});
-    run_user_kernel_cuda(context, cubins, gather.kernels[0], {idx, xs, ys});
+    pipeline::run_user_kernel_cuda(context, cubins, gather.kernels[0], {idx, xs, ys});
     ASSERT_EQ(fake.stitch_fake_cuda_launch_count(), before + 1);
     CUdeviceptr errors = 0;
     int64_t n_value = 0;

@@ -47,6 +47,7 @@
 #include "model_graph.h"
 #include "plan_invariants.h"
 #include "random_graph.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -55,6 +56,7 @@
 #include "gpu_differential.h"
 #include "sim_context.h"
 #include "runtime/cuda/context.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #endif
 
@@ -140,7 +142,7 @@ std::string check_cpu(const Graph& g, uint64_t seed, int64_t max_symbol_extent, 
                       runtime::cpu::KernelCache& cache) {
   try {
     std::vector<runtime::cpu::CpuExecutable> exes =
-        runtime::cpu::CpuExecutable::compile_batch({canonicalize(g)}, planner, cache);
+        pipeline::compile_cpu_batch({canonicalize(g)}, planner, cache);
     return run_cpu(exes[0], g, seed, max_symbol_extent);
   } catch (const std::exception& e) {
     return std::string("compile: ") + e.what();
@@ -165,7 +167,7 @@ std::string check_cuda_sim(const Graph& g, uint64_t seed, int64_t max_symbol_ext
                            runtime::cuda::CubinCache& cache) {
   try {
     std::vector<runtime::cuda::CudaExecutable> exes =
-        runtime::cuda::CudaExecutable::compile_batch({canonicalize(g)}, planner, sim_context(), cache);
+        pipeline::compile_cuda_batch({canonicalize(g)}, planner, sim_context(), cache);
     return run_cuda_sim(exes[0], g, seed, max_symbol_extent);
   } catch (const std::exception& e) {
     return std::string("compile: ") + gpu_testing::describe_failure(e);
@@ -276,7 +278,7 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
           results = check_batch<runtime::cpu::CpuExecutable>(
               batch,
               [&](const std::vector<Graph>& g) {
-                return runtime::cpu::CpuExecutable::compile_batch(g, planner, cpu_cache);
+                return pipeline::compile_cpu_batch(g, planner, cpu_cache);
               },
               [&](runtime::cpu::CpuExecutable& exe, const Case& c) {
                 return run_cpu(exe, c.source, c.seed, c.options.max_symbol_extent);
@@ -290,7 +292,7 @@ TEST(Soak, RandomGraphsEveryPlannerAndBackendMatchTheInterpreter) {
           results = check_batch<runtime::cuda::CudaExecutable>(
               batch,
               [&](const std::vector<Graph>& g) {
-                return runtime::cuda::CudaExecutable::compile_batch(g, planner, sim_context(), cubin_cache);
+                return pipeline::compile_cuda_batch(g, planner, sim_context(), cubin_cache);
               },
               [&](runtime::cuda::CudaExecutable& exe, const Case& c) {
                 return run_cuda_sim(exe, c.source, c.seed, c.options.max_symbol_extent);

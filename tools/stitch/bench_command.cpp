@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "progress.h"
 #include "fusion/cost_model.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/interpreter.h"
@@ -148,23 +149,23 @@ int bench_command(const std::vector<std::string>& files, const BenchOptions& opt
       ScratchDirectory cold_directory;
       double compile_s = 0, load_s = 0, memory_hit_s = 0;
       std::optional<runtime::cpu::CpuExecutable> exe;
-      runtime::cpu::CompileOptions compile_options;
+      pipeline::CpuCompileOptions compile_options;
       compile_options.rows.forced = forced;
       try {
         runtime::cpu::KernelCache cold(cold_directory.path());
         // --tune: the cold compile measures the schedules, the warm ones read them back.
         std::unique_ptr<Tuners> tuners = tuned ? cpu_tuners(true, cold, compile_options) : nullptr;
         Clock::time_point start = Clock::now();
-        runtime::cpu::CpuExecutable::compile(w.canonical, planner, cold, compile_options);
+        pipeline::compile_cpu(w.canonical, planner, cold, compile_options);
         compile_s = seconds_since(start);
         if (tuners) report_tuning(*tuners);
         runtime::cpu::KernelCache warm(cold_directory.path());
         start = Clock::now();
-        runtime::cpu::CpuExecutable::compile(w.canonical, planner, warm, compile_options);
+        pipeline::compile_cpu(w.canonical, planner, warm, compile_options);
         load_s = seconds_since(start);
         // Same KernelCache object again: its in-memory level answers.
         start = Clock::now();
-        exe.emplace(runtime::cpu::CpuExecutable::compile(w.canonical, planner, warm, compile_options));
+        exe.emplace(pipeline::compile_cpu(w.canonical, planner, warm, compile_options));
         memory_hit_s = seconds_since(start);
         // An ONNX model's initializers are the same tensors in every run.
         std::vector<std::string> constants;

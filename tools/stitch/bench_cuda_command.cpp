@@ -26,6 +26,7 @@
 #ifdef STITCH_HAVE_CUDA
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "runtime/cuda/event_timer.h"
 #endif
@@ -107,7 +108,7 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
     for (const auto& [planner, tuned] : variants) {
       const std::string planner_text = std::string(planner_name(planner)) + (tuned ? "+tune" : "");
       progress.step(w.name + " " + planner_text);
-      runtime::cuda::CudaCompileOptions compile_options;
+      pipeline::CudaCompileOptions compile_options;
       compile_options.forced_rows = forced;
       std::optional<runtime::cuda::CudaExecutable> exe;
       double compile_s = 0, load_s = 0;
@@ -117,13 +118,13 @@ int bench_cuda_command(const std::vector<std::string>& files, const BenchOptions
         // The cold compile measures the schedules; the warm one reads them back.
         std::unique_ptr<tune::ScheduleTuner> tuner = tuned ? cuda_tuner(true, context, cold, compile_options) : nullptr;
         Clock::time_point start = Clock::now();
-        runtime::cuda::CudaExecutable::compile(w.canonical, planner, context, cold, compile_options);
+        pipeline::compile_cuda(w.canonical, planner, context, cold, compile_options);
         compile_s = seconds_since(start);
         if (tuner) report_schedule_tuning(*tuner);
         runtime::cuda::CubinCache warm(scratch.path());
         std::unique_ptr<tune::ScheduleTuner> warm_tuner = tuned ? cuda_tuner(true, context, warm, compile_options) : nullptr;
         start = Clock::now();
-        exe.emplace(runtime::cuda::CudaExecutable::compile(w.canonical, planner, context, warm, compile_options));
+        exe.emplace(pipeline::compile_cuda(w.canonical, planner, context, warm, compile_options));
         load_s = seconds_since(start);
       } catch (const UserError& e) {
         Progress::clear_for_output();

@@ -28,6 +28,7 @@
 #ifdef STITCH_HAVE_CUDA
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #endif
 
@@ -88,12 +89,12 @@ int bench_cuda_sim_command(const std::vector<std::string>& files, const BenchOpt
     for (PlannerKind planner : planners) {
       const std::string planner_text(planner_name(planner));
       progress.step(w.name + " " + planner_text);
-      runtime::cuda::CudaCompileOptions compile_options;
+      pipeline::CudaCompileOptions compile_options;
       compile_options.forced_rows = forced;
       compile_options.model_target = target.name;
       std::optional<runtime::cuda::CudaExecutable> exe;
       try {
-        exe.emplace(runtime::cuda::CudaExecutable::compile(w.canonical, planner, context, cubins, compile_options));
+        exe.emplace(pipeline::compile_cuda(w.canonical, planner, context, cubins, compile_options));
       } catch (const UserError& e) {
         Progress::clear_for_output();
         std::cout << fmt::format("{:<28} {:<7} unsupported: {}\n", w.name, planner_text, e.what());

@@ -13,6 +13,7 @@
 #include "ir/canonicalize.h"
 #include "options/options.h"
 #include "progress.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "runtime/cpu/toolchain_check.h"
 #include "stitch/interpreter.h"
@@ -125,10 +126,10 @@ void check_graph(const Graph& graph, const ModelInputs& model, const CheckOption
         fallback = std::move(run.fallback);
         got = std::move(run.outputs);
       } else {
-        runtime::cpu::CompileOptions compile_options;
+        pipeline::CpuCompileOptions compile_options;
         compile_options.warn = [](const std::string&) {};  // the fallback is reported as a row below
         runtime::cpu::CpuExecutable exe =
-            runtime::cpu::CpuExecutable::compile(canonical, planner, cache, compile_options);
+            pipeline::compile_cpu(canonical, planner, cache, compile_options);
         fallback = exe.fallback();
         if (fallback.empty()) got = exe.run(inputs);
       }

@@ -11,6 +11,7 @@
 #include "fusion/planner.h"
 #include "schedule/select.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "tune/fusion_tuner.h"
 #include "tune/schedule_tuner.h"
@@ -20,6 +21,7 @@
 #ifdef STITCH_HAVE_CUDA
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #endif
 
@@ -83,7 +85,7 @@ struct Tuners {
   tune::FusionTuner fusions;
   tune::ScheduleTuner schedules;
 };
-std::unique_ptr<Tuners> cpu_tuners(bool tune, runtime::cpu::KernelCache& cache, runtime::cpu::CompileOptions& options);
+std::unique_ptr<Tuners> cpu_tuners(bool tune, runtime::cpu::KernelCache& cache, pipeline::CpuCompileOptions& options);
 // Two lines on stderr saying what the tuners did (with a warning when a
 // candidate disagreed with the interpreter); their reports under STITCH_DUMP=tune.
 void report_tuning(const Tuners& tuners);
@@ -114,7 +116,7 @@ std::shared_ptr<runtime::cuda::CudaContext> opened_cuda_context();
 // into it); null when neither `tune` nor STITCH_TUNE asks for one.
 std::unique_ptr<tune::ScheduleTuner> cuda_tuner(bool tune, const std::shared_ptr<runtime::cuda::CudaContext>& context,
                                                 runtime::cuda::CubinCache& cubins,
-                                                runtime::cuda::CudaCompileOptions& options);
+                                                pipeline::CudaCompileOptions& options);
 #endif
 #ifdef STITCH_HAVE_CUDA
 // GB/s of a device-to-device copy on `context` moving `bytes` in all (half

@@ -15,6 +15,7 @@
 #include "onnx/importer.h"
 #include "options/options.h"
 #include "progress.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/npy.h"
@@ -219,10 +220,10 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
                                bool tune) {
   const PlannerKind kind = executable_planner("cpu", planner);
   runtime::cpu::KernelCache cache;
-  runtime::cpu::CompileOptions options;
+  pipeline::CpuCompileOptions options;
   options.dump = stage_dumps();
   std::unique_ptr<Tuners> tuners = cpu_tuners(tune, cache, options);
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, kind, cache, options);
+  runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(canonical, kind, cache, options);
   if (tuners) report_tuning(*tuners);
   if (dump_enabled("cache")) {
     runtime::cpu::CacheStats s = cache.stats();
@@ -239,7 +240,7 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
 
 }  // namespace
 
-std::unique_ptr<Tuners> cpu_tuners(bool tune, runtime::cpu::KernelCache& cache, runtime::cpu::CompileOptions& options) {
+std::unique_ptr<Tuners> cpu_tuners(bool tune, runtime::cpu::KernelCache& cache, pipeline::CpuCompileOptions& options) {
   if (!tune && !tune::tuning_requested_by_environment()) return nullptr;
   // A progress line while candidates are checked and timed (docs/cli.md, Progress).
   tune::TuneOptions fusion_options, schedule_options;

@@ -13,9 +13,11 @@
 #ifdef STITCH_HAVE_CUDA
 #include "options/options.h"
 #include "runtime/cuda/context.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
-#include "runtime/cuda/cuda_tuning.h"
+#include "pipeline/cuda/cuda_tuning.h"
 #include "runtime/cuda/device_allocator.h"
+#include "pipeline/cuda/user_kernel_cuda_route.h"
 #include "runtime/cuda/user_kernel_cuda.h"
 #endif
 
@@ -72,12 +74,12 @@ std::string use_simulated_cuda_driver() {
 
 std::unique_ptr<tune::ScheduleTuner> cuda_tuner(bool tune, const std::shared_ptr<runtime::cuda::CudaContext>& context,
                                                 runtime::cuda::CubinCache& cubins,
-                                                runtime::cuda::CudaCompileOptions& options) {
+                                                pipeline::CudaCompileOptions& options) {
   if (!tune && !tune::tuning_requested_by_environment()) return nullptr;
   tune::TuneOptions tune_options;
   tune_options.measure.progress = progress_callback("stitch: tuning schedules,");
-  auto tuner = std::make_unique<tune::ScheduleTuner>(runtime::cuda::cuda_measurer(context, cubins),
-                                                     runtime::cuda::cuda_tuning_directory(cubins), tune_options);
+  auto tuner = std::make_unique<tune::ScheduleTuner>(pipeline::cuda_measurer(context, cubins),
+                                                     pipeline::cuda_tuning_directory(cubins), tune_options);
   tune::ScheduleTuner* t = tuner.get();
   options.tuner = [t](const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
     return t->choose(g, plan, target);
@@ -88,11 +90,11 @@ std::unique_ptr<tune::ScheduleTuner> cuda_tuner(bool tune, const std::shared_ptr
 std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& planner, const std::vector<Tensor>& inputs,
                                 bool tune) {
   std::shared_ptr<runtime::cuda::CudaContext> context = cuda_context();
-  runtime::cuda::CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   options.dump = stage_dumps();
   std::unique_ptr<tune::ScheduleTuner> tuner = cuda_tuner(tune, context, cubin_cache(), options);
   runtime::cuda::CudaExecutable exe =
-      runtime::cuda::CudaExecutable::compile(canonical, executable_planner("cuda", planner), context, cubin_cache(), options);
+      pipeline::compile_cuda(canonical, executable_planner("cuda", planner), context, cubin_cache(), options);
   if (tuner) report_schedule_tuning(*tuner);
   if (dump_enabled("cache")) {
     runtime::cuda::CubinCacheStats s = cubin_cache().stats();
@@ -109,10 +111,10 @@ std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& plann
 }
 
 BackendRun check_run_on_cuda(const Graph& canonical, PlannerKind planner, const std::vector<Tensor>& inputs) {
-  runtime::cuda::CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   options.warn = [](const std::string&) {};  // stitch check reports the fallback as a failed row
   runtime::cuda::CudaExecutable exe =
-      runtime::cuda::CudaExecutable::compile(canonical, planner, cuda_context(), cubin_cache(), options);
+      pipeline::compile_cuda(canonical, planner, cuda_context(), cubin_cache(), options);
   BackendRun out;
   out.fallback = exe.fallback();
   if (out.fallback.empty()) out.outputs = exe.run(inputs);
@@ -120,7 +122,7 @@ BackendRun check_run_on_cuda(const Graph& canonical, PlannerKind planner, const 
 }
 
 Tensor run_user_kernel_on_cuda(const UserKernel& kernel, const std::vector<KernelArg>& args) {
-  return runtime::cuda::run_user_kernel_cuda(cuda_context(), cubin_cache(), kernel, args);
+  return pipeline::run_user_kernel_cuda(cuda_context(), cubin_cache(), kernel, args);
 }
 
 #else

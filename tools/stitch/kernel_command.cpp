@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "pipeline/user_kernel_route.h"
 #include "runtime/cpu/user_kernel_call.h"
 #include "stitch/interpreter.h"
 #include "stitch/npy.h"
@@ -107,7 +108,7 @@ int run_kernel_command(const std::string& file, const std::string& kernel_name, 
     result = run_user_kernel_on_cuda(k, args);
   } else {
     runtime::cpu::KernelCache cache;
-    result = runtime::cpu::run_user_kernel(k, args, cache);
+    result = pipeline::run_user_kernel_cpu(k, args, cache);
   }
   if (!output_dir.empty()) {
     std::error_code ec;

@@ -14,6 +14,7 @@
 #include "fusion/planner.h"
 #include "gpu_model/analytic.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/emit_route.h"
 #include "report/report.h"
 #include "schedule/plan_explain.h"
 #include "stitch/text.h"
@@ -266,7 +267,7 @@ int emit_command(const std::string& file, const std::string& graph_name, const s
   // (docs/cli.md, stitch emit): the pipeline through its emit stage, on the
   // CPU's target or a GPU's table entry (sm_90); dots are library calls, so
   // they have no kernel here.
-  std::cout << report::emitted_compilation(canonicalize_with_dumps(select_graph(m, graph_name, file)), kind, backend,
+  std::cout << pipeline::emitted_compilation(canonicalize_with_dumps(select_graph(m, graph_name, file)), kind, backend,
                                            forced, "", stage_dumps())
                    .source;
   return kExitOk;

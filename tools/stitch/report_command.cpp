@@ -9,12 +9,14 @@
 #include "cli.h"
 #include "report/html_report.h"
 #include "report/report.h"
+#include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "sim_profiler.h"
 #include "stitch/interpreter.h"
 #ifdef STITCH_HAVE_CUDA
 #include "gpu_model/time_model.h"
 #include "runtime/cuda/cubin_cache.h"
+#include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #endif
 
@@ -27,10 +29,10 @@ namespace {
 void run_on_cpu_into(report::Report& r, const Graph& canonical, PlannerKind planner,
                      const std::vector<Tensor>& inputs, const ReportOptions& o) {
   runtime::cpu::KernelCache cache;
-  runtime::cpu::CompileOptions options;
+  pipeline::CpuCompileOptions options;
   options.dump = stage_dumps();
   options.rows.forced = forced_row_schedule(o.row_schedule);
-  runtime::cpu::CpuExecutable exe = runtime::cpu::CpuExecutable::compile(canonical, planner, cache, options);
+  runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(canonical, planner, cache, options);
   if (!exe.fallback().empty()) r.notes.push_back("The fused kernels did not all compile; what ran: " + exe.fallback());
   std::vector<Tensor> outputs;
   const double total = median_seconds(1, o.repeat, [&] { exe.run(inputs, outputs); });
@@ -73,11 +75,11 @@ void run_on_simulated_gpu_into(report::Report& r, const Graph& canonical, Planne
   std::shared_ptr<runtime::cuda::CudaContext> context = opened_cuda_context();
   const SimProfiler profiler = SimProfiler::find();
   runtime::cuda::CubinCache cubins;
-  runtime::cuda::CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   options.forced_rows = forced_row_schedule(o.row_schedule);
   options.model_target = target.name;
   options.dump = stage_dumps();
-  runtime::cuda::CudaExecutable exe = runtime::cuda::CudaExecutable::compile(canonical, planner, context, cubins, options);
+  runtime::cuda::CudaExecutable exe = pipeline::compile_cuda(canonical, planner, context, cubins, options);
   if (!exe.fallback().empty()) r.notes.push_back("The fused kernels did not all compile; what ran: " + exe.fallback());
   const std::vector<runtime::cuda::DeviceTensor> device_inputs = uploaded(context, inputs);
   std::vector<runtime::cuda::DeviceTensor> outputs;
@@ -112,10 +114,10 @@ void run_on_gpu_into(report::Report& r, const Graph& canonical, PlannerKind plan
                      const ReportOptions& o) {
   std::shared_ptr<runtime::cuda::CudaContext> context = opened_cuda_context();
   runtime::cuda::CubinCache cubins;
-  runtime::cuda::CudaCompileOptions options;
+  pipeline::CudaCompileOptions options;
   options.forced_rows = forced_row_schedule(o.row_schedule);
   options.dump = stage_dumps();
-  runtime::cuda::CudaExecutable exe = runtime::cuda::CudaExecutable::compile(canonical, planner, context, cubins, options);
+  runtime::cuda::CudaExecutable exe = pipeline::compile_cuda(canonical, planner, context, cubins, options);
   if (!exe.fallback().empty()) r.notes.push_back("The fused kernels did not all compile; what ran: " + exe.fallback());
   const std::vector<runtime::cuda::DeviceTensor> device_inputs = uploaded(context, inputs);
   std::vector<runtime::cuda::DeviceTensor> outputs;

@@ -28,4 +28,10 @@ std::vector<DotPanel> dot_panels(int64_t rows, int64_t row_length, int64_t panel
   return panels;
 }
 
+int64_t dot_rows(const std::vector<int64_t>& shape) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  return rows;
+}
+
 }  // namespace stitch::runtime

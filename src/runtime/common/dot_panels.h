@@ -22,4 +22,7 @@ struct DotPanel {
 std::vector<DotPanel> dot_panels(int64_t rows, int64_t row_length, int64_t panel_elements, int64_t element_bytes,
                                  int64_t panel_bytes, int64_t min_panels = 1);
 
+// A dot result's rows: the product of every axis but the last.
+int64_t dot_rows(const std::vector<int64_t>& shape);
+
 }  // namespace stitch::runtime

@@ -13,18 +13,15 @@
 #include <new>
 #include <set>
 
-#include "codegen/cpu/cpp_emitter.h"
-#include "fusion/dot_epilogues.h"
 #include "ir/composites_nn.h"
 #include "ir/structural_key.h"
 #include "kir/printer.h"
-#include "lower/group_expr.h"
 #include "runtime/common/buffer_plan.h"
 #include "runtime/common/caller_memory.h"
 #include "runtime/common/dot_panels.h"
 #include "runtime/common/input_checks.h"
 #include "runtime/common/launch_list.h"
-#include "pipeline/pipeline.h"
+#include "runtime/cpu/compiled_graph.h"
 #include "runtime/cpu/attention_call.h"
 #include "runtime/cpu/conv_call.h"
 #include "runtime/cpu/dot_call.h"
@@ -34,159 +31,7 @@
 
 namespace stitch::runtime::cpu {
 
-using pipeline::Backend;
-using pipeline::Compilation;
-using pipeline::LoweredBatch;
-using pipeline::LoweredPlan;
-using pipeline::StageDump;
-
-// One entry of the launch list.
-struct Step {
-  enum class Kind : uint8_t { Kernel, Dot, Interpret };
-  Kind kind = Kind::Kernel;
-  KernelFunction function = nullptr;  // Kernel
-  // Interpret: a group whose kernel did not compile (pipeline/group_fallback.h).
-  std::shared_ptr<const InterpretedGroup> interpreted;
-  int node = -1;                      // Dot: the dot node
-  lower::GroupSignature signature;    // values read and written
-  // argmax/argmin roots: an axis they reduce that is empty at run time is the
-  // interpreter's UserError, checked before the launch.
-  std::vector<int> arg_reductions;
-  // Dot: its epilogue (fusion/dot_epilogues.h), run by the panels of `panels`.
-  KernelFunction epilogue = nullptr;
-  lower::GroupSignature epilogue_signature;
-  std::vector<DotPanel> panels;
-  // Dot: B read as the transpose of this value (its last two axes swapped) by
-  // the gemm's flag, instead of the node's own operand (fold_operand_transposes).
-  ValueId b_transposed;
-  // What StepTime calls it: "kernel" or the library op, and a label.
-  std::string kind_name, label;
-};
-
-struct CompiledGraph {
-  FusionPlan plan;
-  std::vector<Step> steps;
-  std::string source;
-  CpuModule module;  // keeps the kernels' shared object loaded
-  // Set when compile() fell back; with `interpret`, run() uses the reference
-  // interpreter because no plan compiled.
-  std::string fallback;
-  bool interpret = false;
-};
-
 namespace {
-
-// A dot epilogue's panel (fusion/dot_epilogues.h): half a core's L2 of the
-// dot's result, the other half for BLAS's packed operands.
-int64_t dot_panel_bytes(const schedule::RowScheduleTarget& rows) { return rows.cpu_l2_bytes / 2; }
-
-// At least two panels a thread where the rows allow, so that a small dot is
-// shared by every core on OpenMP's threads rather than left to BLAS's.
-int64_t dot_min_panels() { return 2 * static_cast<int64_t>(omp_get_max_threads()); }
-
-// A dot result's rows: the product of every axis but the last.
-int64_t dot_rows(const std::vector<int64_t>& shape) {
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
-  return rows;
-}
-
-// `v = transpose(x)` swapping x's last two axes, x read by `step`: x, else an
-// invalid id.
-ValueId transpose_source(const Graph& g, const Step& step, ValueId v) {
-  const int producer = g.value(v).producer;
-  if (producer < 0 || !swaps_last_two_axes(g, g.nodes()[producer])) return {};
-  const Node& t = g.nodes()[producer];
-  const std::vector<ValueId>& reads = step.signature.inputs;
-  if (std::find(reads.begin(), reads.end(), t.inputs[0]) == reads.end()) return {};
-  return t.inputs[0];
-}
-
-// A linear layer's `dot(x, transpose(w))`: where a kernel writes only
-// transposes of last two axes (kernel packing may put several in one), each
-// read by nothing but an f32 or f64 dot as its B, those dots read the
-// transposes' operands with the gemm's transpose flag and the kernel is
-// dropped, so no weight is copied each run.
-void fold_operand_transposes(const Graph& g, std::vector<Step>& steps) {
-  std::vector<int> reads(g.num_values(), 0);
-  for (const Node& n : g.nodes()) {
-    for (ValueId in : n.inputs) ++reads[in.index];
-  }
-  for (const GraphOutput& o : g.outputs()) ++reads[o.value.index];
-  std::map<int, Step*> dot_reading_b;  // value index -> the dot step reading it as B
-  for (Step& s : steps) {
-    if (s.kind != Step::Kind::Dot || g.nodes()[s.node].op != OpKind::Dot) continue;
-    const Node& n = g.nodes()[s.node];
-    const DType dtype = g.type(n.output).dtype;
-    if ((dtype == DType::f32 || dtype == DType::f64) && g.type(n.inputs[0]).shape.size() >= 2) {
-      dot_reading_b[n.inputs[1].index] = &s;
-    }
-  }
-  std::vector<bool> dropped(steps.size(), false);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const Step& s = steps[i];
-    bool foldable = s.kind == Step::Kind::Kernel && !s.signature.status && !s.signature.outputs.empty();
-    for (ValueId v : s.signature.outputs) {
-      foldable = foldable && reads[v.index] == 1 && dot_reading_b.count(v.index) && transpose_source(g, s, v).valid();
-    }
-    if (!foldable) continue;
-    for (ValueId v : s.signature.outputs) {
-      Step& dot = *dot_reading_b.at(v.index);
-      dot.b_transposed = transpose_source(g, s, v);
-      std::replace(dot.signature.inputs.begin(), dot.signature.inputs.end(), v, dot.b_transposed);
-    }
-    dropped[i] = true;
-  }
-  std::vector<Step> kept;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    if (!dropped[i]) kept.push_back(std::move(steps[i]));
-  }
-  steps = std::move(kept);
-}
-
-// The launch list of `lowered`, with kernel entry points from `module`; a
-// dot epilogue's panels are about `panel_bytes` of the dot's result.
-std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module, int64_t panel_bytes) {
-  std::vector<Step> steps;
-  for (LaunchStep& l : pipeline::launch_steps(g, lowered)) {
-    Step step;
-    step.kind = l.dot ? Step::Kind::Dot : l.interpreted ? Step::Kind::Interpret : Step::Kind::Kernel;
-    step.node = l.node;
-    if (l.kernel) step.function = module.function(l.kernel->name);
-    step.interpreted = l.interpreted;
-    if (l.interpreted) {
-      step.kind_name = "interpreter";
-      step.label = l.interpreted->graph.name();
-    } else if (l.dot) {
-      step.kind_name = op_name(g.nodes()[l.node].op);
-      step.label = fmt::format("{} {}", step.kind_name, g.value_name(g.nodes()[l.node].output));
-    } else {
-      step.kind_name = "kernel";
-      step.label = l.kernel ? l.kernel->name : "";
-    }
-    step.signature = std::move(l.signature);
-    step.arg_reductions = std::move(l.arg_reductions);
-    if (l.epilogue) {
-      // dot_epilogue_refusal admits static, non-empty results only.
-      const TensorType& t = g.type(g.nodes()[l.node].output);
-      const std::vector<int64_t> shape = concrete_shape(t.shape, {});
-      step.epilogue = module.function(l.epilogue->name);
-      step.label += " + " + l.epilogue->name;
-      step.epilogue_signature = std::move(l.epilogue_signature);
-      // f32: one panel, the whole dot in one oneDNN call on OpenMP's threads
-      // and then the whole epilogue. Row panels call the gemm once a panel,
-      // each packing B again: on the 2-core EPYC that made every f32 dot with
-      // an epilogue 7-18% slower than the dot and its kernel apart (docs/fusion.md,
-      // Dot epilogues). f64 (OpenBLAS) keeps its panels.
-      const bool whole = t.dtype == DType::f32;
-      step.panels = dot_panels(dot_rows(shape), shape.back(), l.epilogue->panel_elements, dtype_size(t.dtype),
-                               whole ? INT64_MAX / 4 : panel_bytes, whole ? 1 : dot_min_panels());
-    }
-    steps.push_back(std::move(step));
-  }
-  fold_operand_transposes(g, steps);
-  return steps;
-}
 
 // The run-time value of each symbol a kernel takes, in its order.
 std::vector<int64_t> kernel_scalars(const lower::GroupSignature& signature, const SymbolBindings& bindings) {
@@ -332,63 +177,10 @@ int32_t run_dot_step(const Graph& g, const Step& step, const SymbolBindings& bin
   return 0;
 }
 
-std::string memory_key(const Graph& g, PlannerKind planner, const PlanOptions& plan, const CompilerOptions& compiler,
-                       const schedule::RowScheduleTarget& rows, const std::string& tuner_key) {
-  std::string text = structural_key(g);
-  // The hints that change the generated code but no value (prefetch,
-  // streaming stores, transpose tiles, the L1 and L2 sizes that set the warps
-  // a block) are part of the key too: one process may compile a graph under both settings.
-  text += fmt::format(
-      "planner {}\nmax_fusions {}\ndot_epilogues {}\nattention {}\nconv_calls {}\nchannels_last {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
-      "cpu_l2_bytes {}\ncpu_l1_bytes {}\n",
-      planner_name(planner), plan.max_fusions, plan.dot_epilogues, plan.attention, plan.conv_calls, plan.channels_last, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
-      rows.transpose_tiles, rows.cpu_l2_bytes, rows.cpu_l1_bytes);
-  for (const std::string& f : compiler.flags) text += f + "\n";
-  // Tuned schedules (CompileOptions::schedule_override) change the kernels.
-  text += "tuner " + tuner_key + "\n";
-  return sha256_hex(text);
-}
-
-CacheStats stats_delta(const CacheStats& before, const CacheStats& after) {
-  return {after.memory_hits - before.memory_hits, after.hits - before.hits, after.misses - before.misses,
-          after.recompiled_corrupt - before.recompiled_corrupt};
-}
-
-// The CPU's stages of the pipeline: the C++ emitter, and the compiler through
-// the kernel cache, loading into `module`.
-Backend cpu_backend(KernelCache& cache, const CompileOptions& options, CpuModule& module) {
-  Backend backend;
-  backend.name = "cpu";
-  backend.emit = [](const std::vector<kir::Kernel>& kernels) { return codegen::cpu::emit_cpp_translation_unit(kernels); };
-  backend.build = [&cache, &options, &module](const std::string& source, const LoweredPlan& lowered, std::string& error) {
-    if (options.reject_plan && options.reject_plan(lowered.plan)) {
-      error = "the translation unit was rejected by CompileOptions::reject_plan (test seam)";
-      return false;
-    }
-    for (const lower::LoweredGroup& l : lowered.groups) {
-      if (l.kernel && options.reject_group && options.reject_group(lowered.plan.groups[static_cast<size_t>(l.group)])) {
-        error = fmt::format("the kernel of group {} was rejected by CompileOptions::reject_group (test seam)", l.group);
-        return false;
-      }
-    }
-    try {
-      module = cache.load_or_compile(source, options.compiler);
-    } catch (const CompileError& e) {
-      // The compiler rejected the source (a missing toolchain is a
-      // ToolchainMissing from the cache, which no fallback hides).
-      error = e.what();
-      return false;
-    }
-    return true;
-  };
-  return backend;
-}
-
-
 }  // namespace
 
-CpuExecutable::CpuExecutable(Graph graph, std::shared_ptr<const CompiledGraph> compiled)
-    : graph_(std::move(graph)), compiled_(std::move(compiled)) {}
+CpuExecutable::CpuExecutable(Graph graph, std::shared_ptr<const CompiledGraph> compiled, const CacheStats& cache_stats)
+    : graph_(std::move(graph)), compiled_(std::move(compiled)), cache_stats_(cache_stats) {}
 
 int CpuExecutable::kernel_count() const { return static_cast<int>(compiled_->steps.size()); }
 
@@ -433,88 +225,6 @@ std::vector<CpuExecutable::StepTime> CpuExecutable::step_times() const {
 const FusionPlan& CpuExecutable::plan() const { return compiled_->plan; }
 const std::string& CpuExecutable::source() const { return compiled_->source; }
 const std::string& CpuExecutable::fallback() const { return compiled_->fallback; }
-
-CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
-                                     const StageDump& dump) {
-  CompileOptions options;
-  options.dump = dump;
-  return compile(canonical_graph, planner, cache, options);
-}
-
-CpuExecutable CpuExecutable::compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
-                                     const CompileOptions& options) {
-  const CacheStats before = cache.stats();
-  // The CPU's planning options; only the fusion cap comes from the caller.
-  PlanOptions plan_options;
-  plan_options.max_fusions = resolve_max_fusions(options.plan);
-  plan_options.dot_epilogues = resolve_dot_epilogues(options.plan);
-  plan_options.attention = resolve_attention(options.plan);
-  plan_options.conv_calls = resolve_conv_calls(options.plan);
-  plan_options.channels_last = resolve_channels_last(options.plan);
-  const std::string key = memory_key(canonical_graph, planner, plan_options, options.compiler, options.rows, options.tuner_key);
-  Compilation c = pipeline::compilation_of(canonical_graph, planner, plan_options, options.rows);
-  c.schedule_override = options.schedule_override;
-  c.tuner = options.tuner;
-  c.plan_tuner = options.plan_tuner;
-  c.warn = options.warn;
-  CpuModule module;
-  const Backend backend = cpu_backend(cache, options, module);
-  // The graph the CPU runs (split-reductions) is deterministic, so a memory
-  // hit rebuilds the same value numbering the cached steps refer to.
-  run_pipeline(c, backend, "split-reductions", "conv", options.dump);
-  if (std::shared_ptr<const CompiledGraph> hit = cache.find_compiled_graph(key)) {
-    CpuExecutable exe(std::move(c.graph), std::move(hit));
-    exe.cache_stats_ = stats_delta(before, cache.stats());
-    return exe;
-  }
-  run_pipeline(c, backend, "plan", "compile", options.dump);
-  auto compiled = std::make_shared<CompiledGraph>();
-  compiled->module = module;
-  take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) {
-    return make_steps(g, l, module, dot_panel_bytes(options.rows));
-  });
-  cache.store_compiled_graph(key, compiled);
-  CpuExecutable exe(std::move(c.graph), std::move(compiled));
-  exe.cache_stats_ = stats_delta(before, cache.stats());
-  return exe;
-}
-
-std::vector<CpuExecutable> CpuExecutable::compile_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
-                                                        KernelCache& cache, const PlanOptions& plan_options,
-                                                        const schedule::RowScheduleTarget& rows) {
-  PlanOptions resolved;
-  resolved.max_fusions = resolve_max_fusions(plan_options);
-  resolved.dot_epilogues = resolve_dot_epilogues(plan_options);
-  resolved.attention = resolve_attention(plan_options);
-  resolved.conv_calls = resolve_conv_calls(plan_options);
-  resolved.channels_last = resolve_channels_last(plan_options);
-  CompileOptions options;
-  CpuModule module;
-  const Backend backend = cpu_backend(cache, options, module);
-  LoweredBatch batch = lower_batch(canonical_graphs, pipeline::compilation_of(Graph(), planner, resolved, rows), backend);
-  const CacheStats before = cache.stats();
-  const std::string source = backend.emit(batch.kernels);
-  module = cache.load_or_compile(source);
-  const CacheStats delta = stats_delta(before, cache.stats());
-  std::vector<CpuExecutable> out;
-  for (Compilation& c : batch.graphs) {
-    auto compiled = std::make_shared<CompiledGraph>();
-    compiled->steps = make_steps(c.graph, c.lowered, module, dot_panel_bytes(rows));
-    compiled->plan = std::move(c.lowered.plan);
-    compiled->source = source;
-    compiled->module = module;
-    out.push_back(CpuExecutable(std::move(c.graph), std::move(compiled)));
-    out.back().cache_stats_ = delta;
-  }
-  return out;
-}
-
-std::string CpuExecutable::unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
-                                              const PlanOptions& plan_options) {
-  Compilation c = pipeline::compilation_of(canonical_graph, planner, plan_options, schedule::RowScheduleTarget::cpu());
-  run_pipeline(c, Backend{}, "split-reductions", "schedule");
-  return pipeline::lower_whole_plan(c.graph, c.plan, c.schedules, "k", c.target).unsupported;
-}
 
 std::vector<Tensor> CpuExecutable::run(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> outputs;

@@ -1,8 +1,9 @@
-// A whole graph compiled for the CPU (DESIGN.md, Runtime): plan, lower every
+// A whole graph compiled for the CPU (DESIGN.md, Runtime), as it runs: the
+// launch list the compile layer made (pipeline/cpu_route.h: plan, lower every
 // group, emit all kernels into one translation unit, load it through the
-// kernel cache, then run the launch list in plan order with planned buffers.
-// Dots are library calls (dot_call.h). docs/cpu-backend.md describes the
-// fallback when the system compiler rejects a fused kernel.
+// kernel cache), run in plan order with planned buffers. Dots are library
+// calls (dot_call.h). docs/cpu-backend.md describes the fallback when the
+// system compiler rejects a fused kernel.
 #pragma once
 
 #include <cstdint>
@@ -14,76 +15,27 @@
 #include <string_view>
 #include <vector>
 
-#include "fusion/planner.h"
-#include "lower/lower_plan.h"
+#include "fusion/fusion_plan.h"
 #include "runtime/common/buffer_plan.h"
-#include "pipeline/pipeline.h"
-#include "runtime/cpu/kernel_cache.h"
-#include "stitch/runtime.h"
-#include "schedule/select.h"
-#include "stitch/graph.h"
 #include "runtime/cpu/conv_call.h"
+#include "runtime/cpu/kernel_cache.h"
+#include "stitch/graph.h"
+#include "stitch/runtime.h"
 #include "stitch/tensor.h"
 
 namespace stitch::runtime::cpu {
 
-struct CompileOptions {
-  PlanOptions plan;  // max_fusions: -1 reads STITCH_MAX_FUSIONS
-  CompilerOptions compiler;
-  // The row schedules of row reductions and stitched groups: chosen for the
-  // CPU unless a kind is forced (stitch bench --row-schedule).
-  schedule::RowScheduleTarget rows = schedule::RowScheduleTarget::cpu();
-  // The pipeline stages to print (STITCH_DUMP): each as it finishes, so the
-  // plan is printed even when lowering then fails.
-  pipeline::StageDump dump;
-  // Replace groups' default schedules: the tuner (tune/schedule_tuner.h) or
-  // a test's choice. `tuner_key` names what they would choose, so that the
-  // in-memory cache tells tuned executables from untuned ones.
-  pipeline::ScheduleOverride schedule_override;
-  pipeline::Compilation::Tuner tuner;
-  pipeline::Compilation::PlanTuner plan_tuner;  // contested fusions measured (tune/fusion_tuner.h)
-  std::string tuner_key;
-  // Where the loud report of a compile failure and its fallback goes; stderr
-  // ("stitch: warning: ...") when empty.
-  std::function<void(const std::string&)> warn;
-  // Test seam: a plan for which this returns true is treated as if the
-  // system compiler had rejected its translation unit, so the fallback path
-  // can be tested without a broken compiler.
-  std::function<bool(const FusionPlan&)> reject_plan;
-  // Test seam: a translation unit holding the kernel of a group for which
-  // this returns true is treated as rejected too, so the fallback of one
-  // group can be tested.
-  std::function<bool(const FusionGroup&)> reject_group;
-};
-
-// Everything compile() derives from the graph's structure; shared (immutable)
-// by every executable of structurally equal graphs through the in-memory level
-// of the kernel cache.
+// Everything the compile layer derives from the graph's structure
+// (compiled_graph.h); shared (immutable) by every executable of structurally
+// equal graphs through the in-memory level of the kernel cache.
 struct CompiledGraph;
 
 class CpuExecutable {
  public:
-  // Throws UserError naming the first group that does not lower (an op the
-  // CPU back end does not implement), or for a planner that is not
-  // implemented. A translation unit the compiler rejects is reported through
-  // options.warn and replaced: by the unfused plan, and if that fails too, by
-  // the reference interpreter; the result is always computed.
-  static CpuExecutable compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
-                               const CompileOptions& options = {});
-  static CpuExecutable compile(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
-                               const pipeline::StageDump& dump);
-
-  // For test suites: every graph's kernels in one translation unit, one
-  // compiler run. No fallback: a compile failure throws CompileError.
-  // Throws UserError when any group of any graph does not lower.
-  static std::vector<CpuExecutable> compile_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
-                                                  KernelCache& cache, const PlanOptions& plan_options = {},
-                                                  const schedule::RowScheduleTarget& rows = schedule::RowScheduleTarget::cpu());
-
-  // "" when compile() would lower every group of `canonical_graph`' plan;
-  // otherwise why not (the first group that does not lower).
-  static std::string unsupported_reason(const Graph& canonical_graph, PlannerKind planner,
-                                        const PlanOptions& plan_options = {});
+  // `graph`, the graph that runs, and what the compile layer made of it
+  // (pipeline::compile_cpu); `cache_stats`, the cache's hits and misses that
+  // compile caused.
+  CpuExecutable(Graph graph, std::shared_ptr<const CompiledGraph> compiled, const CacheStats& cache_stats = {});
 
   // One tensor per graph output, in order. Checks the inputs as the
   // interpreter does (bind_inputs). Intermediates live in pooled buffers that
@@ -136,21 +88,19 @@ class CpuExecutable {
   // How many pooled buffers the last run() used for how many intermediates.
   int intermediate_buffer_count() const { return intermediate_buffer_count_; }
   int intermediate_value_count() const { return intermediate_value_count_; }
-  // The cache's hits and misses caused by this compile.
+  // The cache's hits and misses caused by this executable's compile.
   const CacheStats& cache_stats() const { return cache_stats_; }
 
-  // The graph that runs: the canonical graph given to compile() after the
-  // CPU's target rewrites (split full reductions); plan() indexes its nodes.
+  // The graph that runs: the canonical graph compiled after the CPU's
+  // target rewrites (split full reductions); plan() indexes its nodes.
   const Graph& graph() const { return graph_; }
   // The plan that runs (after any fallback).
   const FusionPlan& plan() const;
   const std::string& source() const;
-  // Empty unless compile() fell back; then what failed and what runs instead.
+  // Empty unless the compile fell back; then what failed and what runs instead.
   const std::string& fallback() const;
 
  private:
-  CpuExecutable(Graph graph, std::shared_ptr<const CompiledGraph> compiled);
-
   // Where a run's values live: the output slots, and the workspace plan.
   struct RunPlan {
     std::map<int, size_t> output_slot;  // value index -> first result slot holding it

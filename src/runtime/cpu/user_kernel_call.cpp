@@ -6,18 +6,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <iostream>
 #include <limits>
 #include <map>
-#include <mutex>
 
-#include "codegen/cpu/cpp_emitter.h"
 #include "interp/index_bounds.h"
 #include "interp/kernel_binding.h"
 #include "interp/rounding.h"
 #include "interp/scalar_semantics.h"
-#include "options/options.h"
-#include "pipeline/pipeline.h"
 
 namespace stitch::runtime::cpu {
 
@@ -29,24 +24,6 @@ bool overlaps(const ArrayView& a, const ArrayView& b) {
 }
 
 bool writes(ArrayAccess a) { return a == ArrayAccess::Write || a == ArrayAccess::ReadWrite; }
-
-// What decides a compiled kernel's bytes besides the kernel's text.
-std::string shape_key(const lower::UserKernelShape& s) {
-  std::string key = fmt::format("lanes={} rows={} checked={} restrict=", s.lanes, s.rows_per_block, s.check_indices);
-  for (bool r : s.restrict_array) key += r ? '1' : '0';
-  return key;
-}
-
-std::mutex g_compiled_mutex;
-// Compiled kernels of this process, by cache directory, kernel text and shape.
-std::map<std::string, std::shared_ptr<const CompiledUserKernel>>& compiled_kernels() {
-  static std::map<std::string, std::shared_ptr<const CompiledUserKernel>> m;
-  return m;
-}
-
-std::string memory_key(const UserKernel& k, const lower::UserKernelShape& s, const KernelCache& cache) {
-  return cache.directory().string() + "\n" + print_kernel(k) + shape_key(s);
-}
 
 }  // namespace
 
@@ -65,47 +42,9 @@ std::vector<bool> restrict_flags(const UserKernel& k, const std::vector<KernelAr
   return flags;
 }
 
-std::vector<std::shared_ptr<const CompiledUserKernel>> CompiledUserKernel::compile_batch(
-    const std::vector<UserKernel>& kernels, const std::vector<lower::UserKernelShape>& shapes, KernelCache& cache) {
-  STITCH_ASSERT(kernels.size() == shapes.size(), "compile_batch: one shape per kernel");
-  std::vector<std::shared_ptr<CompiledUserKernel>> out;
-  std::vector<kir::Kernel> kirs;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    auto c = std::make_shared<CompiledUserKernel>();
-    std::string name = kernels.size() == 1 ? "uk_" + kernels[i].name : fmt::format("uk{}_{}", i, kernels[i].name);
-    c->lowered_ = lower::lower_user_kernel_cpu(kernels[i], shapes[i], name);
-    c->shape_ = shapes[i];
-    kirs.push_back(c->lowered_.kernel);
-    out.push_back(std::move(c));
-  }
-  std::string source = codegen::cpu::emit_cpp_translation_unit(kirs);
-  // STITCH_DUMP=emit (or source) prints the C++ of user kernels as of graphs.
-  if (environment_options().dumps("emit")) {
-    std::cerr << "// STITCH_DUMP emit\n" << source;
-  }
-  auto module = std::make_shared<CpuModule>(cache.load_or_compile(source));
-  std::vector<std::shared_ptr<const CompiledUserKernel>> result;
-  for (auto& c : out) {
-    c->source_ = source;
-    c->module_ = module;
-    result.push_back(std::move(c));
-  }
-  return result;
-}
-
-std::shared_ptr<const CompiledUserKernel> CompiledUserKernel::compile(const UserKernel& kernel,
-                                                                      const lower::UserKernelShape& shape,
-                                                                      KernelCache& cache) {
-  std::string key = memory_key(kernel, shape, cache);
-  {
-    std::lock_guard<std::mutex> lock(g_compiled_mutex);
-    auto it = compiled_kernels().find(key);
-    if (it != compiled_kernels().end()) return it->second;
-  }
-  std::shared_ptr<const CompiledUserKernel> c = compile_batch({kernel}, {shape}, cache).front();
-  std::lock_guard<std::mutex> lock(g_compiled_mutex);
-  return compiled_kernels().emplace(key, c).first->second;
-}
+CompiledUserKernel::CompiledUserKernel(lower::LoweredUserKernel lowered, lower::UserKernelShape shape, std::string source,
+                                       std::shared_ptr<CpuModule> module)
+    : lowered_(std::move(lowered)), shape_(std::move(shape)), source_(std::move(source)), module_(std::move(module)) {}
 
 Tensor CompiledUserKernel::run(const UserKernel& k, const std::vector<KernelArg>& args) const {
   interp::KernelBinding b = interp::bind_kernel(k, args);
@@ -199,14 +138,6 @@ Tensor combine_partials(const UserKernel& k, const Tensor& partials) {
   }
   result.set_i64(0, acc);
   return result;
-}
-
-Tensor run_user_kernel(const UserKernel& kernel, const std::vector<KernelArg>& args, KernelCache& cache) {
-  interp::KernelBinding b = interp::bind_kernel(kernel, args);
-  lower::UserKernelShape shape = lower::user_kernel_shape(b.extents);
-  shape.restrict_array = restrict_flags(kernel, args);
-  shape.check_indices = !interp::indices_proven_in_range(kernel, b, args);
-  return CompiledUserKernel::compile(kernel, shape, cache)->run(kernel, args);
 }
 
 }  // namespace stitch::runtime::cpu

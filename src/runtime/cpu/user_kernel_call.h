@@ -1,7 +1,7 @@
-// Running user-kernel calls on the CPU (docs/kernel-language.md, Running):
-// bind the arguments as the interpreter does, lower the kernel for the call's
-// shape and aliasing, compile through the kernel cache, run, and combine a
-// reduction's per-block partial values.
+// Running user-kernel calls on the CPU (docs/kernel-language.md, Running): a
+// kernel lowered for one call's shape and aliasing and compiled by the
+// compile layer (pipeline/user_kernel_route.h) runs on the bound arguments,
+// and a reduction's per-block partial values are combined.
 #pragma once
 
 #include <memory>
@@ -22,13 +22,10 @@ std::vector<bool> restrict_flags(const UserKernel& kernel, const std::vector<Ker
 // One kernel lowered for one shape, compiled and loaded.
 class CompiledUserKernel {
  public:
-  // Lowers and compiles through `cache`; an equal kernel and shape compiled
-  // before in this process is reused without touching the disk.
-  static std::shared_ptr<const CompiledUserKernel> compile(const UserKernel& kernel,
-                                                           const lower::UserKernelShape& shape, KernelCache& cache);
-  // Several in one translation unit (one compiler run), for test suites.
-  static std::vector<std::shared_ptr<const CompiledUserKernel>> compile_batch(
-      const std::vector<UserKernel>& kernels, const std::vector<lower::UserKernelShape>& shapes, KernelCache& cache);
+  // `lowered` for `shape`, its translation unit `source` loaded as `module`
+  // (pipeline::compile_user_kernel_cpu makes it).
+  CompiledUserKernel(lower::LoweredUserKernel lowered, lower::UserKernelShape shape, std::string source,
+                     std::shared_ptr<CpuModule> module);
 
   // Runs the call; the arguments must have been bound (bind_kernel) against
   // this kernel. Returns the reduction's value (0-d) or an empty tensor.
@@ -56,9 +53,5 @@ Tensor combine_partials(const UserKernel& kernel, const Tensor& partials);
 int64_t index_error_slots(const lower::LoweredUserKernel& lowered);
 void report_index_errors(const UserKernel& kernel, const lower::LoweredUserKernel& lowered, const Tensor& errors,
                          const std::vector<KernelArg>& args);
-
-// bind, shape (indices checked at run time unless proven in range), compile
-// and run in one: the eager path of one call.
-Tensor run_user_kernel(const UserKernel& kernel, const std::vector<KernelArg>& args, KernelCache& cache);
 
 }  // namespace stitch::runtime::cpu

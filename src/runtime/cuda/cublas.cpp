@@ -22,13 +22,13 @@ namespace {
 #define STITCH_CUBLAS_SYMBOL_TEXT(name) STITCH_CUBLAS_SYMBOL_TEXT_EXPANDED(name)
 #define STITCH_CUBLAS_SYMBOL_TEXT_EXPANDED(name) #name
 
-struct Loaded {
+struct LoadedCublas {
   std::unique_ptr<CublasApi> api;
   std::string why;
 };
 
-Loaded load_one(const std::string& library) {
-  Loaded out;
+LoadedCublas load_one(const std::string& library) {
+  LoadedCublas out;
   // RTLD_NODELETE: cuBLAS keeps per-device state of its own until exit.
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!handle) {
@@ -56,14 +56,14 @@ Loaded load_one(const std::string& library) {
   return out;
 }
 
-Loaded load_first(const std::vector<std::string>& libraries) {
+LoadedCublas load_first(const std::vector<std::string>& libraries) {
   std::vector<std::string> reasons;
   for (const std::string& library : libraries) {
-    Loaded attempt = load_one(library);
+    LoadedCublas attempt = load_one(library);
     if (attempt.api) return attempt;
     reasons.push_back(std::move(attempt.why));
   }
-  Loaded out;
+  LoadedCublas out;
   out.why = fmt::format("cuBLAS could not be loaded ({})", fmt::join(reasons, "; "));
   return out;
 }
@@ -102,7 +102,7 @@ std::vector<int64_t> operand_batch_strides(const std::vector<int64_t>& dims, con
 const CublasApi* load_cublas(std::string* why, const std::vector<std::string>& libraries) {
   // One attempt per list of names and process, as for the driver.
   static std::mutex mutex;
-  static std::map<std::vector<std::string>, Loaded> loaded;
+  static std::map<std::vector<std::string>, LoadedCublas> loaded;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = loaded.find(libraries);
   if (it == loaded.end()) it = loaded.emplace(libraries, load_first(libraries)).first;

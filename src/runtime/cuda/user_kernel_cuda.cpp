@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "codegen/cuda/cuda_emitter.h"
 #include "interp/index_bounds.h"
 #include "interp/kernel_binding.h"
 #include "lower/lower_user_kernel.h"
@@ -48,19 +47,11 @@ struct Region {
 
 }  // namespace
 
-std::shared_ptr<const CudaUserKernel> CudaUserKernel::compile(const std::shared_ptr<CudaContext>& context,
-                                                              CubinCache& cubins, const UserKernel& k,
-                                                              const lower::UserKernelShape& shape) {
-  std::shared_ptr<CudaUserKernel> out(new CudaUserKernel());
-  out->context_ = context;
-  out->lowered_ = lower::lower_user_kernel_cuda(k, shape, "uk_" + k.name);
-  out->check_indices_ = shape.check_indices;
-  const std::string source = codegen::cuda::emit_cuda_translation_unit({out->lowered_.kernel});
-  context->make_current();
-  out->module_ = std::make_unique<CudaModule>(context, cubins.load_or_compile(source, context->device().arch(), module_image_for(context->api())));
-  out->function_ = out->module_->function(out->lowered_.kernel.name);
-  out->module_->prefer_shared_carveout(out->function_, out->lowered_.kernel);
-  return out;
+CudaUserKernel::CudaUserKernel(std::shared_ptr<CudaContext> context, lower::LoweredUserKernel lowered, bool check_indices,
+                               std::unique_ptr<CudaModule> module)
+    : context_(std::move(context)), lowered_(std::move(lowered)), check_indices_(check_indices), module_(std::move(module)) {
+  function_ = module_->function(lowered_.kernel.name);
+  module_->prefer_shared_carveout(function_, lowered_.kernel);
 }
 
 CudaUserKernel::~CudaUserKernel() = default;
@@ -124,13 +115,8 @@ Tensor CudaUserKernel::run(const UserKernel& k, const std::vector<KernelArg>& ar
   return cpu::combine_partials(k, host_partials);
 }
 
-Tensor run_user_kernel_cuda(const std::shared_ptr<CudaContext>& context, CubinCache& cubins, const UserKernel& k,
-                            const std::vector<KernelArg>& args) {
-  interp::KernelBinding b = interp::bind_kernel(k, args);
-  lower::UserKernelShape shape;
-  shape.restrict_array = cpu::restrict_flags(k, args);
-  shape.check_indices = !interp::indices_proven_in_range(k, b, args);
-  std::shared_ptr<const CudaUserKernel> compiled = CudaUserKernel::compile(context, cubins, k, shape);
+Tensor run_on_host_arrays(const CudaUserKernel& compiled, const std::shared_ptr<CudaContext>& context, const UserKernel& k,
+                          const std::vector<KernelArg>& args) {
 
   // One device buffer per region of host memory.
   std::vector<Region> regions;
@@ -162,7 +148,7 @@ Tensor run_user_kernel_cuda(const std::shared_ptr<CudaContext>& context, CubinCa
   }
   // A reduction's value, or an empty tensor; an index out of range throws
   // here, before any array is copied back.
-  Tensor result = compiled->run(k, device_args);
+  Tensor result = compiled.run(k, device_args);
   for (Region& r : regions) {
     if (!r.written || r.host.nbytes() == 0) continue;
     Tensor back = download(*context, r.device);

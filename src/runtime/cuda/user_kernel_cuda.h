@@ -1,8 +1,8 @@
 // User-kernel calls on the device (docs/kernel-language.md, Lowering (CUDA)):
-// a kernel lowered and loaded once per shape (CudaUserKernel), which lazy
-// arrays on Backend::Cuda launch on device memory they keep (docs/lazy.md,
-// Back ends); and the eager path of one call on host arrays, for tests and
-// `stitch run --kernel --backend cuda`.
+// a kernel lowered and loaded once per shape by the compile layer
+// (pipeline/cuda/user_kernel_cuda_route.h), which lazy arrays on Backend::Cuda
+// launch on device memory they keep (docs/lazy.md, Back ends); and a call on
+// host arrays, for tests and `stitch run --kernel --backend cuda`.
 #pragma once
 
 #include <memory>
@@ -22,8 +22,9 @@ class CudaModule;
 // check_indices matter on CUDA), compiled through the cubin cache and loaded.
 class CudaUserKernel {
  public:
-  static std::shared_ptr<const CudaUserKernel> compile(const std::shared_ptr<CudaContext>& context, CubinCache& cubins,
-                                                       const UserKernel& kernel, const lower::UserKernelShape& shape);
+  // `lowered`, loaded as `module` on `context` (pipeline::compile_user_kernel_cuda makes it).
+  CudaUserKernel(std::shared_ptr<CudaContext> context, lower::LoweredUserKernel lowered, bool check_indices,
+                 std::unique_ptr<CudaModule> module);
   ~CudaUserKernel();
 
   // Launches a call on the context's stream. Every array argument's `data`
@@ -38,8 +39,6 @@ class CudaUserKernel {
   const lower::LoweredUserKernel& lowered() const { return lowered_; }
 
  private:
-  CudaUserKernel() = default;
-
   std::shared_ptr<CudaContext> context_;
   lower::LoweredUserKernel lowered_;
   bool check_indices_ = false;
@@ -47,13 +46,12 @@ class CudaUserKernel {
   CUfunction function_ = nullptr;
 };
 
-// Uploads the arrays (arguments that are the same region share one device
-// buffer; arguments that overlap otherwise are a UserError), compiles the
-// CUDA form through `cubins`, launches it, downloads every array the kernel
-// writes back into its host memory, and combines a reduction's per-block
-// partial values on the host. Returns the reduction's value (0-d) or an empty
-// tensor. Checks the call as the interpreter does (bind_kernel).
-Tensor run_user_kernel_cuda(const std::shared_ptr<CudaContext>& context, CubinCache& cubins, const UserKernel& kernel,
-                            const std::vector<KernelArg>& args);
+// A call on host arrays: uploads the arrays (arguments that are the same
+// region share one device buffer; arguments that overlap otherwise are a
+// UserError), launches `compiled`, downloads every array the kernel writes
+// back into its host memory, and combines a reduction's per-block partial
+// values on the host. Returns the reduction's value (0-d) or an empty tensor.
+Tensor run_on_host_arrays(const CudaUserKernel& compiled, const std::shared_ptr<CudaContext>& context,
+                          const UserKernel& kernel, const std::vector<KernelArg>& args);
 
 }  // namespace stitch::runtime::cuda

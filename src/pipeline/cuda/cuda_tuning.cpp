@@ -1,4 +1,4 @@
-#include "runtime/cuda/cuda_tuning.h"
+#include "pipeline/cuda/cuda_tuning.h"
 
 #include <fmt/format.h>
 
@@ -9,6 +9,7 @@
 
 #include "codegen/cuda/cuda_emitter.h"
 #include "lower/lower_plan.h"
+#include "pipeline/trial_kernels.h"
 #include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/event_timer.h"
 #include "runtime/cuda/launch_geometry.h"
@@ -16,7 +17,17 @@
 #include "stitch/interpreter.h"
 #include "tensor/compare.h"
 
-namespace stitch::runtime::cuda {
+namespace stitch::pipeline {
+
+using runtime::cuda::check;
+using runtime::cuda::CubinCache;
+using runtime::cuda::CudaContext;
+using runtime::cuda::CudaModule;
+using runtime::cuda::DeviceBuffer;
+using runtime::cuda::DeviceTensor;
+using runtime::cuda::DriverApi;
+using runtime::cuda::EventTimer;
+using runtime::cuda::grid_blocks;
 
 namespace {
 
@@ -72,18 +83,14 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
   std::vector<tune::TrialResult> out(trials.size());
   if (trials.empty()) return out;
   context->make_current();
-  std::vector<kir::Kernel> kernels;
-  std::vector<lower::GroupSignature> signatures;
-  for (size_t t = 0; t < trials.size(); ++t) {
-    const tune::GroupGraph& sub = *trials[t].group;
-    STITCH_ASSERT(tune::all_static(sub.graph), "measure_trials_on_device: a group graph of static shapes");
-    std::vector<lower::LoweredGroup> l =
-        lower::lower_plan(sub.graph, sub.plan, {trials[t].schedule}, fmt::format("tune_t{}", t), target);
-    STITCH_ASSERT(l.size() == 1 && l[0].kernel, "a trial's schedule lowers: " + trials[t].schedule.describe());
-    STITCH_ASSERT(l[0].signature.symbols.empty(), "a trial of static shapes takes no symbols");
-    signatures.push_back(l[0].signature);
-    kernels.push_back(std::move(*l[0].kernel));
+  std::vector<TrialInput> inputs;
+  for (const tune::Trial& trial : trials) {
+    STITCH_ASSERT(tune::all_static(trial.group->graph), "measure_trials_on_device: a group graph of static shapes");
+    inputs.push_back({&trial.group->graph, &trial.group->plan, trial.schedule});
   }
+  TrialKernels lowered = lower_trials(inputs, target);
+  std::vector<kir::Kernel>& kernels = lowered.kernels;
+  const std::vector<lower::GroupSignature>& signatures = lowered.signatures;
   const CudaModule module(context, cubins.load_or_compile(codegen::cuda::emit_cuda_translation_unit(kernels),
                                                           context->device().arch(),
                                                           module_image_for(context->api())));
@@ -190,4 +197,4 @@ tune::Measurer cuda_measurer(std::shared_ptr<CudaContext> context, CubinCache& c
 
 std::filesystem::path cuda_tuning_directory(const CubinCache& cubins) { return cubins.directory() / "tuning"; }
 
-}  // namespace stitch::runtime::cuda
+}  // namespace stitch::pipeline

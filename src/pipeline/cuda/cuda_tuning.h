@@ -15,7 +15,7 @@
 #include "tune/measure.h"
 #include "tune/schedule_tuner.h"
 
-namespace stitch::runtime::cuda {
+namespace stitch::pipeline {
 
 // One result per trial, in order, as tune::measure_trials on the CPU: a
 // trial's time is the fastest mean launch of a batch timed between two events.
@@ -31,4 +31,4 @@ tune::Measurer cuda_measurer(std::shared_ptr<CudaContext> context, CubinCache& c
 // Where a GPU's choices live: "tuning" beside the cubins.
 std::filesystem::path cuda_tuning_directory(const CubinCache& cubins);
 
-}  // namespace stitch::runtime::cuda
+}  // namespace stitch::pipeline

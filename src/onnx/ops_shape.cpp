@@ -416,6 +416,105 @@ void add_range(ImportContext& ctx, const NodeProto& n) {
   ctx.define(n, b.add(b.mul(i, step), first, ctx.out_name(n)));
 }
 
+// Squeeze: the given axes of extent 1 dropped (all static 1s without axes).
+void add_squeeze(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 1, 2);
+  ValueId x = ctx.input(n, 0);
+  const Shape& s = ctx.type(x).shape;
+  std::optional<Ints> axes = axes_of(ctx, n);
+  std::vector<bool> drop(s.size(), false);
+  if (axes) {
+    for (int64_t a : normalized_axes(*axes, ctx.rank(x))) {
+      if (!is_one(s[a])) throw UserError(fmt::format("axis {} has extent {}, not 1", a, s[a].str()));
+      drop[a] = true;
+    }
+  } else {
+    // No axes: every static 1 goes; a symbolic dim is kept, as it may not be 1.
+    for (size_t d = 0; d < s.size(); ++d) drop[d] = is_one(s[d]);
+  }
+  Shape out;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (!drop[d]) out.push_back(s[d]);
+  }
+  ctx.define(n, ctx.builder().reshape(x, out, ctx.out_name(n)));
+}
+
+// Unsqueeze: axes of extent 1 inserted where the axes input says.
+void add_unsqueeze(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 1, 2);
+  ValueId x = ctx.input(n, 0);
+  const Shape& s = ctx.type(x).shape;
+  std::optional<Ints> axes = axes_of(ctx, n);
+  if (!axes) throw UserError("the axes input is missing");
+  const auto rank = static_cast<int64_t>(s.size() + axes->size());
+  Ints sorted = normalized_axes(*axes, rank);
+  Shape out;
+  size_t next = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::binary_search(sorted.begin(), sorted.end(), d)) {
+      out.emplace_back(1);
+    } else {
+      out.push_back(s[next++]);
+    }
+  }
+  ctx.define(n, ctx.builder().reshape(x, out, ctx.out_name(n)));
+}
+
+// Expand: a bidirectional numpy broadcast to the shape input.
+void add_expand(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 2, 2);
+  ValueId x = ctx.input(n, 0);
+  const Shape& in = ctx.type(x).shape;
+  std::vector<SymInt> given = ctx.known_sym_ints(n, 1, "the shape input");
+  // Bidirectional numpy broadcast of the input shape and the given one; a
+  // symbolic entry matches the same symbol or a 1.
+  const size_t rank = std::max(in.size(), given.size());
+  Shape out(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    Dim a = k + in.size() >= rank ? in[k + in.size() - rank] : Dim(1);
+    if (k + given.size() < rank) {
+      out[k] = a;
+      continue;
+    }
+    const SymInt& g = given[k + given.size() - rank];
+    if (g.is_static() && g.value < 0) throw UserError(fmt::format("shape entry {} is negative", g.value));
+    const Dim want = g.is_static() ? Dim(g.value) : Dim::symbol(g.symbol);
+    if ((g.is_static() && g.value == 1) || a == want) {
+      out[k] = a;
+    } else if (is_one(a)) {
+      out[k] = want;
+    } else {
+      throw UserError(fmt::format("the input shape {} cannot be expanded to {}", shape_str(in), spec_str(given)));
+    }
+  }
+  ctx.define(n, ctx.builder().broadcast(x, out, ctx.out_name(n)));
+}
+
+// ConstantOfShape: a known tensor of the shape input, filled with `value`.
+void add_constant_of_shape(ImportContext& ctx, const NodeProto& n) {
+  ImportContext::require_inputs(n, 1, 1);
+  Ints shape = known_ints(ctx, n, 0, "the shape input");
+  for (int64_t d : shape) {
+    if (d < 0) throw UserError(fmt::format("shape entry {} is negative", d));
+  }
+  Tensor fill(DType::f32, {1});
+  if (const auto* v = ImportContext::attr(n, "value")) {
+    fill = tensor_from_proto(v->t());
+    if (fill.numel() != 1) throw UserError("the value attribute must hold one element");
+  }
+  Tensor t(fill.dtype(), shape);
+  bool integral = fill.dtype() == DType::i8 || fill.dtype() == DType::i32 || fill.dtype() == DType::i64 ||
+                  fill.dtype() == DType::boolean;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (integral) {
+      t.set_i64(i, fill.get_i64(0));
+    } else {
+      t.set_f64(i, fill.get_f64(0));
+    }
+  }
+  ctx.define_known(n, 0, std::move(t));
+}
+
 }  // namespace
 
 void register_shape_ops(ConverterTable& table) {
@@ -445,74 +544,9 @@ void register_shape_ops(ConverterTable& table) {
     Shape out{dim_product(s, 0, cut, "Flatten"), dim_product(s, cut, s.size(), "Flatten")};
     ctx.define(n, ctx.builder().reshape(x, out, ctx.out_name(n)));
   };
-  table["Squeeze"] = [](ImportContext& ctx, const NodeProto& n) {
-    ImportContext::require_inputs(n, 1, 2);
-    ValueId x = ctx.input(n, 0);
-    const Shape& s = ctx.type(x).shape;
-    std::optional<Ints> axes = axes_of(ctx, n);
-    std::vector<bool> drop(s.size(), false);
-    if (axes) {
-      for (int64_t a : normalized_axes(*axes, ctx.rank(x))) {
-        if (!is_one(s[a])) throw UserError(fmt::format("axis {} has extent {}, not 1", a, s[a].str()));
-        drop[a] = true;
-      }
-    } else {
-      // No axes: every static 1 goes; a symbolic dim is kept, as it may not be 1.
-      for (size_t d = 0; d < s.size(); ++d) drop[d] = is_one(s[d]);
-    }
-    Shape out;
-    for (size_t d = 0; d < s.size(); ++d) {
-      if (!drop[d]) out.push_back(s[d]);
-    }
-    ctx.define(n, ctx.builder().reshape(x, out, ctx.out_name(n)));
-  };
-  table["Unsqueeze"] = [](ImportContext& ctx, const NodeProto& n) {
-    ImportContext::require_inputs(n, 1, 2);
-    ValueId x = ctx.input(n, 0);
-    const Shape& s = ctx.type(x).shape;
-    std::optional<Ints> axes = axes_of(ctx, n);
-    if (!axes) throw UserError("the axes input is missing");
-    const auto rank = static_cast<int64_t>(s.size() + axes->size());
-    Ints sorted = normalized_axes(*axes, rank);
-    Shape out;
-    size_t next = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      if (std::binary_search(sorted.begin(), sorted.end(), d)) {
-        out.emplace_back(1);
-      } else {
-        out.push_back(s[next++]);
-      }
-    }
-    ctx.define(n, ctx.builder().reshape(x, out, ctx.out_name(n)));
-  };
-  table["Expand"] = [](ImportContext& ctx, const NodeProto& n) {
-    ImportContext::require_inputs(n, 2, 2);
-    ValueId x = ctx.input(n, 0);
-    const Shape& in = ctx.type(x).shape;
-    std::vector<SymInt> given = ctx.known_sym_ints(n, 1, "the shape input");
-    // Bidirectional numpy broadcast of the input shape and the given one; a
-    // symbolic entry matches the same symbol or a 1.
-    const size_t rank = std::max(in.size(), given.size());
-    Shape out(rank);
-    for (size_t k = 0; k < rank; ++k) {
-      Dim a = k + in.size() >= rank ? in[k + in.size() - rank] : Dim(1);
-      if (k + given.size() < rank) {
-        out[k] = a;
-        continue;
-      }
-      const SymInt& g = given[k + given.size() - rank];
-      if (g.is_static() && g.value < 0) throw UserError(fmt::format("shape entry {} is negative", g.value));
-      const Dim want = g.is_static() ? Dim(g.value) : Dim::symbol(g.symbol);
-      if ((g.is_static() && g.value == 1) || a == want) {
-        out[k] = a;
-      } else if (is_one(a)) {
-        out[k] = want;
-      } else {
-        throw UserError(fmt::format("the input shape {} cannot be expanded to {}", shape_str(in), spec_str(given)));
-      }
-    }
-    ctx.define(n, ctx.builder().broadcast(x, out, ctx.out_name(n)));
-  };
+  table["Squeeze"] = add_squeeze;
+  table["Unsqueeze"] = add_unsqueeze;
+  table["Expand"] = add_expand;
   table["Slice"] = add_slice;
   table["Gather"] = [](ImportContext& ctx, const NodeProto& n) {
     ImportContext::require_inputs(n, 2, 2);
@@ -560,29 +594,7 @@ void register_shape_ops(ConverterTable& table) {
     t.set_i64(0, count);
     ctx.define_known(n, 0, std::move(t));
   };
-  table["ConstantOfShape"] = [](ImportContext& ctx, const NodeProto& n) {
-    ImportContext::require_inputs(n, 1, 1);
-    Ints shape = known_ints(ctx, n, 0, "the shape input");
-    for (int64_t d : shape) {
-      if (d < 0) throw UserError(fmt::format("shape entry {} is negative", d));
-    }
-    Tensor fill(DType::f32, {1});
-    if (const auto* v = ImportContext::attr(n, "value")) {
-      fill = tensor_from_proto(v->t());
-      if (fill.numel() != 1) throw UserError("the value attribute must hold one element");
-    }
-    Tensor t(fill.dtype(), shape);
-    bool integral = fill.dtype() == DType::i8 || fill.dtype() == DType::i32 || fill.dtype() == DType::i64 ||
-                    fill.dtype() == DType::boolean;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (integral) {
-        t.set_i64(i, fill.get_i64(0));
-      } else {
-        t.set_f64(i, fill.get_f64(0));
-      }
-    }
-    ctx.define_known(n, 0, std::move(t));
-  };
+  table["ConstantOfShape"] = add_constant_of_shape;
   table["Range"] = add_range;
 }
 

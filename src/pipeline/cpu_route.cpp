@@ -24,12 +24,7 @@
 
 namespace stitch::pipeline {
 
-using runtime::cpu::CacheStats;
-using runtime::cpu::CompiledGraph;
-using runtime::cpu::CompilerOptions;
 using runtime::cpu::CpuExecutable;
-using runtime::cpu::CpuModule;
-using runtime::cpu::KernelCache;
 using runtime::cpu::Step;
 
 namespace {
@@ -97,7 +92,7 @@ void fold_operand_transposes(const Graph& g, std::vector<Step>& steps) {
 
 // The launch list of `lowered`, with kernel entry points from `module`; a
 // dot epilogue's panels are about `panel_bytes` of the dot's result.
-std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const CpuModule& module, int64_t panel_bytes) {
+std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const runtime::cpu::CpuModule& module, int64_t panel_bytes) {
   std::vector<Step> steps;
   for (LaunchStep& l : pipeline::launch_steps(g, lowered)) {
     Step step;
@@ -139,7 +134,7 @@ std::vector<Step> make_steps(const Graph& g, const LoweredPlan& lowered, const C
   return steps;
 }
 
-std::string memory_key(const Graph& g, PlannerKind planner, const PlanOptions& plan, const CompilerOptions& compiler,
+std::string memory_key(const Graph& g, PlannerKind planner, const PlanOptions& plan, const runtime::cpu::CompilerOptions& compiler,
                        const schedule::RowScheduleTarget& rows, const std::string& tuner_key) {
   std::string text = structural_key(g);
   // The hints that change the generated code but no value (prefetch,
@@ -156,14 +151,14 @@ std::string memory_key(const Graph& g, PlannerKind planner, const PlanOptions& p
   return runtime::cpu::sha256_hex(text);
 }
 
-CacheStats stats_delta(const CacheStats& before, const CacheStats& after) {
+runtime::cpu::CacheStats stats_delta(const runtime::cpu::CacheStats& before, const runtime::cpu::CacheStats& after) {
   return {after.memory_hits - before.memory_hits, after.hits - before.hits, after.misses - before.misses,
           after.recompiled_corrupt - before.recompiled_corrupt};
 }
 
 // The CPU's stages of the pipeline: the C++ emitter, and the compiler through
 // the kernel cache, loading into `module`.
-Backend cpu_backend(KernelCache& cache, const CpuCompileOptions& options, CpuModule& module) {
+Backend cpu_backend(runtime::cpu::KernelCache& cache, const CpuCompileOptions& options, runtime::cpu::CpuModule& module) {
   Backend backend;
   backend.name = "cpu";
   backend.emit = [](const std::vector<kir::Kernel>& kernels) { return codegen::cpu::emit_cpp_translation_unit(kernels); };
@@ -185,16 +180,16 @@ Backend cpu_backend(KernelCache& cache, const CpuCompileOptions& options, CpuMod
 
 }  // namespace
 
-CpuExecutable compile_cpu(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
+CpuExecutable compile_cpu(const Graph& canonical_graph, PlannerKind planner, runtime::cpu::KernelCache& cache,
                                      const StageDump& dump) {
   CpuCompileOptions options;
   options.dump = dump;
   return compile_cpu(canonical_graph, planner, cache, options);
 }
 
-CpuExecutable compile_cpu(const Graph& canonical_graph, PlannerKind planner, KernelCache& cache,
+CpuExecutable compile_cpu(const Graph& canonical_graph, PlannerKind planner, runtime::cpu::KernelCache& cache,
                                      const CpuCompileOptions& options) {
-  const CacheStats before = cache.stats();
+  const runtime::cpu::CacheStats before = cache.stats();
   // The CPU's planning options; only the fusion cap comes from the caller.
   PlanOptions plan_options;
   plan_options.max_fusions = resolve_max_fusions(options.plan);
@@ -208,16 +203,16 @@ CpuExecutable compile_cpu(const Graph& canonical_graph, PlannerKind planner, Ker
   c.tuner = options.tuner;
   c.plan_tuner = options.plan_tuner;
   c.warn = options.warn;
-  CpuModule module;
+  runtime::cpu::CpuModule module;
   const Backend backend = cpu_backend(cache, options, module);
   // The graph the CPU runs (split-reductions) is deterministic, so a memory
   // hit rebuilds the same value numbering the cached steps refer to.
   run_pipeline(c, backend, "split-reductions", "conv", options.dump);
-  if (std::shared_ptr<const CompiledGraph> hit = cache.find_compiled_graph(key)) {
+  if (std::shared_ptr<const runtime::cpu::CompiledGraph> hit = cache.find_compiled_graph(key)) {
     return CpuExecutable(std::move(c.graph), std::move(hit), stats_delta(before, cache.stats()));
   }
   run_pipeline(c, backend, "plan", "compile", options.dump);
-  auto compiled = std::make_shared<CompiledGraph>();
+  auto compiled = std::make_shared<runtime::cpu::CompiledGraph>();
   compiled->module = module;
   take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) {
     return make_steps(g, l, module, dot_panel_bytes(options.rows));
@@ -227,7 +222,7 @@ CpuExecutable compile_cpu(const Graph& canonical_graph, PlannerKind planner, Ker
 }
 
 std::vector<CpuExecutable> compile_cpu_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
-                                                        KernelCache& cache, const PlanOptions& plan_options,
+                                                        runtime::cpu::KernelCache& cache, const PlanOptions& plan_options,
                                                         const schedule::RowScheduleTarget& rows) {
   PlanOptions resolved;
   resolved.max_fusions = resolve_max_fusions(plan_options);
@@ -236,16 +231,16 @@ std::vector<CpuExecutable> compile_cpu_batch(const std::vector<Graph>& canonical
   resolved.conv_calls = resolve_conv_calls(plan_options);
   resolved.channels_last = resolve_channels_last(plan_options);
   CpuCompileOptions options;
-  CpuModule module;
+  runtime::cpu::CpuModule module;
   const Backend backend = cpu_backend(cache, options, module);
   LoweredBatch batch = lower_batch(canonical_graphs, pipeline::compilation_of(Graph(), planner, resolved, rows), backend);
-  const CacheStats before = cache.stats();
+  const runtime::cpu::CacheStats before = cache.stats();
   const std::string source = backend.emit(batch.kernels);
   module = cache.load_or_compile(source);
-  const CacheStats delta = stats_delta(before, cache.stats());
+  const runtime::cpu::CacheStats delta = stats_delta(before, cache.stats());
   std::vector<CpuExecutable> out;
   for (Compilation& c : batch.graphs) {
-    auto compiled = std::make_shared<CompiledGraph>();
+    auto compiled = std::make_shared<runtime::cpu::CompiledGraph>();
     compiled->steps = make_steps(c.graph, c.lowered, module, dot_panel_bytes(rows));
     compiled->plan = std::move(c.lowered.plan);
     compiled->source = source;

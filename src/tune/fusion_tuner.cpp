@@ -63,7 +63,11 @@ std::string plan_problem(const Graph& g, const std::vector<FusionGroup>& groups)
   return "";
 }
 
-struct Contest {
+}  // namespace
+
+// A contested kernel of the plan: the planner fused what XLA's rules keep
+// apart, so the kernel and its parts are measured against each other.
+struct FusionTuner::Contest {
   int group = -1;
   std::vector<int> alike;  // later kernels of the same structure: decided with this one
   std::vector<int> parts;  // xla group indices
@@ -73,18 +77,14 @@ struct Contest {
   std::string fingerprint;
 };
 
-}  // namespace
-
 FusionTuner::FusionTuner(runtime::cpu::KernelCache& kernels, TuneOptions options)
     : kernels_(kernels), options_(std::move(options)), directory_(tuning_directory(kernels_, options_.directory)) {}
 
-FusionPlan FusionTuner::refine(const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
-  STITCH_ASSERT(target.machine == schedule::RowScheduleTarget::Machine::Cpu, "the tuner measures on the CPU");
-  if (plan.planner == "none" || plan.planner == "xla") return plan;
-  const FusionPlan xla = plan_xla(g);
+std::vector<FusionTuner::Contest> FusionTuner::contests_of(const Graph& g, const FusionPlan& plan, const FusionPlan& xla,
+                                                         const schedule::RowScheduleTarget& target,
+                                                         std::map<int, bool>& decided) {
   const std::string compiler = kernels_.key("", runtime::cpu::CompilerOptions{});
   std::vector<Contest> contests;
-  std::map<int, bool> decided;  // group -> split (from the cache)
   for (size_t i = 0; i < plan.groups.size(); ++i) {
     const FusionGroup& group = plan.groups[i];
     if (group.kind == GroupKind::Library) continue;
@@ -151,7 +151,11 @@ FusionPlan FusionTuner::refine(const Graph& g, const FusionPlan& plan, const sch
       contests.push_back(std::move(c));
     }
   }
+  return contests;
+}
 
+void FusionTuner::measure_contests(const std::vector<Contest>& contests, const schedule::RowScheduleTarget& target,
+                                   std::map<int, bool>& decided, std::map<int, std::pair<double, double>>& times) {
   // Every contested kernel and its parts, default schedules, one translation unit.
   std::vector<Trial> trials;
   for (const Contest& c : contests) {
@@ -161,7 +165,6 @@ FusionPlan FusionTuner::refine(const Graph& g, const FusionPlan& plan, const sch
     }
   }
   const std::vector<TrialResult> results = measure_trials(kernels_, trials, target, options_.measure);
-  std::map<int, std::pair<double, double>> times;  // group -> (fused, apart)
   size_t t = 0;
   for (const Contest& c : contests) {
     const TrialResult fused = results[t++];
@@ -195,7 +198,11 @@ FusionPlan FusionTuner::refine(const Graph& g, const FusionPlan& plan, const sch
     report_ += fmt::format("kernel {}: fused {:.4g} ms, its {} xla kernels apart {:.4g} ms: {}\n", c.group,
                            fused_s * 1e3, c.apart.size(), apart * 1e3, split ? "split" : "kept");
   }
+}
 
+FusionPlan FusionTuner::split_kernels(const Graph& g, const FusionPlan& plan, const FusionPlan& xla,
+                                      const std::map<int, bool>& decided,
+                                      const std::map<int, std::pair<double, double>>& times) {
   // The refined plan: split kernels replaced by their xla kernels, when the
   // result is a valid plan.
   FusionPlan out = plan;
@@ -242,6 +249,17 @@ FusionPlan FusionTuner::refine(const Graph& g, const FusionPlan& plan, const sch
   out.groups = std::move(groups);
   finalize_plan(g, out);
   return out;
+}
+
+FusionPlan FusionTuner::refine(const Graph& g, const FusionPlan& plan, const schedule::RowScheduleTarget& target) {
+  STITCH_ASSERT(target.machine == schedule::RowScheduleTarget::Machine::Cpu, "the tuner measures on the CPU");
+  if (plan.planner == "none" || plan.planner == "xla") return plan;
+  const FusionPlan xla = plan_xla(g);
+  std::map<int, bool> decided;                       // group -> split (measured or cached)
+  std::map<int, std::pair<double, double>> times;   // group -> (fused, apart) seconds
+  const std::vector<Contest> contests = contests_of(g, plan, xla, target, decided);
+  measure_contests(contests, target, decided, times);
+  return split_kernels(g, plan, xla, decided, times);
 }
 
 }  // namespace stitch::tune

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fusion/fusion_plan.h"
 #include "runtime/cpu/kernel_cache.h"
@@ -38,6 +41,20 @@ class FusionTuner {
   const std::string& report() const { return report_; }
 
  private:
+  struct Contest;
+  // The plan's contested kernels to measure; those whose choice the cache
+  // holds go straight into `decided` (group -> split).
+  std::vector<Contest> contests_of(const Graph& g, const FusionPlan& plan, const FusionPlan& xla,
+                                   const schedule::RowScheduleTarget& target, std::map<int, bool>& decided);
+  // Every contested kernel and its parts timed in one translation unit; the
+  // choices into `decided`, the times (fused, apart) into `times`, the cache.
+  void measure_contests(const std::vector<Contest>& contests, const schedule::RowScheduleTarget& target,
+                        std::map<int, bool>& decided, std::map<int, std::pair<double, double>>& times);
+  // `plan` with the kernels `decided` splits replaced by their xla kernels,
+  // where the result is a valid plan.
+  FusionPlan split_kernels(const Graph& g, const FusionPlan& plan, const FusionPlan& xla,
+                           const std::map<int, bool>& decided, const std::map<int, std::pair<double, double>>& times);
+
   runtime::cpu::KernelCache& kernels_;
   TuneOptions options_;
   std::filesystem::path directory_;

@@ -24,16 +24,8 @@
 
 namespace stitch::pipeline {
 
-using runtime::cuda::CompiledCudaGraph;
 using runtime::cuda::CudaModule;
 using runtime::cuda::CudaStep;
-using runtime::cuda::ModuleImage;
-using runtime::cuda::WovenKernels;
-using runtime::step_values;
-using runtime::cuda::dynamic_shared_bytes;
-using runtime::cuda::independent_steps;
-using runtime::cuda::module_image_for;
-using runtime::cuda::weave_kernel_pairs;
 
 namespace {
 
@@ -48,7 +40,7 @@ std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, con
     if (l.kernel) {
       step.kernel = *l.kernel;
       step.function = module.function(l.kernel->name);
-      step.dynamic_shared_bytes = dynamic_shared_bytes(step.kernel);
+      step.dynamic_shared_bytes = runtime::cuda::dynamic_shared_bytes(step.kernel);
       if (step.dynamic_shared_bytes > 0) module.allow_dynamic_shared(step.function, step.dynamic_shared_bytes);
       module.prefer_shared_carveout(step.function, step.kernel);
     }
@@ -104,7 +96,7 @@ Backend cuda_backend(const std::shared_ptr<CudaContext>& context, CubinCache& ca
     error = seam_rejection(lowered, options.reject_plan, options.reject_group, "CudaCompileOptions");
     if (!error.empty()) return false;
     try {
-      module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), module_image_for(context->api())));
+      module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), runtime::cuda::module_image_for(context->api())));
     } catch (const runtime::cpu::CompileError& e) {
       error = fmt::format("{}\n{}", e.what(), e.diagnostics());
       return false;
@@ -119,7 +111,7 @@ Backend cuda_backend(const std::shared_ptr<CudaContext>& context, CubinCache& ca
 // same block size and not dynamic shared memory as well, and that may move up
 // next to it (it is independent of every step it passes); the woven kernels
 // are a module of their own, loaded from PTX.
-void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<CudaContext>& context, CubinCache& cache,
+void weave_adjacent_steps(runtime::cuda::CompiledCudaGraph& compiled, const std::shared_ptr<CudaContext>& context, CubinCache& cache,
                           const StageDump& dump) {
   // STITCH_DUMP=weave: the pairs, the woven module and the refusals.
   std::string report;
@@ -131,7 +123,7 @@ void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<Cud
     return a.kind == CudaStep::Kind::Kernel && b.kind == CudaStep::Kind::Kernel &&
            a.kernel.launch.block_size == b.kernel.launch.block_size &&
            (a.dynamic_shared_bytes == 0 || b.dynamic_shared_bytes == 0) &&
-           independent_steps(step_values(a), step_values(b));
+           runtime::cuda::independent_steps(runtime::step_values(a), runtime::step_values(b));
   };
   constexpr size_t kLookahead = 8;
   std::vector<std::pair<std::string, std::string>> pairs;
@@ -141,7 +133,9 @@ void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<Cud
     for (size_t j = i + 1; j < steps.size() && j <= i + kLookahead && partner == 0; ++j) {
       if (!weavable(steps[i], steps[j])) continue;
       bool movable = true;
-      for (size_t k = i + 1; k < j && movable; ++k) movable = independent_steps(step_values(steps[k]), step_values(steps[j]));
+      for (size_t k = i + 1; k < j && movable; ++k) {
+        movable = runtime::cuda::independent_steps(runtime::step_values(steps[k]), runtime::step_values(steps[j]));
+      }
       if (movable) partner = j;
     }
     if (partner == 0) {
@@ -160,8 +154,8 @@ void weave_adjacent_steps(CompiledCudaGraph& compiled, const std::shared_ptr<Cud
     print_report();
     return;
   }
-  const std::string ptx = cache.load_or_compile(compiled.source, context->device().arch(), ModuleImage::Ptx);
-  const WovenKernels woven = weave_kernel_pairs(ptx, pairs);
+  const std::string ptx = cache.load_or_compile(compiled.source, context->device().arch(), runtime::cuda::ModuleImage::Ptx);
+  const runtime::cuda::WovenKernels woven = runtime::cuda::weave_kernel_pairs(ptx, pairs);
   compiled.weave_refusals = woven.refusals;
   for (size_t k = 0; k < pairs.size(); ++k) {
     if (!woven.names[k].empty()) report += fmt::format("woven: {} and {} as {}\n", pairs[k].first, pairs[k].second, woven.names[k]);
@@ -209,7 +203,7 @@ CudaExecutable compile_cuda(const Graph& canonical_graph, PlannerKind planner, s
   const Backend backend = cuda_backend(context, cache, options, module, emit_error);
   // Full reductions become two row reductions, so every SM takes part, as on the CPU.
   run_pipeline(c, backend, "split-reductions", "compile", options.dump);
-  auto compiled = std::make_shared<CompiledCudaGraph>();
+  auto compiled = std::make_shared<runtime::cuda::CompiledCudaGraph>();
   compiled->module = module;
   take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) { return make_steps(g, l, *module); });
   if (weave_enabled(options) && !compiled->interpret) weave_adjacent_steps(*compiled, context, cache, options.dump);
@@ -227,10 +221,10 @@ std::vector<CudaExecutable> compile_cuda_batch(const std::vector<Graph>& canonic
   const Backend backend = cuda_backend(context, cache, options, module, emit_error);
   LoweredBatch batch = lower_batch(canonical_graphs, pipeline::compilation_of(Graph(), planner, plan_options, rows), backend);
   const std::string source = codegen::cuda::emit_cuda_translation_unit(batch.kernels);
-  module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), module_image_for(context->api())));
+  module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), runtime::cuda::module_image_for(context->api())));
   std::vector<CudaExecutable> out;
   for (Compilation& c : batch.graphs) {
-    auto compiled = std::make_shared<CompiledCudaGraph>();
+    auto compiled = std::make_shared<runtime::cuda::CompiledCudaGraph>();
     compiled->steps = make_steps(c.graph, c.lowered, *module);
     compiled->plan = std::move(c.lowered.plan);
     compiled->source = source;

@@ -19,15 +19,8 @@
 
 namespace stitch::pipeline {
 
-using runtime::cuda::check;
-using runtime::cuda::CubinCache;
 using runtime::cuda::CudaContext;
-using runtime::cuda::CudaModule;
-using runtime::cuda::DeviceBuffer;
 using runtime::cuda::DeviceTensor;
-using runtime::cuda::DriverApi;
-using runtime::cuda::EventTimer;
-using runtime::cuda::grid_blocks;
 
 namespace {
 
@@ -47,7 +40,7 @@ DeviceReference reference_on(const std::shared_ptr<CudaContext>& context, const 
     DeviceTensor t;
     t.dtype = g.type(o.value).dtype;
     t.shape = concrete_shape(g.type(o.value).shape, {});
-    t.buffer = DeviceBuffer(context, t.nbytes());
+    t.buffer = runtime::cuda::DeviceBuffer(context, t.nbytes());
     r.device_outputs.push_back(std::move(t));
   }
   context->synchronize();  // the host inputs stay alive until the uploads are done
@@ -64,9 +57,9 @@ struct BoundKernel {
   std::vector<void*> args;  // into `buffers`; set once `buffers` stops growing
 
   void launch(const CudaContext& context) {
-    const DriverApi& api = context.api();
+    const runtime::cuda::DriverApi& api = context.api();
     if (blocks == 0) return;
-    check(api,
+    runtime::cuda::check(api,
           api.cuLaunchKernel(function, static_cast<unsigned>(blocks), 1, 1,
                              static_cast<unsigned>(kernel.launch.block_size), 1, 1,
                              static_cast<unsigned>(shared_bytes), context.stream(), args.data(), nullptr),
@@ -76,7 +69,7 @@ struct BoundKernel {
 
 }  // namespace
 
-std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<CudaContext>& context, CubinCache& cubins,
+std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<CudaContext>& context, runtime::cuda::CubinCache& cubins,
                                                         const std::vector<tune::Trial>& trials,
                                                         const schedule::RowScheduleTarget& target,
                                                         const tune::MeasureOptions& options) {
@@ -91,17 +84,17 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
   TrialKernels lowered = lower_trials(inputs, target);
   std::vector<kir::Kernel>& kernels = lowered.kernels;
   const std::vector<lower::GroupSignature>& signatures = lowered.signatures;
-  const CudaModule module(context, cubins.load_or_compile(codegen::cuda::emit_cuda_translation_unit(kernels),
+  const runtime::cuda::CudaModule module(context, cubins.load_or_compile(codegen::cuda::emit_cuda_translation_unit(kernels),
                                                           context->device().arch(),
-                                                          module_image_for(context->api())));
+                                                          runtime::cuda::module_image_for(context->api())));
 
   // First pass, trial by trial: one launch into the group's outputs, its
   // results downloaded and checked against the interpreter's.
   std::map<const tune::GroupGraph*, DeviceReference> references;
-  DeviceBuffer statuses(context, sizeof(int32_t) * trials.size());
+  runtime::cuda::DeviceBuffer statuses(context, sizeof(int32_t) * trials.size());
   std::vector<BoundKernel> bound(trials.size());
   std::vector<size_t> timed;
-  const DriverApi& api = context->api();
+  const runtime::cuda::DriverApi& api = context->api();
   for (size_t t = 0; t < trials.size(); ++t) {
     tune::report_progress(options, "checking", t, trials.size());
     const tune::GroupGraph* group = trials[t].group;
@@ -117,10 +110,10 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
     BoundKernel& b = bound[t];
     b.kernel = kernels[t];
     b.function = module.function(b.kernel.name);
-    b.shared_bytes = dynamic_shared_bytes(b.kernel);
+    b.shared_bytes = runtime::cuda::dynamic_shared_bytes(b.kernel);
     if (b.shared_bytes > 0) module.allow_dynamic_shared(b.function, b.shared_bytes);
     module.prefer_shared_carveout(b.function, b.kernel);
-    b.blocks = grid_blocks(b.kernel, {});
+    b.blocks = runtime::cuda::grid_blocks(b.kernel, {});
     for (size_t i : slots.inputs) b.buffers.push_back(ref.device_inputs.at(i).buffer.get());
     for (size_t o : slots.outputs) b.buffers.push_back(ref.device_outputs.at(o).buffer.get());
     const CUdeviceptr status = statuses.get() + sizeof(int32_t) * t;
@@ -129,12 +122,12 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
                   fmt::format("trial kernel {}: {} buffers bound for {} parameters", b.kernel.name, b.buffers.size(),
                               b.kernel.buffers.size()));
     for (CUdeviceptr& p : b.buffers) b.args.push_back(&p);
-    check(api, api.cuMemsetD8Async(status, 0, sizeof(int32_t), context->stream()), "cuMemsetD8Async");
+    runtime::cuda::check(api, api.cuMemsetD8Async(status, 0, sizeof(int32_t), context->stream()), "cuMemsetD8Async");
     b.launch(*context);
     context->synchronize();
     if (signatures[t].status) {
       int32_t code = 0;
-      check(api, api.cuMemcpyDtoHAsync(&code, status, sizeof(code), context->stream()), "cuMemcpyDtoHAsync");
+      runtime::cuda::check(api, api.cuMemcpyDtoHAsync(&code, status, sizeof(code), context->stream()), "cuMemcpyDtoHAsync");
       context->synchronize();
       if (code != 0) {
         out[t].problem = "the kernel rejected the input";
@@ -158,7 +151,7 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
   // so each timing is a batch of kBatch launches between two events, queued
   // faster than they run; a trial's time is its fastest batch's mean.
   constexpr int kBatch = 16;
-  EventTimer timer(*context, 1);
+  runtime::cuda::EventTimer timer(*context, 1);
   const int rounds = std::max(1, options.rounds);
   const int per_batch = std::max(kBatch, (options.min_runs + rounds - 1) / rounds);
   tune::report_progress(options, "checking", trials.size(), trials.size());
@@ -181,13 +174,13 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
   return out;
 }
 
-tune::Measurer cuda_measurer(std::shared_ptr<CudaContext> context, CubinCache& cubins) {
+tune::Measurer cuda_measurer(std::shared_ptr<CudaContext> context, runtime::cuda::CubinCache& cubins) {
   tune::Measurer m;
   m.machine = schedule::RowScheduleTarget::Machine::Gpu;
   m.description = context->device().summary();
   // The cubin cache's key of an empty source: NVRTC's version and options
   // for this architecture.
-  m.compiler = cubins.key("", context->device().arch(), module_image_for(context->api()));
+  m.compiler = cubins.key("", context->device().arch(), runtime::cuda::module_image_for(context->api()));
   m.measure = [context, &cubins](const std::vector<tune::Trial>& trials, const schedule::RowScheduleTarget& target,
                                  const tune::MeasureOptions& options) {
     return measure_trials_on_device(context, cubins, trials, target, options);
@@ -195,6 +188,6 @@ tune::Measurer cuda_measurer(std::shared_ptr<CudaContext> context, CubinCache& c
   return m;
 }
 
-std::filesystem::path cuda_tuning_directory(const CubinCache& cubins) { return cubins.directory() / "tuning"; }
+std::filesystem::path cuda_tuning_directory(const runtime::cuda::CubinCache& cubins) { return cubins.directory() / "tuning"; }
 
 }  // namespace stitch::pipeline

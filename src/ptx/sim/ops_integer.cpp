@@ -422,6 +422,101 @@ bool decode_mov(const Instruction& in, Mods& mods, OperandDecoder& d, DInst& out
   return true;
 }
 
+// Sets the destination of an instruction of `sources` source operands.
+void decode_dest(const Instruction& in, OperandDecoder& d, DInst& out, int sources) {
+  expect_operands(in, static_cast<size_t>(sources + 1), d);
+  out.ops[0] = d.dest(in.operands[0]);
+}
+
+// add/sub/mad with a carry flag in or out (.cc, addc, subc, madc).
+bool decode_carry(const Instruction& in, Mods& mods, OperandDecoder& d, DInst& out, bool carry_in) {
+  const std::string& op = in.opcode;
+  const bool carry_out = mods.take("cc");
+  const bool is_mad = op == "mad" || op == "madc";
+  const int half = is_mad ? mods.take_one({"lo", "hi"}) : 0;
+  if (half < 0) d.fail("needs .lo or .hi");
+  const Type t = integer_type(single_type(mods, d, in), d);
+  if (type_bytes(t) != 4 && (is_mad || type_bytes(t) != 8)) d.fail("unsupported type");
+  decode_dest(in, d, out, is_mad ? 3 : 2);
+  out.ops[1] = d.value(in.operands[1], t);
+  out.ops[2] = d.value(in.operands[2], t);
+  if (is_mad) out.ops[3] = d.value(in.operands[3], t);
+  auto pick = [&](auto v) -> Handler {
+    using T = decltype(v);
+    if constexpr (sizeof(T) < 4) {
+      return nullptr;
+    } else {
+      if (is_mad) {
+        return half == 0 ? carry_handler<T, CarryKind::MadLo>(carry_in, carry_out)
+                         : carry_handler<T, CarryKind::MadHi>(carry_in, carry_out);
+      }
+      return op[0] == 'a' ? carry_handler<T, CarryKind::Add>(carry_in, carry_out)
+                          : carry_handler<T, CarryKind::Sub>(carry_in, carry_out);
+    }
+  };
+  out.fn = with_int_type(t, pick, Handler{nullptr});
+  if (out.fn == nullptr) d.fail("unsupported type");
+  return true;
+}
+
+// mul and mad: .lo, .hi or .wide.
+bool decode_mul_mad(const Instruction& in, Mods& mods, OperandDecoder& d, DInst& out) {
+  const std::string& op = in.opcode;
+  const int half = mods.take_one({"lo", "hi", "wide"});
+  if (half < 0) d.fail("needs .lo, .hi or .wide");
+  const Type t = integer_type(single_type(mods, d, in), d);
+  if (type_bytes(t) < 2 || (half == 2 && type_bytes(t) == 8)) d.fail("unsupported type");
+  const bool is_mad = op == "mad";
+  decode_dest(in, d, out, is_mad ? 3 : 2);
+  out.ops[1] = d.value(in.operands[1], t);
+  out.ops[2] = d.value(in.operands[2], t);
+  if (is_mad) out.ops[3] = d.value(in.operands[3], t);
+  auto pick = [&](auto v) -> Handler {
+    using T = decltype(v);
+    if constexpr (sizeof(T) == 1) {
+      return nullptr;
+    } else if (is_mad) {
+      if (half == 0) return &mad<T, 0>;
+      if (half == 1) return &mad<T, 1>;
+      if constexpr (sizeof(T) < 8) return &mad<T, 2>;
+      return nullptr;
+    } else {
+      if (half == 0) return &binary<T, MulLo>;
+      if (half == 1) return &binary<T, MulHi>;
+      if constexpr (sizeof(T) < 8) return &mul_wide<T>;
+      return nullptr;
+    }
+  };
+  out.fn = with_int_type(t, pick, Handler{nullptr});
+  return true;
+}
+
+// dp4a and dp2a (.lo/.hi): byte or half-word dot products with a 32-bit accumulator.
+bool decode_dot_product(const Instruction& in, Mods& mods, OperandDecoder& d, DInst& out) {
+  const std::string& op = in.opcode;
+  const int half = op == "dp2a" ? mods.take_one({"lo", "hi"}) : 0;
+  if (half < 0) d.fail("dp2a needs .lo or .hi");
+  const std::vector<Type> types = mods.take_types();
+  const auto is_word = [](Type t) { return t == Type::U32 || t == Type::S32; };
+  if (types.size() != 2 || !is_word(types[0]) || !is_word(types[1])) d.fail(op + " needs .u32 or .s32 for a and for b");
+  const bool a_signed = types[0] == Type::S32, b_signed = types[1] == Type::S32;
+  decode_dest(in, d, out, 3);
+  out.ops[1] = d.value(in.operands[1], types[0]);
+  out.ops[2] = d.value(in.operands[2], types[1]);
+  out.ops[3] = d.value(in.operands[3], a_signed || b_signed ? Type::S32 : Type::U32);
+  if (op == "dp4a") {
+    out.fn = a_signed ? (b_signed ? &ternary<uint32_t, Dp4a<true, true>> : &ternary<uint32_t, Dp4a<true, false>>)
+                      : (b_signed ? &ternary<uint32_t, Dp4a<false, true>> : &ternary<uint32_t, Dp4a<false, false>>);
+  } else if (half == 0) {
+    out.fn = a_signed ? (b_signed ? &ternary<uint32_t, Dp2a<false, true, true>> : &ternary<uint32_t, Dp2a<false, true, false>>)
+                      : (b_signed ? &ternary<uint32_t, Dp2a<false, false, true>> : &ternary<uint32_t, Dp2a<false, false, false>>);
+  } else {
+    out.fn = a_signed ? (b_signed ? &ternary<uint32_t, Dp2a<true, true, true>> : &ternary<uint32_t, Dp2a<true, true, false>>)
+                      : (b_signed ? &ternary<uint32_t, Dp2a<true, false, true>> : &ternary<uint32_t, Dp2a<true, false, false>>);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool decode_integer(const Instruction& in, Mods& mods, OperandDecoder& d, DInst& out) {
@@ -476,32 +571,7 @@ bool decode_integer(const Instruction& in, Mods& mods, OperandDecoder& d, DInst&
   }
   if (carry_in || ((op == "add" || op == "sub" || op == "mad") &&
                    std::find(in.modifiers.begin(), in.modifiers.end(), "cc") != in.modifiers.end())) {
-    const bool carry_out = mods.take("cc");
-    const bool is_mad = op == "mad" || op == "madc";
-    const int half = is_mad ? mods.take_one({"lo", "hi"}) : 0;
-    if (half < 0) d.fail("needs .lo or .hi");
-    const Type t = integer_type(single_type(mods, d, in), d);
-    if (type_bytes(t) != 4 && (is_mad || type_bytes(t) != 8)) d.fail("unsupported type");
-    operands(is_mad ? 3 : 2);
-    out.ops[1] = d.value(in.operands[1], t);
-    out.ops[2] = d.value(in.operands[2], t);
-    if (is_mad) out.ops[3] = d.value(in.operands[3], t);
-    auto pick = [&](auto v) -> Handler {
-      using T = decltype(v);
-      if constexpr (sizeof(T) < 4) {
-        return nullptr;
-      } else {
-        if (is_mad) {
-          return half == 0 ? carry_handler<T, CarryKind::MadLo>(carry_in, carry_out)
-                           : carry_handler<T, CarryKind::MadHi>(carry_in, carry_out);
-        }
-        return op[0] == 'a' ? carry_handler<T, CarryKind::Add>(carry_in, carry_out)
-                            : carry_handler<T, CarryKind::Sub>(carry_in, carry_out);
-      }
-    };
-    out.fn = with_int_type(t, pick, Handler{nullptr});
-    if (out.fn == nullptr) d.fail("unsupported type");
-    return true;
+    return decode_carry(in, mods, d, out, carry_in);
   }
   if (op == "add" || op == "sub") {
     const bool sat = mods.take("sat");
@@ -514,35 +584,7 @@ bool decode_integer(const Instruction& in, Mods& mods, OperandDecoder& d, DInst&
                  : (op == "add" ? binary_for<Add>(t) : binary_for<Sub>(t));
     return true;
   }
-  if (op == "mul" || op == "mad") {
-    const int half = mods.take_one({"lo", "hi", "wide"});
-    if (half < 0) d.fail("needs .lo, .hi or .wide");
-    const Type t = integer_type(single_type(mods, d, in), d);
-    if (type_bytes(t) < 2 || (half == 2 && type_bytes(t) == 8)) d.fail("unsupported type");
-    const bool is_mad = op == "mad";
-    operands(is_mad ? 3 : 2);
-    out.ops[1] = d.value(in.operands[1], t);
-    out.ops[2] = d.value(in.operands[2], t);
-    if (is_mad) out.ops[3] = d.value(in.operands[3], t);
-    auto pick = [&](auto v) -> Handler {
-      using T = decltype(v);
-      if constexpr (sizeof(T) == 1) {
-        return nullptr;
-      } else if (is_mad) {
-        if (half == 0) return &mad<T, 0>;
-        if (half == 1) return &mad<T, 1>;
-        if constexpr (sizeof(T) < 8) return &mad<T, 2>;
-        return nullptr;
-      } else {
-        if (half == 0) return &binary<T, MulLo>;
-        if (half == 1) return &binary<T, MulHi>;
-        if constexpr (sizeof(T) < 8) return &mul_wide<T>;
-        return nullptr;
-      }
-    };
-    out.fn = with_int_type(t, pick, Handler{nullptr});
-    return true;
-  }
+  if (op == "mul" || op == "mad") return decode_mul_mad(in, mods, d, out);
   if (op == "neg" || op == "abs") {
     const Type t = integer_type(single_type(mods, d, in), d);
     operands(1);
@@ -581,29 +623,7 @@ bool decode_integer(const Instruction& in, Mods& mods, OperandDecoder& d, DInst&
     if (out.fn == nullptr) d.fail("unsupported type");
     return true;
   }
-  if (op == "dp4a" || op == "dp2a") {
-    const int half = op == "dp2a" ? mods.take_one({"lo", "hi"}) : 0;
-    if (half < 0) d.fail("dp2a needs .lo or .hi");
-    const std::vector<Type> types = mods.take_types();
-    const auto is_word = [](Type t) { return t == Type::U32 || t == Type::S32; };
-    if (types.size() != 2 || !is_word(types[0]) || !is_word(types[1])) d.fail(op + " needs .u32 or .s32 for a and for b");
-    const bool a_signed = types[0] == Type::S32, b_signed = types[1] == Type::S32;
-    operands(3);
-    out.ops[1] = d.value(in.operands[1], types[0]);
-    out.ops[2] = d.value(in.operands[2], types[1]);
-    out.ops[3] = d.value(in.operands[3], a_signed || b_signed ? Type::S32 : Type::U32);
-    if (op == "dp4a") {
-      out.fn = a_signed ? (b_signed ? &ternary<uint32_t, Dp4a<true, true>> : &ternary<uint32_t, Dp4a<true, false>>)
-                        : (b_signed ? &ternary<uint32_t, Dp4a<false, true>> : &ternary<uint32_t, Dp4a<false, false>>);
-    } else if (half == 0) {
-      out.fn = a_signed ? (b_signed ? &ternary<uint32_t, Dp2a<false, true, true>> : &ternary<uint32_t, Dp2a<false, true, false>>)
-                        : (b_signed ? &ternary<uint32_t, Dp2a<false, false, true>> : &ternary<uint32_t, Dp2a<false, false, false>>);
-    } else {
-      out.fn = a_signed ? (b_signed ? &ternary<uint32_t, Dp2a<true, true, true>> : &ternary<uint32_t, Dp2a<true, true, false>>)
-                        : (b_signed ? &ternary<uint32_t, Dp2a<true, false, true>> : &ternary<uint32_t, Dp2a<true, false, false>>);
-    }
-    return true;
-  }
+  if (op == "dp4a" || op == "dp2a") return decode_dot_product(in, mods, d, out);
   if (op == "prmt") {
     if (single_type(mods, d, in) != Type::B32) d.fail("needs .b32");
     if (!mods.take_types().empty() || in.modifiers.size() != 1) d.fail("only the default prmt mode is supported");

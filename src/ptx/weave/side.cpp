@@ -166,6 +166,78 @@ struct Draft {
   bool ends = false;                 // unconditional ret/exit/trap
 };
 
+// The drafts' terminators resolved into block indices, the blocks appended to `side`.
+void resolve_terminators(const Function& kernel, std::vector<Draft>& drafts,
+                         const std::map<std::string, int>& block_of_label, Side& side) {
+  const int count = static_cast<int>(drafts.size());
+  for (int i = 0; i < count; ++i) {
+    Draft& d = drafts[static_cast<size_t>(i)];
+    const int next = i + 1 < count ? i + 1 : kSideEnd;
+    SideBlock& b = d.block;
+    if (!d.taken_label.empty()) {
+      auto it = block_of_label.find(d.taken_label);
+      if (it == block_of_label.end()) {
+        throw UserError(fmt::format("kernel '{}': branch to undefined label '{}'", kernel.name, d.taken_label),
+                        kernel.loc);
+      }
+      b.taken = it->second;
+      b.not_taken = d.falls_through ? next : kSideEnd;
+    } else if (d.conditional_exit) {
+      b.taken = kSideEnd;
+      b.not_taken = next;
+    } else if (d.ends) {
+      b.taken = kSideEnd;
+    } else {
+      b.taken = next;
+    }
+    if (b.predicate.empty()) b.not_taken = kSideEnd;
+    side.blocks.push_back(std::move(b));
+  }
+}
+
+// Adaptive slicing: blocks longer than `slice` statements (and a half)
+// become chains of slices, so that the other kernel's successive blocks pair
+// with successive parts of this one.
+void slice_long_blocks(Side& side, size_t slice) {
+  const size_t original = side.blocks.size();
+  for (size_t i = 0; i < original; ++i) {
+    // A sync block stays whole: its later sync points need the warp together.
+    if (side.blocks[i].sync || side.blocks[i].body.size() <= slice + slice / 2) continue;
+    ++side.sliced_blocks;
+    SideBlock whole = std::move(side.blocks[i]);
+    std::vector<Statement> rest(std::make_move_iterator(whole.body.begin() + static_cast<ptrdiff_t>(slice)),
+                                std::make_move_iterator(whole.body.end()));
+    whole.body.resize(slice);
+    SideBlock head;
+    head.body = std::move(whole.body);
+    head.sync = whole.sync;
+    head.origin = whole.origin;
+    head.divergent = whole.divergent;
+    int previous = static_cast<int>(i);
+    side.blocks[i] = std::move(head);
+    size_t at = 0;
+    while (at < rest.size()) {
+      const size_t take = rest.size() - at <= slice + slice / 2 ? rest.size() - at : slice;
+      SideBlock part;
+      part.body.assign(std::make_move_iterator(rest.begin() + static_cast<ptrdiff_t>(at)),
+                       std::make_move_iterator(rest.begin() + static_cast<ptrdiff_t>(at + take)));
+      part.origin = whole.origin.empty() ? "" : whole.origin + "+slice";
+      part.divergent = whole.divergent;
+      at += take;
+      side.blocks.push_back(std::move(part));
+      const int id = static_cast<int>(side.blocks.size()) - 1;
+      side.blocks[static_cast<size_t>(previous)].taken = id;
+      previous = id;
+    }
+    SideBlock& last = side.blocks[static_cast<size_t>(previous)];
+    last.splits = whole.splits;
+    last.predicate = whole.predicate;
+    last.negated = whole.negated;
+    last.taken = whole.taken;
+    last.not_taken = whole.not_taken;
+  }
+}
+
 }  // namespace
 
 void rename_statement(Statement& s, const std::map<std::string, std::string>& renames) {
@@ -298,74 +370,9 @@ Side prepare_side(const Function& kernel, const SideOptions& options) {
     }
   }
 
-  // Resolve the terminators.
-  const int count = static_cast<int>(drafts.size());
-  for (int i = 0; i < count; ++i) {
-    Draft& d = drafts[static_cast<size_t>(i)];
-    const int next = i + 1 < count ? i + 1 : kSideEnd;
-    SideBlock& b = d.block;
-    if (!d.taken_label.empty()) {
-      auto it = block_of_label.find(d.taken_label);
-      if (it == block_of_label.end()) {
-        throw UserError(fmt::format("kernel '{}': branch to undefined label '{}'", kernel.name, d.taken_label),
-                        kernel.loc);
-      }
-      b.taken = it->second;
-      b.not_taken = d.falls_through ? next : kSideEnd;
-    } else if (d.conditional_exit) {
-      b.taken = kSideEnd;
-      b.not_taken = next;
-    } else if (d.ends) {
-      b.taken = kSideEnd;
-    } else {
-      b.taken = next;
-    }
-    if (b.predicate.empty()) b.not_taken = kSideEnd;
-    side.blocks.push_back(std::move(b));
-  }
-
-  // Adaptive slicing: long blocks become chains of slices, so that the other
-  // kernel's successive blocks pair with successive parts of this one.
+  resolve_terminators(kernel, drafts, block_of_label, side);
   const size_t slice = static_cast<size_t>(options.slice_statements);
-  if (slice > 0) {
-    const size_t original = side.blocks.size();
-    for (size_t i = 0; i < original; ++i) {
-      // A sync block stays whole: its later sync points need the warp together.
-      if (side.blocks[i].sync || side.blocks[i].body.size() <= slice + slice / 2) continue;
-      ++side.sliced_blocks;
-      SideBlock whole = std::move(side.blocks[i]);
-      std::vector<Statement> rest(std::make_move_iterator(whole.body.begin() + static_cast<ptrdiff_t>(slice)),
-                                  std::make_move_iterator(whole.body.end()));
-      whole.body.resize(slice);
-      SideBlock head;
-      head.body = std::move(whole.body);
-      head.sync = whole.sync;
-      head.origin = whole.origin;
-      head.divergent = whole.divergent;
-      int previous = static_cast<int>(i);
-      side.blocks[i] = std::move(head);
-      size_t at = 0;
-      while (at < rest.size()) {
-        const size_t take = rest.size() - at <= slice + slice / 2 ? rest.size() - at : slice;
-        SideBlock part;
-        part.body.assign(std::make_move_iterator(rest.begin() + static_cast<ptrdiff_t>(at)),
-                         std::make_move_iterator(rest.begin() + static_cast<ptrdiff_t>(at + take)));
-        part.origin = whole.origin.empty() ? "" : whole.origin + "+slice";
-        part.divergent = whole.divergent;
-        at += take;
-        side.blocks.push_back(std::move(part));
-        const int id = static_cast<int>(side.blocks.size()) - 1;
-        side.blocks[static_cast<size_t>(previous)].taken = id;
-        previous = id;
-      }
-      SideBlock& last = side.blocks[static_cast<size_t>(previous)];
-      last.splits = whole.splits;
-      last.predicate = whole.predicate;
-      last.negated = whole.negated;
-      last.taken = whole.taken;
-      last.not_taken = whole.not_taken;
-    }
-  }
+  if (slice > 0) slice_long_blocks(side, slice);
   return side;
 }
 

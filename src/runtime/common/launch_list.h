@@ -50,6 +50,22 @@ struct LaunchStep {
   lower::GroupSignature epilogue_signature;
 };
 
+// What a back end's launch step holds whatever the back end (the CPU's
+// cpu::Step and the GPU's cuda::CudaStep add their entry points): a kernel, a
+// library call (a dot) or a group the interpreter runs.
+struct BoundStepBase {
+  enum class Kind : uint8_t { Kernel, Dot, Interpret };
+  Kind kind = Kind::Kernel;
+  // Interpret: a group whose kernel did not compile (pipeline/group_fallback.h).
+  std::shared_ptr<const InterpretedGroup> interpreted;
+  int node = -1;                    // Dot: the dot node
+  lower::GroupSignature signature;  // values read and written
+  // argmax/argmin roots: an axis they reduce that is empty at run time is the
+  // interpreter's UserError, checked before the launch.
+  std::vector<int> arg_reductions;
+  lower::GroupSignature epilogue_signature;  // Dot: its epilogue's (empty without one)
+};
+
 // The values a launch step reads and writes, for the buffer plan.
 StepValues signature_values(const lower::GroupSignature& signature);
 // A dot step with its epilogue: what the two read (less the dot's result,

@@ -19,21 +19,11 @@
 
 namespace stitch::runtime::cpu {
 
-// One entry of the launch list.
-struct Step {
-  enum class Kind : uint8_t { Kernel, Dot, Interpret };
-  Kind kind = Kind::Kernel;
+// One entry of the launch list, bound to its entry points.
+struct Step : BoundStepBase {
   KernelFunction function = nullptr;  // Kernel
-  // Interpret: a group whose kernel did not compile (pipeline/group_fallback.h).
-  std::shared_ptr<const InterpretedGroup> interpreted;
-  int node = -1;                      // Dot: the dot node
-  lower::GroupSignature signature;    // values read and written
-  // argmax/argmin roots: an axis they reduce that is empty at run time is the
-  // interpreter's UserError, checked before the launch.
-  std::vector<int> arg_reductions;
   // Dot: its epilogue (fusion/dot_epilogues.h), run by the panels of `panels`.
   KernelFunction epilogue = nullptr;
-  lower::GroupSignature epilogue_signature;
   std::vector<DotPanel> panels;
   // Dot: B read as the transpose of this value (its last two axes swapped) by
   // the gemm's flag, instead of the node's own operand (fold_operand_transposes).

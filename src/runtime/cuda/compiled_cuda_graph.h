@@ -17,19 +17,12 @@
 
 namespace stitch::runtime::cuda {
 
-// One entry of the launch list.
-struct CudaStep {
-  enum class Kind : uint8_t { Kernel, Dot, Interpret };
-  Kind kind = Kind::Kernel;
+// One entry of the launch list, bound to its function (no dot epilogues on
+// CUDA: PlanOptions::for_gpu plans none).
+struct CudaStep : BoundStepBase {
   CUfunction function = nullptr;  // Kernel
-  // Interpret: a group whose kernel did not compile (pipeline/group_fallback.h).
-  std::shared_ptr<const InterpretedGroup> interpreted;
   kir::Kernel kernel;             // Kernel: its parameters and launch geometry
   int64_t dynamic_shared_bytes = 0;  // Kernel: its arena when over the static 48 KiB
-  int node = -1;                  // Dot: the dot node
-  lower::GroupSignature signature;
-  std::vector<int> arg_reductions;
-  lower::GroupSignature epilogue_signature;  // always empty: no dot epilogues on CUDA (PlanOptions::for_gpu)
   // --weave: this kernel and the next step's run as one launch of `woven`
   // (the first's arguments, the second's, then both grids).
   CUfunction woven = nullptr;

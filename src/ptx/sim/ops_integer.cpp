@@ -428,6 +428,12 @@ void decode_dest(const Instruction& in, OperandDecoder& d, DInst& out, int sourc
   out.ops[0] = d.dest(in.operands[0]);
 }
 
+// The destination and `sources` source operands, all of type `t`.
+void decode_sources(const Instruction& in, OperandDecoder& d, DInst& out, int sources, Type t) {
+  decode_dest(in, d, out, sources);
+  for (int i = 1; i <= sources; ++i) out.ops[i] = d.value(in.operands[static_cast<size_t>(i)], t);
+}
+
 // add/sub/mad with a carry flag in or out (.cc, addc, subc, madc).
 bool decode_carry(const Instruction& in, Mods& mods, OperandDecoder& d, DInst& out, bool carry_in) {
   const std::string& op = in.opcode;
@@ -437,10 +443,7 @@ bool decode_carry(const Instruction& in, Mods& mods, OperandDecoder& d, DInst& o
   if (half < 0) d.fail("needs .lo or .hi");
   const Type t = integer_type(single_type(mods, d, in), d);
   if (type_bytes(t) != 4 && (is_mad || type_bytes(t) != 8)) d.fail("unsupported type");
-  decode_dest(in, d, out, is_mad ? 3 : 2);
-  out.ops[1] = d.value(in.operands[1], t);
-  out.ops[2] = d.value(in.operands[2], t);
-  if (is_mad) out.ops[3] = d.value(in.operands[3], t);
+  decode_sources(in, d, out, is_mad ? 3 : 2, t);
   auto pick = [&](auto v) -> Handler {
     using T = decltype(v);
     if constexpr (sizeof(T) < 4) {
@@ -467,10 +470,7 @@ bool decode_mul_mad(const Instruction& in, Mods& mods, OperandDecoder& d, DInst&
   const Type t = integer_type(single_type(mods, d, in), d);
   if (type_bytes(t) < 2 || (half == 2 && type_bytes(t) == 8)) d.fail("unsupported type");
   const bool is_mad = op == "mad";
-  decode_dest(in, d, out, is_mad ? 3 : 2);
-  out.ops[1] = d.value(in.operands[1], t);
-  out.ops[2] = d.value(in.operands[2], t);
-  if (is_mad) out.ops[3] = d.value(in.operands[3], t);
+  decode_sources(in, d, out, is_mad ? 3 : 2, t);
   auto pick = [&](auto v) -> Handler {
     using T = decltype(v);
     if constexpr (sizeof(T) == 1) {

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "lower/group_expr.h"
 #include "schedule/row_schedule.h"
+#include "stitch/error.h"
 
 namespace stitch::lower {
 
@@ -16,7 +18,9 @@ RowGeometry row_geometry(const Expr& len, int64_t max_threads) {
   RowGeometry r;
   kir::is_int_constant(len, &r.static_len);
   r.threads = max_threads;
-  r.threads = schedule::block_per_row_threads(r.static_len, max_threads);
+  STITCH_ASSERT(schedule::block_per_row_threads(r.static_len, max_threads) == max_threads,
+                "a block-per-row schedule of " + std::to_string(max_threads) + " threads for a row of " +
+                    std::to_string(r.static_len) + ": the schedule stage narrows it (pipeline::complete_schedule)");
   r.steps = r.static_len >= 0 ? kir::int_const((r.static_len + r.threads - 1) / r.threads)
                               : (len + (r.threads - 1)) / r.threads;
   r.guard = r.static_len < 0 || r.static_len % r.threads != 0;

@@ -70,6 +70,11 @@ void complete_schedule(const Graph& g, const FusionGroup& group, const RowSchedu
   s.held.clear();
   s.held_vector = 1;
   if (s.kind != ScheduleKind::Row) return;
+  // A block per row takes no more threads than its row has (whole warps):
+  // written here once, so the lowering and the plans below follow it.
+  if (s.row.kind == RowScheduleKind::BlockPerRow) {
+    s.row.threads = schedule::block_per_row_threads(schedule::row_group_length(g, group), s.row.threads);
+  }
   std::optional<schedule::GroupSharedMemory> m =
       schedule::plan_stitched_shared_memory(g, group, s.row, target.shared_budget_bytes());
   if (!m) return;

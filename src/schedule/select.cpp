@@ -318,6 +318,18 @@ int64_t static_row_length(const Graph& g, const FusionGroup& group) {
   return -1;
 }
 
+int64_t row_group_length(const Graph& g, const FusionGroup& group) {
+  if (group.kind != GroupKind::Stitched) return static_row_length(g, group);
+  StitchedDomain domain;
+  if (!stitched_group_problem(g, group.nodes, group.roots, &domain).empty()) return -1;
+  int64_t len = 1;
+  for (size_t a : domain.axes) {
+    if (!domain.shape[a].is_static()) return -1;
+    len *= domain.shape[a].extent();
+  }
+  return len;
+}
+
 std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const FusionGroup& group,
                                                      const RowScheduleTarget& target, const SymbolBindings& bindings) {
   if (group.kind != GroupKind::Reduction && group.kind != GroupKind::Stitched) return std::nullopt;

@@ -114,5 +114,9 @@ std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const Fusio
 // The row length of `group`'s first reduction root when every reduced
 // extent is static, else -1.
 int64_t static_row_length(const Graph& g, const FusionGroup& group);
+// The static length of the row a row group's kernel strides over, as the
+// lowering builds it: a stitched group's reduced domain, a reduction group's
+// reduced axes; -1 when it is not static or the group has no row.
+int64_t row_group_length(const Graph& g, const FusionGroup& group);
 
 }  // namespace stitch::schedule

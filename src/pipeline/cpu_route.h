@@ -51,8 +51,7 @@ struct CpuCompileOptions {
 
 // The canonical graph compiled for the CPU. Throws UserError naming the
 // first group that does not lower (an op the CPU back end does not
-// implement), or for a planner that is not implemented. A translation unit
-// the compiler rejects is reported through options.warn and replaced: the
+// implement). A translation unit the compiler rejects is reported through options.warn and replaced: the
 // groups that do not compile alone by their unfused ops, an op that does not
 // compile even alone by the reference interpreter (group_fallback.h); the
 // result is always computed.

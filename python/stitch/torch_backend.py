@@ -319,6 +319,22 @@ def _private_views_for_clones(gm):
 _graph_ids = iter(range(1 << 62))
 
 
+def _host_backend(options):
+    """The back end of the partitions of CPU tensors: options["backend"], "cpu" (the
+    default) or "cuda", which compiles them for the CUDA back end and runs them through
+    host memory (each call copies its inputs to the device and its outputs back): the
+    model set's check of CUDA code on the simulated driver (docs/torch.md, CUDA), not a
+    way to run faster."""
+    choice = options.get("backend", "cpu")
+    if choice not in ("cpu", "cuda"):
+        raise ValueError(f'stitch: options["backend"] is {choice!r}; it takes "cpu" or "cuda"')
+    if choice == "cuda" and not cuda_available():
+        raise ValueError('stitch: options["backend"] is "cuda", and this Stitch cannot compile for CUDA here '
+                         "(a build without the CUDA toolkit, or no driver and device; STITCH_CUDA_DRIVER may "
+                         "name the simulated driver, docs/cuda-sim.md)")
+    return choice
+
+
 def _compile_graph(gm, kind, options, attention_before=0):
     """The graph AOTAutograd gives (kind: inference, forward or backward) as partitions;
     `attention_before` counts the attentions fused in Dynamo's graph before it."""
@@ -336,6 +352,7 @@ def _compile_graph(gm, kind, options, attention_before=0):
     dots = options.get("dots", DOTS_BY_DEFAULT)
     if dots not in (True, False, "auto"):
         raise ValueError(f'stitch: options["dots"] is {dots!r}; it takes True, False or "auto"')
+    host_backend = _host_backend(options)
     keep_products = options.get("keep_products", KEEP_PRODUCTS_BY_DEFAULT)
     if keep_products not in (True, False):
         raise ValueError(f'stitch: options["keep_products"] is {keep_products!r}; it takes True or False')
@@ -352,7 +369,8 @@ def _compile_graph(gm, kind, options, attention_before=0):
             sub = getattr(gm, node.target)
             ops = [str(n.target) for n in sub.graph.nodes if n.op == "call_function"]
             outputs = [n.meta.get("val") for n in _flat_output(sub)]
-            device = "cuda" if any(isinstance(v, torch.Tensor) and v.device.type == "cuda" for v in outputs) else "cpu"
+            on_cuda = any(isinstance(v, torch.Tensor) and v.device.type == "cuda" for v in outputs)
+            device = "cuda" if on_cuda else host_backend
             pstats = PartitionStats(f"torch_g{graph_id}_{node.target}", ops, device)
             pstats.report = report
             stats.partitions.append(pstats)
@@ -755,7 +773,7 @@ class _StitchPartition(torch.nn.Module):
         layout is at a copy's speed in Stitch (docs/torch.md, Layout copies)."""
         if spec.exe.kernel_count == 0:
             return False
-        if spec.devices is not None or not by_address:
+        if spec.devices is not None or not by_address or self.stats.backend != "cpu":
             return True  # CUDA and the numpy boundary: not timed
 
         def fastest(call):
@@ -851,11 +869,15 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
     PyTorch's large CPU products write into reused outputs; off by default) and
     attention ("auto", the default: attention written out becomes PyTorch's fused
     kernel where that was measured faster on its shapes, forward, or forward and
-    backward in training; True: wherever the pattern matches; False: never)."""
+    backward in training; True: wherever the pattern matches; False: never) and
+    backend ("cpu", the default, or "cuda": the partitions of CPU tensors compiled for
+    the CUDA back end and run through host memory, to check CUDA code on the simulated
+    driver)."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     options = dict(options or {})
+    _host_backend(options)  # a bad choice is refused before anything is traced
     # A training graph's attention is fused before AOTAutograd, so that its backward is
     # the fused kernel's (torch_attention_dynamo.py); an inference graph's after it.
     fused = 0

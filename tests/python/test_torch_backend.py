@@ -110,13 +110,13 @@ class StitchCase(unittest.TestCase):
             torch.testing.assert_close(g, w, **(tol_of or {}).get(i, tol), msg=lambda m, i=i: f"output {i}: {m}")
         return self.assert_stitch_ran()
 
-    def assert_as_close_to_float64_as_eager(self, model, args, what):
-        """Stitch's output (the default options) at most twice as far from the model run
-        in float64 as eager's (the largest element's distance)."""
+    def assert_as_close_to_float64_as_eager(self, model, args, what, options=None):
+        """Stitch's output (the default options, or `options`) at most twice as far from
+        the model run in float64 as eager's (the largest element's distance)."""
         exact = copy.deepcopy(model).double()(*(a.double() if a.is_floating_point() else a for a in args))
         torch._dynamo.reset()
         with torch.inference_mode():
-            got = torch.compile(model, backend="stitch")(*args)
+            got = torch.compile(model, backend="stitch", options=options)(*args)
             eager = model(*args)
         stitch_error = (got.double() - exact).abs().max().item()
         eager_error = (eager.double() - exact).abs().max().item()
@@ -267,6 +267,23 @@ class Blocks(StitchCase):
         torch._dynamo.reset()
         with self.assertRaisesRegex(Exception, 'options\\["dots"\\] is \'fast\'; it takes True, False or "auto"'):
             torch.compile(mlp, backend="stitch", options={"dots": "fast"})(torch.randn(32, 64))
+
+    def test_the_partitions_back_end_is_an_option(self):
+        """options["backend"]: "cpu" (the default) or "cuda" (the partitions of CPU tensors
+        compiled for the CUDA back end; test_torch_models.py runs the model set so on the
+        simulated driver). Another value is refused by name, and "cuda" where this Stitch
+        cannot compile for CUDA is refused with the reason, before anything is traced."""
+        f = lambda x: (x * 2).exp()  # noqa: E731
+        stats = self.compiled_matches(f, torch.randn(8, 4), options={"backend": "cpu"})
+        self.assertEqual([p.backend for p in stats[0].partitions], ["cpu"])
+        torch._dynamo.reset()
+        with self.assertRaisesRegex(Exception, 'options\\["backend"\\] is \'tpu\'; it takes "cpu" or "cuda"'):
+            torch.compile(f, backend="stitch", options={"backend": "tpu"})(torch.randn(8, 4))
+        if not backend.cuda_available():
+            torch._dynamo.reset()
+            with self.assertRaisesRegex(Exception, 'options\\["backend"\\] is "cuda", and this Stitch cannot compile '
+                                        "for CUDA here"):
+                torch.compile(f, backend="stitch", options={"backend": "cuda"})(torch.randn(8, 4))
 
     def test_gpt2_block(self):
         block = randomise(GPT2Block()).eval()

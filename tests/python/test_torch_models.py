@@ -14,6 +14,7 @@ a mismatch.
 import collections
 import copy
 import os
+import subprocess
 import sys
 import unittest
 import warnings
@@ -70,7 +71,20 @@ def loss_of(output):
     return output if output.dim() == 0 else output.float().square().mean()
 
 
+# The back end of the partitions: "cpu", or "cuda" where ModelsOnCudaSim runs Models in
+# a child process on the simulated CUDA driver (the partitions compiled for the CUDA
+# back end, run through host memory: torch_backend's options["backend"]).
+BACKEND = os.environ.get("STITCH_TEST_TORCH_BACKEND", "cpu")
+
+
 class Models(StitchCase):
+    options = {"backend": BACKEND}
+
+    def assert_on_backend(self, stats):
+        for s in stats:
+            for p in s.partitions:
+                self.assertEqual(p.backend, BACKEND, p.name)
+
     def model_and_inputs(self, name, dtype=torch.float32):
         torch.manual_seed(0)
         make_model, make_inputs = MODELS[name]
@@ -83,15 +97,15 @@ class Models(StitchCase):
         backend.reset_stats()
         model, inputs = self.model_and_inputs(name, dtype)
         if dtype == torch.float32:
-            self.compiled_matches(model, *inputs, tol=tol)
+            self.assert_on_backend(self.compiled_matches(model, *inputs, tol=tol, options=self.options))
             return
         # In f16 and bf16 the fused attention keeps the scores and probabilities in f32
         # where eager rounds them (docs/torch.md, Attention): with the pass off, every op
         # rounds as eager's and the outputs are within `tol` of eager's; with it on (the
         # default), the outputs are no further from the model run in float64 than twice
         # eager's error, the f32 blocks' criterion (test_torch_backend.py).
-        self.compiled_matches(model, *inputs, tol=tol, options={"attention": False})
-        self.assert_as_close_to_float64_as_eager(model, inputs, name)
+        self.compiled_matches(model, *inputs, tol=tol, options={**self.options, "attention": False})
+        self.assert_as_close_to_float64_as_eager(model, inputs, name, options=self.options)
 
     def check_training(self, name):
         """One training step compiled by Stitch: the loss and every parameter's gradient
@@ -101,7 +115,7 @@ class Models(StitchCase):
         backend.reset_stats()
         model, inputs = self.model_and_inputs(name)
         reference = copy.deepcopy(model)
-        compiled = torch.compile(model, backend="stitch")
+        compiled = torch.compile(model, backend="stitch", options=self.options)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a partition falling back warns: an error here
             loss = loss_of(compiled(*inputs))
@@ -115,7 +129,9 @@ class Models(StitchCase):
             torch.testing.assert_close(got.grad / scale, want_p.grad / scale, **F32_BLOCK,
                                        msg=lambda m, p=p, s=scale: f"{p}.grad / {s.item():.3g}: {m}")
         kernels = collections.Counter()
-        for s in self.assert_stitch_ran():
+        stats = self.assert_stitch_ran()
+        self.assert_on_backend(stats)
+        for s in stats:
             kernels[s.kind] += s.kernel_count
         self.assertGreater(kernels["forward"], 0, "no Stitch kernel in the forward graph")
         self.assertGreater(kernels["backward"], 0, "no Stitch kernel in the backward graph")
@@ -156,6 +172,23 @@ class Models(StitchCase):
 
     def test_llama_decoder(self):
         self.check("llama_decoder")
+
+
+class ModelsOnCudaSim(unittest.TestCase):
+    """The model set at small sizes with every partition compiled for the CUDA back end,
+    run on the simulated driver (docs/cuda-sim.md): Models in a child process, since a
+    process opens its CUDA driver once, with STITCH_CUDA_DRIVER naming the simulated one."""
+
+    def test_the_model_set_on_the_simulated_driver(self):
+        source = os.environ.get("STITCH_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+        driver = os.environ.get("STITCH_CUDA_SIM_DRIVER") or os.path.join(source, "build", "libstitch_cuda_sim.so")
+        if not os.path.exists(driver):
+            self.skipTest(f"no simulated CUDA driver at {driver} (a build with the CUDA toolkit makes it)")
+        env = dict(os.environ, STITCH_CUDA_DRIVER=driver, STITCH_TEST_TORCH_BACKEND="cuda")
+        child = subprocess.run([sys.executable, "-m", "unittest", "test_torch_models.Models"], env=env,
+                               cwd=os.path.dirname(os.path.abspath(__file__)), capture_output=True, text=True)
+        self.assertEqual(child.returncode, 0, child.stdout[-4000:] + child.stderr[-8000:])
+        self.assertRegex(child.stderr, r"Ran 9 tests")
 
 
 if __name__ == "__main__":

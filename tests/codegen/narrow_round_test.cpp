@@ -3,7 +3,9 @@
 // as the interpreter's rounding from double, on ties, subnormals, overflow to
 // infinity, the largest finite values, signed zeros, infinities and NaNs with
 // payloads, and on a million random bit patterns; both as stored outputs and as
-// the per-op rounding of narrow arithmetic.
+// the per-op rounding of narrow arithmetic. A bf16 value already rounded (a
+// cast's, an op's) is stored by its bits without a second rounding
+// (stitch_bf16_bits_of_exact), which the same bits check here.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 
 #include "ir/canonicalize.h"
 #include "pipeline/cpu_route.h"
+#include "pipeline/emit_route.h"
 #include "runtime/cpu/executable.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
@@ -50,6 +53,8 @@ TEST(NarrowRound, FloatFastPathsMatchTheInterpreterBitForBit) {
 })",
                                             "narrow.stitch")
                                    .graphs.front());
+  const std::string source = pipeline::emitted_compilation(g, PlannerKind::Stitch, "cpu").source;
+  EXPECT_NE(source.find("stitch_bf16_bits_of_exact("), std::string::npos) << source;
   const std::vector<uint32_t> bits = patterns();
   Tensor x = Tensor::uninitialized(DType::f32, {static_cast<int64_t>(bits.size())});
   std::memcpy(x.raw(), bits.data(), bits.size() * sizeof(uint32_t));

@@ -19,6 +19,8 @@ namespace detail {
 
 std::string KernelEmitter::emit() {
   check_identifier(k_.name);
+  std::set<std::string> lets;
+  collect_redefined(k_.body, lets, redefined_);
   if (!k_.note.empty()) line("// " + k_.note);
   line(fmt::format("extern \"C\" void {}(void* const* stitch_buffers, const int64_t* stitch_scalars) {{",
                    k_.name));
@@ -145,7 +147,7 @@ void KernelEmitter::emit(const kir::StoreStmt& s) {
     return;
   }
   if (const kir::BufferParam* b = k_.find_buffer(s.buffer)) {
-    line(fmt::format("{}[{}] = {};", s.buffer, global_offset(*b, s.index), text_.narrow_text(b->dtype, value)));
+    line(fmt::format("{}[{}] = {};", s.buffer, global_offset(*b, s.index), stored_text(*b, s.value, value)));
     return;
   }
   line(fmt::format("{}[{}] = {};", var_text(s.buffer), expr(s.index.at(0)), value));
@@ -236,6 +238,29 @@ std::optional<int64_t> KernelEmitter::lane_stride(const Expr& e, int depth) {
   if (*b == 0 && kir::is_int_constant(e->operands[1], &c)) return *a * c;
   if (*a == 0 && kir::is_int_constant(e->operands[0], &c)) return *b * c;
   return std::nullopt;
+}
+
+bool KernelEmitter::exactly_narrow(const Expr& e, int depth) const {
+  if (e.dtype() != DType::bf16 || depth > 32) return false;
+  switch (e->kind) {
+    case ExprKind::Const: return true;  // float_literal rounds it
+    case ExprKind::Load: return k_.find_buffer(e->name) != nullptr;  // a bf16 buffer's element, widened
+    case ExprKind::Op:
+      // A cast to bf16 from another dtype rounds (or is 0 or 1); one from bf16 is its operand.
+      if (e->op == OpKind::Cast) return e->operands[0].dtype() != DType::bf16 || exactly_narrow(e->operands[0], depth + 1);
+      return true;  // the skeleton's op() rounds every f16/bf16 result
+    case ExprKind::Var: {
+      if (redefined_.count(e->name)) return false;
+      auto it = let_defs_.find(e->name);
+      return it != let_defs_.end() && exactly_narrow(it->second, depth + 1);
+    }
+  }
+  return false;
+}
+
+std::string KernelEmitter::stored_text(const kir::BufferParam& b, const Expr& value, const std::string& text) const {
+  if (b.dtype == DType::bf16 && exactly_narrow(value)) return fmt::format("stitch_bf16_bits_of_exact({})", text);
+  return text_.narrow_text(b.dtype, text);
 }
 
 bool KernelEmitter::lane_contiguous(const kir::BufferParam& b, const std::vector<Expr>& index) {

@@ -85,6 +85,24 @@ void collect_definitions(const Stmt& s, std::set<std::string>& names) {
   }
 }
 
+void collect_redefined(const StmtList& stmts, std::set<std::string>& lets, std::set<std::string>& names) {
+  for (const Stmt& s : stmts) {
+    if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) {
+      if (!lets.insert(let->name).second) names.insert(let->name);
+    } else if (const auto* a = std::get_if<kir::AssignStmt>(&s.node)) {
+      names.insert(a->name);
+    } else if (const auto* r = std::get_if<kir::ReduceStmt>(&s.node)) {
+      names.insert(r->result);
+      if (!r->index_result.empty()) names.insert(r->index_result);
+    } else if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {
+      collect_redefined(f->body, lets, names);
+    } else if (const auto* i = std::get_if<kir::IfStmt>(&s.node)) {
+      collect_redefined(i->then_body, lets, names);
+      collect_redefined(i->else_body, lets, names);
+    }
+  }
+}
+
 bool has_vector_loop(const StmtList& stmts) {
   for (const Stmt& s : stmts) {
     if (const auto* f = std::get_if<kir::ForStmt>(&s.node)) {

@@ -64,6 +64,14 @@ static inline uint32_t stitch_bf16_rounded_bits(float x) {
   return (nan ? bits | 0x00400000u : bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
 }
 static inline uint16_t stitch_to_bf16_bits(float x) { return static_cast<uint16_t>(stitch_bf16_rounded_bits(x) >> 16); }
+// The bits of a float that already holds a bf16 value (its low half zero: a
+// load, a literal or an op's rounded result), where a store would round again
+// for nothing: the emitter proves the value exact (exactly_narrow).
+static inline uint16_t stitch_bf16_bits_of_exact(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return static_cast<uint16_t>(bits >> 16);
+}
 static inline uint16_t stitch_to_bf16_bits(double x) { return stitch_f64_to_bf16_bits(x); }
 template <typename T>
 static inline uint16_t stitch_to_bf16_bits(T x) { return stitch_f64_to_bf16_bits(static_cast<double>(x)); }

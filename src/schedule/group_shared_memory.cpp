@@ -89,27 +89,66 @@ class Planner {
     for (ValueId in : node(p).inputs) reach(in, seen);
   }
 
-  // Expensive values of the row's shape that one phase computes and a later
-  // one (a later reduction, or the phase storing the roots) reads again.
+  // As reach, stopping also at the values in `stop` (kept in a row cache, so a
+  // later phase reads them rather than computing what they are made from).
+  void reach_until(ValueId from, const std::set<int>& stop, std::set<int>& seen) const {
+    const int p = g_.value(from).producer;
+    if (p < 0 || !group_.contains(p) || is_reduction(node(p).op) || stop.count(p) || !seen.insert(p).second) return;
+    for (ValueId in : node(p).inputs) reach_until(in, stop, seen);
+  }
+
+  bool computed_through_heavy_op(int n) const {
+    std::set<int> inside;
+    reach(node(n).output, inside);
+    return std::any_of(inside.begin(), inside.end(),
+                       [&](int m) { return op_info(node(m).op).category == OpCategory::HeavyElementwise; });
+  }
+
+  // Values of the row's shape computed through an expensive op (HeavyElementwise:
+  // exp, erf, div, ...) that one phase computes and a later one (a later
+  // reduction, or the phase storing the roots) reads again. The last in node
+  // order is taken first, and a later phase's walk stops at the values taken:
+  // so the value a later phase reads is kept, not an expensive one upstream of
+  // it with the cheap ops between recomputed in every phase (a bf16 softmax's
+  // scale, mask and four roundings between its scores' `div` and its max's
+  // input). Returned in node order.
   std::vector<int> cacheable() const {
-    std::vector<std::set<int>> used;
+    std::vector<std::vector<ValueId>> starts;  // per phase, the values its walk starts from
     for (const auto& phase : domain_.phases) {
-      used.emplace_back();
-      for (int r : phase) reach(node(r).inputs[0], used.back());
+      starts.emplace_back();
+      for (int r : phase) starts.back().push_back(node(r).inputs[0]);
     }
-    used.emplace_back();
+    starts.emplace_back();
     for (int r : group_.roots) {
-      if (g_.type(node(r).output).shape == domain_.shape && !is_reduction(node(r).op)) reach(node(r).output, used.back());
+      if (g_.type(node(r).output).shape == domain_.shape && !is_reduction(node(r).op)) {
+        starts.back().push_back(node(r).output);
+      }
     }
-    std::vector<int> out;
-    for (int n : group_.nodes) {
-      if (op_info(node(n).op).category != OpCategory::HeavyElementwise) continue;
-      if (g_.type(node(n).output).shape != domain_.shape) continue;
+    std::vector<std::set<int>> used(starts.size());
+    for (size_t q = 0; q < starts.size(); ++q) {
+      for (ValueId v : starts[q]) reach(v, used[q]);
+    }
+    std::map<int, size_t> kept;  // node -> the phase that first computes it
+    for (auto it = group_.nodes.rbegin(); it != group_.nodes.rend(); ++it) {
+      const int n = *it;
+      if (g_.type(node(n).output).shape != domain_.shape || is_reduction(node(n).op)) continue;
       size_t first = 0;
       while (first < used.size() && !used[first].count(n)) ++first;
       bool reused = false;
-      for (size_t q = first + 1; q < used.size(); ++q) reused = reused || used[q].count(n) > 0;
-      if (reused) out.push_back(n);
+      for (size_t q = first + 1; q < starts.size() && !reused; ++q) {
+        std::set<int> cached;  // what phase q reads from a cache: kept, computed before it
+        for (const auto& [m, computed] : kept) {
+          if (computed < q) cached.insert(m);
+        }
+        std::set<int> seen;
+        for (ValueId v : starts[q]) reach_until(v, cached, seen);
+        reused = seen.count(n) > 0;
+      }
+      if (reused && computed_through_heavy_op(n)) kept.emplace(n, first);
+    }
+    std::vector<int> out;
+    for (int n : group_.nodes) {
+      if (kept.count(n)) out.push_back(n);
     }
     return out;
   }

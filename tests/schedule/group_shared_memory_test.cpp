@@ -3,6 +3,9 @@
 // Stitched kernels).
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "fusion/planner.h"
 #include "ir/canonicalize.h"
 #include "schedule/group_shared_memory.h"
@@ -73,6 +76,33 @@ TEST(GroupSharedMemory, WarpPerRowCachesOneRowPerWarpWithinTheBudget) {
   EXPECT_EQ(wide.plan.arena_bytes, 0);
   GroupSharedMemory optin = plan_group_shared_memory(p.g, p.group, p.domain, {4096, 8, 0, 227 * 1024});
   EXPECT_EQ(optin.cached.size(), 1u);
+}
+
+// A bf16 softmax as the torch backend writes it: the scores scaled (a div, the
+// expensive op) and rounded, a mask added and rounded again, before the max.
+// The later phase reads the max's input, so that is kept, not the div with
+// the cheap ops after it recomputed; and exp, which the store phase reads.
+TEST(GroupSharedMemory, TheValueALaterPhaseReadsIsKeptNotAnExpensiveOneUpstream) {
+  Planned p = stitched(R"(graph sm(x: bf16[64, 128], mask: bf16[128]) -> (bf16[64, 128]) {
+  xf = cast(x, to=f32)
+  d = div(xf, 8.0)
+  db = cast(d, to=bf16)
+  mf = cast(mask, to=f32)
+  mm = mul(mf, -10000.0)
+  mb = cast(mm, to=bf16)
+  a = add(cast(db, to=f32), broadcast(cast(mb, to=f32), shape=[64, 128]))
+  ab = cast(a, to=bf16)
+  af = cast(ab, to=f32)
+  y = softmax(af, axis=1)
+  yb = cast(y, to=bf16)
+  return yb
+})");
+  GroupSharedMemory m = plan_group_shared_memory(p.g, p.group, p.domain, {128, 1, 8, 48 * 1024});
+  std::vector<std::string> names;
+  for (int n : m.cached) names.push_back(p.g.value(p.g.nodes()[n].output).name);
+  ASSERT_EQ(names.size(), 2u) << print_group_shared_memory(m);
+  EXPECT_EQ(names[0], "af");
+  EXPECT_NE(names[1].find("exp"), std::string::npos) << names[1];
 }
 
 TEST(GroupSharedMemory, LayerNormsVarianceScratchReusesTheMeans) {

@@ -19,8 +19,7 @@ namespace detail {
 
 std::string KernelEmitter::emit() {
   check_identifier(k_.name);
-  std::set<std::string> lets;
-  collect_redefined(k_.body, lets, redefined_);
+  redefined_ = redefined_names(k_.body);
   if (!k_.note.empty()) line("// " + k_.note);
   line(fmt::format("extern \"C\" void {}(void* const* stitch_buffers, const int64_t* stitch_scalars) {{",
                    k_.name));

@@ -219,7 +219,7 @@ class KernelEmitter : private common::EmitterSkeleton<KernelEmitter> {
   bool in_region_ = false;
   // Every let's definition so far, for lane_stride and exactly_narrow.
   std::map<std::string, Expr> let_defs_;
-  // Names set after their definition or defined twice (collect_redefined).
+  // Names set after their definition or defined twice (redefined_names).
   std::set<std::string> redefined_;
   Region region_;
   // Names whose C++ text is not the name itself: per-thread arrays and per-warp results.

@@ -85,6 +85,8 @@ void collect_definitions(const Stmt& s, std::set<std::string>& names) {
   }
 }
 
+namespace {
+
 void collect_redefined(const StmtList& stmts, std::set<std::string>& lets, std::set<std::string>& names) {
   for (const Stmt& s : stmts) {
     if (const auto* let = std::get_if<kir::LetStmt>(&s.node)) {
@@ -101,6 +103,14 @@ void collect_redefined(const StmtList& stmts, std::set<std::string>& lets, std::
       collect_redefined(i->else_body, lets, names);
     }
   }
+}
+
+}  // namespace
+
+std::set<std::string> redefined_names(const StmtList& stmts) {
+  std::set<std::string> lets, names;
+  collect_redefined(stmts, lets, names);
+  return names;
 }
 
 bool has_vector_loop(const StmtList& stmts) {

@@ -20,7 +20,7 @@ bool has_nested_sync(const kir::StmtList& stmts);
 void collect_definitions(const kir::Stmt& s, std::set<std::string>& names);
 // Names a statement sets after their definition (assignments, reduction
 // results), and lets defined more than once, at any depth of `stmts`.
-void collect_redefined(const kir::StmtList& stmts, std::set<std::string>& lets, std::set<std::string>& names);
+std::set<std::string> redefined_names(const kir::StmtList& stmts);
 // True when a `vector` loop sits inside: OpenMP forbids a simd loop in a simd loop.
 bool has_vector_loop(const kir::StmtList& stmts);
 

@@ -40,7 +40,7 @@ def _rest(r):
     if "stitch_rest_s" not in r or "inductor_rest_s" not in r:
         return "-"
     if r["stitch_rest_s"] <= 0 or r["inductor_rest_s"] <= 0:
-        return "no measurement (profiled products above the median)"
+        return "no measurement"
     return (f"{r['inductor_rest_s'] * 1e3:.2f} / {r['stitch_rest_s'] * 1e3:.2f} "
             f"({_ratio(r, 'stitch_rest_vs_inductor')})")
 
@@ -64,7 +64,8 @@ def markdown(report):
              "inference, the output's max |difference|; training, the largest over the loss and the gradients of "
              "max |difference| over eager's max |value| (where above 1). Kernels: Inductor's generated kernels / "
              "Stitch's kernels (partitions), forward and backward together. Rest: the time outside matrix "
-             "products and attention (the median less those ops' self time under torch.profiler; a Stitch dot "
+             "products and attention (per profiled call, its time less those ops' self time under torch.profiler, "
+             "median over the profiled calls; a Stitch dot "
              "or attention inside a partition counts as rest), and Inductor's rest over Stitch's.", ""]
     sizes = {}
     for r in results:

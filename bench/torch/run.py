@@ -14,8 +14,11 @@ head's own, else the mean square of the output in f32) and the backward, all tim
 A variant that fails is recorded with its error and left out of the rounds.
 
 The time outside matrix products and attention (the issue's "rest"): after the rounds,
-P more calls of each variant run under torch.profiler, and the self time of the matrix
-product and attention ops (LIBRARY_OPS) per call is subtracted from the variant's median.
+P more rounds call each variant once under torch.profiler, and each call's wall time
+less the self time of its matrix product and attention ops (LIBRARY_OPS) is that call's
+rest; the median over the P calls is reported. (Subtracting the products' profiled time
+from the timed median, as this script did before 2026-12-07, put the products' spread
+between calls, several times the rest on product-bound models, into the rest.)
 """
 
 import argparse
@@ -155,13 +158,9 @@ def run_case(name, size, make_model, make_inputs, dtype_name, mode, args):
     for v, t in times.items():
         result[f"{v}_s"] = statistics.median(t)
     if args.profile:
-        for v in calls:
-            products = library_seconds(calls[v], args.profile)
+        for v, (products, rest) in profiled(calls, args.profile).items():
             result[f"{v}_products_s"] = products
-            if f"{v}_s" in result:
-                result[f"{v}_rest_s"] = result[f"{v}_s"] - products
-        # A rest at or below zero (the products' profiled time above the median, as the
-        # profiler's overhead or noise can make it on large models) is no measurement.
+            result[f"{v}_rest_s"] = rest
         if result.get("stitch_rest_s", 0) > 0 and result.get("inductor_rest_s", 0) > 0:
             result["stitch_rest_vs_inductor"] = result["inductor_rest_s"] / result["stitch_rest_s"]
     if "stitch_s" in result and "inductor_s" in result:
@@ -180,16 +179,27 @@ LIBRARY_OPS = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::m
                "aten::scaled_dot_product_attention", "aten::_mkldnn_linear"}
 
 
-def library_seconds(call, calls):
-    """Seconds per call inside matrix products and attention: torch.profiler's self time
-    of those ops (their own work; the profiler's overhead falls on the other ops)."""
+def profiled(calls, rounds):
+    """Per variant, the median over `rounds` profiled calls of the seconds inside matrix
+    products and attention (torch.profiler's self time of those ops: their own work, the
+    profiler's overhead falling on the other ops) and of the rest (the call's wall time
+    less that, from the same call, so the products' spread between calls does not land
+    in the rest). The rounds rotate the variants as the timed rounds do."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(calls):
-            call()
-    total_us = sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in LIBRARY_OPS)
-    return total_us * 1e-6 / calls
+    products = {v: [] for v in calls}
+    rests = {v: [] for v in calls}
+    order = list(calls)
+    for r in range(rounds):
+        for v in order[r % len(order):] + order[:r % len(order)]:
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                start = time.perf_counter()
+                calls[v]()
+                seconds = time.perf_counter() - start
+            inside = 1e-6 * sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in LIBRARY_OPS)
+            products[v].append(inside)
+            rests[v].append(seconds - inside)
+    return {v: (statistics.median(products[v]), statistics.median(rests[v])) for v in calls}
 
 
 def machine():

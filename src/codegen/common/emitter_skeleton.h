@@ -11,7 +11,6 @@
 //   std::string offset_term(const kir::Expr&)   one index term of an offset
 //   std::optional<std::string> own_index_op(const kir::Expr&)   an i64 op the target writes its own way
 //   std::optional<IndexRange> index_range(const kir::Expr&)     what it proves of an i64 value
-//   bool may_cancel_offsets()             whether a delinearised index may print as its linear value
 //   const IndexFacts& facts()
 #pragma once
 
@@ -177,9 +176,7 @@ class EmitterSkeleton : protected SourceWriter {
     }
     // An index that delinearises one linear value in the buffer's own shape
     // (an elementwise loop's access) is that value: no i64 divisions.
-    if (self().may_cancel_offsets()) {
-      if (std::optional<kir::Expr> linear = self().facts().cancelled_offset(b, index)) return self().offset_term(*linear);
-    }
+    if (std::optional<kir::Expr> linear = self().facts().cancelled_offset(b, index)) return self().offset_term(*linear);
     offset = self().offset_term(index.at(0));
     for (size_t d = 1; d < index.size(); ++d) {
       offset = fmt::format("({}) * ({}) + ({})", offset, expr(b.shape[d]), expr(index[d]));

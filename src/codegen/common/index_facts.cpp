@@ -35,7 +35,8 @@ std::optional<IndexFacts::Range> IndexFacts::value_range(const Expr& e) const {
     r = Range{c, c};
   } else if (e->kind == ExprKind::Var) {
     if (auto it = loop_extent_.find(e->name); it != loop_extent_.end()) r = Range{0, it->second - 1};
-    if (auto it = lets_.find(e->name); it != lets_.end()) r = value_range(it->second->init);
+    if (const kir::LetStmt* let = let_of(e->name)) r = value_range(let->init);
+    if (held_.count(e->name)) return std::nullopt;
   } else if (e->kind == ExprKind::Op && e->dtype == DType::i64 && e->operands.size() == 2) {
     std::optional<Range> a = value_range(e->operands[0]), b = value_range(e->operands[1]);
     if (!a || !b) return std::nullopt;
@@ -54,7 +55,7 @@ int64_t IndexFacts::known_multiple(const Expr& e) const {
   int64_t c = 0;
   if (kir::is_int_constant(e, &c)) return c < 0 ? (c == INT64_MIN ? int64_t{1} << 62 : -c) : c;
   if (e->kind == ExprKind::Var) {
-    if (auto it = lets_.find(e->name); it != lets_.end()) return known_multiple(it->second->init);
+    if (const kir::LetStmt* let = let_of(e->name)) return known_multiple(let->init);
     return 1;
   }
   if (e->kind != ExprKind::Op || e->operands.size() != 2) return 1;
@@ -76,9 +77,15 @@ void IndexFacts::note_loop_extent(const std::string& var, const Expr& extent) {
 // The definition behind a remat let, or `e` itself.
 const Expr& IndexFacts::resolve(const Expr& e) const {
   if (e->kind == ExprKind::Var) {
-    if (auto it = lets_.find(e->name); it != lets_.end()) return resolve(it->second->init);
+    if (const kir::LetStmt* let = let_of(e->name)) return resolve(let->init);
   }
   return e;
+}
+
+const kir::LetStmt* IndexFacts::let_of(const std::string& name) const {
+  if (held_.count(name)) return nullptr;
+  auto it = lets_.find(name);
+  return it == lets_.end() ? nullptr : it->second;
 }
 
 // A row-major index that delinearises one linear value X in the buffer's

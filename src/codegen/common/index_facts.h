@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,12 @@ class IndexFacts {
   void set_extent(const std::string& var, int64_t extent) { loop_extent_[var] = extent; }
   int64_t extent(const std::string& var) const { return loop_extent_.at(var); }
 
+  // A recomputed let that stays opaque until released: resolve() stops at it
+  // and nothing is known of its value (a moved-back partial step prints it
+  // shifted, so its definition no longer holds: emit_shifted_tail).
+  void hold(const std::string& name) { held_.insert(name); }
+  void release(const std::string& name) { held_.erase(name); }
+
   // The definition behind a recomputed let, or `e` itself.
   const kir::Expr& resolve(const kir::Expr& e) const;
   // Bounds of `e` when every intermediate provably stays within 2^62.
@@ -43,6 +50,9 @@ class IndexFacts {
  private:
   const std::map<std::string, const kir::LetStmt*>& lets_;
   std::map<std::string, int64_t> loop_extent_;
+  std::set<std::string> held_;
+
+  const kir::LetStmt* let_of(const std::string& name) const;
 };
 
 // `dividend / c` or `dividend % c` (the C text of `e`'s first operand) in

@@ -319,8 +319,11 @@ void KernelEmitter::flush_run(std::vector<const Stmt*>& run) {
 void KernelEmitter::emit_shifted_tail(const TailGuard& tail) {
   line(fmt::format("const bool stitch_live = {} >= stitch_shift;", thread_axis_var()));
   per_thread_[tail.index] = fmt::format("({} - stitch_shift)", tail.index);
-  // Every index prints through r here: an offset or division resolved
-  // through the lets would hold the thread unshifted (a store past the end).
+  // Every index prints through r here, so r stays opaque to the index facts:
+  // resolved to its definition it would print the thread unshifted (a store
+  // past the end). An access whose index delinearises one linear value still
+  // prints as that value, through r (shifted), with no divisions.
+  facts_.hold(tail.index);
   shifted_tail_ = true;
   for (const Stmt& s : tail.guard->then_body) {
     if (const auto* assign = std::get_if<kir::AssignStmt>(&s.node)) {
@@ -336,6 +339,7 @@ void KernelEmitter::emit_shifted_tail(const TailGuard& tail) {
     }
   }
   per_thread_.erase(tail.index);
+  facts_.release(tail.index);
   shifted_tail_ = false;
 }
 

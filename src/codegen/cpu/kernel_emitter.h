@@ -193,7 +193,6 @@ class KernelEmitter : private common::EmitterSkeleton<KernelEmitter> {
   std::string offset_term(const Expr& e) { return expr(e); }
   std::optional<std::string> own_index_op(const Expr& e) { return split_thread_division(e); }
   std::optional<common::IndexRange> index_range(const Expr& e) const { return facts_.value_range(e); }
-  bool may_cancel_offsets() const { return !shifted_tail_; }
   const common::IndexFacts& facts() const { return facts_; }
 
   std::string load(const Expr& e);

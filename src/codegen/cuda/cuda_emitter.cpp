@@ -398,7 +398,6 @@ class KernelEmitter : private common::EmitterSkeleton<KernelEmitter> {
   std::string offset_term(const Expr& e) { return typed(e); }
   std::optional<std::string> own_index_op(const Expr&) const { return std::nullopt; }
   std::optional<Range> index_range(const Expr& e) const { return range(e); }
-  bool may_cancel_offsets() const { return true; }
   const common::IndexFacts& facts() const { return facts_; }
 
   std::string load(const Expr& e) {

@@ -201,6 +201,29 @@ RowScheduleChoice by_model(const GroupDescription& d, int64_t static_len, const 
   return best;
 }
 
+// The rows of a stitched domain (the product of its axes not reduced), or -1
+// when one of them is symbolic.
+int64_t static_domain_rows(const StitchedDomain& domain) {
+  int64_t rows = 1;
+  for (const Dim& d : domain.outer_shape()) {
+    if (!d.is_static()) return -1;
+    rows *= d.extent();
+  }
+  return rows;
+}
+
+// The most warps (`warps`, halved down to 1) that divide `rows` (unknown: -1,
+// `warps` as it is). A block past the last row guards its rows, and its last
+// phase, the stores, then keeps the guard and the steps inside the lane loop,
+// which GCC leaves scalar: a softmax over [1, 12, 197, 197] (2,364 rows) ran
+// its stores in scalar code in blocks of 8 rows, and in vectors in blocks of 4
+// (docs/schedule.md, Warps a block that divide the rows).
+int64_t cpu_warps_dividing(int64_t rows, int64_t warps) {
+  if (rows <= 0) return warps;
+  while (warps > 1 && rows % warps != 0) warps /= 2;
+  return warps;
+}
+
 }  // namespace
 
 std::string RowScheduleTarget::name() const {
@@ -374,6 +397,13 @@ std::optional<RowScheduleChoice> choose_row_schedule(const Graph& g, const Fusio
     warps = l1_warps;
     choice.reason += fmt::format("; {} warp(s) a block, so that its rows ({} KiB each) fill at most half the {} KiB L1",
                                  warps, row_bytes / 1024, target.cpu_l1_bytes / 1024);
+  }
+  const int64_t rows = static_domain_rows(domain);
+  const int64_t dividing = cpu_warps_dividing(rows, warps);
+  if (dividing < warps) {
+    warps = dividing;
+    choice.reason += fmt::format("; {} warp(s) a block, which divide the {} rows: no block runs past the last row",
+                                 warps, rows);
   }
   choice.schedule.threads = warps * kRowScheduleWarpSize;
   return choice;

@@ -241,13 +241,8 @@ graph rows_197_bf16(x: bf16[2, 12, 197, 197]) -> (bf16[2, 12, 197, 197]) {
     const std::string store = g.name() == "rows_197_bf16" ? "out_q[" : "out_p[";
     EXPECT_TRUE(loops_holding_vectorised(exe.source(), report, "(in_x["))
         << "a loop reading the input did not vectorise:\n" << report << "\n" << exe.source();
-    // rows_197's 2,364 rows are not a multiple of a block's 8: its last phase
-    // keeps the rows' guard around the steps, inside the lane loop, and stays
-    // scalar (not the moved-back step; docs/cpu-backend.md).
-    if (g.name() != "rows_197") {
-      EXPECT_TRUE(loops_holding_vectorised(exe.source(), report, store))
-          << "a loop storing the output did not vectorise:\n" << report << "\n" << exe.source();
-    }
+    EXPECT_TRUE(loops_holding_vectorised(exe.source(), report, store))
+        << "a loop storing the output did not vectorise:\n" << report << "\n" << exe.source();
     const TensorType& x = canonical.type(canonical.params()[0]);
     Tensor constant(x.dtype, concrete_shape(x.shape, {}));
     for (int64_t i = 0; i < constant.numel(); ++i) constant.set_f64(i, 0.75);

@@ -651,6 +651,29 @@ class Behaviour(StitchCase):
                 addresses.add(y.data_ptr())
             self.assertEqual(len(addresses), 2)
 
+    def test_profiling_times_the_call_the_partition_makes_anyway(self):
+        # Under profiling() a partition's common call is the PlainCall of every other
+        # call, timed whole: it writes into the same kept outputs (no other path with
+        # sets of its own, which made a partition's time in a model up to twice its
+        # time outside profiling()), and each call counts once.
+        compiled = torch.compile(lambda t: torch.tanh(t) * 2, backend="stitch")
+        x = torch.randn(64, 64)
+        with torch.inference_mode():
+            compiled(x)
+            with backend.profiling():
+                for _ in range(3):
+                    y = compiled(x)
+                    torch.testing.assert_close(y, torch.tanh(x) * 2, **F32)
+                    address = y.data_ptr()
+                    del y
+            y = compiled(x)
+            self.assertEqual(y.data_ptr(), address)
+        (partition,) = self.assert_stitch_ran()[0].partitions
+        self.assertEqual(partition.timed_calls, 3)
+        self.assertGreater(partition.seconds["stitch"], 0)
+        self.assertEqual(partition.seconds["arguments"], 0)
+        self.assertEqual(partition.seconds["results"], 0)
+
     def test_the_plain_call_runs_only_into_a_free_set_of_contiguous_memory(self):
         # stitch._stitch.PlainCall, the common partition call in one step: None (the
         # caller's general way) for an argument that is not contiguous or when no kept

@@ -241,5 +241,31 @@ TEST(ChooseRowSchedule, CpuShortRowsFillHalfTheL1) {
   EXPECT_NE(sum.reason.find("1 warp a block"), std::string::npos) << sum.reason;
 }
 
+// A CPU block takes warps that divide the rows (halving from what the caches
+// allow): a block past the last row would keep the rows' guard around its
+// stores' steps, which stay scalar. ViT's attention rows at batch 1 (12 x 197
+// = 2,364) take 4 warps, a prime count of rows 1, symbolic rows keep 8.
+TEST(ChooseRowSchedule, CpuBlocksTakeWarpsThatDivideTheRows) {
+  auto choice = [](const std::string& text) { return cpu_caches_choice(text, 64 << 10, 1 << 20); };
+  const RowScheduleChoice vit = choice(R"(graph s(x: f32[1, 12, 197, 197]) -> (f32[1, 12, 197, 197]) {
+  y = softmax(x, axis=-1)
+  return y
+})");
+  EXPECT_EQ(vit.schedule.describe(), "warp-per-row [GRID-WARP_4,CTA]; 128 threads");
+  EXPECT_NE(vit.reason.find("4 warp(s) a block, which divide the 2364 rows"), std::string::npos) << vit.reason;
+  EXPECT_EQ(choice(R"(graph s(x: f32[3989, 1000]) -> (f32[3989, 1000]) {
+  y = softmax(x, axis=-1)
+  return y
+})").schedule.describe(), "warp-per-row [GRID-WARP_1,CTA]; 32 threads");
+  EXPECT_EQ(choice(R"(graph s(x: f32[8, 12, 197, 197]) -> (f32[8, 12, 197, 197]) {
+  y = softmax(x, axis=-1)
+  return y
+})").schedule.describe(), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+  EXPECT_EQ(choice(R"(graph s(x: f32[B, 197]) -> (f32[B, 197]) {
+  y = softmax(x, axis=-1)
+  return y
+})").schedule.describe(), "warp-per-row [GRID-WARP_8,CTA]; 256 threads");
+}
+
 }  // namespace
 }  // namespace stitch::schedule

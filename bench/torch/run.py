@@ -16,7 +16,10 @@ A variant that fails is recorded with its error and left out of the rounds.
 The time outside matrix products and attention (the issue's "rest"): after the rounds,
 P more rounds call each variant once under torch.profiler, and each call's wall time
 less the self time of its matrix product and attention ops (LIBRARY_OPS) is that call's
-rest; the median over the P calls is reported. (Subtracting the products' profiled time
+rest; the median over the P calls is reported. Of the rest, the part in generated
+code ("in kernels"): Inductor's compiled graphs' self time (its kernels and the Python
+wrapper that calls them and the library) and Stitch's partitions' time by
+stitch.torch_backend.profiling() (their calls, kernels and conversions). (Subtracting the products' profiled time
 from the timed median, as this script did before 2026-12-07, put the products' spread
 between calls, several times the rest on product-bound models, into the rest.)
 """
@@ -158,9 +161,11 @@ def run_case(name, size, make_model, make_inputs, dtype_name, mode, args):
     for v, t in times.items():
         result[f"{v}_s"] = statistics.median(t)
     if args.profile:
-        for v, (products, rest) in profiled(calls, args.profile).items():
+        for v, (products, rest, kernels) in profiled(calls, args.profile).items():
             result[f"{v}_products_s"] = products
             result[f"{v}_rest_s"] = rest
+            if kernels is not None:
+                result[f"{v}_kernels_s"] = kernels
         if result.get("stitch_rest_s", 0) > 0 and result.get("inductor_rest_s", 0) > 0:
             result["stitch_rest_vs_inductor"] = result["inductor_rest_s"] / result["stitch_rest_s"]
     if "stitch_s" in result and "inductor_s" in result:
@@ -176,6 +181,7 @@ def run_case(name, size, make_model, make_inputs, dtype_name, mode, args):
 # counts as Stitch's rest (the unfavourable way).
 LIBRARY_OPS = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::matmul", "aten::linear",
                "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_scaled_dot_product_attention_math",
+               "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
                "aten::scaled_dot_product_attention", "aten::_mkldnn_linear"}
 
 
@@ -184,22 +190,34 @@ def profiled(calls, rounds):
     products and attention (torch.profiler's self time of those ops: their own work, the
     profiler's overhead falling on the other ops) and of the rest (the call's wall time
     less that, from the same call, so the products' spread between calls does not land
-    in the rest). The rounds rotate the variants as the timed rounds do."""
+    in the rest), and of the rest's part in generated code (Inductor: its compiled
+    graphs' self time; Stitch: its partitions' time; None for eager). The rounds rotate
+    the variants as the timed rounds do."""
     from torch.profiler import ProfilerActivity, profile
 
     products = {v: [] for v in calls}
     rests = {v: [] for v in calls}
+    kernels = {v: [] for v in calls}
     order = list(calls)
     for r in range(rounds):
         for v in order[r % len(order):] + order[:r % len(order)]:
-            with profile(activities=[ProfilerActivity.CPU]) as prof:
+            partitions = backend.all_stats()
+            before = sum(p.seconds["stitch"] for s in partitions for p in s.partitions)
+            with profile(activities=[ProfilerActivity.CPU]) as prof, backend.profiling():
                 start = time.perf_counter()
                 calls[v]()
                 seconds = time.perf_counter() - start
-            inside = 1e-6 * sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in LIBRARY_OPS)
+            events = prof.key_averages()
+            inside = 1e-6 * sum(e.self_cpu_time_total for e in events if e.key in LIBRARY_OPS)
             products[v].append(inside)
             rests[v].append(seconds - inside)
-    return {v: (statistics.median(products[v]), statistics.median(rests[v])) for v in calls}
+            if v == "inductor":
+                kernels[v].append(1e-6 * sum(e.self_cpu_time_total for e in events
+                                             if e.key.startswith("## Call CompiledFxGraph")))
+            elif v == "stitch":
+                kernels[v].append(sum(p.seconds["stitch"] for s in partitions for p in s.partitions) - before)
+    return {v: (statistics.median(products[v]), statistics.median(rests[v]),
+                statistics.median(kernels[v]) if kernels[v] else None) for v in calls}
 
 
 def machine():

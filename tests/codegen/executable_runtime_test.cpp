@@ -405,9 +405,11 @@ TEST_F(ExecutableRuntime, TransposesOfTheInnermostAxisRunInTilesOrColumnStrips) 
 // the L2 rule gives 8, 4, 2 or 1 warps; one over rows of 1001 floats (4 KiB),
 // which the L1 rule gives 8, 4 or 2 (it applies to rows of at most a quarter
 // of the L1, so never leaves fewer than 2); and a one-phase reduction (1).
+// 24 rows, which 8, 4, 2 and 1 warps divide (a block's warps divide the rows,
+// ChooseRowSchedule.CpuBlocksTakeWarpsThatDivideTheRows).
 TEST_F(ExecutableRuntime, RowKernelsTakeTheWarpsTheirCacheShare) {
   auto layer_norm = [](int n) {
-    return canonical_graph(fmt::format(R"(graph l(x: f32[21, {0}], g: f32[{0}], b: f32[{0}]) -> (f32[21, {0}]) {{
+    return canonical_graph(fmt::format(R"(graph l(x: f32[24, {0}], g: f32[{0}], b: f32[{0}]) -> (f32[24, {0}]) {{
   y = layer_norm(x, g, b, axes=[-1], eps=1e-5)
   return y
 }})", n).c_str());

@@ -19,12 +19,14 @@ less the self time of its matrix product and attention ops (LIBRARY_OPS) is that
 rest; the median over the P calls is reported. Of the rest, the part in generated
 code ("in kernels"): Inductor's compiled graphs' self time (its kernels and the Python
 wrapper that calls them and the library) and Stitch's partitions' time by
-stitch.torch_backend.profiling() (their calls, kernels and conversions). (Subtracting the products' profiled time
-from the timed median, as this script did before 2026-12-07, put the products' spread
-between calls, several times the rest on product-bound models, into the rest.)
+stitch.torch_backend.profiling() (their calls, kernels and conversions). (Subtracting
+the products' profiled time from the timed median, as this script did before
+2026-12-07, put the products' spread between calls, several times the rest on
+product-bound models, into the rest.)
 """
 
 import argparse
+import contextlib
 import datetime
 import gc
 import json
@@ -185,6 +187,11 @@ LIBRARY_OPS = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::m
                "aten::scaled_dot_product_attention", "aten::_mkldnn_linear"}
 
 
+def partition_seconds():
+    """The seconds profiling() has counted in every Stitch partition so far."""
+    return sum(p.seconds["stitch"] for s in backend.all_stats() for p in s.partitions)
+
+
 def profiled(calls, rounds):
     """Per variant, the median over `rounds` profiled calls of the seconds inside matrix
     products and attention (torch.profiler's self time of those ops: their own work, the
@@ -201,9 +208,9 @@ def profiled(calls, rounds):
     order = list(calls)
     for r in range(rounds):
         for v in order[r % len(order):] + order[:r % len(order)]:
-            partitions = backend.all_stats()
-            before = sum(p.seconds["stitch"] for s in partitions for p in s.partitions)
-            with profile(activities=[ProfilerActivity.CPU]) as prof, backend.profiling():
+            before = partition_seconds()
+            timed = backend.profiling() if v == "stitch" else contextlib.nullcontext()
+            with profile(activities=[ProfilerActivity.CPU]) as prof, timed:
                 start = time.perf_counter()
                 calls[v]()
                 seconds = time.perf_counter() - start
@@ -215,7 +222,7 @@ def profiled(calls, rounds):
                 kernels[v].append(1e-6 * sum(e.self_cpu_time_total for e in events
                                              if e.key.startswith("## Call CompiledFxGraph")))
             elif v == "stitch":
-                kernels[v].append(sum(p.seconds["stitch"] for s in partitions for p in s.partitions) - before)
+                kernels[v].append(partition_seconds() - before)
     return {v: (statistics.median(products[v]), statistics.median(rests[v]),
                 statistics.median(kernels[v]) if kernels[v] else None) for v in calls}
 

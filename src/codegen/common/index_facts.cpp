@@ -36,7 +36,6 @@ std::optional<IndexFacts::Range> IndexFacts::value_range(const Expr& e) const {
   } else if (e->kind == ExprKind::Var) {
     if (auto it = loop_extent_.find(e->name); it != loop_extent_.end()) r = Range{0, it->second - 1};
     if (const kir::LetStmt* let = let_of(e->name)) r = value_range(let->init);
-    if (held_.count(e->name)) return std::nullopt;
   } else if (e->kind == ExprKind::Op && e->dtype == DType::i64 && e->operands.size() == 2) {
     std::optional<Range> a = value_range(e->operands[0]), b = value_range(e->operands[1]);
     if (!a || !b) return std::nullopt;

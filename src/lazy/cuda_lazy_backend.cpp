@@ -77,7 +77,7 @@ class CudaBackend final : public LazyBackend {
   Backend kind() const override { return Backend::Cuda; }
   bool on_device() const override { return true; }
   std::unique_ptr<DeviceCopy> allocate(size_t bytes) override { return std::make_unique<CudaCopy>(context_, bytes); }
-  std::shared_ptr<const BackendKernel> compile(const UserKernel& kernel, const lower::UserKernelShape& shape) override {
+  std::shared_ptr<const BackendKernel> compile(const UserKernel& kernel, const kir::UserKernelShape& shape) override {
     return std::make_shared<const CudaKernel>(pipeline::compile_user_kernel_cuda(context_, cubins_, kernel, shape));
   }
   std::unique_ptr<BackendGraph> compile_graph(const Graph& canonical) override {

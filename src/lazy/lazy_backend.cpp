@@ -45,7 +45,7 @@ class CpuBackend final : public LazyBackend {
     STITCH_ASSERT(false, "the CPU back end of lazy arrays has no device memory");
     return nullptr;
   }
-  std::shared_ptr<const BackendKernel> compile(const UserKernel& kernel, const lower::UserKernelShape& shape) override {
+  std::shared_ptr<const BackendKernel> compile(const UserKernel& kernel, const kir::UserKernelShape& shape) override {
     return std::make_shared<const CpuKernel>(pipeline::compile_user_kernel_cpu(kernel, shape, cache_));
   }
   std::unique_ptr<BackendGraph> compile_graph(const Graph& canonical) override {

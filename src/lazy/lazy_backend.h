@@ -58,7 +58,7 @@ class LazyBackend {
   // Device memory of `bytes` (on_device() back ends only).
   virtual std::unique_ptr<DeviceCopy> allocate(size_t bytes) = 0;
   // Lowers `kernel` for `shape` and compiles it through the back end's cache.
-  virtual std::shared_ptr<const BackendKernel> compile(const UserKernel& kernel, const lower::UserKernelShape& shape) = 0;
+  virtual std::shared_ptr<const BackendKernel> compile(const UserKernel& kernel, const kir::UserKernelShape& shape) = 0;
   // Plans (the stitch planner), lowers and compiles a canonical graph.
   virtual std::unique_ptr<BackendGraph> compile_graph(const Graph& canonical) = 0;
   // What the partition planner's cost model predicts kernels with.

@@ -588,7 +588,7 @@ void Trace::run_single(TraceCall& call) {
   } else {
     std::vector<KernelArg> args = arguments(call, Memory::Backend);
     Clock::time_point t0 = Clock::now();
-    lower::UserKernelShape shape = lower::user_kernel_shape(call.binding->extents);
+    kir::UserKernelShape shape = lower::user_kernel_shape(call.binding->extents);
     shape.restrict_array = runtime::cpu::restrict_flags(*call.kernel, args);
     shape.check_indices = !interp::indices_proven_in_range(*call.kernel, *call.binding, args);
     std::string key = fmt::format("{} {} {}", shape.lanes, shape.rows_per_block, shape.check_indices ? 'c' : 'u');

@@ -291,7 +291,7 @@ class Trace : public std::enable_shared_from_this<Trace> {
     // What `fused` was last run with: the partition's regions its storages
     // are, in parameter order, the loop shape and the range.
     std::vector<int> regions;
-    lower::UserKernelShape shape;
+    kir::UserKernelShape shape;
     std::vector<int64_t> extents;
   };
   struct PartitionCache {

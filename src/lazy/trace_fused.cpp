@@ -364,7 +364,7 @@ void Trace::run_segment(std::vector<TraceCall>& calls, SegmentPlan& seg, Prepare
   std::shared_ptr<const BackendKernel>& compiled = ready.check_indices ? seg.compiled_checked : seg.compiled;
   if (!compiled) {
     // Every storage is one parameter, so no two overlap: all __restrict__.
-    lower::UserKernelShape shape = seg.shape;
+    kir::UserKernelShape shape = seg.shape;
     shape.restrict_array = runtime::cpu::restrict_flags(f.kernel, ready.args);
     shape.check_indices = ready.check_indices;
     compiled = backend_->compile(f.kernel, shape);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fusion/fusion_plan.h"
+#include "kir/group_signature.h"
 #include "kir/kernel.h"
 #include "stitch/graph.h"
 
@@ -37,18 +38,8 @@ int64_t loop_block_threads(int64_t innermost);
 // kLoopBlockThreads otherwise and for dot epilogues.
 int64_t loop_block_threads(const Graph& g, const FusionGroup& group);
 
-// The calling convention of a lowered group: which graph value each buffer
-// parameter holds and which shape symbol each scalar parameter carries, in
-// the kernel's parameter order. Inputs (read) come first, then roots (write).
-struct GroupSignature {
-  std::vector<ValueId> inputs;
-  std::vector<ValueId> outputs;
-  std::vector<std::string> symbols;  // sorted; scalar j is the extent of symbols[j]
-  // The kernel can meet input the interpreter rejects (an out-of-range gather
-  // index): a last buffer parameter `status` (i32[1]) that the caller
-  // zeroes and the kernel sets to 1 + the offending node's index.
-  bool status = false;
-};
+// The calling convention of a lowered group (kir/group_signature.h).
+using kir::GroupSignature;
 
 // Whether `op` may appear in a group lower_loop_group accepts.
 bool is_loop_lowerable(OpKind op);

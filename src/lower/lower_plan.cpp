@@ -38,8 +38,8 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
         break;
       case ScheduleKind::Row:
         if (group.kind == GroupKind::Stitched) {
-          lowered.kernel = lower_stitched_group(g, group, name, s.row, target.shared_budget_bytes(), s.prefetch,
-                                                s.shared_memory.get(), s.held, s.held_vector);
+          lowered.kernel = lower_stitched_group(g, group, name, s.row, s.prefetch, s.shared_memory.get(), s.held,
+                                                s.held_vector);
         } else {
           lowered.kernel = lower_reduction_group(g, group, name, s.row, schedule::ColumnSchedule{});
         }
@@ -47,8 +47,9 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
         break;
       case ScheduleKind::Column:
         if (group.kind == GroupKind::Stitched) {
-          lowered.kernel = lower_stitched_group(g, group, name, schedule::RowSchedule{}, target.shared_budget_bytes(),
-                                                false, nullptr);
+          // Over other axes than the innermost (schedule_group gives a stitched
+          // group reducing its innermost axes a row schedule): a thread per column.
+          lowered.kernel = lower_stitched_group(g, group, name);
         } else {
           lowered.kernel = lower_reduction_group(g, group, name, schedule::RowSchedule{}, s.column);
           lowered.kernel->note = fmt::format("column schedule: {} ({})", s.column.describe(), s.reason);

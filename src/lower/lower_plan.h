@@ -31,8 +31,8 @@ struct LoweredGroup {
 // `schedules` (schedule_plan's, one per group) says: the lowering decides
 // nothing of its own. Kernels are named "<prefix>_g<index>". A group whose
 // schedule is Unlowered comes back without a kernel and with its reason; a
-// library group without a kernel (a library call). `target` gives what the
-// schedule does not: the block's shared-memory budget.
+// library group without a kernel (a library call). `target` says which
+// machine's kernels to build (the CPU's or the GPU's forms).
 std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
                                      const std::vector<schedule::GroupSchedule>& schedules, const std::string& prefix,
                                      const schedule::RowScheduleTarget& target = schedule::RowScheduleTarget::cpu());

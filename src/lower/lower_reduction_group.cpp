@@ -211,32 +211,22 @@ class ReductionLowerer {
   // last output's elements and do not store, so the loop needs no
   // thread-dependent guard and the CPU emitter can vectorise across threads.
   void lower_columns() {
-    const int64_t threads = column_.width;
     Expr count = element_count_expr(out_shape_);
     Expr len = element_count_expr(red_shape_);
-    const ColumnGeometry geometry = column_geometry(count, threads);
-    const Expr blocks = geometry.blocks;
-    const bool guard = geometry.guard;
-    kb_.launch(blocks, threads);
-    kb_.grid("blk", blocks, [&](const Expr& b) {
-      kb_.block("thr", threads, [&](const Expr& t) {
-        Expr lin = kb_.let("lin", add_i(mul_i(b, kir::int_const(threads)), t));
-        // No block is launched when count is 0, so count - 1 >= 0 here.
-        Expr read = guard ? kb_.let("lin_read", kir::op(OpKind::Min, {lin, sub_i(count, kir::int_const(1))})) : lin;
-        Index out = ex_.delinearize(read, out_shape_, "o");
-        std::vector<Accumulator> acc = init_accumulators();
-        kb_.serial("red", len, [&](const Expr& r) { ex_.scoped([&] { accumulate(acc, out, r); }); });
-        auto store = [&] {
-          for (size_t k = 0; k < group_.roots.size(); ++k) {
-            kb_.store(ex_.buffer(root_node(g_, group_, k).output), out, finish_value(k, acc[k]));
-          }
-        };
-        if (guard) {
-          kb_.if_then(kir::op(OpKind::Lt, {lin, count}), store);
-        } else {
-          store();
+    column_threads(kb_, count, column_.width, [&](const ColumnThread& thread) {
+      Index out = ex_.delinearize(thread.read, out_shape_, "o");
+      std::vector<Accumulator> acc = init_accumulators();
+      kb_.serial("red", len, [&](const Expr& r) { ex_.scoped([&] { accumulate(acc, out, r); }); });
+      auto store = [&] {
+        for (size_t k = 0; k < group_.roots.size(); ++k) {
+          kb_.store(ex_.buffer(root_node(g_, group_, k).output), out, finish_value(k, acc[k]));
         }
-      });
+      };
+      if (thread.guard) {
+        kb_.if_then(kir::op(OpKind::Lt, {thread.lin, count}), store);
+      } else {
+        store();
+      }
     });
   }
 

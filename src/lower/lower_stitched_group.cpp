@@ -39,13 +39,12 @@ struct Root {
 class StitchedLowerer {
  public:
   StitchedLowerer(const Graph& g, const FusionGroup& group, const std::string& name,
-                  const schedule::RowSchedule& schedule, int64_t shared_budget_bytes, bool prefetch,
-                  const schedule::GroupSharedMemory* shared, const std::vector<int>& held, int64_t held_vector)
+                  const schedule::RowSchedule& schedule, bool prefetch, const schedule::GroupSharedMemory* shared,
+                  const std::vector<int>& held, int64_t held_vector)
       : g_(g),
         group_(group),
         kb_(name),
         schedule_(schedule),
-        shared_budget_bytes_(shared_budget_bytes),
         prefetch_(prefetch),
         shared_(shared),
         held_(held),
@@ -173,13 +172,9 @@ class StitchedLowerer {
   // plan's decision (schedule/group_shared_memory.h): one slice per row the
   // block owns, scratch included, within the block's budget.
   void declare_row_caches(const RowNest& nest) {
-    // The schedule stage's plan when it made one, else the same plan made here.
-    std::optional<schedule::GroupSharedMemory> own;
-    if (!shared_) {
-      own = schedule::plan_stitched_shared_memory(g_, group_, nest.schedule(), shared_budget_bytes_, held_.empty());
-      STITCH_ASSERT(own.has_value(), "a stitched row kernel with a static row has a shared-memory plan");
-    }
-    const schedule::GroupSharedMemory& plan = shared_ ? *shared_ : *own;
+    // The schedule stage's plan (pipeline/schedule_groups.h, complete_schedule).
+    STITCH_ASSERT(shared_, "a stitched row kernel with a static row has the schedule's shared-memory plan");
+    const schedule::GroupSharedMemory& plan = *shared_;
     for (int n : plan.cached) {
       cache_[n] = "row_cache" + std::to_string(cache_.size());
       kb_.shared(cache_[n], g_.type(node(n).output).dtype, nest.rows_per_block() * nest.static_len());
@@ -474,46 +469,36 @@ class StitchedLowerer {
   // compute the last column and store nothing, as the column schedule of a
   // reduction group, so the loops stay free of thread-dependent guards.
   void lower_columns() {
-    constexpr int64_t threads = schedule::kColumnWidth;
     Expr count = element_count_expr(outer_);
     Expr len = element_count_expr(red_shape_);
-    const ColumnGeometry geometry = column_geometry(count, threads);
-    const Expr blocks = geometry.blocks;
-    const bool guard = geometry.guard;
-    kb_.launch(blocks, threads);
-    kb_.grid("blk", blocks, [&](const Expr& b) {
-      kb_.block("thr", threads, [&](const Expr& t) {
-        Expr lin = kb_.let("lin", add_i(mul_i(b, kir::int_const(threads)), t));
-        // No block is launched when count is 0, so count - 1 >= 0 here.
-        Expr read = guard ? kb_.let("lin_read", kir::op(OpKind::Min, {lin, sub_i(count, kir::int_const(1))})) : lin;
-        Index out = ex_.delinearize(read, outer_, "o");
-        auto guarded = [&](const std::function<void()>& fn) {
-          if (guard) {
-            kb_.if_then(kir::op(OpKind::Lt, {lin, count}), [&] { ex_.scoped(fn); });
-          } else {
-            fn();
-          }
-        };
-        hoist_row_values(out, 0);
-        for (size_t p = 0; p < domain_.phases.size(); ++p) {
-          const std::vector<int>& phase = domain_.phases[p];
-          std::vector<Expr> acc = init_accumulators(phase);
-          kb_.serial("elem" + std::to_string(p), len, [&](const Expr& r) {
-            ex_.scoped([&] { accumulate(phase, acc, domain_index(out, ex_.delinearize(r, red_shape_))); });
-          });
-          for (size_t k = 0; k < phase.size(); ++k) bind_total(phase[k], acc[k]);
-          hoist_row_values(out, static_cast<int>(p) + 1);
+    column_threads(kb_, count, schedule::kColumnWidth, [&](const ColumnThread& thread) {
+      Index out = ex_.delinearize(thread.read, outer_, "o");
+      auto guarded = [&](const std::function<void()>& fn) {
+        if (thread.guard) {
+          kb_.if_then(kir::op(OpKind::Lt, {thread.lin, count}), [&] { ex_.scoped(fn); });
+        } else {
+          fn();
         }
-        if (!full_roots_.empty()) {
-          kb_.serial("elem_out", len, [&](const Expr& r) {
-            ex_.scoped([&] {
-              Index idx = domain_index(out, ex_.delinearize(r, red_shape_));
-              guarded([&] { store_full_roots(idx); });
-            });
+      };
+      hoist_row_values(out, 0);
+      for (size_t p = 0; p < domain_.phases.size(); ++p) {
+        const std::vector<int>& phase = domain_.phases[p];
+        std::vector<Expr> acc = init_accumulators(phase);
+        kb_.serial("elem" + std::to_string(p), len, [&](const Expr& r) {
+          ex_.scoped([&] { accumulate(phase, acc, domain_index(out, ex_.delinearize(r, red_shape_))); });
+        });
+        for (size_t k = 0; k < phase.size(); ++k) bind_total(phase[k], acc[k]);
+        hoist_row_values(out, static_cast<int>(p) + 1);
+      }
+      if (!full_roots_.empty()) {
+        kb_.serial("elem_out", len, [&](const Expr& r) {
+          ex_.scoped([&] {
+            Index idx = domain_index(out, ex_.delinearize(r, red_shape_));
+            guarded([&] { store_full_roots(idx); });
           });
-        }
-        if (!row_roots_.empty()) guarded([&] { ex_.scoped([&] { store_row_roots(out); }); });
-      });
+        });
+      }
+      if (!row_roots_.empty()) guarded([&] { ex_.scoped([&] { store_row_roots(out); }); });
     });
   }
 
@@ -521,9 +506,8 @@ class StitchedLowerer {
   const FusionGroup& group_;
   kir::KernelBuilder kb_;
   schedule::RowSchedule schedule_;
-  int64_t shared_budget_bytes_;  // the row caches' and scratch's bytes per block
   bool prefetch_;
-  const schedule::GroupSharedMemory* shared_;  // the schedule's plan; null: planned here
+  const schedule::GroupSharedMemory* shared_;  // the schedule's plan; null: none (no static row)
   std::vector<int> held_;                      // values held in registers (GroupSchedule::held)
   int64_t held_vector_ = 1;                    // their consecutive elements a thread holds (GroupSchedule::held_vector)
   std::map<int, std::string> held_arrays_;     // held value -> its local array
@@ -558,10 +542,10 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 }
 
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
-                                 const schedule::RowSchedule& schedule, int64_t shared_budget_bytes, bool prefetch,
+                                 const schedule::RowSchedule& schedule, bool prefetch,
                                  const schedule::GroupSharedMemory* shared, const std::vector<int>& held,
                                  int64_t held_vector) {
-  return StitchedLowerer(g, group, kernel_name, schedule, shared_budget_bytes, prefetch, shared, held, held_vector)
+  return StitchedLowerer(g, group, kernel_name, schedule, prefetch, shared, held, held_vector)
       .run();
 }
 

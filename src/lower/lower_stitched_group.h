@@ -25,13 +25,13 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 // warp reduction, then a phase storing the roots; docs/lowering.md, Row
 // schedules), otherwise a thread per column (serial loops, no block
 // reduction). The signature is loop_group_signature's. Raises InternalError
-// when the group is not stitchable. Verified. Row caches are kept while the
-// block's shared memory stays within `shared_budget_bytes`; past
-// kir::kStaticSharedBytes it all lives in the kernel's arena. `prefetch`:
+// when the group is not stitchable. Verified. Past kir::kStaticSharedBytes
+// the block's shared memory all lives in the kernel's arena. `prefetch`:
 // the store phase of a row schedule asks for the next block's rows of the
 // inputs read in place (kir::PrefetchStmt; the CPU's). `shared`: the
 // schedule stage's shared-memory plan (GroupSchedule::shared_memory), which
-// the row caches follow; null: the same plan is made here. `held`: the
+// the row caches follow: required by a row schedule over a static row, which
+// keeps the caches it names and no others. `held`: the
 // values (value indices) each thread keeps in registers across the phases
 // (GroupSchedule::held; a row schedule over a static row only): the phases
 // step over the row unrolled, the first loads each held input into a local
@@ -42,8 +42,7 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 // buffers (kir::Kernel::aligned_bytes), so that the CUDA compiler loads and
 // stores them as vectors.
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
-                                 const schedule::RowSchedule& schedule = {},
-                                 int64_t shared_budget_bytes = kir::kStaticSharedBytes, bool prefetch = false,
+                                 const schedule::RowSchedule& schedule = {}, bool prefetch = false,
                                  const schedule::GroupSharedMemory* shared = nullptr,
                                  const std::vector<int>& held = {}, int64_t held_vector = 1);
 

@@ -36,6 +36,23 @@ ColumnGeometry column_geometry(const Expr& count, int64_t threads) {
   return c;
 }
 
+void column_threads(kir::KernelBuilder& kb, const Expr& count, int64_t threads,
+                    const std::function<void(const ColumnThread&)>& body) {
+  const ColumnGeometry geometry = column_geometry(count, threads);
+  kb.launch(geometry.blocks, threads);
+  kb.grid("blk", geometry.blocks, [&](const Expr& b) {
+    kb.block("thr", threads, [&](const Expr& t) {
+      ColumnThread thread;
+      thread.guard = geometry.guard;
+      thread.lin = kb.let("lin", add_i(mul_i(b, kir::int_const(threads)), t));
+      // No block is launched when count is 0, so count - 1 >= 0 here.
+      thread.read =
+          geometry.guard ? kb.let("lin_read", kir::op(OpKind::Min, {thread.lin, sub_i(count, kir::int_const(1))})) : thread.lin;
+      body(thread);
+    });
+  });
+}
+
 DType accumulator_dtype(DType t) { return (t == DType::f16 || t == DType::bf16) ? DType::f32 : t; }
 
 OpKind combine_op(OpKind op) {

@@ -3,9 +3,11 @@
 // empty-slice identity and the final value.
 #pragma once
 
-#include "kir/expr.h"
-
 #include <cstdint>
+#include <functional>
+
+#include "kir/expr.h"
+#include "kir/kernel_builder.h"
 #include "stitch/graph.h"
 
 namespace stitch::lower {
@@ -51,5 +53,17 @@ struct ColumnGeometry {
   bool guard = true;
 };
 ColumnGeometry column_geometry(const kir::Expr& count, int64_t threads);
+
+// One thread of the column schedule: its output `lin`, the output it reads
+// (`read`: lin_read where `guard`), and whether threads past the end exist,
+// which must then store only where lin < count.
+struct ColumnThread {
+  kir::Expr lin, read;
+  bool guard = true;
+};
+// Launches column_geometry's blocks of `threads` over `count` outputs and
+// builds `body` for each thread.
+void column_threads(kir::KernelBuilder& kb, const kir::Expr& count, int64_t threads,
+                    const std::function<void(const ColumnThread&)>& body);
 
 }  // namespace stitch::lower

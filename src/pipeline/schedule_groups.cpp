@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "fusion/stitched_group.h"
 #include "lower/lower_loop_group.h"
 #include "lower/lower_reduction_group.h"
 #include "lower/lower_stitched_group.h"
@@ -48,6 +49,12 @@ std::string lowering_problem(const Graph& g, const FusionGroup& group) {
       return "";
   }
   return "unknown group kind";
+}
+
+// Whether stitched group `group` reduces its innermost axes (lowered by rows).
+bool stitched_rows(const Graph& g, const FusionGroup& group) {
+  StitchedDomain domain;
+  return stitched_group_problem(g, group.nodes, group.roots, &domain).empty() && domain.innermost();
 }
 
 GroupSchedule row_schedule(const Graph& g, const FusionGroup& group, const RowScheduleTarget& target,
@@ -114,6 +121,15 @@ GroupSchedule schedule_group(const Graph& g, const FusionGroup& group, const Row
     case GroupKind::Stitched: {
       if (std::optional<schedule::RowScheduleChoice> row = schedule::choose_row_schedule(g, group, target)) {
         return row_schedule(g, group, target, row->schedule, row->reason);
+      }
+      // A stitched group reducing its innermost axes is lowered by rows
+      // whatever the ranking said (forced column groups, a group the ranking
+      // does not describe): its row schedule and shared memory are decided
+      // here, like any other row schedule's.
+      if (group.kind == GroupKind::Stitched && stitched_rows(g, group)) {
+        return row_schedule(g, group, target, RowSchedule{},
+                            "a stitched group reducing its innermost axes that the row ranking does not take: the "
+                            "default row schedule");
       }
       s.kind = ScheduleKind::Column;
       if (group.kind == GroupKind::Stitched) {

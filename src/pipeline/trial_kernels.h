@@ -30,7 +30,7 @@ struct TrialInput {
 // writes.
 struct TrialKernels {
   std::vector<kir::Kernel> kernels;
-  std::vector<lower::GroupSignature> signatures;
+  std::vector<kir::GroupSignature> signatures;
 };
 
 // Each trial lowered for `target`; a schedule that does not lower, or a
@@ -43,7 +43,7 @@ TrialKernels lower_trials(const std::vector<TrialInput>& trials, const schedule:
 struct CompiledTrials {
   runtime::cpu::CpuModule module;
   std::vector<std::string> names;
-  std::vector<lower::GroupSignature> signatures;
+  std::vector<kir::GroupSignature> signatures;
 };
 CompiledTrials compile_trials_cpu(const std::vector<TrialInput>& trials, const schedule::RowScheduleTarget& target,
                                   runtime::cpu::KernelCache& cache);

@@ -22,7 +22,7 @@ using runtime::cpu::KernelCache;
 namespace {
 
 // What decides a compiled kernel's bytes besides the kernel's text.
-std::string shape_key(const lower::UserKernelShape& s) {
+std::string shape_key(const kir::UserKernelShape& s) {
   std::string key = fmt::format("lanes={} rows={} checked={} restrict=", s.lanes, s.rows_per_block, s.check_indices);
   for (bool r : s.restrict_array) key += r ? '1' : '0';
   return key;
@@ -35,16 +35,16 @@ std::map<std::string, std::shared_ptr<const CompiledUserKernel>>& compiled_kerne
   return m;
 }
 
-std::string memory_key(const UserKernel& k, const lower::UserKernelShape& s, const KernelCache& cache) {
+std::string memory_key(const UserKernel& k, const kir::UserKernelShape& s, const KernelCache& cache) {
   return cache.directory().string() + "\n" + print_kernel(k) + shape_key(s);
 }
 
 }  // namespace
 
 std::vector<std::shared_ptr<const CompiledUserKernel>> compile_user_kernels_cpu(
-    const std::vector<UserKernel>& kernels, const std::vector<lower::UserKernelShape>& shapes, KernelCache& cache) {
+    const std::vector<UserKernel>& kernels, const std::vector<kir::UserKernelShape>& shapes, KernelCache& cache) {
   STITCH_ASSERT(kernels.size() == shapes.size(), "compile_user_kernels_cpu: one shape per kernel");
-  std::vector<lower::LoweredUserKernel> lowered;
+  std::vector<kir::LoweredUserKernel> lowered;
   std::vector<kir::Kernel> kirs;
   for (size_t i = 0; i < kernels.size(); ++i) {
     std::string name = kernels.size() == 1 ? "uk_" + kernels[i].name : fmt::format("uk{}_{}", i, kernels[i].name);
@@ -64,7 +64,7 @@ std::vector<std::shared_ptr<const CompiledUserKernel>> compile_user_kernels_cpu(
   return result;
 }
 
-std::shared_ptr<const CompiledUserKernel> compile_user_kernel_cpu(const UserKernel& kernel, const lower::UserKernelShape& shape,
+std::shared_ptr<const CompiledUserKernel> compile_user_kernel_cpu(const UserKernel& kernel, const kir::UserKernelShape& shape,
                                                                   KernelCache& cache) {
   std::string key = memory_key(kernel, shape, cache);
   {
@@ -79,7 +79,7 @@ std::shared_ptr<const CompiledUserKernel> compile_user_kernel_cpu(const UserKern
 
 Tensor run_user_kernel_cpu(const UserKernel& kernel, const std::vector<KernelArg>& args, KernelCache& cache) {
   interp::KernelBinding b = interp::bind_kernel(kernel, args);
-  lower::UserKernelShape shape = lower::user_kernel_shape(b.extents);
+  kir::UserKernelShape shape = lower::user_kernel_shape(b.extents);
   shape.restrict_array = runtime::cpu::restrict_flags(kernel, args);
   shape.check_indices = !interp::indices_proven_in_range(kernel, b, args);
   return compile_user_kernel_cpu(kernel, shape, cache)->run(kernel, args);

@@ -19,11 +19,11 @@ namespace stitch::pipeline {
 // and shape compiled before in this process is reused without touching the
 // disk.
 std::shared_ptr<const runtime::cpu::CompiledUserKernel> compile_user_kernel_cpu(const UserKernel& kernel,
-                                                                                const lower::UserKernelShape& shape,
+                                                                                const kir::UserKernelShape& shape,
                                                                                 runtime::cpu::KernelCache& cache);
 // Several in one translation unit (one compiler run), for test suites.
 std::vector<std::shared_ptr<const runtime::cpu::CompiledUserKernel>> compile_user_kernels_cpu(
-    const std::vector<UserKernel>& kernels, const std::vector<lower::UserKernelShape>& shapes,
+    const std::vector<UserKernel>& kernels, const std::vector<kir::UserKernelShape>& shapes,
     runtime::cpu::KernelCache& cache);
 
 // Bind, shape (indices checked at run time unless proven in range), compile

@@ -65,7 +65,7 @@ ReferenceRun reference_run(const Graph& g) {
   return r;
 }
 
-SignatureSlots signature_slots(const Graph& g, const lower::GroupSignature& signature) {
+SignatureSlots signature_slots(const Graph& g, const kir::GroupSignature& signature) {
   std::map<int, size_t> param_index, output_index;
   for (size_t i = 0; i < g.params().size(); ++i) param_index[g.params()[i].index] = i;
   for (size_t i = 0; i < g.outputs().size(); ++i) output_index[g.outputs()[i].value.index] = i;
@@ -95,7 +95,7 @@ std::vector<TrialResult> measure_trials(runtime::cpu::KernelCache& kernels, cons
   }
   const pipeline::CompiledTrials compiled = pipeline::compile_trials_cpu(inputs, target, kernels);
   const runtime::cpu::CpuModule& module = compiled.module;
-  const std::vector<lower::GroupSignature>& signatures = compiled.signatures;
+  const std::vector<kir::GroupSignature>& signatures = compiled.signatures;
   const std::vector<std::string>& names = compiled.names;
 
   // First pass, trial by trial: one run into the group's outputs (pages

@@ -72,7 +72,7 @@ struct SignatureSlots {
   std::vector<size_t> inputs;
   std::vector<size_t> outputs;
 };
-SignatureSlots signature_slots(const Graph& group_graph, const lower::GroupSignature& signature);
+SignatureSlots signature_slots(const Graph& group_graph, const kir::GroupSignature& signature);
 
 // One result per trial, in order. Groups whose interpreter run rejects the
 // random inputs (a gather's indices out of range) get that as every trial's

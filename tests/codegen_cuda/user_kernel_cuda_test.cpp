@@ -22,11 +22,11 @@ TEST(UserKernelCuda, CorpusAndSubjectsCompileWithNvrtcAndPtxas) {
     for (const UserKernel& k : m.kernels) {
       for (int variant = 0; variant < 3; ++variant) {
         // Not restrict; restrict; restrict with every index checked at run time.
-        lower::UserKernelShape shape;
+        kir::UserKernelShape shape;
         shape.restrict_array.assign(k.params.size(), variant > 0);
         shape.check_indices = variant == 2;
         std::string name = fmt::format("uk{}_{}", kernels.size(), k.name);
-        lower::LoweredUserKernel l = lower::lower_user_kernel_cuda(k, shape, name);
+        kir::LoweredUserKernel l = lower::lower_user_kernel_cuda(k, shape, name);
         EXPECT_TRUE(kir::verify_kernel(l.kernel).empty()) << name;
         kernels.push_back(std::move(l.kernel));
       }

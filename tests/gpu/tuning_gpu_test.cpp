@@ -17,6 +17,7 @@
 #include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "pipeline/cuda/cuda_tuning.h"
+#include "pipeline/cuda/device_target.h"
 #include "stitch/text.h"
 
 namespace stitch::gpu_testing {
@@ -35,7 +36,7 @@ constexpr const char* kLayerNorm = R"(graph ln(x: f32[300, 768], g: f32[768], b:
 class TuningGpu : public GpuTest {
  protected:
   Graph graph() const { return canonicalize(parse_module(kLayerNorm).graphs.front()); }
-  RowScheduleTarget target() const { return RowScheduleTarget::for_device(context()->target()); }
+  RowScheduleTarget target() const { return RowScheduleTarget::for_device(pipeline::device_target(*context())); }
 };
 
 TEST_F(TuningGpu, MeasuresOnceThenAnswersFromTheCache) {

@@ -58,7 +58,7 @@ class MirrorBackend final : public lazy::LazyBackend {
   Backend kind() const override { return Backend::Cpu; }
   bool on_device() const override { return true; }
   std::unique_ptr<lazy::DeviceCopy> allocate(size_t bytes) override { return std::make_unique<HostCopy>(bytes, counts_); }
-  std::shared_ptr<const lazy::BackendKernel> compile(const UserKernel& kernel, const lower::UserKernelShape& shape) override {
+  std::shared_ptr<const lazy::BackendKernel> compile(const UserKernel& kernel, const kir::UserKernelShape& shape) override {
     return cpu_->compile(kernel, shape);
   }
   std::unique_ptr<lazy::BackendGraph> compile_graph(const Graph& canonical) override { return cpu_->compile_graph(canonical); }

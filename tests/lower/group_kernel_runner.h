@@ -35,7 +35,7 @@ inline FusionGroup whole_graph_group(const Graph& g, GroupKind kind) {
 // Runs `kernel` (loaded in `module`, with signature `sig` over `g`) on
 // `inputs`, one per parameter; returns one tensor per graph output.
 inline std::vector<Tensor> run_group_kernel(const runtime::cpu::CpuModule& module, const Graph& g,
-                                            const kir::Kernel& kernel, const lower::GroupSignature& sig,
+                                            const kir::Kernel& kernel, const kir::GroupSignature& sig,
                                             const std::vector<Tensor>& inputs) {
   SymbolBindings bindings = bind_inputs(g, inputs);
   std::unordered_map<int, Tensor> values;
@@ -68,7 +68,7 @@ struct LoweredGroup {
   Graph graph;
   FusionGroup group;
   kir::Kernel kernel;
-  lower::GroupSignature signature;
+  kir::GroupSignature signature;
 };
 
 // A suite's lowered groups, compiled together into one module (one compiler
@@ -77,7 +77,7 @@ template <class Case>
 class LoweredGroups {
  public:
   void add(Case c, Graph g, FusionGroup group, kir::Kernel kernel) {
-    lower::GroupSignature sig = lower::loop_group_signature(g, group);
+    kir::GroupSignature sig = lower::loop_group_signature(g, group);
     groups_.push_back({std::move(c), std::move(g), std::move(group), std::move(kernel), std::move(sig)});
   }
   void compile() {

@@ -237,12 +237,12 @@ TEST_F(UserKernelCpu, EveryCallMatchesTheInterpreter) {
   const std::vector<Call> all = calls();
   // One translation unit for the whole suite (one compiler run).
   std::vector<UserKernel> kernels;
-  std::vector<lower::UserKernelShape> shapes;
+  std::vector<kir::UserKernelShape> shapes;
   for (const Call& c : all) {
     const UserKernel& k = *module_->find_kernel(c.kernel);
     std::vector<Tensor> arrays = arguments(k, c, 1);
     std::vector<KernelArg> args = bind(k, c, arrays);
-    lower::UserKernelShape shape = lower::user_kernel_shape(interp::bind_kernel(k, args).extents);
+    kir::UserKernelShape shape = lower::user_kernel_shape(interp::bind_kernel(k, args).extents);
     shape.restrict_array = runtime::cpu::restrict_flags(k, args);
     // Each call twice: as lowered, and with every index checked at run time
     // (which must not change an in-range call's result).
@@ -350,7 +350,7 @@ TEST_F(UserKernelCpu, ASecondCallOfTheSameShapeReusesTheCompiledKernel) {
 // outside the vector loop; one whose accesses run across them (a row per
 // lane) stays inside, where it reads consecutive elements.
 TEST_F(UserKernelCpu, AColumnWalkRunsItsLoopOutsideTheLanesAndARowWalkInside) {
-  lower::UserKernelShape shape;
+  kir::UserKernelShape shape;
   shape.lanes = 64;
   auto line_after = [](const std::string& text, const std::string& marker) {
     const size_t at = text.find(marker);

@@ -11,6 +11,7 @@
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
 #include "pipeline/cuda/cuda_route.h"
+#include "pipeline/cuda/device_target.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "schedule/select.h"
 #endif
@@ -64,7 +65,7 @@ class CudaBackend final : public CaseBackend {
         cache_(cache_dir),
         // What compile_batch lowers with, so a graph refused here is exactly
         // one the batch would have refused.
-        rows_(schedule::RowScheduleTarget::for_device(context_->target())) {}
+        rows_(schedule::RowScheduleTarget::for_device(pipeline::device_target(*context_))) {}
 
   std::string_view name() const override { return "CUDA"; }
   std::string description() const override { return fmt::format("CUDA on {}", context_->device().summary()); }

@@ -13,6 +13,7 @@
 
 #include "codegen/cpu/cpp_emitter.h"
 #include "ir/canonicalize.h"
+#include "lower/lower_plan.h"
 #include "pipeline/schedule_groups.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/cpu_route.h"
@@ -290,6 +291,23 @@ TEST(ScheduleStage, StitchedSoftmaxCarriesItsSharedMemoryPlan) {
   EXPECT_EQ(s[0].shared_bytes, s[0].shared_memory->plan.arena_bytes);
   // The same decision made twice is the same value.
   EXPECT_EQ(s, pipeline::schedule_plan(g, p, schedule::RowScheduleTarget::cpu()));
+}
+
+// The lowering decides nothing the schedule does not say: a stitched row
+// kernel over a static row follows the schedule stage's shared-memory plan
+// and refuses to make one of its own when the schedule has none.
+TEST(ScheduleStage, TheLoweringTakesTheSharedMemoryPlanFromTheSchedule) {
+  const Graph g = canonicalize(parse_graph(kSoftmax));
+  const FusionPlan p = plan(g, PlannerKind::Stitch);
+  ASSERT_EQ(p.groups.size(), 1u);
+  std::vector<GroupSchedule> s = pipeline::schedule_plan(g, p, schedule::RowScheduleTarget::cpu());
+  ASSERT_EQ(s[0].kind, ScheduleKind::Row);
+  const std::vector<lower::LoweredGroup> lowered = lower::lower_plan(g, p, s, "t");
+  ASSERT_TRUE(lowered[0].kernel.has_value());
+  EXPECT_EQ(lowered[0].kernel->shared.size(), s[0].shared_memory->request_nodes.size())
+      << "one shared buffer per request of the schedule's plan (row caches and scratch)";
+  s[0].shared_memory.reset();
+  EXPECT_THROW(lower::lower_plan(g, p, s, "t"), InternalError);
 }
 
 TEST(ScheduleStage, TileGroupsAreAKindOfTheirOwn) {

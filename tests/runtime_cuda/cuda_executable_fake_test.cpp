@@ -11,6 +11,7 @@
 #include "fake_cuda_driver.h"
 #include "runtime/cuda/context.h"
 #include "pipeline/cuda/cuda_route.h"
+#include "pipeline/cuda/device_target.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/device_allocator.h"
@@ -66,8 +67,8 @@ constexpr const char* kSoftmaxDyn =
 
 TEST_F(FakeGpu, TheDeviceRanksTheSchedules) {
   EXPECT_EQ(context_->device().arch(), "sm_90");
-  EXPECT_EQ(context_->target().sm_count, context_->device().sm_count);
-  EXPECT_GT(context_->target().memory_bytes_per_second, 1e12);
+  EXPECT_EQ(pipeline::device_target(*context_).sm_count, context_->device().sm_count);
+  EXPECT_GT(pipeline::device_target(*context_).memory_bytes_per_second, 1e12);
 }
 
 // One stitched kernel: its launch has the grid its expression gives for B,
@@ -179,17 +180,17 @@ TEST_F(FakeGpu, ARowCacheAsksForTheCarveoutItsBlocksNeed) {
 TEST(SharedCarveout, CoversTheBlocksThreadsAndRegistersAllow) {
   const schedule::GpuTarget& t = schedule::sm90_target();
   // No shared memory: no preference.
-  EXPECT_EQ(shared_carveout_percent(t, 256, 32, 0), -1);
+  EXPECT_EQ(pipeline::shared_carveout_percent(t, 256, 32, 0), -1);
   // 8 blocks of 256 threads, each 24 KiB + the 1 KiB reservation: 201 KiB of 228.
   const int64_t per_block = 24608 + t.shared_reserved_per_block;
   const int64_t rounded = (per_block + t.shared_alloc_unit - 1) / t.shared_alloc_unit * t.shared_alloc_unit;
   const int64_t expected = (8 * rounded * 100 + t.shared_bytes_per_sm - 1) / t.shared_bytes_per_sm;
-  EXPECT_EQ(shared_carveout_percent(t, 256, 32, 24608), expected);
+  EXPECT_EQ(pipeline::shared_carveout_percent(t, 256, 32, 24608), expected);
   EXPECT_GT(expected, 80);
   // Registers allow one block of 1024 threads at 64 each: a quarter of the SM's shared memory or less.
-  EXPECT_LE(shared_carveout_percent(t, 1024, 64, 24608), 25);
+  EXPECT_LE(pipeline::shared_carveout_percent(t, 1024, 64, 24608), 25);
   // More than the SM holds is capped at 100.
-  EXPECT_EQ(shared_carveout_percent(t, 64, 32, 40000), 100);
+  EXPECT_EQ(pipeline::shared_carveout_percent(t, 64, 32, 40000), 100);
 }
 
 // Inputs are checked as the interpreter checks them, before anything runs.

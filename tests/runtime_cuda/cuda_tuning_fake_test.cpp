@@ -15,6 +15,7 @@
 #include "pipeline/schedule_groups.h"
 #include "runtime/cuda/context.h"
 #include "pipeline/cuda/cuda_tuning.h"
+#include "pipeline/cuda/device_target.h"
 #include "stitch/text.h"
 
 namespace stitch::runtime::cuda {
@@ -38,7 +39,7 @@ TEST(CudaTuningFake, EveryCandidateIsLaunchedAndCheckedBeforeItIsTimed) {
     })").graphs.front());
     const FusionPlan p = plan(g, PlannerKind::Stitch, PlanOptions::for_gpu(context->device().arch()));
     ASSERT_EQ(p.groups.size(), 1u);
-    const schedule::RowScheduleTarget target = schedule::RowScheduleTarget::for_device(context->target());
+    const schedule::RowScheduleTarget target = schedule::RowScheduleTarget::for_device(pipeline::device_target(*context));
     const size_t candidates = pipeline::schedule_candidates(g, p.groups[0], target).size();
     ASSERT_GE(candidates, 2u);
 

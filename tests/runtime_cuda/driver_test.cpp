@@ -3,6 +3,7 @@
 // properties become the latency evaluator's target.
 #include <gtest/gtest.h>
 
+#include "pipeline/cuda/device_target.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/driver.h"
 
@@ -37,7 +38,7 @@ TEST(CudaDevice, PropertiesBecomeTheTarget) {
   EXPECT_GT(d.sm_count, 0);
   EXPECT_EQ(d.warp_size, 32);
   EXPECT_GE(d.shared_bytes_per_block_optin, d.shared_bytes_per_block);
-  schedule::GpuTarget t = target_for_device(d);
+  schedule::GpuTarget t = pipeline::target_for_device(d);
   EXPECT_EQ(t.arch, d.arch());
   EXPECT_EQ(t.sm_count, d.sm_count);
   EXPECT_GT(t.memory_bytes_per_second, 1e11);

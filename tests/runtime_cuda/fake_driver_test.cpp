@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fake_driver_fixture.h"
+#include "pipeline/cuda/device_target.h"
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/driver.h"
 
@@ -64,7 +65,7 @@ TEST_F(FakeDriver, ReportsOneH100) {
   EXPECT_EQ(d.shared_bytes_per_block_optin, 232448);
   EXPECT_EQ(d.shared_bytes_per_sm, 233472);
   EXPECT_EQ(d.l2_bytes, 50 * 1024 * 1024);
-  EXPECT_EQ(target_for_device(d).arch, d.arch());
+  EXPECT_EQ(pipeline::target_for_device(d).arch, d.arch());
   // An attribute the fake has no value for is refused, not answered with 0.
   int value = 0;
   EXPECT_EQ(api_->cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_TCC_DRIVER, 0), CUDA_ERROR_INVALID_VALUE);

@@ -13,6 +13,7 @@
 #include "gpu_model/analytic.h"
 #include "options/options.h"
 #include "pipeline/compile_notes.h"
+#include "pipeline/cuda/device_target.h"
 #include "pipeline/lowered_plan.h"
 #include "runtime/common/launch_list.h"
 #include "runtime/cpu/cpu_compiler.h"
@@ -29,7 +30,8 @@ using runtime::cuda::CudaStep;
 
 namespace {
 
-std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, const CudaModule& module) {
+std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, const CudaModule& module,
+                                 const schedule::GpuTarget& target) {
   std::vector<CudaStep> steps;
   for (LaunchStep& l : pipeline::launch_steps(g, lowered)) {
     STITCH_ASSERT(!l.epilogue, "a dot epilogue in a CUDA plan (PlanOptions::for_gpu plans none)");
@@ -42,7 +44,7 @@ std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, con
       step.function = module.function(l.kernel->name);
       step.dynamic_shared_bytes = runtime::cuda::dynamic_shared_bytes(step.kernel);
       if (step.dynamic_shared_bytes > 0) module.allow_dynamic_shared(step.function, step.dynamic_shared_bytes);
-      module.prefer_shared_carveout(step.function, step.kernel);
+      prefer_shared_carveout(module, target, step.function, step.kernel);
     }
     step.signature = std::move(l.signature);
     step.arg_reductions = std::move(l.arg_reductions);
@@ -53,7 +55,7 @@ std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, con
 
 schedule::RowScheduleTarget rows_for(const CudaContext& context, const CudaCompileOptions& options) {
   schedule::RowScheduleTarget rows =
-      gpu_model::with_row_model(schedule::RowScheduleTarget::for_device(context.target()), options.model_target);
+      gpu_model::with_row_model(schedule::RowScheduleTarget::for_device(device_target(context)), options.model_target);
   rows.forced = options.forced_rows;
   rows.forced_column_groups = options.forced_column_groups;
   return rows;
@@ -205,7 +207,8 @@ CudaExecutable compile_cuda(const Graph& canonical_graph, PlannerKind planner, s
   run_pipeline(c, backend, "split-reductions", "compile", options.dump);
   auto compiled = std::make_shared<runtime::cuda::CompiledCudaGraph>();
   compiled->module = module;
-  take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) { return make_steps(g, l, *module); });
+  const schedule::GpuTarget device = device_target(*context);
+  take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) { return make_steps(g, l, *module, device); });
   if (weave_enabled(options) && !compiled->interpret) weave_adjacent_steps(*compiled, context, cache, options.dump);
   return CudaExecutable(std::move(c.graph), std::move(context), std::move(compiled));
 }
@@ -223,9 +226,10 @@ std::vector<CudaExecutable> compile_cuda_batch(const std::vector<Graph>& canonic
   const std::string source = codegen::cuda::emit_cuda_translation_unit(batch.kernels);
   module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), runtime::cuda::module_image_for(context->api())));
   std::vector<CudaExecutable> out;
+  const schedule::GpuTarget device = device_target(*context);
   for (Compilation& c : batch.graphs) {
     auto compiled = std::make_shared<runtime::cuda::CompiledCudaGraph>();
-    compiled->steps = make_steps(c.graph, c.lowered, *module);
+    compiled->steps = make_steps(c.graph, c.lowered, *module, device);
     compiled->plan = std::move(c.lowered.plan);
     compiled->source = source;
     compiled->module = module;

@@ -10,6 +10,7 @@
 #include "codegen/cuda/cuda_emitter.h"
 #include "lower/lower_plan.h"
 #include "pipeline/trial_kernels.h"
+#include "pipeline/cuda/device_target.h"
 #include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/event_timer.h"
 #include "runtime/cuda/launch_geometry.h"
@@ -83,7 +84,7 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
   }
   TrialKernels lowered = lower_trials(inputs, target);
   std::vector<kir::Kernel>& kernels = lowered.kernels;
-  const std::vector<lower::GroupSignature>& signatures = lowered.signatures;
+  const std::vector<kir::GroupSignature>& signatures = lowered.signatures;
   const runtime::cuda::CudaModule module(context, cubins.load_or_compile(codegen::cuda::emit_cuda_translation_unit(kernels),
                                                           context->device().arch(),
                                                           runtime::cuda::module_image_for(context->api())));
@@ -95,6 +96,7 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
   std::vector<BoundKernel> bound(trials.size());
   std::vector<size_t> timed;
   const runtime::cuda::DriverApi& api = context->api();
+  const schedule::GpuTarget device = device_target(*context);
   for (size_t t = 0; t < trials.size(); ++t) {
     tune::report_progress(options, "checking", t, trials.size());
     const tune::GroupGraph* group = trials[t].group;
@@ -112,7 +114,7 @@ std::vector<tune::TrialResult> measure_trials_on_device(const std::shared_ptr<Cu
     b.function = module.function(b.kernel.name);
     b.shared_bytes = runtime::cuda::dynamic_shared_bytes(b.kernel);
     if (b.shared_bytes > 0) module.allow_dynamic_shared(b.function, b.shared_bytes);
-    module.prefer_shared_carveout(b.function, b.kernel);
+    prefer_shared_carveout(module, device, b.function, b.kernel);
     b.blocks = runtime::cuda::grid_blocks(b.kernel, {});
     for (size_t i : slots.inputs) b.buffers.push_back(ref.device_inputs.at(i).buffer.get());
     for (size_t o : slots.outputs) b.buffers.push_back(ref.device_outputs.at(o).buffer.get());

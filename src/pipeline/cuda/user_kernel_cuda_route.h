@@ -20,7 +20,7 @@ namespace stitch::pipeline {
 // on CUDA), compiled through `cubins` and loaded on `context`.
 std::shared_ptr<const runtime::cuda::CudaUserKernel> compile_user_kernel_cuda(
     const std::shared_ptr<runtime::cuda::CudaContext>& context, runtime::cuda::CubinCache& cubins,
-    const UserKernel& kernel, const lower::UserKernelShape& shape);
+    const UserKernel& kernel, const kir::UserKernelShape& shape);
 
 // The eager path of one call on host arrays: checks the call as the
 // interpreter does (bind_kernel), shapes it (indices checked at run time

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "fusion/fusion_plan.h"
+#include "ir/fusion_plan.h"
 #include "stitch/graph.h"
 #include "stitch/shape.h"
 

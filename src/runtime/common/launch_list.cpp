@@ -20,14 +20,14 @@ int64_t value_bytes(const Graph& g, ValueId v, const SymbolBindings& bindings) {
   return n;
 }
 
-StepValues signature_values(const lower::GroupSignature& signature) {
+StepValues signature_values(const kir::GroupSignature& signature) {
   StepValues values;
   for (ValueId v : signature.inputs) values.reads.push_back(v.index);
   for (ValueId v : signature.outputs) values.writes.push_back(v.index);
   return values;
 }
 
-StepValues signature_values(const lower::GroupSignature& dot, const lower::GroupSignature& epilogue) {
+StepValues signature_values(const kir::GroupSignature& dot, const kir::GroupSignature& epilogue) {
   StepValues values = signature_values(dot);
   std::set<int> written(values.writes.begin(), values.writes.end());
   for (ValueId v : epilogue.inputs) {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kir/kernel.h"
-#include "lower/lower_plan.h"
+#include "kir/group_signature.h"
 #include "runtime/common/buffer_plan.h"
 #include "stitch/error.h"
 #include "stitch/graph.h"
@@ -42,12 +42,12 @@ struct LaunchStep {
   int node = -1;                       // dot: the dot node
   const kir::Kernel* kernel = nullptr;  // otherwise, in the LoweredPlan
   std::shared_ptr<const InterpretedGroup> interpreted;  // or this, run by the interpreter
-  lower::GroupSignature signature;     // values read and written
+  kir::GroupSignature signature;     // values read and written
   // argmax/argmin nodes whose run-time extents are checked before the launch.
   std::vector<int> arg_reductions;
   // dot: its epilogue's kernel and signature, or nullptr.
   const kir::Kernel* epilogue = nullptr;
-  lower::GroupSignature epilogue_signature;
+  kir::GroupSignature epilogue_signature;
 };
 
 // What a back end's launch step holds whatever the back end (the CPU's
@@ -59,18 +59,18 @@ struct BoundStepBase {
   // Interpret: a group whose kernel did not compile (pipeline/group_fallback.h).
   std::shared_ptr<const InterpretedGroup> interpreted;
   int node = -1;                    // Dot: the dot node
-  lower::GroupSignature signature;  // values read and written
+  kir::GroupSignature signature;  // values read and written
   // argmax/argmin roots: an axis they reduce that is empty at run time is the
   // interpreter's UserError, checked before the launch.
   std::vector<int> arg_reductions;
-  lower::GroupSignature epilogue_signature;  // Dot: its epilogue's (empty without one)
+  kir::GroupSignature epilogue_signature;  // Dot: its epilogue's (empty without one)
 };
 
 // The values a launch step reads and writes, for the buffer plan.
-StepValues signature_values(const lower::GroupSignature& signature);
+StepValues signature_values(const kir::GroupSignature& signature);
 // A dot step with its epilogue: what the two read (less the dot's result,
 // which the step writes) and write.
-StepValues signature_values(const lower::GroupSignature& dot, const lower::GroupSignature& epilogue);
+StepValues signature_values(const kir::GroupSignature& dot, const kir::GroupSignature& epilogue);
 
 // The values a step reads and writes: a `Step` has `signature` and
 // `epilogue_signature` (empty unless a dot has an epilogue).

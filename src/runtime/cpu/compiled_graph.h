@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "fusion/fusion_plan.h"
-#include "lower/lower_plan.h"
+#include "ir/fusion_plan.h"
 #include "runtime/common/dot_panels.h"
 #include "runtime/common/launch_list.h"
 #include "runtime/cpu/kernel_cache.h"

@@ -34,7 +34,7 @@ namespace stitch::runtime::cpu {
 namespace {
 
 // The run-time value of each symbol a kernel takes, in its order.
-std::vector<int64_t> kernel_scalars(const lower::GroupSignature& signature, const SymbolBindings& bindings) {
+std::vector<int64_t> kernel_scalars(const kir::GroupSignature& signature, const SymbolBindings& bindings) {
   std::vector<int64_t> scalars;
   for (const std::string& s : signature.symbols) scalars.push_back(scalar_slot(bindings.at(s)));
   return scalars;
@@ -43,7 +43,7 @@ std::vector<int64_t> kernel_scalars(const lower::GroupSignature& signature, cons
 using AddressOf = std::function<void*(ValueId)>;
 
 // A kernel's buffer arguments: inputs, outputs, then `status` if it reports one.
-std::vector<void*> kernel_buffers(const lower::GroupSignature& signature, const AddressOf& address_of, int32_t& status) {
+std::vector<void*> kernel_buffers(const kir::GroupSignature& signature, const AddressOf& address_of, int32_t& status) {
   std::vector<void*> buffers;
   for (ValueId v : signature.inputs) buffers.push_back(address_of(v));
   for (ValueId v : signature.outputs) buffers.push_back(address_of(v));

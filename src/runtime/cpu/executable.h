@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fusion/fusion_plan.h"
+#include "ir/fusion_plan.h"
 #include "runtime/common/buffer_plan.h"
 #include "runtime/cpu/conv_call.h"
 #include "runtime/cpu/kernel_cache.h"

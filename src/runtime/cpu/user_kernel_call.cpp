@@ -42,7 +42,7 @@ std::vector<bool> restrict_flags(const UserKernel& k, const std::vector<KernelAr
   return flags;
 }
 
-CompiledUserKernel::CompiledUserKernel(lower::LoweredUserKernel lowered, lower::UserKernelShape shape, std::string source,
+CompiledUserKernel::CompiledUserKernel(kir::LoweredUserKernel lowered, kir::UserKernelShape shape, std::string source,
                                        std::shared_ptr<CpuModule> module)
     : lowered_(std::move(lowered)), shape_(std::move(shape)), source_(std::move(source)), module_(std::move(module)) {}
 
@@ -62,7 +62,7 @@ Tensor CompiledUserKernel::run(const UserKernel& k, const std::vector<KernelArg>
   Tensor partials;
   if (k.is_reduction()) {
     // The grid is the lowering's: rows over `rows_per_block`, times chunks of `lanes`.
-    const lower::UserKernelShape& shape = shape_;
+    const kir::UserKernelShape& shape = shape_;
     int64_t outer = 1;
     for (size_t d = 0; d + 1 < b.extents.size(); ++d) outer *= b.extents[d];
     int64_t inner = b.extents.back();
@@ -80,17 +80,17 @@ Tensor CompiledUserKernel::run(const UserKernel& k, const std::vector<KernelArg>
   return k.is_reduction() ? combine_partials(k, partials) : Tensor();
 }
 
-int64_t index_error_slots(const lower::LoweredUserKernel& lowered) {
+int64_t index_error_slots(const kir::LoweredUserKernel& lowered) {
   return 2 * static_cast<int64_t>(std::max<size_t>(lowered.index_sites.size(), 1)) * lowered.axes;
 }
 
-void report_index_errors(const UserKernel& k, const lower::LoweredUserKernel& lowered, const Tensor& errors,
+void report_index_errors(const UserKernel& k, const kir::LoweredUserKernel& lowered, const Tensor& errors,
                          const std::vector<KernelArg>& args) {
   for (size_t site = 0; site < lowered.index_sites.size(); ++site) {
     for (int d = 0; d < lowered.axes; ++d) {
       const int64_t slot = 2 * (static_cast<int64_t>(site) * lowered.axes + d);
       if (errors.get_i64(slot) == 0) continue;
-      const lower::IndexSite& s = lowered.index_sites[site];
+      const kir::IndexSite& s = lowered.index_sites[site];
       const KernelParam* p = k.find_param(s.array);
       const int64_t extent = p != nullptr ? args[static_cast<size_t>(p - k.params.data())].array.shape[d] : 0;
       // As the interpreter says it, with the other axes' indices (not recorded) as _.

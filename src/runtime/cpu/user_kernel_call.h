@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "lower/lower_user_kernel.h"
+#include "kir/user_kernel.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/interpreter.h"
 #include "stitch/kernel.h"
@@ -24,7 +24,7 @@ class CompiledUserKernel {
  public:
   // `lowered` for `shape`, its translation unit `source` loaded as `module`
   // (pipeline::compile_user_kernel_cpu makes it).
-  CompiledUserKernel(lower::LoweredUserKernel lowered, lower::UserKernelShape shape, std::string source,
+  CompiledUserKernel(kir::LoweredUserKernel lowered, kir::UserKernelShape shape, std::string source,
                      std::shared_ptr<CpuModule> module);
 
   // Runs the call; the arguments must have been bound (bind_kernel) against
@@ -35,8 +35,8 @@ class CompiledUserKernel {
   const std::string& source() const { return source_; }
 
  private:
-  lower::LoweredUserKernel lowered_;
-  lower::UserKernelShape shape_;
+  kir::LoweredUserKernel lowered_;
+  kir::UserKernelShape shape_;
   std::string source_;
   std::shared_ptr<CpuModule> module_;
 };
@@ -50,8 +50,8 @@ Tensor combine_partials(const UserKernel& kernel, const Tensor& partials);
 // Checked kernels (UserKernelShape::check_indices): the length of the
 // index_errors buffer the caller zeroes and passes last, and the UserError
 // for the first access it notes out of range (none: returns).
-int64_t index_error_slots(const lower::LoweredUserKernel& lowered);
-void report_index_errors(const UserKernel& kernel, const lower::LoweredUserKernel& lowered, const Tensor& errors,
+int64_t index_error_slots(const kir::LoweredUserKernel& lowered);
+void report_index_errors(const UserKernel& kernel, const kir::LoweredUserKernel& lowered, const Tensor& errors,
                          const std::vector<KernelArg>& args);
 
 }  // namespace stitch::runtime::cpu

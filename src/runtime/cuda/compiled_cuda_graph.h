@@ -9,9 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "fusion/fusion_plan.h"
+#include "ir/fusion_plan.h"
 #include "kir/kernel.h"
-#include "lower/lower_plan.h"
 #include "runtime/common/launch_list.h"
 #include "runtime/cuda/cuda_module.h"
 

@@ -34,7 +34,6 @@ std::shared_ptr<CudaContext> CudaContext::open(std::string* why, int ordinal, co
   context->make_current();
   check(*api, api->cuStreamCreate(&context->stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   context->properties_ = query_device(*api, ordinal);
-  context->target_ = target_for_device(context->properties_);
   context->allocator_ = std::make_unique<DeviceAllocator>(*api);
   return context;
 }

@@ -13,7 +13,6 @@
 
 #include "runtime/cuda/device.h"
 #include "runtime/cuda/driver.h"
-#include "schedule/target.h"
 #include "stitch/tensor.h"
 
 namespace stitch::runtime::cuda {
@@ -40,8 +39,6 @@ class CudaContext {
 
   const DriverApi& api() const { return *api_; }
   const DeviceProperties& device() const { return properties_; }
-  // The latency evaluator's target, from the device's queried properties.
-  const schedule::GpuTarget& target() const { return target_; }
   CUstream stream() const { return stream_; }
   DeviceAllocator& allocator() { return *allocator_; }
 
@@ -65,7 +62,6 @@ class CudaContext {
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
   DeviceProperties properties_;
-  schedule::GpuTarget target_;
   std::unique_ptr<DeviceAllocator> allocator_;
   const CublasApi* cublas_ = nullptr;
   std::unique_ptr<CublasHandle> cublas_handle_;

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fusion/fusion_plan.h"
+#include "ir/fusion_plan.h"
 #include "runtime/common/caller_memory.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/step_profile.h"

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "runtime/cpu/cpu_compiler.h"
-#include "schedule/latency.h"
 #include "stitch/error.h"
 
 namespace stitch::runtime::cuda {
@@ -42,14 +41,15 @@ void CudaModule::allow_dynamic_shared(CUfunction f, int64_t bytes) const {
         "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 }
 
-void CudaModule::prefer_shared_carveout(CUfunction f, const kir::Kernel& k) const {
-  const int64_t shared = kernel_shared_bytes(k);
-  if (shared == 0) return;
+int CudaModule::registers(CUfunction f) const {
   const DriverApi& api = context_->api();
   int registers = 0;
   check(api, api.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f), "cuFuncGetAttribute(NUM_REGS)");
-  const int percent = shared_carveout_percent(context_->target(), k.launch.block_size, registers, shared);
-  if (percent < 0) return;
+  return registers;
+}
+
+void CudaModule::set_shared_carveout(CUfunction f, int percent) const {
+  const DriverApi& api = context_->api();
   check(api, api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent),
         "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)");
 }
@@ -74,19 +74,6 @@ int64_t kernel_shared_bytes(const kir::Kernel& k) {
     bytes += sb.count * element;
   }
   return bytes;
-}
-
-int shared_carveout_percent(const schedule::GpuTarget& t, int64_t threads, int64_t registers, int64_t shared_bytes) {
-  if (shared_bytes <= 0 || t.shared_bytes_per_sm <= 0) return -1;
-  // The blocks the threads and registers allow (shared memory left out), each
-  // holding its bytes and the per-block reservation in allocation units.
-  const schedule::Occupancy without_shared = schedule::occupancy(t, threads, registers, 0);
-  if (without_shared.blocks_per_sm == 0) return -1;
-  const int64_t unit = std::max<int64_t>(t.shared_alloc_unit, 1);
-  const int64_t per_block = (shared_bytes + t.shared_reserved_per_block + unit - 1) / unit * unit;
-  const int64_t needed = without_shared.blocks_per_sm * per_block;
-  const int64_t percent = (needed * 100 + t.shared_bytes_per_sm - 1) / t.shared_bytes_per_sm;
-  return static_cast<int>(std::min<int64_t>(percent, 100));
 }
 
 }  // namespace stitch::runtime::cuda

@@ -54,27 +54,4 @@ DeviceProperties query_device(const DriverApi& api, int ordinal) {
   return d;
 }
 
-schedule::GpuTarget target_for_device(const DeviceProperties& d) {
-  schedule::GpuTarget t = d.major >= 9 ? schedule::sm90_target() : schedule::sm80_target();
-  t.arch = d.arch();
-  t.product = d.name;
-  t.sm_count = d.sm_count;
-  t.warp_size = d.warp_size;
-  t.max_threads_per_sm = d.max_threads_per_sm;
-  t.max_threads_per_block = d.max_threads_per_block;
-  t.max_blocks_per_sm = d.max_blocks_per_sm;
-  t.registers_per_sm = d.registers_per_sm;
-  t.max_registers_per_block = d.registers_per_block;
-  t.shared_bytes_per_sm = d.shared_bytes_per_sm;
-  t.shared_bytes_per_block = d.shared_bytes_per_block;
-  t.shared_bytes_per_block_optin = d.shared_bytes_per_block_optin;
-  t.shared_reserved_per_block = d.shared_reserved_per_block;
-  if (d.clock_khz > 0) t.clock_hz = static_cast<double>(d.clock_khz) * 1e3;
-  if (d.memory_bytes_per_second() > 0) t.memory_bytes_per_second = d.memory_bytes_per_second();
-  if (d.l2_bytes > 0) t.l2_bytes = d.l2_bytes;
-  t.source = fmt::format("queried from {}; instruction costs of the {} table entry", d.summary(),
-                         d.major >= 9 ? "sm_90" : "sm_80");
-  return t;
-}
-
 }  // namespace stitch::runtime::cuda

@@ -1,14 +1,12 @@
-// One CUDA device as the runtime and the latency evaluator see it
-// (docs/cuda-runtime.md, Device properties): queried from the driver, then
-// turned into the schedule module's GpuTarget, so schedules are ranked for
-// the device that will run them rather than a table entry.
+// One CUDA device as the runtime sees it (docs/cuda-runtime.md, Device
+// properties): queried from the driver. The compile layer turns it into the
+// schedule module's GpuTarget (pipeline/cuda/device_target.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "runtime/cuda/driver.h"
-#include "schedule/target.h"
 
 namespace stitch::runtime::cuda {
 
@@ -43,9 +41,5 @@ struct DeviceProperties {
 
 DeviceProperties query_device(const DriverApi& api, int ordinal = 0);
 
-// The latency evaluator's target for the device: its limits, clock, bandwidth
-// and L2 as queried; instruction latencies and throughputs from the nearest
-// table entry (sm_90 for 9.x and later, sm_80 otherwise).
-schedule::GpuTarget target_for_device(const DeviceProperties& d);
 
 }  // namespace stitch::runtime::cuda

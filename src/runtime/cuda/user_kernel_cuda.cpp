@@ -8,7 +8,7 @@
 
 #include "interp/index_bounds.h"
 #include "interp/kernel_binding.h"
-#include "lower/lower_user_kernel.h"
+#include "kir/user_kernel.h"
 #include "runtime/cpu/user_kernel_call.h"
 #include "runtime/cuda/cuda_module.h"
 #include "runtime/cuda/launch_geometry.h"
@@ -47,11 +47,10 @@ struct Region {
 
 }  // namespace
 
-CudaUserKernel::CudaUserKernel(std::shared_ptr<CudaContext> context, lower::LoweredUserKernel lowered, bool check_indices,
+CudaUserKernel::CudaUserKernel(std::shared_ptr<CudaContext> context, kir::LoweredUserKernel lowered, bool check_indices,
                                std::unique_ptr<CudaModule> module)
     : context_(std::move(context)), lowered_(std::move(lowered)), check_indices_(check_indices), module_(std::move(module)) {
   function_ = module_->function(lowered_.kernel.name);
-  module_->prefer_shared_carveout(function_, lowered_.kernel);
 }
 
 CudaUserKernel::~CudaUserKernel() = default;

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "lower/lower_user_kernel.h"
+#include "kir/user_kernel.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/cubin_cache.h"
 #include "stitch/interpreter.h"
@@ -23,7 +23,7 @@ class CudaModule;
 class CudaUserKernel {
  public:
   // `lowered`, loaded as `module` on `context` (pipeline::compile_user_kernel_cuda makes it).
-  CudaUserKernel(std::shared_ptr<CudaContext> context, lower::LoweredUserKernel lowered, bool check_indices,
+  CudaUserKernel(std::shared_ptr<CudaContext> context, kir::LoweredUserKernel lowered, bool check_indices,
                  std::unique_ptr<CudaModule> module);
   ~CudaUserKernel();
 
@@ -36,11 +36,11 @@ class CudaUserKernel {
   // an index out of range (the arrays then hold what the kernel wrote).
   Tensor run(const UserKernel& kernel, const std::vector<KernelArg>& args) const;
 
-  const lower::LoweredUserKernel& lowered() const { return lowered_; }
+  const kir::LoweredUserKernel& lowered() const { return lowered_; }
 
  private:
   std::shared_ptr<CudaContext> context_;
-  lower::LoweredUserKernel lowered_;
+  kir::LoweredUserKernel lowered_;
   bool check_indices_ = false;
   std::unique_ptr<CudaModule> module_;
   CUfunction function_ = nullptr;

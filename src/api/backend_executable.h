@@ -86,6 +86,7 @@ struct BackendRequest {
   std::filesystem::path cache_directory;
   pipeline::StageDump dump;
   std::vector<std::string> constant_params;  // CompileOptions::constant_params
+  bool f32_intermediates = false;            // CompileOptions::f32_intermediates
 };
 
 // `canonical` is in canonical form. Each throws UserError as the back end's

@@ -16,6 +16,7 @@ std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const
   runtime::cpu::KernelCache& cache = kernel_cache(request.cache_directory);
   pipeline::CpuCompileOptions options;
   options.dump = request.dump;
+  options.plan.f32_intermediates = request.f32_intermediates;
   // The tuners are needed only while compiling: their choices are cached on
   // disk and the compiled graph keeps what they chose.
   std::unique_ptr<tune::FusionTuner> fusions;

@@ -63,6 +63,7 @@ std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, cons
   runtime::cuda::CubinCache& cubins = cubin_cache(request.cache_directory);
   pipeline::CudaCompileOptions options;
   options.dump = request.dump;
+  options.plan.f32_intermediates = request.f32_intermediates;
   std::unique_ptr<tune::ScheduleTuner> tuner;
   if (request.tune) {
     tuner = std::make_unique<tune::ScheduleTuner>(pipeline::cuda_measurer(context, cubins),

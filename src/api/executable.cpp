@@ -75,6 +75,7 @@ Executable Executable::compile(const Graph& graph, const CompileOptions& options
   request.tune = options.tune;
   request.dump = stage_dump(options.dump);
   request.constant_params = options.constant_params;
+  request.f32_intermediates = options.f32_intermediates;
   std::string why;
   // Before the canonicalization and the cache directory: the answer that
   // matters to a caller without a GPU is that there is none.

@@ -52,6 +52,9 @@ struct PlanOptions {
   // With conv_calls: the convolutions channels-last, their layout transposes
   // moved until they cancel (ir/channels_last.h); off: [N, C, spatial...].
   bool channels_last = true;
+  // The pipeline's `widen-floats` stage (ir/widen_floats.h): f16 and bf16
+  // values the graph computes stay in f32 from op to op (CompileOptions::f32_intermediates).
+  bool f32_intermediates = false;
   // The ilp planner's limit on each CBC solve; where CBC has not proven its
   // packing optimal by then (or the cycle cuts need more than 100 rounds),
   // the plan takes the DP + beam search's patterns over the same space if

@@ -285,42 +285,34 @@ std::optional<int64_t> extent_value(const KExpr& e, const interp::KernelBinding&
 
 }  // namespace
 
-FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std::vector<StorageType>& storages,
-                               const std::vector<bool>& dead) {
-  STITCH_ASSERT(!calls.empty(), "build_fused_kernel: no calls");
-  FusedKernel f;
-  UserKernel& k = f.kernel;
-  size_t rank = calls[0].kernel->range.size();
-  for (const SegmentCall& call : calls) rank = std::min(rank, call.kernel->range.size());
-  k.name = "fused";
-  f.storage_count = static_cast<int>(storages.size());
-  for (size_t s = 0; s < storages.size(); ++s) {
-    Shape shape;
-    for (int a = 0; a < storages[s].rank; ++a) shape.push_back(Dim::symbol(fmt::format("x{}_{}", s, a)));
-    k.params.push_back(KernelParam{fmt::format("x{}", s), storages[s].dtype, true, std::move(shape), ArrayAccess::None, {}});
-  }
-  for (size_t c = 0; c < calls.size(); ++c) {
-    const UserKernel& ck = *calls[c].kernel;
-    for (size_t p = 0; p < ck.params.size(); ++p) {
-      if (ck.params[p].is_array) continue;
-      k.params.push_back(KernelParam{fmt::format("c{}_{}", c, ck.params[p].name), ck.params[p].dtype, false, {},
-                                     ArrayAccess::None, {}});
-      f.scalar_sources.emplace_back(static_cast<int>(c), static_cast<int>(p));
+namespace {
+
+// build_fused_kernel's steps over one segment, in order (fused_kernel.h).
+class FusedKernelBuilder {
+ public:
+  FusedKernelBuilder(const std::vector<SegmentCall>& calls, const std::vector<StorageType>& storages,
+                     const std::vector<bool>& dead)
+      : calls_(calls), storages_(storages), dead_(dead), k_(f_.kernel) {}
+
+  FusedKernel build() {
+    declare_params();
+    group_runs();
+    rename_bodies();
+    for (size_t r = 0; r < runs_.size(); ++r) {
+      if (runs_[r].rank == rank_ + 1) merge_row_finishers(r);
     }
-    if (ck.is_reduction()) {
-      STITCH_ASSERT(!k.is_reduction(), "build_fused_kernel: two reductions in one segment");
-      k.reduction = ck.reduction;
-      k.result_dtype = ck.result_dtype;
+    keep_dead_storages_in_registers();
+    assemble();
+    check_kernel(k_);
+    f_.index_reads_scalars = interp::indices_read_scalars(k_);
+    for (size_t s = 0; s < storages_.size(); ++s) {
+      const ArrayAccess a = k_.params[s].access;
+      f_.written.push_back(a == ArrayAccess::Write || a == ArrayAccess::ReadWrite);
     }
+    return std::move(f_);
   }
-  f.extents.assign(rank, 0);
-  for (const SegmentCall& call : calls) {
-    for (size_t d = 0; d < rank; ++d) f.extents[d] = std::max(f.extents[d], call.binding->extents[d]);
-  }
-  for (size_t d = 0; d < rank; ++d) {
-    k.params.push_back(KernelParam{fmt::format("r{}", d), DType::i64, false, {}, ArrayAccess::None, {}});
-    k.range.push_back(KernelIndex{fmt::format("i{}", d), kernel_name(fmt::format("r{}", d)), {}});
-  }
+
+ private:
   // Runs: a call of the fused rank alone, or consecutive calls of one larger
   // rank sharing a loop nest over their trailing dimensions.
   struct Run {
@@ -328,211 +320,293 @@ FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std:
     std::vector<size_t> calls;
     std::vector<std::string> index_names;  // i0, ..., then the loop variables
   };
-  std::vector<std::vector<ArrayAccessSite>> made_accesses(calls.size());
-  auto view = [&](size_t c) {
-    const std::vector<ArrayAccessSite>* accesses = calls[c].accesses;
+
+  // The storages as arrays x<s>, each call's scalars as c<c>_<name>, then
+  // the fused range's extents r<d>; a reduction call makes the kernel one.
+  void declare_params() {
+    rank_ = calls_[0].kernel->range.size();
+    for (const SegmentCall& call : calls_) rank_ = std::min(rank_, call.kernel->range.size());
+    k_.name = "fused";
+    f_.storage_count = static_cast<int>(storages_.size());
+    for (size_t s = 0; s < storages_.size(); ++s) {
+      Shape shape;
+      for (int a = 0; a < storages_[s].rank; ++a) shape.push_back(Dim::symbol(fmt::format("x{}_{}", s, a)));
+      k_.params.push_back(KernelParam{fmt::format("x{}", s), storages_[s].dtype, true, std::move(shape), ArrayAccess::None, {}});
+    }
+    for (size_t c = 0; c < calls_.size(); ++c) {
+      const UserKernel& ck = *calls_[c].kernel;
+      for (size_t p = 0; p < ck.params.size(); ++p) {
+        if (ck.params[p].is_array) continue;
+        k_.params.push_back(KernelParam{fmt::format("c{}_{}", c, ck.params[p].name), ck.params[p].dtype, false, {},
+                                        ArrayAccess::None, {}});
+        f_.scalar_sources.emplace_back(static_cast<int>(c), static_cast<int>(p));
+      }
+      if (ck.is_reduction()) {
+        STITCH_ASSERT(!k_.is_reduction(), "build_fused_kernel: two reductions in one segment");
+        k_.reduction = ck.reduction;
+        k_.result_dtype = ck.result_dtype;
+      }
+    }
+    f_.extents.assign(rank_, 0);
+    for (const SegmentCall& call : calls_) {
+      for (size_t d = 0; d < rank_; ++d) f_.extents[d] = std::max(f_.extents[d], call.binding->extents[d]);
+    }
+    for (size_t d = 0; d < rank_; ++d) {
+      k_.params.push_back(KernelParam{fmt::format("r{}", d), DType::i64, false, {}, ArrayAccess::None, {}});
+      k_.range.push_back(KernelIndex{fmt::format("i{}", d), kernel_name(fmt::format("r{}", d)), {}});
+    }
+  }
+
+  CallView view(size_t c) {
+    const std::vector<ArrayAccessSite>* accesses = calls_[c].accesses;
     if (accesses == nullptr) {
-      made_accesses[c] = collect_accesses(*calls[c].kernel);
-      accesses = &made_accesses[c];
+      made_accesses_[c] = collect_accesses(*calls_[c].kernel);
+      accesses = &made_accesses_[c];
     }
-    return CallView{calls[c].kernel, accesses, calls[c].storage};
-  };
-  std::vector<Run> runs;
-  for (size_t c = 0; c < calls.size(); ++c) {
-    const std::vector<int64_t>& e = calls[c].binding->extents;
-    const size_t call_rank = e.size();
-    bool joins = call_rank > rank && !runs.empty() && runs.back().rank == call_rank;
-    if (joins) {
-      const std::vector<int64_t>& first = calls[runs.back().calls[0]].binding->extents;
-      joins = std::equal(e.begin() + static_cast<std::ptrdiff_t>(rank), e.end(), first.begin() + static_cast<std::ptrdiff_t>(rank));
-      for (size_t m : runs.back().calls) {
-        if (!joins) break;
-        joins = fusion_safety(view(m), view(c), static_cast<int>(call_rank)).safe;
-      }
-    }
-    if (joins) {
-      runs.back().calls.push_back(c);
-      continue;
-    }
-    Run run;
-    run.rank = call_rank;
-    run.calls.push_back(c);
-    for (size_t d = 0; d < call_rank; ++d) {
-      run.index_names.push_back(d < rank ? fmt::format("i{}", d) : fmt::format("l{}_{}", runs.size(), d));
-    }
-    runs.push_back(std::move(run));
+    return CallView{calls_[c].kernel, accesses, calls_[c].storage};
   }
-  std::vector<std::vector<KStmt>> bodies;
-  std::vector<KExpr> guards;
-  std::vector<std::vector<int64_t>> call_extents;
-  std::vector<std::vector<std::string>> index_names;
-  std::vector<std::vector<KExpr>> loop_extents(runs.size());  // per run: its trailing dimensions' extents
-  for (size_t r = 0; r < runs.size(); ++r) {
-    for (size_t c : runs[r].calls) {
-      CallRenamer rename(calls[c], static_cast<int>(c), runs[r].index_names);
-      const UserKernel& ck = *calls[c].kernel;
-      bodies.push_back(rename.block(ck.body));
-      call_extents.push_back(calls[c].binding->extents);
-      index_names.push_back(runs[r].index_names);
-      // A call whose range is smaller than the fused one runs under a guard
-      // on its own extents, written as the call wrote them (renamed).
-      KExpr guard;
-      for (size_t d = 0; d < rank; ++d) {
-        if (calls[c].binding->extents[d] == f.extents[d]) continue;
-        KExpr cond = kernel_name(fmt::format("i{}", d)) < rename.expr(ck.range[d].extent);
-        guard = guard.defined() ? (guard && cond) : cond;
+
+  // A call of a larger rank joins the run before it when their trailing
+  // extents agree and the fusion is safe with every call of the run.
+  void group_runs() {
+    made_accesses_.assign(calls_.size(), {});
+    for (size_t c = 0; c < calls_.size(); ++c) {
+      const std::vector<int64_t>& e = calls_[c].binding->extents;
+      const size_t call_rank = e.size();
+      bool joins = call_rank > rank_ && !runs_.empty() && runs_.back().rank == call_rank;
+      if (joins) {
+        const std::vector<int64_t>& first = calls_[runs_.back().calls[0]].binding->extents;
+        joins = std::equal(e.begin() + static_cast<std::ptrdiff_t>(rank_), e.end(),
+                           first.begin() + static_cast<std::ptrdiff_t>(rank_));
+        for (size_t m : runs_.back().calls) {
+          if (!joins) break;
+          joins = fusion_safety(view(m), view(c), static_cast<int>(call_rank)).safe;
+        }
       }
-      guards.push_back(guard);
-      if (loop_extents[r].empty()) {
-        for (size_t d = rank; d < runs[r].rank; ++d) loop_extents[r].push_back(rename.expr(ck.range[d].extent));
+      if (joins) {
+        runs_.back().calls.push_back(c);
+        continue;
       }
+      Run run;
+      run.rank = call_rank;
+      run.calls.push_back(c);
+      for (size_t d = 0; d < call_rank; ++d) {
+        run.index_names.push_back(d < rank_ ? fmt::format("i{}", d) : fmt::format("l{}_{}", runs_.size(), d));
+      }
+      runs_.push_back(std::move(run));
     }
   }
-  // A call of the fused rank that finishes a run's rows (a row sum after a
+
+  // Each call's body renamed into the fused kernel, with its guard and its
+  // run's trailing loop extents.
+  void rename_bodies() {
+    loop_extents_.assign(runs_.size(), {});
+    for (size_t r = 0; r < runs_.size(); ++r) {
+      for (size_t c : runs_[r].calls) {
+        CallRenamer rename(calls_[c], static_cast<int>(c), runs_[r].index_names);
+        const UserKernel& ck = *calls_[c].kernel;
+        bodies_.push_back(rename.block(ck.body));
+        call_extents_.push_back(calls_[c].binding->extents);
+        index_names_.push_back(runs_[r].index_names);
+        // A call whose range is smaller than the fused one runs under a guard
+        // on its own extents, written as the call wrote them (renamed).
+        KExpr guard;
+        for (size_t d = 0; d < rank_; ++d) {
+          if (calls_[c].binding->extents[d] == f_.extents[d]) continue;
+          KExpr cond = kernel_name(fmt::format("i{}", d)) < rename.expr(ck.range[d].extent);
+          guard = guard.defined() ? (guard && cond) : cond;
+        }
+        guards_.push_back(guard);
+        if (loop_extents_[r].empty()) {
+          for (size_t d = rank_; d < runs_[r].rank; ++d) loop_extents_[r].push_back(rename.expr(ck.range[d].extent));
+        }
+      }
+    }
+    hoisted_.assign(calls_.size(), {});
+    inner_.assign(calls_.size(), {});
+    merged_into_.assign(calls_.size(), -1);
+  }
+
+  // Whether `index` is the element of run iteration (i0, ..., `var`).
+  bool at_row_element(const std::vector<KExpr>& index, const std::string& var) const {
+    if (index.size() != rank_ + 1) return false;
+    for (size_t d = 0; d <= rank_; ++d) {
+      const KernelExprNode& n = index[d].node();
+      if (n.kind != KernelExprKind::Name || n.name != (d < rank_ ? fmt::format("i{}", d) : var)) return false;
+    }
+    return true;
+  }
+
+  // A call of the fused rank that finishes run `r`'s rows (a row sum after a
   // row's elementwise work) joins the run's loop: its body is P, a loop, Q;
   // P (locals, no array access) moves before the run's loop, the loop's body
   // runs in the run's iteration, and Q stays in place. Exact when the loop
   // has the run's extent, stores nothing, reads what the run writes only at
   // the element the run's iteration wrote (which it writes only there), and
   // reads nothing the calls between them write.
-  std::vector<std::vector<KStmt>> hoisted(calls.size());
-  std::vector<std::vector<KStmt>> inner(calls.size());
-  std::vector<int> merged_into(calls.size(), -1);
-  for (size_t r = 0; r < runs.size(); ++r) {
-    if (runs[r].rank != rank + 1) continue;
-    const std::string& lv = runs[r].index_names[rank];
-    const int64_t row_extent = calls[runs[r].calls[0]].binding->extents[rank];
-    auto at_row_element = [&](const std::vector<KExpr>& index, const std::string& var) {
-      if (index.size() != rank + 1) return false;
-      for (size_t d = 0; d <= rank; ++d) {
-        const KernelExprNode& n = index[d].node();
-        if (n.kind != KernelExprKind::Name || n.name != (d < rank ? fmt::format("i{}", d) : var)) return false;
-      }
-      return true;
-    };
+  void merge_row_finishers(size_t r) {
+    const std::string& lv = runs_[r].index_names[rank_];
     // Arrays the run writes: those it touches only at its iteration's element, and the others.
     std::vector<std::string> written;
-    for (size_t c : runs[r].calls) stored_arrays(bodies[c], written);
+    for (size_t c : runs_[r].calls) stored_arrays(bodies_[c], written);
     std::vector<std::string> row_arrays;
     std::vector<std::string> blocked;  // written elsewhere, or by calls in between
     for (const std::string& a : written) {
       bool rows = true;
-      for (size_t c : runs[r].calls) {
+      for (size_t c : runs_[r].calls) {
         std::vector<std::vector<KExpr>> indices;
-        collect_indices(bodies[c], a, indices);
+        collect_indices(bodies_[c], a, indices);
         for (const std::vector<KExpr>& index : indices) rows = rows && at_row_element(index, lv);
       }
       (rows ? row_arrays : blocked).push_back(a);
     }
-    auto contains = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
-    for (size_t q = r + 1; q < runs.size() && runs[q].rank == rank; ++q) {
-      const size_t c = runs[q].calls[0];
-      std::vector<KStmt>& body = bodies[c];
-      size_t loops = 0;
-      size_t at = 0;
-      for (size_t i = 0; i < body.size(); ++i) {
-        if (has_loop(body[i])) {
-          ++loops;
-          at = i;
-        }
-      }
-      bool ok = !guards[c].defined() && loops == 1 && body[at].kind == KernelStmtKind::For;
-      if (ok) {
-        const std::vector<KStmt> pre(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(at));
-        const std::vector<KStmt> post(body.begin() + static_cast<std::ptrdiff_t>(at) + 1, body.end());
-        const KStmt& loop = body[at];
-        ok = !has_load(pre) && !has_kind(pre, KernelStmtKind::Store) && !has_kind(pre, KernelStmtKind::Yield) &&
-             !std::any_of(post.begin(), post.end(), has_loop) && !std::any_of(loop.body.begin(), loop.body.end(), has_loop) &&
-             !has_kind(loop.body, KernelStmtKind::Store) && !has_kind(loop.body, KernelStmtKind::Yield) &&
-             extent_value(calls[c].kernel->body[at].value, *calls[c].binding) == row_extent;
-        std::vector<std::pair<std::string, std::vector<KExpr>>> loads;
-        if (ok) loaded_arrays(loop.body, loads);
-        for (const auto& [array, index] : loads) {
-          if (contains(blocked, array) || (contains(row_arrays, array) && !at_row_element(index, loop.name))) ok = false;
-        }
-        if (ok) {
-          hoisted[c] = pre;
-          inner[c] = loop.body;
-          rename_name(inner[c], loop.name, lv);
-          body = post;
-          merged_into[c] = static_cast<int>(r);
-        }
-      }
+    for (size_t q = r + 1; q < runs_.size() && runs_[q].rank == rank_; ++q) {
+      const size_t c = runs_[q].calls[0];
+      merge_if_exact(r, c, row_arrays, blocked);
       std::vector<std::string> stores;
-      stored_arrays(body, stores);
+      stored_arrays(bodies_[c], stores);
       blocked.insert(blocked.end(), stores.begin(), stores.end());
     }
   }
-  // What runs where, in order, for the register analysis: each call's body
-  // at its place, and a merged call's loop body in its run's loop.
-  std::vector<std::vector<KStmt>*> units;
-  std::vector<std::vector<int64_t>> unit_extents;
-  std::vector<std::vector<std::string>> unit_names;
-  for (size_t r = 0; r < runs.size(); ++r) {
-    for (size_t c : runs[r].calls) {
-      units.push_back(&bodies[c]);
-      unit_extents.push_back(call_extents[c]);
-      unit_names.push_back(index_names[c]);
-    }
-    for (size_t c = 0; c < calls.size(); ++c) {
-      if (merged_into[c] != static_cast<int>(r)) continue;
-      units.push_back(&inner[c]);
-      unit_extents.push_back(call_extents[runs[r].calls[0]]);
-      unit_names.push_back(runs[r].index_names);
-    }
-  }
-  f.in_register.assign(storages.size(), false);
-  for (size_t s = 0; s < dead.size() && s < storages.size(); ++s) {
-    const std::string array = fmt::format("x{}", s);
-    if (!dead[s] || !keep_in_register(units, unit_extents, unit_names, array)) continue;
-    f.in_register[s] = true;
-    KStmt let;
-    let.kind = KernelStmtKind::Let;
-    let.name = array + "_r";
-    let.has_declared_type = true;
-    let.declared_type = storages[s].dtype;
-    let.value = storages[s].dtype == DType::boolean ? kernel_bool(false) : kernel_literal(int64_t{0});
-    k.body.push_back(std::move(let));
-  }
-  for (size_t r = 0; r < runs.size(); ++r) {
-    std::vector<KStmt> run_body;
-    for (size_t call : runs[r].calls) {
-      if (!guards[call].defined()) {
-        for (KStmt& s : bodies[call]) run_body.push_back(std::move(s));
-        continue;
-      }
-      KStmt s;
-      s.kind = KernelStmtKind::If;
-      s.value = guards[call];
-      s.body = std::move(bodies[call]);
-      run_body.push_back(std::move(s));
-    }
-    if (runs[r].rank > rank) {
-      for (size_t c = 0; c < calls.size(); ++c) {
-        if (merged_into[c] != static_cast<int>(r)) continue;
-        for (KStmt& s : hoisted[c]) k.body.push_back(std::move(s));
-        for (KStmt& s : inner[c]) run_body.push_back(std::move(s));
+
+  // merge_row_finishers for call `c` after run `r`.
+  void merge_if_exact(size_t r, size_t c, const std::vector<std::string>& row_arrays,
+                      const std::vector<std::string>& blocked) {
+    const std::string& lv = runs_[r].index_names[rank_];
+    const int64_t row_extent = calls_[runs_[r].calls[0]].binding->extents[rank_];
+    auto contains = [](const std::vector<std::string>& v, const std::string& x) {
+      return std::find(v.begin(), v.end(), x) != v.end();
+    };
+    std::vector<KStmt>& body = bodies_[c];
+    size_t loops = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (has_loop(body[i])) {
+        ++loops;
+        at = i;
       }
     }
-    // The trailing dimensions as serial loops, innermost last.
-    for (size_t d = runs[r].rank; d-- > rank;) {
-      KStmt loop;
-      loop.kind = KernelStmtKind::For;
-      loop.name = runs[r].index_names[d];
-      loop.value = loop_extents[r][d - rank];
-      loop.body = std::move(run_body);
-      run_body.clear();
-      run_body.push_back(std::move(loop));
+    if (guards_[c].defined() || loops != 1 || body[at].kind != KernelStmtKind::For) return;
+    const std::vector<KStmt> pre(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(at));
+    const std::vector<KStmt> post(body.begin() + static_cast<std::ptrdiff_t>(at) + 1, body.end());
+    const KStmt& loop = body[at];
+    bool ok = !has_load(pre) && !has_kind(pre, KernelStmtKind::Store) && !has_kind(pre, KernelStmtKind::Yield) &&
+              !std::any_of(post.begin(), post.end(), has_loop) &&
+              !std::any_of(loop.body.begin(), loop.body.end(), has_loop) && !has_kind(loop.body, KernelStmtKind::Store) &&
+              !has_kind(loop.body, KernelStmtKind::Yield) &&
+              extent_value(calls_[c].kernel->body[at].value, *calls_[c].binding) == row_extent;
+    std::vector<std::pair<std::string, std::vector<KExpr>>> loads;
+    if (ok) loaded_arrays(loop.body, loads);
+    for (const auto& [array, index] : loads) {
+      if (contains(blocked, array) || (contains(row_arrays, array) && !at_row_element(index, loop.name))) ok = false;
     }
-    for (KStmt& s : run_body) k.body.push_back(std::move(s));
+    if (!ok) return;
+    hoisted_[c] = pre;
+    inner_[c] = loop.body;
+    rename_name(inner_[c], loop.name, lv);
+    body = post;
+    merged_into_[c] = static_cast<int>(r);
   }
-  check_kernel(k);
-  f.index_reads_scalars = interp::indices_read_scalars(k);
-  for (size_t s = 0; s < storages.size(); ++s) {
-    const ArrayAccess a = k.params[s].access;
-    f.written.push_back(a == ArrayAccess::Write || a == ArrayAccess::ReadWrite);
+
+  // A dead storage (read only inside the segment) that keep_in_register
+  // accepts becomes a local x<s>_r, declared first.
+  void keep_dead_storages_in_registers() {
+    // What runs where, in order, for the register analysis: each call's body
+    // at its place, and a merged call's loop body in its run's loop.
+    std::vector<std::vector<KStmt>*> units;
+    std::vector<std::vector<int64_t>> unit_extents;
+    std::vector<std::vector<std::string>> unit_names;
+    for (size_t r = 0; r < runs_.size(); ++r) {
+      for (size_t c : runs_[r].calls) {
+        units.push_back(&bodies_[c]);
+        unit_extents.push_back(call_extents_[c]);
+        unit_names.push_back(index_names_[c]);
+      }
+      for (size_t c = 0; c < calls_.size(); ++c) {
+        if (merged_into_[c] != static_cast<int>(r)) continue;
+        units.push_back(&inner_[c]);
+        unit_extents.push_back(call_extents_[runs_[r].calls[0]]);
+        unit_names.push_back(runs_[r].index_names);
+      }
+    }
+    f_.in_register.assign(storages_.size(), false);
+    for (size_t s = 0; s < dead_.size() && s < storages_.size(); ++s) {
+      const std::string array = fmt::format("x{}", s);
+      if (!dead_[s] || !keep_in_register(units, unit_extents, unit_names, array)) continue;
+      f_.in_register[s] = true;
+      KStmt let;
+      let.kind = KernelStmtKind::Let;
+      let.name = array + "_r";
+      let.has_declared_type = true;
+      let.declared_type = storages_[s].dtype;
+      let.value = storages_[s].dtype == DType::boolean ? kernel_bool(false) : kernel_literal(int64_t{0});
+      k_.body.push_back(std::move(let));
+    }
   }
-  return f;
+
+  // The kernel's body: each run's calls (guarded where their range is
+  // smaller), merged finishers inside, in its trailing loops.
+  void assemble() {
+    for (size_t r = 0; r < runs_.size(); ++r) {
+      std::vector<KStmt> run_body;
+      for (size_t call : runs_[r].calls) {
+        if (!guards_[call].defined()) {
+          for (KStmt& s : bodies_[call]) run_body.push_back(std::move(s));
+          continue;
+        }
+        KStmt s;
+        s.kind = KernelStmtKind::If;
+        s.value = guards_[call];
+        s.body = std::move(bodies_[call]);
+        run_body.push_back(std::move(s));
+      }
+      if (runs_[r].rank > rank_) {
+        for (size_t c = 0; c < calls_.size(); ++c) {
+          if (merged_into_[c] != static_cast<int>(r)) continue;
+          for (KStmt& s : hoisted_[c]) k_.body.push_back(std::move(s));
+          for (KStmt& s : inner_[c]) run_body.push_back(std::move(s));
+        }
+      }
+      // The trailing dimensions as serial loops, innermost last.
+      for (size_t d = runs_[r].rank; d-- > rank_;) {
+        KStmt loop;
+        loop.kind = KernelStmtKind::For;
+        loop.name = runs_[r].index_names[d];
+        loop.value = loop_extents_[r][d - rank_];
+        loop.body = std::move(run_body);
+        run_body.clear();
+        run_body.push_back(std::move(loop));
+      }
+      for (KStmt& s : run_body) k_.body.push_back(std::move(s));
+    }
+  }
+
+  const std::vector<SegmentCall>& calls_;
+  const std::vector<StorageType>& storages_;
+  const std::vector<bool>& dead_;
+  FusedKernel f_;
+  UserKernel& k_;
+  size_t rank_ = 0;  // the fused range's rank: the smallest call's
+  std::vector<std::vector<ArrayAccessSite>> made_accesses_;  // per call, where the call brought none
+  std::vector<Run> runs_;
+  // Per call, in call order (runs keep it): renamed body, guard, extents, index names.
+  std::vector<std::vector<KStmt>> bodies_;
+  std::vector<KExpr> guards_;
+  std::vector<std::vector<int64_t>> call_extents_;
+  std::vector<std::vector<std::string>> index_names_;
+  std::vector<std::vector<KExpr>> loop_extents_;  // per run: its trailing dimensions' extents
+  // Per call merged into a run's loop (merge_row_finishers): what moves before
+  // the loop, the loop's body, and the run.
+  std::vector<std::vector<KStmt>> hoisted_, inner_;
+  std::vector<int> merged_into_;
+};
+
+}  // namespace
+
+FusedKernel build_fused_kernel(const std::vector<SegmentCall>& calls, const std::vector<StorageType>& storages,
+                               const std::vector<bool>& dead) {
+  STITCH_ASSERT(!calls.empty(), "build_fused_kernel: no calls");
+  return FusedKernelBuilder(calls, storages, dead).build();
 }
 
 }  // namespace stitch::lazy

@@ -116,7 +116,8 @@ EnvironmentOptions parse(const RawValues& raw) {
 bool dump_stage_matches(std::string_view requested, std::string_view stage) {
   if (requested == "all" || requested == stage) return true;
   if (requested == "graph") {
-    return stage == "canonicalize" || stage == "split-reductions" || stage == "attention" || stage == "conv";
+    return stage == "canonicalize" || stage == "split-reductions" || stage == "attention" || stage == "conv" ||
+           stage == "widen-floats";
   }
   if (requested == "kir") return stage == "lower";
   if (requested == "source") return stage == "emit";
@@ -152,11 +153,11 @@ bool dump_list_matches(std::string_view list, std::string_view stage) {
 }
 
 const std::vector<std::string_view>& dump_stage_names() {
-  // The pipeline's stages (runtime/common/pipeline.cpp), then the other
+  // The pipeline's stages (pipeline/pipeline.cpp), then the other
   // dumps (the kernel cache, buffers, tuning, weaving, the report, lazy
   // arrays), then the older names and `all`.
   static const std::vector<std::string_view> names = {
-      "canonicalize", "split-reductions", "attention", "conv", "plan", "schedule", "lower", "emit", "compile",
+      "canonicalize", "split-reductions", "attention", "conv", "widen-floats", "plan", "schedule", "lower", "emit", "compile",
       "cache", "buffers", "tune", "weave", "report", "trace", "partitions", "fused",
       "graph", "kir", "source", "lazy", "all"};
   return names;

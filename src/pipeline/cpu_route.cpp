@@ -141,9 +141,9 @@ std::string memory_key(const Graph& g, PlannerKind planner, const PlanOptions& p
   // streaming stores, transpose tiles, the L1 and L2 sizes that set the warps
   // a block) are part of the key too: one process may compile a graph under both settings.
   text += fmt::format(
-      "planner {}\nmax_fusions {}\ndot_epilogues {}\nattention {}\nconv_calls {}\nchannels_last {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
+      "planner {}\nmax_fusions {}\ndot_epilogues {}\nattention {}\nconv_calls {}\nchannels_last {}\nf32_intermediates {}\ncompiler {}\nrows {}\nprefetch {}\nstream_min_bytes {}\ntranspose_tiles {}\n"
       "cpu_l2_bytes {}\ncpu_l1_bytes {}\n",
-      planner_name(planner), plan.max_fusions, plan.dot_epilogues, plan.attention, plan.conv_calls, plan.channels_last, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
+      planner_name(planner), plan.max_fusions, plan.dot_epilogues, plan.attention, plan.conv_calls, plan.channels_last, plan.f32_intermediates, compiler.compiler, rows.name(), rows.prefetch, rows.stream_min_bytes,
       rows.transpose_tiles, rows.cpu_l2_bytes, rows.cpu_l1_bytes);
   for (const std::string& f : compiler.flags) text += f + "\n";
   // Tuned schedules (CpuCompileOptions::schedule_override) change the kernels.
@@ -197,6 +197,7 @@ CpuExecutable compile_cpu(const Graph& canonical_graph, PlannerKind planner, run
   plan_options.attention = resolve_attention(options.plan);
   plan_options.conv_calls = resolve_conv_calls(options.plan);
   plan_options.channels_last = resolve_channels_last(options.plan);
+  plan_options.f32_intermediates = options.plan.f32_intermediates;
   const std::string key = memory_key(canonical_graph, planner, plan_options, options.compiler, options.rows, options.tuner_key);
   Compilation c = pipeline::compilation_of(canonical_graph, planner, plan_options, options.rows);
   c.schedule_override = options.schedule_override;
@@ -207,7 +208,7 @@ CpuExecutable compile_cpu(const Graph& canonical_graph, PlannerKind planner, run
   const Backend backend = cpu_backend(cache, options, module);
   // The graph the CPU runs (split-reductions) is deterministic, so a memory
   // hit rebuilds the same value numbering the cached steps refer to.
-  run_pipeline(c, backend, "split-reductions", "conv", options.dump);
+  run_pipeline(c, backend, "split-reductions", "widen-floats", options.dump);
   if (std::shared_ptr<const runtime::cpu::CompiledGraph> hit = cache.find_compiled_graph(key)) {
     return CpuExecutable(std::move(c.graph), std::move(hit), stats_delta(before, cache.stats()));
   }
@@ -230,6 +231,7 @@ std::vector<CpuExecutable> compile_cpu_batch(const std::vector<Graph>& canonical
   resolved.attention = resolve_attention(plan_options);
   resolved.conv_calls = resolve_conv_calls(plan_options);
   resolved.channels_last = resolve_channels_last(plan_options);
+  resolved.f32_intermediates = plan_options.f32_intermediates;
   CpuCompileOptions options;
   runtime::cpu::CpuModule module;
   const Backend backend = cpu_backend(cache, options, module);

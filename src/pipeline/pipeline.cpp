@@ -11,6 +11,7 @@
 #include "ir/composites_nn.h"
 #include "ir/conv_expand.h"
 #include "ir/split_reductions.h"
+#include "ir/widen_floats.h"
 #include "pipeline/group_fallback.h"
 #include "stitch/error.h"
 #include "stitch/text.h"
@@ -57,6 +58,11 @@ void conv_stage(Compilation& c, const Backend&) {
   });
   if (channels_last) c.graph = channels_last_convs(c.graph);
   if (calls) c.graph = fuse_conv_epilogues(c.graph);
+}
+
+// f16 and bf16 intermediates in f32 where the caller asks (ir/widen_floats.h).
+void widen_stage(Compilation& c, const Backend&) {
+  if (c.plan_options.f32_intermediates) c.graph = widen_narrow_floats(c.graph);
 }
 
 void plan_stage(Compilation& c, const Backend&) {
@@ -201,6 +207,8 @@ const std::vector<Stage>& pipeline_stages() {
        attention_stage, print_split},
       {"conv", "convolutions as one op each on the CPU, their composite elsewhere (ir/conv_expand.h)", conv_stage,
        print_split},
+      {"widen-floats", "with f32_intermediates, f16 and bf16 values computed in f32 between ops (ir/widen_floats.h)",
+       widen_stage, print_split},
       {"plan", "which ops share a kernel (fusion/planner.h)", plan_stage, print_plan_stage},
       {"schedule", "one schedule per group (pipeline/schedule_groups.h)", schedule_stage, print_schedule_stage},
       {"lower", "every group's kernel in Kernel IR (lower/lower_plan.h)", lower_stage, print_lower_stage},

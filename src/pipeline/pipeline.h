@@ -1,7 +1,8 @@
 // The compile pipeline (docs/pipeline.md): one ordered table of named stages
 // over one compilation state, from a graph to loaded kernels:
 //
-//   canonicalize -> split-reductions -> attention -> conv -> plan -> schedule -> lower -> emit -> compile
+//   canonicalize -> split-reductions -> attention -> conv -> widen-floats -> plan -> schedule -> lower
+//   -> emit -> compile
 //
 // Every caller that turns a graph into kernels runs it: both executables,
 // `stitch plan` (through schedule), `stitch emit` (through emit), `check` and

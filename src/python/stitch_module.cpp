@@ -613,21 +613,23 @@ void bind_executables(py::module_& m) {
   m.def(
       "compile",
       [](const stitch::Graph& g, const std::string& backend, const std::string& planner, bool tune,
-         const std::string& cache_dir, const std::vector<std::string>& constants) {
+         const std::string& cache_dir, const std::vector<std::string>& constants, bool f32_intermediates) {
         stitch::CompileOptions o;
         o.backend = parse_backend(backend);
         o.planner = planner;
         o.tune = tune;
         o.cache_dir = cache_dir;
         o.constant_params = constants;
+        o.f32_intermediates = f32_intermediates;
         o.dump = "none";
         return PyExecutable{std::make_shared<stitch::Executable>(stitch::Executable::compile(g, o)), std::nullopt};
       },
       py::arg("graph"), py::arg("backend") = "cpu", py::arg("planner") = "stitch", py::arg("tune") = false,
-      py::arg("cache_dir") = "", py::arg("constants") = std::vector<std::string>{},
+      py::arg("cache_dir") = "", py::arg("constants") = std::vector<std::string>{}, py::arg("f32_intermediates") = false,
       "Compiles a graph for a back end (cpu, cuda) and planner (none, xla, stitch, ilp, greedy); `constants` names "
       "parameters passed as the same, unchanged array on every call (an ONNX model's bound tensors), whose "
-      "convolution weights the CPU then packs once");
+      "convolution weights the CPU then packs once; `f32_intermediates` computes f16 and bf16 values in f32 between "
+      "ops (docs/semantics.md)");
 }
 
 // Lazy arrays, their scalars and the lazy runtime.

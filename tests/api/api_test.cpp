@@ -104,6 +104,41 @@ TEST(ApiFusion, StitchFusesWhatXlaSplits) {
   EXPECT_LT(Executable::compile(g, stitch).kernel_count(), Executable::compile(g, xla).kernel_count());
 }
 
+// CompileOptions::f32_intermediates (docs/semantics.md): bf16 values computed
+// in f32 between ops. x + 1000 - 1000 keeps x exactly in f32 and rounds it to a
+// multiple of 4 in bf16, so the two choices are told apart by far more than a
+// rounding; each matches the interpreter of the graph it stands for within
+// one bf16 ulp (the kernels' exp is f32's, the interpreter's double's).
+TEST(ApiNumerics, F32IntermediatesRoundOnlyWhereTheGraphHandsValuesOn) {
+  const Module m = parse_module(R"(
+graph written(x: bf16[64, 50]) -> (bf16[64, 50]) {
+  y = softmax(sub(add(x, 1000.0), 1000.0), axis=-1)
+  return y
+}
+graph widened(x: bf16[64, 50]) -> (bf16[64, 50]) {
+  xf = cast(x, to=f32)
+  y = cast(softmax(sub(add(xf, 1000.0), 1000.0), axis=-1), to=bf16)
+  return y
+}
+)", "api_test");
+  const Graph written = *m.find("written");
+  const std::vector<Tensor> inputs = random_inputs(written);
+  auto within_an_ulp = [](const Tensor& got, const Tensor& want) {
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const double a = got.get_f64(i), b = want.get_f64(i);
+      if (std::abs(a - b) > std::ldexp(std::abs(b), -7) + 1e-30) return false;
+    }
+    return true;
+  };
+  CompileOptions options;
+  const Tensor rounded = Executable::compile(written, options).run(inputs)[0];
+  options.f32_intermediates = true;
+  const Tensor wide = Executable::compile(written, options).run(inputs)[0];
+  EXPECT_TRUE(within_an_ulp(rounded, interpret(written, inputs)[0]));
+  EXPECT_TRUE(within_an_ulp(wide, interpret(*m.find("widened"), inputs)[0]));
+  EXPECT_FALSE(within_an_ulp(wide, rounded));
+}
+
 TEST(ApiRun, WritesIntoGivenOutputsInPlace) {
   const Graph g = graph_named("softmax_residual");
   Executable exe = Executable::compile(g);

@@ -70,6 +70,7 @@ PlanOptions plan_options_for(const CudaContext& context, const CudaCompileOption
   PlanOptions plan_options = PlanOptions::for_gpu(context.device().arch());
   plan_options.max_fusions = resolve_max_fusions(options.plan);
   plan_options.row_hold_bytes = rows.shared_budget_bytes();
+  plan_options.f32_intermediates = options.plan.f32_intermediates;
   return plan_options;
 }
 

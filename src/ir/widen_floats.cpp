@@ -1,0 +1,108 @@
+#include "ir/widen_floats.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/rewriter.h"
+
+namespace stitch {
+
+namespace {
+
+bool narrow_float(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+// Ops computed in f32 when an operand is a narrow float: their results are
+// arithmetic on the operands' values.
+bool computes(OpKind op) {
+  if (op == OpKind::Cast || op == OpKind::ArgMax || op == OpKind::ArgMin) return false;
+  return is_elementwise(op) || is_reduction(op);
+}
+
+// Ops that move or replicate elements: exact in any float dtype, so they
+// carry a widened operand's f32 on.
+bool moves(OpKind op) {
+  const OpCategory c = op_info(op).category;
+  return c == OpCategory::Broadcast || c == OpCategory::Layout || c == OpCategory::Gather;
+}
+
+class Widener {
+ public:
+  explicit Widener(const Graph& g) : g_(g), rw_(g) {}
+
+  Graph run() {
+    for (const Node& n : g_.nodes()) rw_.bind(n, rewrite(n));
+    // The graph's results in their declared dtypes.
+    for (const GraphOutput& o : g_.outputs()) {
+      const int producer = g_.value(o.value).producer;
+      if (producer >= 0) rw_.bind(g_.nodes()[static_cast<size_t>(producer)], as_written(o.value));
+    }
+    return rw_.finish();
+  }
+
+ private:
+  ValueId rewrite(const Node& n) {
+    if (n.op == OpKind::Cast) return cast(n);
+    bool narrow_input = false, widened_input = false;
+    for (ValueId v : n.inputs) {
+      narrow_input = narrow_input || narrow_float(g_.type(v).dtype);
+      widened_input = widened_input || widened(v);
+    }
+    std::vector<ValueId> inputs;
+    if ((computes(n.op) && narrow_input) || (moves(n.op) && widened_input)) {
+      for (ValueId v : n.inputs) inputs.push_back(wide(v));
+    } else {
+      for (ValueId v : n.inputs) inputs.push_back(as_written(v));
+    }
+    return rw_.copy(n, std::move(inputs));
+  }
+
+  // An explicit cast rounds where the graph says; a cast to f32 of a value
+  // already in f32 is that value.
+  ValueId cast(const Node& n) {
+    const DType to = n.attrs.get("to").as_dtype();
+    const ValueId x = rw_.mapped(n.inputs[0]);
+    if (rw_.dst().type(x).dtype == to) return x;
+    return rw_.copy(n, {x});
+  }
+
+  bool widened(ValueId v) const { return rw_.dst().type(rw_.mapped(v)).dtype != g_.type(v).dtype; }
+
+  // `v` in f32 where it is a narrow float, else as it is.
+  ValueId wide(ValueId v) {
+    const ValueId m = rw_.mapped(v);
+    if (!narrow_float(rw_.dst().type(m).dtype)) return m;
+    auto [it, fresh] = wide_.try_emplace(v.index);
+    if (fresh) it->second = convert(m, DType::f32, g_.value_name(v) + "_f32");
+    return it->second;
+  }
+
+  // `v` in its own dtype: a widened value rounded back once.
+  ValueId as_written(ValueId v) {
+    if (!widened(v)) return rw_.mapped(v);
+    auto [it, fresh] = written_.try_emplace(v.index);
+    if (fresh) it->second = convert(rw_.mapped(v), g_.type(v).dtype, g_.value_name(v) + "_" + std::string(dtype_name(g_.type(v).dtype)));
+    return it->second;
+  }
+
+  ValueId convert(ValueId v, DType to, const std::string& name) {
+    const int producer = rw_.dst().value(v).producer;
+    const SourceLoc loc = producer >= 0 ? rw_.dst().nodes()[static_cast<size_t>(producer)].loc : SourceLoc{};
+    return rw_.emit(OpKind::Cast, {v}, {{"to", AttrValue(to)}}, name, loc);
+  }
+
+  const Graph& g_;
+  Rewriter rw_;
+  std::map<int, ValueId> wide_, written_;  // by source value: its f32 form, its own dtype's
+};
+
+}  // namespace
+
+Graph widen_narrow_floats(const Graph& g) {
+  bool any = false;
+  for (const Node& n : g.nodes()) any = any || (computes(n.op) && narrow_float(g.type(n.output).dtype));
+  if (!any) return g;
+  return Widener(g).run();
+}
+
+}  // namespace stitch

@@ -96,10 +96,11 @@ bool ends_in_trap(const ControlFlowGraph& cfg, const BasicBlock& b) {
   return b.end > b.begin && cfg.instructions[b.end - 1]->opcode == "trap";
 }
 
-// A block reached from `from`'s successors that ends the kernel (ret, exit,
-// or falling off the end; a trap ends the whole grid and cannot deadlock)
-// with no CTA barrier on the way and before `stop`.
-std::optional<int> barrier_free_exit(const ControlFlowGraph& cfg, const BasicBlock& from, int stop) {
+// Depth-first over the blocks reached from `from`'s successors, never at or
+// past `stop`: `visit(id, block)` gives what the search stops with, or nullopt
+// and whether to go on past the block (`through`).
+template <class T, class Visit>
+std::optional<T> first_reached(const ControlFlowGraph& cfg, const BasicBlock& from, int stop, Visit visit) {
   std::vector<bool> seen(cfg.blocks.size(), false);
   std::vector<int> work(from.successors.rbegin(), from.successors.rend());
   while (!work.empty()) {
@@ -108,28 +109,32 @@ std::optional<int> barrier_free_exit(const ControlFlowGraph& cfg, const BasicBlo
     if (id < 0 || id == stop || seen[static_cast<size_t>(id)]) continue;
     seen[static_cast<size_t>(id)] = true;
     const BasicBlock& b = cfg.blocks[static_cast<size_t>(id)];
-    if (!b.barriers.empty()) continue;
-    if (b.exits && !ends_in_trap(cfg, b)) return id;
+    bool through = true;
+    if (std::optional<T> found = visit(id, b, through)) return found;
+    if (!through) continue;
     for (auto it = b.successors.rbegin(); it != b.successors.rend(); ++it) work.push_back(*it);
   }
   return std::nullopt;
 }
 
+// A block reached from `from`'s successors that ends the kernel (ret, exit,
+// or falling off the end; a trap ends the whole grid and cannot deadlock)
+// with no CTA barrier on the way and before `stop`.
+std::optional<int> barrier_free_exit(const ControlFlowGraph& cfg, const BasicBlock& from, int stop) {
+  return first_reached<int>(cfg, from, stop, [&cfg](int id, const BasicBlock& b, bool& through) -> std::optional<int> {
+    through = b.barriers.empty();
+    if (through && b.exits && !ends_in_trap(cfg, b)) return id;
+    return std::nullopt;
+  });
+}
+
 // The first CTA barrier reachable from `from`'s successors before `stop`, as
 // an index into cfg.instructions.
 std::optional<size_t> reachable_barrier(const ControlFlowGraph& cfg, const BasicBlock& from, int stop) {
-  std::vector<bool> seen(cfg.blocks.size(), false);
-  std::vector<int> work(from.successors.rbegin(), from.successors.rend());
-  while (!work.empty()) {
-    int id = work.back();
-    work.pop_back();
-    if (id < 0 || id == stop || seen[static_cast<size_t>(id)]) continue;
-    seen[static_cast<size_t>(id)] = true;
-    const BasicBlock& b = cfg.blocks[static_cast<size_t>(id)];
+  return first_reached<size_t>(cfg, from, stop, [](int, const BasicBlock& b, bool&) -> std::optional<size_t> {
     if (!b.barriers.empty()) return b.barriers.front();
-    for (auto it = b.successors.rbegin(); it != b.successors.rend(); ++it) work.push_back(*it);
-  }
-  return std::nullopt;
+    return std::nullopt;
+  });
 }
 
 std::string where(const SourceLoc& loc) {

@@ -1,55 +1,40 @@
 #include "runtime/cuda/cublas.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <type_traits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "runtime/cuda/dl_symbols.h"
 #include "stitch/error.h"
 
 namespace stitch::runtime::cuda {
 
 namespace {
 
-#define STITCH_CUBLAS_SYMBOL_TEXT(name) STITCH_CUBLAS_SYMBOL_TEXT_EXPANDED(name)
-#define STITCH_CUBLAS_SYMBOL_TEXT_EXPANDED(name) #name
-
-struct LoadedCublas {
-  std::unique_ptr<CublasApi> api;
-  std::string why;
-};
+using LoadedCublas = LoadedApi<CublasApi>;
 
 LoadedCublas load_one(const std::string& library) {
   LoadedCublas out;
-  // RTLD_NODELETE: cuBLAS keeps per-device state of its own until exit.
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (!handle) {
-    const char* error = dlerror();
-    out.why = error ? error : library;
+  DlSymbols lib(library);
+  if (!lib.opened()) {
+    out.why = lib.error();
     return out;
   }
   auto api = std::make_unique<CublasApi>();
   api->library = library;
-  std::string missing;
-  auto resolve = [&](auto& pointer, const char* symbol) {
-    pointer = reinterpret_cast<std::remove_reference_t<decltype(pointer)>>(dlsym(handle, symbol));
-    if (!pointer) missing += (missing.empty() ? "" : ", ") + std::string(symbol);
-  };
-#define STITCH_CUBLAS_RESOLVE(name) resolve(api->name, STITCH_CUBLAS_SYMBOL_TEXT(name));
+#define STITCH_CUBLAS_RESOLVE(name) lib.resolve(api->name, STITCH_DL_SYMBOL_TEXT(name));
   STITCH_CUBLAS_FUNCTIONS(STITCH_CUBLAS_RESOLVE)
 #undef STITCH_CUBLAS_RESOLVE
-  resolve(api->cublasGemmEx, "cublasGemmEx");
-  resolve(api->cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
-  if (!missing.empty()) {
-    out.why = fmt::format("{} lacks {}", library, missing);
+  lib.resolve(api->cublasGemmEx, "cublasGemmEx");
+  lib.resolve(api->cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
+  if (!lib.missing().empty()) {
+    out.why = fmt::format("{} lacks {}", library, lib.missing());
     return out;
   }
   out.api = std::move(api);

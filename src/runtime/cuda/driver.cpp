@@ -1,49 +1,36 @@
 #include "runtime/cuda/driver.h"
 
-#include <dlfcn.h>
-
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include <fmt/format.h>
 
+#include "runtime/cuda/dl_symbols.h"
 #include "stitch/error.h"
 
 namespace stitch::runtime::cuda {
 namespace {
 
-// The symbol a cuda.h name stands for: the macro expansion, spelled as text.
-#define STITCH_CUDA_SYMBOL_TEXT(name) STITCH_CUDA_SYMBOL_TEXT_EXPANDED(name)
-#define STITCH_CUDA_SYMBOL_TEXT_EXPANDED(name) #name
-
-struct Loaded {
-  std::unique_ptr<DriverApi> api;
-  std::string why;
-};
+using Loaded = LoadedApi<DriverApi>;
 
 Loaded load(const std::string& library) {
   Loaded out;
-  // RTLD_NODELETE: the driver keeps threads of its own; it stays mapped until exit.
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (!handle) {
-    const char* error = dlerror();
-    out.why = fmt::format("the NVIDIA driver library could not be loaded ({})", error ? error : library);
+  DlSymbols lib(library);
+  if (!lib.opened()) {
+    out.why = fmt::format("the NVIDIA driver library could not be loaded ({})", lib.error());
     return out;
   }
   auto api = std::make_unique<DriverApi>();
-  std::string missing;
-#define STITCH_CUDA_RESOLVE(name)                                                              \
-  api->name = reinterpret_cast<decltype(api->name)>(dlsym(handle, STITCH_CUDA_SYMBOL_TEXT(name))); \
-  if (!api->name) missing += (missing.empty() ? "" : ", ") + std::string(STITCH_CUDA_SYMBOL_TEXT(name));
+#define STITCH_CUDA_RESOLVE(name) lib.resolve(api->name, STITCH_DL_SYMBOL_TEXT(name));
   STITCH_CUDA_DRIVER_FUNCTIONS(STITCH_CUDA_RESOLVE)
 #undef STITCH_CUDA_RESOLVE
-  if (!missing.empty()) {
+  if (!lib.missing().empty()) {
     out.why = fmt::format("{} lacks {}: the driver is older than CUDA {}.{}, the toolkit Stitch was built with",
-                          library, missing, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+                          library, lib.missing(), CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
     return out;
   }
-  api->loads_ptx = dlsym(handle, "stitch_cuda_sim_driver") != nullptr;
+  api->loads_ptx = lib.has("stitch_cuda_sim_driver");
   if (CUresult r = api->cuInit(0); r != CUDA_SUCCESS) {
     out.why = fmt::format("cuInit failed: {}", describe_result(*api, r));
     return out;

@@ -40,10 +40,10 @@ struct CompileOptions {
   // an array between runs, or passing another array at the same address,
   // leaves the old weights in use. The CUDA back end ignores it.
   std::vector<std::string> constant_params;
-  // Compute the f16 and bf16 values of the graph in f32 from op to op,
-  // rounding to their own dtype only where the graph hands them on: its
-  // outputs, explicit casts, and the operands of dots, attention and
-  // convolutions (docs/semantics.md, f32 intermediates). That is how Inductor
+  // Compute the f16 and bf16 values of the graph in f32 from op to op, casts
+  // to them included, rounding to their own dtype only where the graph hands
+  // them on: its outputs and the operands of dots, attention and convolutions
+  // (docs/semantics.md, f32 intermediates). That is how Inductor
   // and XLA compute narrow floats; off, every op's result is rounded as
   // written, as PyTorch's eager mode rounds it.
   bool f32_intermediates = false;

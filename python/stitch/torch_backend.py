@@ -450,17 +450,28 @@ def _propagate(gm, args):
         return dict(interpreter.env)
 
 
-# Executables by (text, back end, planner): a block repeated in a model compiles once.
+def _f32_intermediates(options):
+    """Whether a partition's f16 and bf16 values stay in f32 between its ops
+    (options["f32_intermediates"]; docs/torch.md, Half precision between ops)."""
+    value = options.get("f32_intermediates", False)
+    if value not in (True, False):
+        raise ValueError(f'stitch: options["f32_intermediates"] is {value!r}; it takes True or False')
+    return value
+
+
+# Executables by (text, back end, planner, f32 intermediates): a block repeated in a
+# model compiles once.
 _executables = {}
 
 
 def _compile_text(text, name, backend, options):
-    key = (text, backend, options.get("planner", "stitch"))
+    key = (text, backend, options.get("planner", "stitch"), _f32_intermediates(options))
     exe = _executables.get(key)
     if exe is None:
         module = stitch.parse(text, name + ".stitch")
         exe = stitch.compile(module.graphs[name], backend=backend, planner=key[2],
-                             tune=bool(options.get("tune", False)), cache_dir=options.get("cache_dir", ""))
+                             tune=bool(options.get("tune", False)), cache_dir=options.get("cache_dir", ""),
+                             f32_intermediates=key[3])
         _executables[key] = exe
     return exe
 
@@ -883,12 +894,15 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
     backward in training; True: wherever the pattern matches; False: never) and
     backend ("cpu", the default, or "cuda": the partitions of CPU tensors compiled for
     the CUDA back end and run through host memory, to check CUDA code on the simulated
-    driver)."""
+    driver) and f32_intermediates (False, the default: each op's f16 or bf16 result is
+    rounded as eager rounds it; True: a partition's f16 and bf16 values stay in f32
+    between its ops, as in Inductor's kernels)."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     options = dict(options or {})
     _host_backend(options)  # a bad choice is refused before anything is traced
+    _f32_intermediates(options)
     # A training graph's attention is fused before AOTAutograd, so that its backward is
     # the fused kernel's (torch_attention_dynamo.py); an inference graph's after it.
     fused = 0

@@ -57,12 +57,18 @@ class Widener {
     return rw_.copy(n, std::move(inputs));
   }
 
-  // An explicit cast rounds where the graph says; a cast to f32 of a value
-  // already in f32 is that value.
+  // A cast of a float to f16 or bf16 is kept in f32 like any narrow value the
+  // graph computes (a cast of an f32 value is that value); a cast to f32 of a
+  // value already in f32 is that value. Other casts are as written.
   ValueId cast(const Node& n) {
     const DType to = n.attrs.get("to").as_dtype();
     const ValueId x = rw_.mapped(n.inputs[0]);
-    if (rw_.dst().type(x).dtype == to) return x;
+    const DType from = rw_.dst().type(x).dtype;
+    if (narrow_float(to) && (from == DType::f32 || from == DType::f64)) {
+      if (from == DType::f32) return x;
+      return convert(x, DType::f32, g_.value_name(n.output) + "_f32");
+    }
+    if (from == to) return x;
     return rw_.copy(n, {x});
   }
 
@@ -100,7 +106,10 @@ class Widener {
 
 Graph widen_narrow_floats(const Graph& g) {
   bool any = false;
-  for (const Node& n : g.nodes()) any = any || (computes(n.op) && narrow_float(g.type(n.output).dtype));
+  for (const Node& n : g.nodes()) {
+    const bool narrow = narrow_float(g.type(n.output).dtype);
+    any = any || (narrow && (computes(n.op) || (n.op == OpKind::Cast && is_float(g.type(n.inputs[0]).dtype))));
+  }
   if (!any) return g;
   return Widener(g).run();
 }

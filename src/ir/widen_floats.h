@@ -12,12 +12,12 @@ namespace stitch {
 
 // `g` with every elementwise op (but cast) and every reduce_* whose operands
 // include an f16 or bf16 value computed in f32: its narrow-float operands
-// widened by a cast to f32, its result f32. Layout, broadcast and gather ops
-// carry a widened value's f32 on. Rounded back to the value's own dtype
-// (one cast each): graph outputs; the operands of dots, attention,
-// convolutions, argmax and argmin; and the inputs of an explicit cast to a
-// narrow float, which still rounds there. Parameters, constants and iotas keep
-// their dtypes. Returns `g` unchanged when it computes no narrow float.
+// widened by a cast to f32, its result f32. A cast of a float to f16 or bf16
+// is kept in f32 too (Inductor's default; eager rounds there); layout,
+// broadcast and gather ops carry a widened value's f32 on. Rounded back to the
+// value's own dtype (one cast each): graph outputs, and the operands of dots,
+// attention, convolutions, argmax and argmin. Parameters, constants and iotas
+// keep their dtypes. Returns `g` unchanged when it computes no narrow float.
 Graph widen_narrow_floats(const Graph& g);
 
 }  // namespace stitch

@@ -99,27 +99,25 @@ graph norm(x: f16[16, 100]) -> (f16[16, 100], f16[100, 16]) {
 )"));
 }
 
-TEST(WidenFloats, DotOperandsAndExplicitCastsRoundWhereTheGraphSays) {
+TEST(WidenFloats, DotOperandsRoundAndCastsToANarrowFloatDoNot) {
+  // As PyTorch's ops are lowered: each bf16 op in f32 between casts.
   const Graph g = widen_case(R"(
 graph mlp(a: bf16[8, 32], w: bf16[32, 16]) -> (bf16[8, 16]) {
-  h = dot(tanh(a), w)
+  h = dot(cast(tanh(cast(a, to=f32)), to=bf16), w)
   r = cast(mul(cast(h, to=f32), 3.0), to=bf16)
-  y = add(mul(r, h), h)
+  y = cast(add(mul(cast(r, to=f32), cast(h, to=f32)), cast(h, to=f32)), to=bf16)
   return y
 }
 )");
   const Graph w = widen_narrow_floats(g);
-  // tanh in f32, rounded for the dot; the explicit cast to bf16 still rounds
-  // before the mul and add, which compute in f32.
-  EXPECT_EQ(ops_and_casts(w),
-            "cast->f32 tanh cast->bf16 dot cast->f32 constant mul cast->bf16 cast->f32 cast->f32 mul add cast->bf16 ")
+  // tanh in f32, rounded for the dot; from the dot's bf16 result on, f32 to the output.
+  EXPECT_EQ(ops_and_casts(w), "cast->f32 tanh cast->bf16 dot cast->f32 constant mul mul add cast->bf16 ")
       << print_graph(w);
   expect_computes_as(g, widen_case(R"(
 graph mlp(a: bf16[8, 32], w: bf16[32, 16]) -> (bf16[8, 16]) {
   h = dot(cast(tanh(cast(a, to=f32)), to=bf16), w)
   hf = cast(h, to=f32)
-  r = cast(cast(mul(hf, 3.0), to=bf16), to=f32)
-  y = cast(add(mul(r, hf), hf), to=bf16)
+  y = cast(add(mul(mul(hf, 3.0), hf), hf), to=bf16)
   return y
 }
 )"));

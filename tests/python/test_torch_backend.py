@@ -363,6 +363,28 @@ class Ops(StitchCase):
             self.compiled_matches(f, x.to(dtype), tol=dict(rtol=0, atol=0))
             torch._dynamo.reset()
 
+    def test_f32_intermediates_stay_closer_to_float64_than_eager(self):
+        # x * 300 - (x * 300 - x) is x in exact arithmetic; eager rounds the bf16
+        # products and differences (an ulp of 300 is 2), f32 intermediates do not.
+        def f(t):
+            return torch.softmax(t * 300.0 - (t * 300.0 - t), dim=-1)
+
+        x = torch.randn(16, 48).bfloat16()
+        with torch.inference_mode():
+            exact = torch.softmax(x.double(), dim=-1)
+            eager = f(x)
+            rounded = torch.compile(f, backend="stitch")(x)
+            torch._dynamo.reset()
+            got = torch.compile(f, backend="stitch", options={"f32_intermediates": True})(x)
+        self.assert_stitch_ran()
+        self.assertEqual(got.dtype, torch.bfloat16)
+        eager_error = (eager.double() - exact).abs().max().item()
+        self.assertLess((got.double() - exact).abs().max().item(), eager_error / 4)
+        torch.testing.assert_close(rounded, eager, **BF16)
+        torch._dynamo.reset()
+        with self.assertRaisesRegex(Exception, 'options\\["f32_intermediates"\\] is .yes.; it takes True or False'):
+            torch.compile(f, backend="stitch", options={"f32_intermediates": "yes"})(x)
+
     def test_bf16(self):
         stats = self.compiled_matches(op_soup, self.x.bfloat16(), self.y.bfloat16(), self.idx, tol=BF16)
         self.assertEqual(sum(stats[0].torch_ops.values()), 0, stats[0].torch_ops)

@@ -452,8 +452,9 @@ def _propagate(gm, args):
 
 def _f32_intermediates(options):
     """Whether a partition's f16 and bf16 values stay in f32 between its ops
-    (options["f32_intermediates"]; docs/torch.md, Half precision between ops)."""
-    value = options.get("f32_intermediates", False)
+    (options["f32_intermediates"], on by default as in Inductor's kernels; docs/torch.md,
+    Half precision between ops)."""
+    value = options.get("f32_intermediates", True)
     if value not in (True, False):
         raise ValueError(f'stitch: options["f32_intermediates"] is {value!r}; it takes True or False')
     return value
@@ -894,9 +895,9 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
     backward in training; True: wherever the pattern matches; False: never) and
     backend ("cpu", the default, or "cuda": the partitions of CPU tensors compiled for
     the CUDA back end and run through host memory, to check CUDA code on the simulated
-    driver) and f32_intermediates (False, the default: each op's f16 or bf16 result is
-    rounded as eager rounds it; True: a partition's f16 and bf16 values stay in f32
-    between its ops, as in Inductor's kernels)."""
+    driver) and f32_intermediates (True, the default: a partition's f16 and bf16 values
+    stay in f32 between its ops, as in Inductor's kernels; False: each op's result is
+    rounded as eager rounds it)."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 

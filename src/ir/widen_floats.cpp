@@ -1,5 +1,8 @@
 #include "ir/widen_floats.h"
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -74,13 +77,39 @@ class Widener {
 
   bool widened(ValueId v) const { return rw_.dst().type(rw_.mapped(v)).dtype != g_.type(v).dtype; }
 
-  // `v` in f32 where it is a narrow float, else as it is.
+  // `v` in f32 where it is a narrow float, else as it is. A constant the
+  // narrow dtype holds exactly becomes an f32 constant rather than a cast, so
+  // that kernels see a literal (a cast of one is a value of its own, and the
+  // CPU emitter ends a lane loop at it).
   ValueId wide(ValueId v) {
     const ValueId m = rw_.mapped(v);
     if (!narrow_float(rw_.dst().type(m).dtype)) return m;
     auto [it, fresh] = wide_.try_emplace(v.index);
-    if (fresh) it->second = convert(m, DType::f32, g_.value_name(v) + "_f32");
+    if (!fresh) return it->second;
+    const int producer = g_.value(v).producer;
+    const Node* n = producer >= 0 ? &g_.nodes()[static_cast<size_t>(producer)] : nullptr;
+    if (n && n->op == OpKind::Constant && exactly_narrow(n->attrs.get("value").as_number(), g_.type(v).dtype)) {
+      Attrs attrs = n->attrs;
+      attrs.set("dtype", AttrValue(DType::f32));
+      it->second = rw_.emit(OpKind::Constant, {}, std::move(attrs), g_.value_name(v) + "_f32", n->loc);
+    } else {
+      it->second = convert(m, DType::f32, g_.value_name(v) + "_f32");
+    }
     return it->second;
+  }
+
+  // Whether `value` is one of `narrow`'s values (so f32 holds the same).
+  static bool exactly_narrow(double value, DType narrow) {
+    if (std::isnan(value) || std::isinf(value) || value == 0) return true;
+    const float f = static_cast<float>(value);
+    if (static_cast<double>(f) != value) return false;
+    if (narrow == DType::bf16) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &f, sizeof bits);
+      return (bits & 0xFFFFu) == 0;
+    }
+    // f16: integers up to 2048 (every f16 is not needed here).
+    return std::abs(value) <= 2048 && std::floor(value) == value;
   }
 
   // `v` in its own dtype: a widened value rounded back once.

@@ -100,11 +100,14 @@ class Models(StitchCase):
             self.assert_on_backend(self.compiled_matches(model, *inputs, tol=tol, options=self.options))
             return
         # In f16 and bf16 the fused attention keeps the scores and probabilities in f32
-        # where eager rounds them (docs/torch.md, Attention): with the pass off, every op
-        # rounds as eager's and the outputs are within `tol` of eager's; with it on (the
-        # default), the outputs are no further from the model run in float64 than twice
-        # eager's error, the f32 blocks' criterion (test_torch_backend.py).
-        self.compiled_matches(model, *inputs, tol=tol, options={**self.options, "attention": False})
+        # where eager rounds them (docs/torch.md, Attention), and by default every
+        # partition keeps its half-precision values in f32 between ops (Half precision
+        # between ops): with both off, every op rounds as eager's and the outputs are
+        # within `tol` of eager's; with the defaults, the outputs are no further from the
+        # model run in float64 than twice eager's error, the f32 blocks' criterion
+        # (test_torch_backend.py).
+        self.compiled_matches(model, *inputs, tol=tol,
+                              options={**self.options, "attention": False, "f32_intermediates": False})
         self.assert_as_close_to_float64_as_eager(model, inputs, name, options=self.options)
 
     def check_training(self, name):

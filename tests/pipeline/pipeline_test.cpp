@@ -63,9 +63,9 @@ Backend cpu_emitter() {
 TEST(Pipeline, StagesAreOneOrderedTable) {
   std::vector<std::string> names;
   for (const Stage& s : pipeline_stages()) names.emplace_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"canonicalize", "split-reductions", "attention", "conv", "plan", "schedule", "lower",
-                                             "emit", "compile"}));
-  EXPECT_EQ(stage_index("schedule"), 5u);
+  EXPECT_EQ(names, (std::vector<std::string>{"canonicalize", "split-reductions", "attention", "conv", "widen-floats", "plan",
+                                             "schedule", "lower", "emit", "compile"}));
+  EXPECT_EQ(stage_index("schedule"), 6u);
   EXPECT_FALSE(stage_index("kir").has_value());
 }
 
@@ -75,6 +75,7 @@ TEST(Pipeline, DumpNamesMatchStagesAndTheirOlderNames) {
   EXPECT_TRUE(dump_stage_matches("graph", "split-reductions"));
   EXPECT_TRUE(dump_stage_matches("graph", "attention"));
   EXPECT_TRUE(dump_stage_matches("graph", "conv"));
+  EXPECT_TRUE(dump_stage_matches("graph", "widen-floats"));
   EXPECT_TRUE(dump_stage_matches("kir", "lower"));
   EXPECT_TRUE(dump_stage_matches("source", "emit"));
   EXPECT_FALSE(dump_stage_matches("plan", "schedule"));
@@ -92,8 +93,8 @@ TEST(Pipeline, EachStageLeavesItsPartOfTheState) {
                    EXPECT_FALSE(text.empty()) << stage;
                  }};
   run_pipeline(c, cpu_emitter(), "canonicalize", "emit", dump);
-  EXPECT_EQ(dumped, (std::vector<std::string>{"canonicalize", "split-reductions", "attention", "conv", "plan", "schedule", "lower",
-                                              "emit"}));
+  EXPECT_EQ(dumped, (std::vector<std::string>{"canonicalize", "split-reductions", "attention", "conv", "widen-floats", "plan",
+                                              "schedule", "lower", "emit"}));
   // The full reduction of 65536 elements became two row reductions.
   EXPECT_GT(c.graph.nodes().size(), c.canonical.nodes().size());
   ASSERT_EQ(c.schedules.size(), c.plan.groups.size());

@@ -15,6 +15,19 @@ const char* const kWeaveHelp =
     "cuda, cuda-sim: weave adjacent independent kernels into one launch at the PTX level (GoPTX; "
     "docs/goptx.md; the same as STITCH_WEAVE=1)";
 
+// FILE and --graph, as every command over one file takes them.
+void add_file_and_graph(CLI::App& command, std::string& file, std::string& graph, const char* graph_help) {
+  command.add_option("FILE", file, "a .stitch file or an .onnx model")->required();
+  command.add_option("--graph", graph, graph_help);
+}
+
+// FILE... and --graph, as the commands over many files take them.
+void add_files_and_graph(CLI::App& command, std::vector<std::string>& files, std::string& graph,
+                         const char* graph_help) {
+  command.add_option("FILE", files, "one or more .stitch files or .onnx models")->required();
+  command.add_option("--graph", graph, graph_help);
+}
+
 }  // namespace
 
 GraphCommands::GraphCommands(CLI::App& app) {
@@ -29,8 +42,7 @@ GraphCommands::GraphCommands(CLI::App& app) {
 
 void GraphCommands::add_run(CLI::App& app) {
   CLI::App* run = run_ = app.add_subcommand("run", "Run a graph and write or print its results");
-  run->add_option("FILE", file_, "a .stitch file or an .onnx model")->required();
-  run->add_option("--graph", graph_name_, "graph to run (default: the first in the file)");
+  add_file_and_graph(*run, file_, graph_name_, "graph to run (default: the first in the file)");
   run->add_option("--backend", backend_, "where to run it (default cpu; cuda-sim: CUDA on the PTX interpreter)")
       ->check(CLI::IsMember({"interp", "cpu", "cuda", "cuda-sim"}));
   run->add_option("--planner", planner_, "fusion planner (ignored by the interpreter; default xla)")
@@ -49,15 +61,13 @@ void GraphCommands::add_run(CLI::App& app) {
 
 void GraphCommands::add_print(CLI::App& app) {
   CLI::App* print = print_ = app.add_subcommand("print", "Print a file's graphs in canonical text form");
-  print->add_option("FILE", file_, "a .stitch file or an .onnx model")->required();
-  print->add_option("--graph", graph_name_, "print only this graph");
+  add_file_and_graph(*print, file_, graph_name_, "print only this graph");
   print->add_flag("--raw", raw_, "print as parsed, before canonicalisation");
 }
 
 void GraphCommands::add_plan(CLI::App& app) {
   CLI::App* plan = plan_ = app.add_subcommand("plan", "Print a graph's fusion plan and why unfused neighbours stay apart");
-  plan->add_option("FILE", file_, "a .stitch file or an .onnx model")->required();
-  plan->add_option("--graph", graph_name_, "graph to plan (default: the first in the file)");
+  add_file_and_graph(*plan, file_, graph_name_, "graph to plan (default: the first in the file)");
   plan->add_option("--planner", plan_planner_, "fusion planner (default xla)");
   plan->add_option("--format", format_, "text, dot, json or html (the fusion report: stitch report)");
   plan->add_option("--dim", plan_dims_, "bind a symbolic dim for the byte counts: SYMBOL=N (repeatable)");
@@ -72,8 +82,7 @@ void GraphCommands::add_plan(CLI::App& app) {
 
 void GraphCommands::add_report(CLI::App& app) {
   CLI::App* report = report_ = app.add_subcommand("report", "Write the fusion report of a graph as one HTML page (docs/report.md)");
-  report->add_option("FILE", file_, "a .stitch file or an .onnx model")->required();
-  report->add_option("--graph", report_options_.graph_name, "graph to report (default: the first in the file)");
+  add_file_and_graph(*report, file_, report_options_.graph_name, "graph to report (default: the first in the file)");
   report->add_option("--backend", report_options_.backend, "cpu (default), cuda or cuda-sim")
       ->check(CLI::IsMember({"cpu", "cuda", "cuda-sim"}));
   report->add_option("--planner", report_options_.planner, "fusion planner (default xla)")
@@ -94,8 +103,7 @@ void GraphCommands::add_report(CLI::App& app) {
 
 void GraphCommands::add_emit(CLI::App& app) {
   CLI::App* emit = emit_ = app.add_subcommand("emit", "Print the generated source of a graph's kernels");
-  emit->add_option("FILE", file_, "a .stitch file or an .onnx model")->required();
-  emit->add_option("--graph", graph_name_, "graph to compile (default: the first in the file)");
+  add_file_and_graph(*emit, file_, graph_name_, "graph to compile (default: the first in the file)");
   emit->add_option("--backend", emit_backend_, "cpu (default) or cuda (CUDA C, printed only)");
   emit->add_option("--planner", emit_planner_, "fusion planner (default xla)");
   emit->add_option("--row-schedule", emit_rows_, "force the row-reduction schedule (default auto)")
@@ -104,8 +112,7 @@ void GraphCommands::add_emit(CLI::App& app) {
 
 void GraphCommands::add_check(CLI::App& app) {
   CLI::App* check = check_ = app.add_subcommand("check", "Compare every planner x back end with the interpreter");
-  check->add_option("FILE", files_, "one or more .stitch files or .onnx models")->required();
-  check->add_option("--graph", check_options_.graph_name, "check only this graph of each file (default: all)");
+  add_files_and_graph(*check, files_, check_options_.graph_name, "check only this graph of each file (default: all)");
   check->add_option("--dim", check_options_.dims,
                     fmt::format("bind a symbolic dim: SYMBOL=N (repeatable; default {})", kDefaultCheckDim));
   check->add_option("--seed", check_options_.seed, "seed of the random inputs (default 1)");
@@ -121,8 +128,7 @@ void GraphCommands::add_check(CLI::App& app) {
 
 void GraphCommands::add_bench(CLI::App& app) {
   CLI::App* bench = bench_ = app.add_subcommand("bench", "Time workloads per planner against copy bandwidth");
-  bench->add_option("FILE", files_, "one or more .stitch files or .onnx models")->required();
-  bench->add_option("--graph", bench_options_.graph_name, "graph to time in every file (default: the first)");
+  add_files_and_graph(*bench, files_, bench_options_.graph_name, "graph to time in every file (default: the first)");
   bench->add_option("--backend", bench_options_.backend,
                     "cpu (default), cuda, or cuda-sim (the GPU model's predictions; needs --profile)")
       ->check(CLI::IsMember({"cpu", "cuda", "cuda-sim"}));

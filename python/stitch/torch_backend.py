@@ -40,6 +40,7 @@ from . import torch_attention_choice, torch_products, torch_report
 from .torch_attention import fuse_attention
 from .torch_attention_dynamo import fuse_attention_before_autograd
 from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
+from .torch_partitions import VIEWS, fill_per_user, private_views_for_clones, pull_reductions
 
 # Whether matrix products join Stitch's partitions unless options={"dots": ...} says:
 # True, False, or "auto", where each CPU product's problem is timed under both and
@@ -57,17 +58,9 @@ STITCH_ATTENTION_BY_DEFAULT = False
 
 aten = torch.ops.aten
 
-# Ops that only view their input: at a partition's end PyTorch applies them to the
-# partition's result for free, so they leave the partition instead of being copied.
-_VIEWS = {
-    aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.permute.default,
-    aten.transpose.int, aten.t.default, aten.expand.default, aten.unsqueeze.default,
-    aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.alias.default,
-    aten.slice.Tensor, aten.select.int, aten.detach.default, aten.flatten.using_ints,
-}
 # Ops that compute nothing in Stitch either: a partition of only these is left to
 # PyTorch, unless a clone in it moves a layout (_moves_layout).
-_NOT_COMPUTE = _VIEWS | {
+_NOT_COMPUTE = VIEWS | {
     aten.clone.default, aten.lift_fresh_copy.default, aten.split.Tensor,
     aten.split_with_sizes.default, aten.unbind.int,
 }
@@ -255,7 +248,7 @@ def _trim(partition):
     while changed:
         changed = False
         for node in list(nodes):
-            if node.target in _VIEWS and all(u not in nodes for u in node.users):
+            if node.target in VIEWS and all(u not in nodes for u in node.users):
                 del nodes[node]
                 changed = True
     return any(n.target in LOWERINGS and (n.target not in _NOT_COMPUTE or _moves_layout(n)) for n in nodes)
@@ -270,50 +263,6 @@ def _moves_layout(node):
         return False
     source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
     return isinstance(source, torch.Tensor) and not source.is_contiguous()
-
-
-# Ops that make a tensor from numbers alone (no tensor operand): lowered, each is a
-# constant that costs a partition nothing.
-_FILLS = {
-    aten.full.default, aten.scalar_tensor.default, aten.zeros.default, aten.ones.default,
-}
-
-
-def _fill_per_user(gm):
-    """Gives every user of a fill (a tensor of zeros, -inf, ...) its own copy, so that
-    each partition takes the fill as a constant. Shared, the fill went into one
-    partition or none and reached the others as memory: a Llama block's backward
-    read 4 MB of zeros from PyTorch for each rotary embedding's slice_scatter, and a
-    masked softmax took its -inf as a 0-d input."""
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in _FILLS or len(node.users) < 2:
-            continue
-        for user in list(node.users)[1:]:
-            with gm.graph.inserting_before(user):
-                copy = gm.graph.node_copy(node)
-            user.replace_input_with(node, copy)
-
-
-def _private_views_for_clones(gm):
-    """Gives every clone its own copy of the views it reads (up to the tensor they
-    view), where another node reads one of them too. Shared, a view went into the
-    clone's partition and reached the other reader as that partition's output, a
-    tensor Stitch wrote: ViT's qkv heads, read in place before, were written out
-    whole for the partition that reads them. Views are free in PyTorch."""
-    for clone in [n for n in gm.graph.nodes if n.op == "call_function" and n.target is aten.clone.default]:
-        chain = []
-        source = clone.args[0]
-        while isinstance(source, torch.fx.Node) and source.op == "call_function" and source.target in _VIEWS:
-            chain.append(source)
-            source = source.args[0]
-        if not any(len(view.users) > 1 for view in chain):
-            continue
-        previous = source
-        with gm.graph.inserting_before(clone):
-            for view in reversed(chain):
-                below = view.args[0]
-                previous = gm.graph.node_copy(view, lambda a, below=below, previous=previous: previous if a is below else a)
-        clone.replace_input_with(chain[0], previous)
 
 
 _graph_ids = iter(range(1 << 62))
@@ -345,9 +294,9 @@ def _compile_graph(gm, kind, options, attention_before=0):
     if attention:
         chosen = _measured(training=False) if attention == "auto" else None
         stats.attention += fuse_attention(gm, chosen)
-    _fill_per_user(gm)
+    fill_per_user(gm)
     if layout_copies:
-        _private_views_for_clones(gm)
+        private_views_for_clones(gm)
     graph_id = next(_graph_ids)
     dots = options.get("dots", DOTS_BY_DEFAULT)
     if dots not in (True, False, "auto"):
@@ -361,6 +310,7 @@ def _compile_graph(gm, kind, options, attention_before=0):
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     _warn_refusals(gm)
     partitions = [p for p in partitioner.propose_partitions() if _trim(p)]
+    partitions = [p for p in pull_reductions(gm, partitions) if _trim(p)]
     report = torch_report.graph_report(gm, graph_id, kind, partitions, support.refusal)
     if partitions:
         fuse_by_partitions(gm, [p.nodes for p in partitions], prefix="stitch_", always_return_tuple=True)

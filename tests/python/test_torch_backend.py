@@ -767,6 +767,33 @@ class Behaviour(StitchCase):
                                                                "aten.view.default", "aten.permute.default"}, set(),
                          kinds["backward"].torch_ops)
 
+    def test_bias_and_norm_gradients_join_the_partitions_they_read(self):
+        # The partitioner puts the backward's gradient sums behind the matrix products,
+        # in a partition of their own that reads their operands from memory again; they
+        # belong beside the layer norm's and the GELU's backward, which compute them.
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.up, self.down, self.norm = nn.Linear(32, 64), nn.Linear(64, 32), nn.LayerNorm(32)
+
+            def forward(self, x):
+                return self.norm(x + self.down(F.gelu(self.up(x))))
+
+        block = randomise(Block())
+        x = torch.randn(4, 8, 32)
+        torch.compile(block, backend="stitch")(x).square().mean().backward()
+        got = [p.grad.clone() for p in block.parameters()]
+        block.zero_grad()
+        block(x).square().mean().backward()
+        for g, w in zip(got, [p.grad for p in block.parameters()]):
+            torch.testing.assert_close(g, w, **F32_BLOCK)
+        backward = [s for s in self.assert_stitch_ran() if s.kind == "backward"][0]
+        sums = {"aten.sum.dim_IntList", "aten.sum.default"}
+        self.assertEqual(len(backward.partitions), 2, [p.ops for p in backward.partitions])
+        for p in backward.partitions:
+            self.assertTrue(sums & set(p.ops), p.ops)
+            self.assertIn("aten.mul.Tensor", p.ops)
+
     def test_training_steps_of_blocks_match_eager_gradients(self):
         # The Llama block's backward has slice_scatter (the rotary slices' gradients).
         for make in (GPT2Block, BertLayerWithMask, LlamaBlock):

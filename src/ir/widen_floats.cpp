@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,9 @@ bool moves(OpKind op) {
 
 class Widener {
  public:
-  explicit Widener(const Graph& g) : g_(g), rw_(g) {}
+  explicit Widener(const Graph& g) : g_(g), rw_(g) {
+    for (const GraphOutput& o : g.outputs()) returned_.insert(o.value.index);
+  }
 
   Graph run() {
     for (const Node& n : g_.nodes()) rw_.bind(n, rewrite(n));
@@ -65,7 +68,7 @@ class Widener {
   // value already in f32 is that value. Other casts are as written.
   ValueId cast(const Node& n) {
     const DType to = n.attrs.get("to").as_dtype();
-    const ValueId x = rw_.mapped(n.inputs[0]);
+    const ValueId x = read(n.inputs[0]);
     const DType from = rw_.dst().type(x).dtype;
     if (narrow_float(to) && (from == DType::f32 || from == DType::f64)) {
       if (from == DType::f32) return x;
@@ -77,12 +80,24 @@ class Widener {
 
   bool widened(ValueId v) const { return rw_.dst().type(rw_.mapped(v)).dtype != g_.type(v).dtype; }
 
+  // `v` as the graph's ops read it: a value the graph returns is read as
+  // returned, rounded to its dtype (and widened again), so that what reads it
+  // in the graph and what reads it outside see one value; a reduction of a
+  // returned value then reads the written result rather than an f32 copy of
+  // it (a bias gradient beside the GELU backward that returns its operand).
+  ValueId read(ValueId v) {
+    if (!widened(v) || !returned_.count(v.index)) return rw_.mapped(v);
+    auto [it, fresh] = wide_.try_emplace(v.index);
+    if (fresh) it->second = convert(as_written(v), DType::f32, g_.value_name(v) + "_f32");
+    return it->second;
+  }
+
   // `v` in f32 where it is a narrow float, else as it is. A constant the
   // narrow dtype holds exactly becomes an f32 constant rather than a cast, so
   // that kernels see a literal (a cast of one is a value of its own, and the
   // CPU emitter ends a lane loop at it).
   ValueId wide(ValueId v) {
-    const ValueId m = rw_.mapped(v);
+    const ValueId m = read(v);
     if (!narrow_float(rw_.dst().type(m).dtype)) return m;
     auto [it, fresh] = wide_.try_emplace(v.index);
     if (!fresh) return it->second;
@@ -129,6 +144,7 @@ class Widener {
   const Graph& g_;
   Rewriter rw_;
   std::map<int, ValueId> wide_, written_;  // by source value: its f32 form, its own dtype's
+  std::set<int> returned_;                 // the values the graph returns
 };
 
 }  // namespace

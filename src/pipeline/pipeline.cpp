@@ -61,8 +61,12 @@ void conv_stage(Compilation& c, const Backend&) {
 }
 
 // f16 and bf16 intermediates in f32 where the caller asks (ir/widen_floats.h).
+// A reduction of narrow floats, left whole by the split stage (its partial
+// totals would round to its dtype), now sums f32 values: split like any other.
 void widen_stage(Compilation& c, const Backend&) {
-  if (c.plan_options.f32_intermediates) c.graph = widen_narrow_floats(c.graph);
+  if (!c.plan_options.f32_intermediates) return;
+  const bool cpu = c.target.machine == schedule::RowScheduleTarget::Machine::Cpu;
+  c.graph = split_full_reductions(widen_narrow_floats(c.graph), cpu ? cpu_split_options() : gpu_split_options());
 }
 
 void plan_stage(Compilation& c, const Backend&) {

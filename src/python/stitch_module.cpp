@@ -621,7 +621,6 @@ void bind_executables(py::module_& m) {
         o.cache_dir = cache_dir;
         o.constant_params = constants;
         o.f32_intermediates = f32_intermediates;
-        o.dump = "none";
         return PyExecutable{std::make_shared<stitch::Executable>(stitch::Executable::compile(g, o)), std::nullopt};
       },
       py::arg("graph"), py::arg("backend") = "cpu", py::arg("planner") = "stitch", py::arg("tune") = false,

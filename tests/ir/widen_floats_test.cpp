@@ -123,6 +123,29 @@ graph mlp(a: bf16[8, 32], w: bf16[32, 16]) -> (bf16[8, 16]) {
 )"));
 }
 
+TEST(WidenFloats, AValueTheGraphReturnsIsReadAsReturned) {
+  // A gradient and its bias gradient: the sum reads the gradient the graph
+  // returns, rounded, as a sum outside the graph would; exp's result and the
+  // sum's total stay in f32.
+  const Graph g = widen_case(R"(
+graph grad(g: bf16[64, 48], x: bf16[64, 48]) -> (bf16[64, 48], bf16[48]) {
+  d = mul(g, exp(x))
+  s = reduce_sum(d, axes=[0], keepdims=false)
+  return d, s
+}
+)");
+  const Graph w = widen_narrow_floats(g);
+  EXPECT_EQ(ops_and_casts(w), "cast->f32 exp cast->f32 mul cast->bf16 cast->f32 reduce_sum cast->bf16 ")
+      << print_graph(w);
+  expect_computes_as(g, widen_case(R"(
+graph grad(g: bf16[64, 48], x: bf16[64, 48]) -> (bf16[64, 48], bf16[48]) {
+  d = cast(mul(cast(g, to=f32), exp(cast(x, to=f32))), to=bf16)
+  s = cast(reduce_sum(cast(d, to=f32), axes=[0], keepdims=false), to=bf16)
+  return d, s
+}
+)"));
+}
+
 TEST(WidenFloats, AGraphThatComputesNoNarrowFloatIsUnchanged) {
   const Graph g = widen_case(R"(
 graph f(x: f32[4, 4], h: bf16[4, 4]) -> (f32[4, 4], bf16[4, 4]) {

@@ -35,7 +35,7 @@ packages=(
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libsleef-dev
   libonnx-dev libprotobuf-dev
   coinor-libcbc-dev
-  libjemalloc-dev
+  libjemalloc-dev libssl-dev
   graphviz
 )
 if ((with_tests)); then

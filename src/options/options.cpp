@@ -6,6 +6,8 @@
 #include <array>
 #include <charconv>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 
 #include "stitch/error.h"
@@ -21,7 +23,7 @@ constexpr std::array kVariables = {
     "STITCH_STREAM_MIN_BYTES", "STITCH_HUGE_PAGES", "STITCH_WEAVE",             "STITCH_CACHE_DIR",
     "STITCH_CACHE_MAX_BYTES", "STITCH_CXX",         "STITCH_CUDA_DRIVER",       "STITCH_CUDA_SIM_DRIVER",
     "STITCH_CUDA_SIM_PROFILE", "STITCH_CUDA_SIM_PROFILE_OUT", "STITCH_CUDA_SIM_PTX_DIR", "STITCH_CUDA_SIM_FAIL",
-    "STITCH_TEST_PERTURB_CHECK", "STITCH_HELD_ROWS",
+    "STITCH_TEST_PERTURB_CHECK", "STITCH_HELD_ROWS", "STITCH_CACHE_KEY", "STITCH_CACHE_KEY_FILE",
 };
 using RawValues = std::array<std::optional<std::string>, kVariables.size()>;
 
@@ -48,6 +50,27 @@ bool on_off(const RawValues& raw, std::string_view name, bool default_value) {
   if (v.empty()) return default_value;
   if (v != "0" && v != "1") throw UserError(fmt::format("{}={}: not 0 or 1", name, v));
   return v == "1";
+}
+
+// STITCH_CACHE_KEY itself, or the contents of STITCH_CACHE_KEY_FILE (less one
+// trailing newline, as `echo` writes it); both set, an unreadable or an empty
+// file is bad input.
+std::optional<std::string> cache_secret(const RawValues& raw) {
+  const std::string& key = value(raw, "STITCH_CACHE_KEY");
+  const std::string& file = value(raw, "STITCH_CACHE_KEY_FILE");
+  if (!key.empty() && !file.empty()) {
+    throw UserError("STITCH_CACHE_KEY and STITCH_CACHE_KEY_FILE are both set: set one");
+  }
+  if (!key.empty()) return key;
+  if (file.empty()) return std::nullopt;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UserError(fmt::format("STITCH_CACHE_KEY_FILE={}: cannot be read", file));
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  std::string secret = bytes.str();
+  if (!secret.empty() && secret.back() == '\n') secret.pop_back();
+  if (secret.empty()) throw UserError(fmt::format("STITCH_CACHE_KEY_FILE={}: holds no secret", file));
+  return secret;
 }
 
 std::optional<int64_t> integer(const RawValues& raw, std::string_view name, int64_t low, int64_t high,
@@ -100,6 +123,8 @@ EnvironmentOptions parse(const RawValues& raw) {
   if (const std::string& bound = value(raw, "STITCH_CACHE_MAX_BYTES"); !bound.empty()) {
     o.cache_max_bytes = parse_byte_count(bound, "STITCH_CACHE_MAX_BYTES");
   }
+  o.cache_secret = cache_secret(raw);
+  o.cache_key_file = value(raw, "STITCH_CACHE_KEY_FILE");
   o.cxx = value(raw, "STITCH_CXX");
   o.cuda_driver = value(raw, "STITCH_CUDA_DRIVER");
   o.cuda_sim_driver = value(raw, "STITCH_CUDA_SIM_DRIVER");

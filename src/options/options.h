@@ -29,6 +29,10 @@ struct EnvironmentOptions {
   bool weave = false;                     // STITCH_WEAVE
   std::string cache_dir;                  // STITCH_CACHE_DIR; empty: the default place
   std::optional<uint64_t> cache_max_bytes;  // STITCH_CACHE_MAX_BYTES; unset: the default bound
+  // STITCH_CACHE_KEY, or the contents of STITCH_CACHE_KEY_FILE: the secret
+  // that signs kernel-cache entries (runtime/common/entry_signature.h); none: unsigned.
+  std::optional<std::string> cache_secret;
+  std::string cache_key_file;             // STITCH_CACHE_KEY_FILE, where the secret came from
   std::string cxx;                        // STITCH_CXX; empty: c++
   std::string cuda_driver;                // STITCH_CUDA_DRIVER: another driver library for Backend::Cuda
   std::string cuda_sim_driver;            // STITCH_CUDA_SIM_DRIVER: the simulated driver of --backend cuda-sim

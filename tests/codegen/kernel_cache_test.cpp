@@ -253,5 +253,67 @@ TEST_F(KernelCacheTest, ConcurrentProcessesCompilingOneKeyAllSucceed) {
   EXPECT_EQ(leftover_scratch, 0);
 }
 
+// Signed entries (docs/kernel-cache.md, Signed entries): under a secret every
+// entry carries an HMAC tag over its key and bytes. What someone who can write
+// to the directory but lacks the secret can do: put another object under a
+// key with its plain checksum (without a secret that is a hit and runs the
+// other object's code), or move a whole entry to another key.
+TEST_F(KernelCacheTest, UnderASecretEntriesCarryATagAndLoadWithoutACompile) {
+  KernelCache cache(cache_dir_, 0, "first secret");
+  const std::string source = constant_kernel_source(41);
+  const std::string key = cache.key(source, options_);
+  EXPECT_EQ(call_answer(cache.load_or_compile(source, options_)), 41);
+  const std::string bytes = read_text(cache.shared_object_path(key));
+  EXPECT_EQ(read_text(cache.tag_path(key)), entry_tag("first secret", key, bytes));
+  EXPECT_NE(read_text(cache.tag_path(key)), entry_tag("second secret", key, bytes));
+  EXPECT_NE(read_text(cache.tag_path(key)), entry_tag("first secret", std::string(64, '0'), bytes));
+  KernelCache later(cache_dir_, 0, "first secret");
+  EXPECT_EQ(call_answer(later.load_or_compile(source, options_)), 41);
+  EXPECT_EQ(later.stats().hits, 1);
+  // Without a secret the directory is trusted, as it always was: the checksum suffices.
+  KernelCache unsigned_reader(cache_dir_, 0, std::nullopt);
+  EXPECT_EQ(call_answer(unsigned_reader.load_or_compile(source, options_)), 41);
+  EXPECT_EQ(unsigned_reader.stats().hits, 1);
+  EXPECT_EQ(compiles(), 1);
+}
+
+TEST_F(KernelCacheTest, AForgedOrMovedEntryIsNeverLoadedUnderTheSecret) {
+  KernelCache cache(cache_dir_, 0, "secret");
+  const std::string mine = constant_kernel_source(7), theirs = constant_kernel_source(666);
+  const std::string key = cache.key(mine, options_), other = cache.key(theirs, options_);
+  ASSERT_EQ(call_answer(cache.load_or_compile(mine, options_)), 7);
+  ASSERT_EQ(call_answer(cache.load_or_compile(theirs, options_)), 666);
+  const std::string forged = read_text(cache.shared_object_path(other));
+
+  // Another object under this key with its own checksum: a hit without the
+  // secret, which runs the forged code; rejected under it.
+  replace_file(cache.shared_object_path(key), forged);
+  replace_file(cache.checksum_path(key), sha256_hex(forged));
+  KernelCache trusting(cache_dir_, 0, std::nullopt);
+  EXPECT_EQ(call_answer(trusting.load_or_compile(mine, options_)), 666);
+  EXPECT_EQ(call_answer(cache.load_or_compile(mine, options_)), 7);
+  EXPECT_EQ(cache.stats().rejected_unsigned, 1);
+
+  // The other entry whole (object, checksum and tag) under this key: its tag
+  // names its own key.
+  for (const auto& [from, to] : {std::pair{cache.shared_object_path(other), cache.shared_object_path(key)},
+                                 std::pair{cache.checksum_path(other), cache.checksum_path(key)},
+                                 std::pair{cache.tag_path(other), cache.tag_path(key)}}) {
+    replace_file(to, read_text(from));
+  }
+  EXPECT_EQ(call_answer(cache.load_or_compile(mine, options_)), 7);
+  EXPECT_EQ(cache.stats().rejected_unsigned, 2);
+
+  // An entry written without a secret, or under another one, is not trusted either.
+  fs::remove(cache.tag_path(key));
+  EXPECT_EQ(call_answer(cache.load_or_compile(mine, options_)), 7);
+  KernelCache other_secret(cache_dir_, 0, "another secret");
+  EXPECT_EQ(call_answer(other_secret.load_or_compile(mine, options_)), 7);
+  EXPECT_EQ(cache.stats().rejected_unsigned, 3);
+  EXPECT_EQ(other_secret.stats().rejected_unsigned, 1);
+  EXPECT_EQ(cache.stats().hits, 0);
+  EXPECT_EQ(compiles(), 2 + 4);
+}
+
 }  // namespace
 }  // namespace stitch::runtime::cpu::testing

@@ -47,6 +47,28 @@ TEST_F(CliCache, InfoAndClearReportTheCache) {
   ASSERT_EQ(run_cli("run " + add_graph(), "STITCH_DUMP=cache").status, 0);
 }
 
+// Signed entries (docs/kernel-cache.md): `cache info` says whether they are on and
+// from where; a run under a secret writes each entry's tag; a secret given twice
+// is bad input.
+TEST_F(CliCache, InfoSaysWhetherEntriesAreSigned) {
+  CliResult off = run_cli("cache info");
+  EXPECT_TRUE(contains(off.output, "signing     off")) << off.output;
+  ASSERT_EQ(run_cli("run " + add_graph()).status, 0);  // an unsigned entry, then a reader under a secret
+  CliResult signed_run = run_cli("run " + add_graph(), "STITCH_CACHE_KEY=s3cret STITCH_DUMP=cache");
+  ASSERT_EQ(signed_run.status, 0) << signed_run.output;
+  EXPECT_TRUE(contains(signed_run.output, "does not carry a valid signature under STITCH_CACHE_KEY")) << signed_run.output;
+  EXPECT_TRUE(contains(signed_run.output, "cache: hits=0 misses=0 rejected_unsigned=1")) << signed_run.output;
+  int tags = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(cache() / "cpu")) tags += entry.path().extension() == ".tag";
+  EXPECT_EQ(tags, 1);
+  CliResult on = run_cli("cache info", "STITCH_CACHE_KEY=s3cret");
+  EXPECT_TRUE(contains(on.output, "signing     on (STITCH_CACHE_KEY)")) << on.output;
+  const std::string file = write("cache-key", "s3cret\n");
+  CliResult both = run_cli("run " + add_graph(), "STITCH_CACHE_KEY=s3cret STITCH_CACHE_KEY_FILE=" + file);
+  EXPECT_EQ(both.status, 2) << both.output;
+  EXPECT_TRUE(contains(both.output, "STITCH_CACHE_KEY and STITCH_CACHE_KEY_FILE are both set")) << both.output;
+}
+
 TEST_F(CliCache, BadInputExitsTwo) {
   const std::string file = write("not-a-dir", "x");
   for (const char* command : {"cache info", "cache clear"}) {

@@ -3,7 +3,9 @@
 // a change after the first read taken at the next.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "options/options.h"
@@ -87,6 +89,32 @@ TEST(EnvironmentOptions, BadValuesNameTheVariable) {
   EXPECT_NE(dump.find("schedule"), std::string::npos) << dump;  // lists the names it takes
   // Once the bad value is gone, the options read again.
   EXPECT_TRUE(environment_options().prefetch);
+}
+
+// The kernel cache's secret: the variable itself, or a file's contents less
+// one trailing newline; both, an unreadable file or an empty one are bad input.
+TEST(EnvironmentOptions, TheCacheSecretFromTheVariableOrAFile) {
+  EXPECT_FALSE(environment_options().cache_secret.has_value());
+  {
+    ScopedVariable k("STITCH_CACHE_KEY", "s3cret");
+    EXPECT_EQ(environment_options().cache_secret, "s3cret");
+  }
+  const std::string file = ::testing::TempDir() + "stitch-cache-key";
+  std::ofstream(file) << "from a file\n";
+  {
+    ScopedVariable f("STITCH_CACHE_KEY_FILE", file.c_str());
+    EXPECT_EQ(environment_options().cache_secret, "from a file");
+    ScopedVariable k("STITCH_CACHE_KEY", "s3cret");
+    EXPECT_EQ(error_of("STITCH_CACHE_KEY", "s3cret"), "STITCH_CACHE_KEY and STITCH_CACHE_KEY_FILE are both set: set one");
+  }
+  // The file is read when the variable changes (here: another file each time).
+  const std::string blank = file + "-blank", missing = file + "-missing";
+  std::ofstream(blank) << "\n";
+  EXPECT_EQ(error_of("STITCH_CACHE_KEY_FILE", blank.c_str()), "STITCH_CACHE_KEY_FILE=" + blank + ": holds no secret");
+  EXPECT_EQ(error_of("STITCH_CACHE_KEY_FILE", missing.c_str()), "STITCH_CACHE_KEY_FILE=" + missing + ": cannot be read");
+  std::remove(file.c_str());
+  std::remove(blank.c_str());
+  EXPECT_FALSE(environment_options().cache_secret.has_value());
 }
 
 // Every stage of the pipeline's table can be dumped by its name.

@@ -159,6 +159,29 @@ TEST_P(CubinCacheTest, ACorruptEntryIsRecompiledAndReplaced) {
   }
 }
 
+// Signed entries (docs/kernel-cache.md): under a secret a cubin carries a tag;
+// another cubin put under its key with its own checksum is not loaded.
+TEST_P(CubinCacheTest, UnderASecretAForgedCubinIsRecompiled) {
+  CubinCache cache(dir_.path(), "secret");
+  const std::string cubin = cache.load_or_compile(kSource, arch());
+  const std::string key = cache.key(kSource, arch());
+  EXPECT_EQ(read_bytes(cache.tag_path(key, arch())), entry_tag("secret", key, cubin));
+  const std::string other_source = std::string(kSource) + "// another kernel's bytes\n"
+                                   "extern \"C\" __global__ void k_other(float* y) { y[0] = 1.0f; }\n";
+  const std::string forged = cache.load_or_compile(other_source, arch());
+  write_bytes(cache.cubin_path(key, arch()), forged);
+  write_bytes(cache.checksum_path(key, arch()), cpu::sha256_hex(forged));
+  EXPECT_EQ(CubinCache(dir_.path(), std::nullopt).load_or_compile(kSource, arch()), forged);  // trusted without one
+  CubinCache signed_reader(dir_.path(), "secret");
+  const std::string recompiled = signed_reader.load_or_compile(kSource, arch());
+  EXPECT_NE(recompiled, forged);
+  EXPECT_EQ(read_bytes(cache.cubin_path(key, arch())), recompiled);
+  EXPECT_EQ(signed_reader.stats().rejected_unsigned, 1);
+  CubinCache next(dir_.path(), "secret");
+  EXPECT_EQ(next.load_or_compile(kSource, arch()), recompiled);
+  EXPECT_EQ(next.stats().hits, 1);
+}
+
 TEST_P(CubinCacheTest, NvrtcRejectingTheSourceThrowsItsLogAndStoresNothing) {
   CubinCache cache(dir_.path());
   const std::string bad = "extern \"C\" __global__ void k_bad(float* y) { y[0] = undeclared_name; }\n";

@@ -55,6 +55,11 @@ int info(const fs::path& dir) {
                            bound == 0 ? std::string("none (STITCH_CACHE_MAX_BYTES=0)")
                                       : fmt::format("{} bytes ({}, {})", bound, human_bytes(bound),
                                                     from_env ? "STITCH_CACHE_MAX_BYTES" : "default"));
+  const EnvironmentOptions env = environment_options();
+  std::cout << fmt::format("signing     {}\n",
+                           !env.cache_secret ? "off (no STITCH_CACHE_KEY or STITCH_CACHE_KEY_FILE: checksums only)"
+                           : env.cache_key_file.empty() ? "on (STITCH_CACHE_KEY)"
+                                                        : "on (STITCH_CACHE_KEY_FILE " + env.cache_key_file + ")");
   const CacheSummary summary = runtime::cpu::summarize_cache(dir);
   for (const char* kind : {"cpu", "cuda", "tuning", "stamps", "other"}) {
     auto it = summary.kinds.find(kind);

@@ -227,7 +227,9 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
   if (tuners) report_tuning(*tuners);
   if (dump_enabled("cache")) {
     runtime::cpu::CacheStats s = cache.stats();
-    std::cerr << fmt::format("cache: hits={} misses={}\n", s.hits, s.misses);
+    std::cerr << fmt::format("cache: hits={} misses={}{}{}\n", s.hits, s.misses,
+                             s.recompiled_corrupt ? fmt::format(" recompiled_corrupt={}", s.recompiled_corrupt) : "",
+                             s.rejected_unsigned ? fmt::format(" rejected_unsigned={}", s.rejected_unsigned) : "");
   }
   std::vector<Tensor> results = exe.run(inputs);
   if (dump_enabled("buffers")) {

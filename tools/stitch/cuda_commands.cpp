@@ -98,7 +98,9 @@ std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& plann
   if (tuner) report_schedule_tuning(*tuner);
   if (dump_enabled("cache")) {
     runtime::cuda::CubinCacheStats s = cubin_cache().stats();
-    std::cerr << fmt::format("cubin cache: hits={} misses={}\n", s.hits, s.misses);
+    std::cerr << fmt::format("cubin cache: hits={} misses={}{}{}\n", s.hits, s.misses,
+                             s.recompiled_corrupt ? fmt::format(" recompiled_corrupt={}", s.recompiled_corrupt) : "",
+                             s.rejected_unsigned ? fmt::format(" rejected_unsigned={}", s.rejected_unsigned) : "");
   }
   std::vector<Tensor> results = exe.run(inputs);
   if (dump_enabled("buffers")) {

@@ -135,7 +135,8 @@ void walk(const fs::path& dir, const std::string& kind, Scan& scan, std::map<fs:
     std::string file_kind = kind.empty() ? "other" : kind;
     if (file_kind == "cpu" && dir.filename() == "compilers") file_kind = "stamps";
     // An entry is its files of one key: <key>.so and <key>.sum, <key>.cubin
-    // (or .ptx) and <key>.sha256, or one tuning file.
+    // (or .ptx) and <key>.sha256, each with <key>.tag when signed, or one
+    // tuning file.
     Entry& entry = groups[dir / name.substr(0, name.find('.'))];
     entry.kind = file_kind;
     entry.files.push_back({p, static_cast<uint64_t>(st.st_size)});
@@ -153,7 +154,9 @@ Scan scan_directory(const fs::path& directory) {
   return scan;
 }
 
-bool is_checksum(const fs::path& p) { return p.extension() == ".sum" || p.extension() == ".sha256"; }
+bool is_checksum(const fs::path& p) {
+  return p.extension() == ".sum" || p.extension() == ".sha256" || p.extension() == ".tag";
+}
 
 // The checksum first: from then on every reader sees a miss (an object
 // without its checksum), and the object can go. A file already gone is fine.

@@ -211,8 +211,8 @@ std::string target_description() {
   return description;
 }
 
-KernelCache::KernelCache(std::filesystem::path directory, uint64_t max_bytes)
-    : directory_(std::move(directory)), max_bytes_(max_bytes) {}
+KernelCache::KernelCache(std::filesystem::path directory, uint64_t max_bytes, std::optional<std::string> secret)
+    : directory_(std::move(directory)), max_bytes_(max_bytes), secret_(std::move(secret)) {}
 
 namespace {
 
@@ -293,6 +293,8 @@ std::filesystem::path KernelCache::checksum_path(const std::string& key) const {
   return directory_ / "cpu" / (key + ".sum");
 }
 
+std::filesystem::path KernelCache::tag_path(const std::string& key) const { return directory_ / "cpu" / (key + ".tag"); }
+
 CacheStats KernelCache::stats() const {
   std::lock_guard<std::mutex> lock(stats_mutex_);
   return stats_;
@@ -311,11 +313,15 @@ void KernelCache::store_compiled_graph(const std::string& key, std::shared_ptr<c
   compiled_graphs_[key] = std::move(compiled);
 }
 
-bool KernelCache::entry_is_valid(const std::string& key) const {
+KernelCache::EntryState KernelCache::entry_state(const std::string& key) const {
   const std::string checksum = read_bytes(checksum_path(key));
-  if (checksum.empty()) return false;
+  if (checksum.empty()) return EntryState::Invalid;
   const std::string shared_object = read_bytes(shared_object_path(key));
-  return !shared_object.empty() && sha256_hex(shared_object) == checksum;
+  if (shared_object.empty() || sha256_hex(shared_object) != checksum) return EntryState::Invalid;
+  if (secret_ && !entry_tag_verifies(*secret_, key, shared_object, read_bytes(tag_path(key)))) {
+    return EntryState::Unsigned;
+  }
+  return EntryState::Valid;
 }
 
 CpuModule KernelCache::compile_into_entry(const std::string& key, const std::string& source,
@@ -340,14 +346,19 @@ CpuModule KernelCache::compile_into_entry(const std::string& key, const std::str
     // name for this one, which is then the same key, so the same object.
     const std::filesystem::path compiled = scratch_dir / (key + ".so");
     compile_shared_object(source, compiled, options);
+    const std::string bytes = read_bytes(compiled);
     const std::filesystem::path checksum = scratch_dir / "kernel.sum";
-    write_bytes(checksum, sha256_hex(read_bytes(compiled)));
+    write_bytes(checksum, sha256_hex(bytes));
+    const std::filesystem::path tag = scratch_dir / "kernel.tag";
+    if (secret_) write_bytes(tag, entry_tag(*secret_, key, bytes));
     // Loaded before it is published: once renamed, another process may evict
     // it at any moment, and the mapping outlives the unlink.
     module = CpuModule::load(compiled);
-    // The object first, its checksum second: a crash in between leaves an
-    // entry without (or with a stale) checksum, which the next load recompiles.
+    // The object first, its tag next, its checksum last: a crash in between
+    // leaves an entry without (or with a stale) checksum or tag, which the
+    // next load recompiles.
     rename_into_place(compiled, shared_object_path(key));
+    if (secret_) rename_into_place(tag, tag_path(key));
     rename_into_place(checksum, checksum_path(key));
   } catch (...) {
     // The compiler's diagnostics travel in the CompileError; the scratch
@@ -370,7 +381,8 @@ CpuModule KernelCache::load_or_compile(const std::string& source, const Compiler
 
 CpuModule KernelCache::load_or_compile_entry(const std::string& source, const CompilerOptions& options) {
   const std::string entry_key = key(source, options);
-  if (entry_is_valid(entry_key)) {
+  const EntryState state = entry_state(entry_key);
+  if (state == EntryState::Valid) {
     touch_cache_file(checksum_path(entry_key));
     // Another process may evict the entry between the check and dlopen: then
     // it is a miss like any other.
@@ -383,10 +395,11 @@ CpuModule KernelCache::load_or_compile_entry(const std::string& source, const Co
   std::error_code ignored;
   const bool had_entry = std::filesystem::exists(shared_object_path(entry_key), ignored) ||
                          std::filesystem::exists(checksum_path(entry_key), ignored);
+  if (state == EntryState::Unsigned) warn_unverified_entry_once(shared_object_path(entry_key).string());
   CpuModule module = compile_into_entry(entry_key, source, options);
-  maintain_cache(directory_, max_bytes_, {shared_object_path(entry_key), checksum_path(entry_key)});
+  maintain_cache(directory_, max_bytes_, {shared_object_path(entry_key), checksum_path(entry_key), tag_path(entry_key)});
   std::lock_guard<std::mutex> lock(stats_mutex_);
-  ++(had_entry ? stats_.recompiled_corrupt : stats_.misses);
+  ++(state == EntryState::Unsigned ? stats_.rejected_unsigned : had_entry ? stats_.recompiled_corrupt : stats_.misses);
   return module;
 }
 

@@ -8,9 +8,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "runtime/common/entry_signature.h"
 #include "runtime/cpu/cache_maintenance.h"
 #include "runtime/cpu/cpu_compiler.h"
 
@@ -50,6 +52,7 @@ struct CacheStats {
   int hits = 0;                // a verified entry was loaded, no compiler run
   int misses = 0;              // no entry: compiled and stored
   int recompiled_corrupt = 0;  // an entry failed verification: compiled and replaced
+  int rejected_unsigned = 0;   // under a secret, an entry whose tag did not verify: compiled and replaced
 };
 
 // Not copyable (it owns a mutex); load_or_compile may be called from several
@@ -60,8 +63,10 @@ class KernelCache {
   // cache never touches the disk. `max_bytes` bounds the whole directory
   // (cache_maintenance.h; 0: no bound); the default reads
   // $STITCH_CACHE_MAX_BYTES and throws UserError when it is not a byte count.
+  // `secret` signs the entries written and is required of the entries loaded
+  // (runtime/common/entry_signature.h); the default is the environment's.
   explicit KernelCache(std::filesystem::path directory = default_cache_directory(),
-                       uint64_t max_bytes = cache_max_bytes());
+                       uint64_t max_bytes = cache_max_bytes(), std::optional<std::string> secret = cache_secret());
 
   // The cached shared object for `source` compiled with `options`, compiling and
   // storing it on a miss or a corrupt entry. A hit marks the entry as used
@@ -75,6 +80,7 @@ class KernelCache {
   std::string key(const std::string& source, const CompilerOptions& options) const;
   std::filesystem::path shared_object_path(const std::string& key) const;
   std::filesystem::path checksum_path(const std::string& key) const;
+  std::filesystem::path tag_path(const std::string& key) const;  // <key>.tag, under a secret
 
   // The in-memory level (DESIGN.md, Runtime): compiled graphs by their
   // structural key, for the lifetime of this cache object. find counts a
@@ -89,7 +95,10 @@ class KernelCache {
  private:
   // load_or_compile, before a CompileError is sorted into a missing toolchain.
   CpuModule load_or_compile_entry(const std::string& source, const CompilerOptions& options);
-  bool entry_is_valid(const std::string& key) const;
+  enum class EntryState { Valid, Invalid, Unsigned };
+  // Valid: the checksum matches the object (and, under a secret, the tag
+  // verifies); Unsigned: the checksum matches but the tag does not.
+  EntryState entry_state(const std::string& key) const;
   // compiler_version, remembered in <dir>/cpu/compilers/ against the
   // compiler binary's path, size and modification time, so that a cache hit
   // in a new process starts no compiler process at all.
@@ -101,6 +110,7 @@ class KernelCache {
 
   std::filesystem::path directory_;
   uint64_t max_bytes_;
+  std::optional<std::string> secret_;
   mutable std::mutex stats_mutex_;  // guards stats_ and compiled_graphs_
   CacheStats stats_;
   std::map<std::string, std::shared_ptr<const CompiledGraph>> compiled_graphs_;

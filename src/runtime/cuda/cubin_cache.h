@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 
+#include "runtime/common/entry_signature.h"
 #include "runtime/cuda/driver.h"
 
 namespace stitch::runtime::cuda {
@@ -24,6 +26,7 @@ struct CubinCacheStats {
   int hits = 0;                // a verified cubin was read, NVRTC not run
   int misses = 0;              // no entry: compiled and stored
   int recompiled_corrupt = 0;  // an entry failed verification: compiled and replaced
+  int rejected_unsigned = 0;   // under a secret, an entry whose tag did not verify: compiled and replaced
 };
 
 // "nvrtc 13.0": the NVRTC library's own version, which the key includes
@@ -36,7 +39,9 @@ class CubinCache {
   // Entries live in <directory>/cuda/<arch>/; the directory is created on the
   // first store. The default is the CPU kernel cache's directory. The size
   // bound is $STITCH_CACHE_MAX_BYTES (cpu::cache_max_bytes; UserError when bad).
-  explicit CubinCache(std::filesystem::path directory);
+  // `secret` signs and checks the entries as the CPU kernel cache's
+  // (runtime/common/entry_signature.h); the default is the environment's.
+  explicit CubinCache(std::filesystem::path directory, std::optional<std::string> secret = cache_secret());
   CubinCache();
 
   // The cubin of `source` for `arch` ("sm_90"), compiling and storing it on a
@@ -55,6 +60,7 @@ class CubinCache {
   std::filesystem::path cubin_path(const std::string& key, const std::string& arch,
                                    ModuleImage image = ModuleImage::Cubin) const;
   std::filesystem::path checksum_path(const std::string& key, const std::string& arch) const;
+  std::filesystem::path tag_path(const std::string& key, const std::string& arch) const;
 
   const std::filesystem::path& directory() const { return directory_; }
   CubinCacheStats stats() const;
@@ -62,6 +68,7 @@ class CubinCache {
  private:
   std::filesystem::path directory_;
   uint64_t max_bytes_;
+  std::optional<std::string> secret_;
   mutable std::mutex mutex_;  // guards stats_
   CubinCacheStats stats_;
 };

@@ -143,7 +143,9 @@ TEST_F(KernelCacheTest, CompilerVersionIsStampedSoAHitStartsNoProcess) {
   // path, then "size mtime", then the version text.
   EXPECT_EQ(stamp.rfind(fs::canonical(options_.compiler).string() + "\n", 0), 0u) << stamp;
   const size_t version_start = stamp.find('\n', stamp.find('\n') + 1) + 1;
-  EXPECT_EQ(stamp.substr(version_start), compiler_version(options_.compiler));
+  // The test's compiler is a wrapper script, which hides the compiler it runs:
+  // it is asked for its version.
+  EXPECT_EQ(stamp.substr(version_start), "version\n" + compiler_version(options_.compiler));
   // A later cache reads the stamp instead of asking the compiler: a doctored
   // version in the stamp changes the key.
   replace_file(stamps[0], stamp.substr(0, version_start) + "doctored version\n");
@@ -152,6 +154,30 @@ TEST_F(KernelCacheTest, CompilerVersionIsStampedSoAHitStartsNoProcess) {
   // asked for again and the key comes back.
   fs::last_write_time(options_.compiler, fs::last_write_time(options_.compiler) + std::chrono::seconds(5));
   EXPECT_EQ(KernelCache(cache_dir_).key(source, options_), key);
+  EXPECT_EQ(compiles(), 0);
+}
+
+// A compiler binary is known by its bytes: no process runs to compute a key
+// (here the binary fails when run, as a missing toolchain would), and the
+// same package's binary gives the same identity on every machine.
+TEST_F(KernelCacheTest, ACompilerBinaryIsKnownByItsBytesWithoutRunningIt) {
+  const fs::path failing = root_ / "cc-that-fails";
+  fs::copy_file(fs::canonical("/bin/false"), failing);
+  CompilerOptions options = options_;
+  options.compiler = failing.string();
+  KernelCache cache(cache_dir_);
+  const std::string source = constant_kernel_source(3);
+  const std::string key = cache.key(source, options);
+  std::vector<fs::path> stamps;
+  for (const auto& entry : fs::directory_iterator(cache_dir_ / "cpu" / "compilers")) stamps.push_back(entry.path());
+  ASSERT_EQ(stamps.size(), 1u);
+  const std::string stamp = read_text(stamps[0]);
+  EXPECT_NE(stamp.find("\nbinary sha256 " + sha256_hex(read_text("/bin/false")) + "\n"), std::string::npos) << stamp;
+  EXPECT_EQ(KernelCache(cache_dir_).key(source, options), key);
+  // Another binary under the same path (an upgrade) is another toolchain.
+  std::ofstream(failing, std::ios::app | std::ios::binary) << '\0';
+  fs::last_write_time(failing, fs::last_write_time(failing) + std::chrono::seconds(5));
+  EXPECT_NE(KernelCache(cache_dir_).key(source, options), key);
   EXPECT_EQ(compiles(), 0);
 }
 

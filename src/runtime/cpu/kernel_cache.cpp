@@ -239,6 +239,17 @@ std::filesystem::path resolve_compiler(const std::string& compiler) {
   return {};
 }
 
+// The toolchain's identity without a process where that is sound: a compiler
+// binary's own bytes (GCC's and Clang's drivers embed their version, so an
+// upgrade changes them, and every machine with the same package has the same
+// bytes); a script (a wrapper such as ccache's, "#!") hides the compiler it
+// runs, so it is asked for `--version`.
+std::string toolchain_identity(const std::string& compiler, const std::filesystem::path& binary) {
+  std::string bytes = read_bytes(binary);
+  if (bytes.empty() || bytes.rfind("#!", 0) == 0) return "version\n" + compiler_version(compiler);
+  return "binary sha256 " + sha256_hex(bytes) + "\n";
+}
+
 }  // namespace
 
 std::string KernelCache::stamped_compiler_version(const std::string& compiler) const {
@@ -246,9 +257,9 @@ std::string KernelCache::stamped_compiler_version(const std::string& compiler) c
   const fs::path binary = resolve_compiler(compiler);
   std::error_code ec;
   const auto size = binary.empty() ? 0 : fs::file_size(binary, ec);
-  if (binary.empty() || ec) return compiler_version(compiler);
+  if (binary.empty() || ec) return "version\n" + compiler_version(compiler);
   const auto mtime = fs::last_write_time(binary, ec).time_since_epoch().count();
-  if (ec) return compiler_version(compiler);
+  if (ec) return "version\n" + compiler_version(compiler);
   // The stamp names the binary, its size and modification time; a reinstalled
   // or upgraded compiler changes them and the stamp is rewritten.
   const std::string identity = fmt::format("{}\n{} {}\n", binary.string(), size, mtime);
@@ -259,7 +270,7 @@ std::string KernelCache::stamped_compiler_version(const std::string& compiler) c
       return text.substr(identity.size());
     }
   }
-  const std::string version = compiler_version(compiler);
+  const std::string version = toolchain_identity(compiler, binary);
   fs::create_directories(stamp.parent_path(), ec);
   if (!ec) {
     // Same protocol as the entries: a complete temporary file renamed into place.
@@ -276,11 +287,11 @@ std::string KernelCache::stamped_compiler_version(const std::string& compiler) c
 }
 
 std::string KernelCache::key(const std::string& source, const CompilerOptions& options) const {
-  std::string material = "stitch-kernel-cache-v1\n";
+  std::string material = "stitch-kernel-cache-v2\n";
   append_field(material, "source", source);
   // Fixed placeholder paths: the real ones are temporary and differ every compile.
   append_field(material, "command", compile_command(options, "kernel.cpp", "kernel.so"));
-  append_field(material, "compiler-version", stamped_compiler_version(options.compiler));
+  append_field(material, "toolchain", stamped_compiler_version(options.compiler));
   append_field(material, "target", target_description());
   return sha256_hex(material);
 }

@@ -76,7 +76,8 @@ class KernelCache {
   // compile_shared_object does.
   CpuModule load_or_compile(const std::string& source, const CompilerOptions& options = {});
 
-  // The entry key: SHA-256 over source, command line, compiler version and target.
+  // The entry key: SHA-256 over source, command line, the toolchain's identity
+  // (its binary's bytes, or a wrapper script's `--version`) and target.
   std::string key(const std::string& source, const CompilerOptions& options) const;
   std::filesystem::path shared_object_path(const std::string& key) const;
   std::filesystem::path checksum_path(const std::string& key) const;
@@ -99,9 +100,10 @@ class KernelCache {
   // Valid: the checksum matches the object (and, under a secret, the tag
   // verifies); Unsigned: the checksum matches but the tag does not.
   EntryState entry_state(const std::string& key) const;
-  // compiler_version, remembered in <dir>/cpu/compilers/ against the
-  // compiler binary's path, size and modification time, so that a cache hit
-  // in a new process starts no compiler process at all.
+  // The toolchain's identity: the SHA-256 of the compiler binary's bytes (no
+  // process), or for a script (a wrapper) "version" and its `--version` text;
+  // remembered in <dir>/cpu/compilers/ against the binary's path, size and
+  // modification time, so that a new process neither hashes nor runs it.
   std::string stamped_compiler_version(const std::string& compiler) const;
   // Compiles, loads the object from the scratch directory, then renames it
   // into place: the returned module stays valid whatever other processes

@@ -60,6 +60,13 @@ class KernelCacheTest : public ::testing::Test {
 
   void TearDown() override { fs::remove_all(root_); }
 
+  // The compiler stamps in the cache (<dir>/cpu/compilers/).
+  std::vector<fs::path> stamp_files() const {
+    std::vector<fs::path> stamps;
+    for (const auto& entry : fs::directory_iterator(cache_dir_ / "cpu" / "compilers")) stamps.push_back(entry.path());
+    return stamps;
+  }
+
   int compiles() const {
     std::ifstream in(compile_log_);
     int lines = 0;
@@ -136,8 +143,7 @@ TEST_F(KernelCacheTest, CompilerVersionIsStampedSoAHitStartsNoProcess) {
   KernelCache cache(cache_dir_);
   const std::string source = constant_kernel_source(5);
   const std::string key = cache.key(source, options_);
-  std::vector<fs::path> stamps;
-  for (const auto& entry : fs::directory_iterator(cache_dir_ / "cpu" / "compilers")) stamps.push_back(entry.path());
+  const std::vector<fs::path> stamps = stamp_files();
   ASSERT_EQ(stamps.size(), 1u);
   const std::string stamp = read_text(stamps[0]);
   // path, then "size mtime", then the version text.
@@ -168,8 +174,7 @@ TEST_F(KernelCacheTest, ACompilerBinaryIsKnownByItsBytesWithoutRunningIt) {
   KernelCache cache(cache_dir_);
   const std::string source = constant_kernel_source(3);
   const std::string key = cache.key(source, options);
-  std::vector<fs::path> stamps;
-  for (const auto& entry : fs::directory_iterator(cache_dir_ / "cpu" / "compilers")) stamps.push_back(entry.path());
+  const std::vector<fs::path> stamps = stamp_files();
   ASSERT_EQ(stamps.size(), 1u);
   const std::string stamp = read_text(stamps[0]);
   EXPECT_NE(stamp.find("\nbinary sha256 " + sha256_hex(read_text("/bin/false")) + "\n"), std::string::npos) << stamp;

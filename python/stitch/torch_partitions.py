@@ -110,7 +110,7 @@ def _destination(group, owner, partitions):
             elif base in owner and base.target not in LAYOUT_OPS:
                 sources.add(owner[base])
             else:
-                return None  # a layout op's result, or PyTorch's (a matrix product), where a move could close a cycle (a matrix product): moving could close a cycle
+                return None  # a layout op's result, or PyTorch's (a matrix product): a move could close a cycle
     if len(sources) > 1:
         return None
     if sources:

@@ -22,12 +22,13 @@ namespace {
 
 void canonicalize_stage(Compilation& c, const Backend&) { c.canonical = canonicalize(c.input); }
 
+SplitReductionOptions split_options(const Compilation& c) {
+  return c.target.machine == schedule::RowScheduleTarget::Machine::Cpu ? cpu_split_options() : gpu_split_options();
+}
+
 // Full reductions split so that they use every core or SM, and column
 // reductions with too few columns to fill them (src/ir/split_reductions.h).
-void split_stage(Compilation& c, const Backend&) {
-  const bool cpu = c.target.machine == schedule::RowScheduleTarget::Machine::Cpu;
-  c.graph = split_full_reductions(c.canonical, cpu ? cpu_split_options() : gpu_split_options());
-}
+void split_stage(Compilation& c, const Backend&) { c.graph = split_full_reductions(c.canonical, split_options(c)); }
 
 // Scaled-dot-product attention as one library call on the CPU; elsewhere an
 // attention op (written, or from an earlier stage) becomes its composite,
@@ -64,9 +65,7 @@ void conv_stage(Compilation& c, const Backend&) {
 // A reduction of narrow floats, left whole by the split stage (its partial
 // totals would round to its dtype), now sums f32 values: split like any other.
 void widen_stage(Compilation& c, const Backend&) {
-  if (!c.plan_options.f32_intermediates) return;
-  const bool cpu = c.target.machine == schedule::RowScheduleTarget::Machine::Cpu;
-  c.graph = split_full_reductions(widen_narrow_floats(c.graph), cpu ? cpu_split_options() : gpu_split_options());
+  if (c.plan_options.f32_intermediates) c.graph = split_full_reductions(widen_narrow_floats(c.graph), split_options(c));
 }
 
 void plan_stage(Compilation& c, const Backend&) {

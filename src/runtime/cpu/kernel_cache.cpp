@@ -245,45 +245,45 @@ std::filesystem::path resolve_compiler(const std::string& compiler) {
 // bytes); a script (a wrapper such as ccache's, "#!") hides the compiler it
 // runs, so it is asked for `--version`.
 std::string toolchain_identity(const std::string& compiler, const std::filesystem::path& binary) {
-  std::string bytes = read_bytes(binary);
+  std::string bytes = binary.empty() ? std::string() : read_bytes(binary);
   if (bytes.empty() || bytes.rfind("#!", 0) == 0) return "version\n" + compiler_version(compiler);
   return "binary sha256 " + sha256_hex(bytes) + "\n";
 }
 
 }  // namespace
 
-std::string KernelCache::stamped_compiler_version(const std::string& compiler) const {
+std::string KernelCache::stamped_toolchain_identity(const std::string& compiler) const {
   namespace fs = std::filesystem;
   const fs::path binary = resolve_compiler(compiler);
   std::error_code ec;
   const auto size = binary.empty() ? 0 : fs::file_size(binary, ec);
-  if (binary.empty() || ec) return "version\n" + compiler_version(compiler);
+  if (binary.empty() || ec) return toolchain_identity(compiler, {});
   const auto mtime = fs::last_write_time(binary, ec).time_since_epoch().count();
-  if (ec) return "version\n" + compiler_version(compiler);
+  if (ec) return toolchain_identity(compiler, {});
   // The stamp names the binary, its size and modification time; a reinstalled
   // or upgraded compiler changes them and the stamp is rewritten.
-  const std::string identity = fmt::format("{}\n{} {}\n", binary.string(), size, mtime);
+  const std::string header = fmt::format("{}\n{} {}\n", binary.string(), size, mtime);
   const fs::path stamp = directory_ / "cpu" / "compilers" / (sha256_hex(binary.string()) + ".txt");
   if (fs::exists(stamp, ec)) {
     const std::string text = read_bytes(stamp);
-    if (text.size() > identity.size() && text.compare(0, identity.size(), identity) == 0) {
-      return text.substr(identity.size());
+    if (text.size() > header.size() && text.compare(0, header.size(), header) == 0) {
+      return text.substr(header.size());
     }
   }
-  const std::string version = toolchain_identity(compiler, binary);
+  const std::string toolchain = toolchain_identity(compiler, binary);
   fs::create_directories(stamp.parent_path(), ec);
   if (!ec) {
     // Same protocol as the entries: a complete temporary file renamed into place.
     static std::atomic<int> counter{0};
     const fs::path tmp = stamp.parent_path() / fmt::format(".stamp-{}-{}", temporary_tag(), counter++);
     try {
-      write_bytes(tmp, identity + version);
+      write_bytes(tmp, header + toolchain);
       rename_into_place(tmp, stamp);
     } catch (const std::exception&) {
       fs::remove(tmp, ec);  // a cache that cannot store a stamp still works, only slower
     }
   }
-  return version;
+  return toolchain;
 }
 
 std::string KernelCache::key(const std::string& source, const CompilerOptions& options) const {
@@ -291,7 +291,7 @@ std::string KernelCache::key(const std::string& source, const CompilerOptions& o
   append_field(material, "source", source);
   // Fixed placeholder paths: the real ones are temporary and differ every compile.
   append_field(material, "command", compile_command(options, "kernel.cpp", "kernel.so"));
-  append_field(material, "toolchain", stamped_compiler_version(options.compiler));
+  append_field(material, "toolchain", stamped_toolchain_identity(options.compiler));
   append_field(material, "target", target_description());
   return sha256_hex(material);
 }

@@ -104,7 +104,7 @@ class KernelCache {
   // process), or for a script (a wrapper) "version" and its `--version` text;
   // remembered in <dir>/cpu/compilers/ against the binary's path, size and
   // modification time, so that a new process neither hashes nor runs it.
-  std::string stamped_compiler_version(const std::string& compiler) const;
+  std::string stamped_toolchain_identity(const std::string& compiler) const;
   // Compiles, loads the object from the scratch directory, then renames it
   // into place: the returned module stays valid whatever other processes
   // evict or replace afterwards.

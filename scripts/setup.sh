@@ -35,11 +35,11 @@ packages=(
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libsleef-dev
   libonnx-dev libprotobuf-dev
   coinor-libcbc-dev
-  libjemalloc-dev libssl-dev
+  libjemalloc-dev libssl-dev libhiredis-dev
   graphviz
 )
 if ((with_tests)); then
-  packages+=(python3-numpy python3-onnx python3-torch chromium)
+  packages+=(python3-numpy python3-onnx python3-torch chromium redis-server)
 fi
 
 if ((with_python)); then

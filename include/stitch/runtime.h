@@ -53,7 +53,8 @@ struct CompileOptions {
 struct CacheStats {
   int memory_hits = 0;  // a structurally equal graph was compiled before in this process
   int disk_hits = 0;    // compiled code loaded from the cache directory, no compiler run
-  int misses = 0;       // compiled and stored
+  int misses = 0;       // compiled and stored (a corrupt or unverified entry replaced included)
+  int remote_hits = 0;  // compiled code from the shared remote tier (STITCH_REMOTE_CACHE), no compiler run
 };
 
 // Where Executable::run_into writes output `index`: the address of memory for
@@ -71,6 +72,11 @@ class Executable {
   // planner, a graph the back end cannot run, or Backend::Cuda where this
   // build has no CUDA support or the machine no usable GPU.
   static Executable compile(const Graph& graph, const CompileOptions& options = {});
+  // A package that `stitch package` wrote (docs/packages.md): its graph, plan
+  // and compiled kernels, with no compiler run (none need be installed).
+  // Throws UserError naming the mismatch for a package of another format
+  // version or back end, or built for targets this CPU cannot run.
+  static Executable load(const std::string& path);
 
   Executable(Executable&&) noexcept;
   Executable& operator=(Executable&&) noexcept;

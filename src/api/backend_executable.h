@@ -92,6 +92,9 @@ struct BackendRequest {
 // `canonical` is in canonical form. Each throws UserError as the back end's
 // executable does (a group it cannot lower).
 std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const BackendRequest& request);
+// A package (docs/packages.md) for this CPU, from its objects: no compiler.
+// `planner` gets the package's planner.
+std::unique_ptr<BackendExecutable> load_cpu_package(const std::string& path, std::string& planner);
 // UserError when this build has no CUDA support or no device can be opened.
 std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, const BackendRequest& request);
 

@@ -5,6 +5,8 @@
 
 #include "api/backend_executable.h"
 #include "api/kernel_caches.h"
+#include "package/package_file.h"
+#include "package/package_load.h"
 #include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
 #include "tune/fusion_tuner.h"
@@ -37,8 +39,15 @@ std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const
   runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(canonical, request.planner, cache, options);
   if (!request.constant_params.empty()) exe.set_constant_params(request.constant_params);
   const runtime::cpu::CacheStats& s = exe.cache_stats();
-  const CacheStats stats{s.memory_hits, s.hits, s.misses + s.recompiled_corrupt};
+  const CacheStats stats{s.memory_hits, s.hits, s.compiles(), s.remote_hits};
   return std::make_unique<BackendExecutableOf<runtime::cpu::CpuExecutable>>(std::move(exe), stats);
+}
+
+std::unique_ptr<BackendExecutable> load_cpu_package(const std::string& path, std::string& planner) {
+  const package::Package p = package::read_package(path);
+  planner = p.planner;
+  return std::make_unique<BackendExecutableOf<runtime::cpu::CpuExecutable>>(package::load_cpu_package(p, path),
+                                                                             CacheStats{});
 }
 
 }  // namespace stitch::api

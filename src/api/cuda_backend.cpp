@@ -79,8 +79,8 @@ std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, cons
   runtime::cuda::CudaExecutable exe =
       pipeline::compile_cuda(canonical, request.planner, context, cubins, options);
   const runtime::cuda::CubinCacheStats after = cubins.stats();
-  const CacheStats stats{0, after.hits - before.hits,
-                         (after.misses - before.misses) + (after.recompiled_corrupt - before.recompiled_corrupt)};
+  const runtime::EntryCounts delta = after - before;
+  const CacheStats stats{0, delta.hits, delta.compiles(), delta.remote_hits};
   return std::make_unique<BackendExecutableOf<runtime::cuda::CudaExecutable>>(std::move(exe), stats);
 }
 

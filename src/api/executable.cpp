@@ -92,6 +92,13 @@ Executable Executable::compile(const Graph& graph, const CompileOptions& options
   return Executable(std::move(impl));
 }
 
+Executable Executable::load(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->backend = Backend::Cpu;
+  impl->exe = api::load_cpu_package(path, impl->planner);
+  return Executable(std::move(impl));
+}
+
 Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executable::Executable(Executable&&) noexcept = default;
 Executable& Executable::operator=(Executable&&) noexcept = default;

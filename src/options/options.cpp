@@ -24,6 +24,7 @@ constexpr std::array kVariables = {
     "STITCH_CACHE_MAX_BYTES", "STITCH_CXX",         "STITCH_CUDA_DRIVER",       "STITCH_CUDA_SIM_DRIVER",
     "STITCH_CUDA_SIM_PROFILE", "STITCH_CUDA_SIM_PROFILE_OUT", "STITCH_CUDA_SIM_PTX_DIR", "STITCH_CUDA_SIM_FAIL",
     "STITCH_TEST_PERTURB_CHECK", "STITCH_HELD_ROWS", "STITCH_CACHE_KEY", "STITCH_CACHE_KEY_FILE",
+    "STITCH_REMOTE_CACHE", "STITCH_REMOTE_CACHE_MAX_ENTRY", "STITCH_REMOTE_CACHE_TRUST", "STITCH_REMOTE_CACHE_TIMEOUT_MS",
 };
 using RawValues = std::array<std::optional<std::string>, kVariables.size()>;
 
@@ -125,6 +126,12 @@ EnvironmentOptions parse(const RawValues& raw) {
   }
   o.cache_secret = cache_secret(raw);
   o.cache_key_file = value(raw, "STITCH_CACHE_KEY_FILE");
+  o.remote_cache = value(raw, "STITCH_REMOTE_CACHE");
+  if (const std::string& bound = value(raw, "STITCH_REMOTE_CACHE_MAX_ENTRY"); !bound.empty()) {
+    o.remote_cache_max_entry = parse_byte_count(bound, "STITCH_REMOTE_CACHE_MAX_ENTRY");
+  }
+  o.remote_cache_trust = on_off(raw, "STITCH_REMOTE_CACHE_TRUST", false);
+  o.remote_cache_timeout_ms = integer(raw, "STITCH_REMOTE_CACHE_TIMEOUT_MS", 1, 600'000, "a number of milliseconds from 1 to 600000");
   o.cxx = value(raw, "STITCH_CXX");
   o.cuda_driver = value(raw, "STITCH_CUDA_DRIVER");
   o.cuda_sim_driver = value(raw, "STITCH_CUDA_SIM_DRIVER");

@@ -33,6 +33,13 @@ struct EnvironmentOptions {
   // that signs kernel-cache entries (runtime/common/entry_signature.h); none: unsigned.
   std::optional<std::string> cache_secret;
   std::string cache_key_file;             // STITCH_CACHE_KEY_FILE, where the secret came from
+  // The remote tier (runtime/common/remote_cache.h): its URL (empty: none),
+  // the largest entry it takes, whether an unsigned store is trusted, and
+  // the timeout of a connection and of each command.
+  std::string remote_cache;                          // STITCH_REMOTE_CACHE
+  std::optional<uint64_t> remote_cache_max_entry;    // STITCH_REMOTE_CACHE_MAX_ENTRY; unset: 64 MiB
+  bool remote_cache_trust = false;                   // STITCH_REMOTE_CACHE_TRUST
+  std::optional<int64_t> remote_cache_timeout_ms;    // STITCH_REMOTE_CACHE_TIMEOUT_MS; unset: 2000
   std::string cxx;                        // STITCH_CXX; empty: c++
   std::string cuda_driver;                // STITCH_CUDA_DRIVER: another driver library for Backend::Cuda
   std::string cuda_sim_driver;            // STITCH_CUDA_SIM_DRIVER: the simulated driver of --backend cuda-sim

@@ -152,8 +152,15 @@ std::string memory_key(const Graph& g, PlannerKind planner, const PlanOptions& p
 }
 
 runtime::cpu::CacheStats stats_delta(const runtime::cpu::CacheStats& before, const runtime::cpu::CacheStats& after) {
-  return {after.memory_hits - before.memory_hits, after.hits - before.hits, after.misses - before.misses,
-          after.recompiled_corrupt - before.recompiled_corrupt};
+  runtime::cpu::CacheStats delta;
+  static_cast<runtime::EntryCounts&>(delta) = after - before;
+  delta.memory_hits = after.memory_hits - before.memory_hits;
+  return delta;
+}
+
+// STITCH_DUMP=cache: this compile's share of the cache's counts, one line.
+void dump_cache_counts(const StageDump& dump, const runtime::cpu::CacheStats& delta) {
+  if (dump.wants && dump.wants("cache")) dump.print("cache", runtime::cache_dump_line(delta));
 }
 
 // The CPU's stages of the pipeline: the C++ emitter, and the compiler through
@@ -166,7 +173,7 @@ Backend cpu_backend(runtime::cpu::KernelCache& cache, const CpuCompileOptions& o
     error = seam_rejection(lowered, options.reject_plan, options.reject_group, "CpuCompileOptions");
     if (!error.empty()) return false;
     try {
-      module = cache.load_or_compile(source, options.compiler);
+      module = options.build_module ? options.build_module(source) : cache.load_or_compile(source, options.compiler);
     } catch (const runtime::cpu::CompileError& e) {
       // The compiler rejected the source (a missing toolchain is a
       // ToolchainMissing from the cache, which no fallback hides).
@@ -210,7 +217,9 @@ CpuExecutable compile_cpu(const Graph& canonical_graph, PlannerKind planner, run
   // hit rebuilds the same value numbering the cached steps refer to.
   run_pipeline(c, backend, "split-reductions", "widen-floats", options.dump);
   if (std::shared_ptr<const runtime::cpu::CompiledGraph> hit = cache.find_compiled_graph(key)) {
-    return CpuExecutable(std::move(c.graph), std::move(hit), stats_delta(before, cache.stats()));
+    const runtime::cpu::CacheStats delta = stats_delta(before, cache.stats());
+    dump_cache_counts(options.dump, delta);
+    return CpuExecutable(std::move(c.graph), std::move(hit), delta);
   }
   run_pipeline(c, backend, "plan", "compile", options.dump);
   auto compiled = std::make_shared<runtime::cpu::CompiledGraph>();
@@ -219,7 +228,9 @@ CpuExecutable compile_cpu(const Graph& canonical_graph, PlannerKind planner, run
     return make_steps(g, l, module, dot_panel_bytes(options.rows));
   });
   cache.store_compiled_graph(key, compiled);
-  return CpuExecutable(std::move(c.graph), std::move(compiled), stats_delta(before, cache.stats()));
+  const runtime::cpu::CacheStats delta = stats_delta(before, cache.stats());
+  dump_cache_counts(options.dump, delta);
+  return CpuExecutable(std::move(c.graph), std::move(compiled), delta);
 }
 
 std::vector<CpuExecutable> compile_cpu_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,

@@ -36,6 +36,11 @@ struct CpuCompileOptions {
   Compilation::Tuner tuner;
   Compilation::PlanTuner plan_tuner;  // contested fusions measured (tune/fusion_tuner.h)
   std::string tuner_key;
+  // Where each translation unit's object comes from instead of the kernel
+  // cache (`cache.load_or_compile(source, compiler)`): a package's, or a
+  // package build's recording compile (package/). Throws CompileError for a
+  // unit it rejects, as the compiler would, so the fallback is the same.
+  std::function<runtime::cpu::CpuModule(const std::string& source)> build_module;
   // Where the loud report of a compile failure and its fallback goes; stderr
   // ("stitch: warning: ...") when empty.
   std::function<void(const std::string&)> warn;

@@ -629,6 +629,14 @@ void bind_executables(py::module_& m) {
       "parameters passed as the same, unchanged array on every call (an ONNX model's bound tensors), whose "
       "convolution weights the CPU then packs once; `f32_intermediates` computes f16 and bf16 values in f32 between "
       "ops (docs/semantics.md)");
+  m.def(
+      "load_package",
+      [](const std::string& path) {
+        return PyExecutable{std::make_shared<stitch::Executable>(stitch::Executable::load(path)), std::nullopt};
+      },
+      py::arg("path"),
+      "Loads a package that `stitch package` wrote: its graph, plan and compiled kernels, run with no compiler "
+      "(docs/packages.md)");
 }
 
 // Lazy arrays, their scalars and the lazy runtime.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "redis_server.h"
 
 namespace stitch {
 namespace {
@@ -57,7 +58,7 @@ TEST_F(CliCache, InfoSaysWhetherEntriesAreSigned) {
   CliResult signed_run = run_cli("run " + add_graph(), "STITCH_CACHE_KEY=s3cret STITCH_DUMP=cache");
   ASSERT_EQ(signed_run.status, 0) << signed_run.output;
   EXPECT_TRUE(contains(signed_run.output, "does not carry a valid signature under STITCH_CACHE_KEY")) << signed_run.output;
-  EXPECT_TRUE(contains(signed_run.output, "cache: hits=0 misses=0 rejected_unsigned=1")) << signed_run.output;
+  EXPECT_TRUE(contains(signed_run.output, "cache: hits=0 remote_hits=0 misses=1 rejected_unsigned=1")) << signed_run.output;
   int tags = 0;
   for (const auto& entry : std::filesystem::directory_iterator(cache() / "cpu")) tags += entry.path().extension() == ".tag";
   EXPECT_EQ(tags, 1);
@@ -90,6 +91,37 @@ TEST_F(CliCache, ABadMaxBytesExitsTwo) {
     EXPECT_EQ(run.status, 2) << run.output;
     EXPECT_TRUE(contains(run.output, "STITCH_CACHE_MAX_BYTES")) << run.output;
   }
+}
+
+// The remote tier (docs/kernel-cache.md, A cache shared by many workers): a
+// second worker with its own empty directory compiles nothing; `cache info`
+// shows the store; a store without a secret must be trusted explicitly; a
+// store that is down is a warning, not a failed run.
+TEST_F(CliCache, ASecondWorkerGetsItsKernelsFromTheSharedStore) {
+  stitch::testing::RedisServer redis;
+  const std::string shared = "STITCH_REMOTE_CACHE=" + redis.url() + " STITCH_CACHE_KEY=s3cret STITCH_DUMP=cache ";
+  CliResult first = run_cli("run " + add_graph(), shared + "STITCH_CACHE_DIR=" + (dir_ / "first").string());
+  ASSERT_EQ(first.status, 0) << first.output;
+  EXPECT_TRUE(contains(first.output, "cache: hits=0 remote_hits=0 misses=1\n")) << first.output;
+  CliResult second = run_cli("run " + add_graph(), shared + "STITCH_CACHE_DIR=" + (dir_ / "second").string());
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_TRUE(contains(second.output, "cache: hits=0 remote_hits=1 misses=0\n")) << second.output;
+
+  CliResult info = run_cli("cache info", "STITCH_REMOTE_CACHE=" + redis.url() + " STITCH_CACHE_KEY=s3cret");
+  EXPECT_TRUE(contains(info.output, "remote      " + redis.url() + "/0: reachable, redis ")) << info.output;
+  EXPECT_TRUE(contains(info.output, ", 1 entries, ")) << info.output;
+  CliResult untrusted = run_cli("run " + add_graph(), "STITCH_REMOTE_CACHE=" + redis.url());
+  EXPECT_EQ(untrusted.status, 2) << untrusted.output;
+  EXPECT_TRUE(contains(untrusted.output, "STITCH_REMOTE_CACHE_TRUST=1")) << untrusted.output;
+  CliResult malformed = run_cli("run " + add_graph(), "STITCH_REMOTE_CACHE=localhost:6379 STITCH_REMOTE_CACHE_TRUST=1");
+  EXPECT_EQ(malformed.status, 2) << malformed.output;
+  EXPECT_TRUE(contains(malformed.output, "expected redis://[:PASSWORD@]HOST:PORT[/DB]")) << malformed.output;
+
+  redis.kill();
+  CliResult down = run_cli("run " + add_graph(), shared + "STITCH_CACHE_DIR=" + (dir_ / "third").string());
+  ASSERT_EQ(down.status, 0) << down.output;
+  EXPECT_TRUE(contains(down.output, "stitch: warning: the remote kernel cache")) << down.output;
+  EXPECT_TRUE(contains(down.output, "cache: hits=0 remote_hits=0 misses=1\n")) << down.output;
 }
 
 }  // namespace

@@ -286,10 +286,10 @@ TEST_F(Cli, CpuBackendSecondRunHitsTheKernelCache) {
                      " --graph layernorm_small --backend cpu --planner xla --random-inputs 4";
   Result first = run_cli(args, env);
   ASSERT_EQ(first.status, 0) << first.output;
-  EXPECT_NE(first.output.find("cache: hits=0 misses=1"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("cache: hits=0 remote_hits=0 misses=1"), std::string::npos) << first.output;
   Result second = run_cli(args, env);
   ASSERT_EQ(second.status, 0) << second.output;
-  EXPECT_NE(second.output.find("cache: hits=1 misses=0"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("cache: hits=1 remote_hits=0 misses=0"), std::string::npos) << second.output;
 }
 
 TEST_F(Cli, CpuBackendSecondRunStartsNoCompilerProcess) {
@@ -321,7 +321,7 @@ TEST_F(Cli, CpuBackendSecondRunStartsNoCompilerProcess) {
   EXPECT_GE(after_first, 2) << "expected a --version probe and a compile";
   Result second = run_cli(args, env);
   ASSERT_EQ(second.status, 0) << second.output;
-  EXPECT_NE(second.output.find("cache: hits=1 misses=0"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("cache: hits=1 remote_hits=0 misses=0"), std::string::npos) << second.output;
   EXPECT_EQ(invocations(), after_first) << "the second run started the compiler";
   EXPECT_EQ(first.output.substr(first.output.find("y:")), second.output.substr(second.output.find("y:")));
 }

@@ -225,7 +225,7 @@ TEST_F(Subcommands, BadInputsExitTwoWithAClearMessage) {
 TEST_F(Subcommands, RunUsesTheCpuBackendByDefault) {
   CliResult r = run_cli("run " + softmax() + " --random-inputs 1", "STITCH_DUMP=cache");
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("cache: hits=0 misses=1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cache: hits=0 remote_hits=0 misses=1"), std::string::npos) << r.output;
 }
 
 }  // namespace

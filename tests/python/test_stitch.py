@@ -419,6 +419,36 @@ print("ok")
         self.assertIn("`stitch-no-such-compiler` is not on PATH: apt-get install g++", r.stdout)
         self.assertIn("stitch doctor", r.stdout)
 
+    def test_a_package_runs_without_a_compiler(self):
+        # `python -m stitch package` writes it; a process with no compiler and an
+        # empty cache loads it (docs/packages.md) and computes what compile() does.
+        with tempfile.TemporaryDirectory() as work:
+            graph = os.path.join(work, "ln.stitch")
+            with open(graph, "w") as f:
+                f.write(GRAPHS.replace("f32[N, 64]", "f32[5, 64]"))
+            package = os.path.join(work, "ln.stitchpkg")
+            built = subprocess.run([sys.executable, "-m", "stitch", "package", graph, "-o", package],
+                                   capture_output=True, text=True, env=dict(os.environ, STITCH_CACHE_DIR=self.cache))
+            self.assertEqual(built.returncode, 0, built.stderr)
+            script = (
+                "import numpy as np, stitch, sys\n"
+                "run = stitch.load_package(sys.argv[1])\n"
+                "rng = np.random.default_rng(1)\n"
+                "x, g, b = (rng.standard_normal(s).astype(np.float32) for s in ((5, 64), (64,), (64,)))\n"
+                "np.save(sys.argv[2], run(x, g, b))\n")
+            env = dict(os.environ, STITCH_CXX="false", STITCH_CACHE_DIR=os.path.join(work, "empty"))
+            r = subprocess.run([sys.executable, "-c", script, package, os.path.join(work, "y.npy")],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("warning", r.stderr)
+            rng = np.random.default_rng(1)
+            x, g, b = (rng.standard_normal(s).astype(np.float32) for s in ((5, 64), (64,), (64,)))
+            shaped = stitch.parse(GRAPHS.replace("f32[N, 64]", "f32[5, 64]"), "g.stitch")
+            want = stitch.compile(shaped.graphs["layernorm"], cache_dir=self.cache)(x, g, b)
+            np.testing.assert_array_equal(np.load(os.path.join(work, "y.npy")), want)
+            with self.assertRaises(stitch.Error):
+                stitch.load_package(graph)  # a graph file is not a package
+
     def test_bad_input_raises_stitch_error_with_the_cli_message(self):
         with self.assertRaises(stitch.Error) as e:
             stitch.parse("graph g(x: f32[4]) {\n  y = nosuchop(x)\n  return y\n}\n", "bad.stitch")

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../gpu/gpu_test_graphs.h"
+#include "redis_server.h"
 #include "codegen/cuda/cuda_emitter.h"
 #include "fusion/planner.h"
 #include "ir/split_reductions.h"
@@ -103,21 +104,31 @@ TEST_P(CubinCacheTest, AMissCompilesAndStoresThenTheSameObjectHits) {
 }
 
 // The simulated driver's PTX (docs/cuda-sim.md) is a separate entry: its own
-// key and file, so a cubin and the PTX of one source never replace each other.
-TEST_P(CubinCacheTest, PtxIsAnEntryOfItsOwn) {
+// key and file, so a cubin and the PTX of one source never replace each other;
+// a compile keeps the PTX of the same NVRTC run beside the cubin (and the
+// cubin beside the PTX), so the other image is a hit.
+TEST_P(CubinCacheTest, ThePtxIsKeptBesideTheCubin) {
   CubinCache cache(dir_.path());
   const std::string cubin = cache.load_or_compile(kSource, arch());
-  const std::string ptx = cache.load_or_compile(kSource, arch(), ModuleImage::Ptx);
-  EXPECT_EQ(cache.stats().misses, 2);
-  EXPECT_NE(ptx.find(".entry k_scale"), std::string::npos) << ptx.substr(0, 200);
-  EXPECT_EQ(cubin.rfind("\x7f" "ELF", 0), 0u);
   const std::string ptx_key = cache.key(kSource, arch(), ModuleImage::Ptx);
   EXPECT_NE(ptx_key, cache.key(kSource, arch()));
   EXPECT_EQ(cache.cubin_path(ptx_key, arch(), ModuleImage::Ptx).extension(), ".ptx");
+  EXPECT_TRUE(fs::exists(cache.cubin_path(ptx_key, arch(), ModuleImage::Ptx)));
+  const std::string ptx = cache.load_or_compile(kSource, arch(), ModuleImage::Ptx);
+  EXPECT_EQ(cache.stats().misses, 1);
+  EXPECT_EQ(cache.stats().hits, 1);
+  EXPECT_NE(ptx.find(".entry k_scale"), std::string::npos) << ptx.substr(0, 200);
+  EXPECT_EQ(cubin.rfind("\x7f" "ELF", 0), 0u);
   EXPECT_EQ(read_bytes(cache.cubin_path(ptx_key, arch(), ModuleImage::Ptx)), ptx);
-  EXPECT_EQ(cache.load_or_compile(kSource, arch(), ModuleImage::Ptx), ptx);
   EXPECT_EQ(cache.load_or_compile(kSource, arch()), cubin);
   EXPECT_EQ(cache.stats().hits, 2);
+  // And the other way: a PTX compile (cuda-sim) leaves the cubin for a GPU.
+  ScratchDirectory other;
+  CubinCache sim(other.path());
+  EXPECT_EQ(sim.load_or_compile(kSource, arch(), ModuleImage::Ptx), ptx);
+  EXPECT_EQ(sim.load_or_compile(kSource, arch()), cubin);
+  EXPECT_EQ(sim.stats().misses, 1);
+  EXPECT_EQ(sim.stats().hits, 1);
 }
 
 TEST_P(CubinCacheTest, ANewObjectOnTheSameDirectoryHits) {
@@ -219,6 +230,26 @@ TEST(CubinCache, ADifferentArchitectureIsADifferentEntry) {
   EXPECT_EQ(cache.stats().misses, 2);
   EXPECT_EQ(cache.load_or_compile(kSource, "sm_80"), c80);
   EXPECT_EQ(cache.stats().hits, 1);
+}
+
+// The remote tier (docs/kernel-cache.md, A cache shared by many workers): a
+// second worker with an empty directory gets the cubin and, beside it, the
+// PTX from a real redis-server, and compiles nothing.
+TEST(CubinCache, ASecondWorkerGetsTheCubinAndItsPtxFromTheStore) {
+  stitch::testing::RedisServer redis;
+  RemoteSettings settings;
+  settings.address = parse_remote_address(redis.url());
+  ScratchDirectory first_dir, second_dir;
+  CubinCache first(first_dir.path(), "secret", std::make_shared<RemoteCache>(settings, "secret"));
+  const std::string cubin = first.load_or_compile(kSource, "sm_90");
+  EXPECT_EQ(first.stats().misses, 1);
+  CubinCache second(second_dir.path(), "secret", std::make_shared<RemoteCache>(settings, "secret"));
+  EXPECT_EQ(second.load_or_compile(kSource, "sm_90"), cubin);
+  const std::string ptx = second.load_or_compile(kSource, "sm_90", ModuleImage::Ptx);
+  EXPECT_NE(ptx.find(".entry k_scale"), std::string::npos);
+  EXPECT_EQ(second.stats().remote_hits, 2);
+  EXPECT_EQ(second.stats().compiles(), 0);
+  EXPECT_EQ(cache_dump_line(second.stats()), "cache: hits=0 remote_hits=2 misses=0\n");
 }
 
 TEST(CubinCache, NvrtcVersionNamesTheLibrary) {

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "options/options.h"
+#include "runtime/common/remote_cache.h"
 #include "runtime/cpu/cache_maintenance.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/error.h"
@@ -45,6 +46,19 @@ fs::path checked_directory(const std::string& requested) {
   return dir;
 }
 
+// The remote tier's state: where, reachable or why not, the server, its
+// entries and memory.
+std::string remote_line() {
+  const std::shared_ptr<runtime::RemoteCache> remote = runtime::environment_remote_cache();
+  if (!remote) return "remote      none (STITCH_REMOTE_CACHE is not set)\n";
+  const runtime::RemoteInfo i = remote->info();
+  if (!i.reachable) return fmt::format("remote      {}: unreachable ({})\n", i.address, i.error);
+  return fmt::format("remote      {}: reachable, {}, {} entries, {} used of {} (maxmemory-policy {}), entries over {} stay local\n",
+                     i.address, i.server, i.entries, human_bytes(i.used_bytes),
+                     i.max_bytes ? human_bytes(i.max_bytes) : std::string("no bound"), i.policy,
+                     human_bytes(remote->settings().max_entry));
+}
+
 int info(const fs::path& dir) {
   const uint64_t bound = runtime::cpu::cache_max_bytes();
   const bool from_env = environment_options().cache_max_bytes.has_value();
@@ -60,6 +74,7 @@ int info(const fs::path& dir) {
                            !env.cache_secret ? "off (no STITCH_CACHE_KEY or STITCH_CACHE_KEY_FILE: checksums only)"
                            : env.cache_key_file.empty() ? "on (STITCH_CACHE_KEY)"
                                                         : "on (STITCH_CACHE_KEY_FILE " + env.cache_key_file + ")");
+  std::cout << remote_line();
   const CacheSummary summary = runtime::cpu::summarize_cache(dir);
   for (const char* kind : {"cpu", "cuda", "tuning", "stamps", "other"}) {
     auto it = summary.kinds.find(kind);

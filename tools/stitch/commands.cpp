@@ -14,6 +14,8 @@
 #include "ir/canonicalize.h"
 #include "onnx/importer.h"
 #include "options/options.h"
+#include "package/package_file.h"
+#include "package/package_load.h"
 #include "progress.h"
 #include "pipeline/cpu_route.h"
 #include "runtime/cpu/executable.h"
@@ -225,12 +227,6 @@ std::vector<Tensor> run_on_cpu(const Graph& canonical, const std::string& planne
   std::unique_ptr<Tuners> tuners = cpu_tuners(tune, cache, options);
   runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(canonical, kind, cache, options);
   if (tuners) report_tuning(*tuners);
-  if (dump_enabled("cache")) {
-    runtime::cpu::CacheStats s = cache.stats();
-    std::cerr << fmt::format("cache: hits={} misses={}{}{}\n", s.hits, s.misses,
-                             s.recompiled_corrupt ? fmt::format(" recompiled_corrupt={}", s.recompiled_corrupt) : "",
-                             s.rejected_unsigned ? fmt::format(" rejected_unsigned={}", s.rejected_unsigned) : "");
-  }
   std::vector<Tensor> results = exe.run(inputs);
   if (dump_enabled("buffers")) {
     std::cerr << fmt::format("buffers: {} kernels and library calls, {} intermediates in {} buffers, peak {} bytes\n",
@@ -292,9 +288,16 @@ PlannerKind executable_planner(const std::string& backend, const std::string& pl
   return *kind;
 }
 
+int run_package(const std::string& file, const std::string& graph_name, const std::string& backend,
+                const std::string& planner, const InputSpec& spec, const std::string& output_dir, bool print_values,
+                bool tune);
+int write_results(const Graph& canonical, const std::vector<Tensor>& results, const std::string& output_dir,
+                  bool print_values);
+
 int run_command(const std::string& file, const std::string& graph_name, const std::string& backend,
                 const std::string& planner, const InputSpec& spec, const std::string& output_dir,
                 bool print_values, bool tune) {
+  if (package::is_package_file(file)) return run_package(file, graph_name, backend, planner, spec, output_dir, print_values, tune);
   ModelInputs model;
   Module m = load_module(file, &model, &spec);
   const Graph& g = select_graph(m, graph_name, file);
@@ -309,7 +312,27 @@ int run_command(const std::string& file, const std::string& graph_name, const st
   std::vector<Tensor> results = backend == "cpu"    ? run_on_cpu(canonical, planner, inputs, tune)
                                 : backend == "cuda" ? run_on_cuda(canonical, planner, inputs, tune)
                                                     : interpret(canonical, inputs);
+  return write_results(canonical, results, output_dir, print_values);
+}
 
+// `stitch run model.stitchpkg`: the package's graph, plan and kernels; no compiler.
+int run_package(const std::string& file, const std::string& graph_name, const std::string& backend,
+                const std::string& planner, const InputSpec& spec, const std::string& output_dir, bool print_values,
+                bool tune) {
+  if (!graph_name.empty() || !planner.empty() || tune || (!backend.empty() && backend != "cpu")) {
+    throw UserError(fmt::format("{} is a package: its graph, planner and back end are fixed (no --graph, --planner, "
+                                "--tune or --backend other than cpu)", file));
+  }
+  const package::Package p = package::read_package(file);
+  runtime::cpu::CpuExecutable exe = package::load_cpu_package(p, file);
+  const Graph& canonical = exe.graph();
+  std::vector<Tensor> inputs = gather_inputs(canonical, spec, ModelInputs{});
+  std::vector<Tensor> results = exe.run(inputs);
+  return write_results(canonical, results, output_dir, print_values);
+}
+
+int write_results(const Graph& canonical, const std::vector<Tensor>& results, const std::string& output_dir,
+                  bool print_values) {
   std::set<std::string> written;
   if (!output_dir.empty()) {
     std::error_code ec;

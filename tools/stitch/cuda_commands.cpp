@@ -96,12 +96,6 @@ std::vector<Tensor> run_on_cuda(const Graph& canonical, const std::string& plann
   runtime::cuda::CudaExecutable exe =
       pipeline::compile_cuda(canonical, executable_planner("cuda", planner), context, cubin_cache(), options);
   if (tuner) report_schedule_tuning(*tuner);
-  if (dump_enabled("cache")) {
-    runtime::cuda::CubinCacheStats s = cubin_cache().stats();
-    std::cerr << fmt::format("cubin cache: hits={} misses={}{}{}\n", s.hits, s.misses,
-                             s.recompiled_corrupt ? fmt::format(" recompiled_corrupt={}", s.recompiled_corrupt) : "",
-                             s.rejected_unsigned ? fmt::format(" rejected_unsigned={}", s.rejected_unsigned) : "");
-  }
   std::vector<Tensor> results = exe.run(inputs);
   if (dump_enabled("buffers")) {
     runtime::cuda::DeviceAllocator::Stats s = context->allocator().stats();

@@ -10,6 +10,7 @@
 
 #include "cache_command.h"
 #include "doctor_command.h"
+#include "package_command.h"
 #include "graph_commands.h"
 #include "cli.h"
 #include "ptx_commands.h"
@@ -34,6 +35,7 @@ int dispatch(int argc, char** argv) {
   PtxWeaveCommand ptx_weave(*app.get_subcommand("ptx"));
   CacheCommand cache(app);
   DoctorCommand doctor(app);
+  PackageCommand package(app);
 
   try {
     app.parse(argc, argv);
@@ -53,6 +55,7 @@ int dispatch(int argc, char** argv) {
   if (ptx.selected()) return ptx.run();
   if (cache.selected()) return cache.run();
   if (doctor.selected()) return doctor.run();
+  if (package.selected()) return package.run();
   return kExitBadInput;
 }
 

@@ -196,6 +196,7 @@ bool weave_enabled(const CudaCompileOptions& options) {
 CudaExecutable compile_cuda(const Graph& canonical_graph, PlannerKind planner, std::shared_ptr<CudaContext> context,
                             CubinCache& cache, const CudaCompileOptions& options) {
   context->make_current();
+  const runtime::cuda::CubinCacheStats before = cache.stats();
   const schedule::RowScheduleTarget rows = rows_for(*context, options);
   const PlanOptions plan_options = plan_options_for(*context, options, rows);
   Compilation c = pipeline::compilation_of(canonical_graph, planner, plan_options, rows);
@@ -211,6 +212,10 @@ CudaExecutable compile_cuda(const Graph& canonical_graph, PlannerKind planner, s
   const schedule::GpuTarget device = device_target(*context);
   take_compiled(*compiled, c, [&](const Graph& g, const LoweredPlan& l) { return make_steps(g, l, *module, device); });
   if (weave_enabled(options) && !compiled->interpret) weave_adjacent_steps(*compiled, context, cache, options.dump);
+  // STITCH_DUMP=cache: this compile's share of the cubin cache's counts.
+  if (options.dump.wants && options.dump.wants("cache")) {
+    options.dump.print("cache", runtime::cache_dump_line(cache.stats() - before));
+  }
   return CudaExecutable(std::move(c.graph), std::move(context), std::move(compiled));
 }
 

@@ -19,6 +19,17 @@ constexpr std::string_view kTagPrefix = "hmac-sha256 ";
 
 }  // namespace
 
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  const bool ok = EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) == 1;
+  STITCH_ASSERT(ok && length == 32, "OpenSSL's SHA-256 failed");
+  std::string hex;
+  hex.reserve(64);
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
 std::optional<std::string> cache_secret() { return environment_options().cache_secret; }
 
 std::string entry_tag(std::string_view secret, std::string_view key, std::string_view bytes) {

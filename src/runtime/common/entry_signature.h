@@ -13,6 +13,11 @@
 
 namespace stitch::runtime {
 
+// SHA-256 of `data` as 64 lowercase hex digits (OpenSSL's libcrypto): the
+// kernel caches' keys and checksums; a cryptographic hash makes accidental
+// key collisions a non-issue.
+std::string sha256_hex(std::string_view data);
+
 // The secret of the environment (options/options.h), or none.
 std::optional<std::string> cache_secret();
 

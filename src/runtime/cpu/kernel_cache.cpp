@@ -24,58 +24,6 @@
 namespace stitch::runtime::cpu {
 namespace {
 
-constexpr std::array<uint32_t, 64> kSha256RoundConstants = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-uint32_t rotate_right(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-
-// One 64-byte block of FIPS 180-4 §6.2.2.
-void sha256_compress(std::array<uint32_t, 8>& state, const unsigned char* block) {
-  std::array<uint32_t, 64> w{};
-  for (int i = 0; i < 16; ++i) {
-    w[i] = uint32_t(block[4 * i]) << 24 | uint32_t(block[4 * i + 1]) << 16 | uint32_t(block[4 * i + 2]) << 8 |
-           uint32_t(block[4 * i + 3]);
-  }
-  for (int i = 16; i < 64; ++i) {
-    const uint32_t s0 = rotate_right(w[i - 15], 7) ^ rotate_right(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const uint32_t s1 = rotate_right(w[i - 2], 17) ^ rotate_right(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
-  uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
-  for (int i = 0; i < 64; ++i) {
-    const uint32_t s1 = rotate_right(e, 6) ^ rotate_right(e, 11) ^ rotate_right(e, 25);
-    const uint32_t choose = (e & f) ^ (~e & g);
-    const uint32_t t1 = h + s1 + choose + kSha256RoundConstants[i] + w[i];
-    const uint32_t s0 = rotate_right(a, 2) ^ rotate_right(a, 13) ^ rotate_right(a, 22);
-    const uint32_t majority = (a & b) ^ (a & c) ^ (b & c);
-    const uint32_t t2 = s0 + majority;
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  state[0] += a;
-  state[1] += b;
-  state[2] += c;
-  state[3] += d;
-  state[4] += e;
-  state[5] += f;
-  state[6] += g;
-  state[7] += h;
-}
-
 // Whole file as bytes; a missing file reads as empty, which every caller
 // treats as "not a valid entry".
 std::string read_bytes(const std::filesystem::path& path) {
@@ -144,28 +92,6 @@ void write_cache_file_atomically(const std::filesystem::path& path, const std::s
   }
 }
 
-std::string sha256_hex(std::string_view data) {
-  std::array<uint32_t, 8> state = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const size_t full_blocks = data.size() / 64;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
-  for (size_t i = 0; i < full_blocks; ++i) sha256_compress(state, bytes + 64 * i);
-
-  // Padding: the tail, a 1 bit, zeros, then the message length in bits (big endian).
-  std::array<unsigned char, 128> tail{};
-  const size_t tail_size = data.size() - 64 * full_blocks;
-  std::memcpy(tail.data(), bytes + 64 * full_blocks, tail_size);
-  tail[tail_size] = 0x80;
-  const size_t tail_blocks = tail_size + 1 + 8 <= 64 ? 1 : 2;
-  const uint64_t bit_length = uint64_t(data.size()) * 8;
-  for (int i = 0; i < 8; ++i) tail[64 * tail_blocks - 1 - i] = static_cast<unsigned char>(bit_length >> (8 * i));
-  for (size_t i = 0; i < tail_blocks; ++i) sha256_compress(state, tail.data() + 64 * i);
-
-  std::string hex;
-  for (uint32_t word : state) hex += fmt::format("{:08x}", word);
-  return hex;
-}
-
 std::filesystem::path default_cache_directory() {
   if (std::string dir = environment_options().cache_dir; !dir.empty()) return dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "stitch";
@@ -211,8 +137,9 @@ std::string target_description() {
   return description;
 }
 
-KernelCache::KernelCache(std::filesystem::path directory, uint64_t max_bytes, std::optional<std::string> secret)
-    : directory_(std::move(directory)), max_bytes_(max_bytes), secret_(std::move(secret)) {}
+KernelCache::KernelCache(std::filesystem::path directory, uint64_t max_bytes, std::optional<std::string> secret,
+                         std::shared_ptr<RemoteCache> remote)
+    : directory_(std::move(directory)), max_bytes_(max_bytes), secret_(std::move(secret)), remote_(std::move(remote)) {}
 
 namespace {
 
@@ -335,8 +262,9 @@ KernelCache::EntryState KernelCache::entry_state(const std::string& key) const {
   return EntryState::Valid;
 }
 
-CpuModule KernelCache::compile_into_entry(const std::string& key, const std::string& source,
-                                          const CompilerOptions& options) {
+CpuModule KernelCache::install_entry(const std::string& key,
+                                     const std::function<void(const std::filesystem::path&)>& produce,
+                                     std::string& bytes) {
   const std::filesystem::path entries = directory_ / "cpu";
   std::error_code error;
   std::filesystem::create_directories(entries, error);
@@ -355,20 +283,20 @@ CpuModule KernelCache::compile_into_entry(const std::string& key, const std::str
   try {
     // Named for the key: dlopen takes an object already loaded under the same
     // name for this one, which is then the same key, so the same object.
-    const std::filesystem::path compiled = scratch_dir / (key + ".so");
-    compile_shared_object(source, compiled, options);
-    const std::string bytes = read_bytes(compiled);
+    const std::filesystem::path object = scratch_dir / (key + ".so");
+    produce(object);
+    bytes = read_bytes(object);
     const std::filesystem::path checksum = scratch_dir / "kernel.sum";
     write_bytes(checksum, sha256_hex(bytes));
     const std::filesystem::path tag = scratch_dir / "kernel.tag";
     if (secret_) write_bytes(tag, entry_tag(*secret_, key, bytes));
     // Loaded before it is published: once renamed, another process may evict
     // it at any moment, and the mapping outlives the unlink.
-    module = CpuModule::load(compiled);
+    module = CpuModule::load(object);
     // The object first, its tag next, its checksum last: a crash in between
     // leaves an entry without (or with a stale) checksum or tag, which the
     // next load recompiles.
-    rename_into_place(compiled, shared_object_path(key));
+    rename_into_place(object, shared_object_path(key));
     if (secret_) rename_into_place(tag, tag_path(key));
     rename_into_place(checksum, checksum_path(key));
   } catch (...) {
@@ -378,7 +306,13 @@ CpuModule KernelCache::compile_into_entry(const std::string& key, const std::str
     throw;
   }
   std::filesystem::remove_all(scratch_dir, error);
+  maintain_cache(directory_, max_bytes_, {shared_object_path(key), checksum_path(key), tag_path(key)});
   return std::move(*module);
+}
+
+void KernelCache::count(int EntryCounts::*field) {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  ++(stats_.*field);
 }
 
 CpuModule KernelCache::load_or_compile(const std::string& source, const CompilerOptions& options) {
@@ -398,19 +332,40 @@ CpuModule KernelCache::load_or_compile_entry(const std::string& source, const Co
     // Another process may evict the entry between the check and dlopen: then
     // it is a miss like any other.
     if (std::optional<CpuModule> module = CpuModule::try_load(shared_object_path(entry_key))) {
-      std::lock_guard<std::mutex> lock(stats_mutex_);
-      ++stats_.hits;
+      count(&EntryCounts::hits);
       return std::move(*module);
     }
   }
   std::error_code ignored;
-  const bool had_entry = std::filesystem::exists(shared_object_path(entry_key), ignored) ||
-                         std::filesystem::exists(checksum_path(entry_key), ignored);
-  if (state == EntryState::Unsigned) warn_unverified_entry_once(shared_object_path(entry_key).string());
-  CpuModule module = compile_into_entry(entry_key, source, options);
-  maintain_cache(directory_, max_bytes_, {shared_object_path(entry_key), checksum_path(entry_key), tag_path(entry_key)});
-  std::lock_guard<std::mutex> lock(stats_mutex_);
-  ++(state == EntryState::Unsigned ? stats_.rejected_unsigned : had_entry ? stats_.recompiled_corrupt : stats_.misses);
+  bool bad_entry = std::filesystem::exists(shared_object_path(entry_key), ignored) ||
+                   std::filesystem::exists(checksum_path(entry_key), ignored);
+  bool unverified = state == EntryState::Unsigned;
+  if (unverified) warn_unverified_entry_once(shared_object_path(entry_key).string());
+
+  // The remote tier: its entry, or the key's lease while this process compiles.
+  bool leased = false;
+  if (remote_) {
+    RemoteEntry remote_entry = remote_->get_or_lease("cpu", entry_key, leased);
+    if (remote_entry.state == RemoteEntry::State::Hit) {
+      std::string bytes;
+      CpuModule module = install_entry(
+          entry_key, [&](const std::filesystem::path& p) { write_bytes(p, remote_entry.bytes); }, bytes);
+      count(&EntryCounts::remote_hits);
+      return module;
+    }
+    if (remote_entry.state == RemoteEntry::State::Unverified) {
+      warn_unverified_entry_once(RemoteCache::entry_name("cpu", entry_key) + " (remote)");
+      unverified = true;
+    }
+    bad_entry = bad_entry || remote_entry.state == RemoteEntry::State::Corrupt;
+  }
+  RemoteLease lease(remote_.get(), "cpu", entry_key, leased);
+  std::string bytes;
+  CpuModule module = install_entry(
+      entry_key, [&](const std::filesystem::path& p) { compile_shared_object(source, p, options); }, bytes);
+  // Stored before the lease is released: a waiting worker finds it.
+  if (remote_) remote_->put("cpu", entry_key, bytes);
+  count(unverified ? &EntryCounts::rejected_unsigned : bad_entry ? &EntryCounts::recompiled_corrupt : &EntryCounts::misses);
   return module;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -12,15 +13,16 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/common/cache_counts.h"
 #include "runtime/common/entry_signature.h"
+#include "runtime/common/remote_cache.h"
 #include "runtime/cpu/cache_maintenance.h"
 #include "runtime/cpu/cpu_compiler.h"
 
 namespace stitch::runtime::cpu {
 
-// SHA-256 of `data` as 64 lowercase hex digits. Implemented here (no new
-// dependency); a cryptographic hash makes accidental key collisions a non-issue.
-std::string sha256_hex(std::string_view data);
+// SHA-256 as hex (runtime/common/entry_signature.h), which the keys and checksums use.
+using runtime::sha256_hex;
 
 // A cache file's bytes; a missing or unreadable file reads as empty, which
 // every caller treats as "no valid entry".
@@ -47,12 +49,9 @@ std::string target_description();
 
 struct CompiledGraph;  // executable.h
 
-struct CacheStats {
-  int memory_hits = 0;         // a structurally equal graph was compiled before: no codegen, no load
-  int hits = 0;                // a verified entry was loaded, no compiler run
-  int misses = 0;              // no entry: compiled and stored
-  int recompiled_corrupt = 0;  // an entry failed verification: compiled and replaced
-  int rejected_unsigned = 0;   // under a secret, an entry whose tag did not verify: compiled and replaced
+// The entries' counts (runtime/common/cache_counts.h) and the in-memory level's.
+struct CacheStats : EntryCounts {
+  int memory_hits = 0;  // a structurally equal graph was compiled before: no codegen, no load
 };
 
 // Not copyable (it owns a mutex); load_or_compile may be called from several
@@ -65,11 +64,15 @@ class KernelCache {
   // $STITCH_CACHE_MAX_BYTES and throws UserError when it is not a byte count.
   // `secret` signs the entries written and is required of the entries loaded
   // (runtime/common/entry_signature.h); the default is the environment's.
+  // `remote` is the tier shared with other workers (remote_cache.h; none:
+  // local only); the default is the environment's (STITCH_REMOTE_CACHE).
   explicit KernelCache(std::filesystem::path directory = default_cache_directory(),
-                       uint64_t max_bytes = cache_max_bytes(), std::optional<std::string> secret = cache_secret());
+                       uint64_t max_bytes = cache_max_bytes(), std::optional<std::string> secret = cache_secret(),
+                       std::shared_ptr<RemoteCache> remote = environment_remote_cache());
 
-  // The cached shared object for `source` compiled with `options`, compiling and
-  // storing it on a miss or a corrupt entry. A hit marks the entry as used
+  // The cached shared object for `source` compiled with `options`: from the
+  // local directory, else from the remote tier (then stored locally), else
+  // compiled and stored in both. A hit marks the entry as used
   // (eviction's recency); a store runs maintain_cache over the directory.
   // Throws ToolchainMissing (a UserError) when the compiler's output shows a
   // missing compiler, OpenMP or SLEEF, else CompileError as
@@ -91,6 +94,7 @@ class KernelCache {
 
   const std::filesystem::path& directory() const { return directory_; }
   uint64_t max_bytes() const { return max_bytes_; }
+  RemoteCache* remote() const { return remote_.get(); }
   CacheStats stats() const;
 
  private:
@@ -105,14 +109,19 @@ class KernelCache {
   // remembered in <dir>/cpu/compilers/ against the binary's path, size and
   // modification time, so that a new process neither hashes nor runs it.
   std::string stamped_toolchain_identity(const std::string& compiler) const;
-  // Compiles, loads the object from the scratch directory, then renames it
-  // into place: the returned module stays valid whatever other processes
-  // evict or replace afterwards.
-  CpuModule compile_into_entry(const std::string& key, const std::string& source, const CompilerOptions& options);
+  // Has `produce` write the object into a scratch directory (the compiler,
+  // or a remote entry's bytes), loads it from there, then renames it into
+  // place with its checksum and tag: the returned module stays valid whatever
+  // other processes evict or replace afterwards. `bytes` gets the object's bytes.
+  CpuModule install_entry(const std::string& key, const std::function<void(const std::filesystem::path&)>& produce,
+                          std::string& bytes);
+  // Counts one outcome under the stats' mutex.
+  void count(int EntryCounts::*field);
 
   std::filesystem::path directory_;
   uint64_t max_bytes_;
   std::optional<std::string> secret_;
+  std::shared_ptr<RemoteCache> remote_;
   mutable std::mutex stats_mutex_;  // guards stats_ and compiled_graphs_
   CacheStats stats_;
   std::map<std::string, std::shared_ptr<const CompiledGraph>> compiled_graphs_;

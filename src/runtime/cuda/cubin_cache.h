@@ -11,7 +11,9 @@
 #include <optional>
 #include <string>
 
+#include "runtime/common/cache_counts.h"
 #include "runtime/common/entry_signature.h"
+#include "runtime/common/remote_cache.h"
 #include "runtime/cuda/driver.h"
 
 namespace stitch::runtime::cuda {
@@ -22,12 +24,9 @@ enum class ModuleImage { Cubin, Ptx };
 
 inline ModuleImage module_image_for(const DriverApi& api) { return api.loads_ptx ? ModuleImage::Ptx : ModuleImage::Cubin; }
 
-struct CubinCacheStats {
-  int hits = 0;                // a verified cubin was read, NVRTC not run
-  int misses = 0;              // no entry: compiled and stored
-  int recompiled_corrupt = 0;  // an entry failed verification: compiled and replaced
-  int rejected_unsigned = 0;   // under a secret, an entry whose tag did not verify: compiled and replaced
-};
+// hits, remote_hits, misses, recompiled_corrupt, rejected_unsigned
+// (runtime/common/cache_counts.h), as the CPU kernel cache counts them.
+using CubinCacheStats = EntryCounts;
 
 // "nvrtc 13.0": the NVRTC library's own version, which the key includes
 // (a newer NVRTC may generate different code for the same source).
@@ -40,12 +39,17 @@ class CubinCache {
   // first store. The default is the CPU kernel cache's directory. The size
   // bound is $STITCH_CACHE_MAX_BYTES (cpu::cache_max_bytes; UserError when bad).
   // `secret` signs and checks the entries as the CPU kernel cache's
-  // (runtime/common/entry_signature.h); the default is the environment's.
-  explicit CubinCache(std::filesystem::path directory, std::optional<std::string> secret = cache_secret());
+  // (runtime/common/entry_signature.h); the default is the environment's,
+  // and so is the remote tier shared with other workers (remote_cache.h).
+  explicit CubinCache(std::filesystem::path directory, std::optional<std::string> secret = cache_secret(),
+                      std::shared_ptr<RemoteCache> remote = environment_remote_cache());
   CubinCache();
 
-  // The cubin of `source` for `arch` ("sm_90"), compiling and storing it on a
-  // miss or a corrupt entry. Throws CompileError with NVRTC's log when NVRTC
+  // The cubin of `source` for `arch` ("sm_90"): from the local directory,
+  // else from the remote tier (then stored locally), else compiled and stored
+  // in both. A compile stores the PTX of the same NVRTC run beside the
+  // cubin, under the PTX image's key, so that cuda-sim can run it and a newer
+  // GPU's driver can JIT it. Throws CompileError with NVRTC's log when NVRTC
   // rejects the source.
   // With ModuleImage::Ptx, NVRTC's PTX for `arch` instead (NUL-terminated, as
   // cuModuleLoadData reads text). A hit marks the entry as used; a store runs
@@ -66,9 +70,14 @@ class CubinCache {
   CubinCacheStats stats() const;
 
  private:
+  // Writes one image's entry: its bytes, tag and checksum, in that order.
+  void store_local(const std::string& key, const std::string& arch, ModuleImage image, const std::string& bytes);
+  void count(int EntryCounts::*field);
+
   std::filesystem::path directory_;
   uint64_t max_bytes_;
   std::optional<std::string> secret_;
+  std::shared_ptr<RemoteCache> remote_;
   mutable std::mutex mutex_;  // guards stats_
   CubinCacheStats stats_;
 };

@@ -73,9 +73,10 @@ class Executable {
   // build has no CUDA support or the machine no usable GPU.
   static Executable compile(const Graph& graph, const CompileOptions& options = {});
   // A package that `stitch package` wrote (docs/packages.md): its graph, plan
-  // and compiled kernels, with no compiler run (none need be installed).
-  // Throws UserError naming the mismatch for a package of another format
-  // version or back end, or built for targets this CPU cannot run.
+  // and compiled kernels, with no compiler run (none need be installed), on
+  // the CPU or, for a CUDA package, the GPU. Throws UserError naming the
+  // mismatch for a package of another format version, or built for targets
+  // this CPU or GPU cannot run.
   static Executable load(const std::string& path);
 
   Executable(Executable&&) noexcept;

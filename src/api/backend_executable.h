@@ -3,6 +3,8 @@
 // back end's types and the CUDA one exists only in builds that have it.
 #pragma once
 
+#include "package/package_file.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -92,9 +94,10 @@ struct BackendRequest {
 // `canonical` is in canonical form. Each throws UserError as the back end's
 // executable does (a group it cannot lower).
 std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const BackendRequest& request);
-// A package (docs/packages.md) for this CPU, from its objects: no compiler.
-// `planner` gets the package's planner.
-std::unique_ptr<BackendExecutable> load_cpu_package(const std::string& path, std::string& planner);
+// A package (docs/packages.md) from its objects, no compiler: for this CPU,
+// or for Backend::Cuda's device (UserError where there is none).
+std::unique_ptr<BackendExecutable> load_cpu_package(const package::Package& p, const std::string& path);
+std::unique_ptr<BackendExecutable> load_cuda_package(const package::Package& p, const std::string& path);
 // UserError when this build has no CUDA support or no device can be opened.
 std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, const BackendRequest& request);
 

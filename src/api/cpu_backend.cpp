@@ -43,9 +43,7 @@ std::unique_ptr<BackendExecutable> compile_for_cpu(const Graph& canonical, const
   return std::make_unique<BackendExecutableOf<runtime::cpu::CpuExecutable>>(std::move(exe), stats);
 }
 
-std::unique_ptr<BackendExecutable> load_cpu_package(const std::string& path, std::string& planner) {
-  const package::Package p = package::read_package(path);
-  planner = p.planner;
+std::unique_ptr<BackendExecutable> load_cpu_package(const package::Package& p, const std::string& path) {
   return std::make_unique<BackendExecutableOf<runtime::cpu::CpuExecutable>>(package::load_cpu_package(p, path),
                                                                              CacheStats{});
 }

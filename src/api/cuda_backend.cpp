@@ -16,6 +16,7 @@
 #include "pipeline/cuda/cuda_route.h"
 #include "runtime/cuda/cuda_executable.h"
 #include "pipeline/cuda/cuda_tuning.h"
+#include "package/cuda/cuda_package.h"
 #include "tune/schedule_tuner.h"
 #endif
 
@@ -56,6 +57,13 @@ bool cuda_device_available(std::string* why) {
   return device().context != nullptr;
 }
 
+std::unique_ptr<BackendExecutable> load_cuda_package(const package::Package& p, const std::string& path) {
+  std::string why;
+  if (!cuda_device_available(&why)) throw UserError(path + ": a CUDA package, and Backend::Cuda is not available: " + why);
+  return std::make_unique<BackendExecutableOf<runtime::cuda::CudaExecutable>>(
+      package::load_cuda_package(p, path, device().context), CacheStats{});
+}
+
 std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, const BackendRequest& request) {
   std::string why;
   if (!cuda_device_available(&why)) throw UserError("Backend::Cuda is not available: " + why);
@@ -89,6 +97,10 @@ std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph& canonical, cons
 bool cuda_device_available(std::string* why) {
   if (why) *why = "this Stitch was built without the CUDA toolkit";
   return false;
+}
+
+std::unique_ptr<BackendExecutable> load_cuda_package(const package::Package&, const std::string& path) {
+  throw UserError(path + ": a CUDA package, and this Stitch was built without the CUDA toolkit");
 }
 
 std::unique_ptr<BackendExecutable> compile_for_cuda(const Graph&, const BackendRequest&) {

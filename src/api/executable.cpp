@@ -93,9 +93,11 @@ Executable Executable::compile(const Graph& graph, const CompileOptions& options
 }
 
 Executable Executable::load(const std::string& path) {
+  const package::Package p = package::read_package(path);
   auto impl = std::make_unique<Impl>();
-  impl->backend = Backend::Cpu;
-  impl->exe = api::load_cpu_package(path, impl->planner);
+  impl->backend = p.backend == "cuda" ? Backend::Cuda : Backend::Cpu;
+  impl->planner = p.planner;
+  impl->exe = p.backend == "cuda" ? api::load_cuda_package(p, path) : api::load_cpu_package(p, path);
   return Executable(std::move(impl));
 }
 

@@ -30,18 +30,23 @@ std::map<std::string, int64_t> cpu_package_settings(const PlanOptions& plan, con
           {"cpu_l1_bytes", rows.cpu_l1_bytes}};
 }
 
+Package package_of(const Graph& graph, const std::string& backend, PlannerKind planner) {
+  Package p;
+  p.stitch_version = STITCH_PACKAGE_VERSION;
+  p.backend = backend;
+  p.planner = planner_name(planner);
+  Module m;
+  m.graphs.push_back(graph);
+  p.graph_text = print_module(m);
+  return p;
+}
+
 Package build_cpu_package(const Graph& graph, const PackageRequest& request, runtime::cpu::KernelCache& cache) {
   if (request.backend != "cpu") {
     throw UserError(fmt::format("stitch package: --backend {} is not packaged yet (cpu is)", request.backend));
   }
   std::vector<std::string> arches = request.arches.empty() ? std::vector<std::string>{"native"} : request.arches;
-  Package p;
-  p.stitch_version = STITCH_PACKAGE_VERSION;
-  p.backend = "cpu";
-  p.planner = planner_name(request.planner);
-  Module m;
-  m.graphs.push_back(graph);
-  p.graph_text = print_module(m);
+  Package p = package_of(graph, "cpu", request.planner);
   const Graph canonical = canonicalize(graph);
 
   pipeline::CpuCompileOptions options;

@@ -28,6 +28,10 @@ struct PackageRequest {
 // back end cannot run, or a target this machine cannot compile for.
 Package build_cpu_package(const Graph& graph, const PackageRequest& request, runtime::cpu::KernelCache& cache);
 
+// A package of `graph` for `backend` and `planner`, before its targets: this
+// Stitch's version and format, the graph's text.
+Package package_of(const Graph& graph, const std::string& backend, PlannerKind planner);
+
 // The settings a package records (package_file.h), resolved from
 // `plan` and `rows` as the pipeline would resolve them now.
 std::map<std::string, int64_t> cpu_package_settings(const PlanOptions& plan, const schedule::RowScheduleTarget& rows);

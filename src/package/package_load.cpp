@@ -33,11 +33,7 @@ int preference(const std::string& arch) {
 // sources would then not be the packaged ones).
 pipeline::CpuCompileOptions options_of(const Package& p, const std::string& path) {
   pipeline::CpuCompileOptions o;
-  const auto setting = [&](const std::string& name) {
-    auto it = p.settings.find(name);
-    if (it == p.settings.end()) throw UserError(fmt::format("{}: the package does not record '{}'", path, name));
-    return it->second;
-  };
+  const auto setting = [&](const std::string& name) { return package_setting(p, path, name); };
   o.plan.max_fusions = static_cast<int>(setting("max_fusions"));
   o.plan.dot_epilogues = setting("dot_epilogues") != 0;
   o.plan.attention = setting("attention") != 0;
@@ -50,20 +46,34 @@ pipeline::CpuCompileOptions options_of(const Package& p, const std::string& path
   o.rows.held_rows = setting("held_rows") != 0;
   o.rows.cpu_l2_bytes = setting("cpu_l2_bytes");
   o.rows.cpu_l1_bytes = setting("cpu_l1_bytes");
-  // A switch the environment turns off (STITCH_DOT_EPILOGUES=0, ...) or a
-  // fusion cap it sets would change the plan.
-  const std::map<std::string, int64_t> resolved = cpu_package_settings(o.plan, o.rows);
-  for (const auto& [name, value] : resolved) {
-    if (value != setting(name)) {
-      throw UserError(fmt::format("{}: built with {}={}, but this environment makes it {} (a STITCH_* variable); unset "
-                                  "it to run the package, or build the package under it",
-                                  path, name, setting(name), value));
-    }
-  }
+  check_package_settings(p, path, cpu_package_settings(o.plan, o.rows));
   return o;
 }
 
 }  // namespace
+
+int64_t package_setting(const Package& p, const std::string& path, const std::string& name) {
+  auto it = p.settings.find(name);
+  if (it == p.settings.end()) throw UserError(fmt::format("{}: the package does not record '{}'", path, name));
+  return it->second;
+}
+
+void check_package_settings(const Package& p, const std::string& path, const std::map<std::string, int64_t>& resolved) {
+  for (const auto& [name, value] : resolved) {
+    const int64_t built = package_setting(p, path, name);
+    if (value != built) {
+      throw UserError(fmt::format("{}: built with {}={}, but this environment makes it {} (a STITCH_* variable); unset "
+                                  "it to run the package, or build the package under it",
+                                  path, name, built, value));
+    }
+  }
+}
+
+UserError code_not_in_package(const Package& p, const std::string& path) {
+  return UserError(fmt::format("{}: this Stitch generates code the package holds no kernels for (the package was "
+                               "built by Stitch {}); build the package again with this Stitch",
+                               path, p.stitch_version));
+}
 
 const PackageTarget& choose_cpu_target(const Package& p, const std::string& path) {
   const PackageTarget* best = nullptr;
@@ -120,9 +130,7 @@ runtime::cpu::CpuExecutable load_cpu_package(const Package& p, const std::string
       if (std::count(target.rejected.begin(), target.rejected.end(), sha)) {
         throw runtime::cpu::CompileError("the compiler rejected this unit when the package was built", "");
       }
-      throw UserError(fmt::format("{}: this Stitch generates code the package holds no kernels for (the package was "
-                                  "built by Stitch {}); build the package again with this Stitch",
-                                  path, p.stitch_version));
+      throw code_not_in_package(p, path);
     }
     const std::filesystem::path file = std::filesystem::path(scratch) / (sha + ".so");
     {

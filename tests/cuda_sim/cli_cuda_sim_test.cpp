@@ -30,6 +30,23 @@ TEST(CliCudaSim, RunSummarisesTheResult) {
   EXPECT_EQ(r.output.rfind("y: f32[37, 100]  min=", 0), 0u) << r.output;
 }
 
+// A CUDA package (docs/packages.md): built without a device, run on cuda-sim
+// with no compiler; refused on the CPU.
+TEST(CliCudaSim, ACudaPackageRunsOnTheSimulatedDevice) {
+  const std::string package = ::testing::TempDir() + "softmax-cuda.stitchpkg";
+  const ToolRun built = run(STITCH_CLI " package " + kSoftmax + " --graph softmax_small --backend cuda --arch sm_80,sm_90 -o " + package);
+  ASSERT_EQ(built.status, 0) << built.output;
+  EXPECT_NE(built.output.find("targets sm_80, sm_90, 2 compiled objects"), std::string::npos) << built.output;
+  const ToolRun r = run("STITCH_CXX=false STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI " run " + package +
+                        " --random-inputs 3 --backend cuda-sim");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("y: f32[37, 100]  min=", 0), 0u) << r.output;
+  const ToolRun cpu = run(STITCH_CLI " run " + package + " --random-inputs 3");
+  EXPECT_EQ(cpu.status, 2) << cpu.output;
+  EXPECT_NE(cpu.output.find("is a package for --backend cuda (or cuda-sim), not cpu"), std::string::npos) << cpu.output;
+  std::remove(package.c_str());
+}
+
 TEST(CliCudaSim, CheckPassesEveryPlanner) {
   const ToolRun r = run("STITCH_CUDA_SIM_DRIVER=" STITCH_CUDA_SIM_DRIVER " " STITCH_CLI " check " + kSoftmax +
                         " --graph softmax_small --backend cuda-sim");

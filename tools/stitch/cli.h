@@ -1,6 +1,9 @@
 // Shared pieces of the `stitch` subcommands (DESIGN.md, CLI).
 #pragma once
 
+#include "package/package_build.h"
+#include "package/package_file.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -97,6 +100,13 @@ void report_schedule_tuning(const tune::ScheduleTuner& schedules, const std::str
 // this stitch was built without the CUDA toolkit, or when no driver or device
 // can be used, saying why.
 void require_cuda_device();
+// A CUDA package (docs/packages.md) of `graph` for `request`'s architectures,
+// built by NVRTC through the cubin cache; no device needed.
+package::Package package_for_cuda(const Graph& graph, const package::PackageRequest& request);
+// A CUDA package's graph on the device (or cuda-sim), run on `inputs`'
+// spec; returns its canonical graph's outputs and sets `canonical`.
+std::vector<Tensor> run_cuda_package(const package::Package& p, const std::string& path, const InputSpec& spec,
+                                     Graph& canonical);
 // --backend cuda-sim: later CUDA work opens the simulated driver
 // (docs/cuda-sim.md) instead of libcuda.so.1. Returns "cuda", the back end
 // that then runs on it.

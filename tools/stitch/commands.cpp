@@ -319,11 +319,19 @@ int run_command(const std::string& file, const std::string& graph_name, const st
 int run_package(const std::string& file, const std::string& graph_name, const std::string& backend,
                 const std::string& planner, const InputSpec& spec, const std::string& output_dir, bool print_values,
                 bool tune) {
-  if (!graph_name.empty() || !planner.empty() || tune || (!backend.empty() && backend != "cpu")) {
-    throw UserError(fmt::format("{} is a package: its graph, planner and back end are fixed (no --graph, --planner, "
-                                "--tune or --backend other than cpu)", file));
+  if (!graph_name.empty() || !planner.empty() || tune) {
+    throw UserError(fmt::format("{} is a package: its graph and planner are fixed (no --graph, --planner or --tune)", file));
   }
   const package::Package p = package::read_package(file);
+  if (backend != p.backend) {
+    throw UserError(fmt::format("{} is a package for --backend {}{}, not {}", file, p.backend,
+                                p.backend == "cuda" ? " (or cuda-sim)" : "", backend));
+  }
+  if (p.backend == "cuda") {
+    Graph canonical;
+    std::vector<Tensor> results = run_cuda_package(p, file, spec, canonical);
+    return write_results(canonical, results, output_dir, print_values);
+  }
   runtime::cpu::CpuExecutable exe = package::load_cpu_package(p, file);
   const Graph& canonical = exe.graph();
   std::vector<Tensor> inputs = gather_inputs(canonical, spec, ModelInputs{});

@@ -18,6 +18,7 @@
 #include "pipeline/cuda/cuda_tuning.h"
 #include "runtime/cuda/device_allocator.h"
 #include "pipeline/cuda/user_kernel_cuda_route.h"
+#include "package/cuda/cuda_package.h"
 #include "runtime/cuda/user_kernel_cuda.h"
 #endif
 
@@ -121,6 +122,17 @@ Tensor run_user_kernel_on_cuda(const UserKernel& kernel, const std::vector<Kerne
   return pipeline::run_user_kernel_cuda(cuda_context(), cubin_cache(), kernel, args);
 }
 
+package::Package package_for_cuda(const Graph& graph, const package::PackageRequest& request) {
+  return package::build_cuda_package(graph, request, cubin_cache());
+}
+
+std::vector<Tensor> run_cuda_package(const package::Package& p, const std::string& path, const InputSpec& spec,
+                                     Graph& canonical) {
+  runtime::cuda::CudaExecutable exe = package::load_cuda_package(p, path, cuda_context());
+  canonical = exe.graph();
+  return exe.run(gather_inputs(canonical, spec, ModelInputs{}));
+}
+
 #else
 
 namespace {
@@ -132,6 +144,8 @@ std::string use_simulated_cuda_driver() { no_cuda(); }
 std::vector<Tensor> run_on_cuda(const Graph&, const std::string&, const std::vector<Tensor>&, bool) { no_cuda(); }
 BackendRun check_run_on_cuda(const Graph&, PlannerKind, const std::vector<Tensor>&) { no_cuda(); }
 Tensor run_user_kernel_on_cuda(const UserKernel&, const std::vector<KernelArg>&) { no_cuda(); }
+package::Package package_for_cuda(const Graph&, const package::PackageRequest&) { no_cuda(); }
+std::vector<Tensor> run_cuda_package(const package::Package&, const std::string&, const InputSpec&, Graph&) { no_cuda(); }
 
 #endif
 

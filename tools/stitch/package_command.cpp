@@ -17,9 +17,10 @@ PackageCommand::PackageCommand(CLI::App& app) {
   command_ = app.add_subcommand("package", "Compile a graph for listed targets into one file that runs without a compiler");
   command_->add_option("file", file_, "a .stitch or .onnx file")->required();
   command_->add_option("--graph", graph_name_, "the graph to package (default: the first in the file)");
-  command_->add_option("--backend", backend_, "cpu (default)")->check(CLI::IsMember({"cpu", "cuda"}));
+  command_->add_option("--backend", backend_, "cpu (default) or cuda (no GPU needed: NVRTC builds the cubins and PTX)")->check(CLI::IsMember({"cpu", "cuda"}));
   command_->add_option("--arch", arch_,
-                       "comma-separated targets: x86-64, x86-64-v2, x86-64-v3, x86-64-v4, native (default native)");
+                       "comma-separated targets: cpu: x86-64, x86-64-v2, x86-64-v3, x86-64-v4, native (default native); "
+                       "cuda: sm_80, sm_90, ... (default sm_90)");
   command_->add_option("--planner", planner_, "fusion planner (default stitch)")
       ->check(CLI::IsMember({"none", "xla", "stitch", "ilp", "greedy"}));
   command_->add_flag("--f32-intermediates", f32_intermediates_, "compute f16/bf16 values in f32 between ops");
@@ -29,9 +30,6 @@ PackageCommand::PackageCommand(CLI::App& app) {
 bool PackageCommand::selected() const { return command_->parsed(); }
 
 int PackageCommand::run() const {
-  if (backend_ != "cpu") {
-    throw UserError("stitch package: --backend cuda is not packaged yet; --backend cpu is");
-  }
   Module m = load_module(file_, nullptr);
   const Graph& g = select_graph(m, graph_name_, file_);
   package::PackageRequest request;
@@ -42,8 +40,13 @@ int PackageCommand::run() const {
   for (std::string a; std::getline(arches, a, ',');) {
     if (!a.empty()) request.arches.push_back(a);
   }
-  runtime::cpu::KernelCache cache;
-  const package::Package p = package::build_cpu_package(g, request, cache);
+  package::Package p;
+  if (backend_ == "cuda") {
+    p = package_for_cuda(g, request);
+  } else {
+    runtime::cpu::KernelCache cache;
+    p = package::build_cpu_package(g, request, cache);
+  }
   package::write_package(output_, p);
   size_t objects = 0, bytes = 0;
   std::string targets;

@@ -55,7 +55,9 @@ std::vector<CudaStep> make_steps(const Graph& g, const LoweredPlan& lowered, con
 
 schedule::RowScheduleTarget rows_for(const CudaContext& context, const CudaCompileOptions& options) {
   schedule::RowScheduleTarget rows =
-      gpu_model::with_row_model(schedule::RowScheduleTarget::for_device(device_target(context)), options.model_target);
+      options.rows ? *options.rows
+                   : gpu_model::with_row_model(schedule::RowScheduleTarget::for_device(device_target(context)),
+                                               options.model_target);
   rows.forced = options.forced_rows;
   rows.forced_column_groups = options.forced_column_groups;
   return rows;
@@ -65,9 +67,9 @@ schedule::RowScheduleTarget rows_for(const CudaContext& context, const CudaCompi
 // between its phases what the lowering lets its row caches take on this device
 // (RowScheduleTarget::shared_budget_bytes, half the opt-in maximum), so a row
 // the lowering could cache is not split at planning for want of the static 48 KiB.
-PlanOptions plan_options_for(const CudaContext& context, const CudaCompileOptions& options,
-                             const schedule::RowScheduleTarget& rows) {
-  PlanOptions plan_options = PlanOptions::for_gpu(context.device().arch());
+PlanOptions plan_options_for(const CudaCompileOptions& options, const schedule::RowScheduleTarget& rows) {
+  // The device's architecture (for_device), or a package's.
+  PlanOptions plan_options = PlanOptions::for_gpu(rows.gpu_arch);
   plan_options.max_fusions = resolve_max_fusions(options.plan);
   plan_options.row_hold_bytes = rows.shared_budget_bytes();
   plan_options.f32_intermediates = options.plan.f32_intermediates;
@@ -99,7 +101,10 @@ Backend cuda_backend(const std::shared_ptr<CudaContext>& context, CubinCache& ca
     error = seam_rejection(lowered, options.reject_plan, options.reject_group, "CudaCompileOptions");
     if (!error.empty()) return false;
     try {
-      module = std::make_shared<CudaModule>(context, cache.load_or_compile(source, context->device().arch(), runtime::cuda::module_image_for(context->api())));
+      const runtime::cuda::ModuleImage image = runtime::cuda::module_image_for(context->api());
+      module = std::make_shared<CudaModule>(context, options.build_image
+                                                         ? options.build_image(source, image)
+                                                         : cache.load_or_compile(source, context->device().arch(), image));
     } catch (const runtime::cpu::CompileError& e) {
       error = fmt::format("{}\n{}", e.what(), e.diagnostics());
       return false;
@@ -198,7 +203,7 @@ CudaExecutable compile_cuda(const Graph& canonical_graph, PlannerKind planner, s
   context->make_current();
   const runtime::cuda::CubinCacheStats before = cache.stats();
   const schedule::RowScheduleTarget rows = rows_for(*context, options);
-  const PlanOptions plan_options = plan_options_for(*context, options, rows);
+  const PlanOptions plan_options = plan_options_for(options, rows);
   Compilation c = pipeline::compilation_of(canonical_graph, planner, plan_options, rows);
   c.warn = options.warn;
   c.tuner = options.tuner;
@@ -219,12 +224,38 @@ CudaExecutable compile_cuda(const Graph& canonical_graph, PlannerKind planner, s
   return CudaExecutable(std::move(c.graph), std::move(context), std::move(compiled));
 }
 
+std::string cuda_translation_unit(const Graph& canonical_graph, PlannerKind planner, const CudaCompileOptions& options) {
+  STITCH_ASSERT(options.rows.has_value(), "cuda_translation_unit needs CudaCompileOptions::rows");
+  const schedule::RowScheduleTarget& rows = *options.rows;
+  Compilation c = pipeline::compilation_of(canonical_graph, planner, plan_options_for(options, rows), rows);
+  c.warn = options.warn;
+  std::string emit_error, source;
+  Backend backend;
+  backend.name = "cuda";
+  backend.emit = [&emit_error](const std::vector<kir::Kernel>& kernels) {
+    try {
+      return codegen::cuda::emit_cuda_translation_unit(kernels);
+    } catch (const InternalError& e) {
+      emit_error = e.what();
+      return std::string();
+    }
+  };
+  // The first unit the pipeline would compile: the whole plan's.
+  backend.build = [&source](const std::string& s, const LoweredPlan&, std::string&) {
+    if (source.empty()) source = s;
+    return true;
+  };
+  run_pipeline(c, backend, "split-reductions", "compile", options.dump);
+  if (!emit_error.empty()) throw UserError(fmt::format("the CUDA emitter failed: {}", emit_error));
+  return source;
+}
+
 std::vector<CudaExecutable> compile_cuda_batch(const std::vector<Graph>& canonical_graphs, PlannerKind planner,
                                                std::shared_ptr<CudaContext> context, CubinCache& cache,
                                                const CudaCompileOptions& options) {
   context->make_current();
   const schedule::RowScheduleTarget rows = rows_for(*context, options);
-  const PlanOptions plan_options = plan_options_for(*context, options, rows);
+  const PlanOptions plan_options = plan_options_for(options, rows);
   std::shared_ptr<CudaModule> module;
   std::string emit_error;
   const Backend backend = cuda_backend(context, cache, options, module, emit_error);

@@ -51,6 +51,14 @@ struct CudaCompileOptions {
   // this returns true is treated as rejected too, so the fallback of one
   // group can be tested.
   std::function<bool(const FusionGroup&)> reject_group;
+  // The target the row schedules are ranked for instead of the device's
+  // (rows_for): a package's, so that a loader generates the sources the
+  // package was built from (package/). Its gpu_arch also sets the plan's.
+  std::optional<schedule::RowScheduleTarget> rows;
+  // Where each translation unit's image comes from instead of the cubin
+  // cache (`cache.load_or_compile(source, arch, image)`): a package's
+  // cubin or PTX. Throws CompileError for a unit it rejects, as NVRTC would.
+  std::function<std::string(const std::string& source, runtime::cuda::ModuleImage image)> build_image;
   // Weave adjacent independent kernels into one launch at the PTX level
   // (docs/goptx.md, In Stitch): 1 on, 0 off, -1 as $STITCH_WEAVE says (off
   // when unset). Off by default: not yet measured on a GPU.
@@ -64,6 +72,12 @@ struct CudaCompileOptions {
 // compile even alone by the reference interpreter (group_fallback.h).
 CudaExecutable compile_cuda(const Graph& canonical_graph, PlannerKind planner, std::shared_ptr<CudaContext> context,
                             CubinCache& cache, const CudaCompileOptions& options = {});
+
+// The translation unit compile_cuda builds for `canonical_graph` under
+// `options.rows` (required), without a device or a compiler: what a CUDA
+// package compiles for each of its architectures (package/). Throws
+// UserError when a group does not lower or the emitter fails.
+std::string cuda_translation_unit(const Graph& canonical_graph, PlannerKind planner, const CudaCompileOptions& options);
 
 // For test suites: every graph's kernels in one translation unit, one NVRTC
 // run, one module. No fallback: a compile failure throws CompileError.

@@ -133,6 +133,8 @@ def summarize(workers, graphs):
         "first_result_max_s": max(first),
         "all_results_median_s": statistics.median(last),
         "all_results_max_s": max(last),
+        "first_result_per_worker_s": [round(t, 3) for t in first],
+        "all_results_per_worker_s": [round(t, 3) for t in last],
     }
 
 

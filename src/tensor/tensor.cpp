@@ -259,10 +259,22 @@ void fill_random(Tensor& t, uint64_t seed) {
   if (is_float(dtype)) {
     // k * 2^(2-p) - 2 for a p-bit k is exact in a p-bit significand, so no
     // rounding can push a value onto 2 and every dtype sees the same grid shape.
+    // The power of two is exact, so k * step is the ldexp of k; f32 and f64
+    // are written directly (the value is exact in both), the narrow floats
+    // through their rounding conversion. A model's weights are hundreds of
+    // millions of elements: no per-element dispatch.
     const int precision = float_precision(dtype);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      const uint64_t k = rng.next() >> (64 - precision);
-      t.set_f64(i, std::ldexp(static_cast<double>(k), 2 - precision) - 2.0);
+    const double step = std::ldexp(1.0, 2 - precision);
+    const int64_t n = t.numel();
+    const auto value = [&] { return static_cast<double>(rng.next() >> (64 - precision)) * step - 2.0; };
+    if (dtype == DType::f32) {
+      float* out = t.data<float>();
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(value());
+    } else if (dtype == DType::f64) {
+      double* out = t.data<double>();
+      for (int64_t i = 0; i < n; ++i) out[i] = value();
+    } else {
+      for (int64_t i = 0; i < n; ++i) t.set_f64(i, value());
     }
     return;
   }

@@ -39,6 +39,9 @@ TEST_F(CliPackage, APackageRunsWithoutACompilerAndComputesWhatTheGraphDoes) {
   CliResult unknown = run_cli("package " + graph + " --arch z80 -o " + package);
   EXPECT_EQ(unknown.status, 2) << unknown.output;
   EXPECT_TRUE(contains(unknown.output, "--arch z80: not a CPU target")) << unknown.output;
+  CliResult onnx = run_cli("package " + write("m.onnx", "not read") + " -o " + package);
+  EXPECT_EQ(onnx.status, 2) << onnx.output;
+  EXPECT_TRUE(contains(onnx.output, "ONNX models are not packaged yet")) << onnx.output;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -15,7 +16,7 @@ namespace stitch::cli {
 
 PackageCommand::PackageCommand(CLI::App& app) {
   command_ = app.add_subcommand("package", "Compile a graph for listed targets into one file that runs without a compiler");
-  command_->add_option("file", file_, "a .stitch or .onnx file")->required();
+  command_->add_option("file", file_, "a .stitch file")->required();
   command_->add_option("--graph", graph_name_, "the graph to package (default: the first in the file)");
   command_->add_option("--backend", backend_, "cpu (default) or cuda (no GPU needed: NVRTC builds the cubins and PTX)")->check(CLI::IsMember({"cpu", "cuda"}));
   command_->add_option("--arch", arch_,
@@ -30,6 +31,12 @@ PackageCommand::PackageCommand(CLI::App& app) {
 bool PackageCommand::selected() const { return command_->parsed(); }
 
 int PackageCommand::run() const {
+  if (std::filesystem::path(file_).extension() == ".onnx") {
+    // Its weights are bound at import and would not travel with the package.
+    throw UserError(fmt::format("stitch package: {}: ONNX models are not packaged yet (their weights would have to "
+                                "travel with the package); package a .stitch graph",
+                                file_));
+  }
   Module m = load_module(file_, nullptr);
   const Graph& g = select_graph(m, graph_name_, file_);
   package::PackageRequest request;

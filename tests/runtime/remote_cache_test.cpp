@@ -135,6 +135,25 @@ TEST_F(RemoteCacheTest, AWaiterTakesTheLeaseOverWhenItsHolderDies) {
   EXPECT_EQ(entries(), RemoteCache::entry_name("cpu", key_of(5)));
 }
 
+// A compile longer than the lease keeps it (renewed every third of it): the
+// waiting worker gets the entry instead of compiling too.
+TEST_F(RemoteCacheTest, ACompileLongerThanItsLeaseKeepsIt) {
+  const fs::path slow = root_ / "slow-c++";
+  std::ofstream(slow) << "#!/bin/sh\nsleep 1.2\nexec c++ \"$@\"\n";
+  fs::permissions(slow, fs::perms::owner_all);
+  options_.compiler = slow.string();
+  RemoteSettings short_lease = settings();
+  short_lease.lease = 300ms;
+  KernelCache first = worker("first", "secret", connection("secret", short_lease));
+  KernelCache second = worker("second", "secret", connection("secret", short_lease));
+  std::thread compiling([&] { EXPECT_EQ(call_answer(first.load_or_compile(constant_kernel_source(14), options_)), 14); });
+  std::this_thread::sleep_for(200ms);  // the first holds the lease
+  EXPECT_EQ(call_answer(second.load_or_compile(constant_kernel_source(14), options_)), 14);
+  compiling.join();
+  EXPECT_EQ(first.stats().compiles() + second.stats().compiles(), 1);
+  EXPECT_EQ(second.stats().remote_hits, 1);
+}
+
 TEST_F(RemoteCacheTest, AnEntryForgedWithoutTheSecretIsNeverLoaded) {
   KernelCache first = worker("first", "secret");
   first.load_or_compile(constant_kernel_source(1), options_);

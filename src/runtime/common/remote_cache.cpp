@@ -29,6 +29,10 @@ constexpr std::string_view kRecordHeader = "stitch-remote-entry 1\n";
 constexpr std::string_view kReleaseScript =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
+// Extends the lease only when this process still holds it.
+constexpr std::string_view kRenewScript =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+
 std::optional<int> parse_int(std::string_view text, int low, int high) {
   int n = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
@@ -251,7 +255,10 @@ RemoteEntry RemoteCache::get_or_lease(std::string_view space, std::string_view k
   leased = false;
   const std::string lease = lease_name(space, key);
   const std::string lease_ms = std::to_string(settings_.lease.count());
-  const auto deadline = std::chrono::steady_clock::now() + settings_.lease + settings_.timeout;
+  // The holder renews its lease while it compiles; a holder that dies stops
+  // renewing and the lease ends within settings_.lease. A compile that hangs
+  // keeps its lease alive, so waiting has a cap of its own.
+  const auto deadline = std::chrono::steady_clock::now() + settings_.max_wait;
   auto pause = std::chrono::milliseconds(10);
   for (;;) {
     RemoteEntry entry = get(space, key);
@@ -271,6 +278,34 @@ RemoteEntry RemoteCache::get_or_lease(std::string_view space, std::string_view k
 
 void RemoteCache::release(std::string_view space, std::string_view key) {
   command({"EVAL", kReleaseScript, "1", lease_name(space, key), token_});
+}
+
+void RemoteCache::renew(std::string_view space, std::string_view key) {
+  command({"EVAL", kRenewScript, "1", lease_name(space, key), token_, std::to_string(settings_.lease.count())});
+}
+
+RemoteLease::RemoteLease(RemoteCache* cache, std::string_view space, std::string_view key, bool held)
+    : cache_(held ? cache : nullptr), space_(space), key_(key) {
+  if (!cache_) return;
+  renewer_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!done_.wait_for(lock, cache_->settings().lease / 3, [this] { return stopping_; })) {
+      lock.unlock();
+      cache_->renew(space_, key_);
+      lock.lock();
+    }
+  });
+}
+
+RemoteLease::~RemoteLease() {
+  if (!cache_) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  done_.notify_one();
+  renewer_.join();
+  cache_->release(space_, key_);
 }
 
 bool RemoteCache::put(std::string_view space, std::string_view key, std::string_view bytes) {

@@ -11,12 +11,14 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 struct redisContext;
 
@@ -39,7 +41,10 @@ struct RemoteSettings {
   RemoteAddress address;
   uint64_t max_entry = 64ull << 20;            // STITCH_REMOTE_CACHE_MAX_ENTRY: larger entries stay local
   std::chrono::milliseconds timeout{2000};     // STITCH_REMOTE_CACHE_TIMEOUT_MS: connect, and each command
-  std::chrono::milliseconds lease{120000};     // how long one compile holds its key's lease at most
+  // A compile's lease on its key lasts this long unless renewed; its holder
+  // renews it every third of it while it compiles.
+  std::chrono::milliseconds lease{30000};
+  std::chrono::milliseconds max_wait{600000};  // how long a worker waits for another's compile at most
   std::chrono::milliseconds retry_after{10000};  // after a failure, no connection attempt before this
 };
 
@@ -87,11 +92,13 @@ class RemoteCache {
 
   // get, and when the entry is missing: take the key's lease (`leased` is
   // then true: compile, put, release), or while another worker holds it,
-  // wait for its entry. Gives up waiting when the lease ends without an
-  // entry (that worker failed: the lease is taken again) or after
-  // settings().lease; then Missing with `leased` false.
+  // wait for its entry. When the lease ends without an entry (that worker
+  // failed or died) the lease is taken again; after settings().max_wait,
+  // Missing with `leased` false.
   RemoteEntry get_or_lease(std::string_view space, std::string_view key, bool& leased);
   void release(std::string_view space, std::string_view key);
+  // Extends the lease this process holds to settings().lease again.
+  void renew(std::string_view space, std::string_view key);
 
   // Stores `bytes` under `key` with their checksum and (under a secret) tag.
   // An entry over max_entry is not stored; false then, or when the store
@@ -129,20 +136,23 @@ class RemoteCache {
 // environment opens a new one.
 std::shared_ptr<RemoteCache> environment_remote_cache();
 
-// A lease held for a compile, released when it goes out of scope.
+// A lease held for a compile: renewed (to settings().lease) every third of
+// it while the compile runs, so that a long compile keeps it; released when
+// this goes out of scope.
 class RemoteLease {
  public:
-  RemoteLease(RemoteCache* cache, std::string_view space, std::string_view key, bool held)
-      : cache_(held ? cache : nullptr), space_(space), key_(key) {}
-  ~RemoteLease() {
-    if (cache_) cache_->release(space_, key_);
-  }
+  RemoteLease(RemoteCache* cache, std::string_view space, std::string_view key, bool held);
+  ~RemoteLease();
   RemoteLease(const RemoteLease&) = delete;
   RemoteLease& operator=(const RemoteLease&) = delete;
 
  private:
   RemoteCache* cache_;
   std::string space_, key_;
+  std::mutex mutex_;
+  std::condition_variable done_;
+  bool stopping_ = false;
+  std::thread renewer_;
 };
 
 }  // namespace stitch::runtime

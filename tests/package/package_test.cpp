@@ -46,10 +46,11 @@ class PackageTest : public ::testing::Test {
     unsetenv("STITCH_DOT_EPILOGUES");
     fs::remove_all(root_);
   }
-  Package build(std::vector<std::string> arches = {}) {
+  Package build(std::vector<std::string> arches = {}, PlannerKind planner = PlannerKind::Stitch) {
     runtime::cpu::KernelCache cache(root_ / "cache", 0, std::nullopt, nullptr);
     PackageRequest request;
     request.arches = std::move(arches);
+    request.planner = planner;
     return build_cpu_package(graph_, request, cache);
   }
   std::string write(const Package& p, const std::string& name = "model.stitchpkg") {
@@ -88,6 +89,22 @@ TEST_F(PackageTest, APackageRunsWithoutACompiler) {
   const std::vector<Tensor> want = interpret(exe.graph(), in);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_TRUE(testing::outputs_match_interpreter(got, want, /*transcendental=*/true, /*reduction_length=*/100));
+}
+
+// Every planner's plan packages and runs from its objects, against the interpreter.
+TEST_F(PackageTest, EveryPlannersPackageMatchesTheInterpreter) {
+  for (PlannerKind planner : kEveryPlanner) {
+    unsetenv("STITCH_CXX");
+    const std::string path = write(build({}, planner), std::string(planner_name(planner)) + ".stitchpkg");
+    setenv("STITCH_CXX", "false", 1);
+    const Package p = read_package(path);
+    EXPECT_EQ(p.planner, planner_name(planner));
+    runtime::cpu::CpuExecutable exe = load_cpu_package(p, path);
+    EXPECT_EQ(exe.fallback(), "") << planner_name(planner);
+    const std::vector<Tensor> in = inputs();
+    EXPECT_TRUE(testing::outputs_match_interpreter(exe.run(in), interpret(exe.graph(), in), true, 100))
+        << planner_name(planner);
+  }
 }
 
 TEST_F(PackageTest, TheHighestLevelThisCpuRunsIsChosen) {

@@ -344,7 +344,7 @@ RemoteInfo RemoteCache::info() {
   }
   // Entries, not leases: SCAN in steps, so a large store is not blocked.
   const std::string pattern = fmt::format("{}*", kPrefix);
-  const std::string lease_prefix = lease_name("", "").substr(0, kPrefix.size() + 6);
+  const std::string lease_prefix = fmt::format("{}lease:", kPrefix);
   std::string cursor = "0";
   do {
     std::unique_ptr<Reply> page = command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});

@@ -139,15 +139,20 @@ TEST_F(RemoteCacheTest, AWaiterTakesTheLeaseOverWhenItsHolderDies) {
 // waiting worker gets the entry instead of compiling too.
 TEST_F(RemoteCacheTest, ACompileLongerThanItsLeaseKeepsIt) {
   const fs::path slow = root_ / "slow-c++";
-  std::ofstream(slow) << "#!/bin/sh\nsleep 1.2\nexec c++ \"$@\"\n";
+  std::ofstream(slow) << "#!/bin/sh\nsleep 2\nexec c++ \"$@\"\n";
   fs::permissions(slow, fs::perms::owner_all);
   options_.compiler = slow.string();
   RemoteSettings short_lease = settings();
-  short_lease.lease = 300ms;
+  short_lease.lease = 500ms;
   KernelCache first = worker("first", "secret", connection("secret", short_lease));
   KernelCache second = worker("second", "secret", connection("secret", short_lease));
   std::thread compiling([&] { EXPECT_EQ(call_answer(first.load_or_compile(constant_kernel_source(14), options_)), 14); });
-  std::this_thread::sleep_for(200ms);  // the first holds the lease
+  // The second starts once the first holds the lease (a loaded machine may
+  // take a while to get the first that far).
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (redis_.cli("--scan --pattern 'stitch:v1:lease:*'").empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
   EXPECT_EQ(call_answer(second.load_or_compile(constant_kernel_source(14), options_)), 14);
   compiling.join();
   EXPECT_EQ(first.stats().compiles() + second.stats().compiles(), 1);

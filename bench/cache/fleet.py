@@ -9,7 +9,9 @@ Three modes per N: no store (cold), an empty store the N workers share (shared),
 that store once filled, met by N new workers with empty local caches (filled: a restart
 of the job, or its workers on other machines). Reported per N and mode: compiles per distinct kernel entry (from STITCH_DUMP=cache),
 time to first result and to all results (median and slowest worker), and the store's
-size. The redis-server is started here on a free loopback port and stopped after.
+size. Each worker gets the machine's cores / N threads (OMP_NUM_THREADS and
+OPENBLAS_NUM_THREADS, at least 1), as a job's launcher gives its workers. The
+redis-server is started here on a free loopback port and stopped after.
 
     python3 bench/cache/fleet.py build/stitch --workers 2 4 8 -o bench/results/NAME
     python3 bench/cache/fleet.py build/stitch --check    # CI: small graphs, 4 workers;
@@ -77,11 +79,13 @@ class Redis:
         self.proc.wait()
 
 
-def write_graphs(work, small):
+def write_graphs(work, small, bert_batch):
     paths = []
     for name, script, args in GRAPHS:
         path = os.path.join(work, name + ".stitch")
         extra = ["--small"] if small else args
+        if name == "bert" and bert_batch and not small:
+            extra = [*extra, "--batch", str(bert_batch)]
         with open(path, "w") as out:
             subprocess.run([sys.executable, os.path.join(MODELS, script), *extra], stdout=out, check=True)
         paths.append((name, path))
@@ -98,14 +102,23 @@ done
 '''
 
 
+def threads_per_worker(n):
+    """The machine's cores shared out: N workers of a job on one machine get cores / N
+    threads each (at least 1), as torchrun sets OMP_NUM_THREADS=1 for its workers.
+    More would oversubscribe the cores, and idle OpenMP and OpenBLAS threads spin: 8
+    warm workers on 2 cores with 2 threads each took 8.5 s against 3.5 s with 1."""
+    return max(1, (os.cpu_count() or 1) // n)
+
+
 def run_workers(stitch, graphs, n, work, remote, secret_file):
     procs = []
+    threads = str(threads_per_worker(n))
     start = time.time()
     for i in range(n):
         out = os.path.join(work, f"w{i}")
         os.makedirs(out)
         env = dict(os.environ, STITCH=stitch, OUT_DIR=out, STITCH_CACHE_DIR=os.path.join(out, "cache"),
-                   STITCH_DUMP="cache")
+                   STITCH_DUMP="cache", OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads)
         env.pop("STITCH_REMOTE_CACHE", None)
         if remote:
             env.update(STITCH_REMOTE_CACHE=remote, STITCH_CACHE_KEY_FILE=secret_file)
@@ -143,6 +156,8 @@ def main():
     ap.add_argument("stitch", help="the stitch binary")
     ap.add_argument("--workers", type=int, nargs="+", default=[2, 4, 8])
     ap.add_argument("--check", action="store_true", help="small graphs, 4 workers, fail unless one compile per entry")
+    ap.add_argument("--bert-batch", type=int, help="the batch of the first graph, BERT (default: bert.py's, 8); "
+                    "1 makes the first result a single request's")
     ap.add_argument("-o", "--output", help="write OUTPUT.json and OUTPUT.md")
     args = ap.parse_args()
     if shutil.which("redis-server") is None:
@@ -152,7 +167,7 @@ def main():
     root = tempfile.mkdtemp(prefix="stitch-fleet-")
     rows = []
     try:
-        graphs = write_graphs(root, args.check)
+        graphs = write_graphs(root, args.check, args.bert_batch)
         secret_file = os.path.join(root, "secret")
         with open(secret_file, "w") as f:
             f.write(os.urandom(16).hex())
@@ -167,7 +182,8 @@ def main():
                         redis = Redis()
                     work = os.path.join(root, f"{mode}-{n}")
                     workers = run_workers(stitch, graphs, n, work, redis.url() if redis else None, secret_file)
-                    row = {"workers": n, "mode": mode, **summarize(workers, graphs)}
+                    row = {"workers": n, "mode": mode, "threads_per_worker": threads_per_worker(n),
+                           **summarize(workers, graphs)}
                     if redis:
                         row["store"] = redis.store_size()
                     rows.append(row)
@@ -188,18 +204,18 @@ def main():
         return
     if args.output:
         with open(args.output + ".json", "w") as f:
-            json.dump({"graphs": [g for g, _ in graphs], "rows": rows}, f, indent=1)
+            json.dump({"graphs": [g for g, _ in graphs], "bert_batch": args.bert_batch or 8, "rows": rows}, f, indent=1)
         with open(args.output + ".md", "w") as f:
-            f.write(markdown(rows, graphs))
+            f.write(markdown(rows, graphs, args.bert_batch or 8))
 
 
-def markdown(rows, graphs):
-    lines = ["| workers | mode | compiles per entry | first result, median / slowest (s) | all results, median / slowest (s) | store |",
-             "|---|---|---|---|---|---|"]
+def markdown(rows, graphs, bert_batch):
+    lines = ["| workers | threads each | mode | compiles per entry | first result, median / slowest (s) | all results, median / slowest (s) | store |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         store = r.get("store")
         store_text = f"{store['entries']} entries, {store['entry_bytes'] / 2**20:.1f} MiB" if store else "-"
-        lines.append(f"| {r['workers']} | {r['mode']} | {' '.join(map(str, r['compiles_per_entry']))} | "
+        lines.append(f"| {r['workers']} | {r['threads_per_worker']} | {r['mode']} | {' '.join(map(str, r['compiles_per_entry']))} | "
                      f"{r['first_result_median_s']:.1f} / {r['first_result_max_s']:.1f} | "
                      f"{r['all_results_median_s']:.1f} / {r['all_results_max_s']:.1f} | {store_text} |")
     by = {(r["workers"], r["mode"]): r for r in rows}
@@ -212,7 +228,8 @@ def markdown(rows, graphs):
                 lines.append(f"- {n} workers, {what} against none: first result (slowest worker) "
                              f"{cold['first_result_max_s'] / other['first_result_max_s']:.2f}x sooner, all results "
                              f"{cold['all_results_max_s'] / other['all_results_max_s']:.2f}x.")
-    lines.append(f"\nGraphs, in each worker's order: {', '.join(g for g, _ in graphs)} (bench/models/).")
+    lines.append(f"\nGraphs, in each worker's order: {', '.join(g for g, _ in graphs)} (bench/models/); "
+                 f"BERT at batch {bert_batch} x 128.")
     return "\n".join(lines) + "\n"
 
 

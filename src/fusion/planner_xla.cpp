@@ -189,15 +189,9 @@ class XlaPlanner {
     if (materialise) own_group(p);
   }
 
-  // After XLA's globally unfusible producers (ComputeGloballyUnfusible): a
-  // cheap op read by several consumers that reads more bytes than it writes,
-  // one of whose consumers cannot take it (a dot), is written once by its own
-  // kernel and read by every consumer, rather than also recomputed from its
-  // larger inputs beside the copy that is written anyway. What it reads
-  // counts a broadcast operand at its source's size and a constant as
-  // nothing: what recomputing it would read.
-  std::optional<std::string> duplication_refusal(int p) const {
-    if (consumers_[p].size() + (is_output_[p] ? 1 : 0) < 2) return std::nullopt;
+  // What recomputing node p reads: a broadcast operand at its source's size, a
+  // constant as nothing.
+  int64_t recompute_bytes(int p) const {
     const FusionCostModel bytes;
     int64_t read = 0;
     std::vector<int> seen;
@@ -212,7 +206,23 @@ class XlaPlanner {
         read += bytes.value_bytes(g_, v);
       }
     }
-    if (read <= bytes.value_bytes(g_, g_.nodes()[p].output)) return std::nullopt;
+    return read;
+  }
+
+  bool reads_twice_its_size(int p) const {
+    return recompute_bytes(p) >= 2 * FusionCostModel().value_bytes(g_, g_.nodes()[p].output);
+  }
+
+  // After XLA's globally unfusible producers (ComputeGloballyUnfusible): a
+  // cheap op read by several consumers that reads more bytes than it writes,
+  // one of whose consumers cannot take it (a dot), is written once by its own
+  // kernel and read by every consumer, rather than also recomputed from its
+  // larger inputs beside the copy that is written anyway. What it reads
+  // counts a broadcast operand at its source's size and a constant as
+  // nothing: what recomputing it would read.
+  std::optional<std::string> duplication_refusal(int p) const {
+    if (consumers_[p].size() + (is_output_[p] ? 1 : 0) < 2) return std::nullopt;
+    if (recompute_bytes(p) <= FusionCostModel().value_bytes(g_, g_.nodes()[p].output)) return std::nullopt;
     // Written anyway as a graph output: consumers read that copy rather than
     // recompute it from its larger inputs (an MLP-Mixer block's residual add
     // of a transposed product, read again by the LayerNorm after it).
@@ -224,6 +234,20 @@ class XlaPlanner {
       if (absorb_refusal(g_, p, c)) {
         return fmt::format("{} reads more than it writes and {} cannot take it; xla writes it once",
                            op_name(g_.nodes()[p].op), g_.value_name(g_.nodes()[c].output));
+      }
+    }
+    // A sum of two tensors read by another such sum that is itself recomputed
+    // in several kernels: down a residual stream (x + a, then + b, ...) each
+    // sum would be recomputed in every kernel after it, and the kernels' reads
+    // would grow with the square of the depth (a 12-block GPT-2's last
+    // LayerNorm read 49 tensors). Written once, every other sum, they stay
+    // bounded.
+    if (reads_twice_its_size(p)) {
+      for (int c : consumers_[p]) {
+        if (groups_of_[c].size() >= 2 && reads_twice_its_size(c)) {
+          return fmt::format("{} would be recomputed in every kernel that recomputes {}; xla writes it once",
+                             op_name(g_.nodes()[p].op), g_.value_name(g_.nodes()[c].output));
+        }
       }
     }
     return std::nullopt;

@@ -19,6 +19,7 @@
 
 #include "constant_kernel.h"
 #include "runtime/cpu/kernel_cache.h"
+#include "scratch_directory.h"
 
 namespace stitch::runtime::cpu::testing {
 namespace {
@@ -43,9 +44,6 @@ void replace_file(const fs::path& path, const std::string& bytes) {
 class KernelCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "stitch-kernel-cache-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
     cache_dir_ = root_ / "cache";
     compile_log_ = root_ / "compiles.log";
     const fs::path wrapper = root_ / "counting-c++";
@@ -58,7 +56,6 @@ class KernelCacheTest : public ::testing::Test {
     options_.flags = {"-std=c++17", "-O0", "-fPIC", "-shared"};
   }
 
-  void TearDown() override { fs::remove_all(root_); }
 
   // The compiler stamps in the cache (<dir>/cpu/compilers/).
   std::vector<fs::path> stamp_files() const {
@@ -74,7 +71,8 @@ class KernelCacheTest : public ::testing::Test {
     return lines;
   }
 
-  fs::path root_;
+  stitch::testing::ScratchDirectory scratch_{"stitch-kernel-cache-test"};
+  const fs::path root_ = scratch_.path();
   fs::path cache_dir_;
   fs::path compile_log_;
   CompilerOptions options_;

@@ -14,6 +14,7 @@
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "tensor_compare.h"
+#include "scratch_directory.h"
 
 namespace stitch::gpu_testing {
 namespace {
@@ -31,11 +32,7 @@ graph block(x: f32[37, 100], gamma: f32[100], beta: f32[100]) -> (f32[37, 100]) 
 class CudaPackage : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "stitch-cuda-package-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
   }
-  void TearDown() override { fs::remove_all(root_); }
   package::Package build(const std::vector<std::string>& arches) {
     runtime::cuda::CubinCache cache(root_ / "cache", std::nullopt, nullptr);
     package::PackageRequest request;
@@ -43,7 +40,8 @@ class CudaPackage : public ::testing::Test {
     request.arches = arches;
     return package::build_cuda_package(parse_module(kGraph).graphs.front(), request, cache);
   }
-  fs::path root_;
+  stitch::testing::ScratchDirectory scratch_{"stitch-cuda-package"};
+  const fs::path root_ = scratch_.path();
 };
 
 TEST_F(CudaPackage, BuiltWithoutADeviceAndRunOnItsPtx) {

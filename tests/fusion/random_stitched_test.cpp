@@ -31,6 +31,7 @@
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
 #include "tensor/compare.h"
+#include "scratch_directory.h"
 
 namespace stitch {
 namespace {
@@ -52,26 +53,6 @@ struct Case {
   testing::RandomGraphOptions options;
   Graph source;
   Graph canonical;
-};
-
-// A kernel cache directory of this run's own, removed afterwards.
-class ScratchCache {
- public:
-  ScratchCache() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "stitch-random-stitched-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a directory like " + pattern);
-    path_ = pattern;
-  }
-  ~ScratchCache() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchCache(const ScratchCache&) = delete;
-  ScratchCache& operator=(const ScratchCache&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
 };
 
 std::string compare_outputs(const Graph& g, const SymbolBindings& symbols, const std::vector<Tensor>& got,
@@ -135,7 +116,7 @@ class RandomStitched : public ::testing::TestWithParam<uint64_t> {
 
 TEST_P(RandomStitched, MatchesInterpreterAndStitches) {
   auto start = std::chrono::steady_clock::now();
-  ScratchCache cache_dir;
+  testing::ScratchDirectory cache_dir("stitch-random-stitched");
   KernelCache cache(cache_dir.path());
   testing::SeedRange seeds = testing::random_seed_range(kNormalSeeds);
   std::vector<Case> batch;

@@ -16,6 +16,7 @@
 #include "stitch/error.h"
 #include "stitch/interpreter.h"
 #include "stitch/text.h"
+#include "scratch_directory.h"
 
 namespace stitch::package {
 namespace {
@@ -36,15 +37,11 @@ graph block(x: f32[37, 100], gamma: f32[100], beta: f32[100], w: f32[100, 24]) -
 class PackageTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "stitch-package-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
     graph_ = parse_module(kGraph).graphs.front();
   }
   void TearDown() override {
     unsetenv("STITCH_CXX");
     unsetenv("STITCH_DOT_EPILOGUES");
-    fs::remove_all(root_);
   }
   Package build(std::vector<std::string> arches = {}, PlannerKind planner = PlannerKind::Stitch) {
     runtime::cpu::KernelCache cache(root_ / "cache", 0, std::nullopt, nullptr);
@@ -69,7 +66,8 @@ class PackageTest : public ::testing::Test {
     }
   }
 
-  fs::path root_;
+  stitch::testing::ScratchDirectory scratch_{"stitch-package-test"};
+  const fs::path root_ = scratch_.path();
   Graph graph_;
 };
 

@@ -17,6 +17,7 @@
 #include "constant_kernel.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/error.h"
+#include "scratch_directory.h"
 
 namespace stitch::runtime::cpu::testing {
 namespace {
@@ -26,13 +27,9 @@ namespace fs = std::filesystem;
 class KernelCacheBoundTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "stitch-cache-bound-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
     dir_ = root_ / "cache";
     options_.flags = {"-std=c++17", "-O0", "-fPIC", "-shared"};
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   uint64_t entry_bytes(const KernelCache& cache, const std::string& key) const {
     return fs::file_size(cache.shared_object_path(key)) + fs::file_size(cache.checksum_path(key));
@@ -41,7 +38,9 @@ class KernelCacheBoundTest : public ::testing::Test {
     return fs::exists(cache.shared_object_path(key)) || fs::exists(cache.checksum_path(key));
   }
 
-  fs::path root_, dir_;
+  stitch::testing::ScratchDirectory scratch_{"stitch-cache-bound-test"};
+  const fs::path root_ = scratch_.path();
+  fs::path dir_;
   CompilerOptions options_;
 };
 

@@ -21,6 +21,7 @@
 #include "run_command.h"
 #include "runtime/cpu/cache_maintenance.h"
 #include "runtime/cpu/kernel_cache.h"
+#include "scratch_directory.h"
 
 namespace stitch::runtime::cpu::testing {
 namespace {
@@ -48,14 +49,10 @@ std::string read_text(const fs::path& p) {
 class KernelCacheCrashTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "stitch-cache-crash-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
     cache_ = root_ / "cache";
     file_ = root_ / "graphs.stitch";
     std::ofstream(file_) << graphs_text(6);
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   std::string run_args(int graph, const std::string& backend) const {
     return "run " + file_.string() + " --graph g" + std::to_string(graph) + " --backend " + backend +
@@ -101,7 +98,9 @@ class KernelCacheCrashTest : public ::testing::Test {
     EXPECT_EQ(objects, expected_entries);
   }
 
-  fs::path root_, cache_, file_;
+  stitch::testing::ScratchDirectory scratch_{"stitch-cache-crash-test"};
+  const fs::path root_ = scratch_.path();
+  fs::path cache_, file_;
 };
 
 TEST_F(KernelCacheCrashTest, KilledCompilesLeaveNoGarbage) {

@@ -19,6 +19,7 @@
 #include "runtime/common/remote_cache.h"
 #include "runtime/cpu/kernel_cache.h"
 #include "stitch/error.h"
+#include "scratch_directory.h"
 
 namespace stitch::runtime::cpu::testing {
 namespace {
@@ -37,12 +38,8 @@ std::string read_file(const fs::path& path) {
 class RemoteCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "stitch-remote-cache-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
     options_.flags = {"-std=c++17", "-O0", "-fPIC", "-shared"};
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   RemoteSettings settings() const {
     RemoteSettings s;
@@ -72,7 +69,8 @@ class RemoteCacheTest : public ::testing::Test {
   std::string entries() const { return redis_.cli("--scan --pattern 'stitch:v1:cpu:*'"); }
 
   RedisServer redis_;
-  fs::path root_;
+  stitch::testing::ScratchDirectory scratch_{"stitch-remote-cache-test"};
+  const fs::path root_ = scratch_.path();
   CompilerOptions options_;
 };
 

@@ -35,6 +35,7 @@
 #include "schedule/row_schedule.h"
 #include "schedule/select.h"
 #include "schedule/target.h"
+#include "scratch_directory.h"
 
 namespace stitch::runtime::cuda {
 namespace {
@@ -42,23 +43,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // A cache directory of the test's own, removed afterwards.
-class ScratchDirectory {
- public:
-  ScratchDirectory() {
-    std::string pattern = (fs::temp_directory_path() / "stitch-cubin-cache-test-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a directory like " + pattern);
-    path_ = pattern;
-  }
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDirectory(const ScratchDirectory&) = delete;
-  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+struct ScratchDirectory : stitch::testing::ScratchDirectory {
+  ScratchDirectory() : stitch::testing::ScratchDirectory("stitch-cubin-cache-test") {}
 };
 
 std::string read_bytes(const fs::path& path) {

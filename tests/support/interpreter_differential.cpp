@@ -1,7 +1,5 @@
 #include "interpreter_differential.h"
 
-#include <stdlib.h>
-
 #include <set>
 #include <stdexcept>
 #include <system_error>
@@ -57,15 +55,5 @@ std::string rejects_like_interpreter(const std::function<void()>& reference, con
   return "accepted input the interpreter rejects: " + want;
 }
 
-ScratchDirectory::ScratchDirectory(const std::string& prefix) {
-  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-  if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a directory like " + pattern);
-  path_ = pattern;
-}
-
-ScratchDirectory::~ScratchDirectory() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
 
 }  // namespace stitch::testing

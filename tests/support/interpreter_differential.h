@@ -1,7 +1,7 @@
 // Shared by the CPU back end's differential suites (random graphs, workload
 // corpus): the documented allowance of each output (docs/testing.md), an
-// output-by-output comparison with the interpreter, and a scratch kernel
-// cache directory per test run.
+// output-by-output comparison with the interpreter; and, through
+// scratch_directory.h, a kernel cache directory per test run.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "scratch_directory.h"
 #include "stitch/graph.h"
 #include "stitch/interpreter.h"
 #include "stitch/tensor.h"
@@ -33,19 +34,5 @@ std::string compare_with_interpreter_outputs(const Graph& g, const SymbolBinding
 // back end rejects exactly the input the interpreter rejects, in its words.
 std::string rejects_like_interpreter(const std::function<void()>& reference, const std::function<void()>& run);
 
-// A fresh directory under the system temporary directory, removed with
-// everything in it when the object goes: one kernel cache per test run, so a
-// run never hits kernels an earlier build compiled.
-class ScratchDirectory {
- public:
-  explicit ScratchDirectory(const std::string& prefix);
-  ~ScratchDirectory();
-  ScratchDirectory(const ScratchDirectory&) = delete;
-  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 }  // namespace stitch::testing

@@ -7,7 +7,12 @@ PREFIX.md: per model and mode the medians, on/off and Inductor/on.
 
     PYTHONPATH=build/python .venv/bin/python bench/torch/switch.py PREFIX \\
         --switch layout_copies [--models t5_block,gpt2_block] [--modes training] \\
-        [--dtype f32] [--repeat 11] [--warmup 2] [--small]
+        [--dtype f32] [--repeat 11] [--warmup 2] [--profile P] [--small]
+
+With --profile P, P more rounds run under torch.profiler and each variant's rest (the
+time outside matrix products and attention, run.py's measure) is reported too: the
+end-to-end medians of product-bound models move by more between runs than a switch
+of the memory-bound rest can.
 
 Run it with glibc keeping freed memory, as run.py (bench/torch/README.md).
 """
@@ -26,9 +31,26 @@ import stitch.torch_backend as backend
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run import DTYPES, inference_call, machine, models, randomise, training_step  # noqa: E402
+from run import DTYPES, inference_call, machine, models, profiled, randomise, training_step  # noqa: E402
 
 VARIANTS = ("on", "off", "inductor")
+
+
+def _with(switch, value):
+    """A backend of its own for a variant: Dynamo keeps one compiled graph per code
+    object and backend, so two torch.compile(model, backend="stitch") share the first
+    one's graph, and the second variant ran the first's setting (this script before
+    2026-12-07: its off / on compared a setting with itself). The switch is set while
+    the graph compiles; the backward, compiled at the first backward call, is covered
+    by measure() setting it around that call too."""
+    def compile_with_switch(gm, example_inputs, **kwargs):
+        previous = getattr(backend, switch)
+        setattr(backend, switch, value)
+        try:
+            return backend.stitch_backend(gm, example_inputs, **kwargs)
+        finally:
+            setattr(backend, switch, previous)
+    return compile_with_switch
 
 
 def measure(name, make_model, make_inputs, dtype, mode, switch, args):
@@ -40,7 +62,7 @@ def measure(name, make_model, make_inputs, dtype, mode, switch, args):
     calls = {}
     try:
         for v in VARIANTS:
-            fn = torch.compile(model) if v == "inductor" else torch.compile(model, backend="stitch")
+            fn = torch.compile(model) if v == "inductor" else torch.compile(model, backend=_with(switch, v == "on"))
             call = inference_call(fn, inputs) if mode == "inference" else training_step(fn, model, inputs)
             if v != "inductor":
                 setattr(backend, switch, v == "on")
@@ -56,6 +78,9 @@ def measure(name, make_model, make_inputs, dtype, mode, switch, args):
             if r >= 0:
                 times[v].append(time.perf_counter() - start)
     medians = {f"{v}_s": statistics.median(t) for v, t in times.items()}
+    if args.profile:
+        for v, (_, rest, _) in profiled(calls, args.profile).items():
+            medians[f"{v}_rest_s"] = rest
     return {"model": name, "mode": mode, **medians,
             "off_vs_on": medians["off_s"] / medians["on_s"],
             "inductor_vs_on": medians["inductor_s"] / medians["on_s"],
@@ -76,6 +101,17 @@ def markdown(report):
         lines.append(f"| {r['model']} | {r['mode']} | {r['on_s'] * 1e3:.2f} | {r['off_s'] * 1e3:.2f} | "
                      f"{r['inductor_s'] * 1e3:.2f} | {r['off_vs_on']:.3f} | {r['inductor_vs_on']:.3f} | "
                      f"{r['inductor_vs_off']:.3f} |")
+    if any("on_rest_s" in r for r in report["rows"]):
+        lines += ["", "The rest (outside matrix products and attention; medians of the profiled calls, "
+                  "bench/torch/run.py's method):", "",
+                  "| model | mode | rest on ms | rest off ms | rest Inductor ms | off / on | Inductor / on |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        for r in report["rows"]:
+            if "on_rest_s" in r:
+                lines.append(f"| {r['model']} | {r['mode']} | {r['on_rest_s'] * 1e3:.2f} | "
+                             f"{r['off_rest_s'] * 1e3:.2f} | {r['inductor_rest_s'] * 1e3:.2f} | "
+                             f"{r['off_rest_s'] / r['on_rest_s']:.3f} | "
+                             f"{r['inductor_rest_s'] / r['on_rest_s']:.3f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -88,6 +124,7 @@ def main():
     parser.add_argument("--dtype", default="f32", choices=sorted(DTYPES))
     parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--profile", type=int, default=0, help="profiled rounds for the rest (0: none)")
     parser.add_argument("--small", action="store_true", help="the tests' sizes, to check the script")
     args = parser.parse_args()
     if not isinstance(getattr(backend, args.switch, None), bool):

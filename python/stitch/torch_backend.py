@@ -40,7 +40,7 @@ from . import torch_attention_choice, torch_products, torch_report
 from .torch_attention import fuse_attention
 from .torch_attention_dynamo import fuse_attention_before_autograd
 from .torch_symbolic import Shaped, is_dynamic, lower_symbolic
-from .torch_partitions import VIEWS, fill_per_user, private_views_for_clones, pull_reductions
+from .torch_partitions import VIEWS, fill_per_user, private_views_for_clones, pull_reductions, split_bias_adds
 
 # Whether matrix products join Stitch's partitions unless options={"dots": ...} says:
 # True, False, or "auto", where each CPU product's problem is timed under both and
@@ -108,6 +108,7 @@ class GraphStats:
         self.torch_ops = collections.Counter()   # ATen ops PyTorch runs, by name
         self.refusals = collections.Counter()    # why ops were not lowered, by reason
         self.attention = 0                       # attentions made one fused call (torch_attention.py)
+        self.bias_adds = 0                       # addmm split into mm + an add in a partition
 
     @property
     def kernel_count(self):
@@ -240,6 +241,11 @@ _NOT_COMPUTE_NAMES = {str(op) for op in _NOT_COMPUTE}
 # layout: attention's heads); the benchmark turns it off to time PyTorch's copies beside it.
 layout_copies = True
 
+# Whether an addmm whose result a partition computes on becomes mm + add, the add in
+# that partition (torch_partitions.split_bias_adds); the benchmark turns it off to time
+# the switch.
+split_bias = True
+
 
 def _trim(partition):
     """Leaves trailing views to PyTorch; True when something worth a kernel is left."""
@@ -307,6 +313,8 @@ def _compile_graph(gm, kind, options, attention_before=0):
         raise ValueError(f'stitch: options["keep_products"] is {keep_products!r}; it takes True or False')
     attention = bool(options.get("stitch_attention", STITCH_ATTENTION_BY_DEFAULT))
     support = _Support(stats, dots, attention)
+    if split_bias:
+        stats.bias_adds = split_bias_adds(gm, lambda n: support.refusal(n) is None)
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     _warn_refusals(gm)
     partitions = [p for p in partitioner.propose_partitions() if _trim(p)]

@@ -431,6 +431,43 @@ class Behaviour(StitchCase):
             self.assertEqual(header.count(": f32["), 1, f"{p.name} takes the fill as an input: {header}")
             self.assertIn("constant(", p.text)
 
+    def test_a_bias_joins_the_partition_that_computes_on_the_product(self):
+        # Linear layers with biases (addmm): the one a GELU reads becomes mm + the add,
+        # which joins the GELU's partition; the one only views and a product read
+        # stays addmm, and so does a bf16 one (one rounding, as eager's).
+        torch.manual_seed(0)
+        up, down, side = torch.nn.Linear(32, 64), torch.nn.Linear(64, 32), torch.nn.Linear(32, 16)
+
+        def f(x):
+            h = torch.nn.functional.gelu(up(x))
+            return down(h), side(x).view(4, 4, 16) @ torch.ones(16, 2)
+
+        x = torch.randn(4, 4, 32)
+        for split in (True, False):
+            previous, backend.split_bias = backend.split_bias, split
+            try:
+                torch._dynamo.reset()
+                stats = self.compiled_matches(f, x)[-1]
+            finally:
+                backend.split_bias = previous
+            texts = "\n".join(p.text for p in stats.partitions)
+            if split:
+                # up's bias joins the GELU; down's (the graph's output) and side's (a view
+                # into a product) have no partition to join.
+                self.assertEqual(stats.bias_adds, 1)
+                self.assertEqual(stats.torch_ops["aten.addmm.default"], 2, stats)
+                self.assertEqual(stats.torch_ops["aten.mm.default"], 2, stats)  # up's, and the product's
+                self.assertRegex(texts, r"= add\(mm[^,]*, [^)]*\)\n.*\n?.*gelu\(", texts)
+            else:
+                self.assertEqual(stats.bias_adds, 0)
+                self.assertEqual(stats.torch_ops["aten.addmm.default"], 3, stats)
+                self.assertEqual(stats.torch_ops["aten.mm.default"], 1, stats)
+                self.assertNotIn("add(", texts)
+        torch._dynamo.reset()
+        half = copy.deepcopy(up).bfloat16()
+        stats = self.compiled_matches(lambda x: torch.nn.functional.gelu(half(x)), x.bfloat16(), tol=BF16)
+        self.assertEqual(stats[-1].bias_adds, 0)
+
     def test_a_permuted_input_is_read_where_it_lies(self):
         # ViT's heads in a training step with attention unfused: a product's output
         # viewed as [B, T, 3, heads, d] and permuted to [3, B, heads, T, d] reaches a

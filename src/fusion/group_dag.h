@@ -122,6 +122,9 @@ class GroupDag {
   // group and edge: for tests and the planners' checks between phases.
   std::string invariant_violations() const;
 
+  // Whether group gi holds node.
+  bool contains(int gi, int node) const;
+
  private:
   // Drops the roots of each listed group that no other group reads and no
   // output returns, retiring a group left with none, then does the same for
@@ -129,7 +132,6 @@ class GroupDag {
   void drop_unread_roots(std::vector<int> worklist);
   // Retires a group that writes nothing anyone reads.
   void retire(int gi);
-  bool contains(int gi, int node) const;
   // The groups between lo and hi in the order that lo reaches; sets `hits_hi`
   // when one of them (not lo itself) has an edge to hi.
   std::vector<int> forward_window(int lo, int hi, bool* hits_hi) const;

@@ -477,11 +477,21 @@ const Shape* StitchMerges::loop_shape(const FusionGroup& grp) const {
   return &shape;
 }
 
-bool StitchMerges::reads_in_place(int a, int b, const Shape& shape) const {
+bool StitchMerges::reads_in_place(int a, int b, const Shape& shape, const Shape& consumer_shape) const {
   const std::vector<std::pair<int, int>> reads = edges(a, b);
+  auto elementwise_at = [&](int n, const Shape& at) {
+    return is_elementwise(g_.nodes()[n].op) && g_.type(g_.nodes()[n].output).shape == at;
+  };
   return !reads.empty() && std::all_of(reads.begin(), reads.end(), [&](std::pair<int, int> read) {
+    if (consumer_shape == shape) return elementwise_at(read.second, shape);
+    // A reshape to b's shape, read only by b's elementwise ops at that shape: a
+    // reshape keeps the linear index, so b reads the value where a writes it.
     const Node& reader = g_.nodes()[read.second];
-    return is_elementwise(reader.op) && g_.type(reader.output).shape == shape;
+    if (reader.op != OpKind::Reshape || g_.type(reader.output).shape != consumer_shape) return false;
+    const std::vector<int>& users = dag_.consumers(read.second);
+    return std::all_of(users.begin(), users.end(), [&](int u) {
+      return dag_.contains(b, u) && elementwise_at(u, consumer_shape);
+    });
   });
 }
 
@@ -489,7 +499,8 @@ bool StitchMerges::reads_in_place(int a, int b, const Shape& shape) const {
 // recomputes a cheap producer in each consumer kernel but leaves an expensive
 // one (a sigmoid read by two gates) in a kernel of its own, which writes its
 // result for every consumer to read back. Merged into its first consumer of
-// the same shape, the producer is computed once per element where that
+// the same shape (or reading it through a reshape to its own shape: a linear
+// layer's biased product that the backward saves, and its GELU), the producer is computed once per element where that
 // consumer reads it (the lowering evaluates a value once per index) and
 // written only for the others. Producers in the DAG's order, consumers by
 // position; each merge re-reads the merged kernel's consumers.
@@ -502,7 +513,7 @@ void StitchMerges::fuse_loop_producers(const DeltaEvaluator* scored) {
       if (!shape) break;
       for (int c : dag_.successors(a)) {
         const Shape* consumer_shape = loop_shape(dag_.group(c));
-        if (!consumer_shape || *consumer_shape != *shape || !reads_in_place(a, c, *shape)) continue;
+        if (!consumer_shape || !reads_in_place(a, c, *shape, *consumer_shape)) continue;
         if (dag_.merge_refusal(a, c)) continue;
         if (scored) {
           const FusionGroup together{GroupKind::Loop, dag_.merged_nodes(a, c), dag_.merged_roots(a, c)};

@@ -109,9 +109,10 @@ class StitchMerges {
   bool absorb_pass();
   // The shape every root of a loop group has, or null when they differ.
   const Shape* loop_shape(const FusionGroup& grp) const;
-  // Every read of a's roots by b is an elementwise op of b's loop shape
-  // reading at its own index.
-  bool reads_in_place(int a, int b, const Shape& shape) const;
+  // Every read of a's roots (of loop shape `shape`) by b (of `consumer_shape`)
+  // is at its own index: an elementwise op of that shape, or, where the shapes
+  // differ, a reshape to b's shape that only b's elementwise ops read.
+  bool reads_in_place(int a, int b, const Shape& shape, const Shape& consumer_shape) const;
 
   const int64_t row_hold_bytes_;
   const Graph& g_;

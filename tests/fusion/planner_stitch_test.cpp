@@ -18,6 +18,7 @@
 #include "fusion/stitched_group.h"
 #include "ir/canonicalize.h"
 #include "plan_invariants.h"
+#include "scratch_directory.h"
 #include "stitch/text.h"
 
 namespace stitch {
@@ -225,6 +226,41 @@ TEST(StitchPlanner, FusesALoopProducerIntoItsInPlaceConsumer) {
   const std::vector<Tensor> want = interpret(g, inputs);
   std::filesystem::remove_all(dir);
   EXPECT_TRUE(testing::outputs_match_interpreter(got, want, /*transcendental=*/true, 0));
+}
+
+// A producer its consumer reads through a reshape (a linear layer's biased
+// product, returned for the backward, and its GELU over [B, T, F]): a reshape
+// keeps the linear index, so the two are one loop of two roots of different
+// shapes, which reads the product once. A reshape the consumer transposes is
+// not read in place, and the two stay apart.
+TEST(StitchPlanner, FusesALoopProducerReadThroughAReshape) {
+  Graph g = canonical_graph(R"(graph saved(mm: f32[64, 96], b: f32[96]) {
+  a = add(mm, b)
+  y = gelu(reshape(a, shape=[4, 16, 96]))
+  return a, y
+})");
+  EXPECT_EQ(plan(g, PlannerKind::Xla).groups.size(), 2u);
+  FusionPlan p = plan(g, PlannerKind::Stitch);
+  check_plan_invariants(g, p);
+  ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
+  EXPECT_EQ(p.groups[0].kind, GroupKind::Loop);
+  EXPECT_EQ(p.groups[0].roots.size(), 2u);
+  std::vector<Tensor> inputs{Tensor(DType::f32, {64, 96}), Tensor(DType::f32, {96})};
+  fill_random(inputs[0], 3);
+  fill_random(inputs[1], 4);
+  testing::ScratchDirectory dir("stitch-reshaped-producer-");
+  runtime::cpu::KernelCache cache(dir.path());
+  const std::vector<Tensor> got = pipeline::compile_cpu(g, PlannerKind::Stitch, cache).run(inputs);
+  EXPECT_TRUE(testing::outputs_match_interpreter(got, interpret(g, inputs), /*transcendental=*/true, 0));
+
+  Graph moved = canonical_graph(R"(graph moved(mm: f32[64, 96], b: f32[96]) {
+  a = add(mm, b)
+  y = exp(transpose(reshape(a, shape=[4, 16, 96]), perm=[0, 2, 1]))
+  return a, y
+})");
+  FusionPlan q = plan(moved, PlannerKind::Stitch);
+  check_plan_invariants(moved, q);
+  EXPECT_EQ(q.groups.size(), 2u) << print_plan(moved, q);
 }
 
 // Graphs without a reduction are planned as xla plans them, but for packing.

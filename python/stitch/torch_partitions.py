@@ -201,13 +201,45 @@ def split_bias_adds(gm, takes):
             continue
         if not _feeds_compute(node, takes):
             continue
+        # Under dynamic shapes the product is [s0 * s1, F]: a user that reads it at that
+        # shape (a training graph saves it for the backward) would put the add at that
+        # shape in a partition, compiled per shape; such products stay addmm.
+        if any(not isinstance(d, int) for d in val.shape) and not all(_keeps_last_axis(u, val) for u in node.users):
+            continue
         bias, a, b = node.args
         with gm.graph.inserting_before(node):
             product = gm.graph.call_function(aten.mm.default, (a, b))
             product.meta = dict(node.meta)
-            total = gm.graph.call_function(aten.add.Tensor, (product, bias))
-            total.meta = dict(node.meta)
-        node.replace_all_uses_with(total)
+        total = None  # the add at the product's shape, made for the first user that needs it
+        for user in list(node.users):
+            if _keeps_last_axis(user, val):
+                # The add behind the view, so that a partition's input is the view PyTorch
+                # makes of the product: a view `[s0 * s1, F] -> [s0, s1, F]` inside would
+                # make it depend on a product of sizes, compiled per shape under
+                # dynamic shapes.
+                with gm.graph.inserting_before(user):
+                    view = gm.graph.node_copy(user, lambda x: product if x is node else x)
+                    behind = gm.graph.call_function(aten.add.Tensor, (view, bias))
+                    behind.meta = dict(user.meta)
+                user.replace_all_uses_with(behind)
+                gm.graph.erase_node(user)
+                continue
+            if total is None:
+                with gm.graph.inserting_before(node):
+                    total = gm.graph.call_function(aten.add.Tensor, (product, bias))
+                    total.meta = dict(node.meta)
+            user.replace_input_with(node, total)
         gm.graph.erase_node(node)
         split += 1
     return split
+
+
+_RESHAPES = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
+
+
+def _keeps_last_axis(user, val):
+    """Whether user is a reshape of the product that keeps its last axis (the bias's)."""
+    if user.op != "call_function" or user.target not in _RESHAPES:
+        return False
+    out = user.meta.get("val")
+    return isinstance(out, torch.Tensor) and out.dim() >= 1 and out.shape[-1] == val.shape[-1]

@@ -204,15 +204,17 @@ def split_bias_adds(gm, takes):
         # Under dynamic shapes the product is [s0 * s1, F]: a user that reads it at that
         # shape (a training graph saves it for the backward) would put the add at that
         # shape in a partition, compiled per shape; such products stay addmm.
-        if any(not isinstance(d, int) for d in val.shape) and not all(_keeps_last_axis(u, val) for u in node.users):
-            continue
         bias, a, b = node.args
+        if any(not isinstance(d, int) for d in val.shape) and not (
+                _is_row(bias) and all(_keeps_last_axis(u, val) for u in node.users)):
+            continue
         with gm.graph.inserting_before(node):
             product = gm.graph.call_function(aten.mm.default, (a, b))
             product.meta = dict(node.meta)
         total = None  # the add at the product's shape, made for the first user that needs it
+        row = _is_row(bias)  # a bias of one row broadcasts behind a reshape too
         for user in list(node.users):
-            if _keeps_last_axis(user, val):
+            if row and _keeps_last_axis(user, val):
                 # The add behind the view, so that a partition's input is the view PyTorch
                 # makes of the product: a view `[s0 * s1, F] -> [s0, s1, F]` inside would
                 # make it depend on a product of sizes, compiled per shape under
@@ -243,3 +245,9 @@ def _keeps_last_axis(user, val):
         return False
     out = user.meta.get("val")
     return isinstance(out, torch.Tensor) and out.dim() >= 1 and out.shape[-1] == val.shape[-1]
+
+
+def _is_row(bias):
+    """Whether addmm's bias is one row ([F] or [1, F]), not a whole [M, F] matrix."""
+    b = bias.meta.get("val") if isinstance(bias, torch.fx.Node) else None
+    return isinstance(b, torch.Tensor) and all(d == 1 for d in b.shape[:-1])

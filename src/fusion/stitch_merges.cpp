@@ -500,9 +500,9 @@ bool StitchMerges::reads_in_place(int a, int b, const Shape& shape, const Shape&
 // one (a sigmoid read by two gates) in a kernel of its own, which writes its
 // result for every consumer to read back. Merged into its first consumer of
 // the same shape (or reading it through a reshape to its own shape: a linear
-// layer's biased product that the backward saves, and its GELU), the producer is computed once per element where that
-// consumer reads it (the lowering evaluates a value once per index) and
-// written only for the others. Producers in the DAG's order, consumers by
+// layer's biased product that the backward saves, and its GELU), the producer
+// is computed once per element where that consumer reads it (the lowering
+// evaluates a value once per index) and written only for the others. Producers in the DAG's order, consumers by
 // position; each merge re-reads the merged kernel's consumers.
 void StitchMerges::fuse_loop_producers(const DeltaEvaluator* scored) {
   for (int a : dag_.order()) {

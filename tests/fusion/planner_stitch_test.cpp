@@ -6,9 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
-
-#include <filesystem>
-#include <unistd.h>
+#include <vector>
 
 #include "fusion/planner.h"
 #include "pipeline/cpu_route.h"
@@ -26,6 +24,25 @@ namespace {
 
 using testing_fusion::canonical_graph;
 using testing_fusion::check_plan_invariants;
+
+// Random f32 inputs of g's static parameter shapes, input i seeded seed + i.
+std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < g.params().size(); ++i) {
+    std::vector<int64_t> dims;
+    for (const Dim& d : g.type(g.params()[i]).shape) dims.push_back(d.extent());
+    inputs.emplace_back(DType::f32, dims);
+    fill_random(inputs.back(), seed + i);
+  }
+  return inputs;
+}
+
+// g compiled for the CPU under the stitch planner (a kernel cache of its own) and run.
+std::vector<Tensor> run_under_stitch(const Graph& g, const std::vector<Tensor>& inputs) {
+  testing::ScratchDirectory dir("stitch-planner-test");
+  runtime::cpu::KernelCache cache(dir.path());
+  return pipeline::compile_cpu(g, PlannerKind::Stitch, cache).run(inputs);
+}
 
 Graph workload(const std::string& file, const std::string& name) {
   Module m = parse_file(std::string(STITCH_SOURCE_DIR) + "/bench/workloads/" + file);
@@ -126,20 +143,9 @@ TEST(StitchPlanner, PacksLargeLoopKernelsOfOneElementCount) {
   FusionPlan s = plan(g, PlannerKind::Stitch);
   check_plan_invariants(g, s);
   ASSERT_EQ(s.groups.size(), 2u) << print_plan(g, s);  // x with y (133,120 elements each); z (90,300) alone
-  std::vector<Tensor> inputs;
-  for (size_t i = 0; i < g.params().size(); ++i) {
-    std::vector<int64_t> dims;
-    for (const Dim& d : g.type(g.params()[i]).shape) dims.push_back(d.extent());
-    inputs.emplace_back(DType::f32, dims);
-    fill_random(inputs.back(), 5 + i);
-  }
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("stitch-pack-" + std::to_string(::getpid()));
-  runtime::cpu::KernelCache cache(dir);
-  runtime::cpu::CpuExecutable exe = pipeline::compile_cpu(g, PlannerKind::Stitch, cache);
-  const std::vector<Tensor> got = exe.run(inputs);
+  const std::vector<Tensor> inputs = random_inputs(g, 5);
+  const std::vector<Tensor> got = run_under_stitch(g, inputs);
   const std::vector<Tensor> want = interpret(g, inputs);
-  std::filesystem::remove_all(dir);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(testing::tensors_bitwise_equal(got[i], want[i])) << i;
 }
@@ -217,15 +223,9 @@ TEST(StitchPlanner, FusesALoopProducerIntoItsInPlaceConsumer) {
     EXPECT_EQ(p.groups[0].kind, GroupKind::Loop);
     EXPECT_EQ(p.groups[0].roots.size(), 2u) << print_plan(g, p);  // s (read by the slice) and y
   }
-  std::vector<Tensor> inputs{Tensor(DType::f32, {300, 256})};
-  fill_random(inputs[0], 7);
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("stitch-producer-" + std::to_string(::getpid()));
-  runtime::cpu::KernelCache cache(dir);
-  const std::vector<Tensor> got = pipeline::compile_cpu(g, PlannerKind::Stitch, cache).run(inputs);
-  const std::vector<Tensor> want = interpret(g, inputs);
-  std::filesystem::remove_all(dir);
-  EXPECT_TRUE(testing::outputs_match_interpreter(got, want, /*transcendental=*/true, 0));
+  const std::vector<Tensor> inputs = random_inputs(g, 7);
+  EXPECT_TRUE(testing::outputs_match_interpreter(run_under_stitch(g, inputs), interpret(g, inputs),
+                                                 /*transcendental=*/true, 0));
 }
 
 // A producer its consumer reads through a reshape (a linear layer's biased
@@ -245,13 +245,9 @@ TEST(StitchPlanner, FusesALoopProducerReadThroughAReshape) {
   ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
   EXPECT_EQ(p.groups[0].kind, GroupKind::Loop);
   EXPECT_EQ(p.groups[0].roots.size(), 2u);
-  std::vector<Tensor> inputs{Tensor(DType::f32, {64, 96}), Tensor(DType::f32, {96})};
-  fill_random(inputs[0], 3);
-  fill_random(inputs[1], 4);
-  testing::ScratchDirectory dir("stitch-reshaped-producer-");
-  runtime::cpu::KernelCache cache(dir.path());
-  const std::vector<Tensor> got = pipeline::compile_cpu(g, PlannerKind::Stitch, cache).run(inputs);
-  EXPECT_TRUE(testing::outputs_match_interpreter(got, interpret(g, inputs), /*transcendental=*/true, 0));
+  const std::vector<Tensor> inputs = random_inputs(g, 3);
+  EXPECT_TRUE(testing::outputs_match_interpreter(run_under_stitch(g, inputs), interpret(g, inputs),
+                                                 /*transcendental=*/true, 0));
 
   Graph moved = canonical_graph(R"(graph moved(mm: f32[64, 96], b: f32[96]) {
   a = add(mm, b)

@@ -473,6 +473,12 @@ class Behaviour(StitchCase):
         half = copy.deepcopy(up).bfloat16()
         stats = self.compiled_matches(lambda x: torch.nn.functional.gelu(half(x)), x.bfloat16(), tol=BF16)
         self.assertEqual(stats[-1].bias_adds, 0)
+        # A whole [M, F] matrix as addmm's input: split, its add stays in front of the
+        # reshape, where it broadcasts.
+        torch._dynamo.reset()
+        c, w = torch.randn(16, 64), torch.randn(32, 64)
+        stats = self.compiled_matches(lambda x: torch.addmm(c, x.view(16, 32), w).view(4, 4, 64).exp(), x)
+        self.assertEqual(stats[-1].bias_adds, 1)
 
     def test_a_permuted_input_is_read_where_it_lies(self):
         # ViT's heads in a training step with attention unfused: a product's output

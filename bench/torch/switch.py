@@ -9,6 +9,10 @@ PREFIX.md: per model and mode the medians, on/off and Inductor/on.
         --switch layout_copies [--models t5_block,gpt2_block] [--modes training] \\
         [--dtype f32] [--repeat 11] [--warmup 2] [--profile P] [--small]
 
+With --option NAME instead of --switch, the variants are the backend's option
+(torch.compile(..., options={NAME: True}) and False), e.g. --option attention: every
+attention fused against none.
+
 With --profile P, P more rounds run under torch.profiler and each variant's rest (the
 time outside matrix products and attention, run.py's measure) is reported too: the
 end-to-end medians of product-bound models move by more between runs than a switch
@@ -36,14 +40,17 @@ from run import DTYPES, inference_call, machine, models, profiled, randomise, tr
 VARIANTS = ("on", "off", "inductor")
 
 
-def _with(switch, value):
+def _with(switch, value, option=False):
     """A backend of its own for a variant: Dynamo keeps one compiled graph per code
     object and backend, so two torch.compile(model, backend="stitch") share the first
     one's graph, and the second variant ran the first's setting (this script before
     2026-12-07: its off / on compared a setting with itself). The switch is set while
     the graph compiles; the backward, compiled at the first backward call, is covered
-    by measure() setting it around that call too."""
+    by measure() setting it around that call too. With `option`, `switch` names an
+    option of the backend instead, set to `value`."""
     def compile_with_switch(gm, example_inputs, **kwargs):
+        if option:
+            return backend.stitch_backend(gm, example_inputs, options={switch: value}, **kwargs)
         previous = getattr(backend, switch)
         setattr(backend, switch, value)
         try:
@@ -58,18 +65,20 @@ def measure(name, make_model, make_inputs, dtype, mode, switch, args):
     model = randomise(make_model()).to(dtype)
     inputs = tuple(a.to(dtype) if a.is_floating_point() else a for a in make_inputs())
     torch._dynamo.reset()
-    default = getattr(backend, switch)
+    default = None if args.option else getattr(backend, switch)
     calls = {}
     try:
         for v in VARIANTS:
-            fn = torch.compile(model) if v == "inductor" else torch.compile(model, backend=_with(switch, v == "on"))
+            fn = (torch.compile(model) if v == "inductor"
+                  else torch.compile(model, backend=_with(switch, v == "on", args.option)))
             call = inference_call(fn, inputs) if mode == "inference" else training_step(fn, model, inputs)
-            if v != "inductor":
+            if v != "inductor" and not args.option:
                 setattr(backend, switch, v == "on")
             call()  # compiles with the switch as set
             calls[v] = call
     finally:
-        setattr(backend, switch, default)
+        if not args.option:
+            setattr(backend, switch, default)
     times = {v: [] for v in VARIANTS}
     for r in range(-args.warmup, args.repeat):
         for v in VARIANTS[r % 3:] + VARIANTS[:r % 3]:
@@ -89,7 +98,9 @@ def measure(name, make_model, make_inputs, dtype, mode, switch, args):
 
 def markdown(report):
     m = report["machine"]
-    lines = [f"# `stitch.torch_backend.{report['switch']}` on and off", "",
+    title = (f"option `{report['switch']}` True and False" if report.get("option")
+             else f"`stitch.torch_backend.{report['switch']}` on and off")
+    lines = [f"# {title}", "",
              f"{report['date']}, {m['cpu']} ({m['cpus']} CPUs), torch {m['torch']} with {m['threads']} threads, "
              f"{report['dtype']}.", "",
              f"`{report['command']}`", "",
@@ -118,7 +129,9 @@ def markdown(report):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("prefix", help="writes PREFIX.json and PREFIX.md")
-    parser.add_argument("--switch", required=True, help="a True/False attribute of stitch.torch_backend")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--switch", help="a True/False attribute of stitch.torch_backend")
+    which.add_argument("--option", help="an option of the backend, True against False")
     parser.add_argument("--models", default="t5_block,gpt2_block,bert_layer,vit_block,llama_block,mixer_block")
     parser.add_argument("--modes", default="inference,training")
     parser.add_argument("--dtype", default="f32", choices=sorted(DTYPES))
@@ -127,7 +140,9 @@ def main():
     parser.add_argument("--profile", type=int, default=0, help="profiled rounds for the rest (0: none)")
     parser.add_argument("--small", action="store_true", help="the tests' sizes, to check the script")
     args = parser.parse_args()
-    if not isinstance(getattr(backend, args.switch, None), bool):
+    if args.option:
+        args.switch = args.option
+    elif not isinstance(getattr(backend, args.switch, None), bool):
         parser.error(f"stitch.torch_backend has no True/False switch {args.switch!r}")
     table = models(args.small)
     unknown = [m for m in args.models.split(",") if m not in table]
@@ -143,7 +158,7 @@ def main():
                   flush=True)
     env = " ".join(f"{k}={os.environ[k]}" for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
                    if k in os.environ)
-    report = {"switch": args.switch, "date": datetime.date.today().isoformat(), "machine": machine(),
+    report = {"switch": args.switch, "option": bool(args.option), "date": datetime.date.today().isoformat(), "machine": machine(),
               "dtype": args.dtype,
               "command": (env + " " if env else "") + "python " + " ".join(sys.argv), "rows": rows}
     with open(args.prefix + ".json", "w") as f:

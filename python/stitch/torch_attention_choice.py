@@ -34,20 +34,44 @@ def _hint(d):
     return int(d.node.hint) if isinstance(d, torch.SymInt) else int(d)
 
 
+def _layout(t):
+    """The order of t's axes in memory, outermost first, where t is a permuted view of
+    a contiguous tensor (q, k and v as `x.view(B, T, H, D).transpose(1, 2)` of a
+    projection: (0, 2, 1, 3)); None where t is contiguous or lies otherwise."""
+    shape = [_hint(d) for d in t.shape]
+    strides = [_hint(s) for s in t.stride()]
+    order = sorted(range(t.dim()), key=lambda i: -strides[i])
+    expected = 1
+    for i in reversed(order):
+        if shape[i] != 1 and strides[i] != expected:
+            return None
+        expected *= shape[i]
+    return None if order == list(range(t.dim())) else tuple(order)
+
+
 def problem(q, k, v, mask, training):
-    """The key of an attention: its operands' shapes and dtype, its mask's (fake
-    tensors, as the graphs hold them; sizes as the example's), and whether a backward
-    runs too."""
+    """The key of an attention: its operands' shapes, layouts and dtype, its mask's
+    (fake tensors, as the graphs hold them; sizes as the example's), and whether a
+    backward runs too."""
     def shape(t):
         return tuple(_hint(d) for d in t.shape)
 
     masked = None if mask is None else (shape(mask), mask.dtype)
-    return (shape(q), shape(k), shape(v), q.dtype, masked, training)
+    return (shape(q), shape(k), shape(v), q.dtype, masked, training, tuple(_layout(t) for t in (q, k, v)))
+
+
+def _laid_out(shape, dtype, order):
+    """A random tensor of `shape` whose memory lies in `order` (None: contiguous),
+    requiring grad."""
+    if order is None:
+        return torch.randn(shape, dtype=dtype, requires_grad=True)
+    memory = torch.randn([shape[i] for i in order], dtype=dtype, requires_grad=True)
+    return memory.permute([order.index(i) for i in range(len(shape))])
 
 
 def _operands(key):
-    q_shape, k_shape, v_shape, dtype, masked, _ = key
-    q, k, v = (torch.randn(s, dtype=dtype, requires_grad=True) for s in (q_shape, k_shape, v_shape))
+    q_shape, k_shape, v_shape, dtype, masked, _, layouts = key
+    q, k, v = (_laid_out(s, dtype, order) for s, order in zip((q_shape, k_shape, v_shape), layouts))
     mask = None
     if masked is not None:
         m_shape, m_dtype = masked
@@ -57,34 +81,63 @@ def _operands(key):
     return q, k, v, mask
 
 
+def _merged(o):
+    """The heads merged back, `o.transpose(1, 2).reshape(B, T, H * D)`, as models
+    write it: a view where o already lies so (PyTorch's fused kernel writes its output
+    so), a copy otherwise (a product's [B, H, T, D])."""
+    return o.transpose(1, 2).reshape(o.shape[0], o.shape[2], -1)
+
+
+def _as_operand(g, order):
+    """A gradient in its operand's memory layout, where the backward of the views
+    that made the operand (a projection's `view` and `transpose`) takes it: a copy
+    unless it already lies so."""
+    if order is None:
+        return g.contiguous()
+    return g.permute(order).contiguous()
+
+
 def _measure(key):
+    """Seconds of the written-out form and of the fused kernels on the key's problem.
+    Each form gets its operands laid out as the graph has them, merges the heads of
+    its output and, in training, takes the output's gradient as the merged heads'
+    and lays out the operands' gradients as theirs: the copies written-out products
+    need (a [B, T, H, D] projection's heads made [B * H, T, D] and back; Stitch's
+    partitions do them as PyTorch's matmul does here) count against them."""
     q, k, v, mask = _operands(key)
+    layouts = key[-1]
     scale = q.shape[-1] ** -0.5
     qd, kd, vd = q.detach(), k.detach(), v.detach()
-    if not key[-1]:  # the forward alone
+    if not key[5]:  # the forward alone
         def forward():
             with torch.no_grad():
-                F.scaled_dot_product_attention(qd, kd, vd, attn_mask=mask, scale=scale)
+                _merged(F.scaled_dot_product_attention(qd, kd, vd, attn_mask=mask, scale=scale))
 
         def forward_written():
-            torch.softmax(qd @ kd.transpose(-2, -1), -1) @ vd
+            _merged(torch.softmax(qd @ kd.transpose(-2, -1), -1) @ vd)
 
         medians = alternating_medians({"written": forward_written, "fused": forward}, _ROUNDS, _BUDGET_S)
         return medians["written"], medians["fused"]
-    grad = torch.randn(q.shape[:-1] + v.shape[-1:], dtype=q.dtype)
+    b, h, t = q.shape[0], q.shape[1], q.shape[2]
+    merged_grad = torch.randn(b, t, h * v.shape[-1], dtype=q.dtype)
+    grad = merged_grad.view(b, t, h, v.shape[-1]).transpose(1, 2)
 
     def fused():
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
-        torch.autograd.grad(out, (q, k, v), grad)
+        out = _merged(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale))
+        grads = torch.autograd.grad(out, (q, k, v), merged_grad)
+        for g, order in zip(grads, layouts):
+            _as_operand(g, order)
 
     def written():
         probs = torch.softmax(qd @ kd.transpose(-2, -1), -1)
-        probs @ vd
+        _merged(probs @ vd)
         dprobs = grad @ vd.transpose(-2, -1)
-        probs.transpose(-2, -1) @ grad
+        dv = probs.transpose(-2, -1) @ grad
         dscores = torch._softmax_backward_data(dprobs, probs, -1, probs.dtype)
-        dscores @ kd
-        dscores.transpose(-2, -1) @ qd
+        dq = dscores @ kd
+        dk = dscores.transpose(-2, -1) @ qd
+        for g, order in zip((dq, dk, dv), layouts):
+            _as_operand(g, order)
 
     medians = alternating_medians({"written": written, "fused": fused}, _ROUNDS, _BUDGET_S)
     return medians["written"], medians["fused"]

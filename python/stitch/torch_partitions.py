@@ -201,20 +201,22 @@ def split_bias_adds(gm, takes):
             continue
         if not _feeds_compute(node, takes):
             continue
-        # Under dynamic shapes the product is [s0 * s1, F]: a user that reads it at that
-        # shape (a training graph saves it for the backward) would put the add at that
-        # shape in a partition, compiled per shape; such products stay addmm.
+        # A bias of one row broadcasts behind a reshape too; but where some user reads
+        # the product at its own shape (a training graph saves it for the backward),
+        # every user reads one add at that shape: an add behind each view as well would
+        # read the product twice.
         bias, a, b = node.args
-        if any(not isinstance(d, int) for d in val.shape) and not (
-                _is_row(bias) and all(_keeps_last_axis(u, val) for u in node.users)):
+        behind_views = _is_row(bias) and all(_keeps_last_axis(u, val) for u in node.users)
+        # Under dynamic shapes the product is [s0 * s1, F]: an add at that shape in a
+        # partition would be compiled per shape; such products stay addmm.
+        if any(not isinstance(d, int) for d in val.shape) and not behind_views:
             continue
         with gm.graph.inserting_before(node):
             product = gm.graph.call_function(aten.mm.default, (a, b))
             product.meta = dict(node.meta)
         total = None  # the add at the product's shape, made for the first user that needs it
-        row = _is_row(bias)  # a bias of one row broadcasts behind a reshape too
         for user in list(node.users):
-            if row and _keeps_last_axis(user, val):
+            if behind_views:
                 # The add behind the view, so that a partition's input is the view PyTorch
                 # makes of the product: a view `[s0 * s1, F] -> [s0, s1, F]` inside would
                 # make it depend on a product of sizes, compiled per shape under

@@ -479,6 +479,18 @@ class Behaviour(StitchCase):
         c, w = torch.randn(16, 64), torch.randn(32, 64)
         stats = self.compiled_matches(lambda x: torch.addmm(c, x.view(16, 32), w).view(4, 4, 64).exp(), x)
         self.assertEqual(stats[-1].bias_adds, 1)
+        # A product read through a view and at its own shape (as a training graph
+        # saves it for the backward): one add, which both read (an add behind the view
+        # as well read the product twice).
+        torch._dynamo.reset()
+
+        def saved(x):
+            y = up(x)
+            return torch.nn.functional.gelu(y.view(4, 4, 64)), y
+
+        stats = self.compiled_matches(saved, x.view(16, 32))[-1]
+        self.assertEqual(stats.bias_adds, 1)
+        self.assertEqual(sum(p.text.count("= add(") for p in stats.partitions), 1, stats)
 
     def test_a_permuted_input_is_read_where_it_lies(self):
         # ViT's heads in a training step with attention unfused: a product's output
@@ -984,11 +996,18 @@ class Behaviour(StitchCase):
         torch._dynamo.reset()
         with self.assertRaisesRegex(Exception, 'options\\["attention"\\] is \'always\'; it takes True, False or "auto"'):
             torch.compile(causal, backend="stitch", options={"attention": "always"})(q, k, v, cond)
-        # And the measurement itself, on these shapes: two positive times.
-        for training in (True, False):
-            written_s, fused_s = choice._measure(choice.problem(q, k, v, cond, training))
-            self.assertGreater(written_s, 0.0)
-            self.assertGreater(fused_s, 0.0)
+        # And the measurement itself, on these shapes: two positive times, with the
+        # operands contiguous and as a projection's heads ([B, T, H, D] memory).
+        heads = [torch.randn(2, 16, 4, 8).transpose(1, 2) for _ in range(3)]
+        for operands, layout in (((q, k, v), None), (heads, (0, 2, 1, 3))):
+            for training in (True, False):
+                key = choice.problem(*operands, cond, training)
+                self.assertEqual(key[-1], (layout,) * 3)
+                made = choice._operands(key)[:3]
+                self.assertEqual([t.stride() for t in made], [t.stride() for t in operands])
+                written_s, fused_s = choice._measure(key)
+                self.assertGreater(written_s, 0.0)
+                self.assertGreater(fused_s, 0.0)
 
     def test_an_output_laid_out_like_a_permute_is_written_so(self):
         # The fused backward's gradients lie as the heads did ([B, T, H, D] memory of a

@@ -36,6 +36,15 @@ struct StitchedDomain {
 // as LayerNorm's mean); nullopt when it is neither.
 std::optional<std::vector<int>> stitched_root_index(const StitchedDomain& domain, const Shape& shape);
 
+// A root of a column domain (reduced axes not innermost) whose value reads no
+// reduction of the group: the lowering stores it in the first phase's pass
+// over the reduced elements, not in a pass of its own after the phases. Its
+// shape is the domain's, or another of as many elements (static), read by the
+// reductions through reshapes (a bias gradient's column sum reads the
+// gradient it sums as [parts, rows, columns]): stored at the element of the
+// same linear index.
+bool stitched_early_root(const Graph& g, const std::vector<int>& nodes, const StitchedDomain& domain, int root);
+
 // True when `group` reads a reduction's result inside itself, or writes a
 // non-reduction root beside a reduction: what neither a loop nor a reduction
 // kernel does.
@@ -45,7 +54,8 @@ bool is_stitched_group(const Graph& g, const std::vector<int>& nodes, const std:
 // every reduction is a reduce_* (not argmax/argmin) over the same input shape
 // and axes; every other node is an elementwise, broadcast, layout, gather,
 // iota or constant op; every root is either of the reductions' input shape or
-// of their result shape (static 1s aside); and every use of a reduction's
+// of their result shape (static 1s aside) or an early root (above) of another
+// shape; and every use of a reduction's
 // result inside the group reads it at the row (or column) being computed:
 // only elementwise ops, broadcasts, transposes and reshapes that insert or
 // drop 1s lie between a reduction and its readers. Fills `domain` on success.

@@ -190,6 +190,9 @@ struct Stmt {
       node;
 };
 
+// The largest block of a cpu_only kernel (CUDA's is 1024).
+inline constexpr int64_t kCpuMaxBlockSize = 4096;
+
 struct Kernel {
   std::string name;
   // One line for a reader of the generated code (the row schedule chosen and
@@ -212,6 +215,10 @@ struct Kernel {
   // compiler the alignment under a test of the addresses, and runs the same
   // body without it for buffers that are not aligned; the C++ emitter ignores it.
   int64_t aligned_bytes = 0;
+  // A kernel for the CPU alone: its blocks are the C++ emitter's vector loops,
+  // which may run up to kCpuMaxBlockSize threads (a stitched column kernel's
+  // block of whole rows); the CUDA emitter refuses it.
+  bool cpu_only = false;
   StmtList body;
 
   const BufferParam* find_buffer(std::string_view name) const;

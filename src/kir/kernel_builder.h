@@ -26,6 +26,8 @@ class KernelBuilder {
   void buffer_param(std::string name, DType dtype, std::vector<Expr> shape, Access access,
                     std::vector<Expr> strides = {});
   void launch(Expr grid, int64_t block_size);
+  // The kernel is for the CPU alone (Kernel::cpu_only).
+  void cpu_only() { kernel_.cpu_only = true; }
   void shared(std::string name, DType dtype, int64_t count);
   // Places the shared buffers in one arena of `arena_bytes`: offsets[name] is
   // each buffer's byte offset (every declared buffer must have one).

@@ -122,6 +122,45 @@ Expr GroupExpr::linearize(const Index& idx, const Shape& shape) {
   return lin;
 }
 
+namespace {
+
+std::string index_key(const Index& idx, const Shape& shape) {
+  std::string key;
+  for (const Expr& e : idx) key += kir::print_expr(e) + ",";
+  key += "@";
+  for (const Dim& d : shape) key += kir::print_expr(dim_expr(d)) + ",";
+  return key;
+}
+
+template <typename T>
+const T* find_scoped(const std::vector<std::map<std::string, T>>& scopes, const std::string& key) {
+  for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
+    auto found = it->find(key);
+    if (found != it->end()) return &found->second;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Index GroupExpr::reshaped(const Index& idx, const Shape& from, const Shape& to) {
+  const std::string from_key = index_key(idx, from);
+  Expr lin;
+  if (const Expr* known = find_scoped(linear_of_, from_key)) {
+    lin = *known;
+  } else {
+    lin = linearize(idx, from);
+    if (!kir::is_int_constant(lin)) lin = kb_.let(fresh("r"), lin);
+    linear_of_.back()[from_key] = lin;
+  }
+  const std::string to_key = index_key({lin}, to);
+  if (const Index* made = find_scoped(reshaped_, to_key)) return *made;
+  Index out = delinearize(lin, to);
+  reshaped_.back()[to_key] = out;
+  linear_of_.back()[index_key(out, to)] = lin;
+  return out;
+}
+
 std::vector<int64_t> transpose_permutation(const Node& node, size_t rank) {
   std::vector<int64_t> perm;
   if (const AttrValue* p = node.attrs.find("perm")) perm = p->as_ints();
@@ -151,7 +190,11 @@ std::optional<Expr> GroupExpr::memoised(ValueId v, const Index& idx) const {
 // Locals defined inside a branch are out of scope after it.
 void GroupExpr::scoped(const std::function<void()>& fn) {
   memo_.emplace_back();
+  linear_of_.emplace_back();
+  reshaped_.emplace_back();
   fn();
+  reshaped_.pop_back();
+  linear_of_.pop_back();
   memo_.pop_back();
 }
 
@@ -195,12 +238,8 @@ Expr GroupExpr::eval_node(const Node& node, const Index& idx) {
       for (size_t k = 0; k < rank; ++k) j[perm[k]] = idx[k];
       return eval(node.inputs[0], j);
     }
-    case OpKind::Reshape: {
-      const Shape& in = g_.type(node.inputs[0]).shape;
-      Expr lin = linearize(idx, type.shape);
-      if (!kir::is_int_constant(lin)) lin = kb_.let(fresh("r"), lin);
-      return eval(node.inputs[0], delinearize(lin, in));
-    }
+    case OpKind::Reshape:
+      return eval(node.inputs[0], reshaped(idx, type.shape, g_.type(node.inputs[0]).shape));
     case OpKind::Slice: {
       const AttrValue::Ints& start = attrs.get("start").as_ints();
       const AttrValue::Ints& step = attrs.get("step").as_ints();

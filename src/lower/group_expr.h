@@ -89,6 +89,13 @@ class GroupExpr {
   // `<prefix><k>` when a prefix is given, fresh `j<n>` names otherwise.
   Index delinearize(const kir::Expr& lin, const Shape& shape, const std::string& prefix = "");
   kir::Expr linearize(const Index& idx, const Shape& shape);
+  // The index in `to` of the element at `idx` in `from` (a reshape keeps the
+  // linear index), memoised per scope: the linear index of an index is made
+  // once, and an index made here maps back to the linear index it came from,
+  // so a value reached through reshapes by two paths (a stitched column
+  // kernel's root stored at its own shape, and its reduction reading it
+  // reshaped) is evaluated at one index, once.
+  Index reshaped(const Index& idx, const Shape& from, const Shape& to);
 
   // Runs fn with a fresh memo scope: locals defined in a nested body are out
   // of scope after it, so their memo entries must be forgotten.
@@ -118,6 +125,10 @@ class GroupExpr {
   std::unordered_map<int, std::function<kir::Expr(const Index&)>> bound_at_;
   std::string status_buffer_;  // set by declare_params when the signature has one
   std::vector<std::map<std::string, kir::Expr>> memo_{1};
+  // reshaped's memos, scoped as memo_: an index (printed, with its shape) ->
+  // its linear index, and a linear index with a shape -> the index made.
+  std::vector<std::map<std::string, kir::Expr>> linear_of_{1};
+  std::vector<std::map<std::string, Index>> reshaped_{1};
   int counter_ = 0;
   PieceAssumption* assume_ = nullptr;
   std::vector<std::pair<ValueId, Index>> loads_;

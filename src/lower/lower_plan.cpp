@@ -49,7 +49,8 @@ std::vector<LoweredGroup> lower_plan(const Graph& g, const FusionPlan& plan,
         if (group.kind == GroupKind::Stitched) {
           // Over other axes than the innermost (schedule_group gives a stitched
           // group reducing its innermost axes a row schedule): a thread per column.
-          lowered.kernel = lower_stitched_group(g, group, name);
+          lowered.kernel = lower_stitched_group(g, group, name, {}, false, nullptr, {}, 1, s.column.width);
+          lowered.kernel->note = fmt::format("column schedule: {} columns a block ({})", s.column.width, s.reason);
         } else {
           lowered.kernel = lower_reduction_group(g, group, name, schedule::RowSchedule{}, s.column);
           lowered.kernel->note = fmt::format("column schedule: {} ({})", s.column.describe(), s.reason);

@@ -40,7 +40,7 @@ class StitchedLowerer {
  public:
   StitchedLowerer(const Graph& g, const FusionGroup& group, const std::string& name,
                   const schedule::RowSchedule& schedule, bool prefetch, const schedule::GroupSharedMemory* shared,
-                  const std::vector<int>& held, int64_t held_vector)
+                  const std::vector<int>& held, int64_t held_vector, int64_t column_width)
       : g_(g),
         group_(group),
         kb_(name),
@@ -48,7 +48,8 @@ class StitchedLowerer {
         prefetch_(prefetch),
         shared_(shared),
         held_(held),
-        held_vector_(held_vector) {}
+        held_vector_(held_vector),
+        column_width_(column_width) {}
 
   kir::Kernel run() {
     std::string problem = stitched_group_problem(g_, group_.nodes, group_.roots, &domain_);
@@ -57,6 +58,10 @@ class StitchedLowerer {
     for (size_t d : domain_.axes) red_shape_.push_back(domain_.shape[d]);
     for (int r : group_.roots) {
       ValueId v = g_.nodes()[r].output;
+      if (stitched_early_root(g_, group_.nodes, domain_, r)) {
+        early_roots_.push_back(v);
+        continue;
+      }
       Root root{v, *stitched_root_index(domain_, g_.type(v).shape)};
       (g_.type(v).shape == domain_.shape ? full_roots_ : row_roots_).push_back(root);
     }
@@ -153,6 +158,18 @@ class StitchedLowerer {
       } else {
         kb_.store(ex_.buffer(root.value), idx, ex_.eval(root.value, idx));
       }
+    }
+  }
+
+  // The early roots at domain index `idx`: one of another shape at the element
+  // of the same linear index, which the reshapes the reductions read it
+  // through reach (GroupExpr::reshaped), so its value is the one the phase
+  // computed.
+  void store_early_roots(const Index& idx) {
+    for (ValueId v : early_roots_) {
+      const Shape& shape = g_.type(v).shape;
+      const Index at = shape == domain_.shape ? idx : ex_.reshaped(idx, domain_.shape, shape);
+      kb_.store(ex_.buffer(v), at, ex_.eval(v, at));
     }
   }
 
@@ -471,7 +488,8 @@ class StitchedLowerer {
   void lower_columns() {
     Expr count = element_count_expr(outer_);
     Expr len = element_count_expr(red_shape_);
-    column_threads(kb_, count, schedule::kColumnWidth, [&](const ColumnThread& thread) {
+    if (column_width_ > 1024) kb_.cpu_only();
+    column_threads(kb_, count, column_width_, [&](const ColumnThread& thread) {
       Index out = ex_.delinearize(thread.read, outer_, "o");
       auto guarded = [&](const std::function<void()>& fn) {
         if (thread.guard) {
@@ -485,7 +503,11 @@ class StitchedLowerer {
         const std::vector<int>& phase = domain_.phases[p];
         std::vector<Expr> acc = init_accumulators(phase);
         kb_.serial("elem" + std::to_string(p), len, [&](const Expr& r) {
-          ex_.scoped([&] { accumulate(phase, acc, domain_index(out, ex_.delinearize(r, red_shape_))); });
+          ex_.scoped([&] {
+            const Index idx = domain_index(out, ex_.delinearize(r, red_shape_));
+            accumulate(phase, acc, idx);
+            if (p == 0 && !early_roots_.empty()) guarded([&] { store_early_roots(idx); });
+          });
         });
         for (size_t k = 0; k < phase.size(); ++k) bind_total(phase[k], acc[k]);
         hoist_row_values(out, static_cast<int>(p) + 1);
@@ -510,6 +532,7 @@ class StitchedLowerer {
   const schedule::GroupSharedMemory* shared_;  // the schedule's plan; null: none (no static row)
   std::vector<int> held_;                      // values held in registers (GroupSchedule::held)
   int64_t held_vector_ = 1;                    // their consecutive elements a thread holds (GroupSchedule::held_vector)
+  int64_t column_width_;                       // a column domain's columns per block
   std::map<int, std::string> held_arrays_;     // held value -> its local array
   std::set<int> held_filled_;                  // held values the phases so far have put in registers
   std::set<int> held_loading_;                 // held inputs this phase's vector loads put there
@@ -524,6 +547,7 @@ class StitchedLowerer {
   StitchedDomain domain_;
   Shape outer_, red_shape_;
   std::vector<Root> full_roots_, row_roots_;
+  std::vector<ValueId> early_roots_;  // stored in the first phase's pass (stitched_early_root)
   std::map<int, int> number_;  // reduction node -> its number in kernel names
   std::map<int, int> level_;   // node reading a reduction total -> the last phase it needs
   std::map<int, std::string> cache_;  // node -> shared buffer keeping its row (declare_row_caches)
@@ -544,8 +568,8 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
                                  const schedule::RowSchedule& schedule, bool prefetch,
                                  const schedule::GroupSharedMemory* shared, const std::vector<int>& held,
-                                 int64_t held_vector) {
-  return StitchedLowerer(g, group, kernel_name, schedule, prefetch, shared, held, held_vector)
+                                 int64_t held_vector, int64_t column_width) {
+  return StitchedLowerer(g, group, kernel_name, schedule, prefetch, shared, held, held_vector, column_width)
       .run();
 }
 

@@ -10,6 +10,7 @@
 
 #include "fusion/fusion_plan.h"
 #include "kir/kernel.h"
+#include "schedule/column_schedule.h"
 #include "schedule/group_shared_memory.h"
 #include "schedule/row_schedule.h"
 #include "stitch/graph.h"
@@ -41,9 +42,12 @@ std::string stitched_group_lowering_problem(const Graph& g, const FusionGroup& g
 // bytes of its narrowest row buffer), and the kernel asks for 16-byte-aligned
 // buffers (kir::Kernel::aligned_bytes), so that the CUDA compiler loads and
 // stores them as vectors.
+// Over other axes than the innermost, a thread per column in blocks of
+// `column_width` columns.
 kir::Kernel lower_stitched_group(const Graph& g, const FusionGroup& group, const std::string& kernel_name,
                                  const schedule::RowSchedule& schedule = {}, bool prefetch = false,
                                  const schedule::GroupSharedMemory* shared = nullptr,
-                                 const std::vector<int>& held = {}, int64_t held_vector = 1);
+                                 const std::vector<int>& held = {}, int64_t held_vector = 1,
+                                 int64_t column_width = schedule::kColumnWidth);
 
 }  // namespace stitch::lower

@@ -57,6 +57,24 @@ bool stitched_rows(const Graph& g, const FusionGroup& group) {
   return stitched_group_problem(g, group.nodes, group.roots, &domain).empty() && domain.innermost();
 }
 
+// The columns a block of a stitched column kernel owns on the CPU: every
+// element after the last reduced axis (a row of [parts, rows, C]) when there
+// are 256 to kir::kCpuMaxBlockSize of them, so that a block walks its rows
+// front to back as one stream; else 256. In blocks of 256 columns a GELU
+// backward with its bias gradient's sum ([4, 256, 3072]) visited each row in
+// four 1 KiB stretches and was slower than the two kernels it replaces
+// (docs/lowering.md, Stitched groups: Column schedule).
+int64_t cpu_stitched_column_width(const Graph& g, const FusionGroup& group) {
+  StitchedDomain domain;
+  if (!stitched_group_problem(g, group.nodes, group.roots, &domain).empty()) return schedule::kColumnWidth;
+  int64_t row = 1;
+  for (size_t d = domain.axes.back() + 1; d < domain.shape.size(); ++d) {
+    if (!domain.shape[d].is_static()) return schedule::kColumnWidth;
+    row *= domain.shape[d].extent();
+  }
+  return row >= schedule::kColumnWidth && row <= kir::kCpuMaxBlockSize ? row : schedule::kColumnWidth;
+}
+
 GroupSchedule row_schedule(const Graph& g, const FusionGroup& group, const RowScheduleTarget& target,
                            const RowSchedule& row, std::string reason) {
   GroupSchedule s;
@@ -133,6 +151,7 @@ GroupSchedule schedule_group(const Graph& g, const FusionGroup& group, const Row
       }
       s.kind = ScheduleKind::Column;
       if (group.kind == GroupKind::Stitched) {
+        s.column.width = on_cpu(target) ? cpu_stitched_column_width(g, group) : schedule::kColumnWidth;
         s.reason = "a stitched group over other axes than the innermost: a thread per column";
       } else if (std::optional<schedule::ColumnScheduleChoice> c = schedule::choose_column_schedule(g, group, target)) {
         s.column = c->schedule;

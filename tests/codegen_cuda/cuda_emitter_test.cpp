@@ -173,6 +173,16 @@ TEST(CudaEmitter, ReservedNamesAreRefused) {
   EXPECT_THROW(emit_cuda(kb.finish()), InternalError);
 }
 
+// A kernel lowered for the CPU alone (blocks of whole rows as vector loops) is
+// never emitted as CUDA.
+TEST(CudaEmitter, CpuOnlyKernelsAreRefused) {
+  KernelBuilder kb("rows");
+  kb.launch(int_const(1), 32);
+  kb.cpu_only();
+  kb.grid("b", int_const(1), [&](const Expr&) { kb.block("t", 32, [&](const Expr&) {}); });
+  EXPECT_THROW(emit_cuda(kb.finish()), InternalError);
+}
+
 TEST(CudaEmitter, BrokenSourceReportsNvrtcLog) {
   const codegen::cuda::NvrtcResult r =
       compile_with_nvrtc("extern \"C\" __global__ void k() { undefined_name(); }", "sm_90", "broken.cu");

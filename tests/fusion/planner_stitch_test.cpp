@@ -233,21 +233,29 @@ TEST(StitchPlanner, FusesALoopProducerIntoItsInPlaceConsumer) {
 // keeps the linear index, so the two are one loop of two roots of different
 // shapes, which reads the product once. A reshape the consumer transposes is
 // not read in place, and the two stay apart.
+// g's plans: `xla_groups` kernels under xla, `stitch_groups` under stitch, whose
+// first is of `kind` with two roots (a producer's result written beside its
+// consumer's); run under stitch, the interpreter's outputs.
+void expect_first_group_merged(const Graph& g, size_t xla_groups, size_t stitch_groups, GroupKind kind,
+                               uint64_t seed) {
+  EXPECT_EQ(plan(g, PlannerKind::Xla).groups.size(), xla_groups);
+  FusionPlan p = plan(g, PlannerKind::Stitch);
+  check_plan_invariants(g, p);
+  ASSERT_EQ(p.groups.size(), stitch_groups) << print_plan(g, p);
+  EXPECT_EQ(p.groups[0].kind, kind);
+  EXPECT_EQ(p.groups[0].roots.size(), 2u) << print_plan(g, p);
+  const std::vector<Tensor> inputs = random_inputs(g, seed);
+  EXPECT_TRUE(testing::outputs_match_interpreter(run_under_stitch(g, inputs), interpret(g, inputs),
+                                                 /*transcendental=*/true, 0));
+}
+
 TEST(StitchPlanner, FusesALoopProducerReadThroughAReshape) {
   Graph g = canonical_graph(R"(graph saved(mm: f32[64, 96], b: f32[96]) {
   a = add(mm, b)
   y = gelu(reshape(a, shape=[4, 16, 96]))
   return a, y
 })");
-  EXPECT_EQ(plan(g, PlannerKind::Xla).groups.size(), 2u);
-  FusionPlan p = plan(g, PlannerKind::Stitch);
-  check_plan_invariants(g, p);
-  ASSERT_EQ(p.groups.size(), 1u) << print_plan(g, p);
-  EXPECT_EQ(p.groups[0].kind, GroupKind::Loop);
-  EXPECT_EQ(p.groups[0].roots.size(), 2u);
-  const std::vector<Tensor> inputs = random_inputs(g, 3);
-  EXPECT_TRUE(testing::outputs_match_interpreter(run_under_stitch(g, inputs), interpret(g, inputs),
-                                                 /*transcendental=*/true, 0));
+  expect_first_group_merged(g, 2, 1, GroupKind::Loop, 3);
 
   Graph moved = canonical_graph(R"(graph moved(mm: f32[64, 96], b: f32[96]) {
   a = add(mm, b)
@@ -257,6 +265,37 @@ TEST(StitchPlanner, FusesALoopProducerReadThroughAReshape) {
   FusionPlan q = plan(moved, PlannerKind::Stitch);
   check_plan_invariants(moved, q);
   EXPECT_EQ(q.groups.size(), 2u) << print_plan(moved, q);
+}
+
+// A bias gradient: the column sum of a GELU backward's product, as
+// split_reductions leaves it (rows of [parts, rows, columns] reshaped from the
+// product). The product reads no total, so it is stored in the sum's first
+// pass over the rows: one kernel, where xla writes the product and reads it
+// back.
+TEST(StitchPlanner, StoresAColumnSumsInputInItsFirstPass) {
+  Graph g = canonical_graph(R"(graph bias_grad(dy: f32[4, 32, 96], x: f32[4, 32, 96]) {
+  k = mul(dy, add(mul(erf(mul(x, 0.7071)), 0.5), 0.5))
+  rows = reshape(k, shape=[2, 64, 96])
+  part = reduce_sum(rows, axes=[1])
+  s = reduce_sum(part, axes=[0])
+  return k, s
+})");
+  expect_first_group_merged(g, 3, 2, GroupKind::Stitched, 5);
+  // A root of another shape that reads the sum is not early: it would need the
+  // total before the pass that makes it.
+  Graph late = canonical_graph(R"(graph late(x: f32[4, 32, 96]) {
+  rows = reshape(x, shape=[2, 64, 96])
+  part = reduce_sum(rows, axes=[1], keepdims=true)
+  y = reshape(sub(rows, part), shape=[4, 32, 96])
+  return y
+})");
+  const std::vector<int> nodes = [&] {
+    std::vector<int> all;
+    for (int n = 0; n < static_cast<int>(late.nodes().size()); ++n) all.push_back(n);
+    return all;
+  }();
+  const int y = late.value(late.outputs()[0].value).producer;
+  EXPECT_NE(stitched_group_problem(late, nodes, {y}).find("neither of the rows' shape"), std::string::npos);
 }
 
 // Graphs without a reduction are planned as xla plans them, but for packing.

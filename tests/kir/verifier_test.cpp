@@ -265,6 +265,19 @@ TEST(KernelVerifier, LaunchBlockSizeWithinCudaLimit) {
   KernelBuilder kb = base([](KernelBuilder& k) { k.launch(var("N"), 2048); });
   kb.grid("b", var("N"), [](const Expr&) {});
   EXPECT_EQ(verify_kernel(kb.finish_unverified()), Problems{"launch block size 2048 is not in 1..1024"});
+  // A kernel for the CPU alone runs its blocks as vector loops, up to 4096 threads.
+  KernelBuilder cpu = base([](KernelBuilder& k) {
+    k.launch(var("N"), 2048);
+    k.cpu_only();
+  });
+  cpu.grid("b", var("N"), [](const Expr&) {});
+  EXPECT_TRUE(verify_kernel(cpu.finish_unverified()).empty());
+  KernelBuilder wider = base([](KernelBuilder& k) {
+    k.launch(var("N"), 8192);
+    k.cpu_only();
+  });
+  wider.grid("b", var("N"), [](const Expr&) {});
+  EXPECT_EQ(verify_kernel(wider.finish_unverified()), Problems{"launch block size 8192 is not in 1..4096"});
 }
 
 TEST(KernelVerifier, BlockLoopInsideTheGridLoop) {

@@ -122,6 +122,15 @@ std::vector<Case> make_cases() {
   y = sub(mul(x, s), reduce_max(x, axes=[0], keepdims=true))
   return y
 })"), false, 40});
+  // A bias gradient: the product is stored in the column sum's first pass, at the
+  // element of the same linear index (a root of another shape than the domain's),
+  // in blocks of whole 1000-column rows on the CPU (more than CUDA's 1024 threads
+  // would allow past 1024: a cpu_only kernel).
+  cases.push_back({"column_early_root", from_text(R"(graph column_early_root(dy: f32[4, 10, 1000], x: f32[4, 10, 1000]) -> (f32[4, 10, 1000], f32[1000]) {
+  k = mul(dy, erf(x))
+  s = reduce_sum(reshape(k, shape=[40, 1000]), axes=[0])
+  return k, s
+})"), true, 40});
   return cases;
 }
 

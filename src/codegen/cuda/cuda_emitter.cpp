@@ -474,6 +474,7 @@ bool uses_narrow_floats(const Kernel& kernel) {
 }
 
 std::string emit_cuda(const Kernel& kernel) {
+  STITCH_ASSERT(!kernel.cpu_only, fmt::format("kernel '{}' was lowered for the CPU alone", kernel.name));
   kir::verify_kernel_or_throw(kernel);
   // Index arithmetic simplified once, for both emitters (codegen/common/index_simplify.h).
   const Kernel simplified = common::simplify_indices(kernel);

@@ -1055,7 +1055,10 @@ class Behaviour(StitchCase):
 
     def test_half_attention_is_fused_too(self):
         # In bf16 and f16 the fused call keeps the scores and probabilities in f32 where
-        # eager rounds them (as Inductor's replacement does): nearer the exact result.
+        # eager rounds them (as Inductor's replacement does): nearer the exact result on
+        # average. The largest element's error is mostly the output's own rounding,
+        # which both pay: in f16 it was above eager's for 3 of 12 seeds (at most 1.53x),
+        # so it is held to the project's bound for half types, twice eager's.
         def causal(q, k, v, cond):
             return ((q @ k.transpose(-2, -1)) * 0.35).masked_fill(cond, float("-inf")).softmax(-1) @ v
 
@@ -1071,7 +1074,8 @@ class Behaviour(StitchCase):
                 self.assertEqual(stats[0].attention, 1)
                 got = torch.compile(causal, backend="stitch", options={"attention": True})(*args).double()
                 eager = causal(*args).double()
-                self.assertLessEqual((got - exact).abs().max(), (eager - exact).abs().max())
+                self.assertLess((got - exact).abs().mean(), (eager - exact).abs().mean())
+                self.assertLessEqual((got - exact).abs().max(), 2 * (eager - exact).abs().max())
 
     def test_attention_as_stitchs_own_op(self):
         # options={"stitch_attention": True}: the fused attention joins a partition as

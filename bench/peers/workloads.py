@@ -275,6 +275,17 @@ def _torch_sum(v):
     return v.sum()
 
 
+def _bias_grad(erf, exp, total):
+    """GELU backward (erf form) and its bias gradient, as bias_grad.stitch writes it:
+    dx = dy * gelu'(x), db = dx summed over every axis but the last."""
+    def f(dy, x):
+        cdf = (erf(x * 0.7071067811865476) + 1.0) * 0.5
+        pdf = exp(x * x * -0.5) * 0.3989422804014327
+        dx = dy * (cdf + x * pdf)
+        return dx, total(dx)
+    return f
+
+
 FAMILIES = {
     "add": _family(lambda x, y: x + y, lambda x, y: x + y, lambda x, y: x + y),
     "babelstream_add": _family(lambda a, b: a + b, lambda a, b: a + b, lambda a, b: a + b),
@@ -287,6 +298,11 @@ FAMILIES = {
     "bias_gelu": _family(lambda x, bias: _np_gelu(x + bias, "tanh"),
                          lambda x, bias: _gelu_torch("tanh")(x + bias),
                          lambda x, bias: _gelu_jax("tanh")(x + bias)),
+    "bias_grad": _family(
+        _bias_grad(lambda v: _np_erf(v).astype(np.float64), np.exp, lambda dx: dx.sum(axis=(0, 1))),
+        _bias_grad(lambda v: torch.erf(v), lambda v: torch.exp(v), lambda dx: dx.sum(dim=(0, 1))),
+        _bias_grad(lambda v: _jax().lax.erf(v), lambda v: _jnp().exp(v),
+                   lambda dx: _jnp().sum(dx, axis=(0, 1)))),
     "column_reduce_sub": _family(
         lambda x: x - np.broadcast_to(x.mean(axis=0), x.shape),
         lambda x: x - x.mean(dim=0).broadcast_to(x.shape),

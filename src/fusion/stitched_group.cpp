@@ -116,21 +116,13 @@ std::optional<std::vector<int>> stitched_root_index(const StitchedDomain& domain
 
 namespace {
 
-int64_t static_elements(const Shape& shape) {
-  int64_t n = 1;
-  for (const Dim& d : shape) {
-    if (!d.is_static()) return -1;
-    n *= d.extent();
-  }
-  return n;
-}
-
 bool early_root(const Graph& g, const NodeIndex& in_group, const StitchedDomain& domain, int root) {
   if (domain.innermost() || is_reduction(g.nodes()[root].op)) return false;
   const Shape& shape = g.type(g.nodes()[root].output).shape;
-  if (shape != domain.shape) {
-    const int64_t elements = static_elements(shape);
-    if (elements < 0 || elements != static_elements(domain.shape)) return false;
+  if (shape != domain.shape &&
+      (!is_static(shape) || !is_static(domain.shape) ||
+       element_count(concrete_shape(shape, {})) != element_count(concrete_shape(domain.shape, {})))) {
+    return false;
   }
   std::vector<int> stack{root};
   std::vector<bool> seen(g.nodes().size(), false);

@@ -190,7 +190,9 @@ struct Stmt {
       node;
 };
 
-// The largest block of a cpu_only kernel (CUDA's is 1024).
+// The largest block of a kernel: CUDA's limit on every architecture Stitch
+// targets, and that of a cpu_only kernel, whose blocks are vector loops.
+inline constexpr int64_t kCudaMaxBlockSize = 1024;
 inline constexpr int64_t kCpuMaxBlockSize = 4096;
 
 struct Kernel {

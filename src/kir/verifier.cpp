@@ -138,9 +138,7 @@ class Walker {
 
   void check_launch() {
     int64_t b = k_.launch.block_size;
-    // 1024 threads per block is the CUDA limit on every architecture Stitch
-    // targets; a CPU kernel's block is a vector loop.
-    const int64_t most = k_.cpu_only ? kCpuMaxBlockSize : 1024;
+    const int64_t most = k_.cpu_only ? kCpuMaxBlockSize : kCudaMaxBlockSize;
     if (b < 1 || b > most) problem(fmt::format("launch block size {} is not in 1..{}", b, most));
   }
 

@@ -174,13 +174,7 @@ std::string GroupExpr::memo_key(ValueId v, const Index& idx) const {
   return key;
 }
 
-const Expr* GroupExpr::find_memo(const std::string& key) const {
-  for (auto it = memo_.rbegin(); it != memo_.rend(); ++it) {
-    auto found = it->find(key);
-    if (found != it->end()) return &found->second;
-  }
-  return nullptr;
-}
+const Expr* GroupExpr::find_memo(const std::string& key) const { return find_scoped(memo_, key); }
 
 std::optional<Expr> GroupExpr::memoised(ValueId v, const Index& idx) const {
   if (const Expr* e = find_memo(memo_key(v, idx))) return *e;

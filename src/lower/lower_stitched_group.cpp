@@ -488,7 +488,7 @@ class StitchedLowerer {
   void lower_columns() {
     Expr count = element_count_expr(outer_);
     Expr len = element_count_expr(red_shape_);
-    if (column_width_ > 1024) kb_.cpu_only();
+    if (column_width_ > kir::kCudaMaxBlockSize) kb_.cpu_only();
     column_threads(kb_, count, column_width_, [&](const ColumnThread& thread) {
       Index out = ex_.delinearize(thread.read, outer_, "o");
       auto guarded = [&](const std::function<void()>& fn) {

@@ -52,7 +52,7 @@ def main():
                     else:
                         q, k, v = (torch.randn(b, h, t, d, dtype=dtype) for _ in range(3))
                     written, fused = choice._measure(choice.problem(q, k, v, _mask(kind, b, t, dtype), training))
-                    chosen = "fused" if fused <= choice.MARGIN * written else "written out"
+                    chosen = "written out" if choice.written_out_chosen(written, fused) else "fused"
                     print(f"| {name} {[b, h, t, d]} {kind or ''} | {dtn} | {layout} | "
                           f"{'training' if training else 'inference'} | {written * 1e3:.2f} | {fused * 1e3:.2f} | "
                           f"{chosen} |", flush=True)

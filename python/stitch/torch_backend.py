@@ -838,8 +838,9 @@ def _training(gm, example_inputs):
 
 
 def _measured(training):
-    """The attention passes' `chosen`: fused where measured faster (torch_attention_choice.py)."""
-    return functools.partial(torch_attention_choice.fused_is_faster, training=training)
+    """The attention passes' `chosen`: fused unless written out was measured clearly faster
+    (torch_attention_choice.py)."""
+    return functools.partial(torch_attention_choice.fused_chosen, training=training)
 
 
 def stitch_backend(gm, example_inputs, options=None, **kwargs):

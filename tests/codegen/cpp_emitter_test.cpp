@@ -1,11 +1,13 @@
 // Golden text of emitted C++ for one tiny kernel (the OpenMP grid loop, the
 // phase loops around a barrier, an index let recomputed after it rather than
 // kept per thread, in plain arithmetic since t + 1 cannot overflow), the compiler's diagnostics on a broken source,
-// and the explicit refusal of constructs the emitter does not handle yet.
+// a uniform serial loop of phases, and the explicit refusal of constructs the
+// emitter does not handle yet.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 
 #include "codegen/cpu/cpp_emitter.h"
 #include "example_kernels.h"
@@ -102,18 +104,34 @@ TEST(CppEmitter, TranslationUnitEmbedsTheHelperHeaderOnce) {
   EXPECT_NE(tu.find("#pragma omp simd"), std::string::npos);  // add_relu's vector loop
 }
 
-TEST(CppEmitter, BarrierInsideLoopOfThreadRegionIsRefused) {
+// A thread region with a barrier that `place` puts inside some control flow,
+// then a store.
+Kernel nested_barrier_kernel(const std::function<void(KernelBuilder&, const Expr& block)>& place) {
   KernelBuilder kb("nested_barrier");
   Expr n = kb.scalar_param("N");
   kb.buffer_param("y", DType::f32, {n, int_const(32)}, Access::Write);
   kb.launch(n, 32);
   kb.grid("b", n, [&](const Expr& b) {
     kb.block("t", 32, [&](const Expr& t) {
-      kb.serial("i", int_const(2), [&](const Expr&) { kb.barrier(); });
+      place(kb, b);
       kb.store("y", {b, t}, float_const(1.0, DType::f32));
     });
   });
-  Kernel k = kb.finish();
+  return kb.finish();
+}
+
+TEST(CppEmitter, BarrierInsideAUniformSerialLoopSplitsTheLoopsBody) {
+  const std::string text = emit_cpp_kernel(nested_barrier_kernel([](KernelBuilder& kb, const Expr&) {
+    kb.serial("i", int_const(2), [&](const Expr&) { kb.barrier(); });
+  }));
+  EXPECT_NE(text.find("for (int64_t i = 0; i < int64_t(2LL); ++i) {  // a serial loop of phases"), std::string::npos)
+      << text;
+}
+
+TEST(CppEmitter, BarrierInsideAnIfOfThreadRegionIsRefused) {
+  Kernel k = nested_barrier_kernel([](KernelBuilder& kb, const Expr& b) {
+    kb.if_then(op(OpKind::Lt, {b, int_const(1)}), [&] { kb.barrier(); });
+  });
   try {
     emit_cpp_kernel(k);
     FAIL() << "expected InternalError";

@@ -93,7 +93,7 @@ class CpuBackend : public ::testing::Test {
   static void SetUpTestSuite() {
     const std::string source = emit_cpp_translation_unit(
         {add_relu_kernel(), row_normalize_kernel(), row_max_kernel(), packed_kernel(), row_argmax_kernel(),
-         semantics_probe_kernel(), warp_sums_kernel()});
+         semantics_probe_kernel(), warp_sums_kernel(), rows_in_a_loop_kernel()});
     module_ = std::make_unique<CpuModule>(runtime::cpu::compile_and_load(source));
   }
   static void TearDownTestSuite() { module_.reset(); }
@@ -252,6 +252,29 @@ TEST_F(CpuBackend, WarpSumsWrapAndBlockAny) {
       EXPECT_EQ(ws.data<int32_t>()[b * 2 + w], static_cast<int32_t>(sum)) << b << ", " << w;
     }
     EXPECT_EQ(any_neg.get_i64(b) != 0, negative) << b;
+  }
+}
+
+TEST_F(CpuBackend, BlockReductionsInASerialLoopOfRows) {
+  // The loop's body splits into phases of its own (a thread loop each side of
+  // the reduction), run once per row; `col` lives across the iterations.
+  const int64_t n = 4;
+  Tensor x(DType::f32, {n * kRows, 64}), y(DType::f32, {n * kRows, 64}), cols(DType::f32, {n, 64});
+  // Multiples of 1/8: every sum is exact, so any combination order gives one answer.
+  for (int64_t e = 0; e < x.numel(); ++e) x.data<float>()[e] = 0.125f * static_cast<float>((e * 7) % 23 - 11);
+  run_kernel(*module_, rows_in_a_loop_kernel(), {&x, &y, &cols}, {scalar_slot(n)});
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t t = 0; t < 64; ++t) {
+      float col = 0;
+      for (int64_t r = 0; r < kRows; ++r) {
+        const float* row = x.data<float>() + (b * kRows + r) * 64;
+        float sum = 0;
+        for (int64_t c = 0; c < 64; ++c) sum += row[c];
+        ASSERT_EQ(y.data<float>()[(b * kRows + r) * 64 + t], row[t] - sum / 64.0f) << b << ", " << r << ", " << t;
+        col += row[t];
+      }
+      ASSERT_EQ(cols.data<float>()[b * 64 + t], col) << b << ", " << t;
+    }
   }
 }
 

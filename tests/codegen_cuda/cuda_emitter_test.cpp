@@ -122,7 +122,7 @@ void expect_compiles(const std::string& source, const std::string& name) {
 TEST(CudaEmitter, ExampleKernelsCompile) {
   using namespace stitch::kir::examples;
   expect_compiles(emit_cuda_translation_unit({add_relu_kernel(), row_normalize_kernel(), row_max_kernel(),
-                                              packed_kernel(), row_argmax_kernel()}),
+                                              packed_kernel(), row_argmax_kernel(), rows_in_a_loop_kernel()}),
                   "examples.cu");
 }
 

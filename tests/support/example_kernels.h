@@ -141,4 +141,33 @@ inline Kernel row_argmax_kernel() {
   return kb.finish();
 }
 
+// A block that owns kRows rows in a serial loop: each row's sum through a
+// block reduction inside the loop, the row less its mean stored, and each
+// thread's column sums over the block's rows kept across the iterations:
+// y[b * kRows + r, t] = x - mean of the row, cols[b, t] = sum over r of x.
+inline constexpr int64_t kRows = 3;
+inline Kernel rows_in_a_loop_kernel() {
+  KernelBuilder kb("rows_in_a_loop");
+  Expr n = kb.scalar_param("N");
+  kb.buffer_param("x", DType::f32, {n * kRows, int_const(64)}, Access::Read);
+  kb.buffer_param("y", DType::f32, {n * kRows, int_const(64)}, Access::Write);
+  kb.buffer_param("cols", DType::f32, {n, int_const(64)}, Access::Write);
+  kb.launch(n, 64);
+  kb.shared("partials", DType::f32, 2);
+  kb.grid("b", n, [&](const Expr& b) {
+    kb.block("t", 64, [&](const Expr& t) {
+      Expr col = kb.let("col", float_const(0.0, DType::f32));
+      kb.serial("r", int_const(kRows), [&](const Expr& r) {
+        Expr row = kb.let("row", b * kRows + r);
+        Expr v = kb.let("v", kb.load("x", {row, t}));
+        Expr sum = kb.block_reduce(OpKind::ReduceSum, v, "sum", "partials");
+        kb.store("y", {row, t}, v - sum / float_const(64.0, DType::f32));
+        kb.assign(col, col + v);
+      });
+      kb.store("cols", {b, t}, col);
+    });
+  });
+  return kb.finish();
+}
+
 }  // namespace stitch::kir::examples

@@ -44,37 +44,80 @@ void KernelEmitter::emit_thread_region(const kir::ForStmt& region) {
     facts_.set_extent(region_.lane_var, kir::kWarpSize);
   }
 
+  region_.body = body;
+  next_phase_id_ = 0;
+  analysis_.analyse(k_, *body, {region_.thread_var, region_.warp_var, region_.lane_var});
+  const std::vector<Phase> phases = split_phases(*body);
+  line(fmt::format("{{  // thread region: {} threads, {} phase(s)", region_.threads, phases.size()));
+  ++depth_;
+  in_region_ = true;
+  emit_phases(phases);
+  in_region_ = false;
+  for (const std::string& name : region_names_) per_thread_.erase(name);
+  region_names_.clear();
+  --depth_;
+  line("}");
+}
+
+std::vector<Phase> KernelEmitter::split_phases(const StmtList& body) {
   std::vector<Phase> phases(1);
-  for (const Stmt& s : *body) {
+  auto next = [&] {
+    phases.emplace_back();
+    phases.back().id = next_phase_id_++;
+  };
+  phases.back().id = next_phase_id_++;
+  for (const Stmt& s : body) {
     if (std::holds_alternative<kir::BarrierStmt>(s.node)) {
-      phases.emplace_back();
+      next();
     } else if (const auto* r = std::get_if<kir::ReduceStmt>(&s.node)) {
       phases.back().reduction = r;
-      phases.emplace_back();
+      next();
     } else if (const auto* t = std::get_if<kir::TransposeTileStmt>(&s.node)) {
       phases.back().transpose = t;
-      phases.emplace_back();
+      next();
+    } else if (const auto* f = std::get_if<kir::ForStmt>(&s.node);
+               f && has_nested_sync(f->body) && f->level == LoopLevel::Serial && !analysis_.expr_varies(f->extent)) {
+      // Every thread runs the loop's iterations in step (a uniform trip
+      // count), so its body splits into phases like the region's.
+      if (!phases.back().stmts.empty()) next();
+      phases.back().stmts.push_back(&s);
+      phases.back().loop = f;
+      next();
     } else {
       if (has_nested_sync({s})) unsupported("a barrier or reduction nested in control flow of a thread region");
       phases.back().stmts.push_back(&s);
     }
   }
+  return phases;
+}
 
-  line(fmt::format("{{  // thread region: {} threads, {} phase(s)", region_.threads, phases.size()));
-  ++depth_;
-  in_region_ = true;
-  region_.body = body;
-  analysis_.analyse(k_, *body, {region_.thread_var, region_.warp_var, region_.lane_var});
+void KernelEmitter::emit_phases(const std::vector<Phase>& phases) {
   declare_cross_phase_values(phases);
   for (size_t p = 0; p < phases.size(); ++p) {
+    if (phases[p].loop) {
+      emit_loop_phase(*phases[p].loop);
+      continue;
+    }
     if (phases[p].stmts.empty() && !phases[p].reduction && !phases[p].transpose) continue;
     emit_phase(phases[p], p, phases.size());
-    if (phases[p].reduction) emit_reduction_combine(*phases[p].reduction, p);
+    if (phases[p].reduction) emit_reduction_combine(*phases[p].reduction, phases[p].id);
     if (phases[p].transpose) emit(*phases[p].transpose);
   }
-  in_region_ = false;
-  for (const std::string& name : region_names_) per_thread_.erase(name);
-  region_names_.clear();
+}
+
+// The loop runs once for the block, its body's phases (each a loop over the
+// threads) inside: per-thread values the body defines and reads across its
+// phases are arrays declared in the body, those it reads from before the loop
+// were declared by the enclosing phases.
+void KernelEmitter::emit_loop_phase(const kir::ForStmt& loop) {
+  check_identifier(loop.var);
+  facts_.note_loop_extent(loop.var, loop.extent);
+  line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{  // a serial loop of phases", loop.var,
+                   expr(loop.extent)));
+  ++depth_;
+  const std::vector<Phase> phases = split_phases(loop.body);
+  line(fmt::format("// {} phase(s)", phases.size()));
+  emit_phases(phases);
   --depth_;
   line("}");
 }
@@ -110,7 +153,7 @@ void KernelEmitter::declare_cross_phase_values(const std::vector<Phase>& phases)
         remember_per_thread(arr->name, fmt::format("{}[{}]", arr->name, tid));
       }
     }
-    if (const kir::ReduceStmt* r = phases[p].reduction) declare_reduction(*r, p);
+    if (const kir::ReduceStmt* r = phases[p].reduction) declare_reduction(*r, phases[p].id);
   }
 }
 
@@ -148,9 +191,9 @@ void KernelEmitter::emit_phase(const Phase& phase, size_t index, size_t count) {
     collect_names(r->value, used);
     collect_names(r->index, used);
     thread_loop(used, {}, false, [&] {
-      line(fmt::format("stitch_values_{}[{}] = {};", index, region_.thread_index, expr(r->value)));
+      line(fmt::format("stitch_values_{}[{}] = {};", phase.id, region_.thread_index, expr(r->value)));
       if (r->index.defined()) {
-        line(fmt::format("stitch_indices_{}[{}] = {};", index, region_.thread_index, expr(r->index)));
+        line(fmt::format("stitch_indices_{}[{}] = {};", phase.id, region_.thread_index, expr(r->index)));
       }
     });
   }

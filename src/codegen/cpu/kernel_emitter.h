@@ -43,6 +43,10 @@ struct Phase {
   std::vector<const Stmt*> stmts;
   const kir::ReduceStmt* reduction = nullptr;
   const kir::TransposeTileStmt* transpose = nullptr;
+  // A uniform serial loop whose body holds barriers or reductions: the phase
+  // is that loop, its body split into phases of its own (emit_phases).
+  const kir::ForStmt* loop = nullptr;
+  size_t id = 0;  // unique in the region: names the reduction's arrays
 };
 
 class KernelEmitter : private common::EmitterSkeleton<KernelEmitter> {
@@ -90,6 +94,11 @@ class KernelEmitter : private common::EmitterSkeleton<KernelEmitter> {
   // per block, remat lets are recomputed, the rest become per-thread arrays.
   // Reduction results (uniform, or one per warp) are declared here too.
   void declare_cross_phase_values(const std::vector<Phase>& phases);
+  // `body` split into phases at barriers, reductions, transpose tiles and
+  // uniform serial loops that hold them; each declared and emitted in turn.
+  std::vector<Phase> split_phases(const StmtList& body);
+  void emit_phases(const std::vector<Phase>& phases);
+  void emit_loop_phase(const kir::ForStmt& loop);
 
   void remember_per_thread(const std::string& name, std::string text) {
     per_thread_[name] = std::move(text);
@@ -216,6 +225,7 @@ class KernelEmitter : private common::EmitterSkeleton<KernelEmitter> {
   };
 
   bool in_region_ = false;
+  size_t next_phase_id_ = 0;  // the next Phase::id of the region
   // Every let's definition so far, for lane_stride and exactly_narrow.
   std::map<std::string, Expr> let_defs_;
   // Names set after their definition or defined twice (redefined_names).

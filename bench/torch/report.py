@@ -63,7 +63,8 @@ def markdown(report):
     results = report["results"]
     lines = [f"# torch.compile on the model set: eager, Inductor and Stitch ({report['date']})", "",
              f"Machine: {m['cpu']}, {m['cpus']} CPUs, torch {m['torch']} ({m['threads']} threads), "
-             f"Python {m['python']}. Command: `{report['command']}`. Method: the docstring of bench/torch/run.py "
+             f"Python {m['python']}" + (f", stitch from {m['stitch']}" if "stitch" in m else "") +
+             f". Command: `{report['command']}`. Method: the docstring of bench/torch/run.py "
              f"(medians of {report['repeat']} interleaved rounds after {report['warmup']} warm-up rounds; "
              "a training step is zeroing the gradients, forward, loss and backward).", "",
              "Stitch vs Inductor: Inductor's time over Stitch's (above 1: Stitch faster). Max diff vs eager: "

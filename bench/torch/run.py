@@ -42,6 +42,7 @@ import torch
 from torch._inductor import config as inductor_config
 from torch._inductor import metrics as inductor_metrics
 
+import stitch
 import stitch.torch_backend as backend
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -227,9 +228,21 @@ def profiled(calls, rounds):
                 statistics.median(kernels[v]) if kernels[v] else None) for v in calls}
 
 
+def stitch_origin():
+    """Where the imported stitch package lies, relative to the repository where it is
+    inside (build/python/stitch under PYTHONPATH=build/python), else "installed". A copy
+    in an environment's site-packages may predate the build: then a warning."""
+    repo = os.path.dirname(os.path.dirname(HERE))
+    folder = os.path.dirname(os.path.abspath(stitch.__file__))
+    if "site-packages" in folder.split(os.sep):
+        warnings.warn(f"stitch is imported from an installed copy ({folder}), not this build: "
+                      "run with PYTHONPATH=build/python to measure the build")
+    return os.path.relpath(folder, repo) if os.path.commonpath([repo, folder]) == repo else "installed"
+
+
 def machine():
     return {"cpu": cpu_name(), "cpus": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "python": platform.python_version()}
+            "python": platform.python_version(), "stitch": stitch_origin()}
 
 
 def listed(text, known, what):

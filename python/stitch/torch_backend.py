@@ -850,8 +850,9 @@ def stitch_backend(gm, example_inputs, options=None, **kwargs):
     "auto": each where it was measured faster on this machine), keep_products (True:
     PyTorch's large CPU products write into reused outputs; off by default) and
     attention ("auto", the default: attention written out becomes PyTorch's fused
-    kernel where that was measured faster on its shapes, forward, or forward and
-    backward in training; True: wherever the pattern matches; False: never) and
+    kernel unless the written-out form was measured clearly faster on its shapes,
+    forward, or forward and backward in training; True: wherever the pattern matches;
+    False: never) and
     backend ("cpu", the default, or "cuda": the partitions of CPU tensors compiled for
     the CUDA back end and run through host memory, to check CUDA code on the simulated
     driver) and f32_intermediates (True, the default: a partition's f16 and bf16 values
